@@ -1,0 +1,688 @@
+package canon
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// MaxDepth is the deepest nesting of arrays and objects Transform accepts.
+// A deeper document is rejected with ErrTooDeep rather than risking the
+// stack or the time of whoever verifies it later.
+const MaxDepth = 512
+
+// MaxSafeInteger is 2^53−1, the largest integer every IEEE-754 double (and
+// so every JSON reader) represents exactly.
+const MaxSafeInteger = 1<<53 - 1
+
+// Sentinel errors, wrapped in *SyntaxError so that callers learn where.
+var (
+	ErrSyntax         = errors.New("canon: invalid JSON")
+	ErrDuplicateKey   = errors.New("canon: duplicate object key")
+	ErrLoneSurrogate  = errors.New("canon: lone surrogate in string")
+	ErrInvalidUTF8    = errors.New("canon: invalid UTF-8 in string")
+	ErrNonFinite      = errors.New("canon: number is not finite")
+	ErrTooDeep        = errors.New("canon: nesting too deep")
+	ErrUnsafeInteger  = errors.New("canon: integer beyond ±(2^53−1); send it as a decimal string")
+	ErrNotCanonical   = errors.New("canon: not in canonical form")
+	ErrUnsupportedVal = errors.New("canon: unsupported Go value")
+)
+
+// SyntaxError reports a rejected document: the byte offset where the
+// problem was found and the sentinel error that names it.
+type SyntaxError struct {
+	Offset int    // byte offset into the input
+	Err    error  // one of the sentinel errors above
+	Detail string // a human hint, may be empty
+}
+
+func (e *SyntaxError) Error() string {
+	if e.Detail != "" {
+		return fmt.Sprintf("%v at offset %d: %s", e.Err, e.Offset, e.Detail)
+	}
+	return fmt.Sprintf("%v at offset %d", e.Err, e.Offset)
+}
+
+func (e *SyntaxError) Unwrap() error { return e.Err }
+
+// Transform returns the RFC 8785 canonical form of the JSON text in.
+// It never modifies in. See the package documentation for what it rejects.
+func Transform(in []byte) ([]byte, error) {
+	return AppendTransform(make([]byte, 0, len(in)), in)
+}
+
+// AppendTransform appends the canonical form of in to dst. On error dst is
+// returned unchanged in length (its spare capacity may have been written).
+func AppendTransform(dst, in []byte) ([]byte, error) {
+	p := parser{in: in, out: dst}
+	p.skipSpace()
+	if err := p.value(); err != nil {
+		return dst, err
+	}
+	p.skipSpace()
+	if p.pos != len(p.in) {
+		return dst, p.fail(ErrSyntax, "data after the top-level value")
+	}
+	return p.out, nil
+}
+
+// Valid reports whether b is already exactly in canonical form: it is
+// Transform(b) == b without keeping the copy. It returns nil or an error
+// saying what is wrong.
+func Valid(b []byte) error {
+	var buf [512]byte
+	out, err := AppendTransform(buf[:0], b)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(out, b) {
+		at := 0
+		for at < len(out) && at < len(b) && out[at] == b[at] {
+			at++
+		}
+		return &SyntaxError{Offset: at, Err: ErrNotCanonical}
+	}
+	return nil
+}
+
+type member struct {
+	key        []byte // decoded key (may alias the input)
+	start, end int    // span of `"key":value` in out, without commas
+}
+
+type parser struct {
+	in      []byte
+	pos     int
+	out     []byte
+	depth   int
+	members []member // a stack shared by all open objects
+	scratch []byte   // reorder buffer
+}
+
+func (p *parser) fail(err error, detail string) error {
+	return &SyntaxError{Offset: p.pos, Err: err, Detail: detail}
+}
+
+func (p *parser) skipSpace() {
+	for p.pos < len(p.in) {
+		switch p.in[p.pos] {
+		case ' ', '\t', '\n', '\r':
+			p.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (p *parser) value() error {
+	if p.pos >= len(p.in) {
+		return p.fail(ErrSyntax, "unexpected end of input")
+	}
+	switch c := p.in[p.pos]; {
+	case c == '{':
+		return p.object()
+	case c == '[':
+		return p.array()
+	case c == '"':
+		s, err := p.string()
+		if err != nil {
+			return err
+		}
+		p.out = AppendString(p.out, s)
+		return nil
+	case c == 't':
+		return p.literal("true")
+	case c == 'f':
+		return p.literal("false")
+	case c == 'n':
+		return p.literal("null")
+	case c == '-' || (c >= '0' && c <= '9'):
+		return p.number()
+	default:
+		return p.fail(ErrSyntax, fmt.Sprintf("unexpected character %q", c))
+	}
+}
+
+func (p *parser) literal(word string) error {
+	if !bytes.HasPrefix(p.in[p.pos:], []byte(word)) {
+		return p.fail(ErrSyntax, "invalid literal")
+	}
+	p.pos += len(word)
+	p.out = append(p.out, word...)
+	return nil
+}
+
+func (p *parser) enter() error {
+	p.depth++
+	if p.depth > MaxDepth {
+		return p.fail(ErrTooDeep, fmt.Sprintf("more than %d levels", MaxDepth))
+	}
+	return nil
+}
+
+func (p *parser) array() error {
+	if err := p.enter(); err != nil {
+		return err
+	}
+	p.pos++ // '['
+	p.out = append(p.out, '[')
+	p.skipSpace()
+	if p.pos < len(p.in) && p.in[p.pos] == ']' {
+		p.pos++
+		p.out = append(p.out, ']')
+		p.depth--
+		return nil
+	}
+	for {
+		p.skipSpace()
+		if err := p.value(); err != nil {
+			return err
+		}
+		p.skipSpace()
+		if p.pos >= len(p.in) {
+			return p.fail(ErrSyntax, "unterminated array")
+		}
+		switch p.in[p.pos] {
+		case ',':
+			p.pos++
+			p.out = append(p.out, ',')
+		case ']':
+			p.pos++
+			p.out = append(p.out, ']')
+			p.depth--
+			return nil
+		default:
+			return p.fail(ErrSyntax, "expected ',' or ']' in array")
+		}
+	}
+}
+
+func (p *parser) object() error {
+	if err := p.enter(); err != nil {
+		return err
+	}
+	objStart := p.pos
+	p.pos++ // '{'
+	p.out = append(p.out, '{')
+	base := len(p.members)
+	defer func() { p.members = p.members[:base] }()
+	p.skipSpace()
+	if p.pos < len(p.in) && p.in[p.pos] == '}' {
+		p.pos++
+		p.out = append(p.out, '}')
+		p.depth--
+		return nil
+	}
+	sorted := true
+	for {
+		p.skipSpace()
+		if p.pos >= len(p.in) || p.in[p.pos] != '"' {
+			return p.fail(ErrSyntax, "expected a string key")
+		}
+		keyAt := p.pos
+		key, err := p.string()
+		if err != nil {
+			return err
+		}
+		p.skipSpace()
+		if p.pos >= len(p.in) || p.in[p.pos] != ':' {
+			return p.fail(ErrSyntax, "expected ':' after key")
+		}
+		p.pos++
+		p.skipSpace()
+		if len(p.members) > base {
+			prev := p.members[len(p.members)-1].key
+			switch c := CompareUTF16(prev, key); {
+			case c == 0:
+				return &SyntaxError{Offset: keyAt, Err: ErrDuplicateKey, Detail: strconv.Quote(string(key))}
+			case c > 0:
+				sorted = false
+			}
+			p.out = append(p.out, ',')
+		}
+		start := len(p.out)
+		p.out = AppendString(p.out, key)
+		p.out = append(p.out, ':')
+		if err := p.value(); err != nil {
+			return err
+		}
+		p.members = append(p.members, member{key: key, start: start, end: len(p.out)})
+		p.skipSpace()
+		if p.pos >= len(p.in) {
+			return p.fail(ErrSyntax, "unterminated object")
+		}
+		if p.in[p.pos] == ',' {
+			p.pos++
+			continue
+		}
+		if p.in[p.pos] != '}' {
+			return p.fail(ErrSyntax, "expected ',' or '}' in object")
+		}
+		p.pos++
+		break
+	}
+	if !sorted {
+		if err := p.reorder(base, objStart); err != nil {
+			return err
+		}
+	}
+	p.out = append(p.out, '}')
+	p.depth--
+	return nil
+}
+
+// reorder sorts the members of the object whose members start at base and
+// rewrites their bytes in p.out in sorted order.
+func (p *parser) reorder(base, objStart int) error {
+	ms := p.members[base:]
+	// insertion sort is fine for small objects; use a stable merge for large.
+	sortMembers(ms)
+	for i := 1; i < len(ms); i++ {
+		if CompareUTF16(ms[i-1].key, ms[i].key) == 0 {
+			return &SyntaxError{Offset: objStart, Err: ErrDuplicateKey, Detail: strconv.Quote(string(ms[i].key))}
+		}
+	}
+	regionStart := len(p.out)
+	for _, m := range ms {
+		if m.start < regionStart {
+			regionStart = m.start
+		}
+	}
+	p.scratch = append(p.scratch[:0], p.out[regionStart:]...)
+	p.out = p.out[:regionStart]
+	for i, m := range ms {
+		if i > 0 {
+			p.out = append(p.out, ',')
+		}
+		p.out = append(p.out, p.scratch[m.start-regionStart:m.end-regionStart]...)
+	}
+	return nil
+}
+
+func sortMembers(ms []member) {
+	if len(ms) <= 12 {
+		for i := 1; i < len(ms); i++ {
+			for j := i; j > 0 && CompareUTF16(ms[j-1].key, ms[j].key) > 0; j-- {
+				ms[j-1], ms[j] = ms[j], ms[j-1]
+			}
+		}
+		return
+	}
+	mid := len(ms) / 2
+	sortMembers(ms[:mid])
+	sortMembers(ms[mid:])
+	merged := make([]member, 0, len(ms))
+	i, j := 0, mid
+	for i < mid && j < len(ms) {
+		if CompareUTF16(ms[j].key, ms[i].key) < 0 {
+			merged = append(merged, ms[j])
+			j++
+		} else {
+			merged = append(merged, ms[i])
+			i++
+		}
+	}
+	merged = append(merged, ms[i:mid]...)
+	merged = append(merged, ms[j:]...)
+	copy(ms, merged)
+}
+
+// CompareUTF16 orders two UTF-8 strings by their UTF-16 code units, the key
+// order RFC 8785 prescribes. It differs from byte order only where a
+// character above U+FFFF meets one in U+E000..U+FFFF.
+func CompareUTF16(a, b []byte) int {
+	for len(a) > 0 && len(b) > 0 {
+		if a[0] < utf8.RuneSelf && b[0] < utf8.RuneSelf {
+			if a[0] != b[0] {
+				return int(a[0]) - int(b[0])
+			}
+			a, b = a[1:], b[1:]
+			continue
+		}
+		ra, na := utf8.DecodeRune(a)
+		rb, nb := utf8.DecodeRune(b)
+		if ra != rb {
+			ua, la := utf16Units(ra)
+			ub, lb := utf16Units(rb)
+			if ua != ub {
+				return int(ua) - int(ub)
+			}
+			return int(la) - int(lb)
+		}
+		a, b = a[na:], b[nb:]
+	}
+	return len(a) - len(b)
+}
+
+func utf16Units(r rune) (uint16, uint16) {
+	if r < 0x10000 {
+		return uint16(r), 0
+	}
+	hi, lo := utf16.EncodeRune(r)
+	return uint16(hi), uint16(lo)
+}
+
+// string parses a JSON string at p.pos and returns its decoded UTF-8 bytes.
+// Without escapes the result aliases the input.
+func (p *parser) string() ([]byte, error) {
+	p.pos++ // opening quote
+	start := p.pos
+	// fast path: no escapes
+	for p.pos < len(p.in) {
+		c := p.in[p.pos]
+		if c == '"' {
+			s := p.in[start:p.pos]
+			if !utf8.Valid(s) {
+				return nil, p.badUTF8(start)
+			}
+			p.pos++
+			return s, nil
+		}
+		if c == '\\' {
+			break
+		}
+		if c < 0x20 {
+			return nil, p.fail(ErrSyntax, "control character in string")
+		}
+		p.pos++
+	}
+	if p.pos >= len(p.in) {
+		return nil, p.fail(ErrSyntax, "unterminated string")
+	}
+	buf := make([]byte, 0, p.pos-start+16)
+	buf = append(buf, p.in[start:p.pos]...)
+	if !utf8.Valid(buf) {
+		return nil, p.badUTF8(start)
+	}
+	for p.pos < len(p.in) {
+		c := p.in[p.pos]
+		switch {
+		case c == '"':
+			p.pos++
+			return buf, nil
+		case c < 0x20:
+			return nil, p.fail(ErrSyntax, "control character in string")
+		case c == '\\':
+			if p.pos+1 >= len(p.in) {
+				return nil, p.fail(ErrSyntax, "unterminated escape")
+			}
+			e := p.in[p.pos+1]
+			switch e {
+			case '"', '\\', '/':
+				buf = append(buf, e)
+				p.pos += 2
+			case 'b':
+				buf = append(buf, '\b')
+				p.pos += 2
+			case 'f':
+				buf = append(buf, '\f')
+				p.pos += 2
+			case 'n':
+				buf = append(buf, '\n')
+				p.pos += 2
+			case 'r':
+				buf = append(buf, '\r')
+				p.pos += 2
+			case 't':
+				buf = append(buf, '\t')
+				p.pos += 2
+			case 'u':
+				r, err := p.hex4(p.pos + 2)
+				if err != nil {
+					return nil, err
+				}
+				at := p.pos
+				p.pos += 6
+				if utf16.IsSurrogate(r) {
+					if r >= 0xDC00 || p.pos+1 >= len(p.in) || p.in[p.pos] != '\\' || p.in[p.pos+1] != 'u' {
+						return nil, &SyntaxError{Offset: at, Err: ErrLoneSurrogate}
+					}
+					r2, err := p.hex4(p.pos + 2)
+					if err != nil {
+						return nil, err
+					}
+					if r2 < 0xDC00 || r2 > 0xDFFF {
+						return nil, &SyntaxError{Offset: at, Err: ErrLoneSurrogate}
+					}
+					r = utf16.DecodeRune(r, r2)
+					p.pos += 6
+				}
+				buf = utf8.AppendRune(buf, r)
+			default:
+				return nil, p.fail(ErrSyntax, fmt.Sprintf("invalid escape \\%c", e))
+			}
+		default:
+			// copy a run of plain bytes
+			runStart := p.pos
+			for p.pos < len(p.in) && p.in[p.pos] != '"' && p.in[p.pos] != '\\' && p.in[p.pos] >= 0x20 {
+				p.pos++
+			}
+			if !utf8.Valid(p.in[runStart:p.pos]) {
+				return nil, p.badUTF8(runStart)
+			}
+			buf = append(buf, p.in[runStart:p.pos]...)
+		}
+	}
+	return nil, p.fail(ErrSyntax, "unterminated string")
+}
+
+func (p *parser) badUTF8(from int) error {
+	s := p.in[from:]
+	off := from
+	for len(s) > 0 {
+		r, n := utf8.DecodeRune(s)
+		if r == utf8.RuneError && n <= 1 {
+			break
+		}
+		s = s[n:]
+		off += n
+	}
+	return &SyntaxError{Offset: off, Err: ErrInvalidUTF8}
+}
+
+func (p *parser) hex4(at int) (rune, error) {
+	if at+4 > len(p.in) {
+		return 0, &SyntaxError{Offset: at, Err: ErrSyntax, Detail: "short \\u escape"}
+	}
+	var r rune
+	for i := 0; i < 4; i++ {
+		c := p.in[at+i]
+		var v byte
+		switch {
+		case c >= '0' && c <= '9':
+			v = c - '0'
+		case c >= 'a' && c <= 'f':
+			v = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			v = c - 'A' + 10
+		default:
+			return 0, &SyntaxError{Offset: at + i, Err: ErrSyntax, Detail: "invalid hex digit in \\u escape"}
+		}
+		r = r<<4 | rune(v)
+	}
+	return r, nil
+}
+
+func (p *parser) number() error {
+	start := p.pos
+	if p.in[p.pos] == '-' {
+		p.pos++
+	}
+	digits := func() int {
+		n := 0
+		for p.pos < len(p.in) && p.in[p.pos] >= '0' && p.in[p.pos] <= '9' {
+			p.pos++
+			n++
+		}
+		return n
+	}
+	intStart := p.pos
+	n := digits()
+	if n == 0 {
+		return p.fail(ErrSyntax, "digit expected")
+	}
+	if n > 1 && p.in[intStart] == '0' {
+		return &SyntaxError{Offset: intStart, Err: ErrSyntax, Detail: "leading zero"}
+	}
+	isInt := true
+	if p.pos < len(p.in) && p.in[p.pos] == '.' {
+		isInt = false
+		p.pos++
+		if digits() == 0 {
+			return p.fail(ErrSyntax, "digit expected after '.'")
+		}
+	}
+	if p.pos < len(p.in) && (p.in[p.pos] == 'e' || p.in[p.pos] == 'E') {
+		isInt = false
+		p.pos++
+		if p.pos < len(p.in) && (p.in[p.pos] == '+' || p.in[p.pos] == '-') {
+			p.pos++
+		}
+		if digits() == 0 {
+			return p.fail(ErrSyntax, "digit expected in exponent")
+		}
+	}
+	lit := p.in[start:p.pos]
+	if isInt {
+		// Exact integer: reject anything a double cannot hold exactly.
+		mag := lit
+		neg := false
+		if mag[0] == '-' {
+			neg = true
+			mag = mag[1:]
+		}
+		if len(mag) > 16 {
+			return &SyntaxError{Offset: start, Err: ErrUnsafeInteger, Detail: string(lit)}
+		}
+		v, _ := strconv.ParseInt(string(mag), 10, 64)
+		if v > MaxSafeInteger {
+			return &SyntaxError{Offset: start, Err: ErrUnsafeInteger, Detail: string(lit)}
+		}
+		if neg && v != 0 {
+			v = -v
+		}
+		p.out = strconv.AppendInt(p.out, v, 10)
+		return nil
+	}
+	f, err := strconv.ParseFloat(string(lit), 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return &SyntaxError{Offset: start, Err: ErrNonFinite, Detail: string(lit)}
+	}
+	if unsafeIntegral(f) {
+		return &SyntaxError{Offset: start, Err: ErrUnsafeInteger, Detail: string(lit) + " would be written as an integer literal beyond 2^53−1"}
+	}
+	p.out = AppendFloat(p.out, f)
+	return nil
+}
+
+// unsafeIntegral reports whether the ES6 form of f is a plain integer
+// literal beyond ±(2^53−1) (magnitudes from 2^53 below 1e21). Such output
+// could not be read back under the integer rule, so it is refused too:
+// every canonical text Transform writes is itself accepted by Transform.
+func unsafeIntegral(f float64) bool {
+	a := math.Abs(f)
+	return a > MaxSafeInteger && a < 1e21 && a == math.Trunc(a)
+}
+
+// AppendFloat appends the ECMAScript (ES2015 Number.prototype.toString)
+// form of a finite f, as RFC 8785 §3.2.2.3 prescribes. It panics on NaN or
+// ±Inf only if called with them; callers validate first (Marshal does).
+func AppendFloat(dst []byte, f float64) []byte {
+	if f == 0 {
+		return append(dst, '0')
+	}
+	if f < 0 {
+		dst = append(dst, '-')
+		f = -f
+	}
+	// Shortest round-trip digits and exponent.
+	var tmp [32]byte
+	e := strconv.AppendFloat(tmp[:0], f, 'e', -1, 64) // d.ddddde±XX
+	mant := e
+	exp := 0
+	for i, c := range e {
+		if c == 'e' {
+			mant = e[:i]
+			x, _ := strconv.Atoi(string(e[i+1:]))
+			exp = x
+			break
+		}
+	}
+	var digs [24]byte
+	d := digs[:0]
+	for _, c := range mant {
+		if c != '.' {
+			d = append(d, c)
+		}
+	}
+	k := len(d)
+	n := exp + 1 // value = 0.d × 10^n
+	switch {
+	case k <= n && n <= 21:
+		dst = append(dst, d...)
+		for i := 0; i < n-k; i++ {
+			dst = append(dst, '0')
+		}
+	case 0 < n && n <= 21:
+		dst = append(dst, d[:n]...)
+		dst = append(dst, '.')
+		dst = append(dst, d[n:]...)
+	case -6 < n && n <= 0:
+		dst = append(dst, '0', '.')
+		for i := 0; i < -n; i++ {
+			dst = append(dst, '0')
+		}
+		dst = append(dst, d...)
+	default:
+		dst = append(dst, d[0])
+		if k > 1 {
+			dst = append(dst, '.')
+			dst = append(dst, d[1:]...)
+		}
+		dst = append(dst, 'e')
+		if n-1 >= 0 {
+			dst = append(dst, '+')
+		}
+		dst = strconv.AppendInt(dst, int64(n-1), 10)
+	}
+	return dst
+}
+
+// AppendString appends s (UTF-8) as a canonical JSON string: only '"', '\\'
+// and control characters are escaped; \b \f \n \r \t use their short forms
+// and the others \u00xx in lower-case hex. s must be valid UTF-8.
+func AppendString[T ~string | ~[]byte](dst []byte, s T) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\b':
+			dst = append(dst, '\\', 'b')
+		case '\f':
+			dst = append(dst, '\\', 'f')
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+		}
+		start = i + 1
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

@@ -1,0 +1,176 @@
+package canon
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Marshal returns the canonical JSON encoding of v.
+//
+// The common dynamic shapes — nil, bool, string, the integer and float
+// kinds, json.Number, json.RawMessage, []any, map[string]any,
+// map[string]string, []string — are encoded directly. Any other value goes
+// through encoding/json (with HTML escaping off, so "<" stays "<") and is
+// then canonicalised by Transform, so struct tags and MarshalJSON methods
+// are honoured. The same limits as Transform apply: non-finite floats and
+// integers beyond ±(2^53−1) are errors.
+func Marshal(v any) ([]byte, error) {
+	return AppendMarshal(nil, v)
+}
+
+// AppendMarshal appends the canonical JSON encoding of v to dst.
+func AppendMarshal(dst []byte, v any) ([]byte, error) {
+	return appendValue(dst, v, 0)
+}
+
+func appendValue(dst []byte, v any, depth int) ([]byte, error) {
+	if depth > MaxDepth {
+		return dst, &SyntaxError{Err: ErrTooDeep, Detail: fmt.Sprintf("more than %d levels", MaxDepth)}
+	}
+	switch x := v.(type) {
+	case nil:
+		return append(dst, "null"...), nil
+	case bool:
+		if x {
+			return append(dst, "true"...), nil
+		}
+		return append(dst, "false"...), nil
+	case string:
+		if !utf8.ValidString(x) {
+			return dst, &SyntaxError{Err: ErrInvalidUTF8}
+		}
+		return AppendString(dst, x), nil
+	case int:
+		return appendInt(dst, int64(x))
+	case int8:
+		return appendInt(dst, int64(x))
+	case int16:
+		return appendInt(dst, int64(x))
+	case int32:
+		return appendInt(dst, int64(x))
+	case int64:
+		return appendInt(dst, x)
+	case uint:
+		return appendUint(dst, uint64(x))
+	case uint8:
+		return appendUint(dst, uint64(x))
+	case uint16:
+		return appendUint(dst, uint64(x))
+	case uint32:
+		return appendUint(dst, uint64(x))
+	case uint64:
+		return appendUint(dst, x)
+	case float32:
+		return appendFloat(dst, float64(x))
+	case float64:
+		return appendFloat(dst, x)
+	case json.Number:
+		return AppendTransform(dst, []byte(x))
+	case json.RawMessage:
+		return AppendTransform(dst, x)
+	case []any:
+		dst = append(dst, '[')
+		for i, e := range x {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var err error
+			if dst, err = appendValue(dst, e, depth+1); err != nil {
+				return dst, err
+			}
+		}
+		return append(dst, ']'), nil
+	case []string:
+		dst = append(dst, '[')
+		for i, e := range x {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var err error
+			if dst, err = appendValue(dst, e, depth+1); err != nil {
+				return dst, err
+			}
+		}
+		return append(dst, ']'), nil
+	case map[string]any:
+		keys := sortedKeys(x)
+		dst = append(dst, '{')
+		for i, k := range keys {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var err error
+			if dst, err = appendValue(dst, k, depth+1); err != nil {
+				return dst, err
+			}
+			dst = append(dst, ':')
+			if dst, err = appendValue(dst, x[k], depth+1); err != nil {
+				return dst, err
+			}
+		}
+		return append(dst, '}'), nil
+	case map[string]string:
+		keys := sortedKeys(x)
+		dst = append(dst, '{')
+		for i, k := range keys {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var err error
+			if dst, err = appendValue(dst, k, depth+1); err != nil {
+				return dst, err
+			}
+			dst = append(dst, ':')
+			if dst, err = appendValue(dst, x[k], depth+1); err != nil {
+				return dst, err
+			}
+		}
+		return append(dst, '}'), nil
+	default:
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(v); err != nil {
+			return dst, fmt.Errorf("%w: %v", ErrUnsupportedVal, err)
+		}
+		return AppendTransform(dst, bytes.TrimRight(buf.Bytes(), "\n"))
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return CompareUTF16([]byte(keys[i]), []byte(keys[j])) < 0 })
+	return keys
+}
+
+func appendInt(dst []byte, v int64) ([]byte, error) {
+	if v > MaxSafeInteger || v < -MaxSafeInteger {
+		return dst, &SyntaxError{Err: ErrUnsafeInteger, Detail: strconv.FormatInt(v, 10)}
+	}
+	return strconv.AppendInt(dst, v, 10), nil
+}
+
+func appendUint(dst []byte, v uint64) ([]byte, error) {
+	if v > MaxSafeInteger {
+		return dst, &SyntaxError{Err: ErrUnsafeInteger, Detail: strconv.FormatUint(v, 10)}
+	}
+	return strconv.AppendUint(dst, v, 10), nil
+}
+
+func appendFloat(dst []byte, f float64) ([]byte, error) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return dst, &SyntaxError{Err: ErrNonFinite}
+	}
+	if unsafeIntegral(f) {
+		return dst, &SyntaxError{Err: ErrUnsafeInteger, Detail: strconv.FormatFloat(f, 'g', -1, 64)}
+	}
+	return AppendFloat(dst, f), nil
+}
