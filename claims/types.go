@@ -1,0 +1,409 @@
+package claims
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Sentinel errors. Callers branch on them with errors.Is; the typed errors
+// of this package (*ValidationError, *DecodeError) wrap one of them.
+var (
+	// ErrUnknownValue reports a string outside one of the closed enums
+	// (claim type, method, recommendation, risk tier, decision, approval
+	// decision). Enums are case-sensitive: "fact" is not "FACT".
+	ErrUnknownValue = errors.New("claims: unknown enum value")
+	// ErrMalformed reports JSON that does not have the shape of the
+	// specification: syntax errors, unknown fields, wrong types, missing
+	// required fields, numbers outside [0,1], timestamps that are not RFC 3339.
+	ErrMalformed = errors.New("claims: malformed JSON")
+	// ErrInvalid reports a value that breaks a rule of the specification
+	// (see Validate).
+	ErrInvalid = errors.New("claims: invalid bundle")
+)
+
+// ClaimType is the closed set of claim kinds.
+type ClaimType string
+
+// The claim types of the specification.
+const (
+	FactClaim      ClaimType = "FACT"      // needs evidence with source_confidence ≥ 0.60
+	InferenceClaim ClaimType = "INFERENCE" // evidence optional; if present, same standard as FACT
+	DecisionClaim  ClaimType = "DECISION"  // no evidence; its gate recommendation drives approval
+)
+
+// UncertaintyMethod is the closed set of uncertainty estimators.
+type UncertaintyMethod string
+
+// The uncertainty methods of the specification.
+const (
+	SemanticEntropy   UncertaintyMethod = "semantic_entropy"
+	ModelDisagreement UncertaintyMethod = "model_disagreement"
+	ConfidenceScore   UncertaintyMethod = "confidence_score"
+	ConformalSet      UncertaintyMethod = "conformal_set"
+)
+
+// GateRecommendation is what a claim (or a gate) asks the chain to do.
+type GateRecommendation string
+
+// The gate recommendations of the specification.
+const (
+	Execute GateRecommendation = "EXECUTE" // proceed: the gate passes
+	Defer   GateRecommendation = "DEFER"   // stop the chain and queue for a human
+	Refuse  GateRecommendation = "REFUSE"  // stop the chain and fail the bundle
+	Explain GateRecommendation = "EXPLAIN" // proceed, adding a caveat to the output
+)
+
+// RiskTier is the closed, ordered set of side-effect classes. Tiers are
+// compared by Rank, never as strings.
+type RiskTier string
+
+// The risk tiers of the specification, in increasing rank.
+const (
+	ReadOnly     RiskTier = "READ_ONLY"
+	WriteLimited RiskTier = "WRITE_LIMITED"
+	Modify       RiskTier = "MODIFY"
+	Delete       RiskTier = "DELETE"
+	Privilege    RiskTier = "PRIVILEGE"
+)
+
+// Decision is the verdict of the gate chain on a whole bundle.
+type Decision string
+
+// The bundle decisions of the specification.
+const (
+	DecisionPublish  Decision = "PUBLISH"
+	DecisionDefer    Decision = "DEFER"
+	DecisionEscalate Decision = "ESCALATE"
+	DecisionRefuse   Decision = "REFUSE"
+)
+
+// ApprovalDecision is a human approver's verdict.
+type ApprovalDecision string
+
+// The approval decisions of the specification.
+const (
+	Approved ApprovalDecision = "APPROVED"
+	Rejected ApprovalDecision = "REJECTED"
+)
+
+// Valid reports whether t is one of the claim types of the specification.
+func (t ClaimType) Valid() bool {
+	return t == FactClaim || t == InferenceClaim || t == DecisionClaim
+}
+
+// Valid reports whether m is one of the four methods of the specification.
+func (m UncertaintyMethod) Valid() bool {
+	return m == SemanticEntropy || m == ModelDisagreement || m == ConfidenceScore || m == ConformalSet
+}
+
+// Valid reports whether r is one of the four recommendations.
+func (r GateRecommendation) Valid() bool {
+	return r == Execute || r == Defer || r == Refuse || r == Explain
+}
+
+// Valid reports whether t is one of the five risk tiers.
+func (t RiskTier) Valid() bool { return t.Rank() > 0 }
+
+// Rank orders the tiers: READ_ONLY 1 < WRITE_LIMITED 2 < MODIFY 3 <
+// DELETE 4 < PRIVILEGE 5. An unknown tier has rank 0.
+func (t RiskTier) Rank() int {
+	switch t {
+	case ReadOnly:
+		return 1
+	case WriteLimited:
+		return 2
+	case Modify:
+		return 3
+	case Delete:
+		return 4
+	case Privilege:
+		return 5
+	}
+	return 0
+}
+
+// AtLeast reports whether t ranks at or above u. Both must be valid.
+func (t RiskTier) AtLeast(u RiskTier) bool {
+	return t.Valid() && u.Valid() && t.Rank() >= u.Rank()
+}
+
+// Valid reports whether d is one of the four bundle decisions.
+func (d Decision) Valid() bool {
+	return d == DecisionPublish || d == DecisionDefer || d == DecisionEscalate || d == DecisionRefuse
+}
+
+// Valid reports whether d is APPROVED or REJECTED.
+func (d ApprovalDecision) Valid() bool { return d == Approved || d == Rejected }
+
+func unknown(kind, s string) error {
+	return fmt.Errorf("%w: %s %q", ErrUnknownValue, kind, s)
+}
+
+// The enums marshal and unmarshal as JSON strings through the text
+// interfaces. Unmarshalling an unknown value fails with ErrUnknownValue;
+// so does marshalling one, so that no out-of-contract value is written.
+
+// MarshalText implements encoding.TextMarshaler.
+func (t ClaimType) MarshalText() ([]byte, error) {
+	if !t.Valid() {
+		return nil, unknown("claim type", string(t))
+	}
+	return []byte(t), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (t *ClaimType) UnmarshalText(b []byte) error {
+	if v := ClaimType(b); v.Valid() {
+		*t = v
+		return nil
+	}
+	return unknown("claim type", string(b))
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (m UncertaintyMethod) MarshalText() ([]byte, error) {
+	if !m.Valid() {
+		return nil, unknown("uncertainty method", string(m))
+	}
+	return []byte(m), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (m *UncertaintyMethod) UnmarshalText(b []byte) error {
+	if v := UncertaintyMethod(b); v.Valid() {
+		*m = v
+		return nil
+	}
+	return unknown("uncertainty method", string(b))
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (r GateRecommendation) MarshalText() ([]byte, error) {
+	if !r.Valid() {
+		return nil, unknown("gate recommendation", string(r))
+	}
+	return []byte(r), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (r *GateRecommendation) UnmarshalText(b []byte) error {
+	if v := GateRecommendation(b); v.Valid() {
+		*r = v
+		return nil
+	}
+	return unknown("gate recommendation", string(b))
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (t RiskTier) MarshalText() ([]byte, error) {
+	if !t.Valid() {
+		return nil, unknown("risk tier", string(t))
+	}
+	return []byte(t), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (t *RiskTier) UnmarshalText(b []byte) error {
+	if v := RiskTier(b); v.Valid() {
+		*t = v
+		return nil
+	}
+	return unknown("risk tier", string(b))
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Decision) MarshalText() ([]byte, error) {
+	if !d.Valid() {
+		return nil, unknown("decision", string(d))
+	}
+	return []byte(d), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Decision) UnmarshalText(b []byte) error {
+	if v := Decision(b); v.Valid() {
+		*d = v
+		return nil
+	}
+	return unknown("decision", string(b))
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (d ApprovalDecision) MarshalText() ([]byte, error) {
+	if !d.Valid() {
+		return nil, unknown("approval decision", string(d))
+	}
+	return []byte(d), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *ApprovalDecision) UnmarshalText(b []byte) error {
+	if v := ApprovalDecision(b); v.Valid() {
+		*d = v
+		return nil
+	}
+	return unknown("approval decision", string(b))
+}
+
+// EvidencePointer points at the evidence behind a claim.
+type EvidencePointer struct {
+	Source           string    `json:"source"`            // URL or reference
+	SourceConfidence float64   `json:"source_confidence"` // in [0,1]
+	EvidenceHash     string    `json:"evidence_hash"`     // SHA-256 of the evidence, 64 lower-case hex digits
+	RetrievedAt      time.Time `json:"retrieved_at"`      // RFC 3339 on the wire
+}
+
+// Uncertainty is an uncertainty estimate attached to a claim: the method
+// that produced it, a value in [0,1] (0 = certain), a human-readable
+// interpretation and the estimator's gate recommendation (the
+// specification's default is EXECUTE).
+type Uncertainty struct {
+	Method             UncertaintyMethod  `json:"method"`
+	Value              float64            `json:"value"`
+	Interpretation     string             `json:"interpretation"`
+	GateRecommendation GateRecommendation `json:"gate_recommendation"`
+}
+
+// Claim is one assertion of an agent.
+type Claim struct {
+	ID               string            `json:"id"`
+	Statement        string            `json:"statement"`
+	ClaimType        ClaimType         `json:"claim_type"`
+	EvidencePointers []EvidencePointer `json:"evidence_pointers"`
+	Uncertainty      Uncertainty       `json:"uncertainty"`
+	RiskTier         RiskTier          `json:"risk_tier"`
+	IfWrongCost      string            `json:"if_wrong_cost"`
+}
+
+// Approval is one human decision recorded in the audit trail.
+type Approval struct {
+	Approver  string           `json:"approver"`
+	Timestamp time.Time        `json:"timestamp"`
+	Decision  ApprovalDecision `json:"decision"`
+	Reason    string           `json:"reason"`
+}
+
+// Note is a remark a gate attaches to an evaluated bundle: a caveat the
+// output must carry (EXPLAIN) or a flag for the log (a MODIFY claim that
+// was approved automatically). ClaimID is empty when the note concerns the
+// whole bundle.
+type Note struct {
+	ClaimID string `json:"claim_id,omitempty"`
+	Gate    string `json:"gate"`
+	Text    string `json:"text"`
+}
+
+// AuditTrail records what the gate chain did with a bundle. GatesPassed,
+// GatesFailed and HumanApprovals are the fields of the specification;
+// Caveats and Flags extend it and are omitted from the JSON when empty, so
+// a bundle without them has exactly the specification's shape.
+type AuditTrail struct {
+	GatesPassed    []string   `json:"gates_passed"`
+	GatesFailed    []string   `json:"gates_failed"`
+	HumanApprovals []Approval `json:"human_approvals"`
+	Caveats        []Note     `json:"caveats,omitempty"`
+	Flags          []Note     `json:"flags,omitempty"`
+}
+
+// ClaimBundle is the contract every agent output is expressed in.
+type ClaimBundle struct {
+	ID                string     `json:"id"`
+	Timestamp         time.Time  `json:"timestamp"`
+	OriginAgent       string     `json:"origin_agent"`
+	Claims            []Claim    `json:"claims"`
+	Decision          Decision   `json:"decision"`
+	Reason            string     `json:"reason"`
+	RequiredApprovals []string   `json:"required_approvals"`
+	AuditTrail        AuditTrail `json:"audit_trail"`
+}
+
+// NewBundle returns a bundle with the specification's defaults: decision
+// DEFER, empty reason, no required approvals and an empty audit trail.
+// The claims are copied.
+func NewBundle(id string, timestamp time.Time, originAgent string, claims ...Claim) ClaimBundle {
+	b := ClaimBundle{
+		ID:                id,
+		Timestamp:         timestamp,
+		OriginAgent:       originAgent,
+		Claims:            make([]Claim, len(claims)),
+		Decision:          DecisionDefer,
+		RequiredApprovals: []string{},
+		AuditTrail:        AuditTrail{GatesPassed: []string{}, GatesFailed: []string{}, HumanApprovals: []Approval{}},
+	}
+	for i, c := range claims {
+		b.Claims[i] = c.Clone()
+	}
+	return b
+}
+
+// Clone returns a deep copy of c.
+func (c Claim) Clone() Claim {
+	c.EvidencePointers = cloneSlice(c.EvidencePointers)
+	return c
+}
+
+// Clone returns a deep copy of b: no slice of the copy aliases b.
+func (b ClaimBundle) Clone() ClaimBundle {
+	if b.Claims != nil {
+		cs := make([]Claim, len(b.Claims))
+		for i, c := range b.Claims {
+			cs[i] = c.Clone()
+		}
+		b.Claims = cs
+	}
+	b.RequiredApprovals = cloneSlice(b.RequiredApprovals)
+	b.AuditTrail = b.AuditTrail.Clone()
+	return b
+}
+
+// Clone returns a deep copy of a.
+func (a AuditTrail) Clone() AuditTrail {
+	a.GatesPassed = cloneSlice(a.GatesPassed)
+	a.GatesFailed = cloneSlice(a.GatesFailed)
+	a.HumanApprovals = cloneSlice(a.HumanApprovals)
+	a.Caveats = cloneSlice(a.Caveats)
+	a.Flags = cloneSlice(a.Flags)
+	return a
+}
+
+func cloneSlice[T any](s []T) []T {
+	if s == nil {
+		return nil
+	}
+	return append(make([]T, 0, len(s)), s...)
+}
+
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// MarshalJSON writes the claim with the specification's field names; a nil
+// evidence list is written as [] as the reference implementation does.
+func (c Claim) MarshalJSON() ([]byte, error) {
+	type plain Claim
+	c.EvidencePointers = orEmpty(c.EvidencePointers)
+	return json.Marshal(plain(c))
+}
+
+// MarshalJSON writes the audit trail; nil lists are written as [].
+func (a AuditTrail) MarshalJSON() ([]byte, error) {
+	type plain AuditTrail
+	a.GatesPassed = orEmpty(a.GatesPassed)
+	a.GatesFailed = orEmpty(a.GatesFailed)
+	a.HumanApprovals = orEmpty(a.HumanApprovals)
+	return json.Marshal(plain(a))
+}
+
+// MarshalJSON writes the bundle with the specification's field names; nil
+// lists are written as [].
+func (b ClaimBundle) MarshalJSON() ([]byte, error) {
+	type plain ClaimBundle
+	b.Claims = orEmpty(b.Claims)
+	b.RequiredApprovals = orEmpty(b.RequiredApprovals)
+	return json.Marshal(plain(b))
+}
