@@ -399,10 +399,25 @@ func (a AuditTrail) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(a))
 }
 
+// MarshalJSON writes the pointer; retrieved_at is written in UTC.
+func (e EvidencePointer) MarshalJSON() ([]byte, error) {
+	type plain EvidencePointer
+	e.RetrievedAt = e.RetrievedAt.UTC()
+	return json.Marshal(plain(e))
+}
+
+// MarshalJSON writes the approval; the timestamp is written in UTC.
+func (a Approval) MarshalJSON() ([]byte, error) {
+	type plain Approval
+	a.Timestamp = a.Timestamp.UTC()
+	return json.Marshal(plain(a))
+}
+
 // MarshalJSON writes the bundle with the specification's field names; nil
 // lists are written as [].
 func (b ClaimBundle) MarshalJSON() ([]byte, error) {
 	type plain ClaimBundle
+	b.Timestamp = b.Timestamp.UTC()
 	b.Claims = orEmpty(b.Claims)
 	b.RequiredApprovals = orEmpty(b.RequiredApprovals)
 	return json.Marshal(plain(b))

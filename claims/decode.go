@@ -1,0 +1,387 @@
+package claims
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/verity-go/verity/internal/canon"
+)
+
+// The decoders are strict: the text must be one JSON value without
+// duplicate keys, invalid UTF-8 or lone surrogates; every object may hold
+// only the members the specification defines (matched case-sensitively);
+// enum strings must be spelled exactly; numbers must lie in [0,1];
+// timestamps must be RFC 3339 (they are normalised to UTC, keeping the
+// instant). Members with a default in the specification's reference
+// implementation may be omitted or null; the others are required. Every
+// problem is reported, with its path, in one *DecodeError.
+//
+// Decoding checks shape, not the rules of Validate: the specification's
+// own example with a 32-hex-digit evidence_hash decodes, and Validate
+// reports the hash.
+
+// DecodeBundle decodes a ClaimBundle. Omitted defaults: id "" and a zero
+// timestamp (see ClaimBundle.Complete), decision DEFER, reason "", no
+// required approvals and an empty audit trail.
+func DecodeBundle(data []byte) (ClaimBundle, error) {
+	return decodeWith(data, (*decoder).bundle)
+}
+
+// DecodeClaim decodes one Claim. Omitted defaults: id "", no evidence
+// pointers, if_wrong_cost "".
+func DecodeClaim(data []byte) (Claim, error) {
+	return decodeWith(data, (*decoder).claim)
+}
+
+// DecodeEvidencePointer decodes one EvidencePointer. An omitted
+// retrieved_at is the zero time (which Validate rejects).
+func DecodeEvidencePointer(data []byte) (EvidencePointer, error) {
+	return decodeWith(data, (*decoder).evidence)
+}
+
+// DecodeUncertainty decodes one Uncertainty. Omitted defaults:
+// interpretation "" and gate_recommendation EXECUTE.
+func DecodeUncertainty(data []byte) (Uncertainty, error) {
+	return decodeWith(data, (*decoder).uncertainty)
+}
+
+// DecodeApproval decodes one Approval. Only reason may be omitted.
+func DecodeApproval(data []byte) (Approval, error) {
+	return decodeWith(data, (*decoder).approval)
+}
+
+// UnmarshalJSON decodes strictly with DecodeBundle; on error b is unchanged.
+func (b *ClaimBundle) UnmarshalJSON(data []byte) error { return into(b, data, DecodeBundle) }
+
+// UnmarshalJSON decodes strictly with DecodeClaim; on error c is unchanged.
+func (c *Claim) UnmarshalJSON(data []byte) error { return into(c, data, DecodeClaim) }
+
+// UnmarshalJSON decodes strictly with DecodeEvidencePointer; on error e is unchanged.
+func (e *EvidencePointer) UnmarshalJSON(data []byte) error {
+	return into(e, data, DecodeEvidencePointer)
+}
+
+// UnmarshalJSON decodes strictly with DecodeUncertainty; on error u is unchanged.
+func (u *Uncertainty) UnmarshalJSON(data []byte) error { return into(u, data, DecodeUncertainty) }
+
+// UnmarshalJSON decodes strictly with DecodeApproval; on error a is unchanged.
+func (a *Approval) UnmarshalJSON(data []byte) error { return into(a, data, DecodeApproval) }
+
+func into[T any](dst *T, data []byte, decode func([]byte) (T, error)) error {
+	v, err := decode(data)
+	if err != nil {
+		return err
+	}
+	*dst = v
+	return nil
+}
+
+func decodeWith[T any](data []byte, walk func(*decoder, string, any) T) (T, error) {
+	var zero T
+	// canon rejects what encoding/json would silently accept or alter:
+	// duplicate keys, invalid UTF-8, lone surrogates, excessive nesting.
+	if _, err := canon.Transform(data); err != nil {
+		return zero, &DecodeError{
+			Violations: []Violation{{Rule: RuleSyntax, Message: err.Error()}},
+			syntax:     err,
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var tree any
+	if err := dec.Decode(&tree); err != nil {
+		return zero, &DecodeError{
+			Violations: []Violation{{Rule: RuleSyntax, Message: err.Error()}},
+			syntax:     err,
+		}
+	}
+	d := &decoder{}
+	v := walk(d, "", tree)
+	if len(d.vs) > 0 {
+		sortViolations(d.vs)
+		return zero, &DecodeError{Violations: d.vs}
+	}
+	return v, nil
+}
+
+type decoder struct {
+	vs []Violation
+}
+
+func (d *decoder) add(path, rule, format string, args ...any) {
+	d.vs = append(d.vs, Violation{Path: path, Rule: rule, Message: fmt.Sprintf(format, args...)})
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case json.Number:
+		return "number"
+	case string:
+		return "string"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// object checks that v is an object holding only the allowed members.
+func (d *decoder) object(path string, v any, allowed ...string) (map[string]any, bool) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		d.add(path, RuleType, "want object, got %s", jsonKind(v))
+		return nil, false
+	}
+	for k := range m {
+		if !slices.Contains(allowed, k) {
+			d.add(joinPath(path, k), RuleUnknownField, "unknown field %q", k)
+		}
+	}
+	return m, true
+}
+
+// member returns m[key]; a missing required member is reported. A member
+// with a default counts as absent when it is null.
+func (d *decoder) member(m map[string]any, path, key string, required bool) (any, bool) {
+	v, ok := m[key]
+	if required && !ok {
+		d.add(joinPath(path, key), RuleRequired, "missing required field")
+		return nil, false
+	}
+	if !required && v == nil {
+		return nil, false
+	}
+	return v, ok
+}
+
+func (d *decoder) str(m map[string]any, path, key string, required bool) string {
+	v, ok := d.member(m, path, key, required)
+	if !ok {
+		return ""
+	}
+	s, isStr := v.(string)
+	if !isStr {
+		d.add(joinPath(path, key), RuleType, "want string, got %s", jsonKind(v))
+	}
+	return s
+}
+
+func (d *decoder) unit(m map[string]any, path, key string) float64 {
+	v, ok := d.member(m, path, key, true)
+	if !ok {
+		return 0
+	}
+	p := joinPath(path, key)
+	n, isNum := v.(json.Number)
+	if !isNum {
+		d.add(p, RuleType, "want number, got %s", jsonKind(v))
+		return 0
+	}
+	f, err := strconv.ParseFloat(string(n), 64)
+	if err != nil || !inUnit(f) {
+		d.add(p, RuleRange, "%s is outside [0,1]", n)
+		return 0
+	}
+	return f
+}
+
+func inUnit(f float64) bool { return f >= 0 && f <= 1 && !math.IsNaN(f) }
+
+func (d *decoder) time(m map[string]any, path, key string, required bool) time.Time {
+	v, ok := d.member(m, path, key, required)
+	if !ok {
+		return time.Time{}
+	}
+	p := joinPath(path, key)
+	s, isStr := v.(string)
+	if !isStr {
+		d.add(p, RuleType, "want string, got %s", jsonKind(v))
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		d.add(p, RuleTime, "%q is not an RFC 3339 timestamp", s)
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+func enum[T ~string](d *decoder, m map[string]any, path, key string, valid func(T) bool, def T) T {
+	required := def == ""
+	v, ok := d.member(m, path, key, required)
+	if !ok {
+		return def
+	}
+	s, isStr := v.(string)
+	if !isStr {
+		d.add(joinPath(path, key), RuleType, "want string, got %s", jsonKind(v))
+		return def
+	}
+	if !valid(T(s)) {
+		d.add(joinPath(path, key), RuleEnum, "unknown value %q", s)
+		return def
+	}
+	return T(s)
+}
+
+// array returns the elements of an array member; null or missing give nil
+// when the member has a default.
+func (d *decoder) array(m map[string]any, path, key string, required bool) []any {
+	v, ok := d.member(m, path, key, required)
+	if !ok {
+		return nil
+	}
+	a, isArr := v.([]any)
+	if !isArr {
+		d.add(joinPath(path, key), RuleType, "want array, got %s", jsonKind(v))
+		return nil
+	}
+	return a
+}
+
+func decodeList[T any](d *decoder, m map[string]any, path, key string, required bool, walk func(*decoder, string, any) T) []T {
+	items := d.array(m, path, key, required)
+	out := make([]T, len(items))
+	for i, it := range items {
+		out[i] = walk(d, indexPath(joinPath(path, key), i), it)
+	}
+	return out
+}
+
+func (d *decoder) strings(m map[string]any, path, key string) []string {
+	items := d.array(m, path, key, false)
+	out := make([]string, len(items))
+	for i, it := range items {
+		s, ok := it.(string)
+		if !ok {
+			d.add(indexPath(joinPath(path, key), i), RuleType, "want string, got %s", jsonKind(it))
+		}
+		out[i] = s
+	}
+	return out
+}
+
+func (d *decoder) bundle(path string, v any) ClaimBundle {
+	m, ok := d.object(path, v, "id", "timestamp", "origin_agent", "claims", "decision",
+		"reason", "required_approvals", "audit_trail")
+	if !ok {
+		return ClaimBundle{}
+	}
+	b := ClaimBundle{
+		ID:                d.str(m, path, "id", false),
+		Timestamp:         d.time(m, path, "timestamp", false),
+		OriginAgent:       d.str(m, path, "origin_agent", true),
+		Claims:            decodeList(d, m, path, "claims", true, (*decoder).claim),
+		Decision:          enum(d, m, path, "decision", Decision.Valid, DecisionDefer),
+		Reason:            d.str(m, path, "reason", false),
+		RequiredApprovals: d.strings(m, path, "required_approvals"),
+	}
+	if at, present := d.member(m, path, "audit_trail", false); present {
+		b.AuditTrail = d.auditTrail(joinPath(path, "audit_trail"), at)
+	} else {
+		b.AuditTrail = d.auditTrail(joinPath(path, "audit_trail"), map[string]any{})
+	}
+	return b
+}
+
+func (d *decoder) auditTrail(path string, v any) AuditTrail {
+	m, ok := d.object(path, v, "gates_passed", "gates_failed", "human_approvals", "caveats", "flags")
+	if !ok {
+		return AuditTrail{}
+	}
+	a := AuditTrail{
+		GatesPassed:    d.strings(m, path, "gates_passed"),
+		GatesFailed:    d.strings(m, path, "gates_failed"),
+		HumanApprovals: decodeList(d, m, path, "human_approvals", false, (*decoder).approval),
+		Caveats:        decodeList(d, m, path, "caveats", false, (*decoder).note),
+		Flags:          decodeList(d, m, path, "flags", false, (*decoder).note),
+	}
+	if len(a.Caveats) == 0 {
+		a.Caveats = nil
+	}
+	if len(a.Flags) == 0 {
+		a.Flags = nil
+	}
+	return a
+}
+
+func (d *decoder) claim(path string, v any) Claim {
+	m, ok := d.object(path, v, "id", "statement", "claim_type", "evidence_pointers",
+		"uncertainty", "risk_tier", "if_wrong_cost")
+	if !ok {
+		return Claim{}
+	}
+	c := Claim{
+		ID:               d.str(m, path, "id", false),
+		Statement:        d.str(m, path, "statement", true),
+		ClaimType:        enum(d, m, path, "claim_type", ClaimType.Valid, ""),
+		EvidencePointers: decodeList(d, m, path, "evidence_pointers", false, (*decoder).evidence),
+		RiskTier:         enum(d, m, path, "risk_tier", RiskTier.Valid, ""),
+		IfWrongCost:      d.str(m, path, "if_wrong_cost", false),
+	}
+	if u, present := d.member(m, path, "uncertainty", true); present {
+		c.Uncertainty = d.uncertainty(joinPath(path, "uncertainty"), u)
+	}
+	return c
+}
+
+func (d *decoder) evidence(path string, v any) EvidencePointer {
+	m, ok := d.object(path, v, "source", "source_confidence", "evidence_hash", "retrieved_at")
+	if !ok {
+		return EvidencePointer{}
+	}
+	return EvidencePointer{
+		Source:           d.str(m, path, "source", true),
+		SourceConfidence: d.unit(m, path, "source_confidence"),
+		EvidenceHash:     d.str(m, path, "evidence_hash", true),
+		RetrievedAt:      d.time(m, path, "retrieved_at", false),
+	}
+}
+
+func (d *decoder) uncertainty(path string, v any) Uncertainty {
+	m, ok := d.object(path, v, "method", "value", "interpretation", "gate_recommendation")
+	if !ok {
+		return Uncertainty{}
+	}
+	return Uncertainty{
+		Method:             enum(d, m, path, "method", UncertaintyMethod.Valid, ""),
+		Value:              d.unit(m, path, "value"),
+		Interpretation:     d.str(m, path, "interpretation", false),
+		GateRecommendation: enum(d, m, path, "gate_recommendation", GateRecommendation.Valid, Execute),
+	}
+}
+
+func (d *decoder) approval(path string, v any) Approval {
+	m, ok := d.object(path, v, "approver", "timestamp", "decision", "reason")
+	if !ok {
+		return Approval{}
+	}
+	return Approval{
+		Approver:  d.str(m, path, "approver", true),
+		Timestamp: d.time(m, path, "timestamp", true),
+		Decision:  enum(d, m, path, "decision", ApprovalDecision.Valid, ""),
+		Reason:    d.str(m, path, "reason", false),
+	}
+}
+
+func (d *decoder) note(path string, v any) Note {
+	m, ok := d.object(path, v, "claim_id", "gate", "text")
+	if !ok {
+		return Note{}
+	}
+	return Note{
+		ClaimID: d.str(m, path, "claim_id", false),
+		Gate:    d.str(m, path, "gate", true),
+		Text:    d.str(m, path, "text", true),
+	}
+}
