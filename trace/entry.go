@@ -1,0 +1,367 @@
+package trace
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/verity-go/verity/internal/canon"
+)
+
+// Hash is a SHA-256 digest.
+type Hash [32]byte
+
+// Genesis is the previous-hash of the first entry of every log: 32 zero bytes.
+var Genesis Hash
+
+// String returns the hash in lower-case hex.
+func (h Hash) String() string { return hex.EncodeToString(h[:]) }
+
+// IsZero reports whether h is the genesis hash.
+func (h Hash) IsZero() bool { return h == Genesis }
+
+// MarshalText encodes the hash as lower-case hex.
+func (h Hash) MarshalText() ([]byte, error) {
+	out := make([]byte, 64)
+	hex.Encode(out, h[:])
+	return out, nil
+}
+
+// UnmarshalText decodes 64 lower-case hex digits.
+func (h *Hash) UnmarshalText(b []byte) error {
+	parsed, err := ParseHash(string(b))
+	if err != nil {
+		return err
+	}
+	*h = parsed
+	return nil
+}
+
+// ParseHash decodes 64 lower-case hex digits.
+func ParseHash(s string) (Hash, error) {
+	var h Hash
+	if len(s) != 64 {
+		return h, fmt.Errorf("%w: hash must be 64 hex digits, got %d characters", ErrMalformed, len(s))
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return h, fmt.Errorf("%w: hash must be lower-case hex", ErrMalformed)
+		}
+	}
+	_, _ = hex.Decode(h[:], []byte(s))
+	return h, nil
+}
+
+// Entry is one record of a log. Every field is covered by Hash.
+type Entry struct {
+	Seq     uint64    // position in the log, from 0
+	Prev    Hash      // Hash of entry Seq-1, or Genesis for entry 0
+	Kind    string    // short dotted name such as "kernel.execute"
+	Payload []byte    // canonical JSON (RFC 8785)
+	Time    time.Time // UTC, nanosecond precision
+	Hash    Hash      // EntryHash of the fields above
+}
+
+// Head identifies the state of a log: how many entries it has and the hash
+// of the last one (Genesis when empty). Keeping a Head outside the log and
+// verifying against it detects truncation as well as tampering.
+type Head struct {
+	Size uint64 `json:"size"`
+	Hash Hash   `json:"hash"`
+}
+
+// Limits on entry fields.
+const (
+	MaxKindLen    = 128
+	MaxPayloadLen = 16 << 20
+	timeLen       = len("2006-01-02T15:04:05.000000000Z")
+	entryTag      = 0x00 // domain separation: an entry hash
+)
+
+// Sentinel errors. Concrete errors wrap them; test with errors.Is.
+var (
+	ErrMalformed  = errors.New("trace: malformed entry")
+	ErrChainBreak = errors.New("trace: hash chain broken")
+	ErrTruncated  = errors.New("trace: log is shorter than the trusted head")
+	ErrTornTail   = errors.New("trace: torn final record")
+	ErrCorrupt    = errors.New("trace: corrupt record")
+	ErrConflict   = errors.New("trace: head moved (concurrent writer)")
+	ErrClosed     = errors.New("trace: store closed")
+	ErrBroken     = errors.New("trace: store failed earlier and must be reopened")
+)
+
+// ChainBreakError reports the first entry that does not verify: its index,
+// what was expected there and what was found.
+type ChainBreakError struct {
+	Index    uint64
+	Field    string // "seq", "prev" or "hash"
+	Expected string
+	Actual   string
+}
+
+func (e *ChainBreakError) Error() string {
+	return fmt.Sprintf("trace: hash chain broken at entry %d: %s is %s, expected %s", e.Index, e.Field, e.Actual, e.Expected)
+}
+
+func (e *ChainBreakError) Unwrap() error { return ErrChainBreak }
+
+// TruncatedError reports a log with fewer entries than a trusted head, or
+// whose entry at the head's position has another hash.
+type TruncatedError struct {
+	Want Head
+	Got  Head
+}
+
+func (e *TruncatedError) Error() string {
+	return fmt.Sprintf("trace: log does not extend the trusted head: want size %d hash %s, log has size %d hash %s",
+		e.Want.Size, e.Want.Hash, e.Got.Size, e.Got.Hash)
+}
+
+func (e *TruncatedError) Unwrap() error { return ErrTruncated }
+
+// ValidKind reports whether kind is a short dotted name: 1 to 128 bytes of
+// [a-z0-9_-], separated by single dots, not starting or ending with a dot.
+func ValidKind(kind string) error {
+	if len(kind) == 0 || len(kind) > MaxKindLen {
+		return fmt.Errorf("%w: kind must be 1 to %d bytes", ErrMalformed, MaxKindLen)
+	}
+	prevDot := true
+	for i := 0; i < len(kind); i++ {
+		c := kind[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '_', c == '-':
+			prevDot = false
+		case c == '.' && !prevDot:
+			prevDot = true
+		default:
+			return fmt.Errorf("%w: kind %q: only [a-z0-9_-] separated by single dots", ErrMalformed, kind)
+		}
+	}
+	if prevDot {
+		return fmt.Errorf("%w: kind %q ends with a dot", ErrMalformed, kind)
+	}
+	return nil
+}
+
+func validTime(t time.Time) error {
+	if y := t.UTC().Year(); y < 0 || y > 9999 {
+		return fmt.Errorf("%w: time %v outside years 0000-9999", ErrMalformed, t)
+	}
+	return nil
+}
+
+// Normalize returns t as the log stores it: UTC, no monotonic reading.
+func Normalize(t time.Time) time.Time { return t.Round(0).UTC() }
+
+// appendTime writes t (UTC) as YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ.
+func appendTime(b []byte, t time.Time) []byte {
+	t = t.UTC()
+	y, mo, d := t.Date()
+	h, mi, s := t.Clock()
+	ns := t.Nanosecond()
+	b = appendDigits(b, y, 4)
+	b = append(b, '-')
+	b = appendDigits(b, int(mo), 2)
+	b = append(b, '-')
+	b = appendDigits(b, d, 2)
+	b = append(b, 'T')
+	b = appendDigits(b, h, 2)
+	b = append(b, ':')
+	b = appendDigits(b, mi, 2)
+	b = append(b, ':')
+	b = appendDigits(b, s, 2)
+	b = append(b, '.')
+	b = appendDigits(b, ns, 9)
+	return append(b, 'Z')
+}
+
+func appendDigits(b []byte, v, width int) []byte {
+	var tmp [9]byte
+	for i := width - 1; i >= 0; i-- {
+		tmp[i] = byte('0' + v%10)
+		v /= 10
+	}
+	return append(b, tmp[:width]...)
+}
+
+// FormatTime returns the wire form of an entry time: RFC 3339, UTC, with
+// exactly nine fractional digits (30 bytes).
+func FormatTime(t time.Time) string { return string(appendTime(nil, t)) }
+
+// ParseTime parses the wire form written by FormatTime and nothing else.
+func ParseTime(s string) (time.Time, error) {
+	if len(s) != timeLen || s[len(s)-1] != 'Z' {
+		return time.Time{}, fmt.Errorf("%w: time %q is not YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ", ErrMalformed, s)
+	}
+	t, err := time.Parse("2006-01-02T15:04:05.000000000Z", s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: time %q: %v", ErrMalformed, s, err)
+	}
+	if FormatTime(t) != s {
+		return time.Time{}, fmt.Errorf("%w: time %q is not in canonical form", ErrMalformed, s)
+	}
+	return t, nil
+}
+
+// appendPreimage writes the bytes an entry hash is taken over (see FORMAT.md):
+//
+//	0x00 | seq u64be | prev [32] | len(kind) u32be | kind | time [30] | len(payload) u32be | payload
+func appendPreimage(b []byte, seq uint64, prev Hash, kind string, t time.Time, payload []byte) []byte {
+	b = append(b, entryTag)
+	b = binary.BigEndian.AppendUint64(b, seq)
+	b = append(b, prev[:]...)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(kind)))
+	b = append(b, kind...)
+	b = appendTime(b, t)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(payload)))
+	return append(b, payload...)
+}
+
+// EntryHash computes the hash of an entry's fields (everything but Hash).
+func EntryHash(e Entry) Hash {
+	var buf [512]byte
+	return Hash(sha256.Sum256(appendPreimage(buf[:0], e.Seq, e.Prev, e.Kind, e.Time, e.Payload)))
+}
+
+// Next is the pure append step: given the current head, it builds the
+// entry that continues the log and returns it with the new head. The
+// payload must already be canonical JSON; Next copies it. It fails, changing
+// nothing, on an invalid kind, a payload that is not canonical JSON, or a
+// time outside years 0000-9999.
+func Next(h Head, kind string, payload []byte, t time.Time) (Entry, Head, error) {
+	if err := canon.Valid(payload); err != nil {
+		return Entry{}, h, fmt.Errorf("%w: payload: %w", ErrMalformed, err)
+	}
+	return next(h, kind, append([]byte(nil), payload...), t)
+}
+
+// next builds an entry from an owned, canonical payload.
+func next(h Head, kind string, payload []byte, t time.Time) (Entry, Head, error) {
+	if err := ValidKind(kind); err != nil {
+		return Entry{}, h, err
+	}
+	if len(payload) > MaxPayloadLen {
+		return Entry{}, h, fmt.Errorf("%w: payload is %d bytes, limit %d", ErrMalformed, len(payload), MaxPayloadLen)
+	}
+	if err := validTime(t); err != nil {
+		return Entry{}, h, err
+	}
+	e := Entry{Seq: h.Size, Prev: h.Hash, Kind: kind, Payload: payload, Time: Normalize(t)}
+	e.Hash = EntryHash(e)
+	return e, Head{Size: h.Size + 1, Hash: e.Hash}, nil
+}
+
+// Verifier checks entries one at a time, in order, so that a log of any
+// length verifies in constant memory. The zero Verifier expects a log from
+// its first entry.
+type Verifier struct {
+	head Head
+}
+
+// NewVerifier returns a verifier that expects the entry following head.
+// Use it to verify the suffix of a log whose prefix is already trusted.
+func NewVerifier(head Head) *Verifier { return &Verifier{head: head} }
+
+// Add checks that e continues the entries seen so far: its sequence number,
+// its previous hash, and its own hash recomputed from its fields.
+func (v *Verifier) Add(e Entry) error {
+	idx := v.head.Size
+	if e.Seq != idx {
+		return &ChainBreakError{Index: idx, Field: "seq", Expected: fmt.Sprint(idx), Actual: fmt.Sprint(e.Seq)}
+	}
+	if e.Prev != v.head.Hash {
+		return &ChainBreakError{Index: idx, Field: "prev", Expected: v.head.Hash.String(), Actual: e.Prev.String()}
+	}
+	if got := EntryHash(e); got != e.Hash {
+		return &ChainBreakError{Index: idx, Field: "hash", Expected: got.String(), Actual: e.Hash.String()}
+	}
+	v.head = Head{Size: idx + 1, Hash: e.Hash}
+	return nil
+}
+
+// Head returns the head after the entries added so far.
+func (v *Verifier) Head() Head { return v.head }
+
+// CheckHead verifies that the log seen so far extends trusted: it has at
+// least trusted.Size entries and the entry at trusted.Size-1 had trusted.Hash.
+// Call it after the last Add; it needs the hash of that earlier entry, so
+// use VerifyAgainst or Log.VerifyAgainst unless you track it yourself.
+func checkHead(trusted, got Head, atTrusted Hash) error {
+	if got.Size < trusted.Size || atTrusted != trusted.Hash {
+		return &TruncatedError{Want: trusted, Got: got}
+	}
+	return nil
+}
+
+// Verify checks a whole log held in memory and returns its head. The first
+// problem is reported as a *ChainBreakError.
+func Verify(entries []Entry) (Head, error) {
+	var v Verifier
+	for _, e := range entries {
+		if err := v.Add(e); err != nil {
+			return v.Head(), err
+		}
+	}
+	return v.Head(), nil
+}
+
+// VerifyAgainst checks entries and that they extend the trusted head, so a
+// log cut short (or rewritten from some point on) is detected as well.
+func VerifyAgainst(entries []Entry, trusted Head) (Head, error) {
+	h, err := Verify(entries)
+	if err != nil {
+		return h, err
+	}
+	at := Genesis
+	if trusted.Size > 0 && trusted.Size <= uint64(len(entries)) {
+		at = entries[trusted.Size-1].Hash
+	}
+	return h, checkHead(trusted, h, at)
+}
+
+// entryJSON is the wire form of an entry.
+type entryJSON struct {
+	Seq     uint64          `json:"seq"`
+	Prev    Hash            `json:"prev"`
+	Kind    string          `json:"kind"`
+	Payload json.RawMessage `json:"payload"`
+	Time    string          `json:"time"`
+	Hash    Hash            `json:"hash"`
+}
+
+// MarshalJSON encodes the entry with its payload inline and the time in
+// the wire form.
+func (e Entry) MarshalJSON() ([]byte, error) {
+	if e.Payload == nil {
+		return nil, fmt.Errorf("%w: entry %d has no payload", ErrMalformed, e.Seq)
+	}
+	return canon.Marshal(entryJSON{Seq: e.Seq, Prev: e.Prev, Kind: e.Kind, Payload: e.Payload, Time: FormatTime(e.Time), Hash: e.Hash})
+}
+
+// UnmarshalJSON decodes the wire form. It checks the shape of every field
+// (not the hash: use a Verifier for that).
+func (e *Entry) UnmarshalJSON(b []byte) error {
+	var w entryJSON
+	dec := json.NewDecoder(bytesReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
+		return fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	if err := ValidKind(w.Kind); err != nil {
+		return err
+	}
+	t, err := ParseTime(w.Time)
+	if err != nil {
+		return err
+	}
+	payload, err := canon.Transform(w.Payload)
+	if err != nil {
+		return fmt.Errorf("%w: payload: %w", ErrMalformed, err)
+	}
+	*e = Entry{Seq: w.Seq, Prev: w.Prev, Kind: w.Kind, Payload: payload, Time: t, Hash: w.Hash}
+	return nil
+}

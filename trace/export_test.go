@@ -1,0 +1,5 @@
+package trace
+
+import "github.com/verity-go/verity/internal/canon"
+
+var canonTransform = canon.Transform

@@ -1,0 +1,137 @@
+package trace
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"iter"
+	"sync"
+)
+
+// Store keeps the entries of one log. Implementations must be safe for
+// concurrent use.
+//
+// Ownership: Append may keep the entries it is given (callers must not
+// modify them afterwards); Entries yields entries the caller owns.
+//
+// Ordering: a store holds a gap-free sequence 0..Size-1. Append must reject,
+// with an error wrapping ErrConflict and without storing anything, a batch
+// whose first entry does not continue the store's current head (its Seq is
+// not Size, or its Prev is not the last hash). This is what keeps two
+// writers from forking the chain. Stores need not re-verify hashes on
+// Append (Log has computed them); they must store every field exactly.
+//
+// Durability: when Append returns nil the entries are as durable as the
+// store promises (memory: for the life of the process; File: on disk per
+// its sync policy). A store that cannot tell whether a failed write reached
+// the disk returns errors wrapping ErrBroken until it is reopened.
+type Store interface {
+	// Head returns the store's current size and last hash.
+	Head(ctx context.Context) (Head, error)
+	// Append adds entries that continue the current head, atomically: all or none.
+	Append(ctx context.Context, entries ...Entry) error
+	// Entries yields the entries from sequence number from, in order. It
+	// stops at the end of the log as it was when iteration started or
+	// later; an error ends the iteration.
+	Entries(ctx context.Context, from uint64) iter.Seq2[Entry, error]
+	// Close releases resources; later calls return ErrClosed.
+	Close() error
+}
+
+// Memory is the reference Store: a slice in memory.
+type Memory struct {
+	mu      sync.RWMutex
+	entries []Entry
+	closed  bool
+}
+
+// NewMemory returns an empty in-memory store.
+func NewMemory() *Memory { return &Memory{} }
+
+// Head implements Store.
+func (m *Memory) Head(ctx context.Context) (Head, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		return Head{}, ErrClosed
+	}
+	return m.headLocked(), nil
+}
+
+func (m *Memory) headLocked() Head {
+	if len(m.entries) == 0 {
+		return Head{}
+	}
+	last := m.entries[len(m.entries)-1]
+	return Head{Size: last.Seq + 1, Hash: last.Hash}
+}
+
+// Append implements Store.
+func (m *Memory) Append(ctx context.Context, entries ...Entry) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	if err := continues(m.headLocked(), entries); err != nil {
+		return err
+	}
+	m.entries = append(m.entries, entries...)
+	return nil
+}
+
+// continues checks that entries form a run that extends h, by sequence and
+// previous hash (not by recomputing hashes).
+func continues(h Head, entries []Entry) error {
+	for _, e := range entries {
+		if e.Seq != h.Size || e.Prev != h.Hash {
+			return fmt.Errorf("%w: entry %d does not continue head (size %d, hash %s)", ErrConflict, e.Seq, h.Size, h.Hash)
+		}
+		h = Head{Size: e.Seq + 1, Hash: e.Hash}
+	}
+	return nil
+}
+
+// Entries implements Store.
+func (m *Memory) Entries(ctx context.Context, from uint64) iter.Seq2[Entry, error] {
+	return func(yield func(Entry, error) bool) {
+		for i := from; ; i++ {
+			if err := ctx.Err(); err != nil {
+				yield(Entry{}, err)
+				return
+			}
+			m.mu.RLock()
+			if m.closed {
+				m.mu.RUnlock()
+				yield(Entry{}, ErrClosed)
+				return
+			}
+			if i >= uint64(len(m.entries)) {
+				m.mu.RUnlock()
+				return
+			}
+			e := m.entries[i]
+			m.mu.RUnlock()
+			e.Payload = bytes.Clone(e.Payload)
+			if !yield(e, nil) {
+				return
+			}
+		}
+	}
+}
+
+// Close implements Store.
+func (m *Memory) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	m.closed = true
+	return nil
+}
+
+func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }

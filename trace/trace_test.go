@@ -1,0 +1,641 @@
+package trace
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+)
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+
+func buildChain(t testing.TB, n int) []Entry {
+	t.Helper()
+	var h Head
+	out := make([]Entry, 0, n)
+	for i := 0; i < n; i++ {
+		e, nh, err := Next(h, "test.step", []byte(fmt.Sprintf(`{"i":%d}`, i)), t0.Add(time.Duration(i)*time.Second))
+		require.NoError(t, err)
+		out = append(out, e)
+		h = nh
+	}
+	return out
+}
+
+// TestHashWorkedExample pins the byte layout documented in FORMAT.md.
+func TestHashWorkedExample(t *testing.T) {
+	e, h, err := Next(Head{}, "example.greeting", []byte(`{"hello":"world"}`), t0)
+	require.NoError(t, err)
+	pre := appendPreimage(nil, e.Seq, e.Prev, e.Kind, e.Time, e.Payload)
+	assert.Equal(t, "00"+"0000000000000000"+
+		"0000000000000000000000000000000000000000000000000000000000000000"+
+		"00000010"+hex.EncodeToString([]byte("example.greeting"))+
+		hex.EncodeToString([]byte("2026-01-02T03:04:05.000000006Z"))+
+		"00000011"+hex.EncodeToString([]byte(`{"hello":"world"}`)), hex.EncodeToString(pre))
+	assert.Equal(t, workedExampleHash, e.Hash.String())
+	assert.Equal(t, Head{Size: 1, Hash: e.Hash}, h)
+
+	e2, _, err := Next(h, "example.greeting", []byte(`{"hello":"again"}`), t0.Add(time.Second))
+	require.NoError(t, err)
+	assert.Equal(t, workedExampleHash2, e2.Hash.String())
+
+	frame := appendFrame(nil, e)
+	assert.Equal(t, workedExampleFrame, hex.EncodeToString(frame))
+}
+
+const (
+	workedExampleHash  = "fc1baad0e4a455b93da4a984027253739cb47824c4264e5d4da15918eef5f605"
+	workedExampleHash2 = "d25b87556076e1b3b6b0aecbfbdc81d0c50d4439e602a08a78e83b8ec1ce06d2"
+	workedExampleFrame = "0000008f94824c9b" + "0000000000000000" + "0000000000000000000000000000000000000000000000000000000000000000" + "00000010" + "6578616d706c652e6772656574696e67" + "323032362d30312d30325430333a30343a30352e3030303030303030365a" + "00000011" + "7b2268656c6c6f223a22776f726c64227d" + workedExampleHash
+)
+
+// TestTamperEvidence: changing any field of any entry is detected by
+// Verify at or before that entry.
+func TestTamperEvidence(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(1, 12).Draw(t, "n")
+		var h Head
+		es := make([]Entry, 0, n)
+		for i := 0; i < n; i++ {
+			kind := rapid.SampledFrom([]string{"kernel.execute", "belief.eliminate", "a", "x.y-z_0"}).Draw(t, "kind")
+			payload, err := json.Marshal(map[string]any{"v": rapid.String().Draw(t, "v")})
+			require.NoError(t, err)
+			e, nh, err := Next(h, kind, mustCanon(t, payload), t0.Add(time.Duration(rapid.Int64Range(0, 1e15).Draw(t, "dt"))))
+			require.NoError(t, err)
+			es = append(es, e)
+			h = nh
+		}
+		_, err := Verify(es)
+		require.NoError(t, err)
+		i := rapid.IntRange(0, n-1).Draw(t, "victim")
+		bad := append([]Entry(nil), es...)
+		e := bad[i]
+		e.Payload = bytes.Clone(e.Payload)
+		switch rapid.IntRange(0, 5).Draw(t, "field") {
+		case 0:
+			e.Seq++
+		case 1:
+			e.Prev[rapid.IntRange(0, 31).Draw(t, "b")] ^= 1 << rapid.IntRange(0, 7).Draw(t, "bit")
+		case 2:
+			e.Kind += "x"
+		case 3:
+			e.Payload[rapid.IntRange(0, len(e.Payload)-1).Draw(t, "b")] ^= 1 << rapid.IntRange(0, 7).Draw(t, "bit")
+		case 4:
+			e.Time = e.Time.Add(time.Nanosecond)
+		case 5:
+			e.Hash[rapid.IntRange(0, 31).Draw(t, "b")] ^= 1 << rapid.IntRange(0, 7).Draw(t, "bit")
+		}
+		bad[i] = e
+		_, err = Verify(bad)
+		var cb *ChainBreakError
+		require.ErrorAs(t, err, &cb)
+		if cb.Index > uint64(i) {
+			t.Fatalf("tampering with entry %d reported at %d", i, cb.Index)
+		}
+	})
+}
+
+func mustCanon(t *rapid.T, b []byte) []byte {
+	c, err := canonTransform(b)
+	require.NoError(t, err)
+	return c
+}
+
+func TestChainBreakReportsWhere(t *testing.T) {
+	es := buildChain(t, 5)
+	es[3].Payload = []byte(`{"i":33}`)
+	_, err := Verify(es)
+	var cb *ChainBreakError
+	require.ErrorAs(t, err, &cb)
+	assert.Equal(t, uint64(3), cb.Index)
+	assert.Equal(t, "hash", cb.Field)
+	assert.Equal(t, es[3].Hash.String(), cb.Actual)
+	assert.Equal(t, EntryHash(es[3]).String(), cb.Expected)
+	assert.ErrorIs(t, err, ErrChainBreak)
+
+	es = buildChain(t, 5)
+	es = append(es[:2], es[3:]...) // drop entry 2
+	_, err = Verify(es)
+	require.ErrorAs(t, err, &cb)
+	assert.Equal(t, uint64(2), cb.Index)
+	assert.Equal(t, "seq", cb.Field)
+}
+
+func TestVerifyAgainstDetectsTruncation(t *testing.T) {
+	es := buildChain(t, 6)
+	trusted := Head{Size: 6, Hash: es[5].Hash}
+	_, err := VerifyAgainst(es, trusted)
+	require.NoError(t, err)
+	_, err = Verify(es[:4])
+	require.NoError(t, err, "a truncated log verifies on its own")
+	_, err = VerifyAgainst(es[:4], trusted)
+	var te *TruncatedError
+	require.ErrorAs(t, err, &te)
+	assert.Equal(t, uint64(4), te.Got.Size)
+	assert.NotErrorIs(t, err, ErrChainBreak)
+
+	// a log rewritten from entry 3 on, with the same length, is caught too
+	alt := append([]Entry(nil), es[:3]...)
+	h := Head{Size: 3, Hash: es[2].Hash}
+	for i := 3; i < 6; i++ {
+		e, nh, err := Next(h, "test.step", []byte(`{"forged":true}`), t0)
+		require.NoError(t, err)
+		alt = append(alt, e)
+		h = nh
+	}
+	_, err = VerifyAgainst(alt, trusted)
+	require.ErrorIs(t, err, ErrTruncated)
+	// and a longer log that extends the trusted head is fine
+	_, err = VerifyAgainst(es, Head{Size: 3, Hash: es[2].Hash})
+	require.NoError(t, err)
+}
+
+func TestNextRejects(t *testing.T) {
+	cases := []struct {
+		name, kind, payload string
+		at                  time.Time
+	}{
+		{"empty kind", "", `{}`, t0},
+		{"upper-case kind", "Kernel.execute", `{}`, t0},
+		{"leading dot", ".a", `{}`, t0},
+		{"trailing dot", "a.", `{}`, t0},
+		{"double dot", "a..b", `{}`, t0},
+		{"space", "a b", `{}`, t0},
+		{"long kind", string(bytes.Repeat([]byte("a"), MaxKindLen+1)), `{}`, t0},
+		{"non-canonical payload", "a", `{"b":1,"a":2}`, t0},
+		{"whitespace payload", "a", `{ }`, t0},
+		{"invalid payload", "a", `{`, t0},
+		{"empty payload", "a", ``, t0},
+		{"year 10000", "a", `{}`, time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
+	}
+	for _, c := range cases {
+		_, h, err := Next(Head{Size: 7}, c.kind, []byte(c.payload), c.at)
+		assert.ErrorIs(t, err, ErrMalformed, c.name)
+		assert.Equal(t, Head{Size: 7}, h, "%s: rejection changes nothing", c.name)
+	}
+}
+
+func TestTimeIsNormalised(t *testing.T) {
+	loc := time.FixedZone("X", 3600)
+	e, _, err := Next(Head{}, "a", []byte(`{}`), time.Date(2026, 1, 1, 1, 0, 0, 5, loc))
+	require.NoError(t, err)
+	assert.Equal(t, "2026-01-01T00:00:00.000000005Z", FormatTime(e.Time))
+	assert.Equal(t, time.UTC, e.Time.Location())
+	_, err = ParseTime("2026-01-01T00:00:00Z")
+	assert.ErrorIs(t, err, ErrMalformed)
+	_, err = ParseTime("2026-01-01T00:00:00.000000000+00:00")
+	assert.ErrorIs(t, err, ErrMalformed)
+}
+
+func TestEntryJSONRoundTrip(t *testing.T) {
+	es := buildChain(t, 3)
+	b, err := json.Marshal(es)
+	require.NoError(t, err)
+	var back []Entry
+	require.NoError(t, json.Unmarshal(b, &back))
+	_, err = Verify(back)
+	require.NoError(t, err)
+	for i := range es {
+		assert.Equal(t, es[i].Hash, back[i].Hash)
+		assert.True(t, es[i].Time.Equal(back[i].Time))
+	}
+	var e Entry
+	assert.Error(t, json.Unmarshal([]byte(`{"seq":0}`), &e))
+	assert.Error(t, json.Unmarshal([]byte(`{"seq":0,"prev":"00","kind":"a","payload":{},"time":"2026-01-02T03:04:05.000000006Z","hash":"00"}`), &e))
+}
+
+func TestLogAppendCanonicalises(t *testing.T) {
+	l := NewMemoryLog()
+	e, err := l.Append(context.Background(), "a.b", []byte(`{ "z": 1.50, "a": "<x>" }`))
+	require.NoError(t, err)
+	assert.Equal(t, `{"a":"<x>","z":1.5}`, string(e.Payload))
+	_, err = l.AppendCanonical(context.Background(), "a.b", []byte(`{ "z": 1}`))
+	assert.ErrorIs(t, err, ErrMalformed)
+	e, err = l.AppendValue(context.Background(), "a.b", map[string]any{"k": []int{1, 2}})
+	require.NoError(t, err)
+	assert.Equal(t, `{"k":[1,2]}`, string(e.Payload))
+	assert.Equal(t, uint64(2), l.Head().Size)
+}
+
+// TestLogConcurrentAppendsNeverFork: many goroutines append through one
+// Log; the result is one gap-free, verifying chain with every entry.
+func TestLogConcurrentAppendsNeverFork(t *testing.T) {
+	for name, mk := range map[string]func(t *testing.T) Store{
+		"memory": func(t *testing.T) Store { return NewMemory() },
+		"file-group": func(t *testing.T) Store {
+			s, err := OpenFile(filepath.Join(t.TempDir(), "log"), FileOptions{Sync: SyncGroup, GroupMaxBatch: 16})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = s.Close() })
+			return s
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			l, err := New(mk(t))
+			require.NoError(t, err)
+			const g, n = 32, 50
+			var wg sync.WaitGroup
+			seen := make([][]uint64, g)
+			for w := 0; w < g; w++ {
+				wg.Add(1)
+				go func(w int) {
+					defer wg.Done()
+					for i := 0; i < n; i++ {
+						e, err := l.AppendValue(context.Background(), "test.concurrent", map[string]any{"w": w, "i": i})
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						seen[w] = append(seen[w], e.Seq)
+					}
+				}(w)
+			}
+			wg.Wait()
+			h, err := l.Verify(context.Background())
+			require.NoError(t, err)
+			assert.Equal(t, uint64(g*n), h.Size)
+			assert.Equal(t, l.Head(), h)
+			all := map[uint64]bool{}
+			for _, s := range seen {
+				for _, q := range s {
+					assert.False(t, all[q], "sequence %d handed out twice", q)
+					all[q] = true
+				}
+			}
+			assert.Len(t, all, g*n)
+		})
+	}
+}
+
+func TestAppendAfterConflict(t *testing.T) {
+	store := NewMemory()
+	a, err := New(store)
+	require.NoError(t, err)
+	b, err := New(store)
+	require.NoError(t, err)
+	h0 := a.Head()
+	_, err = a.AppendAfter(context.Background(), h0, "x.a", []byte(`{}`))
+	require.NoError(t, err)
+	_, err = b.AppendAfter(context.Background(), h0, "x.b", []byte(`{}`))
+	require.ErrorIs(t, err, ErrConflict, "b's expected head is stale")
+	assert.Equal(t, a.Head(), b.Head(), "a failed AppendAfter refreshes the head")
+	// plain Append retries through the conflict
+	_, err = a.Append(context.Background(), "x.a", []byte(`{}`))
+	require.NoError(t, err)
+	_, err = b.Append(context.Background(), "x.b", []byte(`{}`))
+	require.NoError(t, err)
+	h, err := VerifyStore(context.Background(), store)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(3), h.Size)
+}
+
+func TestEntriesFrom(t *testing.T) {
+	l := NewMemoryLog()
+	for i := 0; i < 10; i++ {
+		_, err := l.AppendValue(context.Background(), "x", map[string]int{"i": i})
+		require.NoError(t, err)
+	}
+	var seqs []uint64
+	for e, err := range l.Entries(context.Background(), 7) {
+		require.NoError(t, err)
+		seqs = append(seqs, e.Seq)
+	}
+	assert.Equal(t, []uint64{7, 8, 9}, seqs)
+}
+
+func TestFileReopenKeepsEverything(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log")
+	s, err := OpenFile(path, FileOptions{})
+	require.NoError(t, err)
+	l, err := New(s)
+	require.NoError(t, err)
+	for i := 0; i < 20; i++ {
+		_, err := l.AppendValue(context.Background(), "x.y", map[string]int{"i": i})
+		require.NoError(t, err)
+	}
+	want := l.Head()
+	require.NoError(t, s.Close())
+	s2, err := OpenFile(path, FileOptions{})
+	require.NoError(t, err)
+	defer s2.Close()
+	l2, err := New(s2)
+	require.NoError(t, err)
+	assert.Equal(t, want, l2.Head())
+	_, err = l2.VerifyAgainst(context.Background(), want)
+	require.NoError(t, err)
+	_, err = l2.AppendValue(context.Background(), "x.y", map[string]int{"i": 20})
+	require.NoError(t, err)
+}
+
+func fileWith(t *testing.T, n int) (*faultFS, []byte) {
+	fs := newFaultFS()
+	s, err := OpenFile("log", FileOptions{FS: fs})
+	require.NoError(t, err)
+	require.NoError(t, s.Append(context.Background(), buildChain(t, n)...))
+	require.NoError(t, s.Close())
+	return fs, fs.bytes("log")
+}
+
+// TestFileEveryByteFlipDetected flips each bit-pattern of every byte of a
+// small log file, one at a time: each flip is detected on open, and it is
+// called a torn tail only when it lies in the final record.
+func TestFileEveryByteFlipDetected(t *testing.T) {
+	fs, good := fileWith(t, 4)
+	finalStart := int64(len(good)) - int64(frameHeaderLen+int(bodyFixedLen)+len("test.step")+len(`{"i":3}`))
+	for i := range good {
+		for _, mask := range []byte{0x01, 0x80, 0xff} {
+			bad := bytes.Clone(good)
+			bad[i] ^= mask
+			fs.setBytes("log", bad)
+			s, err := OpenFile("log", FileOptions{FS: fs})
+			if err == nil {
+				s.Close()
+				t.Fatalf("flip 0x%02x at byte %d not detected", mask, i)
+			}
+			var torn *TornTailError
+			if errors.As(err, &torn) {
+				if int64(i) < finalStart {
+					t.Fatalf("flip at byte %d (before the final record at %d) reported as torn tail: %v", i, finalStart, err)
+				}
+				continue
+			}
+			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrChainBreak) {
+				t.Fatalf("flip at byte %d: unexpected error kind %v", i, err)
+			}
+		}
+	}
+}
+
+// TestFileTornTailRepair cuts the file at every length inside its final
+// record: open reports a torn tail, RepairFile cuts it off and keeps the
+// bytes aside, and the log then opens with every earlier entry.
+func TestFileTornTailRepair(t *testing.T) {
+	fs, good := fileWith(t, 3)
+	fs2, two := fileWith(t, 2)
+	_ = fs2
+	for cut := len(two) + 1; cut < len(good); cut++ {
+		fs.setBytes("log", good[:cut])
+		_, err := OpenFile("log", FileOptions{FS: fs})
+		var torn *TornTailError
+		require.ErrorAs(t, err, &torn, "cut at %d", cut)
+		assert.Equal(t, uint64(2), torn.Index)
+		assert.Equal(t, int64(len(two)), torn.Offset)
+		res, err := RepairFile("log", fs)
+		require.NoError(t, err)
+		assert.Equal(t, uint64(2), res.Entries)
+		assert.Equal(t, int64(cut-len(two)), res.CutBytes)
+		assert.Equal(t, good[len(two):cut], fs.bytes(res.SideFile), "the cut bytes are kept aside")
+		s, err := OpenFile("log", FileOptions{FS: fs})
+		require.NoError(t, err)
+		h, _ := s.Head(context.Background())
+		assert.Equal(t, uint64(2), h.Size)
+		require.NoError(t, s.Close())
+	}
+	// a zero-filled tail (preallocated, never written) is torn too
+	fs.setBytes("log", append(bytes.Clone(two), make([]byte, 100)...))
+	_, err := OpenFile("log", FileOptions{FS: fs})
+	require.ErrorIs(t, err, ErrTornTail)
+}
+
+func TestFileMidCorruptionNeverRepaired(t *testing.T) {
+	fs, good := fileWith(t, 4)
+	bad := bytes.Clone(good)
+	bad[len(fileMagic)+frameHeaderLen+50] ^= 0x10 // inside entry 0's payload area
+	fs.setBytes("log", bad)
+	_, err := OpenFile("log", FileOptions{FS: fs})
+	var ce *CorruptRecordError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, uint64(0), ce.Index)
+	_, err = RepairFile("log", fs)
+	require.ErrorIs(t, err, ErrCorrupt)
+	assert.Equal(t, bad, fs.bytes("log"), "repair refused and left the file alone")
+}
+
+func TestFileShortWriteRollsBack(t *testing.T) {
+	fs := newFaultFS()
+	s, err := OpenFile("log", FileOptions{FS: fs})
+	require.NoError(t, err)
+	es := buildChain(t, 3)
+	require.NoError(t, s.Append(context.Background(), es[0]))
+	fs.shortWrites = 1
+	require.Error(t, s.Append(context.Background(), es[1]))
+	h, err := s.Head(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), h.Size)
+	require.NoError(t, s.Append(context.Background(), es[1]), "the store recovers from a short write")
+	require.NoError(t, s.Close())
+	s, err = OpenFile("log", FileOptions{FS: fs})
+	require.NoError(t, err)
+	h, _ = s.Head(context.Background())
+	assert.Equal(t, uint64(2), h.Size)
+}
+
+func TestFileFailedSyncBreaksStore(t *testing.T) {
+	fs := newFaultFS()
+	s, err := OpenFile("log", FileOptions{FS: fs})
+	require.NoError(t, err)
+	es := buildChain(t, 2)
+	fs.failSyncs = 1
+	err = s.Append(context.Background(), es[0])
+	require.ErrorIs(t, err, ErrBroken)
+	assert.ErrorIs(t, s.Append(context.Background(), es[1]), ErrBroken, "no appends after an fsync failure")
+	_, err = s.Head(context.Background())
+	assert.ErrorIs(t, err, ErrBroken)
+}
+
+// TestFileCrashRecovery is a rapid state machine over Append, Sync, Crash
+// and Reopen. After every reopen the log is a prefix of what was appended,
+// holds everything acknowledged as durable, and verifies.
+func TestFileCrashRecovery(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m := &crashMachine{fs: newFaultFS(), policy: rapid.SampledFrom([]SyncPolicy{SyncEveryAppend, SyncManual}).Draw(t, "policy")}
+		m.open(t)
+		t.Repeat(rapid.StateMachineActions(m))
+	})
+}
+
+type crashMachine struct {
+	fs       *faultFS
+	policy   SyncPolicy
+	store    *File
+	written  []Entry // entries the store accepted, in order
+	pending  *Entry  // an entry whose append failed after maybe reaching the file
+	durable  int     // how many of written are known durable
+	appended int
+}
+
+func (m *crashMachine) open(t *rapid.T) {
+	s, err := OpenFile("log", FileOptions{FS: m.fs, Sync: m.policy})
+	if errors.Is(err, ErrTornTail) {
+		if _, rerr := RepairFile("log", m.fs); rerr != nil {
+			t.Fatalf("repair: %v", rerr)
+		}
+		s, err = OpenFile("log", FileOptions{FS: m.fs, Sync: m.policy})
+	}
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	var got []Entry
+	for e, err := range s.Entries(context.Background(), 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, e)
+	}
+	if _, err := Verify(got); err != nil {
+		t.Fatalf("reopened log does not verify: %v", err)
+	}
+	if len(got) < m.durable {
+		t.Fatalf("lost acknowledged entries: have %d, %d were durable", len(got), m.durable)
+	}
+	candidates := append([]Entry(nil), m.written...)
+	if m.pending != nil {
+		candidates = append(candidates, *m.pending)
+	}
+	if len(got) > len(candidates) {
+		t.Fatalf("log has %d entries, only %d were ever appended", len(got), len(candidates))
+	}
+	for i := range got {
+		if got[i].Hash != candidates[i].Hash {
+			t.Fatalf("entry %d is not what was appended", i)
+		}
+	}
+	m.store, m.written, m.pending = s, got, nil
+}
+
+func (m *crashMachine) Append(t *rapid.T) {
+	if m.store == nil {
+		t.Skip("crashed")
+	}
+	h, err := m.store.Head(context.Background())
+	if err != nil {
+		t.Skip("store broken")
+	}
+	m.appended++
+	e, _, err := Next(h, "crash.append", []byte(fmt.Sprintf(`{"n":%d}`, m.appended)), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch rapid.IntRange(0, 9).Draw(t, "fault") {
+	case 0:
+		m.fs.shortWrites = 1
+	case 1:
+		m.fs.failSyncs = 1
+	}
+	err = m.store.Append(context.Background(), e)
+	m.fs.shortWrites, m.fs.failSyncs = 0, 0
+	if err != nil {
+		m.pending = &e
+		return
+	}
+	m.written = append(m.written, e)
+	if m.policy == SyncEveryAppend {
+		m.durable = len(m.written)
+	}
+}
+
+func (m *crashMachine) Sync(t *rapid.T) {
+	if m.store == nil {
+		t.Skip("crashed")
+	}
+	if rapid.Bool().Draw(t, "failSync") {
+		m.fs.failSyncs = 1
+	}
+	err := m.store.Sync()
+	m.fs.failSyncs = 0
+	if err == nil {
+		m.durable = len(m.written)
+	}
+}
+
+func (m *crashMachine) Crash(t *rapid.T) {
+	m.fs.crash(rapid.IntRange(0, 200).Draw(t, "keep"))
+	m.store = nil
+}
+
+func (m *crashMachine) Reopen(t *rapid.T) {
+	if m.store != nil {
+		_ = m.store.Close()
+		if m.store.broken == nil {
+			m.durable = len(m.written) // Close syncs
+		}
+	}
+	m.open(t)
+}
+
+func (m *crashMachine) Check(t *rapid.T) {
+	if m.store == nil || m.store.broken != nil {
+		return
+	}
+	h, err := m.store.Head(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Size != uint64(len(m.written)) {
+		t.Fatalf("head size %d, model %d", h.Size, len(m.written))
+	}
+}
+
+func FuzzOpenFile(f *testing.F) {
+	fs := newFaultFS()
+	s, _ := OpenFile("seed", FileOptions{FS: fs})
+	_ = s.Append(context.Background(), buildChain(f, 3)...)
+	_ = s.Close()
+	good := fs.bytes("seed")
+	f.Add(good)
+	f.Add(good[:len(good)-5])
+	f.Add([]byte(fileMagic))
+	f.Add([]byte("VTR"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fs := newFaultFS()
+		fs.files["log"] = &faultFile{data: bytes.Clone(data), durable: bytes.Clone(data), dirDurable: true}
+		s, err := OpenFile("log", FileOptions{FS: fs})
+		if err != nil {
+			if errors.Is(err, ErrTornTail) {
+				if _, err := RepairFile("log", fs); err != nil {
+					t.Fatalf("repair of a torn tail failed: %v", err)
+				}
+				s, err = OpenFile("log", FileOptions{FS: fs})
+				if err != nil {
+					t.Fatalf("open after repair: %v", err)
+				}
+			} else {
+				return
+			}
+		}
+		defer s.Close()
+		if _, err := VerifyStore(context.Background(), s); err != nil {
+			t.Fatalf("an opened file does not verify: %v", err)
+		}
+	})
+}
+
+func FuzzEntryJSON(f *testing.F) {
+	es := buildChain(f, 1)
+	b, _ := json.Marshal(es[0])
+	f.Add(b)
+	f.Add([]byte(`{"seq":1,"prev":"` + Genesis.String() + `","kind":"a","payload":[1],"time":"2026-01-02T03:04:05.000000006Z","hash":"` + Genesis.String() + `"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var e Entry
+		if err := json.Unmarshal(data, &e); err != nil {
+			return
+		}
+		out, err := json.Marshal(e)
+		if err != nil {
+			t.Fatalf("decoded entry does not encode: %v", err)
+		}
+		var again Entry
+		if err := json.Unmarshal(out, &again); err != nil || EntryHash(again) != EntryHash(e) {
+			t.Fatalf("round trip changed the entry: %v", err)
+		}
+	})
+}
