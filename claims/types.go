@@ -348,8 +348,20 @@ func (c Claim) Clone() Claim {
 func (b ClaimBundle) Clone() ClaimBundle {
 	if b.Claims != nil {
 		cs := make([]Claim, len(b.Claims))
+		n := 0
+		for _, c := range b.Claims {
+			n += len(c.EvidencePointers)
+		}
+		// One backing array for all evidence; each claim's slice is capped
+		// so that appending to it cannot overwrite its neighbour.
+		pool := make([]EvidencePointer, 0, n)
 		for i, c := range b.Claims {
-			cs[i] = c.Clone()
+			if c.EvidencePointers != nil {
+				start := len(pool)
+				pool = append(pool, c.EvidencePointers...)
+				c.EvidencePointers = pool[start:len(pool):len(pool)]
+			}
+			cs[i] = c
 		}
 		b.Claims = cs
 	}
