@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -74,20 +75,35 @@ func AppendTransform(dst, in []byte) ([]byte, error) {
 // Transform(b) == b without keeping the copy. It returns nil or an error
 // saying what is wrong.
 func Valid(b []byte) error {
-	var buf [512]byte
-	out, err := AppendTransform(buf[:0], b)
-	if err != nil {
+	p := parserPool.Get().(*parser)
+	defer func() {
+		if cap(p.out) <= 64<<10 {
+			*p = parser{out: p.out[:0], members: p.members[:0], scratch: p.scratch[:0]}
+			parserPool.Put(p)
+		}
+	}()
+	p.in = b
+	p.skipSpace()
+	if err := p.value(); err != nil {
 		return err
 	}
-	if !bytes.Equal(out, b) {
+	p.skipSpace()
+	if p.pos != len(p.in) {
+		return p.fail(ErrSyntax, "data after the top-level value")
+	}
+	if !bytes.Equal(p.out, b) {
 		at := 0
-		for at < len(out) && at < len(b) && out[at] == b[at] {
+		for at < len(p.out) && at < len(b) && p.out[at] == b[at] {
 			at++
 		}
 		return &SyntaxError{Offset: at, Err: ErrNotCanonical}
 	}
 	return nil
 }
+
+// parserPool recycles the buffers Valid needs, so checking a payload on a
+// hot path does not allocate.
+var parserPool = sync.Pool{New: func() any { return new(parser) }}
 
 type member struct {
 	key        []byte // decoded key (may alias the input)
