@@ -1,0 +1,436 @@
+package uncertainty
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/verity-go/verity/claims"
+)
+
+// Score selects the conformity score of split conformal classification.
+// Larger scores mean the class conforms less to the model's prediction.
+type Score int
+
+// The conformity scores.
+const (
+	// LAC (least ambiguous set-valued classifier; Sadinle, Lei &
+	// Wasserman, 2019): s(x, y) = 1 − p̂_y. Gives the smallest sets on
+	// average; coverage is marginal, so hard inputs may be under-covered.
+	LAC Score = iota + 1
+	// APS (adaptive prediction sets; Romano, Sesia & Candès, 2020): the
+	// probability mass of the classes at least as likely as y,
+	// s(x, y) = Σ_{j: p̂_j ≥ p̂_y} p̂_j. Sets grow with the model's
+	// uncertainty about the input. With ConformalOptions.Randomized the
+	// score is Σ_{j: p̂_j > p̂_y} p̂_j + u·p̂_y for a caller-supplied uniform
+	// u in [0, 1], which makes coverage exact rather than conservative.
+	APS
+)
+
+// String returns "LAC" or "APS".
+func (s Score) String() string {
+	switch s {
+	case LAC:
+		return "LAC"
+	case APS:
+		return "APS"
+	}
+	return fmt.Sprintf("Score(%d)", int(s))
+}
+
+// SumTolerance is how far the entries of a probability vector may sum from
+// 1 (float32 softmax outputs over many classes drift by about 1e−5).
+const SumTolerance = 1e-4
+
+// ConformalOptions configure Calibrate.
+type ConformalOptions struct {
+	// Score is the conformity score; zero means LAC.
+	Score Score
+	// Alpha is the miscoverage: prediction sets contain the true class
+	// with probability at least 1−Alpha. In (0, 1).
+	Alpha float64
+	// ClassConditional selects Mondrian (class-conditional) calibration
+	// (Vovk et al., 2005): one threshold per class, each taken from the
+	// calibration examples of that class, so that coverage ≥ 1−Alpha holds
+	// for every class separately, not only on average. Every class needs
+	// enough calibration examples of its own.
+	ClassConditional bool
+	// Randomized selects the randomised APS score; calibration then needs
+	// CalibrationSet.U and prediction PredictRandomized. APS only.
+	Randomized bool
+}
+
+// CalibrationSet is held-out labelled data, exchangeable with the inputs the
+// predictor will see: the model's class probabilities for each example and
+// its true class.
+type CalibrationSet struct {
+	// Probs[i] is the predicted probability of each class for example i.
+	// Every row has the same number of classes K ≥ 2, entries in [0, 1]
+	// summing to 1 within SumTolerance.
+	Probs [][]float64
+	// Labels[i] is the true class of example i, in [0, K).
+	Labels []int
+	// U[i] is a uniform random value in [0, 1] for example i, drawn by the
+	// caller; only (and then always) with randomised APS.
+	U []float64
+}
+
+// Predictor holds calibrated split-conformal thresholds. It is an immutable
+// value; build it with Calibrate.
+type Predictor struct {
+	opts    ConformalOptions
+	classes int
+	n       int
+	q       float64   // marginal threshold
+	classQ  []float64 // per-class thresholds (ClassConditional)
+	classN  []int     // per-class calibration counts (ClassConditional)
+}
+
+// Calibrate computes split-conformal thresholds from a calibration set: the
+// conformity score of every example at its true class, then the
+// ⌈(n+1)(1−α)⌉-th smallest (ConformalQuantile), either over all n examples
+// or, with ClassConditional, per class. When a set is too small for α
+// Calibrate refuses with a *TooSmallError (errors.Is
+// ErrCalibrationTooSmall; with ClassConditional, one per short class,
+// joined). Malformed input is an *InputError.
+func Calibrate(data CalibrationSet, opts ConformalOptions) (Predictor, error) {
+	if opts.Score == 0 {
+		opts.Score = LAC
+	}
+	if opts.Score != LAC && opts.Score != APS {
+		return Predictor{}, invalid("Score", -1, "unknown score %v", opts.Score)
+	}
+	if opts.Randomized && opts.Score != APS {
+		return Predictor{}, invalid("Randomized", -1, "randomisation applies to APS only")
+	}
+	if err := checkAlpha(opts.Alpha); err != nil {
+		return Predictor{}, err
+	}
+	n := len(data.Probs)
+	if len(data.Labels) != n {
+		return Predictor{}, invalid("Labels", -1, "%d labels for %d probability rows", len(data.Labels), n)
+	}
+	if opts.Randomized != (len(data.U) > 0) || (opts.Randomized && len(data.U) != n) {
+		return Predictor{}, invalid("U", -1, "%d random values for %d examples (randomised: %v)", len(data.U), n, opts.Randomized)
+	}
+	if n == 0 {
+		return Predictor{}, &TooSmallError{Class: -1, N: 0, Need: minCalibration(opts.Alpha), Alpha: opts.Alpha}
+	}
+	if n > maxCalibration {
+		return Predictor{}, invalid("Probs", -1, "too many examples")
+	}
+	k := len(data.Probs[0])
+	if k < 2 {
+		return Predictor{}, invalid("Probs", 0, "%d classes; need at least 2", k)
+	}
+	var sc scorer
+	scores := make([]float64, n)
+	for i, row := range data.Probs {
+		if len(row) != k {
+			return Predictor{}, invalid("Probs", i, "%d classes, the first row has %d", len(row), k)
+		}
+		if err := checkProbs(fmt.Sprintf("Probs[%d]", i), row); err != nil {
+			return Predictor{}, err
+		}
+		y := data.Labels[i]
+		if y < 0 || y >= k {
+			return Predictor{}, invalid("Labels", i, "class %d outside [0, %d)", y, k)
+		}
+		u := 0.0
+		if opts.Randomized {
+			u = data.U[i]
+			if err := checkUnit("U", i, u); err != nil {
+				return Predictor{}, err
+			}
+		}
+		scores[i] = sc.score(opts, row, y, u)
+	}
+	p := Predictor{opts: opts, classes: k, n: n}
+	if !opts.ClassConditional {
+		r, err := ConformalRank(n, opts.Alpha)
+		if err != nil {
+			return Predictor{}, err
+		}
+		p.q = kthSmallest(scores, r-1)
+		return p, nil
+	}
+	byClass := make([][]float64, k)
+	for i, y := range data.Labels {
+		byClass[y] = append(byClass[y], scores[i])
+	}
+	p.classQ = make([]float64, k)
+	p.classN = make([]int, k)
+	var short []error
+	for y, s := range byClass {
+		p.classN[y] = len(s)
+		r, err := ConformalRank(len(s), opts.Alpha)
+		if err != nil {
+			var ts *TooSmallError
+			if errors.As(err, &ts) {
+				ts.Class = y
+			}
+			short = append(short, err)
+			continue
+		}
+		p.classQ[y] = kthSmallest(s, r-1)
+	}
+	if len(short) > 0 {
+		return Predictor{}, errors.Join(short...)
+	}
+	// The marginal threshold of a Mondrian predictor is the largest class
+	// threshold: the most permissive one any class uses.
+	p.q = slices.Max(p.classQ)
+	return p, nil
+}
+
+// Predict returns the prediction set for an input with class probabilities
+// probs: every class y whose conformity score is at most the calibrated
+// threshold (its class's threshold under ClassConditional). The set may be
+// empty (no class is plausible at level α: the input is unlike the
+// calibration data) or hold every class. Under exchangeability it contains
+// the true class with probability at least 1−α.
+func (p Predictor) Predict(probs []float64) (PredictionSet, error) {
+	if p.opts.Randomized {
+		return PredictionSet{}, invalid("u", -1, "randomised predictor: use PredictRandomized")
+	}
+	return p.predict(probs, 0)
+}
+
+// PredictRandomized is Predict for a predictor calibrated with randomised
+// APS; u is a fresh uniform random value in [0, 1] drawn by the caller.
+func (p Predictor) PredictRandomized(probs []float64, u float64) (PredictionSet, error) {
+	if !p.opts.Randomized {
+		return PredictionSet{}, invalid("u", -1, "deterministic predictor: use Predict")
+	}
+	if err := checkUnit("u", -1, u); err != nil {
+		return PredictionSet{}, err
+	}
+	return p.predict(probs, u)
+}
+
+func (p Predictor) predict(probs []float64, u float64) (PredictionSet, error) {
+	if p.classes == 0 {
+		return PredictionSet{}, invalid("predictor", -1, "not calibrated (use Calibrate)")
+	}
+	if len(probs) != p.classes {
+		return PredictionSet{}, invalid("probs", -1, "%d classes, calibrated for %d", len(probs), p.classes)
+	}
+	if err := checkProbs("probs", probs); err != nil {
+		return PredictionSet{}, err
+	}
+	set := PredictionSet{Classes: p.classes, Alpha: p.opts.Alpha, Labels: []int{}}
+	threshold := func(y int) float64 {
+		if p.classQ != nil {
+			return p.classQ[y]
+		}
+		return p.q
+	}
+	switch p.opts.Score {
+	case LAC:
+		for y, py := range probs {
+			if 1-py <= threshold(y) {
+				set.Labels = append(set.Labels, y)
+			}
+		}
+	case APS:
+		var sc scorer
+		scores := sc.aps(probs, u, p.opts.Randomized)
+		for y, s := range scores {
+			if s <= threshold(y) {
+				set.Labels = append(set.Labels, y)
+			}
+		}
+	}
+	return set, nil
+}
+
+// Alpha returns the miscoverage the predictor was calibrated for.
+func (p Predictor) Alpha() float64 { return p.opts.Alpha }
+
+// Options returns the options the predictor was calibrated with (Score
+// filled in).
+func (p Predictor) Options() ConformalOptions { return p.opts }
+
+// Classes returns the number of classes K.
+func (p Predictor) Classes() int { return p.classes }
+
+// N returns the number of calibration examples.
+func (p Predictor) N() int { return p.n }
+
+// Threshold returns the calibrated score threshold q̂ (for a
+// class-conditional predictor, the largest class threshold).
+func (p Predictor) Threshold() float64 { return p.q }
+
+// ClassThresholds returns the per-class thresholds and calibration counts
+// of a class-conditional predictor (fresh slices), or nil, nil.
+func (p Predictor) ClassThresholds() (q []float64, n []int) {
+	if p.classQ == nil {
+		return nil, nil
+	}
+	return slices.Clone(p.classQ), slices.Clone(p.classN)
+}
+
+// scorer computes conformity scores, reusing its buffers.
+type scorer struct {
+	order []int
+	out   []float64
+}
+
+// score is the conformity score of class y.
+func (sc *scorer) score(opts ConformalOptions, probs []float64, y int, u float64) float64 {
+	if opts.Score == LAC {
+		return 1 - probs[y]
+	}
+	return sc.aps(probs, u, opts.Randomized)[y]
+}
+
+// aps returns the APS score of every class (a buffer reused by the next
+// call). Classes are visited by decreasing probability and the probability
+// mass is accumulated one class at a time, so calibration and prediction
+// compute bit-identical scores. Classes with equal probability share the
+// deterministic score (the mass up to and including all of them).
+func (sc *scorer) aps(probs []float64, u float64, randomized bool) []float64 {
+	k := len(probs)
+	if cap(sc.order) < k {
+		sc.order = make([]int, k)
+		sc.out = make([]float64, k)
+	}
+	order, out := sc.order[:k], sc.out[:k]
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		if c := cmp.Compare(probs[b], probs[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	var run float64
+	for i := 0; i < k; {
+		v := probs[order[i]]
+		before := run
+		j := i
+		for ; j < k && probs[order[j]] == v; j++ {
+			run += probs[order[j]]
+		}
+		for _, c := range order[i:j] {
+			if randomized {
+				out[c] = before + u*v
+			} else {
+				out[c] = run
+			}
+		}
+		i = j
+	}
+	return out
+}
+
+// checkProbs checks a probability vector.
+func checkProbs(arg string, probs []float64) error {
+	var sum float64
+	for i, p := range probs {
+		if err := checkUnit(arg, i, p); err != nil {
+			return err
+		}
+		sum += p
+	}
+	if math.Abs(sum-1) > SumTolerance {
+		return invalid(arg, -1, "probabilities sum to %v, not 1", sum)
+	}
+	return nil
+}
+
+// PredictionSet is the output of conformal prediction: the classes that are
+// plausible at miscoverage Alpha.
+type PredictionSet struct {
+	Labels  []int   // the classes in the set, ascending
+	Classes int     // the number of classes K
+	Alpha   float64 // the set covers the true class with probability ≥ 1−Alpha
+}
+
+// Size returns the number of classes in the set.
+func (s PredictionSet) Size() int { return len(s.Labels) }
+
+// Contains reports whether class y is in the set.
+func (s PredictionSet) Contains(y int) bool {
+	_, ok := slices.BinarySearch(s.Labels, y)
+	return ok
+}
+
+func (s PredictionSet) check() error {
+	if s.Classes < 2 {
+		return invalid("Classes", -1, "%d classes; need at least 2", s.Classes)
+	}
+	if err := checkAlpha(s.Alpha); err != nil {
+		return err
+	}
+	for i, y := range s.Labels {
+		if y < 0 || y >= s.Classes {
+			return invalid("Labels", i, "class %d outside [0, %d)", y, s.Classes)
+		}
+		if i > 0 && y <= s.Labels[i-1] {
+			return invalid("Labels", i, "not strictly ascending")
+		}
+	}
+	return nil
+}
+
+// Uncertainty maps the set to the claim-ready value. The mapping:
+//
+//   - value (|S| − 1)/(K − 1) for a non-empty set S of K classes: 0 for a
+//     single class, 1 when every class remains possible;
+//   - an empty set is maximal uncertainty: value 1 and recommendation
+//     REFUSE, because no class is plausible at level α (the input is
+//     unlike the calibration data) and nothing can be asserted;
+//   - otherwise the recommendation comes from the thresholds t (zero t:
+//     DefaultThresholds).
+func (s PredictionSet) Uncertainty(t Thresholds) (claims.Uncertainty, error) {
+	if err := s.check(); err != nil {
+		return claims.Uncertainty{}, err
+	}
+	if err := t.Validate(); err != nil {
+		return claims.Uncertainty{}, err
+	}
+	return s.uncertainty(t.orDefault(), -1), nil
+}
+
+// UncertaintyFor maps the set to the value of a claim that asserts class y:
+// as Uncertainty when y is in the set; when it is not, the claim is
+// rejected by the conformal test at level α, and the value is 1 with
+// recommendation REFUSE.
+func (s PredictionSet) UncertaintyFor(y int, t Thresholds) (claims.Uncertainty, error) {
+	if err := s.check(); err != nil {
+		return claims.Uncertainty{}, err
+	}
+	if err := t.Validate(); err != nil {
+		return claims.Uncertainty{}, err
+	}
+	if y < 0 || y >= s.Classes {
+		return claims.Uncertainty{}, invalid("y", -1, "class %d outside [0, %d)", y, s.Classes)
+	}
+	return s.uncertainty(t.orDefault(), y), nil
+}
+
+func (s PredictionSet) uncertainty(t Thresholds, claimed int) claims.Uncertainty {
+	cover := 100 * (1 - s.Alpha)
+	u := claims.Uncertainty{Method: claims.ConformalSet}
+	switch {
+	case len(s.Labels) == 0:
+		u.Value = 1
+		u.GateRecommendation = claims.Refuse
+		u.Interpretation = fmt.Sprintf("empty conformal set at %.4g%% coverage: no class of %d is plausible", cover, s.Classes)
+	case claimed >= 0 && !s.Contains(claimed):
+		u.Value = 1
+		u.GateRecommendation = claims.Refuse
+		u.Interpretation = fmt.Sprintf("class %d is outside the conformal set (%d of %d classes) at %.4g%% coverage",
+			claimed, len(s.Labels), s.Classes, cover)
+	default:
+		u.Value = clamp(float64(len(s.Labels)-1)/float64(s.Classes-1), 0, 1)
+		u.GateRecommendation = recommend(u.Value, t)
+		u.Interpretation = fmt.Sprintf("conformal set of %d of %d classes at %.4g%% coverage",
+			len(s.Labels), s.Classes, cover)
+	}
+	return u
+}
