@@ -1,0 +1,208 @@
+package speculative
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Detection limits. A value that exceeds one of them is not checked to the
+// end, so it is rejected: IsSpeculative reports true, Detect and Check
+// return a *LimitError (errors.Is(err, ErrLimit)).
+const (
+	// MaxDepth is the deepest nesting of objects and arrays, counted
+	// through every JSON-in-string layer (a string holding an object at
+	// depth 3 puts that object's members at depth 4).
+	MaxDepth = 512
+	// MaxEncodings is how many times a string may hold JSON inside JSON
+	// (an object serialised into a string, that string serialised again,
+	// and so on). Each layer is parsed and checked.
+	MaxEncodings = 8
+	// MaxWork bounds the total work of one check: one unit per decoded
+	// value and per byte of every string or JSON text examined, layers
+	// included. A 1 MiB document with every string holding JSON eight
+	// times over stays well inside it.
+	MaxWork = 64 << 20
+)
+
+// Rule names why a marker is a marker.
+type Rule uint8
+
+const (
+	// RuleStatus: "epistemic_status" or "lane" whose value reads
+	// "speculative" (a string, or a string inside an array).
+	RuleStatus Rule = iota + 1
+	// RuleContext: a key of the speculative_context family — any key whose
+	// folded form starts with "speculativecontext" (speculative_context,
+	// speculative-context, speculativeContextID, ...).
+	RuleContext
+	// RuleArtifact: a key naming a speculative artifact: experiment_hints,
+	// alternatives, analogies, edge_cases.
+	RuleArtifact
+	// RuleQuoted: the last-resort wire. A string that is not JSON contains
+	// a quoted marker token ("speculative", "epistemic_status", a context
+	// key or an artifact key, between ' or " quotes).
+	RuleQuoted
+	// RuleResidue: an "epistemic_status" key with any value. Only
+	// ExperimentSpec decoding uses it: a spec has no business carrying an
+	// epistemic status at all.
+	RuleResidue
+)
+
+func (r Rule) String() string {
+	switch r {
+	case RuleStatus:
+		return "status"
+	case RuleContext:
+		return "context"
+	case RuleArtifact:
+		return "artifact"
+	case RuleQuoted:
+		return "quoted"
+	case RuleResidue:
+		return "residue"
+	}
+	return "Rule(" + strconv.Itoa(int(r)) + ")"
+}
+
+// Finding says where a speculative marker is and which one it is.
+type Finding struct {
+	// Path is the JSON path of the marker: object keys joined by '.',
+	// array indexes in brackets, keys that are not identifiers quoted in
+	// brackets (params.l[0].alternatives, meta["odd key"].lane). A JSON
+	// text held in a string continues the path of that string. "" means
+	// the value itself.
+	Path string
+	// Marker is the canonical name: epistemic_status, lane,
+	// speculative_context, experiment_hints, alternatives, analogies,
+	// edge_cases, or speculative (a quoted value token).
+	Marker string
+	// Key is the key as written ("" for RuleQuoted).
+	Key string
+	// Rule is why it counts.
+	Rule Rule
+	// Encodings is how many JSON-in-string layers were opened to reach it.
+	Encodings int
+}
+
+func (f Finding) String() string {
+	where := f.Path
+	if where == "" {
+		where = "the top level"
+	}
+	var b strings.Builder
+	switch f.Rule {
+	case RuleStatus:
+		fmt.Fprintf(&b, "%q is speculative at %s", f.Key, where)
+	case RuleQuoted:
+		fmt.Fprintf(&b, "quoted marker %q in a string at %s", f.Marker, where)
+	default:
+		fmt.Fprintf(&b, "%s key %q at %s", f.Rule, f.Key, where)
+	}
+	if f.Encodings > 0 {
+		fmt.Fprintf(&b, " (inside %d JSON-in-string layer", f.Encodings)
+		if f.Encodings > 1 {
+			b.WriteByte('s')
+		}
+		b.WriteByte(')')
+	}
+	return b.String()
+}
+
+// IsSpeculative reports whether v carries a speculative marker anywhere, or
+// cannot be checked within the limits (fail closed). v is a decoded JSON
+// value (nil, bool, float64, json.Number, string, []any, map[string]any,
+// or the typed variants map[string]string, []string, []map[string]any,
+// map[string]json.RawMessage), a json.RawMessage or []byte holding JSON,
+// or any other Go value, which is first encoded with encoding/json.
+func IsSpeculative(v any) bool {
+	_, found, err := Detect(v)
+	return found || err != nil
+}
+
+// Detect is IsSpeculative that says where. It returns the first marker
+// in document order — array elements by index; members of a Go map by
+// key, byte-wise, so the answer does not depend on map iteration order;
+// members of a JSON text as written — and found = true. err is a
+// *LimitError, or wraps ErrMalformed for a Go value encoding/json cannot
+// encode; either way v must be treated as speculative.
+func Detect(v any) (f Finding, found bool, err error) {
+	w := walker{budget: MaxWork, max: 1}
+	w.value(v, 0, "")
+	if w.err != nil {
+		return Finding{}, false, w.err
+	}
+	if len(w.found) == 0 {
+		return Finding{}, false, nil
+	}
+	return w.found[0], true, nil
+}
+
+// Check returns nil when v is grounded, a *SpeculativeError
+// (errors.Is(err, ErrSpeculative)) naming the first marker, or the error
+// Detect returned.
+func Check(v any) error {
+	f, found, err := Detect(v)
+	if err != nil {
+		return err
+	}
+	if found {
+		return &SpeculativeError{Finding: f}
+	}
+	return nil
+}
+
+// detectAll returns up to max findings, sorted by path. strict adds
+// RuleResidue.
+func detectAll(v any, strict bool, max int) ([]Finding, error) {
+	w := walker{budget: MaxWork, all: true, strict: strict, max: max}
+	w.value(v, 0, "")
+	if w.err != nil {
+		return nil, w.err
+	}
+	slices.SortStableFunc(w.found, func(a, b Finding) int { return strings.Compare(a.Path, b.Path) })
+	return w.found, nil
+}
+
+// appendPath renders path segments.
+func appendPath(b []byte, path []seg) []byte {
+	for _, s := range path {
+		switch s.kind {
+		case segIndex:
+			b = append(b, '[')
+			b = strconv.AppendInt(b, int64(s.idx), 10)
+			b = append(b, ']')
+		default:
+			key := s.str
+			if s.kind == segBytes {
+				key = string(s.key)
+			}
+			if isIdent(key) {
+				if len(b) > 0 {
+					b = append(b, '.')
+				}
+				b = append(b, key...)
+			} else {
+				b = append(b, '[')
+				b = strconv.AppendQuote(b, key)
+				b = append(b, ']')
+			}
+		}
+	}
+	return b
+}
+
+func isIdent(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || i > 0 && '0' <= c && c <= '9' {
+			continue
+		}
+		return false
+	}
+	return true
+}

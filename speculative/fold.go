@@ -1,0 +1,238 @@
+package speculative
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// NormalizeKey returns the normal form of a JSON object key as the
+// specification's vocabulary compares it: camelCase boundaries become '_'
+// ("epistemicStatus" → "epistemic_status", "HTTPServer" → "http_server"),
+// '-' becomes '_', and everything is lower-cased
+// ("Epistemic-Status", "EPISTEMIC_STATUS" → "epistemic_status").
+//
+// Detection goes one step further than this normal form: a key is a marker
+// when its normal form spells a marker once separators ('_', '-', '.',
+// white space) and invisible format characters (zero-width spaces, the byte
+// order mark) are ignored and letters are case-folded (so the Kelvin sign
+// and the long s, which fold to "k" and "s", and full-width Latin letters
+// count as their ASCII twins). That makes every key this function maps to
+// a marker a marker, and also closes "epistemic__status",
+// "ePiStEmIc_StAtUs" and "epistemic\u200bstatus".
+func NormalizeKey(key string) string {
+	var b strings.Builder
+	b.Grow(len(key) + 4)
+	runes := []rune(key)
+	for i, r := range runes {
+		if r == '-' {
+			b.WriteByte('_')
+			continue
+		}
+		if unicode.IsUpper(r) && i > 0 {
+			prev := runes[i-1]
+			nextLower := i+1 < len(runes) && unicode.IsLower(runes[i+1])
+			if unicode.IsLower(prev) || unicode.IsDigit(prev) || (unicode.IsUpper(prev) && nextLower) {
+				b.WriteByte('_')
+			}
+		}
+		b.WriteRune(unicode.ToLower(r))
+	}
+	return b.String()
+}
+
+// foldCap is how many folded letters fold keeps: one more than the longest
+// marker spelling ("speculativecontext", 18), so that "longer than" is
+// visible without keeping the rest.
+const foldCap = 19
+
+// folded is a key, value or token with separators and invisible characters
+// dropped and letters folded to lower-case ASCII. Runes with no ASCII twin
+// become 0xFF, which no marker contains.
+type folded struct {
+	n   int
+	buf [foldCap]byte
+}
+
+func (f *folded) str() string { return string(f.buf[:f.n]) }
+
+// fold folds s into f, stopping once foldCap letters are kept. It never
+// allocates.
+func fold[T ~string | ~[]byte](s T, f *folded) {
+	f.n = 0
+	for i := 0; i < len(s) && f.n < foldCap; {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			i++
+			switch {
+			case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+			case 'A' <= c && c <= 'Z':
+				c += 'a' - 'A'
+			case c == '_' || c == '-' || c == '.' || c == ' ' || c == '\\' ||
+				c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
+				continue
+			default:
+				c = 0xFF
+			}
+			f.buf[f.n] = c
+			f.n++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(string(s[i:min(len(s), i+utf8.UTFMax)]))
+		i += size
+		if unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) {
+			continue
+		}
+		f.buf[f.n] = asciiTwin(r)
+		f.n++
+	}
+}
+
+// asciiTwin maps a non-ASCII rune to the lower-case ASCII letter it folds
+// to (U+212A KELVIN SIGN → 'k', U+017F LATIN SMALL LETTER LONG S → 's',
+// full-width Latin letters and digits → their ASCII forms), or 0xFF.
+func asciiTwin(r rune) byte {
+	switch {
+	case 0xFF21 <= r && r <= 0xFF3A:
+		return byte(r-0xFF21) + 'a'
+	case 0xFF41 <= r && r <= 0xFF5A:
+		return byte(r-0xFF41) + 'a'
+	case 0xFF10 <= r && r <= 0xFF19:
+		return byte(r-0xFF10) + '0'
+	}
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		if 'a' <= f && f <= 'z' {
+			return byte(f)
+		}
+		if 'A' <= f && f <= 'Z' {
+			return byte(f) + 'a' - 'A'
+		}
+	}
+	return 0xFF
+}
+
+// mayBeMarker is a cheap pre-check: a key whose first byte cannot start
+// any marker (after separators) is skipped without folding.
+var mayStart = func() (t [256]bool) {
+	for _, c := range []byte("aelsAELS_-. \t\n\r\\") {
+		t[c] = true
+	}
+	for c := utf8.RuneSelf; c < 256; c++ {
+		t[c] = true
+	}
+	return t
+}()
+
+// Folded spellings of the vocabulary.
+const (
+	fSpeculative = "speculative"
+	fStatus      = "epistemicstatus"
+	fLane        = "lane"
+	fContext     = "speculativecontext"
+)
+
+// keyClass says what kind of marker a key is.
+type keyClass uint8
+
+const (
+	keyPlain    keyClass = iota
+	keyStatus            // epistemic_status or lane: a marker when its value is speculative
+	keyContext           // the speculative_context family
+	keyArtifact          // experiment_hints, alternatives, analogies, edge_cases
+)
+
+// classify returns the class of a key and the marker's canonical name.
+func classify[T ~string | ~[]byte](key T) (keyClass, string) {
+	if len(key) == 0 || !mayStart[key[0]] {
+		return keyPlain, ""
+	}
+	var f folded
+	fold(key, &f)
+	return classifyFolded(&f)
+}
+
+func classifyFolded(f *folded) (keyClass, string) {
+	s := f.buf[:f.n]
+	switch len(s) {
+	case 4:
+		if string(s) == fLane {
+			return keyStatus, "lane"
+		}
+	case 9:
+		if string(s) == "analogies" || string(s) == "edgecases" {
+			if s[0] == 'a' {
+				return keyArtifact, "analogies"
+			}
+			return keyArtifact, "edge_cases"
+		}
+	case 12:
+		if string(s) == "alternatives" {
+			return keyArtifact, "alternatives"
+		}
+	case 15:
+		if string(s) == fStatus {
+			return keyStatus, "epistemic_status"
+		}
+		if string(s) == "experimenthints" {
+			return keyArtifact, "experiment_hints"
+		}
+	}
+	if len(s) >= len(fContext) && string(s[:len(fContext)]) == fContext {
+		return keyContext, "speculative_context"
+	}
+	return keyPlain, ""
+}
+
+// isSpeculativeValue reports whether a string value, trimmed and folded,
+// reads "speculative".
+func isSpeculativeValue[T ~string | ~[]byte](v T) bool {
+	if len(v) < len(fSpeculative) {
+		return false
+	}
+	var f folded
+	fold(v, &f)
+	return string(f.buf[:f.n]) == fSpeculative
+}
+
+// quotedMarker is the last-resort wire of the specification: it looks at
+// every stretch of text between two consecutive quote characters (' or ")
+// and reports the first that folds to "speculative" or to a marker key
+// other than "lane" ("lane" is only a marker together with its value, and
+// that value is itself a quoted "speculative"). Backslashes count as
+// separators so that escaped quotes (\"speculative\") are seen through.
+func quotedMarker[T ~string | ~[]byte](s T) (string, bool) {
+	open := -1
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '"' && c != '\'' {
+			continue
+		}
+		if open >= 0 {
+			if m, ok := tokenMarker(s[open+1 : i]); ok {
+				return m, true
+			}
+		}
+		open = i
+	}
+	return "", false
+}
+
+func tokenMarker[T ~string | ~[]byte](tok T) (string, bool) {
+	if len(tok) < 4 {
+		return "", false
+	}
+	var f folded
+	fold(tok, &f)
+	if string(f.buf[:f.n]) == fSpeculative {
+		return "speculative", true
+	}
+	switch cl, m := classifyFolded(&f); cl {
+	case keyStatus:
+		if m == "epistemic_status" {
+			return m, true
+		}
+	case keyContext, keyArtifact:
+		return m, true
+	}
+	return "", false
+}
