@@ -1,0 +1,265 @@
+package contracts
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/verity-go/verity/internal/canon"
+)
+
+// Resolver tells the validators which ids exist, so that evidence pointers
+// can be checked against them ("Validate evidence pointers reference known
+// ids"). Without a resolver only the form of ids is checked.
+//
+// HasArtifact is asked about canonical artifact ids (tool:, retrieval:,
+// configdiff:, compliance:); bare span ids (the ref of SPAN and MESSAGE
+// evidence, span_ids lists) go to HasSpan.
+type Resolver interface {
+	HasTrace(traceID string) bool
+	HasSpan(spanID string) bool
+	HasArtifact(artifactID string) bool
+}
+
+// KnownIDs is a Resolver over fixed sets of ids.
+type KnownIDs struct {
+	Traces, Spans, Artifacts map[string]bool
+}
+
+// NewKnownIDs returns a KnownIDs resolver holding copies of the given ids.
+func NewKnownIDs(traces, spans, artifacts []string) KnownIDs {
+	set := func(ids []string) map[string]bool {
+		m := make(map[string]bool, len(ids))
+		for _, id := range ids {
+			m[id] = true
+		}
+		return m
+	}
+	return KnownIDs{Traces: set(traces), Spans: set(spans), Artifacts: set(artifacts)}
+}
+
+// HasTrace implements Resolver.
+func (k KnownIDs) HasTrace(id string) bool { return k.Traces[id] }
+
+// HasSpan implements Resolver.
+func (k KnownIDs) HasSpan(id string) bool { return k.Spans[id] }
+
+// HasArtifact implements Resolver.
+func (k KnownIDs) HasArtifact(id string) bool { return k.Artifacts[id] }
+
+// Option configures a validation.
+type Option func(*config)
+
+type config struct {
+	resolver   Resolver
+	applicable []string
+	hasApplic  bool
+}
+
+// WithResolver checks every evidence pointer against r (rules
+// evidence.unknown_trace, evidence.unknown_span, evidence.unknown_artifact).
+func WithResolver(r Resolver) Option { return func(c *config) { c.resolver = r } }
+
+// WithApplicableControls names the controls that apply to the evaluated
+// trace: a ComplianceReport must then list each of them (rule
+// compliance_report.control_missing). Without it only "at most once" is
+// checked, since applicability is not part of the report.
+func WithApplicableControls(controlIDs ...string) Option {
+	ids := append([]string(nil), controlIDs...)
+	return func(c *config) { c.applicable, c.hasApplic = ids, true }
+}
+
+func newConfig(opts []Option) *config {
+	c := &config{}
+	for _, o := range opts {
+		if o != nil {
+			o(c)
+		}
+	}
+	return c
+}
+
+// Validate checks a document of the given kind against its schema and every
+// semantic rule. It returns nil for a valid document, a *ValidationError
+// (errors.Is ErrInvalid) carrying all violations sorted by SortViolations,
+// or an error wrapping ErrUnknownKind.
+func Validate(kind Kind, data []byte, opts ...Option) error {
+	vs, err := Check(kind, data, opts...)
+	if err != nil {
+		return err
+	}
+	return asError(kind, vs)
+}
+
+// Check is Validate returning the violations themselves (empty when the
+// document is valid). The error is only for an unknown kind or a broken
+// embedded schema set.
+func Check(kind Kind, data []byte, opts ...Option) ([]Violation, error) {
+	cfg := newConfig(opts)
+	switch kind {
+	case KindRunRecord:
+		_, vs, err := decode(kind, data, cfg, checkRunRecord)
+		return vs, err
+	case KindRCAReport:
+		_, vs, err := decode(kind, data, cfg, checkRCAReport)
+		return vs, err
+	case KindComplianceReport:
+		_, vs, err := decode(kind, data, cfg, checkComplianceReport)
+		return vs, err
+	case KindIncidentDossier:
+		_, vs, err := decode(kind, data, cfg, checkIncidentDossier)
+		return vs, err
+	case KindPolicyControl:
+		_, vs, err := decode(kind, data, cfg, checkPolicyControl)
+		return vs, err
+	case KindPolicyControlLibrary:
+		_, vs, err := decode(kind, data, cfg, checkPolicyControlLibrary)
+		return vs, err
+	case KindAnnotation:
+		_, vs, err := decode(kind, data, cfg, checkAnnotation)
+		return vs, err
+	}
+	_, err := ParseKind(string(kind))
+	return nil, err
+}
+
+// DecodeRunRecord decodes and validates a RunRecord. The record is returned
+// as far as it could be decoded, together with a *ValidationError listing
+// every violation (nil when valid).
+func DecodeRunRecord(data []byte, opts ...Option) (RunRecord, error) {
+	return decodeTyped(KindRunRecord, data, opts, checkRunRecord)
+}
+
+// DecodeRCAReport decodes and validates an RCAReport (see DecodeRunRecord).
+func DecodeRCAReport(data []byte, opts ...Option) (RCAReport, error) {
+	return decodeTyped(KindRCAReport, data, opts, checkRCAReport)
+}
+
+// DecodeComplianceReport decodes and validates a ComplianceReport.
+func DecodeComplianceReport(data []byte, opts ...Option) (ComplianceReport, error) {
+	return decodeTyped(KindComplianceReport, data, opts, checkComplianceReport)
+}
+
+// DecodeIncidentDossier decodes and validates an IncidentDossier.
+func DecodeIncidentDossier(data []byte, opts ...Option) (IncidentDossier, error) {
+	return decodeTyped(KindIncidentDossier, data, opts, checkIncidentDossier)
+}
+
+// DecodePolicyControl decodes and validates one PolicyControl.
+func DecodePolicyControl(data []byte, opts ...Option) (PolicyControl, error) {
+	return decodeTyped(KindPolicyControl, data, opts, checkPolicyControl)
+}
+
+// DecodePolicyControlLibrary decodes and validates a control library (a JSON
+// array of PolicyControl).
+func DecodePolicyControlLibrary(data []byte, opts ...Option) ([]PolicyControl, error) {
+	return decodeTyped(KindPolicyControlLibrary, data, opts, checkPolicyControlLibrary)
+}
+
+// DecodeAnnotation decodes and validates an annotation payload, including
+// the formal contract inside explanation_json.
+func DecodeAnnotation(data []byte, opts ...Option) (Annotation, error) {
+	return decodeTyped(KindAnnotation, data, opts, checkAnnotation)
+}
+
+func decodeTyped[T any](kind Kind, data []byte, opts []Option, check func(*checker, *T)) (T, error) {
+	v, vs, err := decode(kind, data, newConfig(opts), check)
+	if err != nil {
+		return v, err
+	}
+	return v, asError(kind, vs)
+}
+
+func asError(kind Kind, vs []Violation) error {
+	if len(vs) == 0 {
+		return nil
+	}
+	return &ValidationError{Kind: kind, Violations: vs}
+}
+
+// decode runs the whole pipeline: strict JSON (RFC 8785 parser: no
+// duplicate keys, no unsafe integers), the major version gate, the schema,
+// the typed decoding, then the semantic rules. Semantic violations located
+// at or under a schema violation are dropped: the schema message already
+// says what is wrong there.
+func decode[T any](kind Kind, data []byte, cfg *config, check func(*checker, *T)) (T, []Violation, error) {
+	var zero T
+	canonical, err := canon.Transform(data)
+	if err != nil {
+		rule := RuleJSONSyntax
+		if errors.Is(err, canon.ErrDuplicateKey) {
+			rule = RuleDuplicateKey
+		}
+		return zero, []Violation{{Path: "", Rule: rule, Message: err.Error()}}, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(canonical))
+	dec.UseNumber()
+	var generic any
+	if err := dec.Decode(&generic); err != nil {
+		return zero, []Violation{{Path: "", Rule: RuleJSONSyntax, Message: err.Error()}}, nil
+	}
+	if kind.versioned() {
+		if v := majorMismatch(generic); v != nil {
+			return zero, []Violation{*v}, nil
+		}
+	}
+	schemaVs, err := schemaViolations(kind, generic)
+	if err != nil {
+		return zero, nil, err
+	}
+	var out T
+	if err := json.Unmarshal(canonical, &out); err != nil {
+		if len(schemaVs) == 0 {
+			schemaVs = append(schemaVs, Violation{Path: "", Rule: RuleDecode, Message: err.Error()})
+		}
+		return out, SortViolations(schemaVs), nil
+	}
+	c := &checker{cfg: cfg}
+	check(c, &out)
+	all := schemaVs
+	for _, v := range c.out {
+		shadowed := false
+		for _, s := range schemaVs {
+			if underOrAt(v.Path, s.Path) {
+				shadowed = true
+				break
+			}
+		}
+		if !shadowed {
+			all = append(all, v)
+		}
+	}
+	return out, SortViolations(all), nil
+}
+
+// majorMismatch returns the major-version violation of a document whose
+// schema_version is a semantic version of another major, or nil.
+func majorMismatch(generic any) *Violation {
+	obj, ok := generic.(map[string]any)
+	if !ok {
+		return nil
+	}
+	s, ok := obj["schema_version"].(string)
+	if !ok {
+		return nil
+	}
+	v, err := ParseVersion(s)
+	if err != nil {
+		return nil // the schema reports the malformed version
+	}
+	if err := Compatible(libraryVersion, v); err != nil {
+		return &Violation{Path: "/schema_version", Rule: RuleMajorVersion, Message: err.Error()}
+	}
+	return nil
+}
+
+// checker collects semantic violations.
+type checker struct {
+	cfg *config
+	out []Violation
+}
+
+func (c *checker) add(p pointer, rule, format string, args ...any) {
+	c.out = append(c.out, Violation{Path: string(p), Rule: rule, Message: fmt.Sprintf(format, args...)})
+}
