@@ -186,7 +186,7 @@ func Evaluate(b ClaimBundle, p Policy, c Context) (Evaluation, error) {
 	if !c.Clearance.Valid() {
 		return Evaluation{}, fmt.Errorf("%w: clearance %q is not a risk tier", ErrInvalidContext, c.Clearance)
 	}
-	ch := chain{policy: p, ctx: c, out: b.Clone()}
+	ch := chain{policy: p, ctx: c, out: b.Clone(), inRequired: b.RequiredApprovals}
 	ch.out.RequiredApprovals = requiredApprovers(b, p)
 	ch.out.AuditTrail.GatesPassed = []string{}
 	ch.out.AuditTrail.GatesFailed = []string{}
@@ -199,15 +199,17 @@ func Evaluate(b ClaimBundle, p Policy, c Context) (Evaluation, error) {
 }
 
 type chain struct {
-	policy  Policy
-	ctx     Context
-	out     ClaimBundle
-	sorted  []Claim // claims ordered by id, for order-independent reports
-	stopped string
-	caveats []Note
-	flags   []Note
-	pending []string
-	vs      []Violation
+	policy Policy
+	ctx    Context
+	out    ClaimBundle
+	sorted []Claim // claims ordered by id, for order-independent reports
+	// inRequired is the input's required approvals (read only).
+	inRequired []string
+	stopped    string
+	caveats    []Note
+	flags      []Note
+	pending    []string
+	vs         []Violation
 }
 
 // outcome of one gate: pass (Execute or Explain) or a stopping decision.
@@ -285,9 +287,13 @@ func (ch *chain) result() Evaluation {
 
 // validation refuses a bundle that breaks any rule of Validate other than
 // evidence strength, which the evidence gate judges. The decision, reason,
-// gates and notes are outputs of the chain and are not judged.
+// gates and notes are outputs of the chain and are not judged. Human
+// approvals are judged against the required approvals the bundle carried
+// in, not against those this evaluation adds: an approval counts only if
+// it was asked for before it was given.
 func (ch *chain) validation() outcome {
 	in := ch.out
+	in.RequiredApprovals = ch.inRequired
 	in.Decision = DecisionDefer
 	in.Reason = ""
 	in.AuditTrail.GatesPassed, in.AuditTrail.GatesFailed = nil, nil
