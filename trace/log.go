@@ -17,6 +17,7 @@ import (
 type Log struct {
 	mu      sync.Mutex
 	store   Store
+	ds      deferredSyncer // store, when it supports group commit
 	head    Head
 	clock   func() time.Time
 	retries int
@@ -37,6 +38,7 @@ func WithConflictRetries(n int) Option { return func(l *Log) { l.retries = n } }
 // the store's contents; call Verify for that (File verifies on open).
 func New(store Store, opts ...Option) (*Log, error) {
 	l := &Log{store: store, clock: time.Now, retries: 8}
+	l.ds, _ = store.(deferredSyncer)
 	for _, o := range opts {
 		o(l)
 	}
@@ -156,8 +158,8 @@ type deferredSyncer interface {
 }
 
 func (l *Log) write(ctx context.Context, e Entry) (func() error, error) {
-	if ds, ok := l.store.(deferredSyncer); ok {
-		return ds.appendDeferred(ctx, []Entry{e})
+	if l.ds != nil {
+		return l.ds.appendDeferred(ctx, []Entry{e})
 	}
 	return nil, l.store.Append(ctx, e)
 }

@@ -38,12 +38,18 @@ type Store interface {
 	Close() error
 }
 
-// Memory is the reference Store: a slice in memory.
+// Memory is the reference Store, in memory. Entries live in fixed-size
+// chunks so that a growing log never copies what it already holds.
 type Memory struct {
-	mu      sync.RWMutex
-	entries []Entry
-	closed  bool
+	mu     sync.RWMutex
+	chunks [][]Entry
+	n      uint64
+	closed bool
 }
+
+const memChunk = 4096
+
+func (m *Memory) at(i uint64) Entry { return m.chunks[i/memChunk][i%memChunk] }
 
 // NewMemory returns an empty in-memory store.
 func NewMemory() *Memory { return &Memory{} }
@@ -59,11 +65,10 @@ func (m *Memory) Head(ctx context.Context) (Head, error) {
 }
 
 func (m *Memory) headLocked() Head {
-	if len(m.entries) == 0 {
+	if m.n == 0 {
 		return Head{}
 	}
-	last := m.entries[len(m.entries)-1]
-	return Head{Size: last.Seq + 1, Hash: last.Hash}
+	return Head{Size: m.n, Hash: m.at(m.n - 1).Hash}
 }
 
 // Append implements Store.
@@ -79,7 +84,14 @@ func (m *Memory) Append(ctx context.Context, entries ...Entry) error {
 	if err := continues(m.headLocked(), entries); err != nil {
 		return err
 	}
-	m.entries = append(m.entries, entries...)
+	for _, e := range entries {
+		if m.n%memChunk == 0 {
+			m.chunks = append(m.chunks, make([]Entry, 0, memChunk))
+		}
+		c := len(m.chunks) - 1
+		m.chunks[c] = append(m.chunks[c], e)
+		m.n++
+	}
 	return nil
 }
 
@@ -109,11 +121,11 @@ func (m *Memory) Entries(ctx context.Context, from uint64) iter.Seq2[Entry, erro
 				yield(Entry{}, ErrClosed)
 				return
 			}
-			if i >= uint64(len(m.entries)) {
+			if i >= m.n {
 				m.mu.RUnlock()
 				return
 			}
-			e := m.entries[i]
+			e := m.at(i)
 			m.mu.RUnlock()
 			e.Payload = bytes.Clone(e.Payload)
 			if !yield(e, nil) {

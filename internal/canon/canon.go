@@ -75,6 +75,9 @@ func AppendTransform(dst, in []byte) ([]byte, error) {
 // Transform(b) == b without keeping the copy. It returns nil or an error
 // saying what is wrong.
 func Valid(b []byte) error {
+	if isCanonical(b) {
+		return nil
+	}
 	p := parserPool.Get().(*parser)
 	defer func() {
 		if cap(p.out) <= 64<<10 {

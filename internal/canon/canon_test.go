@@ -124,6 +124,23 @@ func TestStringEscaping(t *testing.T) {
 	assert.Equal(t, "\"</script> \\u0007\\u001f\u007f/\\\"\\\\ é\"", string(out))
 }
 
+func TestValidFastPathAgrees(t *testing.T) {
+	inputs, _ := filepath.Glob("testdata/jcs/output/*.json")
+	for _, in := range inputs {
+		b, _ := os.ReadFile(in)
+		assert.True(t, isCanonical(b), in)
+	}
+	for _, s := range []string{`{"b":1,"a":2}`, `{"a":1,"a":1}`, `-0`, `1.0`, `1E3`, `"\u0041"`, `"\/"`, `"\u000a"`, `"\u001F"`,
+		`9007199254740992`, `01`, `[1,]`, `{"a":1,}`, ` 1`, `1 `, `"\ud83d\ude02"`, "\"\x01\"", "\"\xff\""} {
+		out, err := Transform([]byte(s))
+		want := err == nil && string(out) == s
+		assert.Equal(t, want, isCanonical([]byte(s)), s)
+	}
+	for _, s := range []string{`"\u001f"`, `"\n"`, `{"\u0001":1,"a":2}`, `1e+30`, `0.002`, `-1`, `[]`, `{}`, `""`} {
+		assert.True(t, isCanonical([]byte(s)), s)
+	}
+}
+
 func TestValid(t *testing.T) {
 	require.NoError(t, Valid([]byte(`{"a":[1,2.5,"x"],"b":null}`)))
 	for _, in := range []string{`{"b":1,"a":2}`, `{ "a":1}`, `1.50`, `"\u0041"`, `[1,2 ]`} {
@@ -266,6 +283,12 @@ func FuzzTransform(f *testing.F) {
 		again, err := Transform(out)
 		if err != nil || string(again) != string(out) {
 			t.Fatalf("not idempotent: %q -> %q (%v)", out, again, err)
+		}
+		if !isCanonical(out) {
+			t.Fatalf("fast check rejects canonical text %q", out)
+		}
+		if isCanonical(in) != (string(in) == string(out)) {
+			t.Fatalf("fast check disagrees with Transform on %q", in)
 		}
 	})
 }

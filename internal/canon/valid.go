@@ -1,0 +1,271 @@
+package canon
+
+import (
+	"bytes"
+	"strconv"
+	"unicode/utf8"
+)
+
+// isCanonical reports whether b is exactly the canonical form of a JSON
+// value, reading it once and writing nothing. Valid uses it as the fast
+// path and falls back to a full Transform only to explain a rejection.
+func isCanonical(b []byte) bool {
+	c := checker{in: b}
+	return c.value() && c.pos == len(b)
+}
+
+type checker struct {
+	in    []byte
+	pos   int
+	depth int
+}
+
+func (c *checker) value() bool {
+	if c.pos >= len(c.in) {
+		return false
+	}
+	switch ch := c.in[c.pos]; {
+	case ch == '{':
+		return c.object()
+	case ch == '[':
+		return c.array()
+	case ch == '"':
+		_, ok := c.str(nil)
+		return ok
+	case ch == 't':
+		return c.lit("true")
+	case ch == 'f':
+		return c.lit("false")
+	case ch == 'n':
+		return c.lit("null")
+	case ch == '-' || ch >= '0' && ch <= '9':
+		return c.number()
+	}
+	return false
+}
+
+func (c *checker) lit(w string) bool {
+	if !bytes.HasPrefix(c.in[c.pos:], []byte(w)) {
+		return false
+	}
+	c.pos += len(w)
+	return true
+}
+
+func (c *checker) array() bool {
+	if c.depth++; c.depth > MaxDepth {
+		return false
+	}
+	c.pos++
+	if c.pos < len(c.in) && c.in[c.pos] == ']' {
+		c.pos++
+		c.depth--
+		return true
+	}
+	for {
+		if !c.value() || c.pos >= len(c.in) {
+			return false
+		}
+		switch c.in[c.pos] {
+		case ',':
+			c.pos++
+		case ']':
+			c.pos++
+			c.depth--
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+func (c *checker) object() bool {
+	if c.depth++; c.depth > MaxDepth {
+		return false
+	}
+	c.pos++
+	if c.pos < len(c.in) && c.in[c.pos] == '}' {
+		c.pos++
+		c.depth--
+		return true
+	}
+	var prev []byte
+	first := true
+	for {
+		if c.pos >= len(c.in) || c.in[c.pos] != '"' {
+			return false
+		}
+		// A key without escapes is a slice of the input; one with escapes
+		// is decoded into a fresh buffer (rare in canonical text).
+		key, ok := c.str(nil)
+		if !ok {
+			return false
+		}
+		if !first && CompareUTF16(prev, key) >= 0 {
+			return false
+		}
+		prev, first = key, false
+		if c.pos >= len(c.in) || c.in[c.pos] != ':' {
+			return false
+		}
+		c.pos++
+		if !c.value() || c.pos >= len(c.in) {
+			return false
+		}
+		switch c.in[c.pos] {
+		case ',':
+			c.pos++
+		case '}':
+			c.pos++
+			c.depth--
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// str checks a canonical string at c.pos. It returns the decoded bytes:
+// a slice of the input when there are no escapes, else appended to buf.
+func (c *checker) str(buf []byte) ([]byte, bool) {
+	c.pos++
+	start := c.pos
+	escaped := false
+	runStart := start
+	for c.pos < len(c.in) {
+		ch := c.in[c.pos]
+		switch {
+		case ch == '"':
+			if !utf8.Valid(c.in[runStart:c.pos]) {
+				return nil, false
+			}
+			if !escaped {
+				c.pos++
+				return c.in[start : c.pos-1], true
+			}
+			buf = append(buf, c.in[runStart:c.pos]...)
+			c.pos++
+			return buf, true
+		case ch < 0x20:
+			return nil, false
+		case ch == '\\':
+			if !utf8.Valid(c.in[runStart:c.pos]) {
+				return nil, false
+			}
+			if !escaped {
+				buf = append(buf[:0], c.in[start:c.pos]...)
+				escaped = true
+			} else {
+				buf = append(buf, c.in[runStart:c.pos]...)
+			}
+			if c.pos+1 >= len(c.in) {
+				return nil, false
+			}
+			var r byte
+			switch c.in[c.pos+1] {
+			case '"':
+				r = '"'
+			case '\\':
+				r = '\\'
+			case 'b':
+				r = '\b'
+			case 'f':
+				r = '\f'
+			case 'n':
+				r = '\n'
+			case 'r':
+				r = '\r'
+			case 't':
+				r = '\t'
+			case 'u':
+				// only \u00xx (lower-case hex) for controls without a short form
+				if c.pos+6 > len(c.in) || c.in[c.pos+2] != '0' || c.in[c.pos+3] != '0' {
+					return nil, false
+				}
+				hi, lo := lowerHex(c.in[c.pos+4]), lowerHex(c.in[c.pos+5])
+				if hi < 0 || lo < 0 || hi > 1 {
+					return nil, false
+				}
+				r = byte(hi<<4 | lo)
+				switch r {
+				case '\b', '\f', '\n', '\r', '\t':
+					return nil, false
+				}
+				buf = append(buf, r)
+				c.pos += 6
+				runStart = c.pos
+				continue
+			default:
+				return nil, false
+			}
+			buf = append(buf, r)
+			c.pos += 2
+			runStart = c.pos
+		default:
+			c.pos++
+		}
+	}
+	return nil, false
+}
+
+func lowerHex(ch byte) int {
+	switch {
+	case ch >= '0' && ch <= '9':
+		return int(ch - '0')
+	case ch >= 'a' && ch <= 'f':
+		return int(ch-'a') + 10
+	}
+	return -1
+}
+
+func (c *checker) number() bool {
+	start := c.pos
+	if c.in[c.pos] == '-' {
+		c.pos++
+	}
+	digits := func() int {
+		n := 0
+		for c.pos < len(c.in) && c.in[c.pos] >= '0' && c.in[c.pos] <= '9' {
+			c.pos++
+			n++
+		}
+		return n
+	}
+	intStart := c.pos
+	n := digits()
+	if n == 0 || n > 1 && c.in[intStart] == '0' {
+		return false
+	}
+	frac := false
+	if c.pos < len(c.in) && c.in[c.pos] == '.' {
+		frac = true
+		c.pos++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if c.pos < len(c.in) && (c.in[c.pos] == 'e' || c.in[c.pos] == 'E') {
+		frac = true
+		c.pos++
+		if c.pos < len(c.in) && (c.in[c.pos] == '+' || c.in[c.pos] == '-') {
+			c.pos++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	lit := c.in[start:c.pos]
+	if !frac {
+		if n > 16 || string(lit) == "-0" {
+			return false
+		}
+		v, _ := strconv.ParseUint(string(c.in[intStart:c.pos]), 10, 64)
+		return v <= MaxSafeInteger
+	}
+	f, err := strconv.ParseFloat(string(lit), 64)
+	if err != nil || f != f || f > 1.7976931348623157e308 || f < -1.7976931348623157e308 || unsafeIntegral(f) {
+		return false
+	}
+	var tmp [32]byte
+	return bytes.Equal(AppendFloat(tmp[:0], f), lit)
+}
