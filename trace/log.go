@@ -18,6 +18,7 @@ type Log struct {
 	mu      sync.Mutex
 	store   Store
 	ds      deferredSyncer // store, when it supports group commit
+	one     [1]Entry       // reused batch for single appends (under mu)
 	head    Head
 	clock   func() time.Time
 	retries int
@@ -158,10 +159,12 @@ type deferredSyncer interface {
 }
 
 func (l *Log) write(ctx context.Context, e Entry) (func() error, error) {
+	l.one[0] = e
+	defer func() { l.one[0] = Entry{} }()
 	if l.ds != nil {
-		return l.ds.appendDeferred(ctx, []Entry{e})
+		return l.ds.appendDeferred(ctx, l.one[:])
 	}
-	return nil, l.store.Append(ctx, e)
+	return nil, l.store.Append(ctx, l.one[:]...)
 }
 
 // Entries yields the log's entries from sequence number from, in order,

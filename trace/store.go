@@ -11,8 +11,9 @@ import (
 // Store keeps the entries of one log. Implementations must be safe for
 // concurrent use.
 //
-// Ownership: Append may keep the entries it is given (callers must not
-// modify them afterwards); Entries yields entries the caller owns.
+// Ownership: Append must not retain the slice it is given (callers reuse
+// it) but may keep the entries' Payload bytes, which callers must not
+// modify afterwards; Entries yields entries the caller owns.
 //
 // Ordering: a store holds a gap-free sequence 0..Size-1. Append must reject,
 // with an error wrapping ErrConflict and without storing anything, a batch
