@@ -1,0 +1,332 @@
+package kernel
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Op is an effect operation.
+type Op uint8
+
+// The effect operations. The zero Op is invalid so that a forgotten field
+// is caught by validation.
+const (
+	OpSet       Op = iota + 1 // variable := value (creates it if absent)
+	OpIncrement               // variable += value (numeric)
+	OpDecrement               // variable -= value (numeric)
+	OpMultiply                // variable *= value (numeric)
+	OpAppend                  // list variable gets value appended
+	OpRemove                  // first item equal to value is removed from a list variable
+	OpDelete                  // variable becomes absent (no-op if absent)
+)
+
+var opNames = [...]string{"", "set", "increment", "decrement", "multiply", "append", "remove", "delete"}
+
+// String returns the operation's name as written in JSON ("increment").
+func (o Op) String() string {
+	if o >= OpSet && o <= OpDelete {
+		return opNames[o]
+	}
+	return "op(" + strconv.Itoa(int(o)) + ")"
+}
+
+// ParseOp returns the Op named s.
+func ParseOp(s string) (Op, error) {
+	for i := OpSet; i <= OpDelete; i++ {
+		if opNames[i] == s {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: unknown effect operation %q", ErrInvalidAction, s)
+}
+
+// Effect is one declared change to one variable. Effects of an action apply
+// in sequence, each to the state the previous one produced.
+//
+// Arithmetic rule (increment, decrement, multiply): the variable keeps its
+// type. An int variable takes an int operand with exact int64 arithmetic;
+// overflow is a rejection (ErrOverflow); a float operand is a rejection
+// (ErrTypeMismatch) because it would silently turn the integer into a
+// float. A float variable takes a float operand, or an int operand of
+// magnitude at most 2^53 (converted exactly); a non-finite result is a
+// rejection (ErrOverflow). Any other variable (absent, null, string, ...)
+// is a rejection.
+type Effect struct {
+	Op    Op
+	Key   string
+	Value Value // the operand; null for OpDelete
+}
+
+// Set returns the effect key := v.
+func Set(key string, v Value) Effect { return Effect{Op: OpSet, Key: key, Value: v} }
+
+// Increment returns the effect key += v.
+func Increment(key string, v Value) Effect { return Effect{Op: OpIncrement, Key: key, Value: v} }
+
+// Decrement returns the effect key -= v.
+func Decrement(key string, v Value) Effect { return Effect{Op: OpDecrement, Key: key, Value: v} }
+
+// Multiply returns the effect key *= v.
+func Multiply(key string, v Value) Effect { return Effect{Op: OpMultiply, Key: key, Value: v} }
+
+// Append returns the effect that appends v to the list key.
+func Append(key string, v Value) Effect { return Effect{Op: OpAppend, Key: key, Value: v} }
+
+// Remove returns the effect that removes the first item equal to v from
+// the list key (a rejection if there is none).
+func Remove(key string, v Value) Effect { return Effect{Op: OpRemove, Key: key, Value: v} }
+
+// Delete returns the effect that makes key absent.
+func Delete(key string) Effect { return Effect{Op: OpDelete, Key: key} }
+
+// String returns a short human-readable form ("increment x 1").
+func (e Effect) String() string {
+	if e.Op == OpDelete {
+		return "delete " + strconv.Quote(e.Key)
+	}
+	return e.Op.String() + " " + strconv.Quote(e.Key) + " " + e.Value.String()
+}
+
+// validate checks the effect's shape (not whether it fits a state).
+func (e Effect) validate() error {
+	if e.Op < OpSet || e.Op > OpDelete {
+		return fmt.Errorf("%w: unknown effect operation %d", ErrInvalidAction, e.Op)
+	}
+	if err := checkKey(e.Key); err != nil {
+		return err
+	}
+	if err := e.Value.validate(0); err != nil {
+		return err
+	}
+	switch e.Op {
+	case OpIncrement, OpDecrement, OpMultiply:
+		if k := e.Value.kind; k != KindInt && k != KindFloat {
+			return fmt.Errorf("%w: %s needs a numeric operand, got %s", ErrInvalidAction, e.Op, k)
+		}
+	case OpDelete:
+		if e.Value.kind != KindNull {
+			return fmt.Errorf("%w: delete takes no operand", ErrInvalidAction)
+		}
+	}
+	return nil
+}
+
+// ApplyEffects returns the state after applying effects in sequence, or an
+// error wrapping ErrEffect (an *EffectError) or ErrInvalidAction. s is
+// never changed.
+func ApplyEffects(s State, effects []Effect) (State, error) {
+	b := newBuilder(s)
+	for i, e := range effects {
+		if err := e.validate(); err != nil {
+			return s, fmt.Errorf("effect %d: %w", i, err)
+		}
+		if _, err := b.apply(i, e); err != nil {
+			return s, err
+		}
+	}
+	return b.state(), nil
+}
+
+// InverseEffects computes the inverse of effects from the state they start
+// from (mechanism 1 of the specification, "algebraic inverse"): applying
+// the result to ApplyEffects(s, effects) gives back s exactly. An integer
+// increment inverts to a decrement and vice versa (exact, since overflow
+// is rejected); every other change inverts to a set of the prior value, or
+// a delete where the variable was absent; a delete of an absent variable
+// needs no inverse.
+func InverseEffects(s State, effects []Effect) ([]Effect, error) {
+	b := newBuilder(s)
+	inv := make([]Effect, 0, len(effects))
+	for i, e := range effects {
+		if err := e.validate(); err != nil {
+			return nil, fmt.Errorf("effect %d: %w", i, err)
+		}
+		ie, err := b.apply(i, e)
+		if err != nil {
+			return nil, err
+		}
+		if ie.Op != 0 {
+			inv = append(inv, ie)
+		}
+	}
+	slices.Reverse(inv)
+	return inv, nil
+}
+
+// DiffInverse computes the effects that turn after back into before from
+// the two states alone (mechanism 2 of the specification, "state diff"):
+// a set of the prior value for each changed or removed variable, a delete
+// for each added one, in key order. It is correct whatever effects led
+// from before to after, and costs time proportional to the changed paths
+// of the persistent map, not to the size of the states.
+func DiffInverse(before, after State) []Effect {
+	var a, b *hnode[stateVal]
+	if before.d != nil {
+		a = before.d.root
+	}
+	if after.d != nil {
+		b = after.d.root
+	}
+	var inv []Effect
+	hamtDiff(a, b, func(key string, la, lb *hleaf[stateVal]) {
+		switch {
+		case la == nil:
+			inv = append(inv, Delete(key))
+		case lb == nil || !la.val.v.Equal(lb.val.v):
+			inv = append(inv, Set(key, la.val.v))
+		}
+	})
+	slices.SortFunc(inv, func(x, y Effect) int { return strings.Compare(x.Key, y.Key) })
+	return inv
+}
+
+// apply applies one validated effect and returns its inverse (zero Op if
+// none is needed).
+func (b *builder) apply(i int, e Effect) (Effect, error) {
+	old, had := b.get(e.Key)
+	restore := func() Effect {
+		if had {
+			return Set(e.Key, old)
+		}
+		return Delete(e.Key)
+	}
+	fail := func(err error, format string, args ...any) (Effect, error) {
+		return Effect{}, &EffectError{Index: i, Op: e.Op, Key: e.Key, Reason: fmt.Sprintf(format, args...), Err: err}
+	}
+	switch e.Op {
+	case OpSet:
+		b.set(e.Key, e.Value)
+		return restore(), nil
+	case OpDelete:
+		if !had {
+			return Effect{}, nil
+		}
+		b.del(e.Key)
+		return restore(), nil
+	case OpIncrement, OpDecrement, OpMultiply:
+		if !had {
+			return fail(ErrMissingVariable, "%s of an absent variable", e.Op)
+		}
+		nv, err := arith(e.Op, old, e.Value)
+		if err != nil {
+			return fail(err.err, "%s", err.msg)
+		}
+		b.set(e.Key, nv)
+		if old.kind == KindInt && e.Op != OpMultiply {
+			back := OpDecrement
+			if e.Op == OpDecrement {
+				back = OpIncrement
+			}
+			return Effect{Op: back, Key: e.Key, Value: e.Value}, nil
+		}
+		return restore(), nil
+	case OpAppend, OpRemove:
+		if !had {
+			return fail(ErrMissingVariable, "%s on an absent variable", e.Op)
+		}
+		if old.kind != KindList {
+			return fail(ErrTypeMismatch, "%s needs a list, found %s", e.Op, old.kind)
+		}
+		var items []Value
+		if e.Op == OpAppend {
+			items = make([]Value, len(old.items)+1)
+			copy(items, old.items)
+			items[len(old.items)] = e.Value
+		} else {
+			at := slices.IndexFunc(old.items, e.Value.Equal)
+			if at < 0 {
+				return fail(ErrNotInList, "%s is not in the list", e.Value.String())
+			}
+			items = make([]Value, 0, len(old.items)-1)
+			items = append(items, old.items[:at]...)
+			items = append(items, old.items[at+1:]...)
+		}
+		b.set(e.Key, Value{kind: KindList, items: items})
+		return restore(), nil
+	}
+	return fail(ErrInvalidAction, "unknown operation")
+}
+
+type arithError struct {
+	err error
+	msg string
+}
+
+// arith implements the arithmetic rule documented on Effect.
+func arith(op Op, x, y Value) (Value, *arithError) {
+	switch x.kind {
+	case KindInt:
+		if y.kind != KindInt {
+			return Value{}, &arithError{ErrTypeMismatch, fmt.Sprintf("%s of an int variable by a %s (would change its type)", op, y.kind)}
+		}
+		a, c := int64(x.bits), int64(y.bits)
+		var r int64
+		var ok bool
+		switch op {
+		case OpIncrement:
+			r, ok = addInt(a, c)
+		case OpDecrement:
+			r, ok = subInt(a, c)
+		default:
+			r, ok = mulInt(a, c)
+		}
+		if !ok {
+			return Value{}, &arithError{ErrOverflow, fmt.Sprintf("%s %d by %d overflows int64", op, a, c)}
+		}
+		return Int(r), nil
+	case KindFloat:
+		a := math.Float64frombits(x.bits)
+		var c float64
+		switch y.kind {
+		case KindFloat:
+			c = math.Float64frombits(y.bits)
+		case KindInt:
+			i := int64(y.bits)
+			if i > 1<<53 || i < -(1<<53) {
+				return Value{}, &arithError{ErrTypeMismatch, fmt.Sprintf("int operand %d is not exact as a float", i)}
+			}
+			c = float64(i)
+		default:
+			return Value{}, &arithError{ErrTypeMismatch, fmt.Sprintf("%s by a %s", op, y.kind)}
+		}
+		var r float64
+		switch op {
+		case OpIncrement:
+			r = a + c
+		case OpDecrement:
+			r = a - c
+		default:
+			r = a * c
+		}
+		if math.IsInf(r, 0) || math.IsNaN(r) {
+			return Value{}, &arithError{ErrOverflow, fmt.Sprintf("%s gives a non-finite float", op)}
+		}
+		return Float(r), nil
+	default:
+		return Value{}, &arithError{ErrTypeMismatch, fmt.Sprintf("%s needs a number, found %s", op, x.kind)}
+	}
+}
+
+func addInt(a, b int64) (int64, bool) {
+	r := a + b
+	return r, (b >= 0) == (r >= a)
+}
+
+func subInt(a, b int64) (int64, bool) {
+	r := a - b
+	return r, (b >= 0) == (r <= a)
+}
+
+func mulInt(a, b int64) (int64, bool) {
+	if a == 0 || b == 0 {
+		return 0, true
+	}
+	r := a * b
+	if (a == -1 && b == math.MinInt64) || (b == -1 && a == math.MinInt64) || r/b != a {
+		return 0, false
+	}
+	return r, true
+}

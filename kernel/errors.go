@@ -1,0 +1,152 @@
+package kernel
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors. Every error the package returns wraps one of them; test
+// with errors.Is.
+var (
+	// ErrInvalidValue: a value that is not JSON (NaN, ±Inf, invalid UTF-8,
+	// too deep, an unsupported Go type).
+	ErrInvalidValue = errors.New("kernel: invalid value")
+	// ErrDecode: JSON input that cannot be decoded.
+	ErrDecode = errors.New("kernel: malformed JSON")
+	// ErrInvalidCost: a cost or budget that is negative, not finite, not a
+	// whole number of thousandths, or out of range. Never rounded.
+	ErrInvalidCost = errors.New("kernel: invalid cost")
+	// ErrInvalidAction: an action that is not well formed (empty id,
+	// unknown effect operation, ...).
+	ErrInvalidAction = errors.New("kernel: invalid action")
+	// ErrInvalidConfig: a kernel configuration that cannot give T1–T8
+	// (minimum action cost not positive, negative budget, ...).
+	ErrInvalidConfig = errors.New("kernel: invalid configuration")
+	// ErrForeignState: a kernel state that was not produced by this kernel.
+	ErrForeignState = errors.New("kernel: kernel state belongs to another kernel")
+
+	// ErrRejected: Execute refused the action; the *RejectedError carries
+	// the Verdict, and errors.Is also matches each failed check's sentinel.
+	ErrRejected = errors.New("kernel: action rejected")
+	// ErrBelowMinCost: check "min_cost" (T2).
+	ErrBelowMinCost = errors.New("kernel: cost below the minimum action cost")
+	// ErrBudgetExceeded: check "budget" (T1).
+	ErrBudgetExceeded = errors.New("kernel: budget exceeded")
+	// ErrStepLimit: check "step_limit" (T2).
+	ErrStepLimit = errors.New("kernel: step limit reached")
+	// ErrEffect: check "effects" — an effect does not fit the value it meets.
+	ErrEffect = errors.New("kernel: effect does not apply")
+	// ErrTypeMismatch, ErrOverflow, ErrMissingVariable, ErrNotInList detail
+	// an ErrEffect.
+	ErrTypeMismatch    = errors.New("kernel: type mismatch")
+	ErrOverflow        = errors.New("kernel: arithmetic overflow")
+	ErrMissingVariable = errors.New("kernel: variable is absent")
+	ErrNotInList       = errors.New("kernel: item not in list")
+	// ErrInvariantViolated: check "invariant" (T3), blocking invariants.
+	ErrInvariantViolated = errors.New("kernel: invariant violated")
+	// ErrPreconditionFailed: check "precondition".
+	ErrPreconditionFailed = errors.New("kernel: precondition failed")
+
+	// ErrFingerprintMismatch: Rollback was given a state other than the
+	// one the action produced.
+	ErrFingerprintMismatch = errors.New("kernel: state fingerprint does not match")
+	// ErrUnknownExecution: no charge is recorded for the execution id.
+	ErrUnknownExecution = errors.New("kernel: unknown execution")
+	// ErrAlreadyRolledBack: the execution was already refunded.
+	ErrAlreadyRolledBack = errors.New("kernel: execution already rolled back")
+	// ErrRefundTooLarge: a refund beyond what the execution was charged.
+	ErrRefundTooLarge = errors.New("kernel: refund exceeds the amount charged")
+	// ErrDuplicateExecution: an execution id charged twice.
+	ErrDuplicateExecution = errors.New("kernel: execution id already charged")
+	// ErrRollbackInexact: the inverse effects did not restore the state
+	// the action started from (a forged or corrupted Record).
+	ErrRollbackInexact = errors.New("kernel: rollback did not restore the prior state")
+
+	// ErrClosed: the Session can no longer record (its log failed).
+	ErrClosed = errors.New("kernel: session closed")
+	// ErrReplay: a log that does not replay to a consistent Session.
+	ErrReplay = errors.New("kernel: replay failed")
+)
+
+// EffectError reports the effect of an action that does not fit the state.
+type EffectError struct {
+	Index  int    // position in the action's effects
+	Op     Op     // the operation
+	Key    string // the variable
+	Reason string // human-readable detail
+	Err    error  // ErrTypeMismatch, ErrOverflow, ErrMissingVariable, ErrNotInList or ErrInvalidValue
+}
+
+func (e *EffectError) Error() string {
+	return fmt.Sprintf("kernel: effect %d (%s %q): %s", e.Index, e.Op, e.Key, e.Reason)
+}
+
+// Unwrap returns ErrEffect and the detailed sentinel.
+func (e *EffectError) Unwrap() []error { return []error{ErrEffect, e.Err} }
+
+// InvariantViolation reports a violated (or panicking) invariant.
+type InvariantViolation struct {
+	Name        string
+	Description string
+	Suggestion  string
+	Enforcement Enforcement
+	Panic       any // the recovered panic value, if the predicate panicked
+}
+
+func (e *InvariantViolation) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "kernel: invariant %q violated", e.Name)
+	if e.Panic != nil {
+		fmt.Fprintf(&b, " (predicate panicked: %v)", e.Panic)
+	}
+	if e.Suggestion != "" {
+		fmt.Fprintf(&b, "; suggestion: %s", e.Suggestion)
+	}
+	return b.String()
+}
+
+// Unwrap returns ErrInvariantViolated.
+func (e *InvariantViolation) Unwrap() error { return ErrInvariantViolated }
+
+// PreconditionError reports a failed (or panicking) precondition.
+type PreconditionError struct {
+	Name  string
+	Panic any
+}
+
+func (e *PreconditionError) Error() string {
+	if e.Panic != nil {
+		return fmt.Sprintf("kernel: precondition %q failed (predicate panicked: %v)", e.Name, e.Panic)
+	}
+	return fmt.Sprintf("kernel: precondition %q failed", e.Name)
+}
+
+// Unwrap returns ErrPreconditionFailed.
+func (e *PreconditionError) Unwrap() error { return ErrPreconditionFailed }
+
+// RejectedError is returned by Execute (and Session.Execute) when the
+// Verdict rejects the action. Nothing changed.
+type RejectedError struct {
+	Verdict Verdict
+}
+
+func (e *RejectedError) Error() string {
+	var b strings.Builder
+	b.WriteString("kernel: action ")
+	fmt.Fprintf(&b, "%q rejected", e.Verdict.ActionID)
+	for _, c := range e.Verdict.Failures() {
+		b.WriteString("; ")
+		b.WriteString(c.Reason)
+	}
+	return b.String()
+}
+
+// Unwrap returns ErrRejected and the error of every failed check.
+func (e *RejectedError) Unwrap() []error {
+	errs := []error{ErrRejected}
+	for _, c := range e.Verdict.Failures() {
+		errs = append(errs, c.Err)
+	}
+	return errs
+}

@@ -1,0 +1,295 @@
+package kernel
+
+import (
+	"hash/maphash"
+	"math/bits"
+)
+
+// This file holds the persistent map under State and the budget ledger: a
+// hash array mapped trie (Bagwell) with path copying. An update copies the
+// nodes on one root-to-leaf path — O(log₃₂ n) of them — and shares the rest
+// with the previous version, so old versions stay valid and unchanged. The
+// shape depends only on the key set (a node left with a single leaf is
+// collapsed into its parent), never on the order of updates.
+
+var hashSeed = maphash.MakeSeed()
+
+func keyHash(k string) uint64 { return maphash.String(hashSeed, k) }
+
+const (
+	hamtBits = 5
+	hamtMask = 1<<hamtBits - 1
+)
+
+type hleaf[V any] struct {
+	hash uint64
+	key  string
+	val  V
+	next *hleaf[V] // other keys with the same full hash, ordered by key
+}
+
+type hslot[V any] struct {
+	node *hnode[V]
+	leaf *hleaf[V]
+}
+
+type hnode[V any] struct {
+	bitmap uint32
+	slots  []hslot[V]
+}
+
+func (n *hnode[V]) index(bit uint32) int { return bits.OnesCount32(n.bitmap & (bit - 1)) }
+
+func hamtGet[V any](n *hnode[V], h uint64, key string) *hleaf[V] {
+	for shift := uint(0); n != nil; shift += hamtBits {
+		bit := uint32(1) << ((h >> shift) & hamtMask)
+		if n.bitmap&bit == 0 {
+			return nil
+		}
+		s := n.slots[n.index(bit)]
+		if s.node != nil {
+			n = s.node
+			continue
+		}
+		for l := s.leaf; l != nil; l = l.next {
+			if l.hash == h && l.key == key {
+				return l
+			}
+		}
+		return nil
+	}
+	return nil
+}
+
+// hamtPut returns a new root with key set to val, and the leaf it replaced
+// (nil if the key was absent).
+func hamtPut[V any](n *hnode[V], h uint64, key string, val V) (*hnode[V], *hleaf[V]) {
+	if n == nil {
+		n = &hnode[V]{}
+	}
+	return hamtPutAt(n, 0, &hleaf[V]{hash: h, key: key, val: val})
+}
+
+func hamtPutAt[V any](n *hnode[V], shift uint, nl *hleaf[V]) (*hnode[V], *hleaf[V]) {
+	bit := uint32(1) << ((nl.hash >> shift) & hamtMask)
+	i := n.index(bit)
+	if n.bitmap&bit == 0 {
+		slots := make([]hslot[V], len(n.slots)+1)
+		copy(slots, n.slots[:i])
+		slots[i] = hslot[V]{leaf: nl}
+		copy(slots[i+1:], n.slots[i:])
+		return &hnode[V]{bitmap: n.bitmap | bit, slots: slots}, nil
+	}
+	s := n.slots[i]
+	var ns hslot[V]
+	var old *hleaf[V]
+	switch {
+	case s.node != nil:
+		child, o := hamtPutAt(s.node, shift+hamtBits, nl)
+		ns, old = hslot[V]{node: child}, o
+	case s.leaf.hash == nl.hash:
+		chain, o := chainPut(s.leaf, nl)
+		ns, old = hslot[V]{leaf: chain}, o
+	default:
+		ns = hslot[V]{node: split(s.leaf, nl, shift+hamtBits)}
+	}
+	slots := make([]hslot[V], len(n.slots))
+	copy(slots, n.slots)
+	slots[i] = ns
+	return &hnode[V]{bitmap: n.bitmap, slots: slots}, old
+}
+
+// split builds the subtree holding two leaves whose hashes differ.
+func split[V any](a, b *hleaf[V], shift uint) *hnode[V] {
+	ia, ib := (a.hash>>shift)&hamtMask, (b.hash>>shift)&hamtMask
+	if ia == ib {
+		return &hnode[V]{bitmap: 1 << ia, slots: []hslot[V]{{node: split(a, b, shift+hamtBits)}}}
+	}
+	if ia > ib {
+		a, b, ia, ib = b, a, ib, ia
+	}
+	return &hnode[V]{bitmap: 1<<ia | 1<<ib, slots: []hslot[V]{{leaf: a}, {leaf: b}}}
+}
+
+// chainPut puts nl into a collision chain (all leaves share nl.hash).
+func chainPut[V any](c *hleaf[V], nl *hleaf[V]) (*hleaf[V], *hleaf[V]) {
+	if c == nil || nl.key < c.key {
+		return &hleaf[V]{hash: nl.hash, key: nl.key, val: nl.val, next: c}, nil
+	}
+	if c.key == nl.key {
+		return &hleaf[V]{hash: nl.hash, key: nl.key, val: nl.val, next: c.next}, c
+	}
+	rest, old := chainPut(c.next, nl)
+	return &hleaf[V]{hash: c.hash, key: c.key, val: c.val, next: rest}, old
+}
+
+func chainDel[V any](c *hleaf[V], key string) (*hleaf[V], *hleaf[V]) {
+	if c == nil {
+		return nil, nil
+	}
+	if c.key == key {
+		return c.next, c
+	}
+	rest, old := chainDel(c.next, key)
+	if old == nil {
+		return c, nil
+	}
+	return &hleaf[V]{hash: c.hash, key: c.key, val: c.val, next: rest}, old
+}
+
+// hamtDel returns a new root without key and the removed leaf (nil if the
+// key was absent, in which case the root is returned unchanged).
+func hamtDel[V any](n *hnode[V], h uint64, key string) (*hnode[V], *hleaf[V]) {
+	if n == nil {
+		return nil, nil
+	}
+	s, old := hamtDelAt(n, 0, h, key)
+	if old == nil {
+		return n, nil
+	}
+	switch {
+	case s.node != nil:
+		return s.node, old
+	case s.leaf != nil:
+		// The root collapsed to one leaf: keep a root node above it.
+		return &hnode[V]{bitmap: 1 << (s.leaf.hash & hamtMask), slots: []hslot[V]{s}}, old
+	default:
+		return nil, old
+	}
+}
+
+// hamtDelAt returns the slot that replaces n (node, single leaf, or empty).
+func hamtDelAt[V any](n *hnode[V], shift uint, h uint64, key string) (hslot[V], *hleaf[V]) {
+	bit := uint32(1) << ((h >> shift) & hamtMask)
+	if n.bitmap&bit == 0 {
+		return hslot[V]{node: n}, nil
+	}
+	i := n.index(bit)
+	s := n.slots[i]
+	var ns hslot[V]
+	var old *hleaf[V]
+	if s.node != nil {
+		ns, old = hamtDelAt(s.node, shift+hamtBits, h, key)
+	} else {
+		if s.leaf.hash != h {
+			return hslot[V]{node: n}, nil
+		}
+		var chain *hleaf[V]
+		chain, old = chainDel(s.leaf, key)
+		ns = hslot[V]{leaf: chain}
+	}
+	if old == nil {
+		return hslot[V]{node: n}, nil
+	}
+	if ns.node == nil && ns.leaf == nil {
+		// Remove the slot.
+		if len(n.slots) == 1 {
+			return hslot[V]{}, old
+		}
+		if len(n.slots) == 2 {
+			other := n.slots[1-i]
+			if other.leaf != nil {
+				return other, old // collapse: a lone leaf moves up
+			}
+		}
+		slots := make([]hslot[V], len(n.slots)-1)
+		copy(slots, n.slots[:i])
+		copy(slots[i:], n.slots[i+1:])
+		return hslot[V]{node: &hnode[V]{bitmap: n.bitmap &^ bit, slots: slots}}, old
+	}
+	if ns.leaf != nil && len(n.slots) == 1 {
+		return ns, old // collapse a node that now holds a single leaf chain
+	}
+	slots := make([]hslot[V], len(n.slots))
+	copy(slots, n.slots)
+	slots[i] = ns
+	return hslot[V]{node: &hnode[V]{bitmap: n.bitmap, slots: slots}}, old
+}
+
+// hamtEach calls f for every leaf until f returns false.
+func hamtEach[V any](n *hnode[V], f func(*hleaf[V]) bool) bool {
+	if n == nil {
+		return true
+	}
+	for _, s := range n.slots {
+		if s.node != nil {
+			if !hamtEach(s.node, f) {
+				return false
+			}
+			continue
+		}
+		for l := s.leaf; l != nil; l = l.next {
+			if !f(l) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// hamtDiff calls f(key, a-leaf, b-leaf) for every key whose leaf differs
+// between the two tries (a leaf is nil where the key is absent). Shared
+// subtrees are skipped, so the cost is proportional to the changed paths.
+func hamtDiff[V any](a, b *hnode[V], f func(key string, la, lb *hleaf[V])) {
+	if a == b {
+		return
+	}
+	if a == nil || b == nil {
+		diffLeaves(collect(a), collect(b), f)
+		return
+	}
+	for bitpos := uint(0); bitpos < 32; bitpos++ {
+		bit := uint32(1) << bitpos
+		var sa, sb hslot[V]
+		if a.bitmap&bit != 0 {
+			sa = a.slots[a.index(bit)]
+		}
+		if b.bitmap&bit != 0 {
+			sb = b.slots[b.index(bit)]
+		}
+		if sa == sb {
+			continue
+		}
+		if sa.node != nil && sb.node != nil {
+			hamtDiff(sa.node, sb.node, f)
+			continue
+		}
+		diffLeaves(slotLeaves(sa), slotLeaves(sb), f)
+	}
+}
+
+func slotLeaves[V any](s hslot[V]) []*hleaf[V] {
+	if s.node != nil {
+		return collect(s.node)
+	}
+	var out []*hleaf[V]
+	for l := s.leaf; l != nil; l = l.next {
+		out = append(out, l)
+	}
+	return out
+}
+
+func collect[V any](n *hnode[V]) []*hleaf[V] {
+	var out []*hleaf[V]
+	hamtEach(n, func(l *hleaf[V]) bool { out = append(out, l); return true })
+	return out
+}
+
+func diffLeaves[V any](as, bs []*hleaf[V], f func(string, *hleaf[V], *hleaf[V])) {
+	inB := make(map[string]*hleaf[V], len(bs))
+	for _, l := range bs {
+		inB[l.key] = l
+	}
+	for _, la := range as {
+		lb := inB[la.key]
+		delete(inB, la.key)
+		if la != lb {
+			f(la.key, la, lb)
+		}
+	}
+	for _, lb := range bs {
+		if _, ok := inB[lb.key]; ok {
+			f(lb.key, nil, lb)
+		}
+	}
+}

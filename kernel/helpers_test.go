@@ -1,0 +1,55 @@
+package kernel_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/trace"
+)
+
+var ctx = context.Background()
+
+func mustState(t testing.TB, m map[string]any) kernel.State {
+	t.Helper()
+	s, err := kernel.NewState(m)
+	require.NoError(t, err)
+	return s
+}
+
+func mustKernel(t testing.TB, cfg kernel.Config) *kernel.Kernel {
+	t.Helper()
+	k, err := kernel.New(cfg)
+	require.NoError(t, err)
+	return k
+}
+
+func fixedClockLog(t testing.TB) *trace.Log {
+	t.Helper()
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	log, err := trace.New(trace.NewMemory(), trace.WithClock(func() time.Time { clock = clock.Add(time.Millisecond); return clock }))
+	require.NoError(t, err)
+	return log
+}
+
+func units(n int64) kernel.Cost { return kernel.Cost(n) * kernel.Unit }
+
+// nonNegative is a blocking invariant: x, when present and an int, is ≥ 0.
+func nonNegative(key string) kernel.Invariant {
+	return kernel.Invariant{
+		Name:        key + " >= 0",
+		Description: key + " never goes negative",
+		Check: func(s kernel.State) bool {
+			v, ok := s.Get(key)
+			if !ok {
+				return true
+			}
+			i, isInt := v.AsInt()
+			return !isInt || i >= 0
+		},
+		Suggestion: "spend less",
+	}
+}

@@ -1,0 +1,404 @@
+package kernel
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/verity-go/verity/internal/canon"
+)
+
+// decodeJSON parses one JSON text strictly: canon's parser rejects
+// duplicate keys, invalid UTF-8, lone surrogates, integers beyond ±(2^53−1)
+// and excessive depth; then the original text is decoded keeping number
+// literals as written (so "1" and "1.0" stay distinguishable).
+func decodeJSON(b []byte) (any, error) {
+	if _, err := canon.Transform(b); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrDecode, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var x any
+	if err := dec.Decode(&x); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrDecode, err)
+	}
+	return x, nil
+}
+
+// fromJSON converts a decoded typed-JSON value: a number literal with a
+// fraction or exponent is a float, otherwise an int; {"$int":"…"},
+// {"$float":"…"} and {"$object":{…}} are the escapes MarshalJSON writes.
+func fromJSON(x any, depth int) (Value, error) {
+	if depth > maxDepth {
+		return Value{}, fmt.Errorf("%w: nested more than %d levels", ErrDecode, maxDepth)
+	}
+	switch v := x.(type) {
+	case nil:
+		return Null(), nil
+	case bool:
+		return Bool(v), nil
+	case string:
+		return String(v), nil
+	case json.Number:
+		return numberValue(string(v))
+	case []any:
+		items := make([]Value, len(v))
+		for i, it := range v {
+			iv, err := fromJSON(it, depth+1)
+			if err != nil {
+				return Value{}, err
+			}
+			items[i] = iv
+		}
+		return Value{kind: KindList, items: items}, nil
+	case map[string]any:
+		if len(v) == 1 {
+			for k, inner := range v {
+				switch k {
+				case "$int":
+					s, ok := inner.(string)
+					if !ok {
+						return Value{}, fmt.Errorf("%w: $int needs a decimal string", ErrDecode)
+					}
+					i, err := strconv.ParseInt(s, 10, 64)
+					if err != nil || strconv.FormatInt(i, 10) != s {
+						return Value{}, fmt.Errorf("%w: $int %q is not a canonical int64", ErrDecode, s)
+					}
+					return Int(i), nil
+				case "$float":
+					s, ok := inner.(string)
+					if !ok {
+						return Value{}, fmt.Errorf("%w: $float needs a decimal string", ErrDecode)
+					}
+					if s == "" || strings.ContainsAny(s, "xXpP_iInN") {
+						return Value{}, fmt.Errorf("%w: $float %q is not a decimal number", ErrDecode, s)
+					}
+					f, err := strconv.ParseFloat(s, 64)
+					if err != nil || math.IsInf(f, 0) {
+						return Value{}, fmt.Errorf("%w: $float %q is not a finite number", ErrDecode, s)
+					}
+					return Float(f), nil
+				case "$object":
+					m, ok := inner.(map[string]any)
+					if !ok {
+						return Value{}, fmt.Errorf("%w: $object needs an object", ErrDecode)
+					}
+					return objectFromJSON(m, depth)
+				}
+			}
+		}
+		return objectFromJSON(v, depth)
+	}
+	return Value{}, fmt.Errorf("%w: unexpected %T", ErrDecode, x)
+}
+
+func objectFromJSON(m map[string]any, depth int) (Value, error) {
+	fields := make(map[string]Value, len(m))
+	for k, it := range m {
+		iv, err := fromJSON(it, depth+1)
+		if err != nil {
+			return Value{}, err
+		}
+		fields[k] = iv
+	}
+	return Object(fields), nil
+}
+
+func numberValue(s string) (Value, error) {
+	if strings.ContainsAny(s, ".eE") {
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsInf(f, 0) {
+			return Value{}, fmt.Errorf("%w: number %s is not a finite float", ErrDecode, s)
+		}
+		return Float(f), nil
+	}
+	i, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return Value{}, fmt.Errorf("%w: integer %s out of range", ErrDecode, s)
+	}
+	return Int(i), nil
+}
+
+// ParseValue decodes typed JSON into a Value (see Value.MarshalJSON).
+func ParseValue(b []byte) (Value, error) {
+	var v Value
+	err := v.UnmarshalJSON(b)
+	return v, err
+}
+
+// ParseState decodes a JSON object of variable → typed value.
+func ParseState(b []byte) (State, error) {
+	x, err := decodeJSON(b)
+	if err != nil {
+		return State{}, err
+	}
+	m, ok := x.(map[string]any)
+	if !ok {
+		return State{}, fmt.Errorf("%w: a state is a JSON object", ErrDecode)
+	}
+	bl := newBuilder(State{})
+	for k, it := range m {
+		v, err := fromJSON(it, 1)
+		if err != nil {
+			return State{}, fmt.Errorf("variable %q: %w", k, err)
+		}
+		bl.set(k, v)
+	}
+	return bl.state(), nil
+}
+
+// Action JSON: an object with "id" (required), "name", "description",
+// "effects" (a list of {"op", "key", "value"}), "cost" (a decimal number
+// or string, exact), "category", "risk", "reversible", "precondition",
+// "postcondition" and "tags". Unknown fields are errors.
+
+var actionFields = map[string]bool{
+	"id": true, "name": true, "description": true, "effects": true, "cost": true, "category": true,
+	"risk": true, "reversible": true, "precondition": true, "postcondition": true, "tags": true,
+}
+
+// ParseAction decodes and validates an action. Every problem found is
+// reported (joined); nothing is guessed or rounded.
+func ParseAction(b []byte) (Action, error) {
+	x, err := decodeJSON(b)
+	if err != nil {
+		return Action{}, err
+	}
+	return actionFromJSON(x)
+}
+
+// MarshalJSON writes the action's canonical JSON (the form ParseAction
+// reads and the trace records).
+func (a Action) MarshalJSON() ([]byte, error) {
+	if err := a.Validate(); err != nil {
+		return nil, err
+	}
+	return a.appendJSON(nil), nil
+}
+
+// UnmarshalJSON is ParseAction.
+func (a *Action) UnmarshalJSON(b []byte) error {
+	v, err := ParseAction(b)
+	if err != nil {
+		return err
+	}
+	*a = v
+	return nil
+}
+
+func actionFromJSON(x any) (Action, error) {
+	m, ok := x.(map[string]any)
+	if !ok {
+		return Action{}, fmt.Errorf("%w: an action is a JSON object", ErrDecode)
+	}
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrDecode}, args...)...))
+	}
+	str := func(field string) string {
+		v, present := m[field]
+		if !present {
+			return ""
+		}
+		s, ok := v.(string)
+		if !ok {
+			bad("%s must be a string", field)
+		}
+		return s
+	}
+	for k := range m {
+		if !actionFields[k] {
+			bad("unknown field %q", k)
+		}
+	}
+	a := Action{
+		ID: str("id"), Name: str("name"), Description: str("description"), Category: str("category"),
+		Risk: Risk(str("risk")), Precondition: str("precondition"), Postcondition: str("postcondition"),
+	}
+	if r, present := m["reversible"]; present {
+		if bv, ok := r.(bool); ok {
+			a.Reversible = bv
+		} else {
+			bad("reversible must be a boolean")
+		}
+	}
+	if c, present := m["cost"]; present {
+		var text string
+		isText := true
+		switch cv := c.(type) {
+		case json.Number:
+			text = string(cv)
+		case string:
+			text = cv
+		default:
+			isText = false
+			bad("cost must be a number or a decimal string")
+		}
+		if isText {
+			cost, err := ParseCost(text)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			a.Cost = cost
+		}
+	}
+	if t, present := m["tags"]; present {
+		list, ok := t.([]any)
+		if !ok {
+			bad("tags must be a list of strings")
+		}
+		for i, it := range list {
+			s, ok := it.(string)
+			if !ok {
+				bad("tag %d must be a string", i)
+				continue
+			}
+			a.Tags = append(a.Tags, s)
+		}
+	}
+	if e, present := m["effects"]; present {
+		list, ok := e.([]any)
+		if !ok {
+			bad("effects must be a list")
+		}
+		for i, it := range list {
+			eff, err := effectFromJSON(it)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("effect %d: %w", i, err))
+				continue
+			}
+			a.Effects = append(a.Effects, eff)
+		}
+	}
+	if len(errs) == 0 {
+		if err := a.Validate(); err != nil {
+			return Action{}, err
+		}
+		return a, nil
+	}
+	return Action{}, joinErrors(errs)
+}
+
+func effectFromJSON(x any) (Effect, error) {
+	m, ok := x.(map[string]any)
+	if !ok {
+		return Effect{}, fmt.Errorf("%w: an effect is a JSON object", ErrDecode)
+	}
+	for k := range m {
+		if k != "op" && k != "key" && k != "value" {
+			return Effect{}, fmt.Errorf("%w: unknown effect field %q", ErrDecode, k)
+		}
+	}
+	opName, ok := m["op"].(string)
+	if !ok {
+		return Effect{}, fmt.Errorf("%w: effect op must be a string", ErrDecode)
+	}
+	op, err := ParseOp(opName)
+	if err != nil {
+		return Effect{}, err
+	}
+	key, ok := m["key"].(string)
+	if !ok {
+		return Effect{}, fmt.Errorf("%w: effect key must be a string", ErrDecode)
+	}
+	raw, present := m["value"]
+	if op != OpDelete && !present {
+		return Effect{}, fmt.Errorf("%w: %s needs a value", ErrDecode, op)
+	}
+	var v Value
+	if present {
+		if v, err = fromJSON(raw, 1); err != nil {
+			return Effect{}, err
+		}
+	}
+	e := Effect{Op: op, Key: key, Value: v}
+	return e, e.validate()
+}
+
+// appendJSON writes the canonical JSON of a valid action. Field names are
+// ASCII, written in sorted order.
+func (a Action) appendJSON(dst []byte) []byte {
+	dst = append(dst, `{"category":`...)
+	dst = canon.AppendString(dst, a.Category)
+	dst = append(dst, `,"cost":"`...)
+	dst = a.Cost.appendDecimal(dst)
+	dst = append(dst, `","description":`...)
+	dst = canon.AppendString(dst, a.Description)
+	dst = append(dst, `,"effects":`...)
+	dst = appendEffects(dst, a.Effects)
+	dst = append(dst, `,"id":`...)
+	dst = canon.AppendString(dst, a.ID)
+	dst = append(dst, `,"name":`...)
+	dst = canon.AppendString(dst, a.Name)
+	dst = append(dst, `,"postcondition":`...)
+	dst = canon.AppendString(dst, a.Postcondition)
+	dst = append(dst, `,"precondition":`...)
+	dst = canon.AppendString(dst, a.Precondition)
+	dst = append(dst, `,"reversible":`...)
+	dst = strconv.AppendBool(dst, a.Reversible)
+	dst = append(dst, `,"risk":`...)
+	dst = canon.AppendString(dst, string(a.Risk))
+	dst = append(dst, `,"tags":[`...)
+	for i, t := range a.Tags {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = canon.AppendString(dst, t)
+	}
+	return append(dst, "]}"...)
+}
+
+func appendEffects(dst []byte, effects []Effect) []byte {
+	dst = append(dst, '[')
+	for i, e := range effects {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"key":`...)
+		dst = canon.AppendString(dst, e.Key)
+		dst = append(dst, `,"op":"`...)
+		dst = append(dst, e.Op.String()...)
+		dst = append(dst, '"')
+		if e.Op != OpDelete {
+			dst = append(dst, `,"value":`...)
+			dst = e.Value.appendJSON(dst)
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, ']')
+}
+
+// MarshalJSON writes {"key","op","value"} (no value for delete).
+func (e Effect) MarshalJSON() ([]byte, error) {
+	if err := e.validate(); err != nil {
+		return nil, err
+	}
+	b := appendEffects(nil, []Effect{e})
+	return b[1 : len(b)-1], nil
+}
+
+// UnmarshalJSON decodes an effect.
+func (e *Effect) UnmarshalJSON(b []byte) error {
+	x, err := decodeJSON(b)
+	if err != nil {
+		return err
+	}
+	eff, err := effectFromJSON(x)
+	if err != nil {
+		return err
+	}
+	*e = eff
+	return nil
+}
+
+// validUTF8 replaces invalid UTF-8 so that a diagnostic can be recorded.
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}

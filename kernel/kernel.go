@@ -1,0 +1,464 @@
+package kernel
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Config configures a Kernel.
+type Config struct {
+	// Budget is B0, the total the kernel may ever spend net (T1).
+	Budget Cost
+	// MinActionCost is ε > 0: every non-emergency action must cost at
+	// least this much, which bounds the run to floor(B0/ε) steps (T2).
+	MinActionCost Cost
+	// Invariants are checked on the simulated next state of every action
+	// (T3). They are evaluated in this order and all of them reported.
+	Invariants []Invariant
+	// Preconditions are checked on (current state, action).
+	Preconditions []Precondition
+	// EmergencyActions are the ids of actions that bypass the min-cost and
+	// step-limit checks, and only those (T8).
+	EmergencyActions []string
+}
+
+// Kernel is the immutable safety configuration: the pure functions
+// Evaluate, Execute and Rollback take a KernelState and a State and return
+// new ones. A Kernel is safe for concurrent use.
+type Kernel struct {
+	budget     Cost
+	minCost    Cost
+	maxSteps   uint64
+	invariants []Invariant
+	preconds   []Precondition
+	emergency  map[string]struct{}
+	tag        *byte // identity, to recognise this kernel's KernelStates
+}
+
+// New validates cfg and returns a Kernel. MinActionCost must be positive
+// and Budget non-negative (ErrInvalidConfig); invariants need a name and a
+// predicate.
+func New(cfg Config) (*Kernel, error) {
+	var errs []error
+	if cfg.MinActionCost <= 0 {
+		errs = append(errs, fmt.Errorf("%w: minimum action cost must be > 0 (T2), got %s", ErrInvalidConfig, cfg.MinActionCost))
+	}
+	if cfg.Budget < 0 {
+		errs = append(errs, fmt.Errorf("%w: negative budget %s", ErrInvalidConfig, cfg.Budget))
+	}
+	seen := map[string]bool{}
+	for i, inv := range cfg.Invariants {
+		if inv.Name == "" || inv.Check == nil {
+			errs = append(errs, fmt.Errorf("%w: invariant %d needs a name and a predicate", ErrInvalidConfig, i))
+		}
+		if seen[inv.Name] {
+			errs = append(errs, fmt.Errorf("%w: duplicate invariant name %q", ErrInvalidConfig, inv.Name))
+		}
+		seen[inv.Name] = true
+		if err := inv.Enforcement.valid(); err != nil {
+			errs = append(errs, fmt.Errorf("invariant %q: %w", inv.Name, err))
+		}
+	}
+	for i, p := range cfg.Preconditions {
+		if p.Name == "" || p.Check == nil {
+			errs = append(errs, fmt.Errorf("%w: precondition %d needs a name and a predicate", ErrInvalidConfig, i))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, joinErrors(errs)
+	}
+	k := &Kernel{
+		budget:     cfg.Budget,
+		minCost:    cfg.MinActionCost,
+		maxSteps:   uint64(cfg.Budget / cfg.MinActionCost), // floor(B0/ε) in integers
+		invariants: slices.Clone(cfg.Invariants),
+		preconds:   slices.Clone(cfg.Preconditions),
+		emergency:  make(map[string]struct{}, len(cfg.EmergencyActions)),
+		tag:        new(byte),
+	}
+	for _, id := range cfg.EmergencyActions {
+		k.emergency[id] = struct{}{}
+	}
+	return k, nil
+}
+
+// MaxSteps returns floor(B0/ε), the T2 bound on non-emergency executions.
+func (k *Kernel) MaxSteps() uint64 { return k.maxSteps }
+
+// MinActionCost returns ε.
+func (k *Kernel) MinActionCost() Cost { return k.minCost }
+
+// IsEmergency reports whether id is a registered emergency action.
+func (k *Kernel) IsEmergency(id string) bool {
+	_, ok := k.emergency[id]
+	return ok
+}
+
+// Invariants returns a copy of the kernel's invariants.
+func (k *Kernel) Invariants() []Invariant { return slices.Clone(k.invariants) }
+
+// KernelState is the kernel's own state as an immutable value: the budget
+// and the step counters. Obtain the first one from Kernel.Start.
+type KernelState struct {
+	budget    Budget
+	steps     uint64 // non-emergency executions; never decremented (not even by rollback)
+	emergency uint64 // emergency executions
+	tag       *byte
+}
+
+// Start returns the initial KernelState: nothing spent, no steps.
+func (k *Kernel) Start() KernelState {
+	return KernelState{budget: Budget{limit: k.budget}, tag: k.tag}
+}
+
+// Budget returns the budget.
+func (ks KernelState) Budget() Budget { return ks.budget }
+
+// Steps returns the number of non-emergency executions (T2 counts these).
+func (ks KernelState) Steps() uint64 { return ks.steps }
+
+// EmergencySteps returns the number of emergency executions.
+func (ks KernelState) EmergencySteps() uint64 { return ks.emergency }
+
+// CheckName names a check in a Verdict.
+type CheckName string
+
+// The checks, in the order Evaluate runs and reports them.
+const (
+	CheckWellFormed   CheckName = "well_formed"  // Action.Validate
+	CheckMinCost      CheckName = "min_cost"     // cost ≥ ε (skipped for emergency actions)
+	CheckBudget       CheckName = "budget"       // net + cost ≤ B0
+	CheckStepLimit    CheckName = "step_limit"   // steps < floor(B0/ε) (skipped for emergency actions)
+	CheckEffects      CheckName = "effects"      // every effect fits the state it meets
+	CheckInvariant    CheckName = "invariant"    // one per invariant, on the simulated next state
+	CheckPrecondition CheckName = "precondition" // one per precondition, on the current state
+)
+
+// Status is the outcome of one check.
+type Status uint8
+
+const (
+	// Passed: the check holds.
+	Passed Status = iota
+	// Failed: the check fails and the action is rejected.
+	Failed
+	// Warned: a monitoring invariant is violated; reported, not rejected.
+	Warned
+	// Skipped: the check does not apply (emergency bypass) or could not
+	// run (no simulated state because an effect did not fit).
+	Skipped
+)
+
+var statusNames = [...]string{"passed", "failed", "warned", "skipped"}
+
+// String returns "passed", "failed", "warned" or "skipped".
+func (s Status) String() string {
+	if int(s) < len(statusNames) {
+		return statusNames[s]
+	}
+	return "status?"
+}
+
+// CheckResult is the outcome of one check.
+type CheckResult struct {
+	Check  CheckName
+	Name   string // the invariant or precondition name
+	Status Status
+	Reason string // why it failed, warned or was skipped
+	Err    error  // for Failed and Warned: the error (wraps a sentinel)
+}
+
+// Verdict is what Evaluate decides, with one CheckResult per check in the
+// documented order and the simulated next state.
+type Verdict struct {
+	ActionID  string
+	Allowed   bool
+	Emergency bool
+	Checks    []CheckResult
+	// Next is the simulated next state when every effect applied (whether
+	// or not the action is allowed); otherwise the current state.
+	Next State
+
+	inverse []Effect
+}
+
+// Failures returns the failed checks.
+func (v Verdict) Failures() []CheckResult {
+	var out []CheckResult
+	for _, c := range v.Checks {
+		if c.Status == Failed {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Warnings returns the monitoring invariants that are violated.
+func (v Verdict) Warnings() []CheckResult {
+	var out []CheckResult
+	for _, c := range v.Checks {
+		if c.Status == Warned {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Err returns nil if the action is allowed, else a *RejectedError.
+func (v Verdict) Err() error {
+	if v.Allowed {
+		return nil
+	}
+	return &RejectedError{Verdict: v}
+}
+
+// Evaluate decides whether a may run from (ks, s), without changing
+// anything. The checks run in this order, every one of them reported:
+//
+//  1. well_formed: Action.Validate;
+//  2. min_cost: cost ≥ ε (skipped for emergency actions; T2);
+//  3. budget: net spend + cost ≤ B0 (T1);
+//  4. step_limit: steps < floor(B0/ε) (skipped for emergency actions; T2);
+//  5. effects: the effects apply in sequence to s (simulation);
+//  6. invariant: each invariant on the simulated next state, in
+//     configuration order (T3; skipped if effects failed);
+//  7. precondition: each precondition on (s, a), in order.
+//
+// The action is allowed iff no check failed.
+func (k *Kernel) Evaluate(ks KernelState, s State, a Action) Verdict {
+	emergency := k.IsEmergency(a.ID)
+	v := Verdict{
+		ActionID:  a.ID,
+		Emergency: emergency,
+		Checks:    make([]CheckResult, 0, 5+len(k.invariants)+len(k.preconds)),
+		Next:      s,
+	}
+	add := func(c CheckResult) { v.Checks = append(v.Checks, c) }
+	failed := false
+	fail := func(name CheckName, err error) {
+		failed = true
+		add(CheckResult{Check: name, Status: Failed, Reason: err.Error(), Err: err})
+	}
+
+	wellFormed := true
+	if ks.tag != k.tag {
+		wellFormed = false
+		fail(CheckWellFormed, fmt.Errorf("%w: use Kernel.Start", ErrForeignState))
+	} else if err := a.Validate(); err != nil {
+		wellFormed = false
+		fail(CheckWellFormed, err)
+	} else {
+		add(CheckResult{Check: CheckWellFormed})
+	}
+
+	switch {
+	case emergency:
+		add(CheckResult{Check: CheckMinCost, Status: Skipped, Reason: "emergency action"})
+	case a.Cost < k.minCost:
+		fail(CheckMinCost, fmt.Errorf("%w: cost %s < minimum %s", ErrBelowMinCost, a.Cost, k.minCost))
+	default:
+		add(CheckResult{Check: CheckMinCost})
+	}
+
+	if ks.budget.CanAfford(a.Cost) {
+		add(CheckResult{Check: CheckBudget})
+	} else {
+		fail(CheckBudget, fmt.Errorf("%w: cost %s, remaining %s", ErrBudgetExceeded, a.Cost, ks.budget.Remaining()))
+	}
+
+	switch {
+	case emergency:
+		add(CheckResult{Check: CheckStepLimit, Status: Skipped, Reason: "emergency action"})
+	case ks.steps >= k.maxSteps:
+		fail(CheckStepLimit, fmt.Errorf("%w: %d of %d steps taken", ErrStepLimit, ks.steps, k.maxSteps))
+	default:
+		add(CheckResult{Check: CheckStepLimit})
+	}
+
+	simulated := false
+	if !wellFormed {
+		add(CheckResult{Check: CheckEffects, Status: Skipped, Reason: "action is not well formed"})
+	} else {
+		b := newBuilder(s)
+		inv := make([]Effect, 0, len(a.Effects))
+		var effErr error
+		for i, e := range a.Effects {
+			ie, err := b.apply(i, e)
+			if err != nil {
+				effErr = err
+				break
+			}
+			if ie.Op != 0 {
+				inv = append(inv, ie)
+			}
+		}
+		if effErr != nil {
+			fail(CheckEffects, effErr)
+		} else {
+			add(CheckResult{Check: CheckEffects})
+			slices.Reverse(inv)
+			v.Next, v.inverse, simulated = b.state(), inv, true
+		}
+	}
+
+	for _, inv := range k.invariants {
+		if !simulated {
+			add(CheckResult{Check: CheckInvariant, Name: inv.Name, Status: Skipped, Reason: "no simulated next state"})
+			continue
+		}
+		ok, err := inv.Holds(v.Next)
+		switch {
+		case ok:
+			add(CheckResult{Check: CheckInvariant, Name: inv.Name})
+		case inv.Enforcement == Monitoring:
+			add(CheckResult{Check: CheckInvariant, Name: inv.Name, Status: Warned, Reason: err.Error(), Err: err})
+		default:
+			failed = true
+			add(CheckResult{Check: CheckInvariant, Name: inv.Name, Status: Failed, Reason: err.Error(), Err: err})
+		}
+	}
+
+	for _, p := range k.preconds {
+		if !wellFormed {
+			add(CheckResult{Check: CheckPrecondition, Name: p.Name, Status: Skipped, Reason: "action is not well formed"})
+			continue
+		}
+		if ok, err := p.Holds(s, a); ok {
+			add(CheckResult{Check: CheckPrecondition, Name: p.Name})
+		} else {
+			failed = true
+			add(CheckResult{Check: CheckPrecondition, Name: p.Name, Status: Failed, Reason: err.Error(), Err: err})
+		}
+	}
+
+	v.Allowed = !failed
+	return v
+}
+
+// BudgetSnapshot is the budget totals at one moment.
+type BudgetSnapshot struct {
+	Limit, Gross, Refunded Cost
+}
+
+func snapshot(b Budget) BudgetSnapshot {
+	return BudgetSnapshot{Limit: b.limit, Gross: b.gross, Refunded: b.refunded}
+}
+
+// Record describes one committed execution: what the trace records and
+// what Rollback needs.
+type Record struct {
+	ExecID         string
+	Action         Action // a copy of the action that ran
+	Emergency      bool
+	Before, After  Fingerprint
+	Inverse        []Effect // algebraic inverse (InverseEffects), applied in order by Rollback
+	Budget         BudgetSnapshot
+	Steps          uint64 // KernelState.Steps after the execution
+	EmergencySteps uint64
+	Warnings       []CheckResult // monitoring invariants violated by the next state
+}
+
+// Execute evaluates a and, if it is allowed, commits it: it returns the
+// next world state, the next kernel state (charged, step counted) and the
+// Record. If anything fails it returns s and ks themselves with an error
+// (a *RejectedError for a rejection, ErrDuplicateExecution or ErrOverflow
+// from the ledger): nothing changes (T5). Everything is computed before
+// the commit and nothing is checked after it, so no predicate can split an
+// action.
+func (k *Kernel) Execute(ks KernelState, s State, a Action, execID string) (State, KernelState, Record, error) {
+	v := k.Evaluate(ks, s, a)
+	return k.Commit(ks, s, a, execID, v)
+}
+
+// Commit commits a Verdict that Evaluate returned for exactly (ks, s, a).
+// It is Execute without the evaluation, for callers that need the Verdict
+// too; a Verdict that is not allowed is returned as a *RejectedError.
+func (k *Kernel) Commit(ks KernelState, s State, a Action, execID string, v Verdict) (State, KernelState, Record, error) {
+	if !v.Allowed {
+		return s, ks, Record{}, v.Err()
+	}
+	if v.ActionID != a.ID || ks.tag != k.tag {
+		return s, ks, Record{}, fmt.Errorf("%w: verdict does not belong to this action and kernel", ErrInvalidAction)
+	}
+	budget, err := ks.budget.Charge(execID, a.Cost)
+	if err != nil {
+		return s, ks, Record{}, err
+	}
+	next := KernelState{budget: budget, steps: ks.steps, emergency: ks.emergency, tag: ks.tag}
+	if v.Emergency {
+		next.emergency++
+	} else {
+		next.steps++
+	}
+	rec := Record{
+		ExecID:         execID,
+		Action:         a.clone(),
+		Emergency:      v.Emergency,
+		Before:         s.Fingerprint(),
+		After:          v.Next.Fingerprint(),
+		Inverse:        v.inverse,
+		Budget:         snapshot(budget),
+		Steps:          next.steps,
+		EmergencySteps: next.emergency,
+	}
+	for _, c := range v.Checks {
+		if c.Status == Warned {
+			rec.Warnings = append(rec.Warnings, c)
+		}
+	}
+	return v.Next, next, rec, nil
+}
+
+// RollbackRecord describes one rollback.
+type RollbackRecord struct {
+	ExecID        string
+	Refund        Cost
+	Before, After Fingerprint // the state rolled back from, and restored to
+	Effects       []Effect    // the inverse effects applied
+	Budget        BudgetSnapshot
+	Steps         uint64 // unchanged by the rollback
+}
+
+// Rollback undoes the execution rec on s (T7). s must be the state that
+// execution produced (its fingerprint is checked: ErrFingerprintMismatch);
+// the inverse effects are applied and the result must have the fingerprint
+// the execution started from (ErrRollbackInexact); the execution's charge
+// is refunded exactly once (ErrAlreadyRolledBack, ErrUnknownExecution).
+// The step counters are never decremented. On error s and ks are returned
+// unchanged.
+func (k *Kernel) Rollback(ks KernelState, s State, rec Record) (State, KernelState, RollbackRecord, error) {
+	if ks.tag != k.tag {
+		return s, ks, RollbackRecord{}, fmt.Errorf("%w: use Kernel.Start", ErrForeignState)
+	}
+	if got := s.Fingerprint(); got != rec.After {
+		return s, ks, RollbackRecord{}, fmt.Errorf("%w: have %s, the execution produced %s", ErrFingerprintMismatch, got, rec.After)
+	}
+	if _, _, ok := ks.budget.Charged(rec.ExecID); !ok {
+		return s, ks, RollbackRecord{}, fmt.Errorf("%w: %q", ErrUnknownExecution, rec.ExecID)
+	}
+	if ks.budget.RolledBack(rec.ExecID) {
+		return s, ks, RollbackRecord{}, fmt.Errorf("%w: %q", ErrAlreadyRolledBack, rec.ExecID)
+	}
+	restored, err := ApplyEffects(s, rec.Inverse)
+	if err != nil {
+		return s, ks, RollbackRecord{}, fmt.Errorf("%w: %w", ErrRollbackInexact, err)
+	}
+	if restored.Fingerprint() != rec.Before {
+		return s, ks, RollbackRecord{}, fmt.Errorf("%w: restored %s, expected %s", ErrRollbackInexact, restored.Fingerprint(), rec.Before)
+	}
+	budget, charged, err := ks.budget.rollback(rec.ExecID)
+	if err != nil {
+		return s, ks, RollbackRecord{}, err
+	}
+	next := KernelState{budget: budget, steps: ks.steps, emergency: ks.emergency, tag: ks.tag}
+	rr := RollbackRecord{
+		ExecID:  rec.ExecID,
+		Refund:  charged,
+		Before:  rec.After,
+		After:   rec.Before,
+		Effects: slices.Clone(rec.Inverse),
+		Budget:  snapshot(budget),
+		Steps:   ks.steps,
+	}
+	return restored, next, rr, nil
+}

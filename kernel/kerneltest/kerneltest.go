@@ -1,0 +1,336 @@
+// Package kerneltest provides rapid generators for kernel values and
+// CheckTheorems, a property check that a kernel configuration — your own
+// invariants, preconditions, emergency actions and action catalogue —
+// keeps the guarantees T1–T8 of package kernel on random runs.
+//
+// Typical use, in a test of your own package:
+//
+//	func TestMyAgentKeepsTheTheorems(t *testing.T) {
+//		rapid.Check(t, func(rt *rapid.T) {
+//			kerneltest.CheckTheorems(rt, kerneltest.Setup{
+//				Kernel:  myKernel,                        // your invariants and emergency ids
+//				Initial: myInitialState,                  // must satisfy the blocking invariants
+//				Actions: rapid.SampledFrom(myCatalogue),  // or kerneltest.Action(keys)
+//			})
+//		})
+//	}
+package kerneltest
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/trace"
+)
+
+// Int generates integers biased towards the edges (0, ±1, the int64
+// limits, the JSON-safe limits) so overflow paths are exercised.
+func Int() *rapid.Generator[int64] {
+	return rapid.OneOf(
+		rapid.Int64Range(-100, 100),
+		rapid.SampledFrom([]int64{0, 1, -1, math.MaxInt64, math.MinInt64, 1<<53 - 1, -(1<<53 - 1), 1 << 53, math.MaxInt64 / 2}),
+		rapid.Int64(),
+	)
+}
+
+// Float generates finite floats, including -0, integral floats (which must
+// stay floats) and large magnitudes.
+func Float() *rapid.Generator[float64] {
+	return rapid.OneOf(
+		rapid.SampledFrom([]float64{0, math.Copysign(0, -1), 1, -1, 0.5, 1.5, 1e21, 1e300, -1e300, 5e-324, math.MaxFloat64, 1 << 53}),
+		rapid.Float64Range(-1e6, 1e6),
+		rapid.Float64().Filter(func(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }),
+	)
+}
+
+// Scalar generates null, bool, int, float and string values.
+func Scalar() *rapid.Generator[kernel.Value] {
+	return rapid.OneOf(
+		rapid.Just(kernel.Null()),
+		rapid.Map(rapid.Bool(), kernel.Bool),
+		rapid.Map(Int(), kernel.Int),
+		rapid.Map(Float(), kernel.Float),
+		rapid.Map(rapid.OneOf(rapid.SampledFrom([]string{"", "1", "a", "é", "😀", "\u2028", "\x00"}), rapid.String()), kernel.String),
+	)
+}
+
+// Value generates any JSON value nested at most depth levels.
+func Value(depth int) *rapid.Generator[kernel.Value] {
+	return rapid.Custom(func(t *rapid.T) kernel.Value { return value(t, depth) })
+}
+
+func value(t *rapid.T, depth int) kernel.Value {
+	kind := rapid.IntRange(0, 2).Draw(t, "shape")
+	if depth <= 0 || kind == 0 {
+		return Scalar().Draw(t, "scalar")
+	}
+	n := rapid.IntRange(0, 4).Draw(t, "len")
+	if kind == 1 {
+		items := make([]kernel.Value, n)
+		for i := range items {
+			items[i] = value(t, depth-1)
+		}
+		return kernel.List(items...)
+	}
+	fields := map[string]kernel.Value{}
+	for range n {
+		k := rapid.OneOf(rapid.SampledFrom([]string{"a", "b", "$int", "$float", "$object", "\uE000", "😀"}), rapid.String()).Draw(t, "field")
+		fields[k] = value(t, depth-1)
+	}
+	return kernel.Object(fields)
+}
+
+// Keys generates a small set of variable names, so that generated effects
+// often meet the same variables.
+func Keys() *rapid.Generator[[]string] {
+	return rapid.SliceOfNDistinct(rapid.SampledFrom([]string{"x", "y", "z", "count", "items", "flag", "é", "😀", "\uE000", ""}), 1, 6, rapid.ID)
+}
+
+// State generates states over keys: each key is absent or holds a value
+// (numbers and lists are likely, so effects usually fit).
+func State(keys []string) *rapid.Generator[kernel.State] {
+	return rapid.Custom(func(t *rapid.T) kernel.State {
+		s := kernel.State{}
+		for _, k := range keys {
+			if !rapid.Bool().Draw(t, "present "+k) {
+				continue
+			}
+			var v kernel.Value
+			switch rapid.IntRange(0, 3).Draw(t, "shape "+k) {
+			case 0:
+				v = kernel.Int(Int().Draw(t, "int "+k))
+			case 1:
+				v = kernel.Float(Float().Draw(t, "float "+k))
+			case 2:
+				v = kernel.List(rapid.SliceOfN(Scalar(), 0, 4).Draw(t, "list "+k)...)
+			default:
+				v = Value(2).Draw(t, "value "+k)
+			}
+			next, err := s.With(k, v)
+			if err != nil {
+				t.Fatalf("generated an invalid value: %v", err)
+			}
+			s = next
+		}
+		return s
+	})
+}
+
+// Effect generates effects on keys: every operation, with operands of the
+// right shape most of the time and of the wrong shape sometimes.
+func Effect(keys []string) *rapid.Generator[kernel.Effect] {
+	return rapid.Custom(func(t *rapid.T) kernel.Effect {
+		key := rapid.SampledFrom(keys).Draw(t, "key")
+		op := kernel.Op(rapid.IntRange(int(kernel.OpSet), int(kernel.OpDelete)).Draw(t, "op"))
+		num := rapid.OneOf(rapid.Map(rapid.Int64Range(-5, 5), kernel.Int), rapid.Map(Int(), kernel.Int), rapid.Map(Float(), kernel.Float))
+		switch op {
+		case kernel.OpDelete:
+			return kernel.Delete(key)
+		case kernel.OpIncrement, kernel.OpDecrement, kernel.OpMultiply:
+			return kernel.Effect{Op: op, Key: key, Value: num.Draw(t, "operand")}
+		case kernel.OpAppend, kernel.OpRemove:
+			return kernel.Effect{Op: op, Key: key, Value: rapid.OneOf(rapid.Map(rapid.Int64Range(0, 2), kernel.Int), Scalar()).Draw(t, "item")}
+		default:
+			return kernel.Set(key, rapid.OneOf(num, Value(2)).Draw(t, "value"))
+		}
+	})
+}
+
+// Cost generates costs from 0 to max thousandths, biased to small ones.
+func Cost(max kernel.Cost) *rapid.Generator[kernel.Cost] {
+	return rapid.OneOf(
+		rapid.Map(rapid.Int64Range(0, int64(min(max, 5*kernel.Unit))), func(i int64) kernel.Cost { return kernel.Cost(i) }),
+		rapid.Map(rapid.Int64Range(0, int64(max)), func(i int64) kernel.Cost { return kernel.Cost(i) }),
+	)
+}
+
+// Action generates well-formed actions with ids from ids, up to four
+// effects on keys and costs up to maxCost.
+func Action(ids, keys []string, maxCost kernel.Cost) *rapid.Generator[kernel.Action] {
+	return rapid.Custom(func(t *rapid.T) kernel.Action {
+		id := rapid.SampledFrom(ids).Draw(t, "id")
+		return kernel.Action{
+			ID:          id,
+			Name:        id,
+			Description: "generated action " + id,
+			Effects:     rapid.SliceOfN(Effect(keys), 0, 4).Draw(t, "effects"),
+			Cost:        Cost(maxCost).Draw(t, "cost"),
+			Category:    rapid.SampledFrom([]string{"", "io", "compute"}).Draw(t, "category"),
+			Risk:        rapid.SampledFrom([]kernel.Risk{"", kernel.RiskLow, kernel.RiskHigh}).Draw(t, "risk"),
+			Reversible:  rapid.Bool().Draw(t, "reversible"),
+			Tags:        rapid.SliceOfN(rapid.SampledFrom([]string{"a", "b", "é"}), 0, 2).Draw(t, "tags"),
+		}
+	})
+}
+
+// Setup is what CheckTheorems exercises.
+type Setup struct {
+	Kernel  *kernel.Kernel
+	Initial kernel.State                    // must satisfy the kernel's blocking invariants
+	Actions *rapid.Generator[kernel.Action] // the catalogue (any mix of valid, invalid, emergency)
+	// Emergency is a zero-cost, effect-free action registered as an
+	// emergency action, if the kernel has one (T8 is checked with it).
+	Emergency *kernel.Action
+	Steps     int // actions per run (default 40)
+}
+
+// CheckTheorems runs a random sequence of executions and rollbacks
+// through a Session recording into an in-memory trace and fails t if any
+// of T1–T8 is broken:
+//
+//   - T1: net spend ≤ B0 after every step;
+//   - T2: non-emergency steps ≤ floor(B0/ε), and ε > 0;
+//   - T3: every blocking invariant holds in every state reached (the
+//     initial state is checked first; predicates must be deterministic);
+//   - T4: gross spend never decreases;
+//   - T5: a rejected action changes neither state nor budget nor steps,
+//     and a committed one changes them exactly as its Verdict said;
+//   - T6: the trace verifies, and a tampered copy does not;
+//   - T7: rolling back the last execution restores the prior state
+//     exactly, refunds its cost once and keeps the step counter;
+//   - T8: the Emergency action (if given) is allowed at every step;
+//
+// and finally that replaying the trace rebuilds the same state and budget.
+func CheckTheorems(t *rapid.T, s Setup) {
+	k := s.Kernel
+	ctx := context.Background()
+	if k.MinActionCost() <= 0 {
+		t.Fatalf("T2: minimum action cost %s is not positive", k.MinActionCost())
+	}
+	for _, inv := range k.Invariants() {
+		if ok, err := inv.Holds(s.Initial); !ok && inv.Enforcement == kernel.Blocking {
+			t.Fatalf("T3 precondition: the initial state violates %q: %v", inv.Name, err)
+		}
+	}
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	log, err := trace.New(trace.NewMemory(), trace.WithClock(func() time.Time { clock = clock.Add(time.Millisecond); return clock }))
+	if err != nil {
+		t.Fatalf("trace: %v", err)
+	}
+	sess, err := kernel.NewSession(ctx, k, s.Initial, log)
+	if err != nil {
+		t.Fatalf("NewSession: %v", err)
+	}
+	steps := s.Steps
+	if steps == 0 {
+		steps = 40
+	}
+	for i := range steps {
+		beforeState, beforeKS := sess.State(), sess.KernelState()
+		if s.Emergency != nil {
+			if v := sess.Evaluate(*s.Emergency); !v.Allowed {
+				t.Fatalf("T8: emergency action %q refused at step %d: %v", s.Emergency.ID, i, v.Err())
+			}
+		}
+		history := sess.History()
+		if len(history) > 0 && rapid.IntRange(0, 4).Draw(t, "rollback?") == 0 {
+			last := history[len(history)-1]
+			rr, err := sess.Rollback(ctx, last.ExecID)
+			after, afterKS := sess.State(), sess.KernelState()
+			if err != nil {
+				// Only an execution that is not the latest state, or was
+				// already rolled back, may be refused.
+				if !after.Equal(beforeState) || afterKS.Budget().Net() != beforeKS.Budget().Net() {
+					t.Fatalf("T5: a refused rollback changed something: %v", err)
+				}
+				continue
+			}
+			if after.Fingerprint() != last.Before || afterKS.Budget().Net() != beforeKS.Budget().Net()-rr.Refund {
+				t.Fatalf("T7: rollback of %s did not restore the prior state and budget", last.ExecID)
+			}
+			if afterKS.Steps() != beforeKS.Steps() {
+				t.Fatalf("T7/T2: rollback changed the step counter %d → %d", beforeKS.Steps(), afterKS.Steps())
+			}
+			if _, err := sess.Rollback(ctx, last.ExecID); err == nil {
+				t.Fatalf("T7: execution %s rolled back twice", last.ExecID)
+			}
+			checkStep(t, k, beforeKS, sess)
+			continue
+		}
+		a := s.Actions.Draw(t, fmt.Sprintf("action %d", i))
+		verdict := k.Evaluate(beforeKS, beforeState, a)
+		rec, err := sess.Execute(ctx, a)
+		after, afterKS := sess.State(), sess.KernelState()
+		if err != nil {
+			if verdict.Allowed {
+				t.Fatalf("T5: Evaluate allowed %q but Execute failed: %v", a.ID, err)
+			}
+			if !after.Equal(beforeState) || afterKS.Budget() != beforeKS.Budget() || afterKS.Steps() != beforeKS.Steps() {
+				t.Fatalf("T5: rejected action %q changed the session", a.ID)
+			}
+			continue
+		}
+		if !verdict.Allowed {
+			t.Fatalf("T5: Evaluate rejected %q but Execute committed it", a.ID)
+		}
+		if !after.Equal(verdict.Next) || rec.After != after.Fingerprint() || rec.Before != beforeState.Fingerprint() {
+			t.Fatalf("T5: committed state differs from the simulated one")
+		}
+		if afterKS.Budget().Gross() != beforeKS.Budget().Gross()+a.Cost {
+			t.Fatalf("T5: charged %s, action costs %s", afterKS.Budget().Gross()-beforeKS.Budget().Gross(), a.Cost)
+		}
+		if restored, err := kernel.ApplyEffects(after, rec.Inverse); err != nil || !restored.Equal(beforeState) {
+			t.Fatalf("T7: algebraic inverse does not restore the state: %v", err)
+		}
+		if restored, err := kernel.ApplyEffects(after, kernel.DiffInverse(beforeState, after)); err != nil || !restored.Equal(beforeState) {
+			t.Fatalf("T7: state-diff inverse does not restore the state: %v", err)
+		}
+		checkStep(t, k, beforeKS, sess)
+	}
+	head, err := log.Verify(ctx)
+	if err != nil {
+		t.Fatalf("T6: the trace does not verify: %v", err)
+	}
+	entries := make([]trace.Entry, 0, head.Size)
+	for e, err := range log.Entries(ctx, 0) {
+		if err != nil {
+			t.Fatalf("T6: %v", err)
+		}
+		entries = append(entries, e)
+	}
+	if len(entries) > 1 {
+		i := rapid.IntRange(0, len(entries)-1).Draw(t, "tamper")
+		tampered := append([]trace.Entry(nil), entries...)
+		p := append([]byte(nil), tampered[i].Payload...)
+		p[len(p)/2] ^= 1
+		tampered[i].Payload = p
+		if _, err := trace.Verify(tampered); err == nil {
+			t.Fatalf("T6: a tampered entry %d verified", i)
+		}
+	}
+	replayed, err := kernel.Replay(ctx, k, log, sess.ID())
+	if err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+	if !replayed.State().Equal(sess.State()) || replayed.KernelState().Budget().Net() != sess.KernelState().Budget().Net() ||
+		replayed.KernelState().Budget().Gross() != sess.KernelState().Budget().Gross() || replayed.KernelState().Steps() != sess.KernelState().Steps() {
+		t.Fatalf("replay: rebuilt session differs from the live one")
+	}
+}
+
+func checkStep(t *rapid.T, k *kernel.Kernel, before kernel.KernelState, sess *kernel.Session) {
+	ks, st := sess.KernelState(), sess.State()
+	b := ks.Budget()
+	if b.Net() > b.Limit() || b.Net() < 0 {
+		t.Fatalf("T1: net spend %s outside [0, %s]", b.Net(), b.Limit())
+	}
+	if ks.Steps() > k.MaxSteps() {
+		t.Fatalf("T2: %d steps exceed floor(B0/ε) = %d", ks.Steps(), k.MaxSteps())
+	}
+	if b.Gross() < before.Budget().Gross() {
+		t.Fatalf("T4: gross spend decreased %s → %s", before.Budget().Gross(), b.Gross())
+	}
+	for _, inv := range k.Invariants() {
+		if inv.Enforcement != kernel.Blocking {
+			continue
+		}
+		if ok, err := inv.Holds(st); !ok {
+			t.Fatalf("T3: blocking invariant %q violated in a reached state: %v", inv.Name, err)
+		}
+	}
+}

@@ -1,0 +1,204 @@
+package kernel
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/verity-go/verity/trace"
+)
+
+// Replay rebuilds a Session from its log: it verifies the hash chain while
+// streaming the entries, re-executes every recorded execution and rollback
+// of session sessionID (the first kernel.start's session if sessionID is
+// empty) with k, and checks at each step that the fingerprints, budget
+// totals and step counters equal the recorded ones. Entries of other kinds
+// or other sessions are skipped; a rejection is checked against the state
+// it was made in. The returned Session continues appending to log; its
+// states equal those of the Session that wrote the log.
+//
+// k must be configured as the recording kernel was (budget, minimum cost,
+// emergency ids, invariant and precondition names are compared with the
+// kernel.start entry); its predicates are re-run, so a nondeterministic
+// predicate makes replay fail rather than diverge silently.
+func Replay(ctx context.Context, k *Kernel, log *trace.Log, sessionID string, opts ...SessionOption) (*Session, error) {
+	var s *Session
+	var v trace.Verifier
+	for e, err := range log.Entries(ctx, 0) {
+		if err != nil {
+			return nil, fmt.Errorf("%w: reading the log: %w", ErrReplay, err)
+		}
+		if err := v.Add(e); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrReplay, err)
+		}
+		if !strings.HasPrefix(e.Kind, "kernel.") {
+			continue
+		}
+		x, err := decodeJSON(e.Payload)
+		if err != nil {
+			return nil, replayErr(e, "payload: %v", err)
+		}
+		p, ok := x.(map[string]any)
+		if !ok {
+			return nil, replayErr(e, "payload is not an object")
+		}
+		sid, _ := p["session"].(string)
+		if s == nil {
+			if e.Kind != KindStart || (sessionID != "" && sid != sessionID) {
+				continue
+			}
+			if s, err = replayStart(k, log, p, sid, opts); err != nil {
+				return nil, replayErr(e, "%v", err)
+			}
+			continue
+		}
+		if sid != s.id {
+			continue
+		}
+		if err := s.replayEntry(e.Kind, p); err != nil {
+			return nil, replayErr(e, "%v", err)
+		}
+	}
+	if s == nil {
+		return nil, fmt.Errorf("%w: no kernel.start entry for session %q", ErrReplay, sessionID)
+	}
+	return s, nil
+}
+
+func replayErr(e trace.Entry, format string, args ...any) error {
+	return fmt.Errorf("%w: entry %d (%s): %s", ErrReplay, e.Seq, e.Kind, fmt.Sprintf(format, args...))
+}
+
+func replayStart(k *Kernel, log *trace.Log, p map[string]any, sid string, opts []SessionOption) (*Session, error) {
+	st, ok := p["state"].(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("state is not an object")
+	}
+	b := newBuilder(State{})
+	for key, raw := range st {
+		v, err := fromJSON(raw, 1)
+		if err != nil {
+			return nil, fmt.Errorf("state variable %q: %w", key, err)
+		}
+		b.set(key, v)
+	}
+	s, err := newSession(k, b.state(), log, append(slices.Clone(opts), WithSessionID(sid)))
+	if err != nil {
+		return nil, err
+	}
+	want := s.startPayload(nil)
+	var got, exp any
+	if err := json.Unmarshal(want, &exp); err != nil {
+		return nil, err
+	}
+	got = map[string]any(p)
+	if !sameConfig(exp, got) {
+		return nil, fmt.Errorf("the kernel's configuration differs from the recorded one")
+	}
+	return s, nil
+}
+
+// sameConfig compares the configuration fields of two start payloads.
+func sameConfig(exp, got any) bool {
+	e, _ := exp.(map[string]any)
+	g, _ := got.(map[string]any)
+	for _, f := range []string{"budget", "min_cost", "max_steps", "emergency", "invariants", "preconditions"} {
+		if fmt.Sprint(normalise(e[f])) != fmt.Sprint(normalise(g[f])) {
+			return false
+		}
+	}
+	return true
+}
+
+func normalise(x any) any {
+	switch v := x.(type) {
+	case json.Number:
+		return string(v)
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	case []any:
+		out := make([]any, len(v))
+		for i, it := range v {
+			out[i] = normalise(it)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, it := range v {
+			out[k] = normalise(it)
+		}
+		return out
+	}
+	return x
+}
+
+func (s *Session) replayEntry(kind string, p map[string]any) error {
+	switch kind {
+	case KindExecute:
+		a, err := actionFromJSON(p["action"])
+		if err != nil {
+			return fmt.Errorf("action: %w", err)
+		}
+		id, _ := p["exec"].(string)
+		if fp(p["before"]) != s.world.Fingerprint().String() {
+			return fmt.Errorf("recorded state %v, replayed state %s", p["before"], s.world.Fingerprint())
+		}
+		world, ks, rec, err := s.k.Execute(s.ks, s.world, a, id)
+		if err != nil {
+			return fmt.Errorf("re-execution failed: %w", err)
+		}
+		if fp(p["after"]) != rec.After.String() {
+			return fmt.Errorf("recorded next state %v, replayed %s", p["after"], rec.After)
+		}
+		if err := sameCounters(p, rec.Budget, rec.Steps); err != nil {
+			return err
+		}
+		s.world, s.ks = world, ks
+		s.counter++
+		s.history = append(s.history, rec)
+	case KindReject:
+		if fp(p["state"]) != s.world.Fingerprint().String() {
+			return fmt.Errorf("rejection recorded in state %v, replayed state %s", p["state"], s.world.Fingerprint())
+		}
+	case KindRollback:
+		id, _ := p["exec"].(string)
+		i := slices.IndexFunc(s.history, func(r Record) bool { return r.ExecID == id })
+		if i < 0 {
+			return fmt.Errorf("rollback of unknown execution %q", id)
+		}
+		world, ks, rr, err := s.k.Rollback(s.ks, s.world, s.history[i])
+		if err != nil {
+			return fmt.Errorf("re-rollback failed: %w", err)
+		}
+		if fp(p["after"]) != rr.After.String() {
+			return fmt.Errorf("recorded restored state %v, replayed %s", p["after"], rr.After)
+		}
+		if err := sameCounters(p, rr.Budget, rr.Steps); err != nil {
+			return err
+		}
+		s.world, s.ks = world, ks
+	case KindStart:
+		return fmt.Errorf("second kernel.start for the same session")
+	}
+	return nil
+}
+
+func fp(x any) string { s, _ := x.(string); return s }
+
+func sameCounters(p map[string]any, b BudgetSnapshot, steps uint64) error {
+	want := string(appendBudget(nil, b))
+	got, _ := json.Marshal(p["budget"])
+	var gm, wm map[string]any
+	_ = json.Unmarshal(got, &gm)
+	_ = json.Unmarshal([]byte(want), &wm)
+	if fmt.Sprint(gm) != fmt.Sprint(wm) {
+		return fmt.Errorf("recorded budget %s, replayed %s", got, want)
+	}
+	if fmt.Sprint(normalise(p["steps"])) != strconv.FormatUint(steps, 10) {
+		return fmt.Errorf("recorded steps %v, replayed %d", p["steps"], steps)
+	}
+	return nil
+}

@@ -1,0 +1,344 @@
+package kernel
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"iter"
+	"math/bits"
+	"slices"
+	"unicode/utf8"
+)
+
+// Fingerprint identifies a State: equal states have equal fingerprints, and
+// a different state has a different one except with negligible probability
+// for states that were not chosen to collide (see State.Fingerprint).
+type Fingerprint [32]byte
+
+// String returns the fingerprint in lower-case hex.
+func (f Fingerprint) String() string { return hex.EncodeToString(f[:]) }
+
+// MarshalText returns the lower-case hex form.
+func (f Fingerprint) MarshalText() ([]byte, error) { return []byte(f.String()), nil }
+
+// UnmarshalText parses the hex form.
+func (f *Fingerprint) UnmarshalText(b []byte) error {
+	if len(b) != 64 {
+		return fmt.Errorf("%w: fingerprint must be 64 hex digits", ErrDecode)
+	}
+	var out Fingerprint
+	if _, err := hex.Decode(out[:], b); err != nil {
+		return fmt.Errorf("%w: fingerprint: %v", ErrDecode, err)
+	}
+	*f = out
+	return nil
+}
+
+// Domain-separation tags for the hashes the fingerprint is made of.
+const (
+	entryTag = "verity.kernel.state.entry.v1\x00"
+	stateTag = "verity.kernel.state.v1\x00"
+)
+
+type stateVal struct {
+	v  Value
+	eh [32]byte // SHA-256 of the (key, value) entry, kept for O(1) removal from the sum
+}
+
+type stateData struct {
+	root *hnode[stateVal]
+	n    int
+	sum  [4]uint64 // Σ entry hashes mod 2^256, little-endian limbs
+	fp   Fingerprint
+}
+
+// State is an immutable map from variable names to Values: the world model
+// the kernel reasons over. The zero State is empty and ready to use.
+//
+// States are persistent: With, Without and effect application return a new
+// State that shares all untouched structure with the old one, so changing k
+// variables of an n-variable State costs O(k log n) time and space, and the
+// fingerprint is updated in O(k) hashing work.
+type State struct{ d *stateData }
+
+var emptyFingerprint = finishFingerprint(0, [4]uint64{})
+
+// NewState builds a State from Go values (see ValueOf).
+func NewState(vars map[string]any) (State, error) {
+	b := newBuilder(State{})
+	keys := make([]string, 0, len(vars))
+	for k := range vars {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if err := checkKey(k); err != nil {
+			return State{}, err
+		}
+		v, err := ValueOf(vars[k])
+		if err != nil {
+			return State{}, fmt.Errorf("variable %q: %w", k, err)
+		}
+		b.set(k, v)
+	}
+	return b.state(), nil
+}
+
+func checkKey(k string) error {
+	if !utf8.ValidString(k) {
+		return fmt.Errorf("%w: variable name is not valid UTF-8", ErrInvalidValue)
+	}
+	return nil
+}
+
+// Len returns the number of variables.
+func (s State) Len() int {
+	if s.d == nil {
+		return 0
+	}
+	return s.d.n
+}
+
+// Get returns the value of a variable and whether it is present. A variable
+// holding null is present.
+func (s State) Get(key string) (Value, bool) {
+	if s.d == nil {
+		return Value{}, false
+	}
+	l := hamtGet(s.d.root, keyHash(key), key)
+	if l == nil {
+		return Value{}, false
+	}
+	return l.val.v, true
+}
+
+// Has reports whether the variable is present (possibly holding null).
+func (s State) Has(key string) bool {
+	_, ok := s.Get(key)
+	return ok
+}
+
+// With returns a State in which key holds v. The receiver is unchanged.
+func (s State) With(key string, v Value) (State, error) {
+	if err := checkKey(key); err != nil {
+		return s, err
+	}
+	if err := v.validate(0); err != nil {
+		return s, fmt.Errorf("variable %q: %w", key, err)
+	}
+	b := newBuilder(s)
+	b.set(key, v)
+	return b.state(), nil
+}
+
+// Without returns a State without key (the same State if key is absent).
+func (s State) Without(key string) State {
+	b := newBuilder(s)
+	b.del(key)
+	return b.state()
+}
+
+// Keys returns the variable names in sorted (byte) order.
+func (s State) Keys() []string {
+	keys := make([]string, 0, s.Len())
+	if s.d != nil {
+		hamtEach(s.d.root, func(l *hleaf[stateVal]) bool { keys = append(keys, l.key); return true })
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// All iterates over the variables in sorted (byte) order.
+func (s State) All() iter.Seq2[string, Value] {
+	return func(yield func(string, Value) bool) {
+		for _, k := range s.Keys() {
+			v, _ := s.Get(k)
+			if !yield(k, v) {
+				return
+			}
+		}
+	}
+}
+
+// Map returns a fresh Go map of the variables (see Value.Go).
+func (s State) Map() map[string]any {
+	m := make(map[string]any, s.Len())
+	if s.d != nil {
+		hamtEach(s.d.root, func(l *hleaf[stateVal]) bool { m[l.key] = l.val.v.Go(); return true })
+	}
+	return m
+}
+
+// Fingerprint returns SHA-256 over a domain tag, the number of variables
+// and the sum modulo 2^256 of one SHA-256 per (name, value) entry. The sum
+// is a multiset hash: it is updated by subtracting the old entry's hash and
+// adding the new one, so the fingerprint of a new State costs O(changed
+// variables), not a rehash. It detects accidental mismatches (the use the
+// kernel makes of it: rollback checks it is given the state an action
+// produced); additive multiset hashes are not collision-resistant against
+// an adversary who chooses very many entries, so it is not a commitment —
+// the trace's hash chain (T6) is.
+func (s State) Fingerprint() Fingerprint {
+	if s.d == nil {
+		return emptyFingerprint
+	}
+	return s.d.fp
+}
+
+func finishFingerprint(n int, sum [4]uint64) Fingerprint {
+	var buf [len(stateTag) + 8 + 32]byte
+	copy(buf[:], stateTag)
+	binary.BigEndian.PutUint64(buf[len(stateTag):], uint64(n))
+	for i := range 4 {
+		binary.BigEndian.PutUint64(buf[len(stateTag)+8+8*i:], sum[3-i])
+	}
+	return sha256.Sum256(buf[:])
+}
+
+func entryHash(key string, v Value) [32]byte {
+	var stack [192]byte
+	buf := append(stack[:0], entryTag...)
+	buf = binary.AppendUvarint(buf, uint64(len(key)))
+	buf = append(buf, key...)
+	buf = v.appendHashable(buf)
+	return sha256.Sum256(buf)
+}
+
+func limbs(h *[32]byte) [4]uint64 {
+	return [4]uint64{
+		binary.BigEndian.Uint64(h[24:]), binary.BigEndian.Uint64(h[16:]),
+		binary.BigEndian.Uint64(h[8:]), binary.BigEndian.Uint64(h[0:]),
+	}
+}
+
+func addSum(s *[4]uint64, h *[32]byte) {
+	l := limbs(h)
+	var c uint64
+	s[0], c = bits.Add64(s[0], l[0], 0)
+	s[1], c = bits.Add64(s[1], l[1], c)
+	s[2], c = bits.Add64(s[2], l[2], c)
+	s[3], _ = bits.Add64(s[3], l[3], c)
+}
+
+func subSum(s *[4]uint64, h *[32]byte) {
+	l := limbs(h)
+	var b uint64
+	s[0], b = bits.Sub64(s[0], l[0], 0)
+	s[1], b = bits.Sub64(s[1], l[1], b)
+	s[2], b = bits.Sub64(s[2], l[2], b)
+	s[3], _ = bits.Sub64(s[3], l[3], b)
+}
+
+// Equal reports whether two States hold the same variables with strictly
+// equal values (see Value.Equal).
+func (s State) Equal(t State) bool {
+	if s.d == t.d {
+		return true
+	}
+	if s.Len() != t.Len() || s.Fingerprint() != t.Fingerprint() {
+		return false
+	}
+	equal := true
+	var a, b *hnode[stateVal]
+	if s.d != nil {
+		a = s.d.root
+	}
+	if t.d != nil {
+		b = t.d.root
+	}
+	hamtDiff(a, b, func(_ string, la, lb *hleaf[stateVal]) {
+		if la == nil || lb == nil || !la.val.v.Equal(lb.val.v) {
+			equal = false
+		}
+	})
+	return equal
+}
+
+// String returns the typed canonical JSON of the State.
+func (s State) String() string { return string(s.AppendJSON(nil)) }
+
+// MarshalJSON returns the typed canonical JSON of the State: an RFC 8785
+// object of variable → value (see Value.MarshalJSON).
+func (s State) MarshalJSON() ([]byte, error) { return s.AppendJSON(nil), nil }
+
+// AppendJSON appends the typed canonical JSON of the State to dst.
+func (s State) AppendJSON(dst []byte) []byte {
+	keys := s.Keys()
+	return appendMembers(dst, keys, func(dst []byte, i int) []byte {
+		v, _ := s.Get(keys[i])
+		return v.appendJSON(dst)
+	})
+}
+
+// UnmarshalJSON decodes a JSON object of variable → typed value.
+func (s *State) UnmarshalJSON(b []byte) error {
+	st, err := ParseState(b)
+	if err != nil {
+		return err
+	}
+	*s = st
+	return nil
+}
+
+// builder applies a sequence of changes to a State, keeping the multiset
+// sum up to date, and computes the fingerprint once at the end.
+type builder struct {
+	root  *hnode[stateVal]
+	n     int
+	sum   [4]uint64
+	orig  *stateData
+	dirty bool
+}
+
+func newBuilder(s State) builder {
+	if s.d == nil {
+		return builder{}
+	}
+	return builder{root: s.d.root, n: s.d.n, sum: s.d.sum, orig: s.d}
+}
+
+func (b *builder) get(key string) (Value, bool) {
+	l := hamtGet(b.root, keyHash(key), key)
+	if l == nil {
+		return Value{}, false
+	}
+	return l.val.v, true
+}
+
+func (b *builder) set(key string, v Value) {
+	eh := entryHash(key, v)
+	root, old := hamtPut(b.root, keyHash(key), key, stateVal{v: v, eh: eh})
+	b.root = root
+	if old != nil {
+		subSum(&b.sum, &old.val.eh)
+	} else {
+		b.n++
+	}
+	addSum(&b.sum, &eh)
+	b.dirty = true
+}
+
+func (b *builder) del(key string) {
+	root, old := hamtDel(b.root, keyHash(key), key)
+	if old == nil {
+		return
+	}
+	b.root = root
+	b.n--
+	subSum(&b.sum, &old.val.eh)
+	b.dirty = true
+}
+
+func (b *builder) state() State {
+	if !b.dirty {
+		if b.orig == nil {
+			return State{}
+		}
+		return State{b.orig}
+	}
+	if b.n == 0 {
+		return State{}
+	}
+	return State{&stateData{root: b.root, n: b.n, sum: b.sum, fp: finishFingerprint(b.n, b.sum)}}
+}
