@@ -1,0 +1,134 @@
+package belief
+
+// obsKey is the idempotence key of ELIMINATE: the pair (source id,
+// observation id), compared field by field and never concatenated.
+type obsKey struct {
+	source, observation string
+}
+
+// obsRecord is what the first ELIMINATE with a key produced.
+type obsRecord struct {
+	key         obsKey
+	fingerprint Hash // of the request body (eliminated set + justification)
+	applied     []string
+	ignored     []string
+	eventID     string
+}
+
+// obsMap is a persistent (immutable, path-copying) hash array mapped trie
+// from obsKey to obsRecord. Insertion returns a new map sharing all
+// untouched nodes, so a session value can be extended in O(log n) while
+// every older value stays valid: the order-independence and replay
+// properties compare such branches.
+type obsMap struct {
+	root *hamtNode
+	size int
+}
+
+type hamtNode struct {
+	bitmap uint32
+	slots  []hamtSlot
+}
+
+// hamtSlot is either a child node or a leaf holding the records whose
+// 64-bit key hashes are all equal (more than one only on a full collision).
+type hamtSlot struct {
+	child *hamtNode
+	hash  uint64
+	recs  []obsRecord
+}
+
+func keyHash(k obsKey) uint64 {
+	const (
+		offset = 14695981039346656037
+		prime  = 1099511628211
+	)
+	h := uint64(offset)
+	mix := func(s string) {
+		n := len(s)
+		for i := 0; i < 8; i++ {
+			h ^= uint64(byte(n >> (8 * i)))
+			h *= prime
+		}
+		for i := 0; i < len(s); i++ {
+			h ^= uint64(s[i])
+			h *= prime
+		}
+	}
+	mix(k.source)
+	mix(k.observation)
+	return h
+}
+
+func (m obsMap) get(k obsKey) (obsRecord, bool) {
+	h := keyHash(k)
+	n := m.root
+	for shift := uint(0); n != nil; shift += 5 {
+		bit := uint32(1) << ((h >> shift) & 31)
+		if n.bitmap&bit == 0 {
+			return obsRecord{}, false
+		}
+		s := &n.slots[popBelow(n.bitmap, bit)]
+		if s.child == nil {
+			if s.hash != h {
+				return obsRecord{}, false
+			}
+			for _, r := range s.recs {
+				if r.key == k {
+					return r, true
+				}
+			}
+			return obsRecord{}, false
+		}
+		n = s.child
+	}
+	return obsRecord{}, false
+}
+
+// put returns a map with r added; r.key must not be present yet.
+func (m obsMap) put(r obsRecord) obsMap {
+	return obsMap{root: insert(m.root, keyHash(r.key), 0, r), size: m.size + 1}
+}
+
+func popBelow(bitmap, bit uint32) int {
+	x := bitmap & (bit - 1)
+	c := 0
+	for x != 0 {
+		x &= x - 1
+		c++
+	}
+	return c
+}
+
+func insert(n *hamtNode, h uint64, shift uint, r obsRecord) *hamtNode {
+	if n == nil {
+		n = &hamtNode{}
+	}
+	bit := uint32(1) << ((h >> shift) & 31)
+	pos := popBelow(n.bitmap, bit)
+	out := &hamtNode{bitmap: n.bitmap | bit}
+	if n.bitmap&bit == 0 {
+		out.slots = make([]hamtSlot, 0, len(n.slots)+1)
+		out.slots = append(out.slots, n.slots[:pos]...)
+		out.slots = append(out.slots, hamtSlot{hash: h, recs: []obsRecord{r}})
+		out.slots = append(out.slots, n.slots[pos:]...)
+		return out
+	}
+	out.slots = append([]hamtSlot(nil), n.slots...)
+	s := n.slots[pos]
+	switch {
+	case s.child != nil:
+		out.slots[pos] = hamtSlot{child: insert(s.child, h, shift+5, r)}
+	case s.hash == h:
+		recs := make([]obsRecord, len(s.recs), len(s.recs)+1)
+		copy(recs, s.recs)
+		out.slots[pos] = hamtSlot{hash: h, recs: append(recs, r)}
+	default:
+		child := &hamtNode{}
+		for _, old := range s.recs {
+			child = insert(child, s.hash, shift+5, old)
+		}
+		out.slots[pos] = hamtSlot{child: insert(child, h, shift+5, r)}
+	}
+	return out
+}
