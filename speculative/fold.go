@@ -61,31 +61,63 @@ func (f *folded) str() string { return string(f.buf[:f.n]) }
 func fold[T ~string | ~[]byte](s T, f *folded) {
 	f.n = 0
 	for i := 0; i < len(s) && f.n < foldCap; {
-		c := s[i]
-		if c < utf8.RuneSelf {
+		var c byte
+		var keep bool
+		if s[i] < utf8.RuneSelf {
+			c, keep = foldASCII(s[i])
 			i++
-			switch {
-			case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
-			case 'A' <= c && c <= 'Z':
-				c += 'a' - 'A'
-			case c == '_' || c == '-' || c == '.' || c == ' ' || c == '\\' ||
-				c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
-				continue
-			default:
-				c = 0xFF
-			}
+		} else {
+			r, size := utf8.DecodeRuneInString(string(s[i:min(len(s), i+utf8.UTFMax)]))
+			i += size
+			c, keep = foldRune(r)
+		}
+		if keep {
 			f.buf[f.n] = c
 			f.n++
-			continue
 		}
-		r, size := utf8.DecodeRuneInString(string(s[i:min(len(s), i+utf8.UTFMax)]))
-		i += size
-		if unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) {
-			continue
-		}
-		f.buf[f.n] = asciiTwin(r)
-		f.n++
 	}
+}
+
+// foldString is fold without the cap.
+func foldString(s string) string {
+	b := make([]byte, 0, len(s))
+	for _, r := range s {
+		var c byte
+		var keep bool
+		if r < utf8.RuneSelf {
+			c, keep = foldASCII(byte(r))
+		} else {
+			c, keep = foldRune(r)
+		}
+		if keep {
+			b = append(b, c)
+		}
+	}
+	return string(b)
+}
+
+// foldASCII folds one ASCII byte: letters to lower case, separators
+// dropped (keep false), anything else to 0xFF.
+func foldASCII(c byte) (byte, bool) {
+	switch {
+	case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+		return c, true
+	case 'A' <= c && c <= 'Z':
+		return c + 'a' - 'A', true
+	case c == '_' || c == '-' || c == '.' || c == ' ' || c == '\\' ||
+		c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
+		return 0, false
+	}
+	return 0xFF, true
+}
+
+// foldRune folds a non-ASCII rune: white space and format characters are
+// dropped, letters with an ASCII twin become it, the rest 0xFF.
+func foldRune(r rune) (byte, bool) {
+	if unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) {
+		return 0, false
+	}
+	return asciiTwin(r), true
 }
 
 // asciiTwin maps a non-ASCII rune to the lower-case ASCII letter it folds

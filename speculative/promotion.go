@@ -1,0 +1,168 @@
+package speculative
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Direction says which way a transition moves a claim.
+type Direction uint8
+
+const (
+	Unchanged Direction = iota
+	Upgrade
+	Downgrade
+)
+
+func (d Direction) String() string {
+	switch d {
+	case Upgrade:
+		return "upgrade"
+	case Downgrade:
+		return "downgrade"
+	}
+	return "unchanged"
+}
+
+// MarshalText writes the lower-case name.
+func (d Direction) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// NonFragility is the outcome of the checks that a result is not an
+// artefact of one lucky setting: the Feynman checks, and the sensitivity
+// suite (every axis that flipped the result is a failure).
+type NonFragility struct {
+	FeynmanPassed       bool
+	SensitivityFailures []string
+}
+
+// Approval is the approval of a write intent.
+type Approval struct {
+	By    string // who approved
+	Human bool   // a person, not a policy
+}
+
+// PromotionRequest is everything the promotion policy looks at.
+type PromotionRequest struct {
+	ClaimID  string
+	From, To Status
+	// Evidence is the grounded validation evidence on record for the claim.
+	Evidence []Evidence
+	// Known lists the evidence that was already on record when the claim
+	// was refuted; only evidence outside it is new.
+	Known []Digest
+	// Checks are the non-fragility checks of the evidence.
+	Checks NonFragility
+	// Approval is the approval of the write intent; nil when there is none.
+	Approval *Approval
+}
+
+// Transition is an allowed status change, as the Steward records it.
+type Transition struct {
+	ClaimID   string    `json:"claim_id"`
+	From      Status    `json:"from"`
+	To        Status    `json:"to"`
+	Direction Direction `json:"direction"`
+	// Derived is the status the evidence supports on its own (upgrades).
+	Derived Status `json:"derived,omitempty"`
+	// Evidence lists the ids of the successful evidence the upgrade rests
+	// on, sorted.
+	Evidence []Digest `json:"evidence,omitempty"`
+}
+
+// Promote is the promotion policy, a pure function. It returns the
+// Transition, or a *ValidationError (errors.Is(err, ErrPromotion)) with
+// every reason the transition is refused:
+//
+//   - From and To must be statuses and ClaimID non-blank;
+//   - a downgrade (To below From) is allowed without conditions: the
+//     Steward records it like any other transition;
+//   - From == To is allowed and changes nothing;
+//   - speculative → proven is never allowed directly: a claim is supported
+//     first;
+//   - every other upgrade needs grounded validation evidence for this claim
+//     with success true, enough of it that DeriveStatus reaches To, all of
+//     the evidence naming this claim; passed non-fragility checks (Feynman
+//     checks passed, no sensitivity failure); and an approved write
+//     intent;
+//   - leaving refuted also needs new evidence (successful evidence not in
+//     Known) and the approval of a human.
+func Promote(req PromotionRequest) (Transition, error) {
+	var vs []Violation
+	bad := func(rule, format string, args ...any) {
+		vs = append(vs, Violation{Rule: rule, Message: fmt.Sprintf(format, args...), err: ErrPromotion})
+	}
+	if strings.TrimSpace(req.ClaimID) == "" {
+		bad("claim", "claim id is blank")
+	}
+	if !req.From.Valid() {
+		bad("status", "from is not a status: %v", req.From)
+	}
+	if !req.To.Valid() {
+		bad("status", "to is not a status: %v", req.To)
+	}
+	if len(vs) > 0 {
+		return Transition{}, newValidationError("promotion", vs)
+	}
+	t := Transition{ClaimID: req.ClaimID, From: req.From, To: req.To}
+	switch {
+	case req.To == req.From:
+		return t, nil
+	case req.To < req.From:
+		t.Direction = Downgrade
+		return t, nil
+	}
+	t.Direction = Upgrade
+	if req.From == StatusSpeculative && req.To == StatusProven {
+		bad("no-direct-proof", "speculative → proven is never allowed directly; promote to supported first")
+	}
+	var ok []Evidence
+	for i, e := range req.Evidence {
+		if e.claimID != req.ClaimID {
+			vs = append(vs, Violation{Path: fmt.Sprintf("evidence[%d]", i), Rule: "claim", Message: fmt.Sprintf("evidence is for claim %q, not %q", e.claimID, req.ClaimID), err: ErrPromotion})
+			continue
+		}
+		if e.success && e.doc != nil {
+			ok = append(ok, e)
+		}
+	}
+	if len(ok) == 0 {
+		bad("evidence", "an upgrade needs grounded validation evidence with success true")
+	} else {
+		t.Derived = DeriveStatus(ok)
+		if t.Derived < req.To {
+			bad("evidence", "the evidence supports %v, not %v", t.Derived, req.To)
+		}
+	}
+	for _, e := range ok {
+		t.Evidence = append(t.Evidence, e.id)
+	}
+	slices.SortFunc(t.Evidence, func(a, b Digest) int { return strings.Compare(string(a[:]), string(b[:])) })
+	if !req.Checks.FeynmanPassed {
+		bad("non-fragility", "the Feynman checks have not passed")
+	}
+	if n := len(req.Checks.SensitivityFailures); n > 0 {
+		bad("non-fragility", "%d sensitivity failure(s): %s", n, strings.Join(req.Checks.SensitivityFailures, ", "))
+	}
+	if req.Approval == nil {
+		bad("approval", "an upgrade needs an approved write intent")
+	}
+	if req.From == StatusRefuted {
+		fresh := 0
+		for _, e := range ok {
+			if !slices.Contains(req.Known, e.id) {
+				fresh++
+			}
+		}
+		if fresh == 0 {
+			bad("refuted", "leaving refuted needs new evidence")
+		}
+		if req.Approval == nil || !req.Approval.Human {
+			bad("refuted", "leaving refuted needs the approval of a human")
+		}
+	}
+	if err := newValidationError("promotion", vs); err != nil {
+		return Transition{}, err
+	}
+	return t, nil
+}
