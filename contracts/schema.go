@@ -3,6 +3,7 @@ package contracts
 import (
 	"bytes"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -137,7 +138,54 @@ func leafViolations(e *jsonschema.ValidationError) []Violation {
 			return out
 		}
 	}
-	return []Violation{{Path: e.InstanceLocation, Rule: rule, Message: e.Message}}
+	msg := e.Message
+	if d := describe(e.AbsoluteKeywordLocation); d != "" {
+		msg += " (" + d + ")"
+	}
+	return []Violation{{Path: e.InstanceLocation, Rule: rule, Message: msg}}
+}
+
+// schemaDocs holds every embedded schema decoded, by $id.
+var schemaDocs = sync.OnceValue(func() map[string]any {
+	docs := map[string]any{}
+	entries, _ := fs.ReadDir(schemaFS, "schemas")
+	for _, e := range entries {
+		b, err := schemaFS.ReadFile(path.Join("schemas", e.Name()))
+		if err != nil {
+			continue
+		}
+		var doc any
+		if json.Unmarshal(b, &doc) == nil {
+			docs[schemaBase+e.Name()] = doc
+		}
+	}
+	return docs
+})
+
+// describe returns the description of the schema object that holds the
+// failing keyword (absolute keyword location "<$id>#<pointer>/<keyword>"),
+// so that "does not match pattern" also says what the pattern is for.
+func describe(absLoc string) string {
+	u, ptr, ok := strings.Cut(absLoc, "#")
+	if !ok {
+		return ""
+	}
+	node := schemaDocs()[u]
+	segs := strings.Split(ptr, "/")
+	if len(segs) < 2 {
+		return ""
+	}
+	for _, seg := range segs[1 : len(segs)-1] {
+		seg = strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~")
+		m, ok := node.(map[string]any)
+		if !ok {
+			return ""
+		}
+		node = m[seg]
+	}
+	m, _ := node.(map[string]any)
+	d, _ := m["description"].(string)
+	return d
 }
 
 // missingProperties extracts the names from the library's message

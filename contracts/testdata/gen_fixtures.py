@@ -351,7 +351,8 @@ INVALID = [
      mutate_explanation(rca, setp(["evidence_refs"], []))),
     ("annotation", "annotation.schema_version_matches_explanation", annotation, setp(["schema_version"], "1.1.0")),
     ("annotation", "schema_version.major_mismatch", annotation, setp(["schema_version"], "3.0.0")),
-    # JSON level
+    # JSON level: a leap second is RFC 3339 but not representable as a Go time.Time
+    ("incident_dossier", "json.decode--leap_second", dossier, setp(["timeline", 2, "timestamp"], "2026-03-02T23:59:60Z")),
     ("rca_report", "json.duplicate_key", rca, None),
     ("rca_report", "json.syntax", rca, None),
 ]
