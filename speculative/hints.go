@@ -26,11 +26,11 @@ type PriorSuggestion struct {
 // (its JSON form says so, so that Guard 1 catches it wherever it leaks).
 type ExperimentHints struct {
 	ClaimID                   string            `json:"claim_id"`
-	CandidateMechanisms       []string          `json:"candidate_mechanisms"`        // from alternatives
-	DiscriminativePredictions []string          `json:"discriminative_predictions"`  // testable predictions
-	SensitivityAxes           []string          `json:"sensitivity_axes"`            // from edge cases
-	PriorSuggestions          []PriorSuggestion `json:"prior_suggestions"`           // from analogies
-	FalsificationCriteria     []string          `json:"falsification_criteria"`      // what would refute
+	CandidateMechanisms       []string          `json:"candidate_mechanisms"`       // from alternatives
+	DiscriminativePredictions []string          `json:"discriminative_predictions"` // testable predictions
+	SensitivityAxes           []string          `json:"sensitivity_axes"`           // from edge cases
+	PriorSuggestions          []PriorSuggestion `json:"prior_suggestions"`          // from analogies
+	FalsificationCriteria     []string          `json:"falsification_criteria"`     // what would refute
 }
 
 // EpistemicStatus is always StatusSpeculative.

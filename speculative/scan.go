@@ -300,6 +300,13 @@ func str[T ~string | ~[]byte](w *walker, s T, quotes bool, depth int, status str
 			return w.limit("encodings", MaxEncodings)
 		}
 		if inner, ok := decodeJSONString([]byte(s[i:])); ok {
+			// The string is one quoted JSON string: a quoted token.
+			if status != "" && isSpeculativeValue(inner) {
+				return w.hit(RuleStatus, status, w.lastKey())
+			}
+			if m, found := tokenMarker(inner); found {
+				return w.hit(RuleQuoted, m, "")
+			}
 			w.enc++
 			stop := str(w, inner, hasQuoteBytes(inner), depth, status)
 			w.enc--
