@@ -131,7 +131,7 @@ func Calibrate(data CalibrationSet, opts ConformalOptions) (Predictor, error) {
 		if len(row) != k {
 			return Predictor{}, invalid("Probs", i, "%d classes, the first row has %d", len(row), k)
 		}
-		if err := checkProbs(fmt.Sprintf("Probs[%d]", i), row); err != nil {
+		if err := checkProbs("Probs", i, row); err != nil {
 			return Predictor{}, err
 		}
 		y := data.Labels[i]
@@ -217,32 +217,35 @@ func (p Predictor) predict(probs []float64, u float64) (PredictionSet, error) {
 	if len(probs) != p.classes {
 		return PredictionSet{}, invalid("probs", -1, "%d classes, calibrated for %d", len(probs), p.classes)
 	}
-	if err := checkProbs("probs", probs); err != nil {
+	if err := checkProbs("probs", -1, probs); err != nil {
 		return PredictionSet{}, err
 	}
-	set := PredictionSet{Classes: p.classes, Alpha: p.opts.Alpha, Labels: []int{}}
 	threshold := func(y int) float64 {
 		if p.classQ != nil {
 			return p.classQ[y]
 		}
 		return p.q
 	}
+	var labels []int
 	switch p.opts.Score {
 	case LAC:
+		n := 0
 		for y, py := range probs {
 			if 1-py <= threshold(y) {
-				set.Labels = append(set.Labels, y)
+				n++
+			}
+		}
+		labels = make([]int, 0, n)
+		for y, py := range probs {
+			if 1-py <= threshold(y) {
+				labels = append(labels, y)
 			}
 		}
 	case APS:
 		var sc scorer
-		scores := sc.aps(probs, u, p.opts.Randomized)
-		for y, s := range scores {
-			if s <= threshold(y) {
-				set.Labels = append(set.Labels, y)
-			}
-		}
+		labels = sc.apsSet(make([]int, 0, 8), probs, u, p.opts.Randomized, threshold, p.classQ == nil)
 	}
+	set := PredictionSet{Classes: p.classes, Alpha: p.opts.Alpha, Labels: labels}
 	return set, nil
 }
 
@@ -274,8 +277,8 @@ func (p Predictor) ClassThresholds() (q []float64, n []int) {
 
 // scorer computes conformity scores, reusing its buffers.
 type scorer struct {
-	order []int
-	out   []float64
+	desc   []float64 // the probabilities sorted in decreasing order
+	prefix []float64 // prefix[i] = desc[0] + … + desc[i−1], summed in that order
 }
 
 // score is the conformity score of class y.
@@ -283,61 +286,107 @@ func (sc *scorer) score(opts ConformalOptions, probs []float64, y int, u float64
 	if opts.Score == LAC {
 		return 1 - probs[y]
 	}
-	return sc.aps(probs, u, opts.Randomized)[y]
+	sc.sort(probs)
+	lo, hi := sc.group(probs[y])
+	if opts.Randomized {
+		return sc.prefix[lo] + u*probs[y]
+	}
+	return sc.prefix[hi]
 }
 
-// aps returns the APS score of every class (a buffer reused by the next
-// call). Classes are visited by decreasing probability and the probability
-// mass is accumulated one class at a time, so calibration and prediction
-// compute bit-identical scores. Classes with equal probability share the
-// deterministic score (the mass up to and including all of them).
-func (sc *scorer) aps(probs []float64, u float64, randomized bool) []float64 {
+// sort fills desc and prefix for probs. The APS score of a class with
+// probability v is read off prefix at the boundaries of v's group of equal
+// values, so calibration and prediction compute bit-identical scores, and
+// classes with equal probability share the deterministic score (the mass
+// up to and including all of them).
+func (sc *scorer) sort(probs []float64) {
 	k := len(probs)
-	if cap(sc.order) < k {
-		sc.order = make([]int, k)
-		sc.out = make([]float64, k)
+	if cap(sc.desc) < k {
+		sc.desc = make([]float64, k)
+		sc.prefix = make([]float64, k+1)
 	}
-	order, out := sc.order[:k], sc.out[:k]
-	for i := range order {
-		order[i] = i
+	sc.desc, sc.prefix = sc.desc[:k], sc.prefix[:k+1]
+	copy(sc.desc, probs)
+	slices.Sort(sc.desc)
+	slices.Reverse(sc.desc)
+	sc.prefix[0] = 0
+	for i, v := range sc.desc {
+		sc.prefix[i+1] = sc.prefix[i] + v
 	}
-	slices.SortFunc(order, func(a, b int) int {
-		if c := cmp.Compare(probs[b], probs[a]); c != 0 {
-			return c
+}
+
+// group returns the half-open range [lo, hi) of desc holding the value v.
+func (sc *scorer) group(v float64) (lo, hi int) {
+	d := sc.desc
+	lo, _ = slices.BinarySearchFunc(d, v, func(e, t float64) int { return cmp.Compare(t, e) })
+	hi = lo
+	for hi < len(d) && d[hi] == v {
+		hi++
+	}
+	return lo, hi
+}
+
+// apsSet appends to labels the classes whose APS score is within their
+// threshold, in ascending order.
+func (sc *scorer) apsSet(labels []int, probs []float64, u float64, randomized bool, threshold func(int) float64, uniform bool) []int {
+	sc.sort(probs)
+	if uniform && !randomized {
+		// One threshold and nested scores: the included classes are those
+		// at or above the smallest probability whose group's cumulative
+		// mass stays within it.
+		q := threshold(0)
+		tau, included := 0.0, false
+		for i := 0; i < len(sc.desc); {
+			j := i
+			for j < len(sc.desc) && sc.desc[j] == sc.desc[i] {
+				j++
+			}
+			if sc.prefix[j] > q {
+				break
+			}
+			tau, included = sc.desc[i], true
+			i = j
 		}
-		return cmp.Compare(a, b)
-	})
-	var run float64
-	for i := 0; i < k; {
-		v := probs[order[i]]
-		before := run
-		j := i
-		for ; j < k && probs[order[j]] == v; j++ {
-			run += probs[order[j]]
+		if !included {
+			return labels
 		}
-		for _, c := range order[i:j] {
-			if randomized {
-				out[c] = before + u*v
-			} else {
-				out[c] = run
+		for y, p := range probs {
+			if p >= tau {
+				labels = append(labels, y)
 			}
 		}
-		i = j
+		return labels
 	}
-	return out
+	for y, p := range probs {
+		lo, hi := sc.group(p)
+		s := sc.prefix[hi]
+		if randomized {
+			s = sc.prefix[lo] + u*p
+		}
+		if s <= threshold(y) {
+			labels = append(labels, y)
+		}
+	}
+	return labels
 }
 
-// checkProbs checks a probability vector.
-func checkProbs(arg string, probs []float64) error {
+// checkProbs checks a probability vector; row ≥ 0 names a row of Probs.
+func checkProbs(arg string, row int, probs []float64) error {
+	name := func() string {
+		if row >= 0 {
+			return fmt.Sprintf("%s[%d]", arg, row)
+		}
+		return arg
+	}
 	var sum float64
 	for i, p := range probs {
-		if err := checkUnit(arg, i, p); err != nil {
-			return err
+		if math.IsNaN(p) || p < 0 || p > 1 {
+			return invalid(name(), i, "%v is not a probability in [0, 1]", p)
 		}
 		sum += p
 	}
 	if math.Abs(sum-1) > SumTolerance {
-		return invalid(arg, -1, "probabilities sum to %v, not 1", sum)
+		return invalid(name(), -1, "probabilities sum to %v, not 1", sum)
 	}
 	return nil
 }

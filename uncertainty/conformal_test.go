@@ -541,3 +541,85 @@ func ExampleScore_String() {
 	fmt.Println(uncertainty.LAC, uncertainty.APS, uncertainty.Score(7))
 	// Output: LAC APS Score(7)
 }
+
+// naiveAPS is the definition of the APS score, summing the probabilities
+// in decreasing order: Σ_{j: p_j ≥ p_y} p_j, or with randomisation
+// Σ_{j: p_j > p_y} p_j + u·p_y.
+func naiveAPS(probs []float64, y int, u float64, randomized bool) float64 {
+	desc := slices.Sorted(slices.Values(probs))
+	slices.Reverse(desc)
+	var s float64
+	for _, v := range desc {
+		if v > probs[y] || (!randomized && v == probs[y]) {
+			s += v
+		}
+	}
+	if randomized {
+		s += u * probs[y]
+	}
+	return s
+}
+
+// Guarantee: prediction sets are exactly {y : s(x, y) ≤ q̂} for the score's
+// definition, ties included, for every score and calibration mode.
+func TestPredictionSetMatchesScoreDefinition(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		k := rapid.IntRange(2, 7).Draw(t, "classes")
+		// Quantised probabilities so that ties are common.
+		row := func(label string) []float64 {
+			w := rapid.SliceOfN(rapid.IntRange(0, 4), k, k).Filter(func(w []int) bool {
+				return slices.Max(w) > 0
+			}).Draw(t, label)
+			var sum float64
+			for _, v := range w {
+				sum += float64(v)
+			}
+			p := make([]float64, k)
+			for i, v := range w {
+				p[i] = float64(v) / sum
+			}
+			return p
+		}
+		score := rapid.SampledFrom([]uncertainty.Score{uncertainty.LAC, uncertainty.APS}).Draw(t, "score")
+		randomized := score == uncertainty.APS && rapid.Bool().Draw(t, "randomized")
+		mondrian := rapid.Bool().Draw(t, "mondrian")
+		n := rapid.IntRange(30, 60).Draw(t, "n")
+		var cal uncertainty.CalibrationSet
+		for i := range n {
+			cal.Probs = append(cal.Probs, row(fmt.Sprint("cal", i)))
+			cal.Labels = append(cal.Labels, i%k)
+			if randomized {
+				cal.U = append(cal.U, rapid.Float64Range(0, 1).Draw(t, "u"))
+			}
+		}
+		p, err := uncertainty.Calibrate(cal, uncertainty.ConformalOptions{Score: score, Alpha: 0.5, Randomized: randomized, ClassConditional: mondrian})
+		require.NoError(t, err)
+		q, _ := p.ClassThresholds()
+		probs := row("test")
+		u := rapid.Float64Range(0, 1).Draw(t, "test u")
+		var set uncertainty.PredictionSet
+		if randomized {
+			set, err = p.PredictRandomized(probs, u)
+		} else {
+			set, err = p.Predict(probs)
+		}
+		require.NoError(t, err)
+		want := []int{}
+		for y := range probs {
+			s := 1 - probs[y]
+			if score == uncertainty.APS {
+				s = naiveAPS(probs, y, u, randomized)
+			}
+			th := p.Threshold()
+			if mondrian {
+				th = q[y]
+			}
+			if s <= th {
+				want = append(want, y)
+			}
+		}
+		if !slices.Equal(set.Labels, want) {
+			t.Fatalf("set %v, definition gives %v (probs %v)", set.Labels, want, probs)
+		}
+	})
+}

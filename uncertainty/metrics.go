@@ -35,19 +35,23 @@ func AUROC(scores []float64, positive []bool) (float64, error) {
 	if npos == 0 || nneg == 0 {
 		return 0, invalid("positive", -1, "need both positive and negative cases (%v positive, %v negative)", npos, nneg)
 	}
-	order := make([]int, len(scores))
-	for i := range order {
-		order[i] = i
+	type case_ struct {
+		score    float64
+		positive bool
 	}
-	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(scores[a], scores[b]) })
+	cases := make([]case_, len(scores))
+	for i, s := range scores {
+		cases[i] = case_{s, positive[i]}
+	}
+	slices.SortFunc(cases, func(a, b case_) int { return cmp.Compare(a.score, b.score) })
 	// Sum the (mid)ranks of the positives; tied scores share the mean of
 	// their ranks.
 	var rankSum float64
-	for i := 0; i < len(order); {
+	for i := 0; i < len(cases); {
 		j := i
 		var pos float64
-		for ; j < len(order) && scores[order[j]] == scores[order[i]]; j++ {
-			if positive[order[j]] {
+		for ; j < len(cases) && cases[j].score == cases[i].score; j++ {
+			if cases[j].positive {
 				pos++
 			}
 		}
