@@ -173,6 +173,11 @@ type Evaluation struct {
 // ESCALATE or REFUSE); if every gate passes the decision is PUBLISH, with
 // any caveats recorded. A bundle without claims is never published.
 //
+// REFUSE is final: a bundle whose decision is already REFUSE (refused by an
+// earlier evaluation, or by its origin) is returned refused, unchanged. To
+// judge the same claims again under another policy or context, evaluate
+// the original bundle, which Evaluate never modifies.
+//
 // Evaluate is pure and deterministic: b is not modified, and the result
 // does not depend on the order of b's claims except for the order of
 // Bundle.Claims itself. Re-evaluating an evaluated bundle recomputes
@@ -186,6 +191,9 @@ func Evaluate(b ClaimBundle, p Policy, c Context) (Evaluation, error) {
 	if !c.Clearance.Valid() {
 		return Evaluation{}, fmt.Errorf("%w: clearance %q is not a risk tier", ErrInvalidContext, c.Clearance)
 	}
+	if b.Decision == DecisionRefuse {
+		return refusedBefore(b), nil
+	}
 	ch := chain{policy: p, ctx: c, out: b.Clone(), inRequired: b.RequiredApprovals}
 	ch.out.RequiredApprovals = requiredApprovers(b, p)
 	ch.out.AuditTrail.GatesPassed = []string{}
@@ -196,6 +204,33 @@ func Evaluate(b ClaimBundle, p Policy, c Context) (Evaluation, error) {
 	ch.sorted = sortedClaims(b.Claims)
 	ch.run()
 	return ch.result(), nil
+}
+
+// refusedBefore returns the evaluation of a bundle whose decision is
+// already REFUSE: the specification's REFUSE fails the bundle, so it stays
+// refused with its reason and audit trail. Only an empty reason and an
+// empty gates_failed are filled in, so that evaluating again is a fixed
+// point.
+func refusedBefore(b ClaimBundle) Evaluation {
+	out := b.Clone()
+	out.Claims = orEmpty(out.Claims)
+	out.RequiredApprovals = orEmpty(out.RequiredApprovals)
+	out.AuditTrail.GatesPassed = orEmpty(out.AuditTrail.GatesPassed)
+	out.AuditTrail.HumanApprovals = orEmpty(out.AuditTrail.HumanApprovals)
+	if out.Reason == "" {
+		out.Reason = "refused before evaluation"
+	}
+	if len(out.AuditTrail.GatesFailed) == 0 {
+		out.AuditTrail.GatesFailed = []string{GateValidation}
+	}
+	return Evaluation{
+		Bundle:    out,
+		Decision:  DecisionRefuse,
+		Reason:    out.Reason,
+		StoppedAt: out.AuditTrail.GatesFailed[len(out.AuditTrail.GatesFailed)-1],
+		Caveats:   cloneSlice(out.AuditTrail.Caveats),
+		Flags:     cloneSlice(out.AuditTrail.Flags),
+	}
 }
 
 type chain struct {

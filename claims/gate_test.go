@@ -298,7 +298,7 @@ func TestValidationGateRefusesInvalidBundles(t *testing.T) {
 	// Output fields of the chain are not judged: a stale or zero decision
 	// and junk notes in the input do not matter.
 	b := mkBundle(fact("a"))
-	b.Decision = ""
+	b.Decision = DecisionEscalate
 	b.AuditTrail.Caveats = []Note{{}}
 	b.AuditTrail.GatesFailed = []string{""}
 	ev, err := Evaluate(b, DefaultPolicy(), clearance(ReadOnly))
@@ -398,4 +398,33 @@ func TestEvaluateDoesNotModifyInput(t *testing.T) {
 	ev.Bundle.Claims[0].EvidencePointers[0].Source = "changed"
 	ev.Bundle.RequiredApprovals[0] = "changed"
 	assert.Equal(t, before, in)
+}
+
+func TestRefuseIsFinal(t *testing.T) {
+	in := mkBundle(mkClaim("d", DecisionClaim, Delete, 0.1, Execute))
+	ev, err := Evaluate(in, approverPolicy(), clearance(Modify))
+	require.NoError(t, err)
+	require.Equal(t, DecisionRefuse, ev.Decision)
+	// The refused bundle stays refused even with a higher clearance...
+	again, err := Evaluate(ev.Bundle, approverPolicy(), clearance(Privilege))
+	require.NoError(t, err)
+	assert.Equal(t, ev.Bundle, again.Bundle)
+	assert.Equal(t, ev.Reason, again.Reason)
+	assert.Equal(t, GateClearance, again.StoppedAt)
+	// ...while the original bundle, untouched, can be judged again.
+	fresh, err := Evaluate(in, approverPolicy(), clearance(Privilege))
+	require.NoError(t, err)
+	assert.Equal(t, DecisionEscalate, fresh.Decision)
+
+	// An origin's own REFUSE is final too.
+	self := mkBundle(fact("a"))
+	self.Decision = DecisionRefuse
+	ev, err = Evaluate(self, DefaultPolicy(), clearance(Privilege))
+	require.NoError(t, err)
+	assert.Equal(t, DecisionRefuse, ev.Decision)
+	assert.Equal(t, "refused before evaluation", ev.Reason)
+	assert.Equal(t, []string{GateValidation}, ev.Bundle.AuditTrail.GatesFailed)
+	again, err = Evaluate(ev.Bundle, DefaultPolicy(), clearance(Privilege))
+	require.NoError(t, err)
+	assert.Equal(t, ev, again)
 }

@@ -37,19 +37,31 @@ type Record struct {
 // bundle and approval with DecodeBundle and DecodeApproval rules, no
 // unknown fields).
 func DecodeRecord(payload []byte) (Record, error) {
-	var r Record
+	var raw struct {
+		Actor     string          `json:"actor"`
+		Clearance RiskTier        `json:"clearance"`
+		Approval  *Approval       `json:"approval"`
+		Bundle    json.RawMessage `json:"bundle"`
+	}
 	dec := json.NewDecoder(bytes.NewReader(payload))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
+	if err := dec.Decode(&raw); err != nil {
 		return Record{}, fmt.Errorf("%w: record: %w", ErrMalformed, err)
 	}
 	if dec.More() {
 		return Record{}, fmt.Errorf("%w: record: trailing data", ErrMalformed)
 	}
-	if !r.Clearance.Valid() {
-		return Record{}, fmt.Errorf("%w: record: clearance %q", ErrMalformed, r.Clearance)
+	if !raw.Clearance.Valid() {
+		return Record{}, fmt.Errorf("%w: record: clearance %q", ErrMalformed, raw.Clearance)
 	}
-	return r, nil
+	if raw.Bundle == nil {
+		return Record{}, fmt.Errorf("%w: record: no bundle", ErrMalformed)
+	}
+	b, err := DecodeBundle(raw.Bundle)
+	if err != nil {
+		return Record{}, err
+	}
+	return Record{Actor: raw.Actor, Clearance: raw.Clearance, Approval: raw.Approval, Bundle: b}, nil
 }
 
 // Session is the shell around Evaluate and RecordApproval: it stamps times
