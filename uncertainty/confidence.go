@@ -270,9 +270,9 @@ type ConfidenceOptions struct {
 	// the interpretation so that the claim carries how trustworthy the
 	// number is.
 	Report *CalibrationReport
-	// Thresholds map the uncertainty to a recommendation; zero means
-	// DefaultThresholds.
-	Thresholds Thresholds
+	// Thresholds map the uncertainty to a recommendation; nil means
+	// DefaultThresholds().
+	Thresholds *Thresholds
 }
 
 // ConfidenceScore turns a model's stated confidence in [0, 1] into an
@@ -283,7 +283,8 @@ func ConfidenceScore(confidence float64, opts ConfidenceOptions) (claims.Uncerta
 	if err := checkUnit("confidence", -1, confidence); err != nil {
 		return claims.Uncertainty{}, err
 	}
-	if err := opts.Thresholds.Validate(); err != nil {
+	th, err := resolve(opts.Thresholds)
+	if err != nil {
 		return claims.Uncertainty{}, err
 	}
 	p := confidence
@@ -303,7 +304,7 @@ func ConfidenceScore(confidence float64, opts ConfidenceOptions) (claims.Uncerta
 		Method:             claims.ConfidenceScore,
 		Value:              v,
 		Interpretation:     text,
-		GateRecommendation: recommend(v, opts.Thresholds.orDefault()),
+		GateRecommendation: recommend(v, th),
 	}, nil
 }
 

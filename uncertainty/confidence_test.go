@@ -217,6 +217,10 @@ func TestConfidenceScore(t *testing.T) {
 	u, err = uncertainty.ConfidenceScore(0.1, uncertainty.ConfidenceOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, claims.Defer, u.GateRecommendation)
+	strict := uncertainty.Thresholds{Execute: 0, Explain: 0}
+	u, err = uncertainty.ConfidenceScore(0.99, uncertainty.ConfidenceOptions{Thresholds: &strict})
+	require.NoError(t, err)
+	assert.Equal(t, claims.Defer, u.GateRecommendation, "zero thresholds defer anything above 0, as a zero claims.Policy does")
 
 	for _, c := range []float64{math.NaN(), -0.01, 1.01, math.Inf(1)} {
 		_, err := uncertainty.ConfidenceScore(c, uncertainty.ConfidenceOptions{})
@@ -224,6 +228,6 @@ func TestConfidenceScore(t *testing.T) {
 	}
 	_, err = uncertainty.ConfidenceScore(0.5, uncertainty.ConfidenceOptions{Calibrator: uncertainty.Platt{A: math.NaN()}})
 	assert.ErrorIs(t, err, uncertainty.ErrInvalidInput)
-	_, err = uncertainty.ConfidenceScore(0.5, uncertainty.ConfidenceOptions{Thresholds: uncertainty.Thresholds{Execute: -1}})
+	_, err = uncertainty.ConfidenceScore(0.5, uncertainty.ConfidenceOptions{Thresholds: &uncertainty.Thresholds{Execute: -1}})
 	assert.ErrorIs(t, err, uncertainty.ErrInvalidInput)
 }

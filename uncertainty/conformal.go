@@ -433,8 +433,8 @@ func (s PredictionSet) check() error {
 //   - an empty set is maximal uncertainty: value 1 and recommendation
 //     REFUSE, because no class is plausible at level α (the input is
 //     unlike the calibration data) and nothing can be asserted;
-//   - otherwise the recommendation comes from the thresholds t (zero t:
-//     DefaultThresholds).
+//   - otherwise the recommendation comes from the thresholds t (use
+//     DefaultThresholds() or ThresholdsFor(policy)).
 func (s PredictionSet) Uncertainty(t Thresholds) (claims.Uncertainty, error) {
 	if err := s.check(); err != nil {
 		return claims.Uncertainty{}, err
@@ -442,7 +442,7 @@ func (s PredictionSet) Uncertainty(t Thresholds) (claims.Uncertainty, error) {
 	if err := t.Validate(); err != nil {
 		return claims.Uncertainty{}, err
 	}
-	return s.uncertainty(t.orDefault(), -1), nil
+	return s.uncertainty(t, -1), nil
 }
 
 // UncertaintyFor maps the set to the value of a claim that asserts class y:
@@ -459,7 +459,7 @@ func (s PredictionSet) UncertaintyFor(y int, t Thresholds) (claims.Uncertainty, 
 	if y < 0 || y >= s.Classes {
 		return claims.Uncertainty{}, invalid("y", -1, "class %d outside [0, %d)", y, s.Classes)
 	}
-	return s.uncertainty(t.orDefault(), y), nil
+	return s.uncertainty(t, y), nil
 }
 
 func (s PredictionSet) uncertainty(t Thresholds, claimed int) claims.Uncertainty {

@@ -392,7 +392,7 @@ func TestAPSScoreAndTies(t *testing.T) {
 }
 
 func TestPredictionSetUncertaintyMapping(t *testing.T) {
-	th := uncertainty.Thresholds{}
+	th := uncertainty.DefaultThresholds()
 	for _, tc := range []struct {
 		name   string
 		labels []int

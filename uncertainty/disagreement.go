@@ -16,9 +16,9 @@ type DisagreementOptions struct {
 	// Temperatures holds one sampling temperature per answer; nil means
 	// DefaultTemperatures. At least 2.
 	Temperatures []float64
-	// Thresholds map the disagreement to a recommendation; zero means
-	// DefaultThresholds.
-	Thresholds Thresholds
+	// Thresholds map the disagreement to a recommendation; nil means
+	// DefaultThresholds().
+	Thresholds *Thresholds
 }
 
 // DisagreementResult is a model-disagreement estimate and what it was
@@ -51,7 +51,7 @@ func ModelDisagreement(ctx context.Context, s Sampler, judge Equivalence, prompt
 	if len(temps) < 2 || len(temps) > MaxAnswers {
 		return DisagreementResult{}, invalid("Temperatures", -1, "%d temperatures; need 2 to %d", len(temps), MaxAnswers)
 	}
-	if err := opts.Thresholds.Validate(); err != nil {
+	if _, err := resolve(opts.Thresholds); err != nil {
 		return DisagreementResult{}, err
 	}
 	answers, err := sample(ctx, s, SampleRequest{Prompt: prompt, Temperatures: append([]float64(nil), temps...)})
@@ -64,7 +64,8 @@ func ModelDisagreement(ctx context.Context, s Sampler, judge Equivalence, prompt
 // ModelDisagreementOf is ModelDisagreement for answers sampled elsewhere;
 // opts.Temperatures is ignored.
 func ModelDisagreementOf(ctx context.Context, judge Equivalence, question string, answers []Answer, opts DisagreementOptions) (DisagreementResult, error) {
-	if err := opts.Thresholds.Validate(); err != nil {
+	th, err := resolve(opts.Thresholds)
+	if err != nil {
 		return DisagreementResult{}, err
 	}
 	if len(answers) < 2 || len(answers) > MaxAnswers {
@@ -93,7 +94,7 @@ func ModelDisagreementOf(ctx context.Context, judge Equivalence, question string
 			Value:  d,
 			Interpretation: fmt.Sprintf("model disagreement %.3f (empirical heuristic): %d answers in %d meaning clusters",
 				d, len(answers), len(cl.Sizes)),
-			GateRecommendation: recommend(d, opts.Thresholds.orDefault()),
+			GateRecommendation: recommend(d, th),
 		},
 	}, nil
 }

@@ -126,7 +126,7 @@ func ExampleCalibrate() {
 
 	for _, probs := range [][]float64{{0.8, 0.1, 0.1}, {0.5, 0.45, 0.05}, {0.34, 0.33, 0.33}} {
 		set, _ := pred.Predict(probs)
-		u, _ := set.Uncertainty(uncertainty.Thresholds{})
+		u, _ := set.Uncertainty(uncertainty.DefaultThresholds())
 		fmt.Printf("%v → %v, %.2f %s\n", probs, set.Labels, u.Value, u.GateRecommendation)
 	}
 
@@ -160,7 +160,7 @@ func ExampleECE() {
 
 func ExampleRecommend() {
 	for _, v := range []float64{0.2, 0.5, 0.6, 0.9} {
-		r, _ := uncertainty.Recommend(v, uncertainty.DefaultThresholds)
+		r, _ := uncertainty.Recommend(v, uncertainty.DefaultThresholds())
 		fmt.Println(v, r)
 	}
 	// Output:

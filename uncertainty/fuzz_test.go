@@ -229,7 +229,7 @@ func FuzzConformal(f *testing.F) {
 				t.Fatalf("bad set %v for %d classes", set.Labels, kk)
 			}
 		}
-		u, err := set.Uncertainty(uncertainty.Thresholds{})
+		u, err := set.Uncertainty(uncertainty.DefaultThresholds())
 		if err != nil || !inUnit(u.Value) || !u.GateRecommendation.Valid() {
 			t.Fatalf("uncertainty %+v, %v", u, err)
 		}

@@ -13,20 +13,29 @@ import (
 //	Execute < value ≤ Explain  → EXPLAIN (proceed with a caveat)
 //	value > Explain            → DEFER   (queue for a human)
 //
-// The zero Thresholds stands for DefaultThresholds. No value alone leads to
-// REFUSE; only conformal prediction recommends it, for a claim that its
-// prediction set excludes (see PredictionSet.Uncertainty).
+// Both bounds are inclusive. No value alone leads to REFUSE; only conformal
+// prediction recommends it, for a claim that its prediction set excludes
+// (see PredictionSet.Uncertainty). The estimators' options take a
+// *Thresholds, nil meaning DefaultThresholds.
 type Thresholds struct {
 	Execute float64
 	Explain float64
 }
 
-// DefaultThresholds are the claim gate's defaults: ≤ 0.50 EXECUTE,
-// ≤ 0.75 EXPLAIN, above DEFER.
-var DefaultThresholds = Thresholds{Execute: 0.50, Explain: 0.75}
+// DefaultThresholds returns the claim gate's defaults: ≤ 0.50 EXECUTE,
+// ≤ 0.75 EXPLAIN, above DEFER (claims.DefaultExecuteMax and
+// claims.DefaultExplainMax).
+func DefaultThresholds() Thresholds {
+	return Thresholds{Execute: claims.DefaultExecuteMax, Explain: claims.DefaultExplainMax}
+}
 
-// Validate checks 0 ≤ Execute ≤ Explain ≤ 1 (the zero value is valid and
-// means DefaultThresholds).
+// ThresholdsFor returns the thresholds of a claims.Policy, so that an
+// estimator recommends what the policy's uncertainty gate will decide.
+func ThresholdsFor(p claims.Policy) Thresholds {
+	return Thresholds{Execute: p.ExecuteMax, Explain: p.ExplainMax}
+}
+
+// Validate checks 0 ≤ Execute ≤ Explain ≤ 1.
 func (t Thresholds) Validate() error {
 	for _, f := range []struct {
 		name string
@@ -42,15 +51,16 @@ func (t Thresholds) Validate() error {
 	return nil
 }
 
-func (t Thresholds) orDefault() Thresholds {
-	if t == (Thresholds{}) {
-		return DefaultThresholds
+// resolve returns *t, checked, or DefaultThresholds when t is nil.
+func resolve(t *Thresholds) (Thresholds, error) {
+	if t == nil {
+		return DefaultThresholds(), nil
 	}
-	return t
+	return *t, t.Validate()
 }
 
 // Recommend maps an uncertainty value to a gate recommendation with the
-// thresholds t (zero t: DefaultThresholds). The value must lie in [0, 1].
+// thresholds t. The value must lie in [0, 1].
 func Recommend(value float64, t Thresholds) (claims.GateRecommendation, error) {
 	if err := checkUnit("value", -1, value); err != nil {
 		return "", err
@@ -58,7 +68,7 @@ func Recommend(value float64, t Thresholds) (claims.GateRecommendation, error) {
 	if err := t.Validate(); err != nil {
 		return "", err
 	}
-	return recommend(value, t.orDefault()), nil
+	return recommend(value, t), nil
 }
 
 func recommend(value float64, t Thresholds) claims.GateRecommendation {

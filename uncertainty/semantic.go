@@ -23,9 +23,9 @@ type SemanticEntropyOptions struct {
 	// and must supply them. Otherwise the discrete estimator over cluster
 	// frequencies (ClusterEntropy) is used.
 	Likelihood bool
-	// Thresholds map the normalised entropy to a recommendation; zero
-	// means DefaultThresholds.
-	Thresholds Thresholds
+	// Thresholds map the normalised entropy to a recommendation; nil means
+	// DefaultThresholds().
+	Thresholds *Thresholds
 }
 
 // SemanticEntropyResult is a semantic-entropy estimate and what it was
@@ -56,7 +56,7 @@ func SemanticEntropy(ctx context.Context, s Sampler, judge Equivalence, prompt s
 	if k < 2 || k > MaxAnswers {
 		return SemanticEntropyResult{}, invalid("K", -1, "%d answers; need 2 to %d", k, MaxAnswers)
 	}
-	if err := opts.Thresholds.Validate(); err != nil {
+	if _, err := resolve(opts.Thresholds); err != nil {
 		return SemanticEntropyResult{}, err
 	}
 	temp := opts.Temperature
@@ -79,7 +79,8 @@ func SemanticEntropy(ctx context.Context, s Sampler, judge Equivalence, prompt s
 // opts.Temperature are ignored; with opts.Likelihood every answer must carry
 // a log-probability.
 func SemanticEntropyOf(ctx context.Context, judge Equivalence, question string, answers []Answer, opts SemanticEntropyOptions) (SemanticEntropyResult, error) {
-	if err := opts.Thresholds.Validate(); err != nil {
+	th, err := resolve(opts.Thresholds)
+	if err != nil {
 		return SemanticEntropyResult{}, err
 	}
 	if len(answers) < 2 || len(answers) > MaxAnswers {
@@ -124,7 +125,7 @@ func SemanticEntropyOf(ctx context.Context, judge Equivalence, question string, 
 			Value:  norm,
 			Interpretation: fmt.Sprintf("semantic entropy %.4f nats (%.3f of the maximum ln %d) from %s: %d answers in %d meaning clusters",
 				h, norm, len(answers), how, len(answers), len(cl.Sizes)),
-			GateRecommendation: recommend(norm, opts.Thresholds.orDefault()),
+			GateRecommendation: recommend(norm, th),
 		},
 	}, nil
 }

@@ -130,7 +130,7 @@ func TestSemanticEntropyErrors(t *testing.T) {
 		"k negative":        {ok, uncertainty.SemanticEntropyOptions{K: -3}, uncertainty.ErrInvalidInput},
 		"k too large":       {ok, uncertainty.SemanticEntropyOptions{K: uncertainty.MaxAnswers + 1}, uncertainty.ErrInvalidInput},
 		"NaN temperature":   {ok, uncertainty.SemanticEntropyOptions{Temperature: math.NaN()}, uncertainty.ErrInvalidInput},
-		"bad thresholds":    {ok, uncertainty.SemanticEntropyOptions{Thresholds: uncertainty.Thresholds{Execute: 0.9, Explain: 0.2}}, uncertainty.ErrInvalidInput},
+		"bad thresholds":    {ok, uncertainty.SemanticEntropyOptions{Thresholds: &uncertainty.Thresholds{Execute: 0.9, Explain: 0.2}}, uncertainty.ErrInvalidInput},
 		"nil sampler":       {nil, uncertainty.SemanticEntropyOptions{}, uncertainty.ErrInvalidInput},
 		"sampler fails":     {&scriptedSampler{fail: true}, uncertainty.SemanticEntropyOptions{}, errModelDown},
 		"too few answers":   {&scriptedSampler{texts: []string{"a"}, short: true}, uncertainty.SemanticEntropyOptions{}, uncertainty.ErrSampler},
@@ -204,15 +204,18 @@ func TestRecommendThresholds(t *testing.T) {
 		th   uncertainty.Thresholds
 		want claims.GateRecommendation
 	}{
-		{0, uncertainty.Thresholds{}, claims.Execute},
-		{0.50, uncertainty.Thresholds{}, claims.Execute},
-		{math.Nextafter(0.50, 1), uncertainty.Thresholds{}, claims.Explain},
-		{0.75, uncertainty.Thresholds{}, claims.Explain},
-		{math.Nextafter(0.75, 1), uncertainty.Thresholds{}, claims.Defer},
-		{1, uncertainty.Thresholds{}, claims.Defer},
+		{0, uncertainty.DefaultThresholds(), claims.Execute},
+		{0.50, uncertainty.DefaultThresholds(), claims.Execute},
+		{math.Nextafter(0.50, 1), uncertainty.DefaultThresholds(), claims.Explain},
+		{0.75, uncertainty.DefaultThresholds(), claims.Explain},
+		{math.Nextafter(0.75, 1), uncertainty.DefaultThresholds(), claims.Defer},
+		{1, uncertainty.DefaultThresholds(), claims.Defer},
 		{0.3, uncertainty.Thresholds{Execute: 0.2, Explain: 0.4}, claims.Explain},
 		{0.3, uncertainty.Thresholds{Execute: 0.1, Explain: 0.1}, claims.Defer},
 		{1, uncertainty.Thresholds{Execute: 0.1, Explain: 1}, claims.Explain},
+		{0, uncertainty.Thresholds{}, claims.Execute},
+		{0.01, uncertainty.Thresholds{}, claims.Defer},
+		{0.6, uncertainty.ThresholdsFor(claims.DefaultPolicy()), claims.Explain},
 	} {
 		got, err := uncertainty.Recommend(tc.v, tc.th)
 		require.NoError(t, err)
@@ -222,9 +225,9 @@ func TestRecommendThresholds(t *testing.T) {
 		v  float64
 		th uncertainty.Thresholds
 	}{
-		{math.NaN(), uncertainty.Thresholds{}},
-		{-0.1, uncertainty.Thresholds{}},
-		{1.1, uncertainty.Thresholds{}},
+		{math.NaN(), uncertainty.DefaultThresholds()},
+		{-0.1, uncertainty.DefaultThresholds()},
+		{1.1, uncertainty.DefaultThresholds()},
 		{0.5, uncertainty.Thresholds{Execute: 0.6, Explain: 0.5}},
 		{0.5, uncertainty.Thresholds{Execute: math.NaN(), Explain: 0.5}},
 		{0.5, uncertainty.Thresholds{Execute: 0.2, Explain: 1.5}},
@@ -232,4 +235,10 @@ func TestRecommendThresholds(t *testing.T) {
 		_, err := uncertainty.Recommend(bad.v, bad.th)
 		assert.ErrorIs(t, err, uncertainty.ErrInvalidInput, "%v %+v", bad.v, bad.th)
 	}
+}
+
+func TestDefaultThresholdsMatchTheClaimGate(t *testing.T) {
+	assert.Equal(t, uncertainty.ThresholdsFor(claims.DefaultPolicy()), uncertainty.DefaultThresholds())
+	assert.Equal(t, uncertainty.Thresholds{Execute: 0.2, Explain: 0.9},
+		uncertainty.ThresholdsFor(claims.Policy{ExecuteMax: 0.2, ExplainMax: 0.9}))
 }
