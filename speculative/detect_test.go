@@ -94,19 +94,19 @@ func TestKeyNormalisationMatches(t *testing.T) {
 // TestFalsePositiveProfile pins what is NOT a marker.
 func TestFalsePositiveProfile(t *testing.T) {
 	for _, doc := range []string{
-		`{"note":"the hypothesis was speculative at first"}`,             // bare word in prose
-		`{"lane":"grounded"}`,                                            // lane with another value
-		`{"epistemic_status":"supported"}`,                               // status with another value
-		`{"epistemic_status":"non-speculative"}`,                         // not the value
-		`{"status":"speculative"}`,                                       // not a status key
-		`{"tags":["speculative"]}`,                                       // a bare string value
-		`{"speculative":true}`,                                           // not a marker key
-		`{"alternative":"x","analogy":"y","edge_case":"z"}`,              // singular forms
-		`{"lanes":"speculative"}`,                                        // not "lane"
-		`{"speculative_hypothesis_count":3}`,                             // not the context family
-		`{"note":"it's speculative, isn't it"}`,                          // apostrophes, no quoted token
-		`{"note":"{not json but mentions speculative}"}`,                 // unparseable, no quote
-		`{"n":1.5e3,"b":false,"z":null,"s":"","a":[],"o":{}}`,            // scalars and empties
+		`{"note":"the hypothesis was speculative at first"}`,            // bare word in prose
+		`{"lane":"grounded"}`,                                           // lane with another value
+		`{"epistemic_status":"supported"}`,                              // status with another value
+		`{"epistemic_status":"non-speculative"}`,                        // not the value
+		`{"status":"speculative"}`,                                      // not a status key
+		`{"tags":["speculative"]}`,                                      // a bare string value
+		`{"speculative":true}`,                                          // not a marker key
+		`{"alternative":"x","analogy":"y","edge_case":"z"}`,             // singular forms
+		`{"lanes":"speculative"}`,                                       // not "lane"
+		`{"speculative_hypothesis_count":3}`,                            // not the context family
+		`{"note":"it's speculative, isn't it"}`,                         // apostrophes, no quoted token
+		`{"note":"{not json but mentions speculative}"}`,                // unparseable, no quote
+		`{"n":1.5e3,"b":false,"z":null,"s":"","a":[],"o":{}}`,           // scalars and empties
 		`{"nested":"{\"lane\":\"grounded\",\"note\":\"speculative\"}"}`, // JSON in a string, clean
 	} {
 		v := decode(t, doc)

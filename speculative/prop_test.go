@@ -38,13 +38,13 @@ type (
 	}
 )
 
-func (n nScalar) render(bool) any   { return n.v }
-func (n nScalar) hasMarker() bool   { return false }
-func (n nText) hasMarker() bool     { return n.quoted != "" }
-func (n nArray) hasMarker() bool    { return anyMarker(n.elems) }
-func (n nObject) hasMarker() bool   { return anyMarker(n.vals) }
-func (n nEncoded) hasMarker() bool  { return n.inner.hasMarker() }
-func (n nMarker) hasMarker() bool   { return true }
+func (n nScalar) render(bool) any  { return n.v }
+func (n nScalar) hasMarker() bool  { return false }
+func (n nText) hasMarker() bool    { return n.quoted != "" }
+func (n nArray) hasMarker() bool   { return anyMarker(n.elems) }
+func (n nObject) hasMarker() bool  { return anyMarker(n.vals) }
+func (n nEncoded) hasMarker() bool { return n.inner.hasMarker() }
+func (n nMarker) hasMarker() bool  { return true }
 func (n nEncoded) render(m bool) any {
 	b, err := json.Marshal(n.inner.render(m))
 	if err != nil {
