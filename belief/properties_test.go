@@ -214,8 +214,6 @@ func TestReplayability(t *testing.T) {
 		// The rebuilt session continues exactly like the original.
 		orig, twin := *ss, *ss
 		twin.s = r2
-		seed := rapid.Int().Draw(t, "seed")
-		_ = seed
 		for range 3 {
 			st := orig.stamps.next()
 			req := belief.EliminateRequest{SourceID: "adapter://sre", ObservationID: rapid.SampledFrom([]string{"o1", "o2", "o9"}).Draw(t, "obs"),
@@ -447,14 +445,18 @@ func TestStateMachine(t *testing.T) {
 		}
 		mc := &machine{ss: ss, m: m, pol: belief.Policy{AllowForce: rapid.Bool().Draw(t, "allowForce")}}
 		t.Repeat(map[string]func(*rapid.T){
-			"eliminate":  mc.eliminate,
-			"enter":      mc.enter,
-			"exit":       mc.exit,
-			"conclude":   mc.conclude,
-			"terminate":  mc.terminate,
-			"query":      func(t *rapid.T) { mc.check(t) },
-			"auditTrace": func(t *rapid.T) { evs, err := mc.ss.s.Events(""); require.NoError(t, err); require.Len(t, evs, m.events) },
-			"":           mc.check,
+			"eliminate": mc.eliminate,
+			"enter":     mc.enter,
+			"exit":      mc.exit,
+			"conclude":  mc.conclude,
+			"terminate": mc.terminate,
+			"query":     func(t *rapid.T) { mc.check(t) },
+			"auditTrace": func(t *rapid.T) {
+				evs, err := mc.ss.s.Events("")
+				require.NoError(t, err)
+				require.Len(t, evs, m.events)
+			},
+			"": mc.check,
 		})
 		r, err := belief.Replay(ss.log)
 		if err != nil {

@@ -1,0 +1,417 @@
+package belief_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/verity-go/verity/belief"
+	"github.com/verity-go/verity/trace"
+)
+
+func counterIDs(prefix string) func() string {
+	var n atomic.Int64
+	return func() string { return fmt.Sprintf("%s%06d", prefix, n.Add(1)) }
+}
+
+func fixedClock() func() time.Time {
+	var n atomic.Int64
+	return func() time.Time { return t0.Add(time.Duration(n.Add(1)) * time.Microsecond) }
+}
+
+func newServer(t *testing.T, st belief.Storage, opts ...belief.Option) *belief.Server {
+	t.Helper()
+	srv, err := belief.NewServer(context.Background(), st, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+func TestServerRecordsEveryEventInTrace(t *testing.T) {
+	ctx := context.Background()
+	srv := newServer(t, belief.NewMemoryStorage(), belief.WithIDs(counterIDs("id-")), belief.WithClock(fixedClock()))
+	sess, st, err := srv.Declare(ctx, belief.DeclareRequest{Ontology: onto, Hypotheses: []string{"a", "b", "c"}})
+	require.NoError(t, err)
+	assert.Equal(t, "id-000001", sess.ID())
+	assert.Equal(t, 3, st.NSurvivors())
+
+	r, _, err := sess.Eliminate(ctx, belief.EliminateRequest{SourceID: "s", ObservationID: "o1", Eliminated: []string{"a"}})
+	require.NoError(t, err)
+	again, _, err := sess.Eliminate(ctx, belief.EliminateRequest{SourceID: "s", ObservationID: "o1", Eliminated: []string{"a"}})
+	require.NoError(t, err)
+	assert.True(t, again.Repeated)
+	assert.Equal(t, r.AuditEventID, again.AuditEventID)
+	_, _, err = sess.EnterObligation(ctx, belief.ObligationRequest{ObligationID: "ob", MinTotalEliminations: 1})
+	require.NoError(t, err)
+	_, _, err = sess.Eliminate(ctx, belief.EliminateRequest{SourceID: "s", ObservationID: "o2", Eliminated: []string{"b"}})
+	require.NoError(t, err)
+	ex, _, err := sess.RequestExit(ctx, belief.ExitRequest{ObligationID: "ob"})
+	require.NoError(t, err)
+	assert.True(t, ex.Approved)
+	c, _, err := sess.DeclareConclusion(ctx, belief.ConclusionRequest{ConclusionID: "root-cause"})
+	require.NoError(t, err)
+	assert.True(t, c.Accepted)
+	term, st, err := sess.RequestTermination(ctx, belief.TerminationRequest{})
+	require.NoError(t, err)
+	assert.True(t, term.Approved)
+	assert.True(t, st.Terminated())
+
+	// One trace entry per recorded event (the repeat added none), kinds
+	// named after the verbs, payloads equal to the canonical audit entries.
+	head, err := sess.Log().Verify(ctx)
+	require.NoError(t, err)
+	evs, err := sess.Events(ctx, "")
+	require.NoError(t, err)
+	require.Equal(t, uint64(len(evs)), head.Size)
+	assert.Equal(t, uint64(7), head.Size)
+	i := 0
+	for e, err := range sess.Log().Entries(ctx, 0) {
+		require.NoError(t, err)
+		assert.Equal(t, evs[i].Verb.Kind(), e.Kind)
+		c, err := evs[i].Canonical()
+		require.NoError(t, err)
+		assert.Equal(t, string(c), string(e.Payload))
+		assert.True(t, e.Time.Equal(evs[i].Time), "the trace entry carries the event's time")
+		i++
+	}
+	rebuilt, err := belief.Replay(evs)
+	require.NoError(t, err)
+	snap, err := sess.Snapshot(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, snap, rebuilt.Snapshot())
+}
+
+func TestServerDefaultIDsAreUUIDv7(t *testing.T) {
+	srv := newServer(t, belief.NewMemoryStorage())
+	sess, st, err := srv.Declare(context.Background(), belief.DeclareRequest{Hypotheses: []string{"a"}})
+	require.NoError(t, err)
+	for _, s := range []string{sess.ID(), *st.Snapshot().AuditHeadEventID} {
+		u, err := uuid.Parse(s)
+		require.NoError(t, err)
+		assert.Equal(t, uuid.Version(7), u.Version())
+	}
+}
+
+func TestServerSessionNotFound(t *testing.T) {
+	srv := newServer(t, belief.NewMemoryStorage())
+	_, err := srv.Session(context.Background(), "nope")
+	requireCode(t, err, belief.CodeSessionNotFound)
+	dir := t.TempDir()
+	fs, err := belief.NewFileStorage(dir, trace.FileOptions{})
+	require.NoError(t, err)
+	fsrv := newServer(t, fs)
+	for _, id := range []string{"nope", "../etc/passwd", "", "a/b"} {
+		_, err = fsrv.Session(context.Background(), id)
+		requireCode(t, err, belief.CodeSessionNotFound)
+	}
+}
+
+func TestServerInvalidDeclareCreatesNothing(t *testing.T) {
+	st := belief.NewMemoryStorage()
+	srv := newServer(t, st)
+	_, _, err := srv.Declare(context.Background(), belief.DeclareRequest{})
+	requireCode(t, err, belief.CodeInvalidRequest)
+	ids, err := st.List(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, ids)
+}
+
+func TestExpectHead(t *testing.T) {
+	ctx := context.Background()
+	srv := newServer(t, belief.NewMemoryStorage())
+	sess, st, err := srv.Declare(ctx, belief.DeclareRequest{Hypotheses: []string{"a", "b", "c"}})
+	require.NoError(t, err)
+	head := *st.Snapshot().AuditHeadEventID
+	_, st2, err := sess.Eliminate(ctx, belief.EliminateRequest{SourceID: "s", ObservationID: "o1", Eliminated: []string{"a"}}, belief.ExpectHead(head))
+	require.NoError(t, err)
+	// The old head is now stale.
+	_, st3, err := sess.Eliminate(ctx, belief.EliminateRequest{SourceID: "s", ObservationID: "o2", Eliminated: []string{"b"}}, belief.ExpectHead(head))
+	requireCode(t, err, belief.CodeConflict)
+	assert.ErrorIs(t, err, belief.ErrStaleHead)
+	assert.Equal(t, st2.Snapshot(), st3.Snapshot(), "nothing applied")
+	var be *belief.Error
+	require.ErrorAs(t, err, &be)
+	assert.Equal(t, *st2.Snapshot().AuditHeadEventID, be.Details["audit_head_event_id"])
+	for _, call := range []func(belief.CallOption) error{
+		func(o belief.CallOption) error {
+			_, _, err := sess.EnterObligation(ctx, belief.ObligationRequest{ObligationID: "x"}, o)
+			return err
+		},
+		func(o belief.CallOption) error {
+			_, _, err := sess.RequestExit(ctx, belief.ExitRequest{ObligationID: "x"}, o)
+			return err
+		},
+		func(o belief.CallOption) error {
+			_, _, err := sess.DeclareConclusion(ctx, belief.ConclusionRequest{ConclusionID: "x"}, o)
+			return err
+		},
+		func(o belief.CallOption) error {
+			_, _, err := sess.RequestTermination(ctx, belief.TerminationRequest{}, o)
+			return err
+		},
+	} {
+		assert.ErrorIs(t, call(belief.ExpectHead(head)), belief.ErrStaleHead)
+	}
+}
+
+// TestServerConcurrent runs many goroutines over many sessions (run it
+// with -race): every elimination is applied exactly once and every
+// session's log verifies and replays to its snapshot.
+func TestServerConcurrent(t *testing.T) {
+	ctx := context.Background()
+	srv := newServer(t, belief.NewMemoryStorage())
+	const sessions, workers, perWorker = 8, 8, 20
+	hyps := make([]string, workers*perWorker+1)
+	for i := range hyps {
+		hyps[i] = fmt.Sprintf("h%04d", i)
+	}
+	var ids []string
+	for range sessions {
+		s, _, err := srv.Declare(ctx, belief.DeclareRequest{Hypotheses: hyps})
+		require.NoError(t, err)
+		ids = append(ids, s.ID())
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, sessions*workers)
+	for _, id := range ids {
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sess, err := srv.Session(ctx, id)
+				if err != nil {
+					errs <- err
+					return
+				}
+				for i := range perWorker {
+					h := hyps[w*perWorker+i]
+					r, _, err := sess.Eliminate(ctx, belief.EliminateRequest{SourceID: fmt.Sprint("w", w), ObservationID: h, Eliminated: []string{h}})
+					if err != nil || len(r.Applied) != 1 {
+						errs <- fmt.Errorf("eliminate %s: %v %v", h, r, err)
+						return
+					}
+					if _, err := sess.Snapshot(ctx); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		sess, err := srv.Session(ctx, id)
+		require.NoError(t, err)
+		snap, err := sess.Snapshot(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, []string{hyps[len(hyps)-1]}, snap.Survivors)
+		evs, err := sess.Events(ctx, "")
+		require.NoError(t, err)
+		assert.Len(t, evs, 1+workers*perWorker)
+		r, err := belief.Replay(evs)
+		require.NoError(t, err)
+		assert.Equal(t, snap, r.Snapshot())
+		_, err = sess.Log().Verify(ctx)
+		require.NoError(t, err)
+	}
+}
+
+// TestTwoServersShareStore plays two processes over one shared store:
+// each catches up with the other's events before it mutates, appends
+// with AppendAfter and retries on a conflict, so the log never forks and
+// both end in the same state.
+func TestTwoServersShareStore(t *testing.T) {
+	ctx := context.Background()
+	shared := belief.NewMemoryStorage()
+	a := newServer(t, shared, belief.WithIDs(counterIDs("a-")))
+	b := newServer(t, shared, belief.WithIDs(counterIDs("b-")))
+	hyps := make([]string, 41)
+	for i := range hyps {
+		hyps[i] = fmt.Sprintf("h%02d", i)
+	}
+	sa, _, err := a.Declare(ctx, belief.DeclareRequest{Hypotheses: hyps})
+	require.NoError(t, err)
+	sb, err := b.Session(ctx, sa.ID()) // b opens what a created
+	require.NoError(t, err)
+
+	// Sequential interleaving: each sees the other's effect.
+	_, _, err = sa.Eliminate(ctx, belief.EliminateRequest{SourceID: "a", ObservationID: "1", Eliminated: []string{"h00"}})
+	require.NoError(t, err)
+	r, _, err := sb.Eliminate(ctx, belief.EliminateRequest{SourceID: "b", ObservationID: "1", Eliminated: []string{"h00", "h01"}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"h01"}, r.Applied)
+	assert.Equal(t, []string{"h00"}, r.Ignored, "b caught up with a's elimination")
+	// The idempotence table is shared through the log too.
+	rep, _, err := sb.Eliminate(ctx, belief.EliminateRequest{SourceID: "a", ObservationID: "1", Eliminated: []string{"h00"}})
+	require.NoError(t, err)
+	assert.True(t, rep.Repeated)
+	_, _, err = sb.Eliminate(ctx, belief.EliminateRequest{SourceID: "a", ObservationID: "1", Eliminated: []string{"h05"}})
+	requireCode(t, err, belief.CodeConflict)
+	// Optimistic concurrency sees the other server's head.
+	st, err := sa.State(ctx)
+	require.NoError(t, err)
+	head, _ := st.Head()
+	_, _, err = sb.EnterObligation(ctx, belief.ObligationRequest{ObligationID: "ob", MinTotalEliminations: 0}, belief.ExpectHead(head))
+	require.NoError(t, err)
+	_, _, err = sa.Eliminate(ctx, belief.EliminateRequest{SourceID: "a", ObservationID: "2", Eliminated: []string{"h02"}}, belief.ExpectHead(head))
+	assert.ErrorIs(t, err, belief.ErrStaleHead)
+	ex, _, err := sa.RequestExit(ctx, belief.ExitRequest{ObligationID: "ob"})
+	require.NoError(t, err, "a sees b's obligation")
+	assert.True(t, ex.Approved)
+
+	// Concurrent writers on both servers.
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for w, sess := range []*belief.Session{sa, sb, sa, sb} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 2 + w; i < len(hyps)-1; i += 4 {
+				if _, _, err := sess.Eliminate(ctx, belief.EliminateRequest{SourceID: "c", ObservationID: hyps[i], Eliminated: []string{hyps[i]}}); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	snapA, err := sa.Snapshot(ctx)
+	require.NoError(t, err)
+	snapB, err := sb.Snapshot(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, snapA, snapB)
+	assert.Equal(t, []string{hyps[len(hyps)-1]}, snapA.Survivors)
+	evs, err := sa.Events(ctx, "")
+	require.NoError(t, err)
+	r2, err := belief.Replay(evs)
+	require.NoError(t, err)
+	assert.Equal(t, snapA, r2.Snapshot())
+	_, err = sa.Log().Verify(ctx)
+	require.NoError(t, err)
+	// A third server started now replays the whole shared log.
+	c := newServer(t, shared)
+	assert.Equal(t, []string{sa.ID()}, c.Sessions())
+	sc, err := c.Session(ctx, sa.ID())
+	require.NoError(t, err)
+	snapC, err := sc.Snapshot(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, snapA, snapC)
+}
+
+func TestCatchUpRejectsForeignEntries(t *testing.T) {
+	ctx := context.Background()
+	shared := belief.NewMemoryStorage()
+	srv := newServer(t, shared)
+	sess, _, err := srv.Declare(ctx, belief.DeclareRequest{Hypotheses: []string{"a", "b"}})
+	require.NoError(t, err)
+	store, err := shared.Open(ctx, sess.ID())
+	require.NoError(t, err)
+	intruder, err := trace.New(store)
+	require.NoError(t, err)
+	_, err = intruder.Append(ctx, "kernel.execute", []byte(`{"x":1}`))
+	require.NoError(t, err)
+	_, _, err = sess.Eliminate(ctx, belief.EliminateRequest{SourceID: "s", ObservationID: "o", Eliminated: []string{"a"}})
+	var re *belief.ReplayError
+	require.ErrorAs(t, err, &re)
+	assert.Equal(t, 1, re.Index)
+}
+
+// TestServerRestartFileStorage stops a server over a FileStorage and
+// starts a new one on the same directory: every session comes back by
+// replay, with the same snapshot and log, and keeps working.
+func TestServerRestartFileStorage(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	fs, err := belief.NewFileStorage(dir, trace.FileOptions{})
+	require.NoError(t, err)
+	srv, err := belief.NewServer(ctx, fs)
+	require.NoError(t, err)
+	want := map[string]belief.Snapshot{}
+	wantEvents := map[string][]belief.AuditEntry{}
+	for i := range 3 {
+		sess, _, err := srv.Declare(ctx, belief.DeclareRequest{Ontology: onto, Hypotheses: []string{"a", "b", "c", "😀"},
+			Metadata: json.RawMessage(`{"n":` + fmt.Sprint(i) + `}`)})
+		require.NoError(t, err)
+		for j := range i + 1 {
+			_, _, err := sess.Eliminate(ctx, belief.EliminateRequest{SourceID: "s", ObservationID: fmt.Sprint(j), Eliminated: []string{[]string{"a", "😀", "b"}[j]}})
+			require.NoError(t, err)
+		}
+		if i == 2 {
+			_, _, err := sess.RequestTermination(ctx, belief.TerminationRequest{})
+			require.NoError(t, err)
+		}
+		want[sess.ID()], err = sess.Snapshot(ctx)
+		require.NoError(t, err)
+		wantEvents[sess.ID()], err = sess.Events(ctx, "")
+		require.NoError(t, err)
+	}
+	require.NoError(t, srv.Close())
+
+	srv2, err := belief.NewServer(ctx, fs)
+	require.NoError(t, err)
+	defer srv2.Close()
+	assert.Len(t, srv2.Sessions(), 3)
+	for id, snap := range want {
+		sess, err := srv2.Session(ctx, id)
+		require.NoError(t, err)
+		got, err := sess.Snapshot(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, snap, got)
+		evs, err := sess.Events(ctx, "")
+		require.NoError(t, err)
+		assert.Equal(t, wantEvents[id], evs)
+		if snap.Terminated {
+			_, _, err = sess.Eliminate(ctx, belief.EliminateRequest{SourceID: "s", ObservationID: "new", Eliminated: []string{"c"}})
+			requireCode(t, err, belief.CodeSessionTerminated)
+			continue
+		}
+		// The idempotence table came back too.
+		r, _, err := sess.Eliminate(ctx, belief.EliminateRequest{SourceID: "s", ObservationID: "0", Eliminated: []string{"a"}})
+		require.NoError(t, err)
+		assert.True(t, r.Repeated)
+		_, _, err = sess.Eliminate(ctx, belief.EliminateRequest{SourceID: "s", ObservationID: "new", Eliminated: []string{"c"}})
+		require.NoError(t, err)
+	}
+}
+
+func TestServerRestartRefusesTamperedLog(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	fs, err := belief.NewFileStorage(dir, trace.FileOptions{})
+	require.NoError(t, err)
+	srv, err := belief.NewServer(ctx, fs)
+	require.NoError(t, err)
+	sess, _, err := srv.Declare(ctx, belief.DeclareRequest{Hypotheses: []string{"a", "b"}})
+	require.NoError(t, err)
+	id := sess.ID()
+	require.NoError(t, srv.Close())
+	// Append an event that is a valid trace entry but not a valid belief
+	// event: its verb does not match its kind.
+	store, err := fs.Open(ctx, id)
+	require.NoError(t, err)
+	l, err := trace.New(store)
+	require.NoError(t, err)
+	_, err = l.Append(ctx, "belief.eliminate", []byte(`{"not":"an audit entry"}`))
+	require.NoError(t, err)
+	require.NoError(t, store.Close())
+	_, err = belief.NewServer(ctx, fs)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), id)
+	var re *belief.ReplayError
+	assert.True(t, errors.As(err, &re))
+}
