@@ -1,0 +1,160 @@
+package contracts_test
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/verity-go/verity/contracts"
+)
+
+func ExampleValidate() {
+	doc := []byte(`{
+	  "schema_version": "1.0.0",
+	  "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
+	  "primary_label": "network_failure",
+	  "summary": "inventory-api answered 503",
+	  "confidence": 1.2,
+	  "evidence_refs": [{
+	    "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
+	    "span_id": "00f067aa0ba902b7",
+	    "kind": "RETRIEVAL_CHUNK",
+	    "ref": "tool:00f067aa0ba902b7",
+	    "excerpt_hash": "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+	  }],
+	  "remediation": [],
+	  "gaps": []
+	}`)
+	err := contracts.Validate(contracts.KindRCAReport, doc)
+	var ve *contracts.ValidationError
+	if errors.As(err, &ve) {
+		for _, v := range ve.Violations {
+			fmt.Printf("%s %s\n", v.Path, v.Rule)
+		}
+	}
+	// Output:
+	// /confidence schema.maximum
+	// /evidence_refs/0/ref evidence_ref.kind_mismatch
+	// /primary_label schema.enum
+}
+
+func ExampleDecodeRunRecord() {
+	doc := []byte(`{
+	  "schema_version": "1.2.0",
+	  "run_id": "run-1", "run_type": "rca", "status": "failed",
+	  "started_at": "2026-03-02T10:20:00Z", "completed_at": "2026-03-02T10:20:31Z",
+	  "dataset_ref": {},
+	  "input_ref": {"trace_ids": ["4bf92f3577b34da6a3ce929d0e0e4736"], "time_window": {}},
+	  "runtime_ref": {
+	    "engine_version": "0.4.1", "model_provider": "openai", "model_name": "gpt-4o-mini",
+	    "temperature": 0, "prompt_template_hash": "",
+	    "budget": {"max_iterations": 40, "max_depth": 2, "max_tool_calls": 200, "max_subcalls": 80, "max_wall_time_sec": 180},
+	    "usage": {"iterations": 2, "depth_reached": 0, "tool_calls": 1, "llm_subcalls": 1, "tokens_in": 900, "tokens_out": 40, "cost_usd": 0.001},
+	    "state_trajectory": [], "subcall_metadata": [], "repl_trajectory": []
+	  },
+	  "output_ref": {},
+	  "writeback_ref": {"phoenix_annotation_ids": [], "writeback_status": "failed", "annotation_names": [], "annotator_kinds": []}
+	}`)
+	rec, err := contracts.DecodeRunRecord(doc)
+	fmt.Println(rec.RunID, rec.Status)
+	fmt.Println(err)
+	// Output:
+	// run-1 failed
+	// contracts: invalid run_record: 1 violation(s); /error: run_record.error_required_on_failure: a run with status failed must carry error
+}
+
+func ExampleParseID() {
+	id, err := contracts.ParseID("retrieval:b7ad6b7169203331:3:kb/returns-policy.md:chunk=12")
+	fmt.Println(id.Form, id.SpanID, id.Position, id.DocumentID, id.ChunkID, err)
+	_, err = contracts.ParseID("retrieval:b7ad6b7169203331:03:kb/returns-policy.md")
+	fmt.Println(err)
+	// Output:
+	// retrieval b7ad6b7169203331 3 kb/returns-policy.md 12 <nil>
+	// contracts: bad canonical id "retrieval:b7ad6b7169203331:03:kb/returns-policy.md": document position has a leading zero
+}
+
+func ExampleRun_Failed() {
+	start := time.Date(2026, 3, 2, 10, 20, 0, 0, time.UTC)
+	run := contracts.Run{
+		RunID: "run-1", RunType: contracts.RunRCA,
+		StartedAt: start, CompletedAt: start.Add(31 * time.Second),
+		Input: contracts.InputRef{TraceIDs: []string{"4bf92f3577b34da6a3ce929d0e0e4736"}},
+		Runtime: contracts.RuntimeRef{
+			EngineVersion: "0.4.1", ModelProvider: "openai", ModelName: "gpt-4o-mini",
+			Budget: contracts.DefaultBudget(),
+		},
+		Writeback: contracts.WritebackRef{WritebackStatus: contracts.WritebackFailed},
+	}
+	rec, err := run.Failed(contracts.RunError{Code: "TRACE_FETCH_TIMEOUT", Message: "Phoenix did not answer", Stage: "collect", Retryable: true})
+	fmt.Println(rec.Status, rec.Error.Code, err)
+	_, err = run.Succeeded("") // a succeeded run must name its artifact
+	fmt.Println(err)
+	// Output:
+	// failed TRACE_FETCH_TIMEOUT <nil>
+	// contracts: invalid run_record: 1 violation(s); /output_ref/artifact_path: run_record.artifact_path_required_on_success: a run with status succeeded must carry output_ref.artifact_path
+}
+
+func ExampleNewComplianceReport() {
+	ref, _ := contracts.NewEvidenceRef(contracts.EvidenceInput{
+		TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", SpanID: "00f067aa0ba902b7",
+		Kind: contracts.EvidenceToolIO, Excerpt: "card 4111 1111 1111 1111",
+	})
+	report, err := contracts.NewComplianceReport("4bf92f3577b34da6a3ce929d0e0e4736", "2026.03", []contracts.ControlFinding{
+		{ControlID: "PII-001", PassFail: contracts.Fail, Severity: contracts.SeverityCritical, Confidence: 0.9,
+			Evidence: contracts.ControlEvidence{EvidenceRefs: []contracts.EvidenceRef{ref}}, Remediation: "mask card numbers"},
+		{ControlID: "SEC-004", PassFail: contracts.NotApplicable, Severity: contracts.SeverityHigh, Confidence: 1},
+	}, 0.9, nil)
+	fmt.Println(report.OverallVerdict, ref.Ref, err)
+	// Output:
+	// non_compliant tool:00f067aa0ba902b7 <nil>
+}
+
+func ExampleNewAnnotation() {
+	ref, _ := contracts.NewEvidenceRef(contracts.EvidenceInput{
+		TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", SpanID: "00f067aa0ba902b7",
+		Kind: contracts.EvidenceToolIO, Excerpt: "HTTP 503",
+	})
+	report, _ := contracts.NewRCAReport(contracts.RCAReport{
+		TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", PrimaryLabel: contracts.LabelToolFailure,
+		Summary: "inventory-api answered 503", Confidence: 0.8, EvidenceRefs: []contracts.EvidenceRef{ref},
+	})
+	a, err := contracts.NewAnnotation(contracts.AnnotationInput{
+		RunID: "run-1", Name: "rca_primary_label", AnnotatorKind: contracts.AnnotatorLLM, Label: string(report.PrimaryLabel),
+	}, report)
+	fmt.Println(a.EngineType, a.SchemaVersion, err)
+	payload, _ := contracts.Marshal(a)
+	fmt.Println(contracts.Validate(contracts.KindAnnotation, payload))
+	// Output:
+	// rca 1.0.0 <nil>
+	// <nil>
+}
+
+func ExampleCheckSchemaVersion() {
+	fmt.Println(contracts.CheckSchemaVersion("1.3.0"))
+	err := contracts.CheckSchemaVersion("2.0.0")
+	fmt.Println(errors.Is(err, contracts.ErrMajorVersion))
+	// Output:
+	// <nil>
+	// true
+}
+
+func ExampleWithResolver() {
+	doc := []byte(`[{"control_id":"PII-001","version":"1","title":"","description":"","severity":"low",
+	  "applies_when":{"app_types":[],"tools":[],"data_domains":[]},"required_evidence":["x"],
+	  "decision_logic_hint":"","remediation_template":""}]`)
+	fmt.Println(contracts.Validate(contracts.KindPolicyControlLibrary, doc))
+
+	report := []byte(`{"schema_version":"1.0.0","trace_id":"t-unknown","primary_label":"tool_failure","summary":"",
+	  "confidence":0.5,"remediation":[],"gaps":[],
+	  "evidence_refs":[{"trace_id":"t-unknown","span_id":"s1","kind":"SPAN","ref":"s1",
+	    "excerpt_hash":"ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"}]}`)
+	known := contracts.NewKnownIDs([]string{"t1"}, []string{"s1"}, nil)
+	vs, _ := contracts.Check(contracts.KindRCAReport, report, contracts.WithResolver(known))
+	for _, v := range vs {
+		fmt.Println(v)
+	}
+	// Output:
+	// <nil>
+	// /evidence_refs/0/trace_id: evidence.unknown_trace: trace "t-unknown" is not known
+	// /trace_id: evidence.unknown_trace: trace "t-unknown" is not known
+}
