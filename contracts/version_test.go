@@ -89,7 +89,7 @@ func TestVersioningRules(t *testing.T) {
 		{"1.4.2", "2.0.0", []Change{ChangeIDFormat}, true},
 		{"1.4.2", "1.5.0", []Change{RemoveRequiredField}, false},
 		{"1.4.2", "2.1.0", []Change{RemoveRequiredField}, false}, // a major bump resets minor
-		{"1.4.2", "1.3.0", nil, false},                          // backwards
+		{"1.4.2", "1.3.0", nil, false},                           // backwards
 		{"1.4.2", "1.5.1", []Change{AddOptionalField}, false},    // a minor bump resets patch
 	}
 	for _, c := range cases {

@@ -1,0 +1,189 @@
+// Package contracts implements the Formal Contracts specification: the
+// machine-checked shapes of what an evaluator run leaves behind — RunRecord,
+// RCAReport, ComplianceReport, IncidentDossier, PolicyControl (and control
+// libraries) and the annotation payload written back to the trace store.
+//
+// Every contract exists three times, kept in step by tests: as Go types
+// (RunRecord, RCAReport, ...), as a published JSON Schema (draft 2020-12,
+// one file per kind in contracts/schemas/, so that programs in other
+// languages can check the same shapes), and as semantic rules in Go for what
+// a schema cannot say (cross-field rules, id grammar, ordering by instant).
+//
+// # Kinds
+//
+// A Kind names a contract everywhere — API, the examples/validate command and
+// schema file names: run_record, rca_report, compliance_report,
+// incident_dossier, policy_control, policy_control_library (a JSON array of
+// controls) and annotation.
+//
+// # Validating
+//
+// Validate(kind, data) returns nil or a *ValidationError carrying every
+// Violation: a JSON Pointer (RFC 6901) into the document, a rule name and a
+// message, sorted by path (array indices numerically), rule, message. Check
+// returns the same list without the error wrapper. DecodeRunRecord,
+// DecodeRCAReport, ... return the typed value as well. Rule names are stable:
+//
+//   - json.syntax, json.duplicate_key, json.decode: the bytes are not the
+//     JSON the contract needs. Documents are read by the RFC 8785 parser of
+//     internal/canon, so duplicate keys and integers beyond ±(2^53−1) are
+//     refused rather than silently resolved or rounded.
+//   - schema_version.major_mismatch: see Versioning. When it fires it is the
+//     only violation reported, since the rest of the document follows
+//     another contract.
+//   - schema.<keyword> (schema.required, schema.enum, schema.type,
+//     schema.pattern, schema.minimum, ...): the JSON Schema. A missing key is
+//     reported at the key's own path.
+//   - the semantic rules listed by Rules(), e.g. evidence_ref.kind_mismatch,
+//     run_record.error_required_on_failure, incident_dossier.timeline_sorted.
+//
+// A semantic violation at or under a place where the schema already failed
+// is not repeated, and semantic rules are not run on a document that does
+// not decode into its Go type.
+//
+// # What the schemas say
+//
+// Keys are required exactly as the spec's shapes list them, with one
+// reading made explicit: a key whose spec type admits null ("string|null",
+// "RFC3339|null") may be absent, absent meaning null. Three keys are
+// conditional by the spec's own rules: RunRecord.error (required when status
+// is failed), output_ref.artifact_path (required when succeeded) and
+// suspected_change.diff_ref (required unless change_type is unknown);
+// suspected_change itself is optional ("if asserted"). Closed vocabularies
+// are exactly the spec's enums. Ids and names are non-empty strings; times
+// are RFC 3339 in UTC spelled with Z (+00:00 and other offsets are refused,
+// and so is a leap second, which time.Time cannot hold); confidences are
+// numbers in [0, 1] (booleans and strings are refused; JSON has no NaN and
+// the builders refuse it); excerpt_hash is 64 lower-case hex digits; counts
+// are non-negative integers. Unknown keys are accepted: a newer minor
+// version may add optional fields.
+//
+// The schemas carry absolute $ids under
+// https://github.com/verity-go/verity/contracts/schemas/, are embedded with
+// go:embed and compiled once. The compiler's loader refuses every URL, so
+// only the embedded $ids resolve: a $ref to a remote or file URL fails with
+// ErrRefused instead of being fetched (TestSchemaRefusesExternalRefs).
+//
+// # Canonical ids
+//
+// ParseID is a real parser for the spec's artifact ids: tool:<span_id>,
+// retrieval:<span_id>:<document_position>:<document_id>[:chunk=<chunk_id>],
+// configdiff:<sha256> and compliance:<control_id>:<sha256>, plus a bare span
+// id. A span id contains no ':'; a position is a decimal integer without
+// sign or leading zero; a document id runs to the first ":chunk=" (it may
+// contain ':' — URLs do); a control id runs to the last ':'; digests are 64
+// lower-case hex digits; no part is empty or holds control characters.
+// ToolID, RetrievalID, ConfigDiffID and ComplianceID build ids from their
+// parts and refuse parts that would not parse back (TestIDRoundTrip).
+//
+// An EvidenceRef's ref must parse and match its kind: TOOL_IO → tool:,
+// RETRIEVAL_CHUNK → retrieval:, CONFIG_DIFF → configdiff:. SPAN and MESSAGE
+// evidence points at a span (a message is carried by the span that logged
+// it), so their ref is the bare span id, equal to the EvidenceRef's span_id;
+// likewise a tool: or retrieval: ref names the EvidenceRef's own span.
+// compliance: ids have no EvidenceRef kind; they appear in artifact_ids
+// lists. ExcerptHash computes excerpt_hash from the excerpt's text.
+//
+// With WithResolver, every trace, span and artifact id a document points at
+// must be known to the Resolver (KnownIDs is a ready-made one).
+//
+// # Semantic rules
+//
+// RunRecord: error when failed; artifact_path when succeeded; usage within
+// budget (iterations, depth, tool calls, subcalls, tokens_in+tokens_out,
+// cost, and completed_at−started_at against max_wall_time_sec) unless status
+// is terminated_budget or partial; completed_at not before started_at; time
+// window in order; artifact_type the contract of run_type. DefaultBudget
+// returns the spec's defaults (40, 2, 200, 80, 300000 tokens, no cost limit,
+// no seed, 180 s).
+//
+// RCAReport: at least one evidence ref. ComplianceReport: each control at
+// most once (and, with WithApplicableControls, every applicable control
+// present); fail needs an evidence pointer (a span id, artifact id or
+// evidence ref — an excerpt hash alone points at nothing);
+// insufficient_evidence needs missing_evidence, and listing
+// missing_evidence requires insufficient_evidence; overall_verdict as
+// OverallVerdict derives it (any fail → non_compliant; otherwise any
+// insufficient_evidence or all not_applicable, including none → needs_review;
+// otherwise compliant). IncidentDossier: a representative trace; evidence
+// on every hypothesis; a timeline non-decreasing as instants (not as
+// strings: "10:15:04.5Z" sorts before "10:15:04Z" as text);
+// a diff_ref of kind CONFIG_DIFF for a suspected change other than unknown.
+// PolicyControl: required_evidence non-empty — the contract has no way to
+// say a control cannot fail, so every control can; in a library,
+// (control_id, version) unique. Annotation: explanation_json is a valid
+// document of the contract matching engine_type (rca → rca_report,
+// policy_compliance → compliance_report, incident_dossier →
+// incident_dossier), its violations reported under annotation.explanation_json,
+// and the annotation's schema_version is the explanation's.
+//
+// Where the spec contradicts itself the rule wins and the example becomes an
+// invalid fixture: the RunRecord shape lists error among "required fields"
+// and types artifact_path "string|null", but the rules make error required
+// only for failed runs and artifact_path required for succeeded ones
+// (run_record.artifact_path_required_on_success.json); the superseded RCA
+// evidence array is refused (schema.required--superseded_evidence_array.json).
+//
+// # Versioning
+//
+// SchemaVersion is 1.0.0. schema_version must be a semantic version; a
+// document whose major version differs is rejected with ErrMajorVersion
+// (errors.Is works on the *ValidationError); a newer minor or patch is
+// accepted, because the spec allows only additive, optional changes within
+// a major version and unknown keys are accepted. PolicyControl has no
+// schema_version (its version is the control's own). RequiredBump,
+// BumpBetween and CheckRelease implement the spec's compatibility rules for
+// publishing a new version: optional fields and enum extensions need a
+// minor bump, clarifications a patch, removed required fields, changed enum
+// semantics and changed id formats a major one.
+//
+// # Building documents
+//
+// The constructors only return valid documents: each one marshals its
+// result, validates it with every rule and returns a *ValidationError
+// instead if anything fails (TestBuildersOnlyProduceValidDocuments).
+// Run.Succeeded, Run.Failed, Run.Partial and Run.TerminatedBudget write the
+// RunRecord of each outcome; NewEvidenceRef derives refs and excerpt hashes;
+// NewComplianceReport derives the overall verdict; NewIncidentDossier orders
+// the timeline by instant; NewAnnotation embeds a report as canonical JSON.
+// Marshal writes canonical JSON (RFC 8785).
+//
+//	rec, err := run.Failed(contracts.RunError{Code: "TIMEOUT", Message: "...", Stage: "collect"})
+//	...
+//	if err := contracts.Validate(contracts.KindRunRecord, data, contracts.WithResolver(ids)); err != nil {
+//		var ve *contracts.ValidationError
+//		errors.As(err, &ve) // ve.Violations: every broken rule, sorted
+//	}
+//
+// # Guarantees and their tests
+//
+//   - The spec's acceptance checks: TestAcceptance1ContractFixturesParseAndValidate,
+//     TestAcceptance2InvalidEnumValuesFail, TestAcceptance3MissingRequiredEvidenceFieldsFail,
+//     TestAcceptance4WrongIDFormatFails, TestAcceptance5RunRecordRequiredOnFailure.
+//   - Every fixture in testdata/ is validated; each invalid fixture breaks
+//     exactly the rule in its name: TestFixtures. Every rule has a valid and
+//     an invalid case: TestRuleTable.
+//   - Canonical ids round-trip: TestIDRoundTrip, FuzzParseID.
+//   - Builders only produce valid documents: TestBuildersOnlyProduceValidDocuments.
+//   - Timeline order is by instant: TestTimelineSortedByInstant.
+//   - The overall verdict follows the spec's sentence: TestOverallVerdictRule.
+//   - Violations are complete, sorted and deterministic:
+//     TestViolationsAreSortedAndDeterministic, TestConcurrentValidation.
+//   - Decoders never panic on any input: FuzzDecode.
+//   - Major mismatch rejected, newer minor accepted: TestMajorVersionMismatchIsAClearError,
+//     TestCompatibilityMajorOnly, TestVersioningRules.
+//   - No schema outside the embedded set is loaded: TestSchemaRefusesExternalRefs.
+//
+// # What it does not cover
+//
+// "Exactly one RunRecord per invocation" is a property of a store of
+// records, not of one document; it is left to the caller. Which controls
+// apply to a trace is not in the report, so "every applicable control
+// appears" needs WithApplicableControls. Phoenix trace and span ids are
+// opaque non-empty strings: their existence is the Resolver's business.
+// "insufficient_evidence must be used when required evidence is missing"
+// is checked as far as the report states what is missing (missing_evidence);
+// comparing a report against its controls' required_evidence is the
+// evaluator's job. The package is a pure core: no clock, I/O or state, so
+// it has no Session shell; hosts record validated documents themselves.
+package contracts
