@@ -128,6 +128,32 @@ func TestConformalQuantileMonotoneInAlpha(t *testing.T) {
 	})
 }
 
+// The selection behind ConformalQuantile returns the order statistic for
+// every rank, duplicates included.
+func TestConformalQuantileIsOrderStatistic(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(1, 3000).Draw(t, "n")
+		distinct := rapid.IntRange(1, 50).Draw(t, "distinct values")
+		seed := rapid.Uint64().Draw(t, "seed")
+		r := rand.New(rand.NewPCG(seed, 0))
+		scores := make([]float64, n)
+		for i := range scores {
+			scores[i] = float64(r.IntN(distinct))
+		}
+		m := rapid.IntRange(1, 999).Draw(t, "alpha×1000")
+		alpha := float64(m) / 1000
+		k, err := uncertainty.ConformalRank(n, alpha)
+		if err != nil {
+			t.Skip("too small")
+		}
+		q, err := uncertainty.ConformalQuantile(scores, alpha)
+		require.NoError(t, err)
+		if want := slices.Sorted(slices.Values(scores))[k-1]; q != want {
+			t.Fatalf("rank %d of %d: got %v, want %v", k, n, q, want)
+		}
+	})
+}
+
 // Guarantee: prediction sets are nested: lowering α never removes a class.
 func TestPredictionSetsNestedInAlpha(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {

@@ -175,6 +175,9 @@ func sample(ctx context.Context, s Sampler, req SampleRequest) ([]Answer, error)
 			if !a.HasLogProb {
 				return nil, fmt.Errorf("%w: answer %d has no log-probability", ErrSampler, i)
 			}
+			if math.IsNaN(a.LogProb) || math.IsInf(a.LogProb, 0) || a.LogProb > 0 {
+				return nil, fmt.Errorf("%w: answer %d has log-probability %v, not a finite number ≤ 0", ErrSampler, i, a.LogProb)
+			}
 		}
 	}
 	out := make([]Answer, len(answers))

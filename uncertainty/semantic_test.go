@@ -135,14 +135,17 @@ func TestSemanticEntropyErrors(t *testing.T) {
 		"sampler fails":     {&scriptedSampler{fail: true}, uncertainty.SemanticEntropyOptions{}, errModelDown},
 		"too few answers":   {&scriptedSampler{texts: []string{"a"}, short: true}, uncertainty.SemanticEntropyOptions{}, uncertainty.ErrSampler},
 		"no log-probs":      {&scriptedSampler{texts: []string{"a"}}, uncertainty.SemanticEntropyOptions{Likelihood: true}, uncertainty.ErrSampler},
-		"positive log-prob": {&scriptedSampler{texts: []string{"a", "b"}, logProbs: []float64{-1, 2}}, uncertainty.SemanticEntropyOptions{Likelihood: true}, uncertainty.ErrInvalidInput},
+		"positive log-prob": {&scriptedSampler{texts: []string{"a", "b"}, logProbs: []float64{-1, 2}}, uncertainty.SemanticEntropyOptions{Likelihood: true}, uncertainty.ErrSampler},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := uncertainty.SemanticEntropy(ctx, tc.s, judge, "q", tc.opts)
 			assert.ErrorIs(t, err, tc.want)
 		})
 	}
-	_, err := uncertainty.SemanticEntropyOf(ctx, judge, "q", []uncertainty.Answer{{Text: "a"}}, uncertainty.SemanticEntropyOptions{})
+	_, err := uncertainty.SemanticEntropyOf(ctx, judge, "q", []uncertainty.Answer{{Text: "a", LogProb: -1, HasLogProb: true}, {Text: "b", LogProb: 1, HasLogProb: true}},
+		uncertainty.SemanticEntropyOptions{Likelihood: true})
+	assert.ErrorIs(t, err, uncertainty.ErrInvalidInput, "a positive log-probability is not a probability")
+	_, err = uncertainty.SemanticEntropyOf(ctx, judge, "q", []uncertainty.Answer{{Text: "a"}}, uncertainty.SemanticEntropyOptions{})
 	assert.ErrorIs(t, err, uncertainty.ErrInvalidInput, "one answer is not enough")
 	_, err = uncertainty.SemanticEntropyOf(ctx, judge, "q", []uncertainty.Answer{{Text: "a", HasLogProb: true}, {Text: "b"}},
 		uncertainty.SemanticEntropyOptions{Likelihood: true})
