@@ -22,7 +22,7 @@ type rig struct {
 	log *trace.Log
 }
 
-func newRig(t testing.TB) rig {
+func newRig(t tb) rig {
 	t.Helper()
 	mem := NewMemory()
 	log := trace.NewMemoryLog()
