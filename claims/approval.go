@@ -24,7 +24,7 @@ var (
 // approved, REFUSE on any rejection).
 func RecordApproval(b ClaimBundle, a Approval) (ClaimBundle, error) {
 	var v validator
-	v.approval("", a)
+	v.approval(a)
 	if len(v.vs) > 0 {
 		sortViolations(v.vs)
 		return b, &ValidationError{Violations: v.vs}

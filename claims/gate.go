@@ -201,7 +201,7 @@ func Evaluate(b ClaimBundle, p Policy, c Context) (Evaluation, error) {
 	ch.out.AuditTrail.HumanApprovals = orEmpty(ch.out.AuditTrail.HumanApprovals)
 	ch.out.AuditTrail.Caveats = nil
 	ch.out.AuditTrail.Flags = nil
-	ch.sorted = sortedClaims(b.Claims)
+	ch.sorted = sortedClaims(ch.out.Claims)
 	ch.run()
 	return ch.result(), nil
 }
@@ -237,7 +237,7 @@ type chain struct {
 	policy Policy
 	ctx    Context
 	out    ClaimBundle
-	sorted []Claim // claims ordered by id, for order-independent reports
+	sorted []*Claim // ch.out's claims ordered by id, for order-independent reports
 	// inRequired is the input's required approvals (read only).
 	inRequired []string
 	stopped    string
@@ -380,8 +380,7 @@ func (ch *chain) evidence() outcome {
 func (ch *chain) uncertainty() outcome {
 	var refuse, deferred []string
 	var top *Claim
-	for i := range ch.sorted {
-		c := &ch.sorted[i]
+	for _, c := range ch.sorted {
 		switch c.Uncertainty.GateRecommendation {
 		case Refuse:
 			refuse = append(refuse, c.ID)
@@ -435,11 +434,11 @@ func (ch *chain) clearance() outcome {
 }
 
 // highestTier returns the first claim (in id order) of the highest tier.
-func highestTier(sorted []Claim) *Claim {
+func highestTier(sorted []*Claim) *Claim {
 	var top *Claim
-	for i := range sorted {
-		if top == nil || sorted[i].RiskTier.Rank() > top.RiskTier.Rank() {
-			top = &sorted[i]
+	for _, c := range sorted {
+		if top == nil || c.RiskTier.Rank() > top.RiskTier.Rank() {
+			top = c
 		}
 	}
 	return top
@@ -511,8 +510,8 @@ func (ch *chain) humanApproval() outcome {
 	return pass
 }
 
-func hasTier(cs []Claim, t RiskTier) bool {
-	return slices.ContainsFunc(cs, func(c Claim) bool { return c.RiskTier == t })
+func hasTier(cs []*Claim, t RiskTier) bool {
+	return slices.ContainsFunc(cs, func(c *Claim) bool { return c.RiskTier == t })
 }
 
 // requiredApprovers returns the policy's approvers for the DELETE and
@@ -528,7 +527,7 @@ func requiredApprovers(b ClaimBundle, p Policy) []string {
 		}
 	}
 	for _, tier := range []RiskTier{Delete, Privilege} {
-		if hasTier(b.Claims, tier) {
+		if slices.ContainsFunc(b.Claims, func(c Claim) bool { return c.RiskTier == tier }) {
 			add(p.Approvers[tier])
 		}
 	}
@@ -536,9 +535,12 @@ func requiredApprovers(b ClaimBundle, p Policy) []string {
 	return out
 }
 
-func sortedClaims(cs []Claim) []Claim {
-	out := slices.Clone(cs)
-	slices.SortStableFunc(out, func(a, b Claim) int { return strings.Compare(a.ID, b.ID) })
+func sortedClaims(cs []Claim) []*Claim {
+	out := make([]*Claim, len(cs))
+	for i := range cs {
+		out[i] = &cs[i]
+	}
+	slices.SortStableFunc(out, func(a, b *Claim) int { return strings.Compare(a.ID, b.ID) })
 	return out
 }
 

@@ -36,7 +36,7 @@ func Validate(b ClaimBundle) error {
 // relative to the claim).
 func ValidateClaim(c Claim) error {
 	var v validator
-	v.claim("", c)
+	v.claim(c)
 	return asValidationError(v.vs)
 }
 
@@ -44,7 +44,7 @@ func ValidateClaim(c Claim) error {
 // and a value in [0,1] (not NaN).
 func ValidateUncertainty(u Uncertainty) error {
 	var v validator
-	v.uncertainty("", u)
+	v.uncertainty(u)
 	return asValidationError(v.vs)
 }
 
@@ -63,34 +63,73 @@ func bundleViolations(b ClaimBundle) []Violation {
 }
 
 type validator struct {
-	vs []Violation
+	vs   []Violation
+	path []seg
 }
 
-func (v *validator) add(path, rule, format string, args ...any) {
-	v.vs = append(v.vs, Violation{Path: path, Rule: rule, Message: fmt.Sprintf(format, args...)})
+// seg is one step of the path to the value being checked: a member name,
+// or an array index when name is empty.
+type seg struct {
+	name  string
+	index int
 }
 
-func (v *validator) text(path, s string, required bool) {
+// The validator keeps the path to the current value as a stack of
+// segments and renders it only when a violation is reported, so that
+// validating a valid bundle builds no strings.
+func (v *validator) push(name string) { v.path = append(v.path, seg{name: name}) }
+func (v *validator) pushIndex(i int)  { v.path = append(v.path, seg{index: i}) }
+func (v *validator) pop()             { v.path = v.path[:len(v.path)-1] }
+
+// add reports a violation at the current path extended by field (if not
+// empty).
+func (v *validator) add(field, rule, format string, args ...any) {
+	p := ""
+	for _, s := range v.path {
+		if s.name != "" {
+			p = joinPath(p, s.name)
+		} else {
+			p = indexPath(p, s.index)
+		}
+	}
+	if field != "" {
+		p = joinPath(p, field)
+	}
+	v.vs = append(v.vs, Violation{Path: p, Rule: rule, Message: fmt.Sprintf(format, args...)})
+}
+
+func (v *validator) text(field, s string, required bool) {
 	switch {
 	case required && s == "":
-		v.add(path, RuleRequired, "must not be empty")
+		v.add(field, RuleRequired, "must not be empty")
 	case !utf8.ValidString(s):
-		v.add(path, RuleUTF8, "not valid UTF-8")
+		v.add(field, RuleUTF8, "not valid UTF-8")
 	}
 }
 
-func (v *validator) unit(path string, f float64) {
+// texts checks the elements of a list of strings named field.
+func (v *validator) texts(field string, ss []string) {
+	v.push(field)
+	for i, s := range ss {
+		v.pushIndex(i)
+		v.text("", s, true)
+		v.pop()
+	}
+	v.pop()
+}
+
+func (v *validator) unit(field string, f float64) {
 	if math.IsNaN(f) || f < 0 || f > 1 {
-		v.add(path, RuleRange, "%v is outside [0,1]", f)
+		v.add(field, RuleRange, "%v is outside [0,1]", f)
 	}
 }
 
-func enumCheck[T ~string](v *validator, path string, x T, valid func(T) bool) {
+func enumCheck[T ~string](v *validator, field string, x T, valid func(T) bool) {
 	switch {
 	case x == "":
-		v.add(path, RuleRequired, "must not be empty")
+		v.add(field, RuleRequired, "must not be empty")
 	case !valid(x):
-		v.add(path, RuleEnum, "unknown value %q", string(x))
+		v.add(field, RuleEnum, "unknown value %q", string(x))
 	}
 }
 
@@ -104,100 +143,113 @@ func (v *validator) bundle(b ClaimBundle) {
 		v.add("claims", RuleNoClaims, "a bundle needs at least one claim")
 	}
 	seen := make(map[string]int, len(b.Claims))
+	v.push("claims")
 	for i, c := range b.Claims {
-		p := indexPath("claims", i)
-		v.claim(p, c)
-		if c.ID == "" {
-			continue
-		}
-		if first, dup := seen[c.ID]; dup {
-			v.add(joinPath(p, "id"), RuleDuplicateID, "id %q already used by claims[%d]", c.ID, first)
-		} else {
+		v.pushIndex(i)
+		v.claim(c)
+		if first, dup := seen[c.ID]; dup && c.ID != "" {
+			v.add("id", RuleDuplicateID, "id %q already used by claims[%d]", c.ID, first)
+		} else if !dup {
 			seen[c.ID] = i
 		}
+		v.pop()
 	}
+	v.pop()
 	enumCheck(v, "decision", b.Decision, Decision.Valid)
 	v.text("reason", b.Reason, false)
 
 	required := make(map[string]bool, len(b.RequiredApprovals))
+	v.push("required_approvals")
 	for i, a := range b.RequiredApprovals {
-		p := indexPath("required_approvals", i)
-		v.text(p, a, true)
+		v.pushIndex(i)
+		v.text("", a, true)
 		if required[a] && a != "" {
-			v.add(p, RuleDuplicate, "approver %q listed twice", a)
+			v.add("", RuleDuplicate, "approver %q listed twice", a)
 		}
 		required[a] = true
+		v.pop()
 	}
-	v.auditTrail("audit_trail", b.AuditTrail, required)
+	v.pop()
+	v.push("audit_trail")
+	v.auditTrail(b.AuditTrail, required)
+	v.pop()
 }
 
-func (v *validator) auditTrail(path string, a AuditTrail, required map[string]bool) {
-	for i, g := range a.GatesPassed {
-		v.text(indexPath(joinPath(path, "gates_passed"), i), g, true)
-	}
-	for i, g := range a.GatesFailed {
-		v.text(indexPath(joinPath(path, "gates_failed"), i), g, true)
-	}
+func (v *validator) auditTrail(a AuditTrail, required map[string]bool) {
+	v.texts("gates_passed", a.GatesPassed)
+	v.texts("gates_failed", a.GatesFailed)
 	decided := make(map[string]bool, len(a.HumanApprovals))
+	v.push("human_approvals")
 	for i, h := range a.HumanApprovals {
-		p := indexPath(joinPath(path, "human_approvals"), i)
-		v.approval(p, h)
-		if h.Approver == "" {
-			continue
-		}
+		v.pushIndex(i)
+		v.approval(h)
 		switch {
+		case h.Approver == "":
 		case decided[h.Approver]:
-			v.add(joinPath(p, "approver"), RuleDuplicate, "approver %q already decided", h.Approver)
+			v.add("approver", RuleDuplicate, "approver %q already decided", h.Approver)
 		case !required[h.Approver]:
-			v.add(joinPath(p, "approver"), RuleNotRequired, "approver %q is not in required_approvals", h.Approver)
+			v.add("approver", RuleNotRequired, "approver %q is not in required_approvals", h.Approver)
 		}
 		decided[h.Approver] = true
+		v.pop()
 	}
-	for i, n := range a.Caveats {
-		v.note(indexPath(joinPath(path, "caveats"), i), n)
-	}
-	for i, n := range a.Flags {
-		v.note(indexPath(joinPath(path, "flags"), i), n)
+	v.pop()
+	for _, list := range []struct {
+		name  string
+		notes []Note
+	}{{"caveats", a.Caveats}, {"flags", a.Flags}} {
+		v.push(list.name)
+		for i, n := range list.notes {
+			v.pushIndex(i)
+			v.note(n)
+			v.pop()
+		}
+		v.pop()
 	}
 }
 
-func (v *validator) approval(path string, a Approval) {
-	v.text(joinPath(path, "approver"), a.Approver, true)
+func (v *validator) approval(a Approval) {
+	v.text("approver", a.Approver, true)
 	if a.Timestamp.IsZero() {
-		v.add(joinPath(path, "timestamp"), RuleRequired, "missing timestamp")
+		v.add("timestamp", RuleRequired, "missing timestamp")
 	}
-	enumCheck(v, joinPath(path, "decision"), a.Decision, ApprovalDecision.Valid)
-	v.text(joinPath(path, "reason"), a.Reason, false)
+	enumCheck(v, "decision", a.Decision, ApprovalDecision.Valid)
+	v.text("reason", a.Reason, false)
 }
 
-func (v *validator) note(path string, n Note) {
-	v.text(joinPath(path, "claim_id"), n.ClaimID, false)
-	v.text(joinPath(path, "gate"), n.Gate, true)
-	v.text(joinPath(path, "text"), n.Text, true)
+func (v *validator) note(n Note) {
+	v.text("claim_id", n.ClaimID, false)
+	v.text("gate", n.Gate, true)
+	v.text("text", n.Text, true)
 }
 
-func (v *validator) claim(path string, c Claim) {
-	v.text(joinPath(path, "id"), c.ID, true)
-	v.text(joinPath(path, "statement"), c.Statement, true)
-	enumCheck(v, joinPath(path, "claim_type"), c.ClaimType, ClaimType.Valid)
-	enumCheck(v, joinPath(path, "risk_tier"), c.RiskTier, RiskTier.Valid)
-	v.text(joinPath(path, "if_wrong_cost"), c.IfWrongCost, false)
-	v.uncertainty(joinPath(path, "uncertainty"), c.Uncertainty)
+func (v *validator) claim(c Claim) {
+	v.text("id", c.ID, true)
+	v.text("statement", c.Statement, true)
+	enumCheck(v, "claim_type", c.ClaimType, ClaimType.Valid)
+	enumCheck(v, "risk_tier", c.RiskTier, RiskTier.Valid)
+	v.text("if_wrong_cost", c.IfWrongCost, false)
+	v.push("uncertainty")
+	v.uncertainty(c.Uncertainty)
+	v.pop()
 
-	ep := joinPath(path, "evidence_pointers")
+	v.push("evidence_pointers")
 	for i, e := range c.EvidencePointers {
-		v.evidence(indexPath(ep, i), e)
+		v.pushIndex(i)
+		v.evidence(e)
+		v.pop()
 	}
-	switch evidenceStrength(c) {
+	switch evidenceStrength(&c) {
 	case evidenceNone:
 		if c.ClaimType == FactClaim {
-			v.add(ep, RuleEvidenceMissing, "a FACT claim needs at least one evidence pointer")
+			v.add("", RuleEvidenceMissing, "a FACT claim needs at least one evidence pointer")
 		}
 	case evidenceWeak:
 		if c.ClaimType == FactClaim || c.ClaimType == InferenceClaim {
-			v.add(ep, RuleEvidenceWeak, "no evidence pointer has source_confidence >= %.2f", MinSourceConfidence)
+			v.add("", RuleEvidenceWeak, "no evidence pointer has source_confidence >= %.2f", MinSourceConfidence)
 		}
 	}
+	v.pop()
 }
 
 type strength int
@@ -211,7 +263,7 @@ const (
 // evidenceStrength classifies a claim's evidence the way the
 // specification's validate_fact does: none, only weak pointers, or at least
 // one pointer at or above MinSourceConfidence.
-func evidenceStrength(c Claim) strength {
+func evidenceStrength(c *Claim) strength {
 	if len(c.EvidencePointers) == 0 {
 		return evidenceNone
 	}
@@ -223,25 +275,25 @@ func evidenceStrength(c Claim) strength {
 	return evidenceWeak
 }
 
-func (v *validator) evidence(path string, e EvidencePointer) {
-	v.text(joinPath(path, "source"), e.Source, true)
-	v.unit(joinPath(path, "source_confidence"), e.SourceConfidence)
-	switch hp := joinPath(path, "evidence_hash"); {
+func (v *validator) evidence(e EvidencePointer) {
+	v.text("source", e.Source, true)
+	v.unit("source_confidence", e.SourceConfidence)
+	switch {
 	case e.EvidenceHash == "":
-		v.add(hp, RuleRequired, "must not be empty")
+		v.add("evidence_hash", RuleRequired, "must not be empty")
 	case !IsSHA256Hex(e.EvidenceHash):
-		v.add(hp, RuleEvidenceHash, "want 64 lower-case hex digits (SHA-256), got %d characters", len(e.EvidenceHash))
+		v.add("evidence_hash", RuleEvidenceHash, "want 64 lower-case hex digits (SHA-256), got %d characters", len(e.EvidenceHash))
 	}
 	if e.RetrievedAt.IsZero() {
-		v.add(joinPath(path, "retrieved_at"), RuleRequired, "missing retrieved_at time")
+		v.add("retrieved_at", RuleRequired, "missing retrieved_at time")
 	}
 }
 
-func (v *validator) uncertainty(path string, u Uncertainty) {
-	enumCheck(v, joinPath(path, "method"), u.Method, UncertaintyMethod.Valid)
-	v.unit(joinPath(path, "value"), u.Value)
-	v.text(joinPath(path, "interpretation"), u.Interpretation, false)
-	enumCheck(v, joinPath(path, "gate_recommendation"), u.GateRecommendation, GateRecommendation.Valid)
+func (v *validator) uncertainty(u Uncertainty) {
+	enumCheck(v, "method", u.Method, UncertaintyMethod.Valid)
+	v.unit("value", u.Value)
+	v.text("interpretation", u.Interpretation, false)
+	enumCheck(v, "gate_recommendation", u.GateRecommendation, GateRecommendation.Valid)
 }
 
 // IsSHA256Hex reports whether s is exactly 64 lower-case hexadecimal
