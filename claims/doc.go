@@ -1,0 +1,151 @@
+// Package claims implements the ClaimBundle contract: the form in which an
+// agent states what it asserts, with the evidence, uncertainty and risk of
+// each assertion, and the gate chain that decides whether the bundle may be
+// published (PUBLISH), must wait for a human (DEFER, ESCALATE) or is
+// rejected (REFUSE).
+//
+// # The contract
+//
+// A ClaimBundle holds Claims of three types — FACT, INFERENCE and
+// DECISION — each with EvidencePointers, an Uncertainty (method, value in
+// [0,1], interpretation, gate recommendation) and a RiskTier. After
+// evaluation it also carries the decision, its reason, the required
+// approvals and an AuditTrail (gates passed and failed, human approvals).
+// The JSON field names are those of the specification, in snake_case.
+//
+// Every enum is closed and case-sensitive: "FACT" is a claim type, "fact"
+// is not. Risk tiers are ordered by Rank (READ_ONLY < WRITE_LIMITED <
+// MODIFY < DELETE < PRIVILEGE) and always compared by rank, never as
+// strings ("MODIFY" > "DELETE" as strings, yet MODIFY ranks lower).
+//
+// # Decoding and validation
+//
+// DecodeBundle (and DecodeClaim, DecodeEvidencePointer, DecodeUncertainty,
+// DecodeApproval, and the UnmarshalJSON methods that call them) are strict.
+// They reject text that is not exactly one JSON value, duplicate keys,
+// invalid UTF-8, unknown members (names are matched case-sensitively),
+// unknown enum values, numbers outside [0,1], wrong JSON types, missing
+// required members and timestamps that are not RFC 3339 — all of them at
+// once, each with its path, in a *DecodeError. Members that have a default
+// in the specification's reference implementation may be omitted: decision
+// DEFER, empty reason, lists and audit trail, gate_recommendation EXECUTE.
+// Timestamps are normalised to UTC. Marshalling writes the specification's
+// shape (empty lists as [], never null) and refuses unknown enum values.
+//
+// Decoding checks shape; Validate checks the rules, again reporting every
+// violation with its path and rule, sorted: a bundle needs an id, a time,
+// an origin agent and at least one claim; claim ids are unique; a FACT
+// claim needs at least one evidence pointer with source_confidence ≥ 0.60
+// (0.60 passes); every pointer carries an evidence_hash of 64 lower-case
+// hex digits (a SHA-256 — the specification's own 32-digit example is
+// rejected) and a retrieved_at time; INFERENCE evidence is optional but,
+// when present, meets the same standard.
+//
+// # The gate chain
+//
+// Evaluate is a pure function from (bundle, Policy, Context) to an
+// Evaluation holding the evaluated bundle. The gates run in this order and
+// the first that does not pass stops the chain and decides:
+//
+//  1. validation: a bundle that breaks any rule of Validate other than
+//     evidence strength is refused. An empty bundle is refused here, so it
+//     is never published.
+//  2. evidence: a FACT claim without evidence → REFUSE; a FACT or
+//     INFERENCE claim with only weak evidence (all below 0.60) → DEFER.
+//  3. uncertainty: a claim recommending REFUSE → REFUSE; a claim
+//     recommending DEFER → DEFER; the highest claim uncertainty decides
+//     against the policy's thresholds (defaults: ≤ 0.50 passes, ≤ 0.75
+//     passes with a caveat, above 0.75 → DEFER). Each claim above the
+//     first threshold or recommending EXPLAIN adds a caveat (a Note).
+//  4. clearance: the Context's clearance must rank at least as high as
+//     every claim's tier, else REFUSE.
+//  5. the policy's own gates (the Gate interface, or GateFunc), in order.
+//  6. human_approval: a DELETE or PRIVILEGE claim requires the approvers
+//     the policy names for that tier (REFUSE if it names none). Any
+//     rejection → REFUSE; anyone pending → ESCALATE; all approved → pass.
+//     MODIFY claims pass automatically and are flagged (a Note in Flags).
+//
+// If every gate passes the decision is PUBLISH, with the caveats recorded
+// in the audit trail so that they travel with the output. Gate names go to
+// gates_passed and gates_failed; caveats and flags are recorded in the
+// audit trail's "caveats" and "flags" members, which extend the
+// specification and are omitted when empty.
+//
+// Approvals are values too: RecordApproval returns a new bundle with one
+// more human decision (approver, time, decision, reason) and leaves the old
+// one untouched; evaluating that bundle again publishes it once every
+// required approver has approved and refuses it on any rejection. An
+// approval counts only from an approver the bundle already required when
+// it was given. REFUSE is final: a bundle whose decision is REFUSE stays
+// refused when evaluated again (evaluate the original bundle to judge the
+// same claims under another policy or context).
+//
+// # Recording
+//
+// Session is the thin shell: it fills missing ids (UUIDv7) and times from
+// its clock, evaluates with its policy, and appends every evaluation
+// (kind "claims.evaluate") and every approval with the re-evaluation it
+// caused (kind "claims.approve") to a trace.Log as canonical JSON, before
+// returning the result; a decision that could not be recorded is not
+// returned. DecodeRecord reads such an entry back.
+//
+// # Guarantees and the tests that check them
+//
+//   - Strict, lossless JSON: TestDecodeRejects, TestDecodeDefaults,
+//     TestDecodeSpecExamples, TestJSONRoundTripLossless (rapid),
+//     TestRoundTripEvaluatedBundle, and the fuzz targets FuzzDecodeBundle,
+//     FuzzDecodeClaim, FuzzDecodeEvidencePointer, FuzzDecodeUncertainty,
+//     FuzzDecodeApproval (never panic; whatever is accepted marshals and
+//     decodes back to the same value and bytes).
+//   - Every violation, with its path: TestValidateRules,
+//     TestValidateReportsEveryViolationSorted.
+//   - Each gate rule and boundary (0.60, 0.50, 0.75, tier mixes such as
+//     [READ_ONLY, PRIVILEGE]): TestEvidenceGate, TestUncertaintyGate,
+//     TestClearanceGate, TestHumanApprovalGate, TestGateChainOrder,
+//     TestUserGates.
+//   - An empty bundle is never published: TestEmptyBundleNeverPublished,
+//     TestEmptyBundleNeverPublishedProperty.
+//   - Adding a stronger claim never turns REFUSE into PUBLISH:
+//     TestAddingStrongerClaimNeverTurnsRefuseIntoPublish.
+//   - The decision is independent of claim order:
+//     TestDecisionIndependentOfClaimOrder.
+//   - Evaluation is deterministic and never modifies its input:
+//     TestEvaluationDeterministic, TestEvaluateDoesNotModifyInput,
+//     FuzzEvaluate; re-evaluation is a fixed point:
+//     TestReevaluationIsAFixedPoint.
+//   - PUBLISH only after every gate and every required approval:
+//     TestPublishRequiresEveryGate; valid in, valid out:
+//     TestEvaluatedBundleStaysValid.
+//   - Approvals: TestApprovalStateMachine (rapid state machine against a
+//     map of decisions), TestApprovalFlowPublishes,
+//     TestApprovalRejectionRefuses, TestRefuseIsFinal.
+//   - Every decision the Session returns is on the log:
+//     TestSessionRecordsEvaluationsAndApprovals,
+//     TestSessionReturnsNoUnrecordedDecision.
+//
+// # What it does not cover
+//
+// The package does not authenticate anyone. Human approvals inside a
+// bundle are data: a host must only evaluate bundles whose audit trail it
+// built (for instance through Session, whose log shows who approved what
+// and when), or strip approvals from bundles it receives. It does not
+// fetch or hash evidence — evidence_hash is checked for form, not against
+// the source — and it does not estimate uncertainty: the uncertainty
+// package produces the Uncertainty values claims carry. The Context's
+// clearance is taken as given.
+//
+// # Usage
+//
+//	policy := claims.DefaultPolicy()
+//	policy.Approvers = map[claims.RiskTier][]string{claims.Delete: {"dba"}}
+//	s, _ := claims.NewSession(trace.NewMemoryLog(), policy)
+//
+//	b, err := claims.DecodeBundle(agentOutput)   // strict: every problem, with its path
+//	ev, err := s.Evaluate(ctx, b, claims.Context{Actor: "db-agent", Clearance: claims.Delete})
+//	switch ev.Decision {
+//	case claims.DecisionPublish:  // act; show ev.Caveats with the output
+//	case claims.DecisionEscalate: // ask ev.Pending; then s.Approve(ctx, ev.Bundle, …)
+//	case claims.DecisionDefer:    // queue for a human; the agent must do better
+//	case claims.DecisionRefuse:   // log ev.Reason; never act
+//	}
+package claims
