@@ -115,8 +115,9 @@ func Calibrate(data CalibrationSet, opts ConformalOptions) (Predictor, error) {
 	if opts.Randomized != (len(data.U) > 0) || (opts.Randomized && len(data.U) != n) {
 		return Predictor{}, invalid("U", -1, "%d random values for %d examples (randomised: %v)", len(data.U), n, opts.Randomized)
 	}
+	a := decimal(opts.Alpha)
 	if n == 0 {
-		return Predictor{}, &TooSmallError{Class: -1, N: 0, Need: minCalibration(opts.Alpha), Alpha: opts.Alpha}
+		return Predictor{}, &TooSmallError{Class: -1, N: 0, Need: minCalibration(a), Alpha: opts.Alpha}
 	}
 	if n > maxCalibration {
 		return Predictor{}, invalid("Probs", -1, "too many examples")
@@ -149,7 +150,7 @@ func Calibrate(data CalibrationSet, opts ConformalOptions) (Predictor, error) {
 	}
 	p := Predictor{opts: opts, classes: k, n: n}
 	if !opts.ClassConditional {
-		r, err := ConformalRank(n, opts.Alpha)
+		r, err := conformalRank(n, opts.Alpha, a)
 		if err != nil {
 			return Predictor{}, err
 		}
@@ -165,7 +166,7 @@ func Calibrate(data CalibrationSet, opts ConformalOptions) (Predictor, error) {
 	var short []error
 	for y, s := range byClass {
 		p.classN[y] = len(s)
-		r, err := ConformalRank(len(s), opts.Alpha)
+		r, err := conformalRank(len(s), opts.Alpha, a)
 		if err != nil {
 			var ts *TooSmallError
 			if errors.As(err, &ts) {

@@ -31,6 +31,10 @@ func TestConformalRankTable(t *testing.T) {
 		{1, 0.5, 1},       // ⌈2·0.5⌉
 		{10, 0.99, 1},     // ⌈0.11⌉
 		{1000, 0.01, 991}, // ⌈990.99⌉
+		{1_000_000_000_000, 0.1, 900_000_000_001}, // ⌈900000000000.9⌉, exact at any size
+		{1 << 52, 0.5, 1<<51 + 1},                 // ⌈(2^52+1)/2⌉
+		{99_999, 0.00001, 99_999},                 // ⌈100000·0.99999⌉
+		{1 << 40, 0.3, 769_658_139_444},           // ⌈(2^40+1)·0.7⌉ = ⌈769658139443.9⌉
 	} {
 		got, err := uncertainty.ConformalRank(tc.n, tc.alpha)
 		require.NoError(t, err, "n=%d α=%v", tc.n, tc.alpha)
@@ -45,6 +49,7 @@ func TestCalibrationTooSmallRefuses(t *testing.T) {
 		need  int
 	}{
 		{8, 0.1, 9}, {0, 0.1, 9}, {18, 0.05, 19}, {3, 0.2, 4}, {98, 0.01, 99}, {2, 0.3, 3},
+		{99_998, 0.00001, 99_999}, {1000, 1e-300, 1 << 52},
 	} {
 		_, err := uncertainty.ConformalRank(tc.n, tc.alpha)
 		require.ErrorIs(t, err, uncertainty.ErrCalibrationTooSmall)
@@ -53,8 +58,10 @@ func TestCalibrationTooSmallRefuses(t *testing.T) {
 		assert.Equal(t, tc.need, ts.Need, "n=%d α=%v", tc.n, tc.alpha)
 		assert.Equal(t, tc.n, ts.N)
 		assert.Equal(t, -1, ts.Class)
-		_, err = uncertainty.ConformalRank(ts.Need, tc.alpha)
-		assert.NoError(t, err, "Need is enough")
+		if tc.need < 1<<52 {
+			_, err = uncertainty.ConformalRank(ts.Need, tc.alpha)
+			assert.NoError(t, err, "Need is enough")
+		}
 
 		scores := make([]float64, tc.n)
 		_, err = uncertainty.ConformalQuantile(scores, tc.alpha)

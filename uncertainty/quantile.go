@@ -2,17 +2,13 @@ package uncertainty
 
 import (
 	"math"
+	"math/big"
 	"math/bits"
 	"slices"
+	"strconv"
 )
 
-// rankTolerance absorbs the rounding of (n+1)(1−α) in floating point: a
-// product within rankTolerance·⌈r⌉ above an integer is taken as that
-// integer, so that α written as a decimal (0.1, 0.3) gives the textbook
-// rank rather than one more (1 − 0.3 is not exactly 0.7 in binary).
-const rankTolerance = 1e-11
-
-// maxCalibration bounds the sizes the rank arithmetic is exact for.
+// maxCalibration bounds the number of calibration scores.
 const maxCalibration = 1 << 52
 
 // ConformalRank returns k = ⌈(n+1)(1−α)⌉, the rank (1-based, among n
@@ -22,10 +18,15 @@ const maxCalibration = 1 << 52
 // class with probability at least 1−α, and below 1−α+1/(n+1) when scores
 // have no ties, whenever calibration and test data are exchangeable.
 //
+// The arithmetic is exact: α is read as the shortest decimal that
+// identifies the float64 (so 0.1 means 1/10 and 0.3 means 3/10, although
+// neither is exactly representable in binary), and k is computed in
+// rational arithmetic, so that rounding never lowers the rank.
+//
 // When k > n the quantile does not exist and the calibration set is too
 // small for α: the error is a *TooSmallError wrapping
-// ErrCalibrationTooSmall, whose Need field is the smallest workable n
-// (⌈1/α⌉ − 1). α must lie in (0, 1).
+// ErrCalibrationTooSmall, whose Need field is the smallest workable n,
+// ⌈1/α⌉ − 1. α must lie in (0, 1).
 func ConformalRank(n int, alpha float64) (int, error) {
 	if err := checkAlpha(alpha); err != nil {
 		return 0, err
@@ -33,9 +34,13 @@ func ConformalRank(n int, alpha float64) (int, error) {
 	if n < 0 || n > maxCalibration {
 		return 0, invalid("n", -1, "%d calibration scores; need 0 to 2^52", n)
 	}
-	k := rank(n, alpha)
+	return conformalRank(n, alpha, decimal(alpha))
+}
+
+func conformalRank(n int, alpha float64, a *big.Rat) (int, error) {
+	k := rank(n, a)
 	if k > n {
-		return 0, &TooSmallError{Class: -1, N: n, Need: minCalibration(alpha), Alpha: alpha}
+		return 0, &TooSmallError{Class: -1, N: n, Need: minCalibration(a), Alpha: alpha}
 	}
 	return k, nil
 }
@@ -64,31 +69,42 @@ func checkAlpha(alpha float64) error {
 	return nil
 }
 
-// rank computes ⌈(n+1)(1−α)⌉ with the tolerance described at rankTolerance;
-// at least 1.
-func rank(n int, alpha float64) int {
-	r := float64(n+1) * (1 - alpha)
-	c := math.Ceil(r)
-	if r-(c-1) <= rankTolerance*c {
-		c--
+// decimal returns α as the shortest decimal that round-trips to it.
+func decimal(alpha float64) *big.Rat {
+	r, ok := new(big.Rat).SetString(strconv.FormatFloat(alpha, 'g', -1, 64))
+	if !ok {
+		// FormatFloat of a finite float always parses; keep the exact
+		// binary value as a fallback.
+		r = new(big.Rat).SetFloat64(alpha)
 	}
-	return max(int(c), 1)
+	return r
 }
 
-// minCalibration returns the smallest n with rank(n, α) ≤ n.
-func minCalibration(alpha float64) int {
-	x := 1/alpha - 1
-	if x >= maxCalibration {
+// rank returns ⌈(n+1)(1−α)⌉, at least 1, for α in (0, 1).
+func rank(n int, a *big.Rat) int {
+	x := new(big.Rat).Sub(big.NewRat(1, 1), a)
+	x.Mul(x, new(big.Rat).SetInt64(int64(n)+1))
+	return max(ceil(x), 1)
+}
+
+// minCalibration returns the smallest n with ⌈(n+1)(1−α)⌉ ≤ n, that is
+// n ≥ (1−α)/α, at least 1 (capped at 2^52).
+func minCalibration(a *big.Rat) int {
+	x := new(big.Rat).Sub(big.NewRat(1, 1), a)
+	x.Quo(x, a)
+	if x.Cmp(new(big.Rat).SetInt64(maxCalibration)) > 0 {
 		return maxCalibration
 	}
-	n := max(int(math.Ceil(x)), 1)
-	for n < maxCalibration && rank(n, alpha) > n {
-		n++
+	return max(ceil(x), 1)
+}
+
+// ceil returns ⌈x⌉ for 0 ≤ x ≤ 2^53.
+func ceil(x *big.Rat) int {
+	q, r := new(big.Int).QuoRem(x.Num(), x.Denom(), new(big.Int))
+	if r.Sign() > 0 {
+		q.Add(q, big.NewInt(1))
 	}
-	for n > 1 && rank(n-1, alpha) <= n-1 {
-		n--
-	}
-	return n
+	return int(q.Int64())
 }
 
 // kthSmallest returns the k-th smallest (0-based) element of a, reordering
