@@ -282,17 +282,32 @@ type scorer struct {
 	prefix []float64 // prefix[i] = desc[0] + … + desc[i−1], summed in that order
 }
 
-// score is the conformity score of class y.
+// score is the conformity score of class y. For APS it sums, in
+// decreasing order, only the probabilities at or above p_y: the same
+// sequence of additions as the prefix sums of sort, so the result is
+// bit-identical to what prediction computes for the same row.
 func (sc *scorer) score(opts ConformalOptions, probs []float64, y int, u float64) float64 {
 	if opts.Score == LAC {
 		return 1 - probs[y]
 	}
-	sc.sort(probs)
-	lo, hi := sc.group(probs[y])
-	if opts.Randomized {
-		return sc.prefix[lo] + u*probs[y]
+	v := probs[y]
+	top := sc.desc[:0]
+	for _, p := range probs {
+		if p > v || (p == v && !opts.Randomized) {
+			top = append(top, p)
+		}
 	}
-	return sc.prefix[hi]
+	sc.desc = top
+	slices.Sort(top)
+	slices.Reverse(top)
+	var s float64
+	for _, p := range top {
+		s += p
+	}
+	if opts.Randomized {
+		return s + u*v
+	}
+	return s
 }
 
 // sort fills desc and prefix for probs. The APS score of a class with
