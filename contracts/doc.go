@@ -55,7 +55,9 @@
 // and so is a leap second, which time.Time cannot hold); confidences are
 // numbers in [0, 1] (booleans and strings are refused; JSON has no NaN and
 // the builders refuse it); excerpt_hash is 64 lower-case hex digits; counts
-// are non-negative integers. Unknown keys are accepted: a newer minor
+// are non-negative integers and hypothesis ranks positive ones;
+// model_provider is any non-empty string ("openai" in the spec's shape is an
+// example value, not a vocabulary). Unknown keys are accepted: a newer minor
 // version may add optional fields.
 //
 // The schemas carry absolute $ids under

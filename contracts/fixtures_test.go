@@ -19,7 +19,9 @@ type fixture struct {
 	data []byte
 }
 
-// loadFixtures reads testdata/<dir>/<kind>/*.json.
+// loadFixtures reads testdata/<dir>/<kind>/*.json. The files are written
+// by testdata/gen_fixtures.py: each invalid fixture is a valid one with a
+// single change, named "<rule>[--<variant>].json" after the rule it breaks.
 func loadFixtures(t testing.TB, dir string) []fixture {
 	t.Helper()
 	var out []fixture

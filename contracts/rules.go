@@ -361,7 +361,7 @@ func checkComplianceReport(c *checker, r *ComplianceReport) {
 				c.add(p.key("missing_evidence"), RuleInsufficientNeedsMissing, "control %q is insufficient_evidence but lists no missing_evidence", f.ControlID)
 			}
 		}
-		if len(f.MissingEvidence) > 0 && f.PassFail != InsufficientEvidence && f.PassFail != "" && validPassFail(f.PassFail) {
+		if len(f.MissingEvidence) > 0 && f.PassFail != InsufficientEvidence && validPassFail(f.PassFail) {
 			c.add(p.key("pass_fail"), RuleMissingNeedsInsufficient, "control %q lists missing evidence, so its verdict must be insufficient_evidence, not %s", f.ControlID, f.PassFail)
 		}
 		e := p.key("evidence")
