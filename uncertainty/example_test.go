@@ -169,3 +169,51 @@ func ExampleRecommend() {
 	// 0.6 EXPLAIN
 	// 0.9 DEFER
 }
+
+func ExampleLikelihoodEntropy() {
+	// Three answers in two meaning clusters; the stray answer is unlikely
+	// under the model, so it weighs less than its frequency of 1/3.
+	clusters := []int{0, 1, 0}
+	logProbs := []float64{-0.2, -3.0, -0.4}
+	h, _ := uncertainty.LikelihoodEntropy(clusters, logProbs)
+	d, _ := uncertainty.ClusterEntropy([]int{2, 1})
+	fmt.Printf("likelihood-weighted %.4f, discrete %.4f nats\n", h, d)
+	// Output: likelihood-weighted 0.1428, discrete 0.6365 nats
+}
+
+func ExampleFitPlatt() {
+	// A model that states 0.9 but is right 70% of the time, and states 0.6
+	// and is right 50% of the time.
+	var conf []float64
+	var correct []bool
+	for i := range 100 {
+		conf = append(conf, 0.9, 0.6)
+		correct = append(correct, i < 70, i < 50)
+	}
+	p, _ := uncertainty.FitPlatt(conf, correct)
+	fmt.Printf("0.9 → %.2f, 0.6 → %.2f\n", p.Calibrate(0.9), p.Calibrate(0.6))
+	// Output: 0.9 → 0.70, 0.6 → 0.50
+}
+
+func ExampleConformalRank() {
+	for _, n := range []int{8, 9, 99, 1000} {
+		k, err := uncertainty.ConformalRank(n, 0.1)
+		fmt.Println(n, k, err)
+	}
+	// Output:
+	// 8 0 uncertainty: calibration set too small for alpha: 8 calibration scores, alpha 0.1 needs at least 9
+	// 9 9 <nil>
+	// 99 90 <nil>
+	// 1000 901 <nil>
+}
+
+func ExamplePredictionSet_UncertaintyFor() {
+	set := uncertainty.PredictionSet{Labels: []int{2, 7}, Classes: 10, Alpha: 0.1}
+	for _, claimed := range []int{7, 3} {
+		u, _ := set.UncertaintyFor(claimed, uncertainty.DefaultThresholds())
+		fmt.Printf("class %d: %.3f %s (%s)\n", claimed, u.Value, u.GateRecommendation, u.Interpretation)
+	}
+	// Output:
+	// class 7: 0.111 EXECUTE (conformal set of 2 of 10 classes at 90% coverage)
+	// class 3: 1.000 REFUSE (class 3 is outside the conformal set (2 of 10 classes) at 90% coverage)
+}
