@@ -13,17 +13,27 @@ import (
 
 var ctx = context.Background()
 
-func mustState(t testing.TB, m map[string]any) kernel.State {
+// tb is what both *testing.T and *rapid.T provide.
+type tb interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+func mustState(t tb, m map[string]any) kernel.State {
 	t.Helper()
 	s, err := kernel.NewState(m)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("NewState: %v", err)
+	}
 	return s
 }
 
-func mustKernel(t testing.TB, cfg kernel.Config) *kernel.Kernel {
+func mustKernel(t tb, cfg kernel.Config) *kernel.Kernel {
 	t.Helper()
 	k, err := kernel.New(cfg)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("kernel.New: %v", err)
+	}
 	return k
 }
 
