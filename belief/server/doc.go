@@ -1,0 +1,60 @@
+// Package server serves belief sessions over HTTP/JSON: the endpoints of
+// the specification's §3.1 on top of a belief.Server, using net/http only.
+//
+// # Endpoints
+//
+//	POST /v1/sessions                                          DECLARE_SESSION      201
+//	GET  /v1/sessions/{session_id}                             QUERY_BELIEF         200
+//	POST /v1/sessions/{session_id}/eliminate                   ELIMINATE            200
+//	GET  /v1/sessions/{session_id}/audit[?since_event_id=…]    AUDIT_TRACE          200
+//	POST /v1/sessions/{session_id}/obligations                 ENTER_OBLIGATION     200
+//	POST /v1/sessions/{session_id}/obligations/{id}/exit       REQUEST_EXIT         200
+//	POST /v1/sessions/{session_id}/conclusions                 DECLARE_CONCLUSION   200
+//	POST /v1/sessions/{session_id}/terminate                   REQUEST_TERMINATION  200
+//
+// api/openapi.yaml (OpenAPI 3.1) describes exactly this; TestOpenAPI*
+// check it against the handler's route table, its decoders and real
+// responses, and TestHTTPStatusCoverage shows every documented status is
+// produced and nothing else is.
+//
+// # Requests
+//
+// A body is one JSON object of at most DefaultMaxBodyBytes (1 MiB,
+// WithMaxBodyBytes to change); an empty body reads as {}. It must be valid
+// RFC 8785 input (no duplicate keys, valid UTF-8, integers within
+// ±(2^53−1)); members have strict types (a string is never a number, null
+// is "absent"); unknown members are rejected; a body session_id (or exit
+// obligation_id) that disagrees with the path is rejected. All problems are
+// reported at once in details.violations, sorted by path.
+//
+// If-Match carries the audit head event id a mutation expects (quoted,
+// bare, or "*"); every response about a session has ETag set to its audit
+// head. A stale If-Match is 412 with code CONFLICT.
+//
+// # Errors
+//
+// Every error is {"error":{"code","message","details"}} (StatusOf):
+// INVALID_REQUEST and INVALID_HYPOTHESIS_ID 400; SESSION_NOT_FOUND,
+// OBLIGATION_NOT_FOUND and EVENT_NOT_FOUND 404; SESSION_TERMINATED and
+// CONFLICT 409; stale If-Match 412 CONFLICT; a storage failure or a log
+// that no longer replays 500 INTERNAL (logged, not sent). Bad input is
+// never a 500: FuzzHandler and FuzzDecoders check it.
+//
+// # Guarantees and tests
+//
+//   - Every error code over HTTP: TestHTTPErrorModel, TestStatusOf.
+//   - Many goroutines over many sessions (-race): TestHTTPConcurrent.
+//   - Restart over a FileStorage: TestHTTPRestartFileStorage.
+//   - The OpenAPI document is the handler: TestOpenAPIMatchesRoutes,
+//     TestOpenAPIRequestSchemas, TestOpenAPIResponseSchemas.
+//
+// # Not covered
+//
+// No authentication, TLS or rate limiting: mount the Handler behind what
+// the host already uses. No listing or deletion of sessions.
+//
+// # Usage
+//
+//	b, _ := belief.NewServer(ctx, belief.NewMemoryStorage())
+//	http.ListenAndServe("127.0.0.1:8080", server.New(b, server.WithLogger(slog.Default())))
+package server
