@@ -309,7 +309,7 @@ func TestT7RollbackExactness(t *testing.T) {
 		}
 
 		k := mustKernel(t, kernel.Config{Budget: 10 * kernel.Unit, MinActionCost: 1})
-		a := kernel.Action{ID: "a", Effects: effects, Cost: kerneltest.Cost(10 * kernel.Unit).Filter(func(c kernel.Cost) bool { return c >= 1 }).Draw(t, "cost")}
+		a := kernel.Action{ID: "a", Effects: effects, Cost: kerneltest.Cost(10*kernel.Unit).Filter(func(c kernel.Cost) bool { return c >= 1 }).Draw(t, "cost")}
 		ks0 := k.Start()
 		s1, ks1, rec, err := k.Execute(ks0, s, a, "e1")
 		if err != nil {

@@ -1,0 +1,415 @@
+package kernel_test
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/verity-go/verity/kernel"
+)
+
+// TestEffectRules: one row per effect rule and per rejection reason.
+func TestEffectRules(t *testing.T) {
+	base := mustState(t, map[string]any{
+		"i": 5, "f": 1.5, "s": "str", "l": []any{1, 1, "a"}, "n": nil,
+		"big": int64(math.MaxInt64), "small": int64(math.MinInt64), "hugef": 1e308,
+	})
+	i, f, str, nul := kernel.Int, kernel.Float, kernel.String, kernel.Null()
+	tests := []struct {
+		name    string
+		effects []kernel.Effect
+		key     string
+		want    kernel.Value
+		absent  bool
+		err     error
+	}{
+		{"set creates", []kernel.Effect{kernel.Set("new", i(1))}, "new", i(1), false, nil},
+		{"set null is present", []kernel.Effect{kernel.Set("new", nul)}, "new", nul, false, nil},
+		{"int increment stays int", []kernel.Effect{kernel.Increment("i", i(2))}, "i", i(7), false, nil},
+		{"increments apply in sequence", []kernel.Effect{kernel.Increment("i", i(1)), kernel.Increment("i", i(1))}, "i", i(7), false, nil},
+		{"set then delete deletes", []kernel.Effect{kernel.Set("i", i(9)), kernel.Delete("i")}, "i", kernel.Value{}, true, nil},
+		{"delete then set sets", []kernel.Effect{kernel.Delete("i"), kernel.Set("i", str("x"))}, "i", str("x"), false, nil},
+		{"delete absent is a no-op", []kernel.Effect{kernel.Delete("nope")}, "nope", kernel.Value{}, true, nil},
+		{"decrement", []kernel.Effect{kernel.Decrement("i", i(10))}, "i", i(-5), false, nil},
+		{"multiply int", []kernel.Effect{kernel.Multiply("i", i(-3))}, "i", i(-15), false, nil},
+		{"float + int operand", []kernel.Effect{kernel.Increment("f", i(1))}, "f", f(2.5), false, nil},
+		{"float + float", []kernel.Effect{kernel.Increment("f", f(0.5))}, "f", f(2), false, nil},
+		{"float result stays float when integral", []kernel.Effect{kernel.Multiply("f", f(2))}, "f", f(3), false, nil},
+		{"append keeps duplicates", []kernel.Effect{kernel.Append("l", i(1))}, "l", kernel.List(i(1), i(1), str("a"), i(1)), false, nil},
+		{"remove removes the first equal item", []kernel.Effect{kernel.Remove("l", i(1))}, "l", kernel.List(i(1), str("a")), false, nil},
+		{"remove is strict about types", []kernel.Effect{kernel.Remove("l", f(1))}, "", kernel.Value{}, false, kernel.ErrNotInList},
+		{"int + float is a type mismatch", []kernel.Effect{kernel.Increment("i", f(1))}, "", kernel.Value{}, false, kernel.ErrTypeMismatch},
+		{"increment a string", []kernel.Effect{kernel.Increment("s", i(1))}, "", kernel.Value{}, false, kernel.ErrTypeMismatch},
+		{"increment null", []kernel.Effect{kernel.Increment("n", i(1))}, "", kernel.Value{}, false, kernel.ErrTypeMismatch},
+		{"increment absent", []kernel.Effect{kernel.Increment("nope", i(1))}, "", kernel.Value{}, false, kernel.ErrMissingVariable},
+		{"int overflow", []kernel.Effect{kernel.Increment("big", i(1))}, "", kernel.Value{}, false, kernel.ErrOverflow},
+		{"int underflow", []kernel.Effect{kernel.Decrement("small", i(1))}, "", kernel.Value{}, false, kernel.ErrOverflow},
+		{"multiply overflow", []kernel.Effect{kernel.Multiply("small", i(-1))}, "", kernel.Value{}, false, kernel.ErrOverflow},
+		{"float overflow to Inf", []kernel.Effect{kernel.Multiply("hugef", f(10))}, "", kernel.Value{}, false, kernel.ErrOverflow},
+		{"float with inexact int operand", []kernel.Effect{kernel.Increment("f", i(1<<53+1))}, "", kernel.Value{}, false, kernel.ErrTypeMismatch},
+		{"append to a non-list", []kernel.Effect{kernel.Append("s", i(1))}, "", kernel.Value{}, false, kernel.ErrTypeMismatch},
+		{"remove from a non-list", []kernel.Effect{kernel.Remove("i", i(1))}, "", kernel.Value{}, false, kernel.ErrTypeMismatch},
+		{"append to absent", []kernel.Effect{kernel.Append("nope", i(1))}, "", kernel.Value{}, false, kernel.ErrMissingVariable},
+		{"remove missing item", []kernel.Effect{kernel.Remove("l", str("zz"))}, "", kernel.Value{}, false, kernel.ErrNotInList},
+		{"later effect fails: whole sequence fails", []kernel.Effect{kernel.Set("i", str("x")), kernel.Increment("i", i(1))}, "", kernel.Value{}, false, kernel.ErrTypeMismatch},
+		{"unknown op", []kernel.Effect{{Op: 0, Key: "i"}}, "", kernel.Value{}, false, kernel.ErrInvalidAction},
+		{"non-numeric operand", []kernel.Effect{kernel.Increment("i", str("1"))}, "", kernel.Value{}, false, kernel.ErrInvalidAction},
+		{"NaN operand", []kernel.Effect{kernel.Set("x", f(math.NaN()))}, "", kernel.Value{}, false, kernel.ErrInvalidValue},
+		{"delete with operand", []kernel.Effect{{Op: kernel.OpDelete, Key: "i", Value: i(1)}}, "", kernel.Value{}, false, kernel.ErrInvalidAction},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := kernel.ApplyEffects(base, tt.effects)
+			if tt.err != nil {
+				require.ErrorIs(t, err, tt.err)
+				assert.Equal(t, base, got, "a failed application returns the input state")
+				if errors.Is(tt.err, kernel.ErrTypeMismatch) || errors.Is(tt.err, kernel.ErrOverflow) {
+					var ee *kernel.EffectError
+					require.ErrorAs(t, err, &ee)
+					assert.ErrorIs(t, err, kernel.ErrEffect)
+				}
+				return
+			}
+			require.NoError(t, err)
+			v, ok := got.Get(tt.key)
+			assert.Equal(t, !tt.absent, ok)
+			if !tt.absent {
+				assert.True(t, v.Equal(tt.want), "got %s want %s", v, tt.want)
+				assert.Equal(t, tt.want.Kind(), v.Kind())
+			}
+			back, err := kernel.ApplyEffects(got, mustInverse(t, base, tt.effects))
+			require.NoError(t, err)
+			assert.True(t, back.Equal(base), "inverse restores the state")
+		})
+	}
+}
+
+func mustInverse(t *testing.T, s kernel.State, effects []kernel.Effect) []kernel.Effect {
+	inv, err := kernel.InverseEffects(s, effects)
+	require.NoError(t, err)
+	return inv
+}
+
+// TestEvaluateChecks: one row per check and rejection reason, asserting
+// the check order and the sentinel.
+func TestEvaluateChecks(t *testing.T) {
+	panicky := kernel.Invariant{Name: "panics", Check: func(s kernel.State) bool {
+		if s.Has("boom") {
+			panic("boom")
+		}
+		return true
+	}}
+	monitor := kernel.Invariant{Name: "x small", Enforcement: kernel.Monitoring, Check: func(s kernel.State) bool {
+		v, _ := s.Get("x")
+		i, _ := v.AsInt()
+		return i < 10
+	}}
+	pre := kernel.Precondition{Name: "not high risk", Check: func(_ kernel.State, a kernel.Action) bool { return a.Risk != kernel.RiskHigh }}
+	prePanics := kernel.Precondition{Name: "tag check", Check: func(_ kernel.State, a kernel.Action) bool { return a.Tags[0] != "" }}
+	k := mustKernel(t, kernel.Config{
+		Budget: 10 * kernel.Unit, MinActionCost: kernel.Unit,
+		Invariants:       []kernel.Invariant{nonNegative("x"), panicky, monitor},
+		Preconditions:    []kernel.Precondition{pre, prePanics},
+		EmergencyActions: []string{"hover"},
+	})
+	s := mustState(t, map[string]any{"x": 5})
+	ks := k.Start()
+	ok := kernel.Action{ID: "ok", Cost: kernel.Unit, Tags: []string{"t"}}
+	with := func(f func(*kernel.Action)) kernel.Action { a := ok; a.Tags = []string{"t"}; f(&a); return a }
+	order := []kernel.CheckName{kernel.CheckWellFormed, kernel.CheckMinCost, kernel.CheckBudget, kernel.CheckStepLimit, kernel.CheckEffects,
+		kernel.CheckInvariant, kernel.CheckInvariant, kernel.CheckInvariant, kernel.CheckPrecondition, kernel.CheckPrecondition}
+	tests := []struct {
+		name   string
+		action kernel.Action
+		ks     kernel.KernelState
+		err    error // nil: allowed
+		failed kernel.CheckName
+		warned bool
+	}{
+		{"allowed", ok, ks, nil, "", false},
+		{"well_formed: empty id", with(func(a *kernel.Action) { a.ID = "" }), ks, kernel.ErrInvalidAction, kernel.CheckWellFormed, false},
+		{"well_formed: negative cost", with(func(a *kernel.Action) { a.Cost = -1 }), ks, kernel.ErrInvalidCost, kernel.CheckWellFormed, false},
+		{"well_formed: unknown risk", with(func(a *kernel.Action) { a.Risk = "extreme" }), ks, kernel.ErrInvalidAction, kernel.CheckWellFormed, false},
+		{"well_formed: foreign kernel state", ok, mustKernel(t, kernel.Config{Budget: 10 * kernel.Unit, MinActionCost: 1}).Start(), kernel.ErrForeignState, kernel.CheckWellFormed, false},
+		{"min_cost", with(func(a *kernel.Action) { a.Cost = kernel.Unit - 1 }), ks, kernel.ErrBelowMinCost, kernel.CheckMinCost, false},
+		{"budget", with(func(a *kernel.Action) { a.Cost = 11 * kernel.Unit }), ks, kernel.ErrBudgetExceeded, kernel.CheckBudget, false},
+		{"step_limit", ok, exhaust(t, k, s, 10), kernel.ErrStepLimit, kernel.CheckStepLimit, false},
+		{"effects", with(func(a *kernel.Action) { a.Effects = []kernel.Effect{kernel.Append("x", kernel.Int(1))} }), ks, kernel.ErrTypeMismatch, kernel.CheckEffects, false},
+		{"invariant: blocking", with(func(a *kernel.Action) { a.Effects = []kernel.Effect{kernel.Decrement("x", kernel.Int(6))} }), ks, kernel.ErrInvariantViolated, kernel.CheckInvariant, false},
+		{"invariant: panicking predicate is a violation", with(func(a *kernel.Action) { a.Effects = []kernel.Effect{kernel.Set("boom", kernel.Null())} }), ks, kernel.ErrInvariantViolated, kernel.CheckInvariant, false},
+		{"invariant: monitoring only warns", with(func(a *kernel.Action) { a.Effects = []kernel.Effect{kernel.Set("x", kernel.Int(50))} }), ks, nil, "", true},
+		{"precondition", with(func(a *kernel.Action) { a.Risk = kernel.RiskHigh }), ks, kernel.ErrPreconditionFailed, kernel.CheckPrecondition, false},
+		{"precondition: panicking predicate fails", with(func(a *kernel.Action) { a.Tags = nil }), ks, kernel.ErrPreconditionFailed, kernel.CheckPrecondition, false},
+		{"emergency bypasses min cost and step limit", kernel.Action{ID: "hover", Tags: []string{"t"}}, exhaust(t, k, s, 10), nil, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := k.Evaluate(tt.ks, s, tt.action)
+			names := make([]kernel.CheckName, len(v.Checks))
+			for i, c := range v.Checks {
+				names[i] = c.Check
+			}
+			assert.Equal(t, order, names, "one result per check, in the documented order")
+			assert.Equal(t, tt.err == nil, v.Allowed)
+			assert.Equal(t, tt.warned, len(v.Warnings()) > 0)
+			s1, ks1, _, err := k.Execute(tt.ks, s, tt.action, "id-"+tt.name)
+			if tt.err == nil {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, kernel.ErrRejected)
+			require.ErrorIs(t, err, tt.err)
+			assert.Equal(t, s, s1)
+			assert.Equal(t, tt.ks, ks1)
+			found := false
+			for _, f := range v.Failures() {
+				found = found || f.Check == tt.failed
+				assert.NotEmpty(t, f.Reason)
+			}
+			assert.True(t, found, "failed check %s reported", tt.failed)
+		})
+	}
+}
+
+// exhaust runs n cheap actions so that the step counter reaches the limit.
+func exhaust(t *testing.T, k *kernel.Kernel, s kernel.State, n int) kernel.KernelState {
+	ks := k.Start()
+	a := kernel.Action{ID: "tick", Cost: kernel.Unit, Tags: []string{"t"}}
+	for i := range n {
+		var err error
+		if s, ks, _, err = k.Execute(ks, s, a, "tick"+itoa(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ks
+}
+
+// TestNondeterministicPredicateCannotSplitAnAction: a predicate that
+// alternates between true and false either rejects the whole action or
+// commits it whole; there is no post-commit re-check.
+func TestNondeterministicPredicateCannotSplitAnAction(t *testing.T) {
+	flip := false
+	k := mustKernel(t, kernel.Config{Budget: 100 * kernel.Unit, MinActionCost: 1, Invariants: []kernel.Invariant{{
+		Name: "flaky", Check: func(kernel.State) bool { flip = !flip; return flip },
+	}}})
+	ks, s := k.Start(), mustState(t, map[string]any{"x": 0})
+	a := kernel.Action{ID: "inc", Cost: 1, Effects: []kernel.Effect{kernel.Increment("x", kernel.Int(1))}}
+	for i := range 10 {
+		s1, ks1, _, err := k.Execute(ks, s, a, itoa(i))
+		x, _ := s1.Get("x")
+		xi, _ := x.AsInt()
+		if err != nil {
+			assert.Equal(t, s, s1)
+			assert.Equal(t, ks, ks1)
+			continue
+		}
+		assert.Equal(t, int64(ks1.Steps()), xi, "state and budget moved together")
+		assert.Equal(t, kernel.Cost(ks1.Steps()), ks1.Budget().Gross())
+		s, ks = s1, ks1
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  kernel.Config
+	}{
+		{"zero min cost", kernel.Config{Budget: 1}},
+		{"negative budget", kernel.Config{Budget: -1, MinActionCost: 1}},
+		{"unnamed invariant", kernel.Config{Budget: 1, MinActionCost: 1, Invariants: []kernel.Invariant{{Check: func(kernel.State) bool { return true }}}}},
+		{"nil predicate", kernel.Config{Budget: 1, MinActionCost: 1, Invariants: []kernel.Invariant{{Name: "x"}}}},
+		{"duplicate invariant", kernel.Config{Budget: 1, MinActionCost: 1, Invariants: []kernel.Invariant{nonNegative("x"), nonNegative("x")}}},
+		{"unknown enforcement", kernel.Config{Budget: 1, MinActionCost: 1, Invariants: []kernel.Invariant{{Name: "x", Check: func(kernel.State) bool { return true }, Enforcement: 7}}}},
+		{"precondition without predicate", kernel.Config{Budget: 1, MinActionCost: 1, Preconditions: []kernel.Precondition{{Name: "p"}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := kernel.New(tt.cfg)
+			require.ErrorIs(t, err, kernel.ErrInvalidConfig)
+		})
+	}
+}
+
+// TestBudgetRules: Charge, Refund and the ledger.
+func TestBudgetRules(t *testing.T) {
+	b, err := kernel.NewBudget(10)
+	require.NoError(t, err)
+	_, err = kernel.NewBudget(-1)
+	require.ErrorIs(t, err, kernel.ErrInvalidCost)
+
+	b1, err := b.Charge("a", 6)
+	require.NoError(t, err)
+	assert.Equal(t, kernel.Cost(0), b.Net(), "Charge returns a new value")
+	assert.Equal(t, kernel.Cost(6), b1.Net())
+	assert.True(t, b1.CanAfford(4))
+	assert.False(t, b1.CanAfford(5))
+	assert.False(t, b1.CanAfford(-1))
+
+	_, err = b1.Charge("b", 5)
+	require.ErrorIs(t, err, kernel.ErrBudgetExceeded)
+	_, err = b1.Charge("a", 1)
+	require.ErrorIs(t, err, kernel.ErrDuplicateExecution)
+	_, err = b1.Charge("c", -1)
+	require.ErrorIs(t, err, kernel.ErrInvalidCost)
+
+	b2, err := b1.Refund("a", 4)
+	require.NoError(t, err)
+	assert.Equal(t, kernel.Cost(6), b2.Gross(), "T4: refunds do not touch gross")
+	assert.Equal(t, kernel.Cost(2), b2.Net())
+	_, err = b2.Refund("a", 3)
+	require.ErrorIs(t, err, kernel.ErrRefundTooLarge, "never more than was charged")
+	_, err = b2.Refund("zz", 1)
+	require.ErrorIs(t, err, kernel.ErrUnknownExecution)
+	_, err = b2.Refund("a", -1)
+	require.ErrorIs(t, err, kernel.ErrInvalidCost)
+	charged, refunded, ok := b2.Charged("a")
+	assert.True(t, ok)
+	assert.Equal(t, kernel.Cost(6), charged)
+	assert.Equal(t, kernel.Cost(4), refunded)
+
+	big, err := kernel.NewBudget(kernel.Cost(math.MaxInt64))
+	require.NoError(t, err)
+	big, err = big.Charge("x", kernel.Cost(math.MaxInt64))
+	require.NoError(t, err)
+	big, err = big.Refund("x", kernel.Cost(math.MaxInt64))
+	require.NoError(t, err)
+	_, err = big.Charge("y", 1)
+	require.ErrorIs(t, err, kernel.ErrOverflow, "gross spend cannot wrap")
+}
+
+func TestParseCost(t *testing.T) {
+	good := map[string]kernel.Cost{
+		"0": 0, "1": 1000, "1.5": 1500, "0.001": 1, "2e-3": 2, "1.5000": 1500, "12E2": 1_200_000,
+		"9223372036854775.807": math.MaxInt64, "0.0000e5": 0, "100e-5": 1,
+	}
+	for in, want := range good {
+		got, err := kernel.ParseCost(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, got, in)
+		back, err := kernel.ParseCost(got.String())
+		require.NoError(t, err)
+		assert.Equal(t, got, back, "String round-trips")
+	}
+	for _, in := range []string{"0.0005", "0.0001", "-1", "-0", "NaN", "Inf", "+1", "", "1.", ".5", "01", "1e", "1e99", "9223372036854775.808", "1/3", "0x10", "1e-1000000000", " 1"} {
+		_, err := kernel.ParseCost(in)
+		require.ErrorIs(t, err, kernel.ErrInvalidCost, "%q", in)
+	}
+	c, err := kernel.CostFromFloat(0.1)
+	require.NoError(t, err)
+	assert.Equal(t, kernel.Cost(100), c)
+	for _, f := range []float64{math.NaN(), math.Inf(1), -0.5, 0.0001} {
+		_, err := kernel.CostFromFloat(f)
+		require.ErrorIs(t, err, kernel.ErrInvalidCost, "%v", f)
+	}
+}
+
+// TestStrictValues: int 1, float 1.0 and string "1" differ; null differs
+// from absent; -0.0 differs from 0.0; the JSON form keeps all of it.
+func TestStrictValues(t *testing.T) {
+	vals := []kernel.Value{kernel.Int(1), kernel.Float(1), kernel.String("1"), kernel.Null(), kernel.Float(0), kernel.Float(math.Copysign(0, -1)), kernel.Int(0), kernel.Bool(true)}
+	for i, a := range vals {
+		for j, b := range vals {
+			assert.Equal(t, i == j, a.Equal(b), "%s vs %s", a, b)
+		}
+		s1 := mustState(t, map[string]any{"k": a})
+		s2 := mustState(t, map[string]any{"k": vals[(i+1)%len(vals)]})
+		assert.NotEqual(t, s1.Fingerprint(), s2.Fingerprint())
+		back, err := kernel.ParseValue([]byte(a.String()))
+		require.NoError(t, err)
+		assert.True(t, back.Equal(a), "%s round-trips", a)
+	}
+	withNull := mustState(t, map[string]any{"k": nil})
+	empty := kernel.State{}
+	assert.False(t, withNull.Equal(empty))
+	assert.NotEqual(t, withNull.Fingerprint(), empty.Fingerprint())
+	assert.True(t, withNull.Has("k"))
+	assert.False(t, empty.Has("k"))
+}
+
+// TestNoAliasing: values copy what they are built from and what they hand
+// out.
+func TestNoAliasing(t *testing.T) {
+	items := []kernel.Value{kernel.Int(1)}
+	l := kernel.List(items...)
+	items[0] = kernel.Int(2)
+	got, _ := l.Index(0)
+	assert.True(t, got.Equal(kernel.Int(1)))
+	out := l.Items()
+	out[0] = kernel.Int(3)
+	got, _ = l.Index(0)
+	assert.True(t, got.Equal(kernel.Int(1)))
+
+	m := map[string]any{"l": []any{int64(1)}}
+	s := mustState(t, m)
+	m["l"].([]any)[0] = int64(9)
+	v, _ := s.Get("l")
+	first, _ := v.Index(0)
+	assert.True(t, first.Equal(kernel.Int(1)))
+	gm := s.Map()
+	gm["l"].([]any)[0] = int64(7)
+	v, _ = s.Get("l")
+	first, _ = v.Index(0)
+	assert.True(t, first.Equal(kernel.Int(1)))
+
+	a := kernel.Action{ID: "a", Cost: 1, Effects: []kernel.Effect{kernel.Set("x", kernel.Int(1))}, Tags: []string{"t"}}
+	k := mustKernel(t, kernel.Config{Budget: 10, MinActionCost: 1})
+	_, _, rec, err := k.Execute(k.Start(), kernel.State{}, a, "e")
+	require.NoError(t, err)
+	a.Effects[0] = kernel.Delete("x")
+	a.Tags[0] = "changed"
+	assert.Equal(t, kernel.OpSet, rec.Action.Effects[0].Op)
+	assert.Equal(t, "t", rec.Action.Tags[0])
+}
+
+// TestJSONRoundTrip: typed JSON of values, states and actions round-trips
+// exactly and is canonical.
+func TestJSONRoundTrip(t *testing.T) {
+	s := mustState(t, map[string]any{
+		"int": 1, "float": 1.0, "negzero": math.Copysign(0, -1), "big": int64(math.MaxInt64), "frac": 0.25, "e": 1e300,
+		"str": "1", "null": nil, "list": []any{1, 1.0, "1", nil}, "obj": map[string]any{"$int": "not an int"},
+		"\uE000": true, "😀": false,
+	})
+	b, err := s.MarshalJSON()
+	require.NoError(t, err)
+	back, err := kernel.ParseState(b)
+	require.NoError(t, err)
+	assert.True(t, back.Equal(s), "state round-trips: %s", b)
+	assert.Equal(t, s.Fingerprint(), back.Fingerprint())
+	// UTF-16 key order: U+1F600 (surrogates D83D…) sorts before U+E000.
+	assert.Less(t, indexOf(b, "😀"), indexOf(b, "\uE000"))
+
+	a := kernel.Action{ID: "a", Name: "n", Description: "d", Cost: 1500, Category: "c", Risk: kernel.RiskHigh, Reversible: true,
+		Precondition: "p", Postcondition: "q", Tags: []string{"x"},
+		Effects: []kernel.Effect{kernel.Set("k", kernel.Float(2)), kernel.Delete("z"), kernel.Append("l", kernel.Int(1<<60))}}
+	ab, err := a.MarshalJSON()
+	require.NoError(t, err)
+	a2, err := kernel.ParseAction(ab)
+	require.NoError(t, err)
+	assert.Equal(t, a, a2)
+
+	for _, bad := range []string{
+		`{"id":"a","cost":0.0005}`, `{"id":"a","cost":-1}`, `{"id":"a","cost":"NaN"}`, `{"id":"a","cost":true}`,
+		`{"id":"a","bogus":1}`, `{"id":"a","id":"b"}`, `{"id":"a","effects":[{"op":"explode","key":"x"}]}`,
+		`{"id":"a","effects":[{"op":"increment","key":"x","value":"1"}]}`, `{"id":""}`, `[]`, `{"id":"a","effects":[{"op":"set","key":"x"}]}`,
+		`{"id":"a","effects":[{"op":"set","key":"x","value":9007199254740993}]}`, `{"id":"a","tags":[1]}`,
+	} {
+		_, err := kernel.ParseAction([]byte(bad))
+		require.Error(t, err, bad)
+	}
+	for _, bad := range []string{`{"$int":"01"}`, `{"$int":1}`, `{"$float":"Inf"}`, `{"$float":"0x1p3"}`, `{"$object":1}`, `1e400`} {
+		_, err := kernel.ParseValue([]byte(bad))
+		require.ErrorIs(t, err, kernel.ErrDecode, bad)
+	}
+}
+
+func indexOf(b []byte, s string) int {
+	for i := range b {
+		if string(b[i:min(len(b), i+len(s))]) == s {
+			return i
+		}
+	}
+	return -1
+}
