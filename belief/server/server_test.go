@@ -165,7 +165,9 @@ var httpCases = []httpCase{
 		}},
 	{name: "DeclareEmptyList", method: "POST", path: "/v1/sessions", body: `{` + ontoJSON + `,"hypotheses":[]}`, status: 400, code: belief.CodeInvalidRequest},
 	{name: "DeclareMissingEverything", method: "POST", path: "/v1/sessions", body: ``, status: 400, code: belief.CodeInvalidRequest,
-		check: func(t *testing.T, e *env, r response) { assert.Equal(t, []string{"hypotheses", "ontology"}, violationPaths(r)) }},
+		check: func(t *testing.T, e *env, r response) {
+			assert.Equal(t, []string{"hypotheses", "ontology"}, violationPaths(r))
+		}},
 	{name: "DeclareDuplicateKey", method: "POST", path: "/v1/sessions", body: `{` + ontoJSON + `,"hypotheses":["a"],"hypotheses":["b"]}`, status: 400, code: belief.CodeInvalidRequest},
 	{name: "DeclareTopLevelArray", method: "POST", path: "/v1/sessions", body: `[1]`, status: 400, code: belief.CodeInvalidRequest},
 	{name: "DeclareInvalidUTF8", method: "POST", path: "/v1/sessions", body: `{` + ontoJSON + `,"hypotheses":["` + "\xff" + `"]}`, status: 400, code: belief.CodeInvalidRequest},
@@ -263,7 +265,9 @@ var httpCases = []httpCase{
 	{name: "ObligationNegativeMinimum", method: "POST", path: "/v1/sessions/{sid}/obligations", body: `{"obligation_id":"ob","min_total_eliminations":-1}`, status: 400, code: belief.CodeInvalidRequest},
 	{name: "ObligationFractionalMinimum", method: "POST", path: "/v1/sessions/{sid}/obligations", body: `{"obligation_id":"ob","min_total_eliminations":1.5}`, status: 400, code: belief.CodeInvalidRequest},
 	{name: "ObligationStringMinimum", method: "POST", path: "/v1/sessions/{sid}/obligations", body: `{"obligation_id":"ob","min_total_eliminations":"2"}`, status: 400, code: belief.CodeInvalidRequest},
-	{name: "ObligationSecondActive", setup: func(e *env) { e.mustPost("/v1/sessions/{sid}/obligations", `{"obligation_id":"ob","min_total_eliminations":0}`) },
+	{name: "ObligationSecondActive", setup: func(e *env) {
+		e.mustPost("/v1/sessions/{sid}/obligations", `{"obligation_id":"ob","min_total_eliminations":0}`)
+	},
 		method: "POST", path: "/v1/sessions/{sid}/obligations", body: `{"obligation_id":"ob2","min_total_eliminations":0}`, status: 409, code: belief.CodeConflict},
 	{name: "ObligationUnknownSession", method: "POST", path: "/v1/sessions/nope/obligations", body: `{"obligation_id":"ob","min_total_eliminations":0}`, status: 404, code: belief.CodeSessionNotFound},
 	{name: "ObligationTerminated", setup: (*env).terminate, method: "POST", path: "/v1/sessions/{sid}/obligations", body: `{"obligation_id":"ob","min_total_eliminations":0}`, status: 409, code: belief.CodeSessionTerminated},
@@ -279,7 +283,9 @@ var httpCases = []httpCase{
 			assert.Equal(t, true, r.body["approved"])
 			assert.Nil(t, r.body["snapshot"].(map[string]any)["active_obligation_id"])
 		}},
-	{name: "ExitRefusedIsAudited", setup: func(e *env) { e.mustPost("/v1/sessions/{sid}/obligations", `{"obligation_id":"ob","min_total_eliminations":1}`) },
+	{name: "ExitRefusedIsAudited", setup: func(e *env) {
+		e.mustPost("/v1/sessions/{sid}/obligations", `{"obligation_id":"ob","min_total_eliminations":1}`)
+	},
 		method: "POST", path: "/v1/sessions/{sid}/obligations/ob/exit", status: 200,
 		check: func(t *testing.T, e *env, r response) {
 			assert.Equal(t, false, r.body["approved"])
@@ -296,7 +302,9 @@ var httpCases = []httpCase{
 	// POST /v1/sessions/{session_id}/conclusions
 	{name: "ConclusionAccepted", method: "POST", path: "/v1/sessions/{sid}/conclusions", body: `{"conclusion_id":"c1","context":{"note":"n"}}`, status: 200,
 		check: func(t *testing.T, e *env, r response) { assert.Equal(t, true, r.body["accepted"]) }},
-	{name: "ConclusionRefusedUnderObligation", setup: func(e *env) { e.mustPost("/v1/sessions/{sid}/obligations", `{"obligation_id":"ob","min_total_eliminations":1}`) },
+	{name: "ConclusionRefusedUnderObligation", setup: func(e *env) {
+		e.mustPost("/v1/sessions/{sid}/obligations", `{"obligation_id":"ob","min_total_eliminations":1}`)
+	},
 		method: "POST", path: "/v1/sessions/{sid}/conclusions", body: `{"conclusion_id":"c1"}`, status: 200,
 		check: func(t *testing.T, e *env, r response) { assert.Equal(t, false, r.body["accepted"]) }},
 	{name: "ConclusionMissingID", method: "POST", path: "/v1/sessions/{sid}/conclusions", body: `{}`, status: 400, code: belief.CodeInvalidRequest},

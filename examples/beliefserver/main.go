@@ -1,0 +1,101 @@
+// Command beliefserver runs the belief protocol over HTTP/JSON.
+//
+//	go run ./examples/beliefserver -addr 127.0.0.1:8080 -data DIR
+//
+// With -data, every session is one trace file in DIR and comes back after
+// a restart; without it sessions live in memory. -allow-force lets
+// REQUEST_TERMINATION with context.force = true end any session. Logs are
+// structured (log/slog, JSON on stderr); SIGINT or SIGTERM shut the server
+// down gracefully.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/verity-go/verity/belief"
+	"github.com/verity-go/verity/belief/server"
+	"github.com/verity-go/verity/trace"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stderr, nil); err != nil {
+		fmt.Fprintln(os.Stderr, "beliefserver:", err)
+		os.Exit(1)
+	}
+}
+
+// run serves until ctx is done. ready, if not nil, is called with the
+// address once the listener is open.
+func run(ctx context.Context, args []string, logOut io.Writer, ready func(addr string)) error {
+	fl := flag.NewFlagSet("beliefserver", flag.ContinueOnError)
+	fl.SetOutput(logOut)
+	addr := fl.String("addr", "127.0.0.1:8080", "listen address")
+	data := fl.String("data", "", "directory of session logs (empty: in memory)")
+	allowForce := fl.Bool("allow-force", false, "allow forced termination (context.force = true)")
+	maxBody := fl.Int64("max-body", server.DefaultMaxBodyBytes, "largest request body in bytes")
+	if err := fl.Parse(args); err != nil {
+		return err
+	}
+	if fl.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fl.Args())
+	}
+	logger := slog.New(slog.NewJSONHandler(logOut, nil))
+
+	var storage belief.Storage = belief.NewMemoryStorage()
+	if *data != "" {
+		fs, err := belief.NewFileStorage(*data, trace.FileOptions{})
+		if err != nil {
+			return err
+		}
+		storage = fs
+	}
+	b, err := belief.NewServer(ctx, storage, belief.WithPolicy(belief.Policy{AllowForce: *allowForce}))
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{
+		Handler:           server.New(b, server.WithLogger(logger), server.WithMaxBodyBytes(*maxBody)),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	logger.Info("listening", "addr", ln.Addr().String(), "data", *data, "allow_force", *allowForce,
+		"sessions_recovered", len(b.Sessions()))
+	if ready != nil {
+		ready(ln.Addr().String())
+	}
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(shutdownCtx); err != nil {
+		return err
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	logger.Info("stopped")
+	return nil
+}
