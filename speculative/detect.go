@@ -128,7 +128,7 @@ func IsSpeculative(v any) bool {
 // *LimitError, or wraps ErrMalformed for a Go value encoding/json cannot
 // encode; either way v must be treated as speculative.
 func Detect(v any) (f Finding, found bool, err error) {
-	w := walker{budget: MaxWork, max: 1}
+	w := newWalker(false, false, 1)
 	w.value(v, 0, "")
 	if w.err != nil {
 		return Finding{}, false, w.err
@@ -156,7 +156,7 @@ func Check(v any) error {
 // detectAll returns up to max findings, sorted by path. strict adds
 // RuleResidue.
 func detectAll(v any, strict bool, max int) ([]Finding, error) {
-	w := walker{budget: MaxWork, all: true, strict: strict, max: max}
+	w := newWalker(true, strict, max)
 	w.value(v, 0, "")
 	if w.err != nil {
 		return nil, w.err

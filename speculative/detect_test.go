@@ -300,7 +300,7 @@ func TestNestedEncodingsAreLinear(t *testing.T) {
 		v = map[string]any{"inner": encodeN(v, 1), "pad": strings.Repeat("z", 1<<10)}
 	}
 	b, _ := json.Marshal(v)
-	w := walker{budget: MaxWork, max: 1}
+	w := newWalker(false, false, 1)
 	w.value(json.RawMessage(b), 0, "")
 	require.NoError(t, w.err)
 	used := MaxWork - w.budget

@@ -39,6 +39,15 @@ type walker struct {
 	found  []Finding
 	err    error
 	path   []seg
+	// pathBuf backs path for the first levels, so that a check of an
+	// ordinary document makes one allocation, the walker itself.
+	pathBuf [24]seg
+}
+
+func newWalker(all, strict bool, max int) *walker {
+	w := &walker{budget: MaxWork, all: all, strict: strict, max: max}
+	w.path = w.pathBuf[:0]
+	return w
 }
 
 func (w *walker) limit(name string, max int) bool {
