@@ -53,6 +53,8 @@ func TestKeyNormalisationMatches(t *testing.T) {
 		{"ePiStEmIc_StAtUs", "speculative", "epistemic_status", RuleStatus},
 		{"epistemic\u200bstatus", "speculative", "epistemic_status", RuleStatus},
 		{"epistemic status", "speculative", "epistemic_status", RuleStatus},
+		{"epistemic\x00status", "speculative\x7f", "epistemic_status", RuleStatus},
+		{"lane", "spe\u0301culative", "lane", RuleStatus}, // combining mark
 		{"\uff45pistemic_status", "speculative", "epistemic_status", RuleStatus}, // full-width e
 		{"lane", "speculative", "lane", RuleStatus},
 		{"Lane", " Speculative ", "lane", RuleStatus},

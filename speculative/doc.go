@@ -25,8 +25,9 @@
 // Keys are normalised as NormalizeKey does (lower-case, '-' → '_',
 // camelCase split: epistemicStatus, Epistemic-Status, EPISTEMIC_STATUS
 // all read epistemic_status), and then compared with separators ('_', '-',
-// '.', white space), zero-width and other format characters ignored and
-// letters case-folded, full-width letters included. Values are trimmed and
+// '.', white space, control characters), zero-width and other format
+// characters and combining marks ignored and letters case-folded
+// (full-width letters, the Kelvin sign and the long s included). Values are trimmed and
 // lower-cased the same way (" Speculative " reads speculative). Escapes in
 // JSON text are decoded first ("\u0065pistemic_status" is a marker).
 //

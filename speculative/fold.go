@@ -14,8 +14,9 @@ import (
 //
 // Detection goes one step further than this normal form: a key is a marker
 // when its normal form spells a marker once separators ('_', '-', '.',
-// white space) and invisible format characters (zero-width spaces, the byte
-// order mark) are ignored and letters are case-folded (so the Kelvin sign
+// white space, control characters), invisible format characters
+// (zero-width spaces, the byte order mark) and combining marks are ignored
+// and letters are case-folded (so the Kelvin sign
 // and the long s, which fold to "k" and "s", and full-width Latin letters
 // count as their ASCII twins). That makes every key this function maps to
 // a marker a marker, and also closes "epistemic__status",
@@ -104,17 +105,17 @@ func foldASCII(c byte) (byte, bool) {
 		return c, true
 	case 'A' <= c && c <= 'Z':
 		return c + 'a' - 'A', true
-	case c == '_' || c == '-' || c == '.' || c == ' ' || c == '\\' ||
-		c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
+	case c == '_' || c == '-' || c == '.' || c == ' ' || c == '\\' || c < 0x20 || c == 0x7F:
 		return 0, false
 	}
 	return 0xFF, true
 }
 
-// foldRune folds a non-ASCII rune: white space and format characters are
-// dropped, letters with an ASCII twin become it, the rest 0xFF.
+// foldRune folds a non-ASCII rune: white space, format characters and
+// combining marks are dropped, letters with an ASCII twin become it, the
+// rest 0xFF.
 func foldRune(r rune) (byte, bool) {
-	if unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) {
+	if unicode.IsSpace(r) || unicode.In(r, unicode.Cf, unicode.Mn, unicode.Me) {
 		return 0, false
 	}
 	return asciiTwin(r), true
