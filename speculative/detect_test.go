@@ -54,7 +54,7 @@ func TestKeyNormalisationMatches(t *testing.T) {
 		{"epistemic\u200bstatus", "speculative", "epistemic_status", RuleStatus},
 		{"epistemic status", "speculative", "epistemic_status", RuleStatus},
 		{"epistemic\x00status", "speculative\x7f", "epistemic_status", RuleStatus},
-		{"lane", "spe\u0301culative", "lane", RuleStatus}, // combining mark
+		{"lane", "spe\u0301culative", "lane", RuleStatus},                        // combining mark
 		{"\uff45pistemic_status", "speculative", "epistemic_status", RuleStatus}, // full-width e
 		{"lane", "speculative", "lane", RuleStatus},
 		{"Lane", " Speculative ", "lane", RuleStatus},
