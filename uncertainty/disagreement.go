@@ -54,6 +54,9 @@ func ModelDisagreement(ctx context.Context, s Sampler, judge Equivalence, prompt
 	if _, err := resolve(opts.Thresholds); err != nil {
 		return DisagreementResult{}, err
 	}
+	if judge == nil {
+		return DisagreementResult{}, invalid("judge", -1, "nil Equivalence")
+	}
 	answers, err := sample(ctx, s, SampleRequest{Prompt: prompt, Temperatures: append([]float64(nil), temps...)})
 	if err != nil {
 		return DisagreementResult{}, err

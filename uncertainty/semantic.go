@@ -59,6 +59,9 @@ func SemanticEntropy(ctx context.Context, s Sampler, judge Equivalence, prompt s
 	if _, err := resolve(opts.Thresholds); err != nil {
 		return SemanticEntropyResult{}, err
 	}
+	if judge == nil {
+		return SemanticEntropyResult{}, invalid("judge", -1, "nil Equivalence")
+	}
 	temp := opts.Temperature
 	if temp == 0 {
 		temp = 1

@@ -142,7 +142,13 @@ func TestSemanticEntropyErrors(t *testing.T) {
 			assert.ErrorIs(t, err, tc.want)
 		})
 	}
-	_, err := uncertainty.SemanticEntropyOf(ctx, judge, "q", []uncertainty.Answer{{Text: "a", LogProb: -1, HasLogProb: true}, {Text: "b", LogProb: 1, HasLogProb: true}},
+	s := &scriptedSampler{texts: []string{"a"}}
+	_, err := uncertainty.SemanticEntropy(ctx, s, nil, "q", uncertainty.SemanticEntropyOptions{})
+	assert.ErrorIs(t, err, uncertainty.ErrInvalidInput)
+	_, err = uncertainty.ModelDisagreement(ctx, s, nil, "q", uncertainty.DisagreementOptions{})
+	assert.ErrorIs(t, err, uncertainty.ErrInvalidInput)
+	assert.Empty(t, s.requests, "a nil judge is caught before the model is asked")
+	_, err = uncertainty.SemanticEntropyOf(ctx, judge, "q", []uncertainty.Answer{{Text: "a", LogProb: -1, HasLogProb: true}, {Text: "b", LogProb: 1, HasLogProb: true}},
 		uncertainty.SemanticEntropyOptions{Likelihood: true})
 	assert.ErrorIs(t, err, uncertainty.ErrInvalidInput, "a positive log-probability is not a probability")
 	_, err = uncertainty.SemanticEntropyOf(ctx, judge, "q", []uncertainty.Answer{{Text: "a"}}, uncertainty.SemanticEntropyOptions{})
