@@ -1,0 +1,55 @@
+package sqlstore
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/verity-go/verity/trace"
+)
+
+// FuzzDecodeRow feeds arbitrary column values to the row decoder: it must
+// never panic, must accept exactly the rows whose fields have the stored
+// shapes, and what it accepts must be the entry those columns describe.
+func FuzzDecodeRow(f *testing.F) {
+	e, _, err := trace.Next(trace.Head{}, "fuzz.seed", []byte(`{"a":1}`), time.Date(2026, 11, 22, 6, 0, 0, 1, time.UTC))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(int64(0), e.Prev[:], e.Kind, e.Payload, trace.FormatTime(e.Time), e.Hash[:])
+	f.Add(int64(-1), e.Prev[:], e.Kind, e.Payload, trace.FormatTime(e.Time), e.Hash[:])
+	f.Add(int64(7), e.Prev[:31], e.Kind, []byte(nil), "2026-11-22T06:00:00Z", e.Hash[:])
+	f.Add(int64(1), e.Prev[:], "", []byte{}, "9999-12-31T23:59:59.999999999Z", append(e.Hash[:], 0))
+	f.Fuzz(func(t *testing.T, seq int64, prev []byte, kind string, payload []byte, ts string, hash []byte) {
+		got, err := decodeRow(seq, prev, kind, payload, ts, hash)
+		_, terr := trace.ParseTime(ts)
+		wantOK := seq >= 0 && len(prev) == 32 && len(hash) == 32 && terr == nil
+		if (err == nil) != wantOK {
+			t.Fatalf("decodeRow error = %v, want ok = %v", err, wantOK)
+		}
+		if err != nil {
+			return
+		}
+		if got.Seq != uint64(seq) || !bytes.Equal(got.Prev[:], prev) || !bytes.Equal(got.Hash[:], hash) ||
+			got.Kind != kind || !bytes.Equal(got.Payload, payload) || trace.FormatTime(got.Time) != ts || got.Payload == nil {
+			t.Fatalf("decoded %+v from different columns", got)
+		}
+	})
+}
+
+// FuzzValidID: ValidID never panics and accepts exactly 1..MaxIDLen bytes
+// of valid UTF-8 without NUL.
+func FuzzValidID(f *testing.F) {
+	for _, s := range []string{"", "a", "session-1", "é", "\x00", "\xff", strings.Repeat("x", MaxIDLen), strings.Repeat("x", MaxIDLen+1)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, id string) {
+		err := ValidID(id)
+		want := len(id) >= 1 && len(id) <= MaxIDLen && utf8.ValidString(id) && !strings.ContainsRune(id, 0)
+		if (err == nil) != want {
+			t.Fatalf("ValidID(%q) = %v, want ok = %v", id, err, want)
+		}
+	})
+}
