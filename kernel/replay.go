@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"github.com/verity-go/verity/trace"
 )
 
@@ -65,6 +67,13 @@ func Replay(ctx context.Context, k *Kernel, log *trace.Log, sessionID string, op
 	if s == nil {
 		return nil, fmt.Errorf("%w: no kernel.start entry for session %q", ErrReplay, sessionID)
 	}
+	// New execution ids must not repeat ids of this session's earlier
+	// instances, including attempts that were never recorded.
+	u, err := uuid.NewV7()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrReplay, err)
+	}
+	s.prefix = u.String()
 	return s, nil
 }
 
@@ -157,7 +166,6 @@ func (s *Session) replayEntry(kind string, p map[string]any) error {
 			return err
 		}
 		s.world, s.ks = world, ks
-		s.counter++
 		s.history = append(s.history, rec)
 	case KindReject:
 		if fp(p["state"]) != s.world.Fingerprint().String() {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -56,9 +57,12 @@ func WithSessionID(id string) SessionOption {
 	return func(c *sessionConfig) { c.sessionID = id }
 }
 
-// WithExecIDs sets the source of execution ids. The default is the
-// session id, "/" and a counter, unique across sessions because the session
-// id is. Ids must be unique within the session.
+// WithExecIDs sets the source of execution ids; they must never repeat
+// (a SharedBudget may see them from many sessions). The default is a
+// prefix, "/" and a counter advanced by every committed or attempted
+// execution: the prefix is the session id for the Session NewSession
+// returns, and a fresh UUIDv7 for each Session Replay returns, so ids never
+// repeat even for attempts that a failed trace append left unrecorded.
 func WithExecIDs(next func() string) SessionOption {
 	return func(c *sessionConfig) { c.execID = next }
 }
@@ -78,7 +82,8 @@ type Session struct {
 	shared  SharedBudget
 	id      string
 	execID  func() string
-	counter uint64
+	prefix  string   // default exec id prefix
+	counter uint64   // exec ids handed out by the default source
 	history []Record // committed executions, oldest first
 	buf     []byte   // payload scratch, reused under mu
 }
@@ -111,7 +116,10 @@ func newSession(k *Kernel, initial State, log *trace.Log, opts []SessionOption) 
 		}
 		cfg.sessionID = u.String()
 	}
-	s := &Session{k: k, ks: k.Start(), world: initial, log: log, shared: cfg.shared, id: cfg.sessionID, execID: cfg.execID}
+	if !utf8.ValidString(cfg.sessionID) {
+		return nil, fmt.Errorf("%w: session id is not valid UTF-8", ErrInvalidConfig)
+	}
+	s := &Session{k: k, ks: k.Start(), world: initial, log: log, shared: cfg.shared, id: cfg.sessionID, execID: cfg.execID, prefix: cfg.sessionID}
 	return s, nil
 }
 
@@ -150,10 +158,11 @@ func (s *Session) nextExecID() string {
 	if s.execID != nil {
 		return s.execID()
 	}
-	b := make([]byte, 0, len(s.id)+21)
-	b = append(b, s.id...)
+	s.counter++
+	b := make([]byte, 0, len(s.prefix)+21)
+	b = append(b, s.prefix...)
 	b = append(b, '/')
-	b = strconv.AppendUint(b, s.counter+1, 10)
+	b = strconv.AppendUint(b, s.counter, 10)
 	return string(b)
 }
 
@@ -191,7 +200,6 @@ func (s *Session) Execute(ctx context.Context, a Action) (Record, error) {
 		return Record{}, err
 	}
 	s.world, s.ks = world, ks
-	s.counter++
 	s.history = append(s.history, rec)
 	return rec, nil
 }

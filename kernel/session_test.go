@@ -1,0 +1,344 @@
+package kernel_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/verity-go/verity/internal/canon"
+	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/trace"
+)
+
+// fakeShared is an in-memory SharedBudget that can be told to fail.
+type fakeShared struct {
+	mu          sync.Mutex
+	balance     int64
+	charged     map[string]int64
+	refunded    map[string]int64
+	failCharge  bool
+	failRefund  bool
+	charges     int
+	refundCalls int
+}
+
+func newFakeShared(balance int64) *fakeShared {
+	return &fakeShared{balance: balance, charged: map[string]int64{}, refunded: map[string]int64{}}
+}
+
+var errSharedDown = errors.New("shared budget unavailable")
+
+func (f *fakeShared) Charge(_ context.Context, id string, cost int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.charges++
+	if f.failCharge {
+		return errSharedDown
+	}
+	if cost > f.balance {
+		return fmt.Errorf("%w: shared balance %d, cost %d", kernel.ErrBudgetExceeded, f.balance, cost)
+	}
+	if _, dup := f.charged[id]; dup {
+		return fmt.Errorf("duplicate charge %q", id)
+	}
+	f.balance -= cost
+	f.charged[id] = cost
+	return nil
+}
+
+func (f *fakeShared) Refund(_ context.Context, id string, amount int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.refundCalls++
+	if f.failRefund {
+		return errSharedDown
+	}
+	if amount > f.charged[id]-f.refunded[id] {
+		return fmt.Errorf("refund %d exceeds charge of %q", amount, id)
+	}
+	f.refunded[id] += amount
+	f.balance += amount
+	return nil
+}
+
+func (f *fakeShared) Balance() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.balance
+}
+
+// flakyStore is a trace.Store whose appends fail while fail is set.
+type flakyStore struct {
+	*trace.Memory
+	fail atomic.Bool
+}
+
+var errDisk = errors.New("disk full")
+
+func (s *flakyStore) Append(ctx context.Context, entries ...trace.Entry) error {
+	if s.fail.Load() {
+		return errDisk
+	}
+	return s.Memory.Append(ctx, entries...)
+}
+
+func (s *flakyStore) Entries(ctx context.Context, from uint64) iter.Seq2[trace.Entry, error] {
+	return s.Memory.Entries(ctx, from)
+}
+
+func sessionKernel(t *testing.T) *kernel.Kernel {
+	return mustKernel(t, kernel.Config{
+		Budget: 10 * kernel.Unit, MinActionCost: kernel.Unit,
+		Invariants:       []kernel.Invariant{nonNegative("x")},
+		EmergencyActions: []string{"hover"},
+	})
+}
+
+var incX = kernel.Action{ID: "inc", Name: "increment x", Cost: 2 * kernel.Unit, Effects: []kernel.Effect{kernel.Increment("x", kernel.Int(1))}}
+
+func TestSessionSharedBudget(t *testing.T) {
+	k := sessionKernel(t)
+	store := &flakyStore{Memory: trace.NewMemory()}
+	log, err := trace.New(store)
+	require.NoError(t, err)
+	shared := newFakeShared(int64(3 * kernel.Unit))
+	sess, err := kernel.NewSession(ctx, k, mustState(t, map[string]any{"x": 0}), log, kernel.WithSharedBudget(shared))
+	require.NoError(t, err)
+
+	// 1. Local checks pass, shared charge succeeds.
+	rec, err := sess.Execute(ctx, incX)
+	require.NoError(t, err)
+	assert.Equal(t, int64(kernel.Unit), shared.Balance())
+
+	// 2. The shared budget refuses: rejected, nothing changes, recorded.
+	s0, ks0, head0 := sess.State(), sess.KernelState(), log.Head()
+	_, err = sess.Execute(ctx, incX)
+	require.ErrorIs(t, err, kernel.ErrRejected)
+	require.ErrorIs(t, err, kernel.ErrBudgetExceeded)
+	var rej *kernel.RejectedError
+	require.ErrorAs(t, err, &rej)
+	assert.Equal(t, kernel.CheckSharedBudget, rej.Verdict.Failures()[0].Check)
+	assert.Equal(t, s0, sess.State())
+	assert.Equal(t, ks0, sess.KernelState())
+	assert.Equal(t, head0.Size+1, log.Head().Size)
+	last := lastEntry(t, log)
+	assert.Equal(t, kernel.KindReject, last.Kind)
+	assert.Contains(t, string(last.Payload), `"check":"shared_budget"`)
+
+	// 3. The shared budget is down: rejected too.
+	shared.failCharge = true
+	_, err = sess.Execute(ctx, kernel.Action{ID: "inc", Cost: kernel.Unit})
+	require.ErrorIs(t, err, errSharedDown)
+	shared.failCharge = false
+
+	// 4. Recording fails after a successful charge: compensated by Refund.
+	store.fail.Store(true)
+	_, err = sess.Execute(ctx, kernel.Action{ID: "inc", Cost: kernel.Unit})
+	require.ErrorIs(t, err, errDisk)
+	assert.Equal(t, int64(kernel.Unit), shared.Balance(), "the charge was refunded")
+	assert.Equal(t, s0, sess.State())
+	assert.Equal(t, ks0, sess.KernelState())
+	// ... and a failing compensation is reported too.
+	shared.failRefund = true
+	_, err = sess.Execute(ctx, kernel.Action{ID: "inc", Cost: kernel.Unit})
+	require.ErrorIs(t, err, errDisk)
+	require.ErrorIs(t, err, errSharedDown)
+	shared.failRefund = false
+	store.fail.Store(false)
+	shared.balance = int64(kernel.Unit) // forget the charge the failed refund left behind
+
+	// 5. Rollback refunds through the shared budget.
+	_, err = sess.Rollback(ctx, rec.ExecID)
+	require.NoError(t, err)
+	assert.Equal(t, int64(3*kernel.Unit), shared.Balance())
+	assert.Equal(t, kernel.Cost(0), sess.KernelState().Budget().Net())
+
+	// 6. A recording failure during rollback changes nothing.
+	rec2, err := sess.Execute(ctx, incX)
+	require.NoError(t, err)
+	store.fail.Store(true)
+	_, err = sess.Rollback(ctx, rec2.ExecID)
+	require.ErrorIs(t, err, errDisk)
+	assert.Equal(t, int64(kernel.Unit), shared.Balance())
+	store.fail.Store(false)
+	_, err = sess.Rollback(ctx, rec2.ExecID)
+	require.NoError(t, err)
+
+	_, err = log.Verify(ctx)
+	require.NoError(t, err)
+}
+
+func lastEntry(t *testing.T, log *trace.Log) trace.Entry {
+	var last trace.Entry
+	for e, err := range log.Entries(ctx, 0) {
+		require.NoError(t, err)
+		last = e
+	}
+	return last
+}
+
+// TestSessionConcurrentNeverOverspends: many goroutines race on one
+// session (run with -race). Exactly floor(B0/cost) executions commit, the
+// budget is never exceeded, the trace never forks and replays to the same
+// state.
+func TestSessionConcurrentNeverOverspends(t *testing.T) {
+	k := sessionKernel(t)
+	log := trace.NewMemoryLog()
+	sess, err := kernel.NewSession(ctx, k, mustState(t, map[string]any{"x": 0}), log)
+	require.NoError(t, err)
+	var ok, rejected atomic.Int64
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for range 10 {
+				if _, err := sess.Execute(ctx, incX); err == nil {
+					ok.Add(1)
+				} else {
+					rejected.Add(1)
+				}
+				if b := sess.KernelState().Budget(); b.Net() > b.Limit() {
+					t.Errorf("overspent: %s", b.Net())
+				}
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, int64(5), ok.Load())
+	x, _ := sess.State().Get("x")
+	assert.True(t, x.Equal(kernel.Int(5)))
+	head, err := log.Verify(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1+160), head.Size)
+	re, err := kernel.Replay(ctx, k, log, sess.ID())
+	require.NoError(t, err)
+	assert.True(t, re.State().Equal(sess.State()))
+	assert.Equal(t, sess.KernelState().Budget().Net(), re.KernelState().Budget().Net())
+}
+
+// TestSharedBudgetAcrossSessions: two sessions (as two processes would)
+// share one budget smaller than each local budget; together they never
+// spend more than it.
+func TestSharedBudgetAcrossSessions(t *testing.T) {
+	k := sessionKernel(t)
+	shared := newFakeShared(int64(6 * kernel.Unit))
+	var sessions []*kernel.Session
+	for range 2 {
+		s, err := kernel.NewSession(ctx, k, mustState(t, map[string]any{"x": 0}), trace.NewMemoryLog(), kernel.WithSharedBudget(shared))
+		require.NoError(t, err)
+		sessions = append(sessions, s)
+	}
+	var ok atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			for range 5 {
+				if _, err := sessions[i%2].Execute(ctx, incX); err == nil {
+					ok.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, int64(3), ok.Load())
+	assert.Equal(t, int64(0), shared.Balance())
+	total := sessions[0].KernelState().Budget().Net() + sessions[1].KernelState().Budget().Net()
+	assert.Equal(t, 6*kernel.Unit, total)
+}
+
+func TestSessionRecordsEveryTransition(t *testing.T) {
+	k := sessionKernel(t)
+	log := fixedClockLog(t)
+	sess, err := kernel.NewSession(ctx, k, mustState(t, map[string]any{"x": 0, "l": []any{1, 1}}), log, kernel.WithSessionID("s1"))
+	require.NoError(t, err)
+	a := kernel.Action{ID: "act", Name: "n", Description: "d", Cost: 1500, Category: "c", Risk: kernel.RiskLow, Tags: []string{"t"},
+		Effects: []kernel.Effect{kernel.Append("l", kernel.Int(1)), kernel.Set("f", kernel.Float(2))}}
+	rec, err := sess.Execute(ctx, a)
+	require.NoError(t, err)
+	_, err = sess.Execute(ctx, kernel.Action{ID: "bad", Cost: kernel.Unit, Effects: []kernel.Effect{kernel.Set("x", kernel.Int(-1))}})
+	require.ErrorIs(t, err, kernel.ErrInvariantViolated)
+	_, err = sess.Rollback(ctx, rec.ExecID)
+	require.NoError(t, err)
+	_, err = sess.Rollback(ctx, "nope")
+	require.ErrorIs(t, err, kernel.ErrUnknownExecution)
+
+	var kinds []string
+	var payloads []map[string]any
+	for e, err := range log.Entries(ctx, 0) {
+		require.NoError(t, err)
+		require.NoError(t, canon.Valid(e.Payload), "payloads are canonical")
+		kinds = append(kinds, e.Kind)
+		var p map[string]any
+		require.NoError(t, json.Unmarshal(e.Payload, &p))
+		payloads = append(payloads, p)
+	}
+	assert.Equal(t, []string{kernel.KindStart, kernel.KindExecute, kernel.KindReject, kernel.KindRollback}, kinds)
+	exec := payloads[1]
+	for _, f := range []string{"action", "after", "before", "budget", "emergency", "emergency_steps", "exec", "inverse", "session", "steps", "warnings"} {
+		assert.Contains(t, exec, f)
+	}
+	assert.Equal(t, "s1/1", exec["exec"])
+	act, err := kernel.ParseAction(mustJSON(t, exec["action"]))
+	require.NoError(t, err)
+	assert.Equal(t, a, act, "the recorded action is the action, exactly (the float 2 stays a float)")
+	assert.Equal(t, rec.After.String(), exec["after"])
+	assert.Equal(t, map[string]any{"gross": "1.5", "limit": "10", "refunded": "0"}, exec["budget"])
+	rej := payloads[2]
+	assert.Len(t, rej["checks"], 6, "every check of the verdict is recorded")
+	rb := payloads[3]
+	assert.Equal(t, "1.5", rb["refund"])
+	assert.Equal(t, rec.Before.String(), rb["after"])
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return b
+}
+
+func TestReplayDetectsMismatch(t *testing.T) {
+	k := sessionKernel(t)
+	log := trace.NewMemoryLog()
+	sess, err := kernel.NewSession(ctx, k, mustState(t, map[string]any{"x": 0}), log)
+	require.NoError(t, err)
+	_, err = sess.Execute(ctx, incX)
+	require.NoError(t, err)
+
+	// A kernel with another configuration cannot replay the log.
+	other := mustKernel(t, kernel.Config{Budget: 11 * kernel.Unit, MinActionCost: kernel.Unit, Invariants: []kernel.Invariant{nonNegative("x")}, EmergencyActions: []string{"hover"}})
+	_, err = kernel.Replay(ctx, other, log, sess.ID())
+	require.ErrorIs(t, err, kernel.ErrReplay)
+	// An unknown session id is an error.
+	_, err = kernel.Replay(ctx, k, log, "nope")
+	require.ErrorIs(t, err, kernel.ErrReplay)
+	// A replayed session continues the same log and counter.
+	re, err := kernel.Replay(ctx, k, log, "")
+	require.NoError(t, err)
+	rec, err := re.Execute(ctx, incX)
+	require.NoError(t, err)
+	assert.NotEqual(t, sess.History()[0].ExecID, rec.ExecID, "a replayed session never reuses an execution id")
+	re2, err := kernel.Replay(ctx, k, log, sess.ID())
+	require.NoError(t, err)
+	assert.True(t, re2.State().Equal(re.State()))
+
+	// A tampered log does not replay.
+	var entries []trace.Entry
+	for e, err := range log.Entries(ctx, 0) {
+		require.NoError(t, err)
+		entries = append(entries, e)
+	}
+	m := trace.NewMemory()
+	entries[1].Payload = []byte(string(entries[1].Payload[:len(entries[1].Payload)-1]) + " }")
+	require.NoError(t, m.Append(ctx, entries...))
+	tl, err := trace.New(m)
+	require.NoError(t, err)
+	_, err = kernel.Replay(ctx, k, tl, "")
+	require.ErrorIs(t, err, kernel.ErrReplay)
+}
