@@ -213,7 +213,12 @@ func (d *decoder) time(m map[string]any, path, key string, required bool) time.T
 		d.add(p, RuleTime, "%q is not an RFC 3339 timestamp", s)
 		return time.Time{}
 	}
-	return t.UTC()
+	t = t.UTC()
+	if y := t.Year(); y < 0 || y > 9999 {
+		d.add(p, RuleTime, "%q falls outside the years 0000-9999 in UTC", s)
+		return time.Time{}
+	}
+	return t
 }
 
 func enum[T ~string](d *decoder, m map[string]any, path, key string, valid func(T) bool, def T) T {

@@ -149,6 +149,9 @@ func TestDecodeRejects(t *testing.T) {
 			[]string{"claims type", "id type", "origin_agent type", "reason type"}},
 		{"bad timestamp", `{"origin_agent":"a","claims":[],"timestamp":"2025-12-28 19:30"}`, []string{"timestamp time"}},
 		{"timestamp without zone", `{"origin_agent":"a","claims":[],"timestamp":"2025-12-28T19:30:00"}`, []string{"timestamp time"}},
+		{"timestamp before year 0 in UTC", `{"origin_agent":"a","claims":[],"timestamp":"0000-01-01T00:00:00+01:00"}`, []string{"timestamp time"}},
+		{"timestamp after year 9999 in UTC", `{"origin_agent":"a","claims":[],"timestamp":"9999-12-31T23:59:59-01:00"}`, []string{"timestamp time"}},
+		{"lower-case t and z", `{"origin_agent":"a","claims":[],"timestamp":"2025-12-28t19:30:00z"}`, []string{"timestamp time"}},
 		{"decision lower-case", `{"origin_agent":"a","claims":[],"decision":"publish"}`, []string{"decision enum"}},
 		{"unknown decision", `{"origin_agent":"a","claims":[],"decision":"APPROVE"}`, []string{"decision enum"}},
 		{"claim type lower-case", withClaim(`"FACT"`, `"fact"`), []string{"claims[0].claim_type enum"}},
@@ -292,6 +295,8 @@ var fuzzSeeds = []string{
 	`{"source":"s","source_confidence":0.6,"evidence_hash":"` + hashOf + `","retrieved_at":"2025-12-28T19:30:00Z"}`,
 	`{"approver":"x","timestamp":"2025-01-01T00:00:00Z","decision":"APPROVED","reason":"r"}`,
 	`{"origin_agent":"a","claims":[],"audit_trail":{"caveats":[{"gate":"g","text":"t"}],"flags":[{"claim_id":"c","gate":"g","text":"t"}]}}`,
+	`{"approver":"x","timestamp":"0000-01-01T00:00:00+01:00","decision":"APPROVED"}`,
+	`{"approver":"x","timestamp":"9999-12-31T23:59:59.999999999+00:00","decision":"REJECTED"}`,
 	`{"value":1e400}`, `{"value":-0}`, `[]`, `null`, `"FACT"`, `{"a":1,"a":2}`, "{\"\xff\":1}",
 }
 

@@ -3,6 +3,7 @@ package claims
 import (
 	"fmt"
 	"math"
+	"time"
 	"unicode/utf8"
 )
 
@@ -21,7 +22,8 @@ const MinSourceConfidence = 0.60
 //     recommendation are in their enums and whose value lies in [0,1];
 //   - each evidence pointer has a source, a source_confidence in [0,1], an
 //     evidence_hash of 64 lower-case hex digits (a SHA-256) and a
-//     retrieved_at time;
+//     retrieved_at time (every time lies within the years 0000-9999 UTC,
+//     so that it can be written as RFC 3339);
 //   - a FACT claim has at least one evidence pointer (RuleEvidenceMissing)
 //     and one of them reaches MinSourceConfidence (RuleEvidenceWeak); an
 //     INFERENCE claim that cites evidence meets the same standard;
@@ -118,6 +120,18 @@ func (v *validator) texts(field string, ss []string) {
 	v.pop()
 }
 
+// time checks that t is set and writable as RFC 3339 (years 0000-9999 in
+// UTC).
+func (v *validator) time(field string, t time.Time) {
+	if t.IsZero() {
+		v.add(field, RuleRequired, "missing time")
+		return
+	}
+	if y := t.UTC().Year(); y < 0 || y > 9999 {
+		v.add(field, RuleTime, "year %d (UTC) cannot be written as RFC 3339", y)
+	}
+}
+
 func (v *validator) unit(field string, f float64) {
 	if math.IsNaN(f) || f < 0 || f > 1 {
 		v.add(field, RuleRange, "%v is outside [0,1]", f)
@@ -135,9 +149,7 @@ func enumCheck[T ~string](v *validator, field string, x T, valid func(T) bool) {
 
 func (v *validator) bundle(b ClaimBundle) {
 	v.text("id", b.ID, true)
-	if b.Timestamp.IsZero() {
-		v.add("timestamp", RuleRequired, "missing timestamp")
-	}
+	v.time("timestamp", b.Timestamp)
 	v.text("origin_agent", b.OriginAgent, true)
 	if len(b.Claims) == 0 {
 		v.add("claims", RuleNoClaims, "a bundle needs at least one claim")
@@ -210,9 +222,7 @@ func (v *validator) auditTrail(a AuditTrail, required map[string]bool) {
 
 func (v *validator) approval(a Approval) {
 	v.text("approver", a.Approver, true)
-	if a.Timestamp.IsZero() {
-		v.add("timestamp", RuleRequired, "missing timestamp")
-	}
+	v.time("timestamp", a.Timestamp)
 	enumCheck(v, "decision", a.Decision, ApprovalDecision.Valid)
 	v.text("reason", a.Reason, false)
 }
@@ -284,9 +294,7 @@ func (v *validator) evidence(e EvidencePointer) {
 	case !IsSHA256Hex(e.EvidenceHash):
 		v.add("evidence_hash", RuleEvidenceHash, "want 64 lower-case hex digits (SHA-256), got %d characters", len(e.EvidenceHash))
 	}
-	if e.RetrievedAt.IsZero() {
-		v.add("retrieved_at", RuleRequired, "missing retrieved_at time")
-	}
+	v.time("retrieved_at", e.RetrievedAt)
 }
 
 func (v *validator) uncertainty(u Uncertainty) {

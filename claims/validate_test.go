@@ -80,6 +80,8 @@ func TestValidateRules(t *testing.T) {
 			[]string{"claims[0].evidence_pointers[0].evidence_hash required"}},
 		{"retrieved_at required", func(b *ClaimBundle) { b.Claims[0].EvidencePointers[0].RetrievedAt = zeroTime },
 			[]string{"claims[0].evidence_pointers[0].retrieved_at required"}},
+		{"retrieved_at beyond year 9999", func(b *ClaimBundle) { b.Claims[0].EvidencePointers[0].RetrievedAt = t0.AddDate(8000, 0, 0) },
+			[]string{"claims[0].evidence_pointers[0].retrieved_at time"}},
 		{"source required", func(b *ClaimBundle) { b.Claims[0].EvidencePointers[0].Source = "" },
 			[]string{"claims[0].evidence_pointers[0].source required"}},
 		{"INFERENCE without evidence is fine", func(b *ClaimBundle) {
