@@ -275,7 +275,17 @@ func TestLimitEncodings(t *testing.T) {
 		assert.Equal(t, "p.lane", f.Path)
 		assert.Equal(t, n, f.Encodings)
 	}
-	_, _, err := Detect(map[string]any{"p": encodeN(clean, MaxEncodings+1)})
+	// Text at the deepest layer that is not JSON is only text.
+	text := encodeN(map[string]any{"x": `{not json "alternatives"`, "y": `"quoted" text`}, MaxEncodings)
+	f, found, err := Detect(map[string]any{"p": text})
+	require.NoError(t, err)
+	require.True(t, found)
+	assert.Equal(t, RuleQuoted, f.Rule)
+	assert.Equal(t, MaxEncodings, f.Encodings)
+	_, _, err = Detect(map[string]any{"p": encodeN(map[string]any{"y": `"quoted" text`}, MaxEncodings)})
+	require.NoError(t, err)
+
+	_, _, err = Detect(map[string]any{"p": encodeN(clean, MaxEncodings+1)})
 	var le *LimitError
 	require.ErrorAs(t, err, &le)
 	assert.Equal(t, "encodings", le.Limit)

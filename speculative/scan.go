@@ -296,7 +296,10 @@ func str[T ~string | ~[]byte](w *walker, s T, quotes bool, depth int, status str
 	switch s[i] {
 	case '{', '[':
 		if w.enc >= MaxEncodings {
-			return w.limit("encodings", MaxEncodings)
+			if json.Valid([]byte(s[i:])) {
+				return w.limit("encodings", MaxEncodings)
+			}
+			break // text that merely starts with a bracket
 		}
 		w.enc++
 		ok, stop := w.parseJSON([]byte(s[i:]), depth, status)
@@ -305,10 +308,10 @@ func str[T ~string | ~[]byte](w *walker, s T, quotes bool, depth int, status str
 			return stop
 		}
 	case '"':
-		if w.enc >= MaxEncodings {
-			return w.limit("encodings", MaxEncodings)
-		}
 		if inner, ok := decodeJSONString([]byte(s[i:])); ok {
+			if w.enc >= MaxEncodings {
+				return w.limit("encodings", MaxEncodings)
+			}
 			// The string is one quoted JSON string: a quoted token.
 			if status != "" && isSpeculativeValue(inner) {
 				return w.hit(RuleStatus, status, w.lastKey())
