@@ -74,3 +74,43 @@ func BenchmarkIsSpeculativeClean100KB(b *testing.B)        { benchDetect(b, 100<
 func BenchmarkIsSpeculativeClean1MB(b *testing.B)          { benchDetect(b, 1<<20, false) }
 func BenchmarkIsSpeculativeClean100KBDecoded(b *testing.B) { benchDetect(b, 100<<10, true) }
 func BenchmarkIsSpeculativeClean1MBDecoded(b *testing.B)   { benchDetect(b, 1<<20, true) }
+
+// BenchmarkIsSpeculativeMarkerDeep100KB: a 100 KB document whose only
+// marker is hidden at its end inside a doubly encoded string.
+func BenchmarkIsSpeculativeMarkerDeep100KB(b *testing.B) {
+	raw := evidenceDoc(100 << 10)
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		b.Fatal(err)
+	}
+	doc["zz"] = encodeN(map[string]any{"lane": "speculative"}, 2)
+	raw, _ = json.Marshal(doc)
+	b.SetBytes(int64(len(raw)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if !IsSpeculative(json.RawMessage(raw)) {
+			b.Fatal("missed")
+		}
+	}
+}
+
+func BenchmarkDecodeExperimentSpec(b *testing.B) {
+	doc := []byte(`{"claim_id":"c1","template_qid":"sensitivity_suite@1.0.0","scope_lock_id":"L1","params":{"vary":["pressure","salinity"],"levels":5,"relative_step":0.1},"assumptions":["iid samples"]}`)
+	b.SetBytes(int64(len(doc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := DecodeExperimentSpec(doc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkExperimentHintsDigest(b *testing.B) {
+	h := sampleHints()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := h.Digest(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
 )
 
 func decode(t testing.TB, s string) any {
@@ -54,6 +55,8 @@ func TestKeyNormalisationMatches(t *testing.T) {
 		{"epistemic\u200bstatus", "speculative", "epistemic_status", RuleStatus},
 		{"epistemic status", "speculative", "epistemic_status", RuleStatus},
 		{"epistemic\x00status", "speculative\x7f", "epistemic_status", RuleStatus},
+		{"\x00lane", "speculative", "lane", RuleStatus},
+		{"\x7f_edge_cases", "x", "edge_cases", RuleArtifact},
 		{"lane", "spe\u0301culative", "lane", RuleStatus},                        // combining mark
 		{"\uff45pistemic_status", "speculative", "epistemic_status", RuleStatus}, // full-width e
 		{"lane", "speculative", "lane", RuleStatus},
@@ -336,4 +339,29 @@ func TestCheck(t *testing.T) {
 	assert.ErrorIs(t, err, ErrSpeculative)
 	assert.Equal(t, "a[0].lane", se.Finding.Path)
 	assert.Contains(t, err.Error(), "a[0].lane")
+}
+
+// TestKeyPrecheckNeverChangesTheAnswer: the first-byte pre-check of keys
+// only skips keys the full fold would not match either.
+func TestKeyPrecheckNeverChangesTheAnswer(t *testing.T) {
+	parts := []string{"lane", "epistemic", "status", "speculative", "context", "edge", "cases", "alternatives",
+		"analogies", "experiment", "hints", "_", "-", ".", " ", "\x00", "\x7f", "\u200b", "\u0301", "K", "\u212a", "\u017f", "x", "1", "\uff45"}
+	rapid.Check(t, func(t *rapid.T) {
+		var b strings.Builder
+		for _, p := range rapid.SliceOfN(rapid.SampledFrom(parts), 1, 5).Draw(t, "parts") {
+			b.WriteString(p)
+		}
+		if first := rapid.IntRange(0, 255).Draw(t, "first"); first < 0x80 {
+			b.WriteByte(byte(first))
+		}
+		for _, key := range []string{b.String(), string(b.String()[len(b.String())-1:]) + b.String()} {
+			var f folded
+			fold(key, &f)
+			wc, wm := classifyFolded(&f)
+			gc, gm := classify(key)
+			if wc != gc || wm != gm {
+				t.Fatalf("%q: classify %v %q, fold %v %q", key, gc, gm, wc, wm)
+			}
+		}
+	})
 }

@@ -144,14 +144,17 @@ func asciiTwin(r rune) byte {
 	return 0xFF
 }
 
-// mayBeMarker is a cheap pre-check: a key whose first byte cannot start
-// any marker (after separators) is skipped without folding.
+// mayStart is a cheap pre-check: a key whose first byte is neither the
+// first letter of a marker, nor a byte fold drops, nor the start of a
+// non-ASCII rune cannot fold to a marker and is skipped without folding.
 var mayStart = func() (t [256]bool) {
-	for _, c := range []byte("aelsAELS_-. \t\n\r\\") {
-		t[c] = true
-	}
-	for c := utf8.RuneSelf; c < 256; c++ {
-		t[c] = true
+	for c := range 256 {
+		if c >= utf8.RuneSelf {
+			t[c] = true
+			continue
+		}
+		f, keep := foldASCII(byte(c))
+		t[c] = !keep || f == 'a' || f == 'e' || f == 'l' || f == 's'
 	}
 	return t
 }()
