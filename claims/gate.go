@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // Names of the built-in gates, in the order the chain runs them.
@@ -90,8 +91,8 @@ func (p Policy) Validate() error {
 		}
 		name := g.Name()
 		switch {
-		case name == "":
-			problems = append(problems, fmt.Sprintf("gate %d has an empty name", i))
+		case name == "" || !utf8.ValidString(name):
+			problems = append(problems, fmt.Sprintf("gate %d has an empty or invalid name", i))
 		case slices.Contains(builtinGates, name):
 			problems = append(problems, fmt.Sprintf("gate %d is named %q like a built-in gate", i, name))
 		case seen[name]:
@@ -446,22 +447,29 @@ func highestTier(sorted []*Claim) *Claim {
 
 func (ch *chain) user(g Gate) outcome {
 	v := g.Check(ch.out.Clone(), ch.ctx)
+	// A gate's strings go into the bundle: keep them valid UTF-8 and
+	// non-empty so that the evaluated bundle stays valid.
+	reason := strings.ToValidUTF8(v.Reason, "\uFFFD")
 	switch v.Recommendation {
 	case Execute:
 		return pass
 	case Explain:
+		fallback := cmp.Or(reason, "the gate recommends EXPLAIN")
 		if len(v.Caveats) == 0 {
-			ch.caveats = append(ch.caveats, Note{Gate: g.Name(), Text: cmp.Or(v.Reason, "the gate recommends EXPLAIN")})
+			ch.caveats = append(ch.caveats, Note{Gate: g.Name(), Text: fallback})
 		}
 		for _, n := range v.Caveats {
-			n.Gate = g.Name()
-			ch.caveats = append(ch.caveats, n)
+			ch.caveats = append(ch.caveats, Note{
+				ClaimID: strings.ToValidUTF8(n.ClaimID, "\uFFFD"),
+				Gate:    g.Name(),
+				Text:    cmp.Or(strings.ToValidUTF8(n.Text, "\uFFFD"), fallback),
+			})
 		}
 		return pass
 	case Defer:
-		return stopWith(DecisionDefer, "%s", cmp.Or(v.Reason, "deferred"))
+		return stopWith(DecisionDefer, "%s", cmp.Or(reason, "deferred"))
 	case Refuse:
-		return stopWith(DecisionRefuse, "%s", cmp.Or(v.Reason, "refused"))
+		return stopWith(DecisionRefuse, "%s", cmp.Or(reason, "refused"))
 	}
 	return stopWith(DecisionRefuse, "unknown recommendation %q", v.Recommendation)
 }

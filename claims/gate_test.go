@@ -323,6 +323,8 @@ func TestUserGates(t *testing.T) {
 			claims: []Claim{fact("a")}, want: DecisionPublish, caveats: []string{""}},
 		{name: "EXPLAIN with claim caveats", policy: withGates(mk("g", Verdict{Recommendation: Explain, Caveats: []Note{{ClaimID: "a", Text: "t"}}})),
 			claims: []Claim{fact("a")}, want: DecisionPublish, caveats: []string{"a"}},
+		{name: "EXPLAIN with an empty caveat text uses the reason", policy: withGates(mk("g", Verdict{Recommendation: Explain, Reason: "why", Caveats: []Note{{ClaimID: "a"}}})),
+			claims: []Claim{fact("a")}, want: DecisionPublish, caveats: []string{"a"}},
 		{name: "DEFER stops", policy: withGates(mk("g", Verdict{Recommendation: Defer, Reason: "later"})),
 			claims: []Claim{fact("a")}, want: DecisionDefer, stoppedAt: "g", reason: "g: later"},
 		{name: "REFUSE stops", policy: withGates(mk("g", Verdict{Recommendation: Refuse, Reason: "no"})),
@@ -337,6 +339,14 @@ func TestUserGates(t *testing.T) {
 			claims: []Claim{mkClaim("d", DecisionClaim, Delete, 0.1, Execute)}, want: DecisionRefuse, stoppedAt: "g"},
 	})
 
+	// Whatever a gate says, the evaluated bundle stays valid.
+	odd := withGates(mk("g", Verdict{Recommendation: Explain, Reason: "\xff", Caveats: []Note{{ClaimID: "\xfe"}, {Text: "t\xff"}}}))
+	ev, err := Evaluate(mkBundle(fact("a")), odd, clearance(ReadOnly))
+	require.NoError(t, err)
+	assert.Equal(t, DecisionPublish, ev.Decision)
+	assert.NoError(t, Validate(ev.Bundle))
+	assert.Equal(t, []Note{{ClaimID: "\uFFFD", Gate: "g", Text: "\uFFFD"}, {Gate: "g", Text: "t\uFFFD"}}, ev.Caveats)
+
 	// A gate sees a copy: mutating it does not affect the evaluation.
 	var seen []string
 	mutating := GateFunc("mut", func(b ClaimBundle, c Context) Verdict {
@@ -346,7 +356,7 @@ func TestUserGates(t *testing.T) {
 		return Verdict{Recommendation: Execute}
 	})
 	in := mkBundle(fact("a"))
-	ev, err := Evaluate(in, withGates(mutating), clearance(ReadOnly))
+	ev, err = Evaluate(in, withGates(mutating), clearance(ReadOnly))
 	require.NoError(t, err)
 	assert.Equal(t, DecisionPublish, ev.Decision)
 	assert.Equal(t, allGates[:4], seen)
