@@ -63,9 +63,10 @@
 //
 // A check walks each value once, visits the text of each JSON-in-string
 // layer once (so its cost is linear in the input, times at most
-// MaxEncodings+1), allocates nothing on the clean path of a JSON text
-// beyond a few path slots, and never recurses deeper than MaxDepth. The
-// limits are:
+// MaxEncodings+1), makes a single allocation on the clean path of an
+// ordinary document (its own state, with room for 24 path steps; strings
+// with escapes and strings holding JSON cost one more each), and never
+// recurses deeper than MaxDepth. The limits are:
 //
 //   - MaxDepth (512) nested objects and arrays, counted through layers;
 //   - MaxEncodings (8) JSON-in-string layers;

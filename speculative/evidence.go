@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -133,9 +134,11 @@ func ParseEvidence(doc any) (Evidence, error) {
 	var vs []Violation
 	if err := Check(doc); err != nil {
 		path := ""
-		if se, ok := err.(*SpeculativeError); ok {
+		var se *SpeculativeError
+		var le *LimitError
+		if errors.As(err, &se) {
 			path = se.Finding.Path
-		} else if le, ok := err.(*LimitError); ok {
+		} else if errors.As(err, &le) {
 			path = le.Path
 		}
 		vs = append(vs, Violation{Path: path, Rule: "guard-1", Message: err.Error(), err: err})

@@ -3,6 +3,7 @@ package speculative
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -68,7 +69,8 @@ func DecodeExperimentSpec(b []byte) (ExperimentSpec, error) {
 	findings, err := detectAll(json.RawMessage(b), true, maxResidueFindings)
 	if err != nil {
 		path := ""
-		if le, ok := err.(*LimitError); ok {
+		var le *LimitError
+		if errors.As(err, &le) {
 			path = le.Path
 		}
 		vs = append(vs, Violation{Path: path, Rule: "limit", Message: err.Error(), err: err})
