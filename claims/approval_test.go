@@ -59,6 +59,7 @@ func TestApprovalRejectionRefuses(t *testing.T) {
 	assert.Equal(t, DecisionRefuse, ev.Decision)
 	assert.Equal(t, GateHumanApproval, ev.StoppedAt)
 	assert.Contains(t, ev.Reason, `rejected by "cto"`)
+	assert.Empty(t, ev.Pending)
 	// A later approval by the other approver cannot undo the rejection.
 	b, err = RecordApproval(ev.Bundle, approval("security", Approved))
 	require.NoError(t, err)

@@ -161,7 +161,8 @@ type Evaluation struct {
 	// remarks for the log (MODIFY claims approved automatically).
 	Caveats []Note
 	Flags   []Note
-	// Pending lists the required approvers who have not decided yet.
+	// Pending lists the required approvers who have not decided yet, when
+	// the decision is ESCALATE.
 	Pending []string
 	// Violations are the rule violations found by the validation gate
 	// (including evidence strength); empty for a valid bundle.
@@ -510,6 +511,7 @@ func (ch *chain) humanApproval() outcome {
 		}
 	}
 	if len(rejected) > 0 {
+		ch.pending = nil // nobody is waited for once the bundle is refused
 		return stopWith(DecisionRefuse, "rejected by %s", idList(rejected))
 	}
 	if len(ch.pending) > 0 {

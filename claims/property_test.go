@@ -187,6 +187,7 @@ func TestPublishRequiresEveryGate(t *testing.T) {
 		p.Gates = []Gate{GateFunc("user", func(ClaimBundle, Context) Verdict { return Verdict{Recommendation: Execute} })}
 		ev, err := Evaluate(b, p, c)
 		require.NoError(t, err)
+		require.Equal(t, ev.Decision == DecisionEscalate, len(ev.Pending) > 0, "pending %v with %s", ev.Pending, ev.Decision)
 		if ev.Decision != DecisionPublish {
 			require.Len(t, ev.Bundle.AuditTrail.GatesFailed, 1)
 			require.Equal(t, ev.StoppedAt, ev.Bundle.AuditTrail.GatesFailed[0])
