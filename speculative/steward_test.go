@@ -241,6 +241,14 @@ func TestStewardStateMachine(t *testing.T) {
 		ctx := context.Background()
 		m := &stewardModel{hypotheses: map[string]int{}, status: StatusSpeculative, intents: map[string]*modelIntent{}}
 		var ids []string
+		// pick favours the latest intent, so that propose → approve →
+		// execute chains (and the states they lead to) are common.
+		pick := func(t *rapid.T) string {
+			if rapid.Bool().Draw(t, "latest") {
+				return ids[len(ids)-1]
+			}
+			return rapid.SampledFrom(ids).Draw(t, "id")
+		}
 		t.Repeat(map[string]func(*rapid.T){
 			"evidence": func(t *rapid.T) {
 				doc := map[string]any{"claim_id": "c", "success": rapid.Bool().Draw(t, "success"),
@@ -293,7 +301,7 @@ func TestStewardStateMachine(t *testing.T) {
 				if len(ids) == 0 {
 					t.Skip()
 				}
-				id := rapid.SampledFrom(ids).Draw(t, "id")
+				id := pick(t)
 				human := rapid.Bool().Draw(t, "human")
 				err := r.st.Approve(ctx, id, Approval{By: "a", Human: human})
 				in := m.intents[id]
@@ -308,7 +316,7 @@ func TestStewardStateMachine(t *testing.T) {
 				if len(ids) == 0 {
 					t.Skip()
 				}
-				id := rapid.SampledFrom(ids).Draw(t, "id")
+				id := pick(t)
 				err := r.st.Reject(ctx, id, "no")
 				in := m.intents[id]
 				open := in.state == IntentPending || in.state == IntentApproved
@@ -323,7 +331,7 @@ func TestStewardStateMachine(t *testing.T) {
 				if len(ids) == 0 {
 					t.Skip()
 				}
-				id := rapid.SampledFrom(ids).Draw(t, "id")
+				id := pick(t)
 				in := m.intents[id]
 				_, err := r.st.Execute(ctx, id)
 				if in.state != IntentPending && in.state != IntentApproved {
