@@ -1,0 +1,91 @@
+// Package sqlbudget is a budget shared by any number of processes: its
+// balance lives in a SQL database (PostgreSQL for several machines, SQLite
+// for several processes on one machine), and a kernel.Session consults it
+// through kernel.WithSharedBudget. It removes the safety kernel's "single
+// process" assumption for T1: however many workers charge one budget, the
+// database admits only what fits.
+//
+// # Usage
+//
+// The host opens the database with its driver (this package imports none)
+// and gives every worker the same budget id:
+//
+//	import _ "github.com/jackc/pgx/v5/stdlib"
+//	db, _ := sql.Open("pgx", os.Getenv("DATABASE_URL"))
+//	budgets, _ := sqlbudget.Open(ctx, db, sqlstore.Postgres)
+//	shared, _ := budgets.OpenOrCreate(ctx, "team-alpha", 500*kernel.Unit)
+//	sess, _ := kernel.NewSession(ctx, k, initial, log, kernel.WithSharedBudget(shared))
+//
+// The session's own budget still applies; the shared one is consulted
+// inside the session's atomic path after the local checks pass. A refused
+// shared charge is a recorded rejection whose failed check is
+// kernel.CheckSharedBudget; a rollback gives the execution's cost back to
+// the shared balance. The session's trace can live in the same database
+// (trace/sqlstore).
+//
+// # How the database keeps T1
+//
+// Two tables (created and versioned through sqlstore.Migrate, component
+// "budget"):
+//
+//	verity_budgets        (budget_id, limit_amount, gross, refunded)
+//	verity_budget_charges (budget_id, action_id, charged, refunded)
+//
+// A charge is one transaction whose decision is a single conditional
+// UPDATE:
+//
+//	UPDATE verity_budgets SET gross = gross + cost
+//	 WHERE budget_id = ? AND cost <= limit_amount - (gross - refunded) AND gross <= MaxInt64 - cost
+//
+// followed by the insert of the action's ledger row (a second charge of
+// the same action id is refused by its primary key). Concurrent charges
+// queue on the budget's row and each re-evaluates the condition against
+// the balance its predecessor left (PostgreSQL re-checks the WHERE clause
+// of an UPDATE that waited for a row lock; SQLite admits one writer at a
+// time), so no interleaving of processes can overspend. A refund is one
+// transaction of two conditional UPDATEs — the budget's refunded total
+// (amount ≤ gross − refunded) and the action's row (amount ≤ charged −
+// refunded) — taken in the same row order as a charge, so the two never
+// deadlock. CHECK constraints restate the invariants in the schema
+// (gross − refunded ≤ limit, refunded ≤ charged, no negative amounts), so
+// even a statement from outside this package cannot break them.
+//
+// Amounts are kernel.Cost units (thousandths). Errors wrap the kernel's
+// sentinels: kernel.ErrBudgetExceeded, kernel.ErrDuplicateExecution,
+// kernel.ErrUnknownExecution, kernel.ErrRefundTooLarge,
+// kernel.ErrInvalidCost, kernel.ErrOverflow; and this package's
+// ErrNotFound, ErrExists, ErrLimitMismatch, ErrInvalidID. A refused call
+// changes nothing.
+//
+// # Guarantees and the tests that check them
+//
+//   - T1 (net spend ≤ limit), T4 (gross never decreases) and refunds ≤
+//     charges, against a naive model under random charges and refunds
+//     through two connection pools: TestT1BudgetSafety (rapid state
+//     machine).
+//   - T1 under concurrency, with random costs and refunds from three
+//     pools at once; gross and refunded equal the sums of the successful
+//     calls: TestT1ConcurrentPools (rapid).
+//   - T1 across operating-system processes: four processes charge one
+//     budget at once; the total charged never exceeds it and equals
+//     successful charges × cost: TestMultiProcessCharges.
+//   - Each rule (over budget, duplicate, negative, unknown action, refund
+//     too large, partial refunds, zero cost) and that a refused call
+//     changes nothing: TestChargeRefundRules, TestBudgetsCreateOpen.
+//   - Integration with kernel.Session: two sessions with their own pools
+//     and traces share one budget, rejections are recorded with the
+//     shared_budget check, rollbacks refund it: TestSessionsShareSQLBudget.
+//
+// Every test runs on PostgreSQL (when VERITY_PG_DSN is set; otherwise it
+// skips, naming the variable) and on a SQLite file.
+//
+// # What it does not cover
+//
+// It does not reserve and later settle (a charge is final until
+// refunded), expire or reset budgets, or resize one (OpenOrCreate refuses
+// a different limit). The kernel's compensation rule applies: if a
+// session cannot record an execution after charging, it refunds; if that
+// refund fails the shared balance overstates spending, which is the safe
+// direction for T1. Connection pooling, timeouts and durability settings
+// are the host's driver configuration.
+package sqlbudget

@@ -1,0 +1,58 @@
+package sqlbudget_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/sqlbudget"
+	"github.com/verity-go/verity/trace"
+	"github.com/verity-go/verity/trace/sqlstore"
+)
+
+// A kernel session whose spending is also limited by a budget kept in a
+// database that other processes share.
+func ExampleBudgets_OpenOrCreate() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "sqlbudget-example")
+	defer os.RemoveAll(dir)
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "budget.db")+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close()
+
+	budgets, err := sqlbudget.Open(ctx, db, sqlstore.SQLite)
+	if err != nil {
+		panic(err)
+	}
+	shared, err := budgets.OpenOrCreate(ctx, "team-alpha", 5*kernel.Unit)
+	if err != nil {
+		panic(err)
+	}
+
+	k, _ := kernel.New(kernel.Config{Budget: 100 * kernel.Unit, MinActionCost: kernel.Unit})
+	initial, _ := kernel.NewState(map[string]any{"calls": 0})
+	sess, err := kernel.NewSession(ctx, k, initial, trace.NewMemoryLog(), kernel.WithSharedBudget(shared))
+	if err != nil {
+		panic(err)
+	}
+	call := kernel.Action{ID: "call", Cost: 2 * kernel.Unit, Effects: []kernel.Effect{kernel.Increment("calls", kernel.Int(1))}}
+	for i := 0; i < 3; i++ {
+		_, err := sess.Execute(ctx, call)
+		fmt.Println("call", i+1, "shared budget exceeded:", errors.Is(err, kernel.ErrBudgetExceeded))
+	}
+	s, _ := shared.Snapshot(ctx)
+	fmt.Println("shared gross", s.Gross, "of", s.Limit)
+	// Output:
+	// call 1 shared budget exceeded: false
+	// call 2 shared budget exceeded: false
+	// call 3 shared budget exceeded: true
+	// shared gross 4 of 5
+}
