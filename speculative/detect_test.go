@@ -148,6 +148,8 @@ func TestBypassCases(t *testing.T) {
 		{"escaped quotes in text", `{"note":"x \\\"speculative\\\" y"}`, "note", RuleQuoted},
 		{"json string value", `{"lane":"\"speculative\""}`, "lane", RuleStatus},
 		{"duplicate key", `{"lane":"grounded","lane":"speculative"}`, "lane", RuleStatus},
+		{"python NaN", `{"p":"{\"x\": NaN, \"y\": -Infinity, \"z\": {\"lane\": \"speculative\"}}"}`, "p.z.lane", RuleStatus},
+		{"escaped token in text", `{"p":"broken {\"\\u0073peculative_context\": 1"}`, "p", RuleQuoted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, found, err := Detect(json.RawMessage(tc.doc))

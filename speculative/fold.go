@@ -258,7 +258,11 @@ func tokenMarker[T ~string | ~[]byte](tok T) (string, bool) {
 		return "", false
 	}
 	var f folded
-	fold(tok, &f)
+	if hasUnicodeEscape(tok) {
+		fold(decodeUnicodeEscapes(tok), &f)
+	} else {
+		fold(tok, &f)
+	}
 	if string(f.buf[:f.n]) == fSpeculative {
 		return "speculative", true
 	}
@@ -271,4 +275,32 @@ func tokenMarker[T ~string | ~[]byte](tok T) (string, bool) {
 		return m, true
 	}
 	return "", false
+}
+
+func hasUnicodeEscape[T ~string | ~[]byte](s T) bool {
+	for i := 0; i+1 < len(s); i++ {
+		if s[i] == '\\' && s[i+1] == 'u' {
+			return true
+		}
+	}
+	return false
+}
+
+// decodeUnicodeEscapes decodes the \uXXXX escapes of a quoted token in text
+// that is not JSON ("\u0073peculative_context" reads speculative_context);
+// other bytes are kept, and fold drops the remaining backslashes.
+func decodeUnicodeEscapes[T ~string | ~[]byte](s T) []byte {
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); {
+		if s[i] == '\\' && i+6 <= len(s) && s[i+1] == 'u' {
+			if r, ok := hex4([]byte(s[i+2:i+6]), 0); ok {
+				out = utf8.AppendRune(out, r)
+				i += 6
+				continue
+			}
+		}
+		out = append(out, s[i])
+		i++
+	}
+	return out
 }

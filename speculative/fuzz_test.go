@@ -28,7 +28,8 @@ var fuzzSeeds = []string{
 }
 
 // FuzzIsSpeculative: no input panics; a JSON text and its decoded value
-// get the same answer; and a JSON object or array that is speculative
+// get the same answer; whatever the specification's algorithm flags is
+// flagged; and a JSON object or array that is speculative
 // stays speculative when it is hidden in a string.
 func FuzzIsSpeculative(f *testing.F) {
 	for _, s := range fuzzSeeds {
@@ -48,6 +49,9 @@ func FuzzIsSpeculative(f *testing.F) {
 		var v any
 		if err := json.Unmarshal(data, &v); err != nil {
 			t.Fatalf("canon accepted what encoding/json rejects: %v", err)
+		}
+		if specReference(v, 0) && !raw {
+			t.Fatalf("the specification's algorithm flags %q, detection does not", data)
 		}
 		if dec := IsSpeculative(v); dec != raw {
 			t.Fatalf("raw %v, decoded %v for %q", raw, dec, data)

@@ -356,7 +356,10 @@ func decodeJSONString(b []byte) ([]byte, bool) {
 	return unescape(raw)
 }
 
-// parser is a strict RFC 8259 reader that walks a JSON text in place.
+// parser is an RFC 8259 reader that walks a JSON text in place. It also
+// accepts the literals NaN, Infinity and -Infinity, as the JSON readers of
+// several agent runtimes (Python's json module among them) do: a payload
+// those runtimes read as a structure is checked as a structure.
 type parser struct {
 	w *walker
 	d []byte
@@ -418,6 +421,13 @@ func (p *parser) value(depth int, status string) (ok, stop bool) {
 		return p.literal("false"), false
 	case c == 'n':
 		return p.literal("null"), false
+	case c == 'N':
+		return p.literal("NaN"), false
+	case c == 'I':
+		return p.literal("Infinity"), false
+	case c == '-' && p.i+1 < len(p.d) && p.d[p.i+1] == 'I':
+		p.i++
+		return p.literal("Infinity"), false
 	case c == '-' || '0' <= c && c <= '9':
 		return p.number(), false
 	}
