@@ -34,11 +34,13 @@
 // Strings are looked into. A string that holds a JSON object or array is
 // parsed and checked like any other value, and a string that is itself a
 // JSON string literal is decoded and checked again, layer after layer, up
-// to MaxEncodings layers (a Finding says how many layers it crossed). A
-// string that is not JSON goes to the specification's last-resort wire
-// (RuleQuoted): it trips when any stretch between two quote characters
-// (' or ") reads "speculative", epistemic_status, a context key or an
-// artifact key. Findings carry the JSON path of the marker
+// to MaxEncodings layers (a Finding says how many layers it crossed). JSON
+// is read as agent runtimes read it, so the literals NaN, Infinity and
+// -Infinity do not turn a structure into text. A string that is not JSON
+// goes to the specification's last-resort wire (RuleQuoted): it trips when
+// any stretch between two quote characters (' or ") reads "speculative",
+// epistemic_status, a context key or an artifact key (\uXXXX escapes in the
+// stretch decoded). Findings carry the JSON path of the marker
 // (params.l[0].alternatives; a JSON text held in a string continues the
 // path of that string).
 //
@@ -57,7 +59,14 @@
 //     (["speculative"] under "tags").
 //
 // TestFalsePositiveProfile pins the clean cases, TestBypassCases and
-// TestKeyNormalisationMatches the caught ones.
+// TestKeyNormalisationMatches the caught ones. Everything the
+// specification's own algorithm flags is flagged
+// (TestDetectCoversSpecReference, FuzzIsSpeculative); wrapping a
+// speculative value in containers or JSON-encoding it keeps it detected
+// (TestWrappingKeepsDetected, TestJSONEncodingKeepsDetected); removing
+// every marker makes a document clean (TestRemovingEveryMarkerMakesClean);
+// a JSON text and its decoded value get the same answer
+// (TestDetectRawAgreesWithDecoded).
 //
 // # Bounded work
 //
