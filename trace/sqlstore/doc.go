@@ -16,7 +16,8 @@
 //	db, _ := sql.Open("sqlite", "file:verity.db?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
 //	logs, _ := sqlstore.Open(ctx, db, sqlstore.SQLite)
 //
-// then creates or opens logs by id and wraps them in a trace.Log:
+// then creates or opens logs by id (IDs and IDsWithPrefix list them) and
+// wraps them in a trace.Log:
 //
 //	st, _ := logs.Create(ctx, "session-42") // or logs.Open, logs.OpenOrCreate
 //	lg, _ := trace.New(st)

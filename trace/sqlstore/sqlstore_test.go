@@ -211,6 +211,20 @@ func TestCreateOpenList(t *testing.T) {
 		slices.Sort(want) // byte-wise, as both dialects order them
 		assert.Equal(t, want, listed)
 
+		prefixed := func(p string) []string {
+			var out []string
+			for id, err := range logs.IDsWithPrefix(ctx, p) {
+				require.NoError(t, err)
+				out = append(out, id)
+			}
+			return out
+		}
+		assert.Equal(t, []string{"a", "a/1"}, prefixed("a"))
+		assert.Equal(t, []string{"z-9"}, prefixed("z"))
+		assert.Equal(t, []string{"é"}, prefixed("é"))
+		assert.Empty(t, prefixed("zz"))
+		assert.Equal(t, listed, prefixed(""))
+
 		n := 0
 		for _, err := range logs.IDs(ctx) {
 			require.NoError(t, err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"strings"
 	"sync/atomic"
 	"unicode/utf8"
 
@@ -73,8 +74,9 @@ type Logs struct {
 	d        Dialect
 	pageSize int
 
-	qCreate, qExists, qIDs, qHead, qPrev, qPage string
-	qInsert                                     []string // by row count, built on demand
+	qCreate, qExists, qIDsFrom, qIDsAfter string
+	qHead, qPrev, qPage                   string
+	qInsert                               []string // by row count, built on demand
 }
 
 // Option configures Open.
@@ -110,7 +112,8 @@ func Open(ctx context.Context, db *sql.DB, d Dialect, opts ...Option) (*Logs, er
 	}
 	l.qCreate = d.Rebind("INSERT INTO " + LogsTable + " (log_id) VALUES (?) ON CONFLICT (log_id) DO NOTHING")
 	l.qExists = d.Rebind("SELECT 1 FROM " + LogsTable + " WHERE log_id = ?")
-	l.qIDs = d.Rebind("SELECT log_id FROM " + LogsTable + " WHERE log_id > ? ORDER BY log_id LIMIT ?")
+	l.qIDsFrom = d.Rebind("SELECT log_id FROM " + LogsTable + " WHERE log_id >= ? ORDER BY log_id LIMIT ?")
+	l.qIDsAfter = d.Rebind("SELECT log_id FROM " + LogsTable + " WHERE log_id > ? ORDER BY log_id LIMIT ?")
 	l.qHead = d.Rebind("SELECT seq, hash FROM " + EntriesTable + " WHERE log_id = ? ORDER BY seq DESC LIMIT 1")
 	l.qPrev = d.Rebind("SELECT hash FROM " + EntriesTable + " WHERE log_id = ? AND seq = ?")
 	l.qPage = d.Rebind("SELECT seq, prev, kind, payload, time, hash FROM " + EntriesTable +
@@ -206,15 +209,25 @@ func (l *Logs) store(id string) *Store { return &Store{logs: l, id: id} }
 // IDs yields the ids of every log, in byte-wise order, fetching a page
 // at a time. Logs created while the iteration runs may or may not appear.
 func (l *Logs) IDs(ctx context.Context) iter.Seq2[string, error] {
+	return l.IDsWithPrefix(ctx, "")
+}
+
+// IDsWithPrefix yields, in byte-wise order, the ids of the logs that
+// start with prefix (so that several users of one database, such as
+// belief sessions and kernel workers, can keep their logs apart).
+func (l *Logs) IDsWithPrefix(ctx context.Context, prefix string) iter.Seq2[string, error] {
 	return func(yield func(string, error) bool) {
-		after := ""
+		after, first := prefix, true
 		for {
-			page, err := l.idPage(ctx, after)
+			page, err := l.idPage(ctx, after, first)
 			if err != nil {
 				yield("", err)
 				return
 			}
 			for _, id := range page {
+				if !strings.HasPrefix(id, prefix) {
+					return
+				}
 				if !yield(id, nil) {
 					return
 				}
@@ -222,13 +235,19 @@ func (l *Logs) IDs(ctx context.Context) iter.Seq2[string, error] {
 			if len(page) < l.pageSize {
 				return
 			}
-			after = page[len(page)-1]
+			after, first = page[len(page)-1], false
 		}
 	}
 }
 
-func (l *Logs) idPage(ctx context.Context, after string) ([]string, error) {
-	rows, err := l.db.QueryContext(ctx, l.qIDs, after, l.pageSize)
+// idPage reads the next page of ids: from "from" inclusive on the first
+// page, after it on the later ones.
+func (l *Logs) idPage(ctx context.Context, from string, inclusive bool) ([]string, error) {
+	q := l.qIDsAfter
+	if inclusive {
+		q = l.qIDsFrom
+	}
+	rows, err := l.db.QueryContext(ctx, q, from, l.pageSize)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: listing logs: %w", err)
 	}

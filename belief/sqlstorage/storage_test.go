@@ -1,0 +1,331 @@
+package sqlstorage_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	_ "modernc.org/sqlite"
+
+	"github.com/verity-go/verity/belief"
+	"github.com/verity-go/verity/belief/sqlstorage"
+	"github.com/verity-go/verity/trace"
+	"github.com/verity-go/verity/trace/sqlstore"
+	"github.com/verity-go/verity/trace/sqlstore/sqltest"
+)
+
+type backend struct {
+	name    string
+	dialect sqlstore.Dialect
+	driver  string
+	dsn     func(t testing.TB) string
+}
+
+var backends = []backend{
+	{"postgres", sqlstore.Postgres, sqltest.PostgresDriver, sqltest.PostgresSchema},
+	{"sqlite", sqlstore.SQLite, sqltest.SQLiteDriver, func(t testing.TB) string { return sqltest.SQLiteDSN(sqltest.SQLitePath(t)) }},
+}
+
+func forEachBackend(t *testing.T, fn func(t *testing.T, b backend)) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) { fn(t, b) })
+	}
+}
+
+var ctx = context.Background()
+
+// storage opens a new connection pool on dsn — what one server process
+// would hold — and a Storage over it.
+func (b backend) storage(t testing.TB, dsn string, opts ...sqlstorage.Option) *sqlstorage.Storage {
+	t.Helper()
+	db := sqltest.Open(t, b.driver, dsn)
+	st, err := sqlstorage.Open(ctx, db, b.dialect, opts...)
+	require.NoError(t, err)
+	return st
+}
+
+func server(t testing.TB, st belief.Storage, opts ...belief.Option) *belief.Server {
+	t.Helper()
+	srv, err := belief.NewServer(ctx, st, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	return srv
+}
+
+func hypotheses(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("h%02d", i)
+	}
+	return out
+}
+
+func TestStorageContract(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		dsn := b.dsn(t)
+		st := b.storage(t, dsn)
+		for _, id := range []string{"s2", "s1", "s3"} {
+			_, err := st.Create(ctx, id)
+			require.NoError(t, err)
+		}
+		_, err := st.Create(ctx, "s1")
+		require.ErrorIs(t, err, belief.ErrConflict)
+		_, err = st.Create(ctx, "bad\x00id")
+		assert.Equal(t, belief.CodeInvalidRequest, belief.CodeOf(err))
+		for _, id := range []string{"missing", "", "bad\x00id"} {
+			_, err = st.Open(ctx, id)
+			assert.Equal(t, belief.CodeSessionNotFound, belief.CodeOf(err), "%q: %v", id, err)
+		}
+		got, err := st.Open(ctx, "s2")
+		require.NoError(t, err)
+		assert.Equal(t, "belief/s2", got.(*sqlstore.Store).ID())
+
+		// Other logs in the database, and sessions under another prefix,
+		// are not this storage's sessions.
+		_, err = st.Logs().Create(ctx, "kernel/worker-1")
+		require.NoError(t, err)
+		other := b.storage(t, dsn, sqlstorage.WithPrefix("staging/"))
+		_, err = other.Create(ctx, "s9")
+		require.NoError(t, err)
+		ids, err := st.List(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"s1", "s2", "s3"}, ids)
+		ids, err = other.List(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"s9"}, ids)
+		_, err = other.Open(ctx, "s1")
+		assert.Equal(t, belief.CodeSessionNotFound, belief.CodeOf(err))
+	})
+}
+
+// TestTwoServersShareSessions: two servers, each with its own connection
+// pool, serve the same sessions: each sees the other's events, the
+// idempotence table and optimistic concurrency work across them, and
+// concurrent writers on both leave one consistent, verifiable log.
+func TestTwoServersShareSessions(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		dsn := b.dsn(t)
+		a := server(t, b.storage(t, dsn))
+		c := server(t, b.storage(t, dsn))
+		hyps := hypotheses(25)
+		sa, _, err := a.Declare(ctx, belief.DeclareRequest{Hypotheses: hyps})
+		require.NoError(t, err)
+		sc, err := c.Session(ctx, sa.ID()) // c opens what a created
+		require.NoError(t, err)
+
+		_, _, err = sa.Eliminate(ctx, belief.EliminateRequest{SourceID: "a", ObservationID: "1", Eliminated: []string{"h00"}})
+		require.NoError(t, err)
+		r, _, err := sc.Eliminate(ctx, belief.EliminateRequest{SourceID: "c", ObservationID: "1", Eliminated: []string{"h00", "h01"}})
+		require.NoError(t, err)
+		assert.Equal(t, []string{"h01"}, r.Applied)
+		assert.Equal(t, []string{"h00"}, r.Ignored, "c caught up with a's elimination")
+		rep, _, err := sc.Eliminate(ctx, belief.EliminateRequest{SourceID: "a", ObservationID: "1", Eliminated: []string{"h00"}})
+		require.NoError(t, err)
+		assert.True(t, rep.Repeated, "the idempotence table travels through the database")
+
+		st, err := sa.State(ctx)
+		require.NoError(t, err)
+		head, _ := st.Head()
+		_, _, err = sc.EnterObligation(ctx, belief.ObligationRequest{ObligationID: "ob", MinTotalEliminations: 0}, belief.ExpectHead(head))
+		require.NoError(t, err)
+		_, _, err = sa.Eliminate(ctx, belief.EliminateRequest{SourceID: "a", ObservationID: "2", Eliminated: []string{"h02"}}, belief.ExpectHead(head))
+		assert.ErrorIs(t, err, belief.ErrStaleHead, "a sees that c moved the head")
+
+		var wg sync.WaitGroup
+		errs := make(chan error, 64)
+		for w, sess := range []*belief.Session{sa, sc, sa, sc} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 2 + w; i < len(hyps)-1; i += 4 {
+					if _, _, err := sess.Eliminate(ctx, belief.EliminateRequest{SourceID: "w", ObservationID: hyps[i], Eliminated: []string{hyps[i]}}); err != nil {
+						errs <- err
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		snapA, err := sa.Snapshot(ctx)
+		require.NoError(t, err)
+		snapC, err := sc.Snapshot(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, snapA, snapC)
+		assert.Equal(t, []string{hyps[len(hyps)-1]}, snapA.Survivors)
+		evs, err := sa.Events(ctx, "")
+		require.NoError(t, err)
+		replayed, err := belief.Replay(evs)
+		require.NoError(t, err)
+		assert.Equal(t, snapA, replayed.Snapshot())
+		h, err := sa.Log().Verify(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, uint64(len(evs)), h.Size)
+	})
+}
+
+// TestSessionsSurviveRestart: servers are stopped and their pools closed;
+// a new server over a new pool on the same database lists every session,
+// replays each to the same snapshot and events, and carries on.
+func TestSessionsSurviveRestart(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		dsn := b.dsn(t)
+		db := sqltest.Open(t, b.driver, dsn)
+		st, err := sqlstorage.Open(ctx, db, b.dialect)
+		require.NoError(t, err)
+		srv, err := belief.NewServer(ctx, st)
+		require.NoError(t, err)
+		want := map[string]belief.Snapshot{}
+		wantEvents := map[string][]belief.AuditEntry{}
+		for i := range 3 {
+			sess, _, err := srv.Declare(ctx, belief.DeclareRequest{Hypotheses: []string{"a", "b", "c", "😀"},
+				Metadata: json.RawMessage(`{"n":` + strconv.Itoa(i) + `}`)})
+			require.NoError(t, err)
+			for j := range i + 1 {
+				_, _, err := sess.Eliminate(ctx, belief.EliminateRequest{SourceID: "s", ObservationID: strconv.Itoa(j), Eliminated: []string{[]string{"a", "😀", "b"}[j]}})
+				require.NoError(t, err)
+			}
+			if i == 2 {
+				_, _, err := sess.RequestTermination(ctx, belief.TerminationRequest{})
+				require.NoError(t, err)
+			}
+			want[sess.ID()], err = sess.Snapshot(ctx)
+			require.NoError(t, err)
+			wantEvents[sess.ID()], err = sess.Events(ctx, "")
+			require.NoError(t, err)
+		}
+		require.NoError(t, srv.Close())
+		require.NoError(t, db.Close())
+
+		srv2 := server(t, b.storage(t, dsn))
+		require.Len(t, srv2.Sessions(), 3)
+		for id, snap := range want {
+			sess, err := srv2.Session(ctx, id)
+			require.NoError(t, err)
+			got, err := sess.Snapshot(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, snap, got)
+			evs, err := sess.Events(ctx, "")
+			require.NoError(t, err)
+			assert.Equal(t, wantEvents[id], evs)
+			if snap.Terminated {
+				_, _, err = sess.Eliminate(ctx, belief.EliminateRequest{SourceID: "s", ObservationID: "new", Eliminated: []string{"c"}})
+				assert.Equal(t, belief.CodeSessionTerminated, belief.CodeOf(err))
+				continue
+			}
+			r, _, err := sess.Eliminate(ctx, belief.EliminateRequest{SourceID: "s", ObservationID: "0", Eliminated: []string{"a"}})
+			require.NoError(t, err)
+			assert.True(t, r.Repeated, "the idempotence table came back")
+			_, _, err = sess.Eliminate(ctx, belief.EliminateRequest{SourceID: "s", ObservationID: "new", Eliminated: []string{"c"}})
+			require.NoError(t, err)
+			_, err = sess.Log().Verify(ctx)
+			require.NoError(t, err)
+		}
+	})
+}
+
+// TestRestartRefusesTamperedLog: a session whose rows were changed in the
+// database is refused on restart with an error naming it, not served.
+func TestRestartRefusesTamperedLog(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		dsn := b.dsn(t)
+		db := sqltest.Open(t, b.driver, dsn)
+		st, err := sqlstorage.Open(ctx, db, b.dialect)
+		require.NoError(t, err)
+		srv := server(t, st)
+		sess, _, err := srv.Declare(ctx, belief.DeclareRequest{Hypotheses: []string{"a", "b"}})
+		require.NoError(t, err)
+		_, _, err = sess.Eliminate(ctx, belief.EliminateRequest{SourceID: "s", ObservationID: "o", Eliminated: []string{"a"}})
+		require.NoError(t, err)
+		_, err = db.ExecContext(ctx, b.dialect.Rebind("UPDATE "+sqlstore.EntriesTable+
+			" SET payload = REPLACE(payload, ?, ?) WHERE log_id = ? AND seq = 1"), `"a"`, `"b"`, st.LogID(sess.ID()))
+		if err != nil { // PostgreSQL has no REPLACE on bytea; rewrite through a text round trip
+			_, err = db.ExecContext(ctx, b.dialect.Rebind("UPDATE "+sqlstore.EntriesTable+
+				" SET payload = convert_to(replace(convert_from(payload, 'UTF8'), ?, ?), 'UTF8') WHERE log_id = ? AND seq = 1"),
+				`"a"`, `"b"`, st.LogID(sess.ID()))
+		}
+		require.NoError(t, err)
+		_, err = belief.NewServer(ctx, b.storage(t, dsn))
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), sess.ID())
+		assert.ErrorIs(t, err, trace.ErrChainBreak)
+	})
+}
+
+// ---- server processes ----
+
+const helperEnv = "VERITY_SQLSTORAGE_HELPER"
+
+// TestHelperServer is not a test on its own: TestServerProcesses runs the
+// test binary again as server processes that land here, each serving the
+// shared session and eliminating its share of the hypotheses.
+func TestHelperServer(t *testing.T) {
+	if os.Getenv(helperEnv) == "" {
+		t.Skip("helper process for TestServerProcesses")
+	}
+	db := sqltest.Open(t, os.Getenv("HELPER_DRIVER"), os.Getenv("HELPER_DSN"))
+	st, err := sqlstorage.Open(ctx, db, sqlstore.Dialect(os.Getenv("HELPER_DIALECT")))
+	require.NoError(t, err)
+	srv := server(t, st)
+	sess, err := srv.Session(ctx, os.Getenv("HELPER_SESSION"))
+	require.NoError(t, err)
+	for _, h := range strings.Split(os.Getenv("HELPER_HYPS"), ",") {
+		_, _, err := sess.Eliminate(ctx, belief.EliminateRequest{SourceID: "proc", ObservationID: h, Eliminated: []string{h}})
+		require.NoError(t, err)
+	}
+}
+
+// TestServerProcesses: three server processes serve one session at once,
+// each eliminating its own hypotheses; the session ends with exactly the
+// survivors no process eliminated, one event per elimination, and a log
+// that verifies and replays.
+func TestServerProcesses(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		dsn := b.dsn(t)
+		srv := server(t, b.storage(t, dsn))
+		hyps := hypotheses(20)
+		sess, _, err := srv.Declare(ctx, belief.DeclareRequest{Hypotheses: hyps})
+		require.NoError(t, err)
+		const procs = 3
+		outs := make([][]byte, procs)
+		errs := make([]error, procs)
+		var wg sync.WaitGroup
+		for p := 0; p < procs; p++ {
+			var mine []string
+			for i := p; i < len(hyps)-2; i += procs {
+				mine = append(mine, hyps[i])
+			}
+			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperServer$", "-test.count=1")
+			cmd.Env = append(os.Environ(), helperEnv+"=1", "HELPER_DRIVER="+b.driver, "HELPER_DSN="+dsn,
+				"HELPER_DIALECT="+string(b.dialect), "HELPER_SESSION="+sess.ID(), "HELPER_HYPS="+strings.Join(mine, ","))
+			wg.Add(1)
+			go func() { defer wg.Done(); outs[p], errs[p] = cmd.CombinedOutput() }()
+		}
+		wg.Wait()
+		for p := range errs {
+			require.NoError(t, errs[p], "process %d:\n%s", p, outs[p])
+		}
+		snap, err := sess.Snapshot(ctx) // catches up with the other processes
+		require.NoError(t, err)
+		assert.Equal(t, hyps[len(hyps)-2:], snap.Survivors)
+		evs, err := sess.Events(ctx, "")
+		require.NoError(t, err)
+		assert.Len(t, evs, 1+len(hyps)-2, "the declaration and one event per elimination")
+		replayed, err := belief.Replay(evs)
+		require.NoError(t, err)
+		assert.Equal(t, snap, replayed.Snapshot())
+		_, err = sess.Log().Verify(ctx)
+		require.NoError(t, err)
+	})
+}
