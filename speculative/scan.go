@@ -116,11 +116,12 @@ func (w *walker) value(v any, depth int, status string) bool {
 		if depth >= MaxDepth {
 			return w.limit("depth", MaxDepth)
 		}
+		w.path = append(w.path, seg{kind: segIndex})
+		top := len(w.path) - 1
+		defer func() { w.path = w.path[:top] }()
 		for i, e := range x {
-			w.path = append(w.path, seg{kind: segIndex, idx: i})
-			stop := w.value(e, depth+1, status)
-			w.path = w.path[:len(w.path)-1]
-			if stop {
+			w.path[top].idx = i
+			if w.value(e, depth+1, status) {
 				return true
 			}
 		}
@@ -678,10 +679,12 @@ func (p *parser) array(depth int, status string) (ok, stop bool) {
 		p.i++
 		return true, false
 	}
+	w.path = append(w.path, seg{kind: segIndex})
+	top := len(w.path) - 1
+	defer func() { w.path = w.path[:top] }()
 	for idx := 0; ; idx++ {
-		w.path = append(w.path, seg{kind: segIndex, idx: idx})
+		w.path[top].idx = idx
 		ok, stop = p.value(depth+1, status)
-		w.path = w.path[:len(w.path)-1]
 		if !ok || stop {
 			return ok, stop
 		}
