@@ -23,6 +23,9 @@ var (
 	// ErrInvalidConfig: a kernel configuration that cannot give T1–T8
 	// (minimum action cost not positive, negative budget, ...).
 	ErrInvalidConfig = errors.New("kernel: invalid configuration")
+	// ErrStaleVerdict: Commit was given a Verdict made by another kernel or
+	// for another state or kernel state.
+	ErrStaleVerdict = errors.New("kernel: verdict does not belong to this state")
 	// ErrForeignState: a kernel state that was not produced by this kernel.
 	ErrForeignState = errors.New("kernel: kernel state belongs to another kernel")
 

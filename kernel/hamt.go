@@ -40,6 +40,58 @@ type hnode[V any] struct {
 
 func (n *hnode[V]) index(bit uint32) int { return bits.OnesCount32(n.bitmap & (bit - 1)) }
 
+// newNode allocates a node and its n slots in one allocation, rounding the
+// slot array up to a size class.
+func newNode[V any](bitmap uint32, n int) *hnode[V] {
+	var h *hnode[V]
+	switch {
+	case n <= 1:
+		x := new(struct {
+			h hnode[V]
+			a [1]hslot[V]
+		})
+		h = &x.h
+		h.slots = x.a[:n:n]
+	case n <= 2:
+		x := new(struct {
+			h hnode[V]
+			a [2]hslot[V]
+		})
+		h = &x.h
+		h.slots = x.a[:n:n]
+	case n <= 4:
+		x := new(struct {
+			h hnode[V]
+			a [4]hslot[V]
+		})
+		h = &x.h
+		h.slots = x.a[:n:n]
+	case n <= 8:
+		x := new(struct {
+			h hnode[V]
+			a [8]hslot[V]
+		})
+		h = &x.h
+		h.slots = x.a[:n:n]
+	case n <= 16:
+		x := new(struct {
+			h hnode[V]
+			a [16]hslot[V]
+		})
+		h = &x.h
+		h.slots = x.a[:n:n]
+	default:
+		x := new(struct {
+			h hnode[V]
+			a [32]hslot[V]
+		})
+		h = &x.h
+		h.slots = x.a[:n:n]
+	}
+	h.bitmap = bitmap
+	return h
+}
+
 func hamtGet[V any](n *hnode[V], h uint64, key string) *hleaf[V] {
 	for shift := uint(0); n != nil; shift += hamtBits {
 		bit := uint32(1) << ((h >> shift) & hamtMask)
@@ -65,7 +117,7 @@ func hamtGet[V any](n *hnode[V], h uint64, key string) *hleaf[V] {
 // (nil if the key was absent).
 func hamtPut[V any](n *hnode[V], h uint64, key string, val V) (*hnode[V], *hleaf[V]) {
 	if n == nil {
-		n = &hnode[V]{}
+		n = newNode[V](0, 0)
 	}
 	return hamtPutAt(n, 0, &hleaf[V]{hash: h, key: key, val: val})
 }
@@ -74,11 +126,11 @@ func hamtPutAt[V any](n *hnode[V], shift uint, nl *hleaf[V]) (*hnode[V], *hleaf[
 	bit := uint32(1) << ((nl.hash >> shift) & hamtMask)
 	i := n.index(bit)
 	if n.bitmap&bit == 0 {
-		slots := make([]hslot[V], len(n.slots)+1)
-		copy(slots, n.slots[:i])
-		slots[i] = hslot[V]{leaf: nl}
-		copy(slots[i+1:], n.slots[i:])
-		return &hnode[V]{bitmap: n.bitmap | bit, slots: slots}, nil
+		nn := newNode[V](n.bitmap|bit, len(n.slots)+1)
+		copy(nn.slots, n.slots[:i])
+		nn.slots[i] = hslot[V]{leaf: nl}
+		copy(nn.slots[i+1:], n.slots[i:])
+		return nn, nil
 	}
 	s := n.slots[i]
 	var ns hslot[V]
@@ -93,31 +145,38 @@ func hamtPutAt[V any](n *hnode[V], shift uint, nl *hleaf[V]) (*hnode[V], *hleaf[
 	default:
 		ns = hslot[V]{node: split(s.leaf, nl, shift+hamtBits)}
 	}
-	slots := make([]hslot[V], len(n.slots))
-	copy(slots, n.slots)
-	slots[i] = ns
-	return &hnode[V]{bitmap: n.bitmap, slots: slots}, old
+	nn := newNode[V](n.bitmap, len(n.slots))
+	copy(nn.slots, n.slots)
+	nn.slots[i] = ns
+	return nn, old
 }
 
 // split builds the subtree holding two leaves whose hashes differ.
 func split[V any](a, b *hleaf[V], shift uint) *hnode[V] {
 	ia, ib := (a.hash>>shift)&hamtMask, (b.hash>>shift)&hamtMask
 	if ia == ib {
-		return &hnode[V]{bitmap: 1 << ia, slots: []hslot[V]{{node: split(a, b, shift+hamtBits)}}}
+		n := newNode[V](1<<ia, 1)
+		n.slots[0] = hslot[V]{node: split(a, b, shift+hamtBits)}
+		return n
 	}
 	if ia > ib {
 		a, b, ia, ib = b, a, ib, ia
 	}
-	return &hnode[V]{bitmap: 1<<ia | 1<<ib, slots: []hslot[V]{{leaf: a}, {leaf: b}}}
+	n := newNode[V](1<<ia|1<<ib, 2)
+	n.slots[0], n.slots[1] = hslot[V]{leaf: a}, hslot[V]{leaf: b}
+	return n
 }
 
-// chainPut puts nl into a collision chain (all leaves share nl.hash).
+// chainPut puts nl (a fresh leaf the caller hands over) into a collision
+// chain whose leaves all share nl.hash.
 func chainPut[V any](c *hleaf[V], nl *hleaf[V]) (*hleaf[V], *hleaf[V]) {
 	if c == nil || nl.key < c.key {
-		return &hleaf[V]{hash: nl.hash, key: nl.key, val: nl.val, next: c}, nil
+		nl.next = c
+		return nl, nil
 	}
 	if c.key == nl.key {
-		return &hleaf[V]{hash: nl.hash, key: nl.key, val: nl.val, next: c.next}, c
+		nl.next = c.next
+		return nl, c
 	}
 	rest, old := chainPut(c.next, nl)
 	return &hleaf[V]{hash: c.hash, key: c.key, val: c.val, next: rest}, old
@@ -152,7 +211,9 @@ func hamtDel[V any](n *hnode[V], h uint64, key string) (*hnode[V], *hleaf[V]) {
 		return s.node, old
 	case s.leaf != nil:
 		// The root collapsed to one leaf: keep a root node above it.
-		return &hnode[V]{bitmap: 1 << (s.leaf.hash & hamtMask), slots: []hslot[V]{s}}, old
+		root := newNode[V](1<<(s.leaf.hash&hamtMask), 1)
+		root.slots[0] = s
+		return root, old
 	default:
 		return nil, old
 	}
@@ -192,18 +253,18 @@ func hamtDelAt[V any](n *hnode[V], shift uint, h uint64, key string) (hslot[V], 
 				return other, old // collapse: a lone leaf moves up
 			}
 		}
-		slots := make([]hslot[V], len(n.slots)-1)
-		copy(slots, n.slots[:i])
-		copy(slots[i:], n.slots[i+1:])
-		return hslot[V]{node: &hnode[V]{bitmap: n.bitmap &^ bit, slots: slots}}, old
+		nn := newNode[V](n.bitmap&^bit, len(n.slots)-1)
+		copy(nn.slots, n.slots[:i])
+		copy(nn.slots[i:], n.slots[i+1:])
+		return hslot[V]{node: nn}, old
 	}
 	if ns.leaf != nil && len(n.slots) == 1 {
 		return ns, old // collapse a node that now holds a single leaf chain
 	}
-	slots := make([]hslot[V], len(n.slots))
-	copy(slots, n.slots)
-	slots[i] = ns
-	return hslot[V]{node: &hnode[V]{bitmap: n.bitmap, slots: slots}}, old
+	nn := newNode[V](n.bitmap, len(n.slots))
+	copy(nn.slots, n.slots)
+	nn.slots[i] = ns
+	return hslot[V]{node: nn}, old
 }
 
 // hamtEach calls f for every leaf until f returns false.

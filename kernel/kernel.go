@@ -179,7 +179,15 @@ type Verdict struct {
 	// or not the action is allowed); otherwise the current state.
 	Next State
 
+	// What Commit relies on is kept unexported, so that editing the
+	// exported fields above cannot make Commit accept anything.
+	ok      bool
+	next    State
 	inverse []Effect
+	action  Action
+	tag     *byte
+	from    *stateData
+	fromKS  KernelState
 }
 
 // Failures returns the failed checks.
@@ -332,6 +340,7 @@ func (k *Kernel) Evaluate(ks KernelState, s State, a Action) Verdict {
 	}
 
 	v.Allowed = !failed
+	v.ok, v.next, v.action, v.tag, v.from, v.fromKS = !failed, v.Next, a, k.tag, s.d, ks
 	return v
 }
 
@@ -366,20 +375,26 @@ type Record struct {
 // the commit and nothing is checked after it, so no predicate can split an
 // action.
 func (k *Kernel) Execute(ks KernelState, s State, a Action, execID string) (State, KernelState, Record, error) {
-	v := k.Evaluate(ks, s, a)
-	return k.Commit(ks, s, a, execID, v)
+	return k.Commit(ks, s, k.Evaluate(ks, s, a), execID)
 }
 
-// Commit commits a Verdict that Evaluate returned for exactly (ks, s, a).
-// It is Execute without the evaluation, for callers that need the Verdict
-// too; a Verdict that is not allowed is returned as a *RejectedError.
-func (k *Kernel) Commit(ks KernelState, s State, a Action, execID string, v Verdict) (State, KernelState, Record, error) {
-	if !v.Allowed {
+// Commit commits the action of a Verdict that this kernel's Evaluate
+// returned for exactly (ks, s): Execute without the evaluation, for
+// callers that want to look at the Verdict first. A rejecting Verdict is
+// returned as a *RejectedError; a Verdict from another kernel, state or
+// kernel state is refused with ErrStaleVerdict (so a decision cannot be
+// applied to a state it was not made for). Commit uses the Verdict's own
+// unexported record of the decision: editing its exported fields changes
+// nothing.
+func (k *Kernel) Commit(ks KernelState, s State, v Verdict, execID string) (State, KernelState, Record, error) {
+	if v.tag != k.tag || v.from != s.d || v.fromKS != ks {
+		return s, ks, Record{}, fmt.Errorf("%w: evaluate again", ErrStaleVerdict)
+	}
+	if !v.ok {
+		v.Allowed = false
 		return s, ks, Record{}, v.Err()
 	}
-	if v.ActionID != a.ID || ks.tag != k.tag {
-		return s, ks, Record{}, fmt.Errorf("%w: verdict does not belong to this action and kernel", ErrInvalidAction)
-	}
+	a := v.action
 	budget, err := ks.budget.Charge(execID, a.Cost)
 	if err != nil {
 		return s, ks, Record{}, err
@@ -395,7 +410,7 @@ func (k *Kernel) Commit(ks KernelState, s State, a Action, execID string, v Verd
 		Action:         a.clone(),
 		Emergency:      v.Emergency,
 		Before:         s.Fingerprint(),
-		After:          v.Next.Fingerprint(),
+		After:          v.next.Fingerprint(),
 		Inverse:        v.inverse,
 		Budget:         snapshot(budget),
 		Steps:          next.steps,
@@ -406,7 +421,7 @@ func (k *Kernel) Commit(ks KernelState, s State, a Action, execID string, v Verd
 			rec.Warnings = append(rec.Warnings, c)
 		}
 	}
-	return v.Next, next, rec, nil
+	return v.next, next, rec, nil
 }
 
 // RollbackRecord describes one rollback.

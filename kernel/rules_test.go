@@ -413,3 +413,39 @@ func indexOf(b []byte, s string) int {
 	}
 	return -1
 }
+
+// TestCommitRefusesForgedOrStaleVerdicts: a Verdict applies only to the
+// state and kernel state it was made for, and editing its exported fields
+// does not turn a rejection into a commit.
+func TestCommitRefusesForgedOrStaleVerdicts(t *testing.T) {
+	k := mustKernel(t, kernel.Config{Budget: 10 * kernel.Unit, MinActionCost: 1, Invariants: []kernel.Invariant{nonNegative("x")}})
+	s := mustState(t, map[string]any{"x": 1})
+	ks := k.Start()
+	bad := kernel.Action{ID: "bad", Cost: 1, Effects: []kernel.Effect{kernel.Set("x", kernel.Int(-5))}}
+	v := k.Evaluate(ks, s, bad)
+	require.False(t, v.Allowed)
+	v.Allowed = true
+	v.Checks = nil
+	s1, ks1, _, err := k.Commit(ks, s, v, "e")
+	require.ErrorIs(t, err, kernel.ErrRejected)
+	assert.Equal(t, s, s1)
+	assert.Equal(t, ks, ks1)
+
+	good := kernel.Action{ID: "good", Cost: 1, Effects: []kernel.Effect{kernel.Increment("x", kernel.Int(1))}}
+	v = k.Evaluate(ks, s, good)
+	other := mustState(t, map[string]any{"x": 100})
+	_, _, _, err = k.Commit(ks, other, v, "e")
+	require.ErrorIs(t, err, kernel.ErrStaleVerdict)
+	_, ks2, _, err := k.Execute(ks, s, good, "first")
+	require.NoError(t, err)
+	_, _, _, err = k.Commit(ks2, s, v, "e")
+	require.ErrorIs(t, err, kernel.ErrStaleVerdict, "a verdict is not reusable on a later kernel state")
+	k2 := mustKernel(t, kernel.Config{Budget: 10 * kernel.Unit, MinActionCost: 1})
+	_, _, _, err = k2.Commit(ks, s, v, "e")
+	require.ErrorIs(t, err, kernel.ErrStaleVerdict)
+	s3, _, rec, err := k.Commit(ks, s, v, "e")
+	require.NoError(t, err)
+	got, _ := s3.Get("x")
+	assert.True(t, got.Equal(kernel.Int(2)))
+	assert.Equal(t, "good", rec.Action.ID)
+}

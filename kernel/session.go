@@ -180,7 +180,7 @@ func (s *Session) Execute(ctx context.Context, a Action) (Record, error) {
 		return Record{}, s.recordReject(ctx, a, v, nil)
 	}
 	id := s.nextExecID()
-	world, ks, rec, err := s.k.Commit(s.ks, s.world, a, id, v)
+	world, ks, rec, err := s.k.Commit(s.ks, s.world, v, id)
 	if err != nil {
 		return Record{}, err
 	}
