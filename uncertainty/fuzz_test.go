@@ -103,6 +103,16 @@ func FuzzCalibration(f *testing.F) {
 		if e, err := uncertainty.ECE(conf, correct, bins); err == nil && !inUnit(e) {
 			t.Fatalf("ECE %v", e)
 		}
+		if len(conf) >= 2 {
+			th := uncertainty.Thresholds{Execute: conf[0], Explain: conf[1]}
+			r, err := uncertainty.Recommend(c, th)
+			if err == nil && (!r.Valid() || r == "REFUSE") {
+				t.Fatalf("Recommend(%v, %+v) = %q", c, th, r)
+			}
+			if err == nil && (c <= th.Execute) != (r == "EXECUTE") {
+				t.Fatalf("Recommend(%v, %+v) = %q", c, th, r)
+			}
+		}
 		h, errH := uncertainty.FitHistogram(conf, correct, bins)
 		p, errP := uncertainty.FitPlatt(conf, correct)
 		for _, cal := range []struct {
