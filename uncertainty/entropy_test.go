@@ -14,7 +14,7 @@ import (
 	"github.com/verity-go/verity/uncertainty"
 )
 
-// The vectors of the issue: discrete semantic entropy of cluster sizes.
+// The reference vectors of discrete semantic entropy over cluster sizes.
 func TestSemanticEntropyVectors(t *testing.T) {
 	for _, tc := range []struct {
 		sizes []int

@@ -14,8 +14,8 @@ import (
 //	value > Explain            → DEFER   (queue for a human)
 //
 // Both bounds are inclusive. No value alone leads to REFUSE; only conformal
-// prediction recommends it, for a claim that its prediction set excludes
-// (see PredictionSet.Uncertainty). The estimators' options take a
+// prediction recommends it, for an empty prediction set or a claim that its
+// set excludes (see PredictionSet.Uncertainty and UncertaintyFor). The estimators' options take a
 // *Thresholds, nil meaning DefaultThresholds.
 type Thresholds struct {
 	Execute float64
