@@ -25,7 +25,9 @@ const (
 	// s(x, y) = Σ_{j: p̂_j ≥ p̂_y} p̂_j. Sets grow with the model's
 	// uncertainty about the input. With ConformalOptions.Randomized the
 	// score is Σ_{j: p̂_j > p̂_y} p̂_j + u·p̂_y for a caller-supplied uniform
-	// u in [0, 1], which makes coverage exact rather than conservative.
+	// u in [0, 1]: the class at the set's boundary then enters with the
+	// right probability rather than always, which gives smaller sets on
+	// average (Romano et al.).
 	APS
 )
 
