@@ -113,8 +113,10 @@
 //   - The conformal rank is exactly ⌈(n+1)(1−α)⌉, and a too-small
 //     calibration set is refused with the smallest workable size:
 //     TestConformalRankIsFiniteSampleQuantile, TestCalibrationTooSmallRefuses.
-//   - The conformal quantile is monotone in α: TestConformalQuantileMonotoneInAlpha;
-//     prediction sets are nested in α: TestPredictionSetsNestedInAlpha.
+//   - The conformal quantile is the order statistic, duplicates included:
+//     TestConformalQuantileIsOrderStatistic; it is monotone in α:
+//     TestConformalQuantileMonotoneInAlpha; prediction sets are nested in
+//     α: TestPredictionSetsNestedInAlpha.
 //   - Prediction sets are exactly {y : s(x, y) ≤ q̂}, ties included:
 //     TestPredictionSetMatchesScoreDefinition.
 //   - Coverage ≥ 1 − α and ≤ 1 − α + 1/(n+1) (within binomial tolerance) on
@@ -128,6 +130,9 @@
 //     TestCalibratorsStayInUnitInterval; calibration reduces ECE on held-out
 //     data: TestCalibrationReducesECEOnHeldOutData.
 //   - AUROC equals the pairwise definition: TestAUROCIsMannWhitney.
+//   - Every estimator's value is a valid claims.Uncertainty that survives
+//     the claims decoder: TestUncertaintyPlugsIntoClaims; the default
+//     thresholds are the claim gate's: TestDefaultThresholdsMatchTheClaimGate.
 //   - Bad input (NaN, probabilities outside [0, 1], mismatched lengths) is
 //     an *InputError wrapping ErrInvalidInput, never a panic: the Reject
 //     tests and the Fuzz targets (FuzzConformal, FuzzCalibration,
