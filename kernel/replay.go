@@ -2,14 +2,13 @@ package kernel
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
 
+	"github.com/verity-go/verity/internal/canon"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -98,50 +97,23 @@ func replayStart(k *Kernel, log *trace.Log, p map[string]any, sid string, opts [
 	if err != nil {
 		return nil, err
 	}
-	want := s.startPayload(nil)
-	var got, exp any
-	if err := json.Unmarshal(want, &exp); err != nil {
+	want, err := decodeJSON(s.startPayload(nil))
+	if err != nil {
 		return nil, err
 	}
-	got = map[string]any(p)
-	if !sameConfig(exp, got) {
-		return nil, fmt.Errorf("the kernel's configuration differs from the recorded one")
+	for _, f := range []string{"budget", "min_cost", "max_steps", "emergency", "invariants", "preconditions"} {
+		if !sameJSON(want.(map[string]any)[f], p[f]) {
+			return nil, fmt.Errorf("the kernel's %s differs from the recorded one", f)
+		}
 	}
 	return s, nil
 }
 
-// sameConfig compares the configuration fields of two start payloads.
-func sameConfig(exp, got any) bool {
-	e, _ := exp.(map[string]any)
-	g, _ := got.(map[string]any)
-	for _, f := range []string{"budget", "min_cost", "max_steps", "emergency", "invariants", "preconditions"} {
-		if fmt.Sprint(normalise(e[f])) != fmt.Sprint(normalise(g[f])) {
-			return false
-		}
-	}
-	return true
-}
-
-func normalise(x any) any {
-	switch v := x.(type) {
-	case json.Number:
-		return string(v)
-	case float64:
-		return strconv.FormatFloat(v, 'f', -1, 64)
-	case []any:
-		out := make([]any, len(v))
-		for i, it := range v {
-			out[i] = normalise(it)
-		}
-		return out
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, it := range v {
-			out[k] = normalise(it)
-		}
-		return out
-	}
-	return x
+// sameJSON compares two decoded JSON values by their canonical form.
+func sameJSON(a, b any) bool {
+	ca, errA := canon.Marshal(a)
+	cb, errB := canon.Marshal(b)
+	return errA == nil && errB == nil && string(ca) == string(cb)
 }
 
 func (s *Session) replayEntry(kind string, p map[string]any) error {
@@ -197,15 +169,18 @@ func (s *Session) replayEntry(kind string, p map[string]any) error {
 func fp(x any) string { s, _ := x.(string); return s }
 
 func sameCounters(p map[string]any, b BudgetSnapshot, steps uint64) error {
-	want := string(appendBudget(nil, b))
-	got, _ := json.Marshal(p["budget"])
-	var gm, wm map[string]any
-	_ = json.Unmarshal(got, &gm)
-	_ = json.Unmarshal([]byte(want), &wm)
-	if fmt.Sprint(gm) != fmt.Sprint(wm) {
-		return fmt.Errorf("recorded budget %s, replayed %s", got, want)
+	want, err := decodeJSON(appendBudget(nil, b))
+	if err != nil {
+		return err
 	}
-	if fmt.Sprint(normalise(p["steps"])) != strconv.FormatUint(steps, 10) {
+	if !sameJSON(want, p["budget"]) {
+		return fmt.Errorf("recorded budget %v, replayed %v", p["budget"], want)
+	}
+	wantSteps, err := decodeJSON(appendCount(nil, steps))
+	if err != nil {
+		return err
+	}
+	if !sameJSON(wantSteps, p["steps"]) {
 		return fmt.Errorf("recorded steps %v, replayed %d", p["steps"], steps)
 	}
 	return nil

@@ -93,10 +93,11 @@ func Object(fields map[string]Value) Value {
 	return Value{kind: KindObject, keys: keys, items: items}
 }
 
-// ValueOf converts a Go value to a Value: nil, bool, string, all integer
-// kinds (unsigned beyond int64 is an error), float32/float64 (finite),
-// json.Number-like strings are not interpreted, []any, []Value,
-// map[string]any, map[string]Value, and Value itself.
+// ValueOf converts a Go value to a Value: nil, bool, string (kept a
+// string, never parsed as a number), every integer kind (an unsigned value
+// beyond int64 is an error), float32 and float64 (finite), []any, []Value,
+// map[string]any, map[string]Value, and Value itself. Anything else is an
+// error wrapping ErrInvalidValue.
 func ValueOf(x any) (Value, error) {
 	return valueOf(x, 0)
 }

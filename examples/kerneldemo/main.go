@@ -1,0 +1,112 @@
+// Command kerneldemo walks through the safety kernel: an agent with a
+// budget of 5 units tries to send e-mails, hits an invariant, runs out of
+// budget, escapes with its emergency action, rolls an action back, and
+// the whole run is verified and replayed from its trace.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/trace"
+)
+
+func main() {
+	if err := run(context.Background(), os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "kerneldemo:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, w io.Writer) error {
+	k, err := kernel.New(kernel.Config{
+		Budget:        5 * kernel.Unit,
+		MinActionCost: kernel.Unit / 2,
+		Invariants: []kernel.Invariant{{
+			Name:        "at most 3 e-mails",
+			Description: "the agent may not send more than three e-mails",
+			Suggestion:  "summarise instead of sending another e-mail",
+			Check: func(s kernel.State) bool {
+				v, _ := s.Get("sent")
+				n, _ := v.AsInt()
+				return n <= 3
+			},
+		}},
+		EmergencyActions: []string{"safe_hover"},
+	})
+	if err != nil {
+		return err
+	}
+	initial, err := kernel.NewState(map[string]any{"sent": 0, "outbox": []any{}})
+	if err != nil {
+		return err
+	}
+	log := trace.NewMemoryLog()
+	sess, err := kernel.NewSession(ctx, k, initial, log)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "budget %s units, minimum cost %s, at most %d steps\n", sess.KernelState().Budget().Limit(), k.MinActionCost(), k.MaxSteps())
+
+	cost, err := kernel.ParseCost("1.25")
+	if err != nil {
+		return err
+	}
+	send := func(to string) kernel.Action {
+		return kernel.Action{
+			ID: "send_email", Name: "send e-mail", Description: "send an e-mail to " + to, Cost: cost,
+			Category: "io", Risk: kernel.RiskMedium, Reversible: true,
+			Effects: []kernel.Effect{kernel.Increment("sent", kernel.Int(1)), kernel.Append("outbox", kernel.String(to))},
+		}
+	}
+	var last kernel.Record
+	for _, to := range []string{"ana", "bo", "cy", "di"} {
+		rec, err := sess.Execute(ctx, send(to))
+		var rej *kernel.RejectedError
+		switch {
+		case errors.As(err, &rej):
+			for _, f := range rej.Verdict.Failures() {
+				fmt.Fprintf(w, "to %s: rejected by %s %s\n", to, f.Check, f.Name)
+			}
+		case err != nil:
+			return err
+		default:
+			last = rec
+			fmt.Fprintf(w, "to %s: sent, spent %s\n", to, sess.KernelState().Budget().Net())
+		}
+	}
+	if _, err := sess.Execute(ctx, kernel.Action{ID: "think", Cost: 3 * kernel.Unit / 2}); errors.Is(err, kernel.ErrBudgetExceeded) {
+		fmt.Fprintln(w, "think: rejected, budget exceeded")
+	}
+	if _, err := sess.Execute(ctx, kernel.Action{ID: "safe_hover", Name: "hover"}); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "safe_hover: executed (emergency action, budget left", sess.KernelState().Budget().Remaining().String()+")")
+
+	// safe_hover changed nothing, so the last e-mail can still be undone.
+	rr, err := sess.Rollback(ctx, last.ExecID)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "rollback of the last e-mail: refund %s, state %s, spent %s, steps still %d\n",
+		rr.Refund, sess.State(), sess.KernelState().Budget().Net(), sess.KernelState().Steps())
+	if _, err := sess.Rollback(ctx, last.ExecID); errors.Is(err, kernel.ErrFingerprintMismatch) {
+		fmt.Fprintln(w, "second rollback: refused, the state is no longer the one that e-mail produced")
+	}
+
+	head, err := log.Verify(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "trace: %d entries, verified\n", head.Size)
+	replayed, err := kernel.Replay(ctx, k, log, sess.ID())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "replayed state %s equal: %v\n", replayed.State(), replayed.State().Equal(sess.State()))
+	return nil
+}
