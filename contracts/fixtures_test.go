@@ -19,9 +19,10 @@ type fixture struct {
 	data []byte
 }
 
-// loadFixtures reads testdata/<dir>/<kind>/*.json. The files are written
-// by testdata/gen_fixtures.py: each invalid fixture is a valid one with a
-// single change, named "<rule>[--<variant>].json" after the rule it breaks.
+// loadFixtures reads testdata/<dir>/<kind>/*.json. The files are generated
+// from the tables in fixturegen_test.go (TestFixturesUpToDate checks them;
+// -update rewrites them): each invalid fixture is a valid one with a single
+// change, named "<rule>[--<variant>].json" after the rule it breaks.
 func loadFixtures(t testing.TB, dir string) []fixture {
 	t.Helper()
 	var out []fixture
