@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/trace"
 )
 
 // TestEffectRules: one row per effect rule and per rejection reason.
@@ -448,4 +449,31 @@ func TestCommitRefusesForgedOrStaleVerdicts(t *testing.T) {
 	got, _ := s3.Get("x")
 	assert.True(t, got.Equal(kernel.Int(2)))
 	assert.Equal(t, "good", rec.Action.ID)
+}
+
+// TestDiagnosticsNeverPanic: printing values that cannot enter a State
+// and recording predicates with hostile names or panic values works.
+func TestDiagnosticsNeverPanic(t *testing.T) {
+	for _, f := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		v := kernel.Float(f)
+		assert.NotEmpty(t, v.String())
+		_, err := v.MarshalJSON()
+		require.ErrorIs(t, err, kernel.ErrInvalidValue)
+		_, err = kernel.ParseValue([]byte(v.String()))
+		require.Error(t, err)
+		_, err = kernel.State{}.With("x", v)
+		require.ErrorIs(t, err, kernel.ErrInvalidValue)
+	}
+	k := mustKernel(t, kernel.Config{Budget: 10, MinActionCost: 1, Invariants: []kernel.Invariant{{
+		Name: "bad\xffname", Check: func(kernel.State) bool { panic("\xfe") },
+	}}})
+	log := trace.NewMemoryLog()
+	sess, err := kernel.NewSession(ctx, k, kernel.State{}, log)
+	require.NoError(t, err)
+	_, err = sess.Execute(ctx, kernel.Action{ID: "a", Cost: 1})
+	require.ErrorIs(t, err, kernel.ErrInvariantViolated)
+	require.NotErrorIs(t, err, trace.ErrMalformed, "the rejection was recorded")
+	_, err = log.Verify(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(2), log.Head().Size)
 }

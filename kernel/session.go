@@ -180,6 +180,9 @@ func (s *Session) Execute(ctx context.Context, a Action) (Record, error) {
 		return Record{}, s.recordReject(ctx, a, v, nil)
 	}
 	id := s.nextExecID()
+	if !utf8.ValidString(id) {
+		return Record{}, fmt.Errorf("%w: execution id is not valid UTF-8", ErrInvalidConfig)
+	}
 	world, ks, rec, err := s.k.Commit(s.ks, s.world, v, id)
 	if err != nil {
 		return Record{}, err
@@ -313,9 +316,9 @@ func appendChecks(dst []byte, checks []CheckResult, onlyNotPassed bool) []byte {
 		dst = append(dst, `{"check":`...)
 		dst = canon.AppendString(dst, string(c.Check))
 		dst = append(dst, `,"name":`...)
-		dst = canon.AppendString(dst, c.Name)
+		dst = canon.AppendString(dst, validUTF8(c.Name))
 		dst = append(dst, `,"reason":`...)
-		dst = canon.AppendString(dst, c.Reason)
+		dst = canon.AppendString(dst, validUTF8(c.Reason))
 		dst = append(dst, `,"status":"`...)
 		dst = append(dst, c.Status.String()...)
 		dst = append(dst, `"}`...)

@@ -403,6 +403,13 @@ func (v Value) appendJSON(dst []byte) []byte {
 	case KindFloat:
 		f := math.Float64frombits(v.bits)
 		start := len(dst)
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			// Not a JSON value (never in a State, Effect or Action); written
+			// for diagnostics only, in a form every decoder rejects.
+			dst = append(dst, `{"$float":"`...)
+			dst = strconv.AppendFloat(dst, f, 'g', -1, 64)
+			return append(dst, `"}`...)
+		}
 		if f == 0 && math.Signbit(f) {
 			return append(dst, `{"$float":"-0"}`...)
 		}
