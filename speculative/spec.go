@@ -129,6 +129,14 @@ func DecodeExperimentSpec(b []byte) (ExperimentSpec, error) {
 	if err := newValidationError("experiment spec", vs); err != nil {
 		return ExperimentSpec{}, err
 	}
+	// Empty and absent are the same spec; keep one form so that decoding
+	// what Marshal wrote gives the same value back.
+	if len(spec.Params) == 0 {
+		spec.Params = nil
+	}
+	if len(spec.Assumptions) == 0 {
+		spec.Assumptions = nil
+	}
 	return spec, nil
 }
 
