@@ -14,12 +14,11 @@ import (
 //
 // Detection goes one step further than this normal form: a key is a marker
 // when its normal form spells a marker once separators ('_', '-', '.',
-// white space, control characters), invisible format characters
-// (zero-width spaces, the byte order mark) and combining marks are ignored
-// and letters are case-folded (so the Kelvin sign
-// and the long s, which fold to "k" and "s", and full-width Latin letters
-// count as their ASCII twins). That makes every key this function maps to
-// a marker a marker, and also closes "epistemic__status",
+// white space, control characters), invisible format characters (zero-width
+// spaces, the byte order mark) and combining marks are ignored and letters
+// are case-folded (the Kelvin sign and the long s fold to "k" and "s",
+// full-width Latin letters to their ASCII twins). So every key this
+// function maps to a marker is a marker, and so are "epistemic__status",
 // "ePiStEmIc_StAtUs" and "epistemic\u200bstatus".
 func NormalizeKey(key string) string {
 	var b strings.Builder
@@ -54,8 +53,6 @@ type folded struct {
 	n   int
 	buf [foldCap]byte
 }
-
-func (f *folded) str() string { return string(f.buf[:f.n]) }
 
 // fold folds s into f, stopping once foldCap letters are kept. It never
 // allocates.
