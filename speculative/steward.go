@@ -14,7 +14,14 @@ import (
 	"github.com/verity-go/verity/trace"
 )
 
-// Trace kinds the Steward records.
+// Trace kinds the Steward records. Every payload has "intent" (the intent
+// id) and, except speculative.approve and speculative.design, "write" (the
+// WriteKind). Evidence is identified by "claim_id" and "digest" (its ID),
+// hypotheses by "id", "session_id" and the "digest" of their content —
+// never the content itself; status intents carry "claim_id", "to",
+// "feynman_passed" and "sensitivity_failures", and their persist entry
+// "from", "to", "direction", the "evidence" digests and the approval;
+// rejections carry "reasons", approvals "by" and "human".
 const (
 	KindIntent   = "speculative.intent"    // a write intent was made
 	KindApprove  = "speculative.approve"   // an intent was approved (by a person or by policy)
@@ -292,7 +299,12 @@ func (s *Steward) ProposeStatus(ctx context.Context, claimID string, to Status, 
 	}
 	in := &Intent{ID: s.newID(), ClaimID: claimID, To: to, State: IntentPending,
 		Checks: NonFragility{FeynmanPassed: checks.FeynmanPassed, SensitivityFailures: append([]string(nil), checks.SensitivityFailures...)}}
-	if err := s.record(ctx, KindIntent, map[string]any{"intent": in.ID, "write": WriteStatus.String(), "claim_id": claimID, "to": to.String()}); err != nil {
+	failures := make([]any, len(in.Checks.SensitivityFailures))
+	for i, f := range in.Checks.SensitivityFailures {
+		failures[i] = f
+	}
+	if err := s.record(ctx, KindIntent, map[string]any{"intent": in.ID, "write": WriteStatus.String(), "claim_id": claimID, "to": to.String(),
+		"feynman_passed": checks.FeynmanPassed, "sensitivity_failures": failures}); err != nil {
 		return "", err
 	}
 	s.intents[in.ID] = in
@@ -415,7 +427,7 @@ func (s *Steward) Execute(ctx context.Context, intentID string) (Transition, err
 	p := map[string]any{"intent": in.ID, "write": WriteStatus.String(), "claim_id": in.ClaimID,
 		"from": from.String(), "to": in.To.String(), "direction": t.Direction.String(), "evidence": evs}
 	if in.Approval != nil {
-		p["approved_by"] = in.Approval.By
+		p["approved_by"], p["human"] = in.Approval.By, in.Approval.Human
 	}
 	return t, s.record(ctx, KindPersist, p)
 }
