@@ -14,14 +14,16 @@ import (
 	"github.com/verity-go/verity/trace"
 )
 
-// Trace kinds the Steward records. Every payload has "intent" (the intent
-// id) and, except speculative.approve and speculative.design, "write" (the
-// WriteKind). Evidence is identified by "claim_id" and "digest" (its ID),
+// Trace kinds the Steward records. Every payload but speculative.design's
+// has "intent" (the intent id), and all but speculative.approve's and
+// speculative.design's have "write" (the WriteKind); speculative.design
+// has "claim_id", "template_qid", "scope_lock_id" and "hints_digest". Evidence is identified by "claim_id" and "digest" (its ID),
 // hypotheses by "id", "session_id" and the "digest" of their content —
 // never the content itself; status intents carry "claim_id", "to",
 // "feynman_passed" and "sensitivity_failures", and their persist entry
 // "from", "to", "direction", the "evidence" digests and the approval;
-// rejections carry "reasons", approvals "by" and "human".
+// rejections carry "reasons", soft failures a "reason", approvals "by"
+// and "human".
 const (
 	KindIntent   = "speculative.intent"    // a write intent was made
 	KindApprove  = "speculative.approve"   // an intent was approved (by a person or by policy)
