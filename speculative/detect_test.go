@@ -56,6 +56,10 @@ func TestKeyNormalisationMatches(t *testing.T) {
 		{"epistemic status", "speculative", "epistemic_status", RuleStatus},
 		{"epistemic\x00status", "speculative\x7f", "epistemic_status", RuleStatus},
 		{"\x00lane", "speculative", "lane", RuleStatus},
+		{"@lane", "speculative.", "lane", RuleStatus},
+		{"$epistemic:status", "(speculative)", "epistemic_status", RuleStatus},
+		{"epistemic\u2010status", "speculative", "epistemic_status", RuleStatus}, // Unicode hyphen
+		{"edge\uff3fcases", "x", "edge_cases", RuleArtifact},                     // full-width low line
 		{"\x7f_edge_cases", "x", "edge_cases", RuleArtifact},
 		{"lane", "spe\u0301culative", "lane", RuleStatus},                        // combining mark
 		{"\uff45pistemic_status", "speculative", "epistemic_status", RuleStatus}, // full-width e
@@ -347,7 +351,8 @@ func TestCheck(t *testing.T) {
 // only skips keys the full fold would not match either.
 func TestKeyPrecheckNeverChangesTheAnswer(t *testing.T) {
 	parts := []string{"lane", "epistemic", "status", "speculative", "context", "edge", "cases", "alternatives",
-		"analogies", "experiment", "hints", "_", "-", ".", " ", "\x00", "\x7f", "\u200b", "\u0301", "K", "\u212a", "\u017f", "x", "1", "\uff45"}
+		"analogies", "experiment", "hints", "_", "-", ".", " ", "@", "$", "\x00", "\x7f", "\u200b", "\u0301", "\u2010",
+		"K", "\u212a", "\u017f", "x", "1", "\uff45", "\u0435"}
 	rapid.Check(t, func(t *rapid.T) {
 		var b strings.Builder
 		for _, p := range rapid.SliceOfN(rapid.SampledFrom(parts), 1, 5).Draw(t, "parts") {

@@ -24,12 +24,14 @@
 //
 // Keys are normalised as NormalizeKey does (lower-case, '-' → '_',
 // camelCase split: epistemicStatus, Epistemic-Status, EPISTEMIC_STATUS
-// all read epistemic_status), and then compared with separators ('_', '-',
-// '.', white space, control characters), zero-width and other format
-// characters and combining marks ignored and letters case-folded
-// (full-width letters, the Kelvin sign and the long s included). Values are trimmed and
-// lower-cased the same way (" Speculative " reads speculative). Escapes in
-// JSON text are decoded first ("\u0065pistemic_status" is a marker).
+// all read epistemic_status), and then compared on their letters and digits
+// alone, case-folded: separators, punctuation, white space, control and
+// zero-width characters and combining marks are ignored, and full-width
+// letters, the Kelvin sign and the long s count as their ASCII twins
+// ("@lane", "epistemic__status", "epistemic\u200bstatus" are markers too).
+// Values are trimmed and lower-cased the same way (" Speculative " and
+// "speculative." read speculative). Escapes in JSON text are decoded first
+// ("\u0065pistemic_status" is a marker).
 //
 // Strings are looked into. A string that holds a JSON object or array is
 // parsed and checked like any other value, and a string that is itself a

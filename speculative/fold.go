@@ -13,13 +13,14 @@ import (
 // ("Epistemic-Status", "EPISTEMIC_STATUS" → "epistemic_status").
 //
 // Detection goes one step further than this normal form: a key is a marker
-// when its normal form spells a marker once separators ('_', '-', '.',
-// white space, control characters), invisible format characters (zero-width
-// spaces, the byte order mark) and combining marks are ignored and letters
-// are case-folded (the Kelvin sign and the long s fold to "k" and "s",
-// full-width Latin letters to their ASCII twins). So every key this
+// when its letters and digits alone, case-folded, spell a marker. Every
+// other character — separators, punctuation, white space, control and
+// invisible format characters, combining marks — is ignored, and letters
+// fold to their ASCII twins where they have one (the Kelvin sign to "k",
+// the long s to "s", full-width Latin letters to ASCII). So every key this
 // function maps to a marker is a marker, and so are "epistemic__status",
-// "ePiStEmIc_StAtUs" and "epistemic\u200bstatus".
+// "ePiStEmIc_StAtUs", "@lane", "epistemic:status" and
+// "epistemic\u200bstatus".
 func NormalizeKey(key string) string {
 	var b strings.Builder
 	b.Grow(len(key) + 4)
@@ -46,9 +47,9 @@ func NormalizeKey(key string) string {
 // visible without keeping the rest.
 const foldCap = 19
 
-// folded is a key, value or token with separators and invisible characters
-// dropped and letters folded to lower-case ASCII. Runes with no ASCII twin
-// become 0xFF, which no marker contains.
+// folded is a key, value or token reduced to its letters and digits,
+// folded to lower-case ASCII. Letters and digits with no ASCII twin become
+// 0xFF, which no marker contains.
 type folded struct {
 	n   int
 	buf [foldCap]byte
@@ -94,28 +95,27 @@ func foldString(s string) string {
 	return string(b)
 }
 
-// foldASCII folds one ASCII byte: letters to lower case, separators
-// dropped (keep false), anything else to 0xFF.
+// foldASCII folds one ASCII byte: letters to lower case, digits kept,
+// everything else (separators, punctuation, control characters) dropped.
 func foldASCII(c byte) (byte, bool) {
 	switch {
 	case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
 		return c, true
 	case 'A' <= c && c <= 'Z':
 		return c + 'a' - 'A', true
-	case c == '_' || c == '-' || c == '.' || c == ' ' || c == '\\' || c < 0x20 || c == 0x7F:
-		return 0, false
 	}
-	return 0xFF, true
+	return 0, false
 }
 
-// foldRune folds a non-ASCII rune: white space, format characters and
-// combining marks are dropped, letters with an ASCII twin become it, the
-// rest 0xFF.
+// foldRune folds a non-ASCII rune: letters and digits with an ASCII twin
+// become it, other letters and digits 0xFF (they block a match), and
+// everything else — white space, punctuation, symbols, format characters,
+// combining marks — is dropped.
 func foldRune(r rune) (byte, bool) {
-	if unicode.IsSpace(r) || unicode.In(r, unicode.Cf, unicode.Mn, unicode.Me) {
-		return 0, false
+	if unicode.IsLetter(r) || unicode.IsNumber(r) {
+		return asciiTwin(r), true
 	}
-	return asciiTwin(r), true
+	return 0, false
 }
 
 // asciiTwin maps a non-ASCII rune to the lower-case ASCII letter it folds
