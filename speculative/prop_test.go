@@ -289,3 +289,21 @@ func TestDetectRawAgreesWithDecoded(t *testing.T) {
 		}
 	})
 }
+
+// TestExceedingALimitIsARejection: a clean document is clean exactly while
+// it stays inside the limits, and rejected (never passed) beyond them.
+func TestExceedingALimitIsARejection(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		d := rapid.IntRange(MaxDepth-3, MaxDepth+3).Draw(t, "depth")
+		doc := nest(d, "1")
+		if got := IsSpeculative(json.RawMessage(doc)); got != (d > MaxDepth) {
+			t.Fatalf("depth %d: speculative=%v", d, got)
+		}
+		n := rapid.IntRange(1, MaxEncodings+3).Draw(t, "encodings")
+		v := map[string]any{"p": encodeN(map[string]any{"x": cleanWord.Draw(t, "w")}, n)}
+		_, _, err := Detect(v)
+		if (err != nil) != (n > MaxEncodings) || IsSpeculative(v) != (n > MaxEncodings) {
+			t.Fatalf("%d encodings: %v", n, err)
+		}
+	})
+}
