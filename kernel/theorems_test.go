@@ -280,7 +280,7 @@ func TestT7RollbackExactness(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		keys := kerneltest.Keys().Draw(t, "keys")
 		s := kerneltest.State(keys).Draw(t, "state")
-		effects := rapid.SliceOfN(kerneltest.Effect(keys), 0, 6).Draw(t, "effects")
+		effects := rapid.OneOf(kerneltest.Effects(s, keys, 8), rapid.SliceOfN(kerneltest.Effect(keys), 0, 6)).Draw(t, "effects")
 		after, err := kernel.ApplyEffects(s, effects)
 		if err != nil {
 			if !errors.Is(err, kernel.ErrEffect) {

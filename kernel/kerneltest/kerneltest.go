@@ -141,6 +141,60 @@ func Effect(keys []string) *rapid.Generator[kernel.Effect] {
 	})
 }
 
+// Effects generates sequences of up to max effects on keys that mostly
+// fit s: each effect is chosen for the value its variable holds at that
+// point of the sequence (arithmetic on numbers, append and remove of an
+// existing item on lists, set and delete anywhere), with an occasional
+// arbitrary Effect that may not fit. Use it where Effect alone would make
+// most sequences fail early.
+func Effects(s kernel.State, keys []string, max int) *rapid.Generator[[]kernel.Effect] {
+	return rapid.Custom(func(t *rapid.T) []kernel.Effect {
+		n := rapid.IntRange(0, max).Draw(t, "n")
+		out := make([]kernel.Effect, 0, n)
+		cur := s
+		for range n {
+			e := fitting(t, cur, keys)
+			out = append(out, e)
+			next, err := kernel.ApplyEffects(cur, []kernel.Effect{e})
+			if err != nil {
+				break
+			}
+			cur = next
+		}
+		return out
+	})
+}
+
+func fitting(t *rapid.T, s kernel.State, keys []string) kernel.Effect {
+	key := rapid.SampledFrom(keys).Draw(t, "key")
+	if rapid.IntRange(0, 9).Draw(t, "arbitrary?") == 0 {
+		return Effect(keys).Draw(t, "arbitrary")
+	}
+	v, ok := s.Get(key)
+	choice := rapid.IntRange(0, 9).Draw(t, "choice")
+	switch {
+	case choice == 0:
+		return kernel.Delete(key)
+	case choice == 1 || !ok:
+		return kernel.Set(key, rapid.OneOf(Scalar(), Value(2)).Draw(t, "value"))
+	}
+	arith := []kernel.Op{kernel.OpIncrement, kernel.OpDecrement, kernel.OpMultiply}
+	switch v.Kind() {
+	case kernel.KindInt:
+		return kernel.Effect{Op: rapid.SampledFrom(arith).Draw(t, "op"), Key: key, Value: kernel.Int(rapid.Int64Range(-3, 3).Draw(t, "n"))}
+	case kernel.KindFloat:
+		operand := rapid.OneOf(rapid.Map(rapid.Int64Range(-3, 3), kernel.Int), rapid.Map(rapid.Float64Range(-2, 2), kernel.Float)).Draw(t, "operand")
+		return kernel.Effect{Op: rapid.SampledFrom(arith).Draw(t, "op"), Key: key, Value: operand}
+	case kernel.KindList:
+		if v.Len() > 0 && rapid.Bool().Draw(t, "remove?") {
+			return kernel.Remove(key, rapid.SampledFrom(v.Items()).Draw(t, "item"))
+		}
+		return kernel.Append(key, rapid.OneOf(rapid.Map(rapid.Int64Range(0, 2), kernel.Int), Scalar()).Draw(t, "item"))
+	default:
+		return kernel.Set(key, Scalar().Draw(t, "value"))
+	}
+}
+
 // Cost generates costs from 0 to max thousandths, biased to small ones.
 func Cost(max kernel.Cost) *rapid.Generator[kernel.Cost] {
 	return rapid.OneOf(
