@@ -89,7 +89,8 @@
 // So does a Go value that encoding/json cannot encode (ErrMalformed). A
 // million nested brackets, a self-referencing map or a string encoded nine
 // times are rejected without exhausting the stack (TestLimitDepth,
-// TestLimitEncodings, TestLimitWork, TestNestedEncodingsAreLinear).
+// TestLimitEncodings, TestLimitWork, TestNestedEncodingsAreLinear,
+// TestExceedingALimitIsARejection).
 // BenchmarkIsSpeculativeClean100KB and BenchmarkIsSpeculativeClean1MB
 // measure the clean path, the one every write takes.
 //
