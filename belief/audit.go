@@ -3,9 +3,12 @@ package belief
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/verity-go/verity/internal/canon"
 )
@@ -62,40 +65,87 @@ type deltaWire struct {
 	Eliminated []string `json:"eliminated"`
 }
 
-func (e *AuditEntry) wire(withHash bool) auditWire {
-	w := auditWire{
-		Delta:               deltaWire{Eliminated: e.Eliminated},
-		EventID:             e.EventID,
-		Notes:               e.Notes,
-		Outcome:             e.Outcome,
-		Payload:             e.Payload,
-		PrevEventHash:       e.PrevEventHash,
-		Seq:                 e.Seq,
-		SessionID:           e.SessionID,
-		SurvivorsAfterHash:  e.SurvivorsAfterHash,
-		SurvivorsBeforeHash: e.SurvivorsBeforeHash,
-		TS:                  e.Time.UTC().Format(TimeFormat),
-		Verb:                e.Verb,
-	}
-	if w.Delta.Eliminated == nil {
-		w.Delta.Eliminated = []string{}
-	}
-	if withHash {
-		h := e.EventHash
-		w.EventHash = &h
-	}
-	return w
-}
-
 // Canonical returns the RFC 8785 canonical JSON of the entry without its
 // event_hash member: the exact bytes EventHash is taken over and the
-// payload recorded in the trace log. The members are delta.eliminated,
-// event_id, notes (omitted when empty), outcome, payload, prev_event_hash,
-// seq, session_id, survivors_after_hash, survivors_before_hash, ts and
-// verb.
+// payload recorded in the trace log. The members, in canonical order, are
+// delta ({"eliminated":[…]}), event_id, notes (omitted when empty),
+// outcome, payload, prev_event_hash, seq, session_id,
+// survivors_after_hash, survivors_before_hash, ts and verb.
 func (e AuditEntry) Canonical() ([]byte, error) {
-	w := e.wire(false)
-	return canon.Marshal(w)
+	return e.appendCanonical(make([]byte, 0, 512+len(e.Payload)+len(e.Outcome)), false)
+}
+
+// appendCanonical writes the canonical form member by member (keys in
+// UTF-16 order: delta, event_hash, event_id, notes, outcome, payload,
+// prev_event_hash, seq, session_id, survivors_after_hash,
+// survivors_before_hash, ts, verb). Payload and outcome are
+// canonicalised, so an entry decoded from any JSON spelling hashes alike.
+func (e *AuditEntry) appendCanonical(b []byte, withHash bool) ([]byte, error) {
+	for _, s := range [...]string{e.EventID, e.SessionID, e.Notes, string(e.Verb)} {
+		if !utf8.ValidString(s) {
+			return nil, fmt.Errorf("%w: audit entry: invalid UTF-8", ErrInvalidRequest)
+		}
+	}
+	if e.Seq > canon.MaxSafeInteger {
+		return nil, fmt.Errorf("%w: audit entry: seq beyond 2^53-1", ErrInvalidRequest)
+	}
+	b = append(b, `{"delta":{"eliminated":[`...)
+	for i, id := range e.Eliminated {
+		if !utf8.ValidString(id) {
+			return nil, fmt.Errorf("%w: audit entry: invalid UTF-8", ErrInvalidRequest)
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = canon.AppendString(b, id)
+	}
+	b = append(b, "]}"...)
+	if withHash {
+		b = append(b, `,"event_hash":"`...)
+		b = hex.AppendEncode(b, e.EventHash[:])
+		b = append(b, '"')
+	}
+	b = append(b, `,"event_id":`...)
+	b = canon.AppendString(b, e.EventID)
+	if e.Notes != "" {
+		b = append(b, `,"notes":`...)
+		b = canon.AppendString(b, e.Notes)
+	}
+	var err error
+	b = append(b, `,"outcome":`...)
+	if b, err = appendRaw(b, e.Outcome); err != nil {
+		return nil, fmt.Errorf("%w: audit entry outcome: %v", ErrInvalidRequest, err)
+	}
+	b = append(b, `,"payload":`...)
+	if b, err = appendRaw(b, e.Payload); err != nil {
+		return nil, fmt.Errorf("%w: audit entry payload: %v", ErrInvalidRequest, err)
+	}
+	b = append(b, `,"prev_event_hash":"`...)
+	b = hex.AppendEncode(b, e.PrevEventHash[:])
+	b = append(b, `","seq":`...)
+	b = strconv.AppendUint(b, e.Seq, 10)
+	b = append(b, `,"session_id":`...)
+	b = canon.AppendString(b, e.SessionID)
+	b = append(b, `,"survivors_after_hash":"`...)
+	b = hex.AppendEncode(b, e.SurvivorsAfterHash[:])
+	b = append(b, `","survivors_before_hash":"`...)
+	b = hex.AppendEncode(b, e.SurvivorsBeforeHash[:])
+	b = append(b, `","ts":"`...)
+	b = e.Time.UTC().AppendFormat(b, TimeFormat)
+	b = append(b, `","verb":`...)
+	b = canon.AppendString(b, string(e.Verb))
+	return append(b, '}'), nil
+}
+
+// appendRaw appends a JSON value in canonical form; absent is null.
+func appendRaw(b []byte, raw json.RawMessage) ([]byte, error) {
+	if len(raw) == 0 {
+		return append(b, "null"...), nil
+	}
+	if canon.Valid(raw) == nil {
+		return append(b, raw...), nil
+	}
+	return canon.AppendTransform(b, raw)
 }
 
 // ComputeHash returns SHA-256 over Canonical, which is what EventHash must
@@ -111,7 +161,7 @@ func (e AuditEntry) ComputeHash() (Hash, error) {
 // MarshalJSON emits the canonical form with event_hash added, which is
 // the AUDIT_TRACE wire form.
 func (e AuditEntry) MarshalJSON() ([]byte, error) {
-	return canon.Marshal(e.wire(true))
+	return e.appendCanonical(make([]byte, 0, 600+len(e.Payload)+len(e.Outcome)), true)
 }
 
 // UnmarshalJSON reads the AUDIT_TRACE wire form (event_hash optional, so

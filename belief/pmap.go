@@ -31,11 +31,17 @@ type hamtNode struct {
 }
 
 // hamtSlot is either a child node or a leaf holding the records whose
-// 64-bit key hashes are all equal (more than one only on a full collision).
+// 64-bit key hashes are all equal (more than one only on a full
+// collision). It is two pointers wide, so copying a node on insertion
+// stays cheap.
 type hamtSlot struct {
 	child *hamtNode
-	hash  uint64
-	recs  []obsRecord
+	leaf  *hamtLeaf
+}
+
+type hamtLeaf struct {
+	hash uint64
+	recs []obsRecord
 }
 
 func keyHash(k obsKey) uint64 {
@@ -70,10 +76,10 @@ func (m obsMap) get(k obsKey) (obsRecord, bool) {
 		}
 		s := &n.slots[popBelow(n.bitmap, bit)]
 		if s.child == nil {
-			if s.hash != h {
+			if s.leaf.hash != h {
 				return obsRecord{}, false
 			}
-			for _, r := range s.recs {
+			for _, r := range s.leaf.recs {
 				if r.key == k {
 					return r, true
 				}
@@ -110,7 +116,7 @@ func insert(n *hamtNode, h uint64, shift uint, r obsRecord) *hamtNode {
 	if n.bitmap&bit == 0 {
 		out.slots = make([]hamtSlot, 0, len(n.slots)+1)
 		out.slots = append(out.slots, n.slots[:pos]...)
-		out.slots = append(out.slots, hamtSlot{hash: h, recs: []obsRecord{r}})
+		out.slots = append(out.slots, hamtSlot{leaf: &hamtLeaf{hash: h, recs: []obsRecord{r}}})
 		out.slots = append(out.slots, n.slots[pos:]...)
 		return out
 	}
@@ -119,14 +125,14 @@ func insert(n *hamtNode, h uint64, shift uint, r obsRecord) *hamtNode {
 	switch {
 	case s.child != nil:
 		out.slots[pos] = hamtSlot{child: insert(s.child, h, shift+5, r)}
-	case s.hash == h:
-		recs := make([]obsRecord, len(s.recs), len(s.recs)+1)
-		copy(recs, s.recs)
-		out.slots[pos] = hamtSlot{hash: h, recs: append(recs, r)}
+	case s.leaf.hash == h:
+		recs := make([]obsRecord, len(s.leaf.recs), len(s.leaf.recs)+1)
+		copy(recs, s.leaf.recs)
+		out.slots[pos] = hamtSlot{leaf: &hamtLeaf{hash: h, recs: append(recs, r)}}
 	default:
 		child := &hamtNode{}
-		for _, old := range s.recs {
-			child = insert(child, s.hash, shift+5, old)
+		for _, old := range s.leaf.recs {
+			child = insert(child, s.leaf.hash, shift+5, old)
 		}
 		out.slots[pos] = hamtSlot{child: insert(child, h, shift+5, r)}
 	}

@@ -74,7 +74,7 @@ func TestObsMapLeafCollision(t *testing.T) {
 	n = insert(n, h, 0, obsRecord{key: k2, eventID: "2"})
 	m := obsMap{root: n, size: 2}
 	// k2 is stored under k1's hash, so look it up through the leaf directly.
-	leaf := n.slots[0]
+	leaf := n.slots[0].leaf
 	if len(leaf.recs) != 2 || leaf.recs[0].key != k1 || leaf.recs[1].key != k2 {
 		t.Fatalf("leaf %+v", leaf)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/verity-go/verity/belief"
+	"github.com/verity-go/verity/internal/canon"
 	"pgregory.net/rapid"
 )
 
@@ -190,6 +191,11 @@ func TestReplayability(t *testing.T) {
 		ss := declareRapid(t)
 		for range rapid.IntRange(0, 25).Draw(t, "steps") {
 			randomStep(t, ss)
+		}
+		for _, e := range ss.log {
+			if canon.Valid(e.Payload) != nil || canon.Valid(e.Outcome) != nil {
+				t.Fatalf("payload %s or outcome %s is not canonical JSON", e.Payload, e.Outcome)
+			}
 		}
 		r, err := belief.Replay(ss.log)
 		if err != nil {

@@ -525,6 +525,14 @@ func TestAuditChain(t *testing.T) {
 			assert.Equal(t, ss.log[i-1].SurvivorsAfterHash, e.SurvivorsBeforeHash, "states chain")
 		}
 	}
+	for _, e := range ss.log {
+		c, err := e.Canonical()
+		require.NoError(t, err)
+		require.NoError(t, canon.Valid(c), "Canonical is RFC 8785 canonical: %s", c)
+		w, err := json.Marshal(e)
+		require.NoError(t, err)
+		require.NoError(t, canon.Valid(w), "the wire form is canonical too")
+	}
 	last := ss.log[2]
 	assert.Equal(t, belief.SurvivorsHash([]string{"b", "c"}, "sess-1", ss.log[1].EventHash), last.SurvivorsAfterHash)
 	// The wire form round-trips and carries every member of §1.1.

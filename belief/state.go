@@ -230,6 +230,9 @@ func checkObject(vs []Violation, path string, raw json.RawMessage) (json.RawMess
 }
 
 func checkStamp(vs []Violation, st Stamp) []Violation {
+	if y := st.Time.UTC().Year(); y < 0 || y > 9999 {
+		vs = append(vs, Violation{"ts", "year must be within 0000–9999"})
+	}
 	return checkString(vs, "event_id", st.EventID, true)
 }
 
@@ -245,6 +248,11 @@ func (p *state) commit(next *state, verb Verb, payload, outcome map[string]any, 
 	if err != nil {
 		return AuditEntry{}, &Error{Err: ErrInvalidRequest, Message: err.Error()}
 	}
+	return p.commitRaw(next, verb, pb, ob, delta, notes, st)
+}
+
+// commitRaw is commit with payload and outcome already canonical JSON.
+func (p *state) commitRaw(next *state, verb Verb, pb, ob []byte, delta []string, notes string, st Stamp) (AuditEntry, error) {
 	if delta == nil {
 		delta = []string{}
 	}
@@ -262,7 +270,7 @@ func (p *state) commit(next *state, verb Verb, payload, outcome map[string]any, 
 		PrevEventHash:       p.headHash,
 	}
 	e.SurvivorsAfterHash = survivorsHash(next.sp, next.alive, next.id, p.headHash)
-	raw, err := e.Canonical()
+	raw, err := e.appendCanonical(make([]byte, 0, 480+len(pb)+len(ob)+len(next.id)), false)
 	if err != nil {
 		return AuditEntry{}, &Error{Err: ErrInvalidRequest, Message: err.Error()}
 	}
@@ -330,13 +338,36 @@ func Declare(sessionID string, req DeclareRequest, st Stamp) (State, *AuditEntry
 	return State{&next}, published(e), nil
 }
 
+// fingerprint identifies an ELIMINATE body for the idempotence check:
+// SHA-256 over the canonical {"eliminated":[the ids as a sorted set],
+// "justification":<canonical object or null>}.
 func fingerprint(sp *space, idx []int32, just json.RawMessage) Hash {
-	ids := make([]string, len(idx))
+	b := make([]byte, 0, 64+len(just)+16*len(idx))
+	b = append(b, `{"eliminated":[`...)
 	for i, x := range idx {
-		ids[i] = sp.ids[x]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, sp.enc[sp.off[x]+1:sp.off[x+1]]...)
 	}
-	b, _ := canon.Marshal(map[string]any{"eliminated": ids, "justification": just})
-	return sha256.Sum256(b)
+	b = append(b, `],"justification":`...)
+	if just == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, just...)
+	}
+	return sha256.Sum256(append(b, '}'))
+}
+
+func appendStrings(b []byte, ids []string) []byte {
+	b = append(b, '[')
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = canon.AppendString(b, id)
+	}
+	return append(b, ']')
 }
 
 // Eliminate performs ELIMINATE: survivors := survivors \ (eliminated ∩
@@ -415,16 +446,28 @@ func (s State) Eliminate(req EliminateRequest, st Stamp) (State, EliminateResult
 		}
 		next.n = p.n - len(applied)
 	}
-	elim := req.Eliminated
-	if elim == nil {
-		elim = []string{}
-	}
-	payload := map[string]any{"source_id": req.SourceID, "observation_id": req.ObservationID, "eliminated": elim}
+	// The payload and outcome are written in canonical member order by
+	// hand: ELIMINATE is the hot path. Every string was checked for UTF-8
+	// above and justification is canonical already.
+	pb := make([]byte, 0, 96+len(just)+len(req.SourceID)+len(req.ObservationID)+16*len(req.Eliminated))
+	pb = append(pb, `{"eliminated":`...)
+	pb = appendStrings(pb, req.Eliminated)
 	if just != nil {
-		payload["justification"] = just
+		pb = append(pb, `,"justification":`...)
+		pb = append(pb, just...)
 	}
-	e, err := p.commit(&next, VerbEliminate, payload,
-		map[string]any{"applied_eliminated": applied, "ignored_eliminated": ignored}, applied, "", st)
+	pb = append(pb, `,"observation_id":`...)
+	pb = canon.AppendString(pb, req.ObservationID)
+	pb = append(pb, `,"source_id":`...)
+	pb = canon.AppendString(pb, req.SourceID)
+	pb = append(pb, '}')
+	ob := make([]byte, 0, 48+16*len(idx))
+	ob = append(ob, `{"applied_eliminated":`...)
+	ob = appendStrings(ob, applied)
+	ob = append(ob, `,"ignored_eliminated":`...)
+	ob = appendStrings(ob, ignored)
+	ob = append(ob, '}')
+	e, err := p.commitRaw(&next, VerbEliminate, pb, ob, applied, "", st)
 	if err != nil {
 		return s, EliminateResult{}, nil, err
 	}

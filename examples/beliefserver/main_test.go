@@ -40,7 +40,9 @@ func start(t *testing.T, args ...string) (string, func() error, *syncBuffer) {
 	logs := &syncBuffer{}
 	addrc := make(chan string, 1)
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), logs, func(a string) { addrc <- a }) }()
+	go func() {
+		done <- run(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), logs, func(a string) { addrc <- a })
+	}()
 	select {
 	case a := <-addrc:
 		return "http://" + a, func() error { cancel(); return <-done }, logs
