@@ -81,9 +81,11 @@ func (w Write) Evidence() []Digest { return slices.Clone(w.evidence) }
 
 // Backend is the persistence the Steward writes through. Implementations
 // must refuse a Write whose Kind is 0 (ErrNotSteward), apply each Write
-// atomically, and answer the queries below. The queries are the whole read
-// surface: evidence is looked up by claim and never includes hypotheses;
-// hypotheses are looked up by session only (Guard 4).
+// atomically, and answer the queries below with values the caller may
+// modify. The queries are the whole read surface: evidence is looked up by
+// claim and never includes hypotheses; hypotheses are looked up by session
+// only (Guard 4). The conformance suite in speculative/backendtest checks
+// this contract (backendtest.Run).
 type Backend interface {
 	// Apply performs one write. A WriteLink to a claim with no registered
 	// proposition fails with ErrNoProposition.

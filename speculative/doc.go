@@ -186,7 +186,8 @@
 // # The Steward
 //
 // Steward is the shell: a mutex, an id source (UUIDv7), a Backend (Memory
-// is the reference) and a trace.Log. Every write intent
+// is the reference; speculative/backendtest is the conformance suite for
+// other implementations) and a trace.Log. Every write intent
 // (speculative.intent), approval (speculative.approve, by a person or by
 // the steward's policy), rejection (speculative.reject), soft failure
 // (speculative.soft_fail), persisted artifact (speculative.persist) and
