@@ -102,8 +102,11 @@
 // It does not delete or rewrite logs (a log is append-only; the tables
 // have no update path). It does not close the *sql.DB, set connection
 // pool limits, or choose durability settings: those belong to the host's
-// driver configuration (for SQLite, set a busy timeout so concurrent
-// writers wait rather than fail with "database is locked"). It does not
+// driver configuration. Two settings matter: for SQLite, a busy timeout,
+// so concurrent writers wait rather than fail with "database is locked";
+// for both, db.SetMaxIdleConns at least the number of goroutines that
+// append at once — database/sql keeps only 2 idle connections by default,
+// and PostgreSQL forks a server process for every new one. It does not
 // make PostgreSQL replication or backups safe; a restored backup is
 // checked like any other log, by verifying it against a head kept
 // elsewhere (trace.VerifyStoreAgainst).

@@ -23,7 +23,7 @@ func FuzzDecodeRow(f *testing.F) {
 	f.Add(int64(7), e.Prev[:31], e.Kind, []byte(nil), "2026-11-22T06:00:00Z", e.Hash[:])
 	f.Add(int64(1), e.Prev[:], "", []byte{}, "9999-12-31T23:59:59.999999999Z", append(e.Hash[:], 0))
 	f.Fuzz(func(t *testing.T, seq int64, prev []byte, kind string, payload []byte, ts string, hash []byte) {
-		got, err := decodeRow(seq, prev, kind, payload, ts, hash)
+		got, err := decodeRow(seq, prev, kind, bytes.Clone(payload), []byte(ts), hash)
 		_, terr := trace.ParseTime(ts)
 		wantOK := seq >= 0 && len(prev) == 32 && len(hash) == 32 && terr == nil
 		if (err == nil) != wantOK {
@@ -35,6 +35,30 @@ func FuzzDecodeRow(f *testing.F) {
 		if got.Seq != uint64(seq) || !bytes.Equal(got.Prev[:], prev) || !bytes.Equal(got.Hash[:], hash) ||
 			got.Kind != kind || !bytes.Equal(got.Payload, payload) || trace.FormatTime(got.Time) != ts || got.Payload == nil {
 			t.Fatalf("decoded %+v from different columns", got)
+		}
+	})
+}
+
+// FuzzParseWireTime checks the allocation-free time decoder against
+// trace.ParseTime: the same strings accepted, the same instants returned.
+func FuzzParseWireTime(f *testing.F) {
+	for _, s := range []string{
+		"2026-11-22T06:00:00.000000001Z", "0000-01-01T00:00:00.000000000Z", "9999-12-31T23:59:59.999999999Z",
+		"2024-02-29T12:00:00.000000000Z", "2023-02-29T12:00:00.000000000Z", "2026-13-01T00:00:00.000000000Z",
+		"2026-11-22T24:00:00.000000000Z", "2026-11-22T06:60:00.000000000Z", "2026-11-22T06:00:60.000000000Z",
+		"2026-11-22T06:00:00Z", "2026-11-22 06:00:00.000000000Z", "+026-11-22T06:00:00.000000000Z",
+		"2026-04-31T00:00:00.000000000Z", "2026-00-10T00:00:00.000000000Z", "2026-11-00T00:00:00.000000000Z",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, ok := parseWireTime([]byte(s))
+		want, err := trace.ParseTime(s)
+		if ok != (err == nil) {
+			t.Fatalf("parseWireTime(%q) ok = %v, trace.ParseTime error = %v", s, ok, err)
+		}
+		if ok && (!got.Equal(want) || got.Location() != time.UTC || trace.FormatTime(got) != s) {
+			t.Fatalf("parseWireTime(%q) = %v, trace.ParseTime = %v", s, got, want)
 		}
 	})
 }

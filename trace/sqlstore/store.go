@@ -415,6 +415,7 @@ func (s *Store) Entries(ctx context.Context, from uint64) iter.Seq2[trace.Entry,
 			return
 		}
 		next := int64(from)
+		var buf []trace.Entry
 		for {
 			if err := ctx.Err(); err != nil {
 				yield(trace.Entry{}, err)
@@ -424,7 +425,7 @@ func (s *Store) Entries(ctx context.Context, from uint64) iter.Seq2[trace.Entry,
 				yield(trace.Entry{}, trace.ErrClosed)
 				return
 			}
-			page, err := s.page(ctx, next)
+			page, err := s.page(ctx, next, buf)
 			if err != nil {
 				yield(trace.Entry{}, err)
 				return
@@ -438,28 +439,33 @@ func (s *Store) Entries(ctx context.Context, from uint64) iter.Seq2[trace.Entry,
 				return
 			}
 			next = int64(page[len(page)-1].Seq) + 1
+			clear(page) // drop references to payloads the caller now owns
+			buf = page
 		}
 	}
 }
 
-func (s *Store) page(ctx context.Context, from int64) ([]trace.Entry, error) {
+// page reads up to pageSize entries from sequence number from into buf
+// (reused between pages) and closes the query before returning.
+func (s *Store) page(ctx context.Context, from int64, buf []trace.Entry) ([]trace.Entry, error) {
 	rows, err := s.logs.db.QueryContext(ctx, s.logs.qPage, s.id, from, s.logs.pageSize)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: reading %q: %w", s.id, err)
 	}
 	defer rows.Close()
-	page := make([]trace.Entry, 0, min(s.logs.pageSize, 64))
+	page := buf[:0]
+	var (
+		seq              int64
+		kind             string
+		payload          []byte
+		prev, hash, when sql.RawBytes // decoded before the next row replaces them
+	)
 	for rows.Next() {
-		var (
-			seq              int64
-			prev, hash       []byte
-			kind, timeString string
-			payload          []byte
-		)
-		if err := rows.Scan(&seq, &prev, &kind, &payload, &timeString, &hash); err != nil {
+		payload = nil
+		if err := rows.Scan(&seq, &prev, &kind, &payload, &when, &hash); err != nil {
 			return nil, fmt.Errorf("sqlstore: reading %q: %w", s.id, err)
 		}
-		e, err := decodeRow(seq, prev, kind, payload, timeString, hash)
+		e, err := decodeRow(seq, prev, kind, payload, when, hash)
 		if err != nil {
 			return nil, fmt.Errorf("log %q: %w", s.id, err)
 		}
@@ -472,8 +478,9 @@ func (s *Store) page(ctx context.Context, from int64) ([]trace.Entry, error) {
 }
 
 // decodeRow turns a stored row back into an entry, checking the shape of
-// every field (the hash chain is checked by trace.Verifier, not here).
-func decodeRow(seq int64, prev []byte, kind string, payload []byte, timeString string, hash []byte) (trace.Entry, error) {
+// every field (the hash chain is checked by trace.Verifier, not here). It
+// keeps payload and copies what it needs of the other byte slices.
+func decodeRow(seq int64, prev []byte, kind string, payload []byte, when []byte, hash []byte) (trace.Entry, error) {
 	if seq < 0 {
 		return trace.Entry{}, fmt.Errorf("%w: negative sequence number %d", trace.ErrCorrupt, seq)
 	}
@@ -485,8 +492,12 @@ func decodeRow(seq int64, prev []byte, kind string, payload []byte, timeString s
 	if err != nil {
 		return trace.Entry{}, fmt.Errorf("%w: entry %d hash: %v", trace.ErrCorrupt, seq, err)
 	}
-	t, err := trace.ParseTime(timeString)
-	if err != nil {
+	t, ok := parseWireTime(when)
+	if !ok {
+		_, err := trace.ParseTime(string(when))
+		if err == nil { // parseWireTime and trace.ParseTime disagree: trust the stricter
+			err = fmt.Errorf("time %q is not in canonical form", when)
+		}
 		return trace.Entry{}, fmt.Errorf("%w: entry %d: %w", trace.ErrCorrupt, seq, err)
 	}
 	if payload == nil {

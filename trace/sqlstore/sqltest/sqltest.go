@@ -32,6 +32,9 @@ const (
 	SQLiteDriver   = "sqlite"
 )
 
+// MaxIdleConns is the idle-connection limit of the pools Open returns.
+const MaxIdleConns = 16
+
 // PostgresBaseDSN returns VERITY_PG_DSN, or skips t when it is unset.
 func PostgresBaseDSN(t testing.TB) string {
 	t.Helper()
@@ -117,13 +120,16 @@ func SQLite(t testing.TB) *sql.DB {
 }
 
 // Open opens a pool with driver and dsn, checks that it answers, and
-// closes it when t ends.
+// closes it when t ends. The pool keeps up to MaxIdleConns idle
+// connections: database/sql's default of 2 would make every goroutine
+// beyond the second open (for PostgreSQL: fork) a new connection per call.
 func Open(t testing.TB, driver, dsn string) *sql.DB {
 	t.Helper()
 	db, err := sql.Open(driver, dsn)
 	if err != nil {
 		t.Fatalf("sqltest: sql.Open(%q): %v (does the test import the driver?)", driver, err)
 	}
+	db.SetMaxIdleConns(MaxIdleConns)
 	t.Cleanup(func() { _ = db.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
