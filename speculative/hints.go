@@ -119,16 +119,17 @@ func clonePriorParams(m map[string]float64) map[string]float64 {
 //	 "prior_suggestions":[{…},…],"sensitivity_axes":[…]}
 //
 // where every string list is sorted by its UTF-8 bytes (duplicates kept),
-// and prior_suggestions holds each suggestion as a whole object (all of its
-// fields, params included), the list sorted by the canonical bytes of the
-// objects. Lists are always present (empty, never null). Strings must be
-// valid UTF-8 and numbers finite.
+// and prior_suggestions holds each suggestion as a whole object (all of
+// its fields; params, source and rationale only when not empty, as in the
+// JSON form), the list sorted by the canonical bytes of the objects. Lists
+// are always present (empty, never null). Strings must be valid UTF-8 and
+// numbers finite.
 func (h ExperimentHints) DigestDocument() ([]byte, error) {
 	w := h.sorted(true)
 	priors := make([]json.RawMessage, 0, len(w.PriorSuggestions))
 	for i, p := range w.PriorSuggestions {
 		obj := map[string]any{"parameter": p.Parameter, "distribution": p.Distribution}
-		if p.Params != nil {
+		if len(p.Params) > 0 {
 			params := make(map[string]any, len(p.Params))
 			for k, v := range p.Params {
 				params[k] = v

@@ -172,3 +172,23 @@ func TestDigestCollisionSafe(t *testing.T) {
 		}
 	})
 }
+
+// TestDigestSurvivesJSON: hints that travel as JSON keep their digest.
+func TestDigestSurvivesJSON(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		h := genHints(t)
+		b, err := json.Marshal(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back ExperimentHints
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		d1, err1 := h.Digest()
+		d2, err2 := back.Digest()
+		if err1 != nil || err2 != nil || d1 != d2 {
+			t.Fatalf("digest changed through JSON %s: %v %v", b, err1, err2)
+		}
+	})
+}
