@@ -134,7 +134,8 @@
 // sorted by their canonical bytes. Canonical JSON is injective, so two
 // hints share a digest only when they are equal up to the order of their
 // lists (TestDigestOrderIndependent, TestDigestCollisionSafe,
-// TestDigestKeepsPriorSuggestionsWhole). Vectors, checked with an
+// TestDigestKeepsPriorSuggestionsWhole), and hints keep their digest
+// through their JSON form (TestDigestSurvivesJSON). Vectors, checked with an
 // independent implementation (TestExperimentHintsDigestVectors):
 //
 //	ExperimentHints{}
