@@ -143,14 +143,7 @@ func ParseEvidence(doc any) (Evidence, error) {
 		}
 		vs = append(vs, Violation{Path: path, Rule: "guard-1", Message: err.Error(), err: err})
 	}
-	var b []byte
-	var err error
-	switch x := doc.(type) {
-	case []byte:
-		b, err = canon.Transform(x)
-	default:
-		b, err = canon.Marshal(doc)
-	}
+	b, err := canonical(doc)
 	if err != nil {
 		vs = append(vs, Violation{Rule: "json", Message: err.Error(), err: ErrMalformed})
 		return Evidence{}, newValidationError("validation evidence", vs)
@@ -188,4 +181,13 @@ func ParseEvidence(doc any) (Evidence, error) {
 		return Evidence{}, err
 	}
 	return ev, nil
+}
+
+// canonical returns the canonical JSON of a document given as anything
+// Detect accepts: a []byte is a JSON text (not bytes to base64-encode).
+func canonical(doc any) ([]byte, error) {
+	if b, ok := doc.([]byte); ok {
+		return canon.Transform(b)
+	}
+	return canon.Marshal(doc)
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/verity-go/verity/internal/canon"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -193,7 +192,7 @@ func (s *Steward) RegisterProposition(ctx context.Context, claimID string, doc a
 		err = fmt.Errorf("%w: proposition claim id is blank", ErrMissingClaimID)
 	default:
 		if err = Check(doc); err == nil {
-			if b, err = canon.Marshal(doc); err != nil {
+			if b, err = canonical(doc); err != nil {
 				err = fmt.Errorf("%w: proposition: %v", ErrMalformed, err)
 			}
 		}
@@ -257,7 +256,7 @@ func (s *Steward) PersistHypothesis(ctx context.Context, sessionID string, h Hyp
 	if strings.TrimSpace(sessionID) == "" {
 		return HypothesisReceipt{}, s.reject(ctx, intent, WriteHypothesis, ErrSession)
 	}
-	doc, err := canon.Marshal(h.Content)
+	doc, err := canonical(h.Content)
 	if err != nil {
 		return HypothesisReceipt{}, s.reject(ctx, intent, WriteHypothesis, fmt.Errorf("%w: hypothesis content: %v", ErrMalformed, err))
 	}
