@@ -1,6 +1,7 @@
 package belief_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -68,4 +69,38 @@ func ExampleReplay() {
 	// Output:
 	// true <nil> [c] true
 	// replay stopped at event 1 ev-2
+}
+
+// The shell: a Server keeps sessions over a Storage (one trace log per
+// session), stamps events with its clock and UUIDv7 ids, and orders each
+// session's events under its own lock.
+func ExampleNewServer() {
+	ctx := context.Background()
+	srv, err := belief.NewServer(ctx, belief.NewMemoryStorage())
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	sess, st, _ := srv.Declare(ctx, belief.DeclareRequest{Hypotheses: []string{"disk", "network", "config"}})
+	head, _ := st.Head()
+
+	// Conditional on the head we saw: applied.
+	r, _, err := sess.Eliminate(ctx, belief.EliminateRequest{SourceID: "adapter://sre", ObservationID: "p1",
+		Eliminated: []string{"disk", "network"}}, belief.ExpectHead(head))
+	fmt.Println(r.Applied, err)
+	// The same condition again is stale now.
+	_, _, err = sess.Eliminate(ctx, belief.EliminateRequest{SourceID: "adapter://sre", ObservationID: "p2",
+		Eliminated: []string{"config"}}, belief.ExpectHead(head))
+	fmt.Println(belief.CodeOf(err))
+
+	t, st, _ := sess.RequestTermination(ctx, belief.TerminationRequest{})
+	fmt.Println(t.Approved, st.Snapshot().Survivors)
+
+	verified, err := sess.Log().Verify(ctx) // the trace chain of the session
+	fmt.Println(verified.Size, err)
+	// Output:
+	// [disk network] <nil>
+	// CONFLICT
+	// true [config]
+	// 3 <nil>
 }

@@ -50,8 +50,8 @@ func TestObsMapPersistent(t *testing.T) {
 	})
 }
 
-// TestObsMapCollisions forces full 64-bit hash collisions through the
-// insert path by inserting many keys and checking each is found.
+// TestObsMapManyKeys inserts enough keys to build a deep trie (leaves
+// split into child nodes many times) and checks each is found.
 func TestObsMapManyKeys(t *testing.T) {
 	m := obsMap{}
 	for i := range 20000 {

@@ -16,6 +16,9 @@ import (
 // expected audit head is not the session's. It wraps ErrConflict.
 var ErrStaleHead = fmt.Errorf("%w: audit head is not the expected one", ErrConflict)
 
+// ErrServerClosed is returned by a Server after Close.
+var ErrServerClosed = errors.New("belief: server closed")
+
 // MaxAppendRetries bounds how often a mutation catches up and retries
 // when another writer appended to the session's store first.
 const MaxAppendRetries = 32
@@ -135,21 +138,40 @@ func (srv *Server) Sessions() []string {
 
 // Session returns the session with the given id, opening (and replaying)
 // it from the storage if another Server created it. An unknown id is
-// SESSION_NOT_FOUND.
+// SESSION_NOT_FOUND. Opening happens outside the registry lock, so a long
+// replay does not hold up requests for other sessions.
 func (srv *Server) Session(ctx context.Context, id string) (*Session, error) {
 	srv.mu.Lock()
-	defer srv.mu.Unlock()
 	if srv.closed {
-		return nil, errors.New("belief: server closed")
+		srv.mu.Unlock()
+		return nil, ErrServerClosed
 	}
-	if s, ok := srv.sessions[id]; ok {
+	s, ok := srv.sessions[id]
+	srv.mu.Unlock()
+	if ok {
 		return s, nil
 	}
-	s, err := srv.open(ctx, id)
+	opened, err := srv.open(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	srv.sessions[id] = s
+	return srv.register(opened)
+}
+
+// register adds a freshly opened session unless another goroutine got
+// there first, in which case that one is kept and ours is closed.
+func (srv *Server) register(s *Session) (*Session, error) {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if srv.closed {
+		s.log.Store().Close()
+		return nil, ErrServerClosed
+	}
+	if prev, ok := srv.sessions[s.id]; ok {
+		s.log.Store().Close()
+		return prev, nil
+	}
+	srv.sessions[s.id] = s
 	return s, nil
 }
 
@@ -162,11 +184,6 @@ func (srv *Server) Declare(ctx context.Context, req DeclareRequest) (*Session, S
 	if err != nil {
 		return nil, State{}, err
 	}
-	srv.mu.Lock()
-	defer srv.mu.Unlock()
-	if srv.closed {
-		return nil, State{}, errors.New("belief: server closed")
-	}
 	store, err := srv.storage.Create(ctx, id)
 	if err != nil {
 		return nil, State{}, err
@@ -176,14 +193,14 @@ func (srv *Server) Declare(ctx context.Context, req DeclareRequest) (*Session, S
 		store.Close()
 		return nil, State{}, err
 	}
-	sess.mu.Lock()
-	defer sess.mu.Unlock()
 	if err := sess.append(ctx, ev, at); err != nil {
 		store.Close()
 		return nil, State{}, err
 	}
 	sess.state = state
-	srv.sessions[id] = sess
+	if _, err := srv.register(sess); err != nil {
+		return nil, State{}, err
+	}
 	return sess, state, nil
 }
 
