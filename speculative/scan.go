@@ -633,7 +633,10 @@ func (p *parser) object(depth int) (ok, stop bool) {
 		class, marker := classify(key)
 		var status string
 		var mute bool
-		if class != keyPlain {
+		switch {
+		case class == keyStatus && !(w.strict && marker == "epistemic_status"):
+			status = marker // no hit yet: the value decides
+		case class != keyPlain:
 			status, stop, mute = w.key(string(key), class, marker)
 			if stop {
 				w.path = w.path[:len(w.path)-1]
