@@ -178,6 +178,12 @@ func (srv *Server) register(s *Session) (*Session, error) {
 // Declare performs DECLARE_SESSION with a fresh session id and returns the
 // new session and its state.
 func (srv *Server) Declare(ctx context.Context, req DeclareRequest) (*Session, State, error) {
+	srv.mu.Lock()
+	closed := srv.closed
+	srv.mu.Unlock()
+	if closed {
+		return nil, State{}, ErrServerClosed
+	}
 	id := srv.newID()
 	at := srv.clock()
 	state, ev, err := Declare(id, req, Stamp{EventID: srv.newID(), Time: at})

@@ -415,3 +415,41 @@ func TestServerRestartRefusesTamperedLog(t *testing.T) {
 	var re *belief.ReplayError
 	assert.True(t, errors.As(err, &re))
 }
+
+// TestConcurrentOpenKeepsOneSession: many goroutines asking a second
+// server for a session it has not opened yet all get the same *Session.
+func TestConcurrentOpenKeepsOneSession(t *testing.T) {
+	ctx := context.Background()
+	shared := belief.NewMemoryStorage()
+	a := newServer(t, shared)
+	c := newServer(t, shared)
+	sess, _, err := a.Declare(ctx, belief.DeclareRequest{Hypotheses: []string{"a", "b"}}) // after c started
+	require.NoError(t, err)
+	assert.Empty(t, c.Sessions())
+	b := newServer(t, belief.NewMemoryStorage()) // sees nothing of shared
+	_, err = b.Session(ctx, sess.ID())
+	requireCode(t, err, belief.CodeSessionNotFound)
+	var wg sync.WaitGroup
+	got := make([]*belief.Session, 16)
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := c.Session(ctx, sess.ID())
+			if err == nil {
+				got[i] = s
+			}
+		}()
+	}
+	wg.Wait()
+	for _, s := range got {
+		require.NotNil(t, s)
+		assert.Same(t, got[0], s)
+	}
+	assert.Equal(t, []string{sess.ID()}, c.Sessions())
+	require.NoError(t, c.Close())
+	_, err = c.Session(ctx, sess.ID())
+	assert.ErrorIs(t, err, belief.ErrServerClosed)
+	_, _, err = c.Declare(ctx, belief.DeclareRequest{Hypotheses: []string{"x"}})
+	assert.ErrorIs(t, err, belief.ErrServerClosed)
+}
