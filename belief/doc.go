@@ -110,7 +110,11 @@
 //     TestTerminatedSessionRejectsMutations, TestSnapshotFormat.
 //   - Injective, canonical survivors hash (§4.2): TestSurvivorsHashInjective,
 //     TestSurvivorsHashIsCanonicalJSON.
-//   - Two processes over one store stay consistent: TestTwoServersShareStore.
+//   - Many goroutines over many sessions (-race): TestServerConcurrent.
+//   - Optimistic concurrency on the audit head: TestExpectHead.
+//   - Every event recorded in the session's trace log: TestServerRecordsEveryEventInTrace.
+//   - Two processes over one store stay consistent: TestTwoServersShareStore,
+//     TestConcurrentOpenKeepsOneSession.
 //
 // # Performance
 //
