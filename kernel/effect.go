@@ -232,19 +232,19 @@ func (b *builder) apply(i int, e Effect) (Effect, error) {
 		}
 		var items []Value
 		if e.Op == OpAppend {
-			items = make([]Value, len(old.items)+1)
-			copy(items, old.items)
-			items[len(old.items)] = e.Value
+			items = make([]Value, len(old.list())+1)
+			copy(items, old.list())
+			items[len(old.list())] = e.Value
 		} else {
-			at := slices.IndexFunc(old.items, e.Value.Equal)
+			at := slices.IndexFunc(old.list(), e.Value.Equal)
 			if at < 0 {
 				return fail(ErrNotInList, "%s is not in the list", e.Value.String())
 			}
-			items = make([]Value, 0, len(old.items)-1)
-			items = append(items, old.items[:at]...)
-			items = append(items, old.items[at+1:]...)
+			items = make([]Value, 0, len(old.list())-1)
+			items = append(items, old.list()[:at]...)
+			items = append(items, old.list()[at+1:]...)
 		}
-		b.set(e.Key, Value{kind: KindList, items: items})
+		b.set(e.Key, listValue(items))
 		return restore(), nil
 	}
 	return fail(ErrInvalidAction, "unknown operation")

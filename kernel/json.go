@@ -54,7 +54,7 @@ func fromJSON(x any, depth int) (Value, error) {
 			}
 			items[i] = iv
 		}
-		return Value{kind: KindList, items: items}, nil
+		return listValue(items), nil
 	case map[string]any:
 		if len(v) == 1 {
 			for k, inner := range v {

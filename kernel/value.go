@@ -45,11 +45,38 @@ func (k Kind) String() string {
 // out: List, Object and ValueOf copy their input, Items, Fields and Go copy
 // their output.
 type Value struct {
-	kind  Kind
-	bits  uint64   // bool (0/1), int64, float64 bits
-	str   string   // string
+	kind Kind
+	bits uint64     // bool (0/1), int64, float64 bits
+	str  string     // string
+	ref  *composite // list or object
+}
+
+type composite struct {
 	items []Value  // list items, or object values
 	keys  []string // object keys, sorted by byte order (parallel to items)
+}
+
+func listValue(items []Value) Value {
+	return Value{kind: KindList, ref: &composite{items: items}}
+}
+
+func objectValue(keys []string, items []Value) Value {
+	return Value{kind: KindObject, ref: &composite{items: items, keys: keys}}
+}
+
+// list returns the items of a list or the values of an object.
+func (v Value) list() []Value {
+	if v.ref == nil {
+		return nil
+	}
+	return v.ref.items
+}
+
+func (v Value) objKeys() []string {
+	if v.ref == nil {
+		return nil
+	}
+	return v.ref.keys
 }
 
 // Null returns the JSON null.
@@ -76,7 +103,7 @@ func String(s string) Value { return Value{kind: KindString, str: s} }
 
 // List returns a list holding copies of items.
 func List(items ...Value) Value {
-	return Value{kind: KindList, items: slices.Clone(items)}
+	return listValue(slices.Clone(items))
 }
 
 // Object returns an object value with the given fields (the map is copied).
@@ -90,7 +117,7 @@ func Object(fields map[string]Value) Value {
 	for i, k := range keys {
 		items[i] = fields[k]
 	}
-	return Value{kind: KindObject, keys: keys, items: items}
+	return objectValue(keys, items)
 }
 
 // ValueOf converts a Go value to a Value: nil, bool, string (kept a
@@ -160,7 +187,7 @@ func valueOf(x any, depth int) (Value, error) {
 			}
 			items[i] = iv
 		}
-		return Value{kind: KindList, items: items}, nil
+		return listValue(items), nil
 	case map[string]Value:
 		for k, it := range v {
 			if !utf8.ValidString(k) {
@@ -224,12 +251,12 @@ func (v Value) validate(depth int) error {
 		}
 		return nil
 	case KindList, KindObject:
-		for _, k := range v.keys {
+		for _, k := range v.objKeys() {
 			if !utf8.ValidString(k) {
 				return fmt.Errorf("%w: object key is not valid UTF-8", ErrInvalidValue)
 			}
 		}
-		for _, it := range v.items {
+		for _, it := range v.list() {
 			if err := it.validate(depth + 1); err != nil {
 				return err
 			}
@@ -259,22 +286,22 @@ func (v Value) AsFloat() (float64, bool) { return math.Float64frombits(v.bits), 
 func (v Value) AsString() (string, bool) { return v.str, v.kind == KindString }
 
 // Len returns the number of items of a list or fields of an object, else 0.
-func (v Value) Len() int { return len(v.items) }
+func (v Value) Len() int { return len(v.list()) }
 
 // Items returns a copy of a list's items (nil for other kinds).
 func (v Value) Items() []Value {
 	if v.kind != KindList {
 		return nil
 	}
-	return slices.Clone(v.items)
+	return slices.Clone(v.list())
 }
 
 // Index returns item i of a list and true, or false if out of range.
 func (v Value) Index(i int) (Value, bool) {
-	if v.kind != KindList || i < 0 || i >= len(v.items) {
+	if v.kind != KindList || i < 0 || i >= len(v.list()) {
 		return Value{}, false
 	}
-	return v.items[i], true
+	return v.list()[i], true
 }
 
 // Field returns an object's field and true, or false if absent.
@@ -282,11 +309,11 @@ func (v Value) Field(key string) (Value, bool) {
 	if v.kind != KindObject {
 		return Value{}, false
 	}
-	i, ok := slices.BinarySearch(v.keys, key)
+	i, ok := slices.BinarySearch(v.objKeys(), key)
 	if !ok {
 		return Value{}, false
 	}
-	return v.items[i], true
+	return v.list()[i], true
 }
 
 // Fields returns a copy of an object's fields (nil for other kinds).
@@ -294,9 +321,9 @@ func (v Value) Fields() map[string]Value {
 	if v.kind != KindObject {
 		return nil
 	}
-	m := make(map[string]Value, len(v.keys))
-	for i, k := range v.keys {
-		m[k] = v.items[i]
+	m := make(map[string]Value, len(v.objKeys()))
+	for i, k := range v.objKeys() {
+		m[k] = v.list()[i]
 	}
 	return m
 }
@@ -314,15 +341,15 @@ func (v Value) Go() any {
 	case KindString:
 		return v.str
 	case KindList:
-		out := make([]any, len(v.items))
-		for i, it := range v.items {
+		out := make([]any, len(v.list()))
+		for i, it := range v.list() {
 			out[i] = it.Go()
 		}
 		return out
 	case KindObject:
-		out := make(map[string]any, len(v.keys))
-		for i, k := range v.keys {
-			out[k] = v.items[i].Go()
+		out := make(map[string]any, len(v.objKeys()))
+		for i, k := range v.objKeys() {
+			out[k] = v.list()[i].Go()
 		}
 		return out
 	default:
@@ -334,16 +361,19 @@ func (v Value) Go() any {
 // their bits, lists item by item (order and duplicates matter).
 func (v Value) Equal(w Value) bool {
 	if v.kind != w.kind || v.bits != w.bits || v.str != w.str ||
-		len(v.items) != len(w.items) || len(v.keys) != len(w.keys) {
+		len(v.list()) != len(w.list()) || len(v.objKeys()) != len(w.objKeys()) {
 		return false
 	}
-	for i := range v.keys {
-		if v.keys[i] != w.keys[i] {
+	if v.ref == w.ref {
+		return true
+	}
+	for i := range v.objKeys() {
+		if v.objKeys()[i] != w.objKeys()[i] {
 			return false
 		}
 	}
-	for i := range v.items {
-		if !v.items[i].Equal(w.items[i]) {
+	for i := range v.list() {
+		if !v.list()[i].Equal(w.list()[i]) {
 			return false
 		}
 	}
@@ -425,7 +455,7 @@ func (v Value) appendJSON(dst []byte) []byte {
 		return canon.AppendString(dst, v.str)
 	case KindList:
 		dst = append(dst, '[')
-		for i, it := range v.items {
+		for i, it := range v.list() {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
@@ -433,11 +463,11 @@ func (v Value) appendJSON(dst []byte) []byte {
 		}
 		return append(dst, ']')
 	case KindObject:
-		wrap := len(v.keys) == 1 && isReservedKey(v.keys[0])
+		wrap := len(v.objKeys()) == 1 && isReservedKey(v.objKeys()[0])
 		if wrap {
 			dst = append(dst, `{"$object":`...)
 		}
-		dst = appendMembers(dst, v.keys, func(dst []byte, i int) []byte { return v.items[i].appendJSON(dst) })
+		dst = appendMembers(dst, v.objKeys(), func(dst []byte, i int) []byte { return v.list()[i].appendJSON(dst) })
 		if wrap {
 			dst = append(dst, '}')
 		}
@@ -495,15 +525,15 @@ func (v Value) appendHashable(dst []byte) []byte {
 		dst = binary.AppendUvarint(dst, uint64(len(v.str)))
 		dst = append(dst, v.str...)
 	case KindList:
-		dst = binary.AppendUvarint(dst, uint64(len(v.items)))
-		for _, it := range v.items {
+		dst = binary.AppendUvarint(dst, uint64(len(v.list())))
+		for _, it := range v.list() {
 			dst = it.appendHashable(dst)
 		}
 	case KindObject:
-		dst = binary.AppendUvarint(dst, uint64(len(v.items)))
-		for i, it := range v.items {
-			dst = binary.AppendUvarint(dst, uint64(len(v.keys[i])))
-			dst = append(dst, v.keys[i]...)
+		dst = binary.AppendUvarint(dst, uint64(len(v.list())))
+		for i, it := range v.list() {
+			dst = binary.AppendUvarint(dst, uint64(len(v.objKeys()[i])))
+			dst = append(dst, v.objKeys()[i]...)
 			dst = it.appendHashable(dst)
 		}
 	}
