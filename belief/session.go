@@ -299,11 +299,11 @@ func (s *Session) catchUp(ctx context.Context) error {
 	return nil
 }
 
-// append records ev after s.head with trace.Log.AppendAfter. s.mu must be
-// held.
+// append records ev after s.head with trace.Log.AppendCanonicalAfter (ev.raw
+// is canonical as built). s.mu must be held.
 func (s *Session) append(ctx context.Context, ev *AuditEntry, at time.Time) error {
 	s.stampTime = at
-	e, err := s.log.AppendAfter(ctx, s.head, ev.Verb.Kind(), ev.raw)
+	e, err := s.log.AppendCanonicalAfter(ctx, s.head, ev.Verb.Kind(), ev.raw)
 	if err != nil {
 		return err
 	}

@@ -107,6 +107,15 @@ func (l *Log) AppendAfter(ctx context.Context, expected Head, kind string, paylo
 	return l.appendOwned(ctx, &expected, kind, c)
 }
 
+// AppendCanonicalAfter is AppendAfter for a payload that is already
+// canonical JSON (checked, not rewritten), as AppendCanonical is to Append.
+func (l *Log) AppendCanonicalAfter(ctx context.Context, expected Head, kind string, payload []byte) (Entry, error) {
+	if err := canon.Valid(payload); err != nil {
+		return Entry{}, fmt.Errorf("%w: payload: %w", ErrMalformed, err)
+	}
+	return l.appendOwned(ctx, &expected, kind, append([]byte(nil), payload...))
+}
+
 func (l *Log) appendOwned(ctx context.Context, expected *Head, kind string, payload []byte) (Entry, error) {
 	l.mu.Lock()
 	if expected != nil {

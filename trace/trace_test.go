@@ -288,6 +288,10 @@ func TestAppendAfterConflict(t *testing.T) {
 	_, err = b.AppendAfter(context.Background(), h0, "x.b", []byte(`{}`))
 	require.ErrorIs(t, err, ErrConflict, "b's expected head is stale")
 	assert.Equal(t, a.Head(), b.Head(), "a failed AppendAfter refreshes the head")
+	_, err = b.AppendCanonicalAfter(context.Background(), h0, "x.b", []byte(`{}`))
+	require.ErrorIs(t, err, ErrConflict)
+	_, err = b.AppendCanonicalAfter(context.Background(), b.Head(), "x.b", []byte(`{ }`))
+	require.ErrorIs(t, err, ErrMalformed, "the canonical variant checks its payload")
 	// plain Append retries through the conflict
 	_, err = a.Append(context.Background(), "x.a", []byte(`{}`))
 	require.NoError(t, err)

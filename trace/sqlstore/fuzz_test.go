@@ -77,3 +77,9 @@ func FuzzValidID(f *testing.F) {
 		}
 	})
 }
+
+func TestSchemaVersionTraceIsStepCount(t *testing.T) {
+	if got := int64(len(traceMigration.Steps)); got != SchemaVersionTrace {
+		t.Fatalf("SchemaVersionTrace = %d, migration has %d steps", SchemaVersionTrace, got)
+	}
+}

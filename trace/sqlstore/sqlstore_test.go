@@ -380,7 +380,7 @@ func TestMigrateIdempotentAndConcurrent(t *testing.T) {
 		require.NoError(t, err)
 		v, err := sqlstore.SchemaVersion(ctx, db, b.dialect, "trace")
 		require.NoError(t, err)
-		assert.Equal(t, sqlstore.SchemaVersionTrace, v)
+		assert.Equal(t, int64(sqlstore.SchemaVersionTrace), v)
 		s, err = logs.Open(ctx, "kept")
 		require.NoError(t, err)
 		assert.Len(t, readAll(t, s), 3)

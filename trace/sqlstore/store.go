@@ -8,6 +8,7 @@ import (
 	"iter"
 	"math"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"unicode/utf8"
 
@@ -62,8 +63,9 @@ var traceMigration = Migration{
 	},
 }
 
-// SchemaVersionTrace is the trace tables' current schema version.
-var SchemaVersionTrace = int64(len(traceMigration.Steps))
+// SchemaVersionTrace is the trace tables' current schema version (the
+// number of steps in their migration).
+const SchemaVersionTrace = 1
 
 // Logs is a database holding any number of named trace logs. It is safe
 // for concurrent use, and any number of processes may open the same
@@ -76,7 +78,7 @@ type Logs struct {
 
 	qCreate, qExists, qIDsFrom, qIDsAfter string
 	qHead, qPrev, qPage                   string
-	qInsert                               []string // by row count, built on demand
+	qInsert                               sync.Map // row count → INSERT statement, built on first use
 }
 
 // Option configures Open.
@@ -118,14 +120,20 @@ func Open(ctx context.Context, db *sql.DB, d Dialect, opts ...Option) (*Logs, er
 	l.qPrev = d.Rebind("SELECT hash FROM " + EntriesTable + " WHERE log_id = ? AND seq = ?")
 	l.qPage = d.Rebind("SELECT seq, prev, kind, payload, time, hash FROM " + EntriesTable +
 		" WHERE log_id = ? AND seq >= ? ORDER BY seq LIMIT ?")
-	l.qInsert = make([]string, maxRowsPerInsert+1)
-	for n := 1; n <= maxRowsPerInsert; n++ {
-		l.qInsert[n] = insertQuery(d, n)
-	}
 	return l, nil
 }
 
-func insertQuery(d Dialect, rows int) string {
+// insertQuery returns the statement that inserts rows entries.
+func (l *Logs) insertQuery(rows int) string {
+	if q, ok := l.qInsert.Load(rows); ok {
+		return q.(string)
+	}
+	q := buildInsert(l.d, rows)
+	l.qInsert.Store(rows, q)
+	return q
+}
+
+func buildInsert(d Dialect, rows int) string {
 	b := []byte("INSERT INTO " + EntriesTable + " (log_id, seq, prev, kind, payload, time, hash) VALUES ")
 	for i := 0; i < rows; i++ {
 		if i > 0 {
@@ -376,7 +384,7 @@ func (s *Store) insert(ctx context.Context, tx *sql.Tx, entries []trace.Entry) e
 		for _, e := range chunk {
 			args = append(args, s.id, int64(e.Seq), e.Prev[:], e.Kind, e.Payload, trace.FormatTime(e.Time), e.Hash[:])
 		}
-		res, err := tx.ExecContext(ctx, s.logs.qInsert[len(chunk)], args...)
+		res, err := tx.ExecContext(ctx, s.logs.insertQuery(len(chunk)), args...)
 		if err != nil {
 			return fmt.Errorf("sqlstore: append to %q: %w", s.id, err)
 		}
