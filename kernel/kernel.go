@@ -367,6 +367,14 @@ type Record struct {
 	Warnings       []CheckResult // monitoring invariants violated by the next state
 }
 
+// clone returns a copy of r that shares no slices with it.
+func (r Record) clone() Record {
+	r.Action = r.Action.clone()
+	r.Inverse = slices.Clone(r.Inverse)
+	r.Warnings = slices.Clone(r.Warnings)
+	return r
+}
+
 // Execute evaluates a and, if it is allowed, commits it: it returns the
 // next world state, the next kernel state (charged, step counted) and the
 // Record. If anything fails it returns s and ks themselves with an error

@@ -138,18 +138,18 @@ func (s *Session) replayEntry(kind string, p map[string]any) error {
 			return err
 		}
 		s.world, s.ks = world, ks
-		s.history = append(s.history, rec)
+		s.history.add(rec)
 	case KindReject:
 		if fp(p["state"]) != s.world.Fingerprint().String() {
 			return fmt.Errorf("rejection recorded in state %v, replayed state %s", p["state"], s.world.Fingerprint())
 		}
 	case KindRollback:
 		id, _ := p["exec"].(string)
-		i := slices.IndexFunc(s.history, func(r Record) bool { return r.ExecID == id })
-		if i < 0 {
+		rec := s.history.find(id)
+		if rec == nil {
 			return fmt.Errorf("rollback of unknown execution %q", id)
 		}
-		world, ks, rr, err := s.k.Rollback(s.ks, s.world, s.history[i])
+		world, ks, rr, err := s.k.Rollback(s.ks, s.world, *rec)
 		if err != nil {
 			return fmt.Errorf("re-rollback failed: %w", err)
 		}

@@ -82,10 +82,10 @@ type Session struct {
 	shared  SharedBudget
 	id      string
 	execID  func() string
-	prefix  string   // default exec id prefix
-	counter uint64   // exec ids handed out by the default source
-	history []Record // committed executions, oldest first
-	buf     []byte   // payload scratch, reused under mu
+	prefix  string  // default exec id prefix
+	counter uint64  // exec ids handed out by the default source
+	history history // committed executions, oldest first
+	buf     []byte  // payload scratch, reused under mu
 }
 
 // NewSession starts a session of k from initial, recording a kernel.start
@@ -203,8 +203,8 @@ func (s *Session) Execute(ctx context.Context, a Action) (Record, error) {
 		return Record{}, err
 	}
 	s.world, s.ks = world, ks
-	s.history = append(s.history, rec)
-	return rec, nil
+	s.history.add(rec)
+	return rec.clone(), nil // the session keeps its own copy for Rollback
 }
 
 // recordReject records a rejection (sharedErr non-nil: the shared budget
@@ -238,11 +238,11 @@ const CheckSharedBudget CheckName = "shared_budget"
 func (s *Session) Rollback(ctx context.Context, execID string) (RollbackRecord, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	i := slices.IndexFunc(s.history, func(r Record) bool { return r.ExecID == execID })
-	if i < 0 {
+	rec := s.history.find(execID)
+	if rec == nil {
 		return RollbackRecord{}, fmt.Errorf("%w: %q", ErrUnknownExecution, execID)
 	}
-	world, ks, rr, err := s.k.Rollback(s.ks, s.world, s.history[i])
+	world, ks, rr, err := s.k.Rollback(s.ks, s.world, *rec)
 	if err != nil {
 		return RollbackRecord{}, err
 	}
@@ -259,11 +259,53 @@ func (s *Session) Rollback(ctx context.Context, execID string) (RollbackRecord, 
 	return rr, nil
 }
 
-// History returns the committed executions, oldest first (copies).
+// History returns the committed executions, oldest first (deep copies).
 func (s *Session) History() []Record {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return slices.Clone(s.history)
+	return s.history.all()
+}
+
+// history stores Records in fixed-size chunks, so that adding one never
+// copies the earlier ones.
+type history struct {
+	chunks [][]Record
+	n      int
+}
+
+const historyChunk = 256
+
+func (h *history) add(r Record) {
+	if len(h.chunks) == 0 || len(h.chunks[len(h.chunks)-1]) == historyChunk {
+		h.chunks = append(h.chunks, make([]Record, 0, historyChunk))
+	}
+	last := &h.chunks[len(h.chunks)-1]
+	*last = append(*last, r)
+	h.n++
+}
+
+// find returns the Record of execID, searching from the newest (rollbacks
+// are of recent executions).
+func (h *history) find(execID string) *Record {
+	for c := len(h.chunks) - 1; c >= 0; c-- {
+		chunk := h.chunks[c]
+		for i := len(chunk) - 1; i >= 0; i-- {
+			if chunk[i].ExecID == execID {
+				return &chunk[i]
+			}
+		}
+	}
+	return nil
+}
+
+func (h *history) all() []Record {
+	out := make([]Record, 0, h.n)
+	for _, c := range h.chunks {
+		for _, r := range c {
+			out = append(out, r.clone())
+		}
+	}
+	return out
 }
 
 // ---- payloads (canonical JSON, keys in sorted order, built by hand) ----

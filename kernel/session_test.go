@@ -342,3 +342,22 @@ func TestReplayDetectsMismatch(t *testing.T) {
 	_, err = kernel.Replay(ctx, k, tl, "")
 	require.ErrorIs(t, err, kernel.ErrReplay)
 }
+
+// TestSessionRecordsAreNotAliased: mutating a returned Record cannot
+// change what the session rolls back with.
+func TestSessionRecordsAreNotAliased(t *testing.T) {
+	k := sessionKernel(t)
+	sess, err := kernel.NewSession(ctx, k, mustState(t, map[string]any{"x": 0}), trace.NewMemoryLog())
+	require.NoError(t, err)
+	rec, err := sess.Execute(ctx, incX)
+	require.NoError(t, err)
+	rec.Inverse[0] = kernel.Set("x", kernel.Int(99))
+	rec.Action.Effects[0] = kernel.Delete("x")
+	h := sess.History()
+	h[0].Inverse[0] = kernel.Set("x", kernel.Int(98))
+	_, err = sess.Rollback(ctx, rec.ExecID)
+	require.NoError(t, err)
+	x, _ := sess.State().Get("x")
+	assert.True(t, x.Equal(kernel.Int(0)))
+	assert.Equal(t, kernel.OpIncrement, sess.History()[0].Action.Effects[0].Op)
+}
