@@ -88,7 +88,9 @@
 //
 // WithSharedBudget connects a SharedBudget (for example one held in a SQL
 // database and shared by several processes). Inside the atomic path, after
-// the kernel's own checks pass, the Session charges it; if the charge
+// the kernel's own checks pass, the Session charges it (zero-cost actions
+// do not consult it, so an unreachable shared budget cannot block T8's
+// emergency escape); if the charge
 // fails the action is rejected (recorded as check shared_budget) and
 // nothing changes; if the trace append fails after a successful charge,
 // the Session refunds it (compensation) and nothing changes; a rollback is

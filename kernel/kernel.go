@@ -326,12 +326,16 @@ func (k *Kernel) Evaluate(ks KernelState, s State, a Action) Verdict {
 		}
 	}
 
+	pa := a
+	if len(k.preconds) > 0 {
+		pa = a.clone() // predicates get their own copy of the slices
+	}
 	for _, p := range k.preconds {
 		if !wellFormed {
 			add(CheckResult{Check: CheckPrecondition, Name: p.Name, Status: Skipped, Reason: "action is not well formed"})
 			continue
 		}
-		if ok, err := p.Holds(s, a); ok {
+		if ok, err := p.Holds(s, pa); ok {
 			add(CheckResult{Check: CheckPrecondition, Name: p.Name})
 		} else {
 			failed = true

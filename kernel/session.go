@@ -187,16 +187,20 @@ func (s *Session) Execute(ctx context.Context, a Action) (Record, error) {
 	if err != nil {
 		return Record{}, err
 	}
-	if s.shared != nil {
-		if err := s.shared.Charge(ctx, id, int64(a.Cost)); err != nil {
+	// A zero-cost action takes nothing from the shared budget and does not
+	// consult it, so an unreachable shared budget cannot block the
+	// emergency escape (T8).
+	charged := s.shared != nil && rec.Action.Cost > 0
+	if charged {
+		if err := s.shared.Charge(ctx, id, int64(rec.Action.Cost)); err != nil {
 			return Record{}, s.recordReject(ctx, a, v, err)
 		}
 	}
 	s.buf = appendExecutePayload(s.buf[:0], s.id, &rec)
 	if _, err := s.log.AppendCanonical(ctx, KindExecute, s.buf); err != nil {
 		err = fmt.Errorf("kernel: recording execution (nothing committed): %w", err)
-		if s.shared != nil {
-			if rerr := s.shared.Refund(ctx, id, int64(a.Cost)); rerr != nil {
+		if charged {
+			if rerr := s.shared.Refund(ctx, id, int64(rec.Action.Cost)); rerr != nil {
 				err = errors.Join(err, fmt.Errorf("kernel: compensating shared refund failed: %w", rerr))
 			}
 		}

@@ -133,11 +133,17 @@ func TestSessionSharedBudget(t *testing.T) {
 	assert.Equal(t, kernel.KindReject, last.Kind)
 	assert.Contains(t, string(last.Payload), `"check":"shared_budget"`)
 
-	// 3. The shared budget is down: rejected too.
+	// 3. The shared budget is down: rejected too, but the zero-cost
+	// emergency action does not consult it (T8).
 	shared.failCharge = true
 	_, err = sess.Execute(ctx, kernel.Action{ID: "inc", Cost: kernel.Unit})
 	require.ErrorIs(t, err, errSharedDown)
+	calls := shared.charges
+	_, err = sess.Execute(ctx, kernel.Action{ID: "hover"})
+	require.NoError(t, err)
+	assert.Equal(t, calls, shared.charges)
 	shared.failCharge = false
+	s0, ks0 = sess.State(), sess.KernelState()
 
 	// 4. Recording fails after a successful charge: compensated by Refund.
 	store.fail.Store(true)
