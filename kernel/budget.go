@@ -68,11 +68,10 @@ func (b Budget) Charge(id string, c Cost) (Budget, error) {
 	if !ok {
 		return b, fmt.Errorf("%w: gross spend overflows", ErrOverflow)
 	}
-	h := keyHash(id)
-	if hamtGet(b.ledger, h, id) != nil {
+	ledger, old := hamtPut(b.ledger, keyHash(id), id, ledgerEntry{charged: c})
+	if old != nil {
 		return b, fmt.Errorf("%w: %q", ErrDuplicateExecution, id)
 	}
-	ledger, _ := hamtPut(b.ledger, h, id, ledgerEntry{charged: c})
 	return Budget{limit: b.limit, gross: Cost(gross), refunded: b.refunded, ledger: ledger, entries: b.entries + 1}, nil
 }
 
