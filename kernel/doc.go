@@ -86,7 +86,9 @@
 // their fields (kinds kernel.start, kernel.execute, kernel.reject,
 // kernel.rollback; the payloads are built directly as canonical JSON and
 // appended with AppendCanonical). A state change happens only after its
-// entry is appended, so the log and the session never disagree. Replay
+// entry is appended, so the log and the session never disagree. A
+// rollback the kernel refuses changes nothing and is returned as an error
+// without an entry. Replay
 // rebuilds a Session from its log, re-executing every entry and checking
 // the recorded fingerprints, budget totals and step counters.
 //
