@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/verity-go/verity/kernel"
@@ -69,6 +70,11 @@ var budgetMigration = sqlstore.Migration{
 type Budgets struct {
 	db *sql.DB
 	d  sqlstore.Dialect
+	// writers serialises this process's SQLite write transactions:
+	// SQLite admits one writer at a time, and a Go mutex queues fairly
+	// where SQLite's busy handler sleeps in growing steps. Unused for
+	// PostgreSQL, whose row locks queue concurrent charges.
+	writers sync.Mutex
 
 	qCreate, qGet, qCharge, qRecord, qRefundTotal, qRefundAction, qCharged string
 }
@@ -108,6 +114,15 @@ func Open(ctx context.Context, db *sql.DB, d sqlstore.Dialect) (*Budgets, error)
 			"WHERE budget_id = ? AND action_id = ? AND ? <= charged - refunded"),
 		qCharged: d.Rebind("SELECT charged, refunded FROM " + ChargesTable + " WHERE budget_id = ? AND action_id = ?"),
 	}, nil
+}
+
+// lockWriters takes the SQLite writer mutex and returns its release.
+func (bs *Budgets) lockWriters() func() {
+	if bs.d != sqlstore.SQLite {
+		return func() {}
+	}
+	bs.writers.Lock()
+	return bs.writers.Unlock
 }
 
 func validID(what, id string) error {
@@ -215,6 +230,8 @@ func (b *Budget) Charge(ctx context.Context, actionID string, cost int64) error 
 	if cost < 0 {
 		return fmt.Errorf("%w: negative charge %s", kernel.ErrInvalidCost, kernel.Cost(cost))
 	}
+	unlock := b.bs.lockWriters()
+	defer unlock()
 	tx, err := b.bs.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlbudget: charge %q: %w", b.id, err)
@@ -267,6 +284,8 @@ func (b *Budget) Refund(ctx context.Context, actionID string, amount int64) erro
 	if amount < 0 {
 		return fmt.Errorf("%w: negative refund %s", kernel.ErrInvalidCost, kernel.Cost(amount))
 	}
+	unlock := b.bs.lockWriters()
+	defer unlock()
 	tx, err := b.bs.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlbudget: refund %q: %w", b.id, err)

@@ -50,6 +50,10 @@
 // (gross − refunded ≤ limit, refunded ≤ charged, no negative amounts), so
 // even a statement from outside this package cannot break them.
 //
+// With SQLite, the charges and refunds of one process (one Budgets) queue
+// on a mutex, since SQLite admits one writer at a time anyway; other
+// processes wait on SQLite's busy timeout.
+//
 // Amounts are kernel.Cost units (thousandths). Errors wrap the kernel's
 // sentinels: kernel.ErrBudgetExceeded, kernel.ErrDuplicateExecution,
 // kernel.ErrUnknownExecution, kernel.ErrRefundTooLarge,

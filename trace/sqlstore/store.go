@@ -75,6 +75,9 @@ type Logs struct {
 	db       *sql.DB
 	d        Dialect
 	pageSize int
+	// writers serialises this process's SQLite write transactions (see
+	// Store); unused for PostgreSQL.
+	writers sync.Mutex
 
 	qCreate, qExists, qIDsFrom, qIDsAfter string
 	qHead, qPrev, qPage                   string
@@ -288,6 +291,11 @@ func (l *Logs) idPage(ctx context.Context, from string, inclusive bool) ([]strin
 // so writers in different processes serialise without any lock held
 // between appends, and the chain never forks.
 //
+// SQLite admits one writer at a time. Appends from one process (through
+// one Logs) queue on a mutex for it; other processes wait on SQLite's
+// busy timeout, whose sleeps grow with each retry, so a SQLite file
+// serves many goroutines of one process far better than many processes.
+//
 // Close marks the Store closed; it does not close the *sql.DB.
 type Store struct {
 	logs   *Logs
@@ -357,6 +365,10 @@ func (s *Store) Append(ctx context.Context, entries ...trace.Entry) error {
 		return fmt.Errorf("%w: entry 0 must follow the genesis hash", trace.ErrConflict)
 	}
 
+	if s.logs.d == SQLite {
+		s.logs.writers.Lock()
+		defer s.logs.writers.Unlock()
+	}
 	tx, err := s.logs.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlstore: append to %q: %w", s.id, err)
