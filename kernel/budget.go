@@ -68,7 +68,7 @@ func (b Budget) Charge(id string, c Cost) (Budget, error) {
 	if !ok {
 		return b, fmt.Errorf("%w: gross spend overflows", ErrOverflow)
 	}
-	ledger, old := hamtPut(b.ledger, keyHash(id), id, ledgerEntry{charged: c})
+	ledger, old := hamtPut(b.ledger, keyHash(id), id, ledgerEntry{charged: c}, nil)
 	if old != nil {
 		return b, fmt.Errorf("%w: %q", ErrDuplicateExecution, id)
 	}
@@ -100,7 +100,7 @@ func (b Budget) Refund(id string, amount Cost) (Budget, error) {
 		return b, fmt.Errorf("%w: %q was charged %s, refunded %s, asked %s",
 			ErrRefundTooLarge, id, l.val.charged, l.val.refunded, amount)
 	}
-	ledger, _ := hamtPut(b.ledger, h, id, ledgerEntry{charged: l.val.charged, refunded: l.val.refunded + amount, rolledBack: l.val.rolledBack})
+	ledger, _ := hamtPut(b.ledger, h, id, ledgerEntry{charged: l.val.charged, refunded: l.val.refunded + amount, rolledBack: l.val.rolledBack}, nil)
 	return Budget{limit: b.limit, gross: b.gross, refunded: b.refunded + amount, ledger: ledger, entries: b.entries}, nil
 }
 
@@ -122,6 +122,6 @@ func (b Budget) rollback(id string) (Budget, Cost, error) {
 		return b, 0, fmt.Errorf("%w: %q", ErrAlreadyRolledBack, id)
 	}
 	amount := l.val.charged - l.val.refunded
-	ledger, _ := hamtPut(b.ledger, h, id, ledgerEntry{charged: l.val.charged, refunded: l.val.charged, rolledBack: true})
+	ledger, _ := hamtPut(b.ledger, h, id, ledgerEntry{charged: l.val.charged, refunded: l.val.charged, rolledBack: true}, nil)
 	return Budget{limit: b.limit, gross: b.gross, refunded: b.refunded + amount, ledger: ledger, entries: b.entries}, amount, nil
 }

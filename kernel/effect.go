@@ -119,6 +119,9 @@ func (e Effect) validate() error {
 // never changed.
 func ApplyEffects(s State, effects []Effect) (State, error) {
 	b := newBuilder(s)
+	if len(effects) > 1 {
+		b.own()
+	}
 	for i, e := range effects {
 		if err := e.validate(); err != nil {
 			return s, fmt.Errorf("effect %d: %w", i, err)

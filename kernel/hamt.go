@@ -36,13 +36,19 @@ type hslot[V any] struct {
 type hnode[V any] struct {
 	bitmap uint32
 	slots  []hslot[V]
+	// owner is the edit token of the builder that created the node and may
+	// still change it in place (nil: immutable). A builder drops its token
+	// when it hands out a State, so nodes reachable from any State are
+	// never changed again.
+	owner *byte
 }
 
 func (n *hnode[V]) index(bit uint32) int { return bits.OnesCount32(n.bitmap & (bit - 1)) }
 
 // newNode allocates a node and its n slots in one allocation, rounding the
-// slot array up to a size class.
-func newNode[V any](bitmap uint32, n int) *hnode[V] {
+// slot array up to a size class (the spare capacity lets an owning builder
+// insert in place).
+func newNode[V any](bitmap uint32, n int, owner *byte) *hnode[V] {
 	var h *hnode[V]
 	switch {
 	case n <= 1:
@@ -51,44 +57,44 @@ func newNode[V any](bitmap uint32, n int) *hnode[V] {
 			a [1]hslot[V]
 		})
 		h = &x.h
-		h.slots = x.a[:n:n]
+		h.slots = x.a[:n]
 	case n <= 2:
 		x := new(struct {
 			h hnode[V]
 			a [2]hslot[V]
 		})
 		h = &x.h
-		h.slots = x.a[:n:n]
+		h.slots = x.a[:n]
 	case n <= 4:
 		x := new(struct {
 			h hnode[V]
 			a [4]hslot[V]
 		})
 		h = &x.h
-		h.slots = x.a[:n:n]
+		h.slots = x.a[:n]
 	case n <= 8:
 		x := new(struct {
 			h hnode[V]
 			a [8]hslot[V]
 		})
 		h = &x.h
-		h.slots = x.a[:n:n]
+		h.slots = x.a[:n]
 	case n <= 16:
 		x := new(struct {
 			h hnode[V]
 			a [16]hslot[V]
 		})
 		h = &x.h
-		h.slots = x.a[:n:n]
+		h.slots = x.a[:n]
 	default:
 		x := new(struct {
 			h hnode[V]
 			a [32]hslot[V]
 		})
 		h = &x.h
-		h.slots = x.a[:n:n]
+		h.slots = x.a[:n]
 	}
-	h.bitmap = bitmap
+	h.bitmap, h.owner = bitmap, owner
 	return h
 }
 
@@ -114,19 +120,28 @@ func hamtGet[V any](n *hnode[V], h uint64, key string) *hleaf[V] {
 }
 
 // hamtPut returns a new root with key set to val, and the leaf it replaced
-// (nil if the key was absent).
-func hamtPut[V any](n *hnode[V], h uint64, key string, val V) (*hnode[V], *hleaf[V]) {
+// (nil if the key was absent). Nodes whose owner is the non-nil token
+// owner are changed in place; all others are copied.
+func hamtPut[V any](n *hnode[V], h uint64, key string, val V, owner *byte) (*hnode[V], *hleaf[V]) {
 	if n == nil {
-		n = newNode[V](0, 0)
+		n = newNode[V](0, 0, owner)
 	}
-	return hamtPutAt(n, 0, &hleaf[V]{hash: h, key: key, val: val})
+	return hamtPutAt(n, 0, &hleaf[V]{hash: h, key: key, val: val}, owner)
 }
 
-func hamtPutAt[V any](n *hnode[V], shift uint, nl *hleaf[V]) (*hnode[V], *hleaf[V]) {
+func hamtPutAt[V any](n *hnode[V], shift uint, nl *hleaf[V], owner *byte) (*hnode[V], *hleaf[V]) {
 	bit := uint32(1) << ((nl.hash >> shift) & hamtMask)
 	i := n.index(bit)
+	mine := owner != nil && n.owner == owner
 	if n.bitmap&bit == 0 {
-		nn := newNode[V](n.bitmap|bit, len(n.slots)+1)
+		if mine && len(n.slots) < cap(n.slots) {
+			n.slots = n.slots[:len(n.slots)+1]
+			copy(n.slots[i+1:], n.slots[i:len(n.slots)-1])
+			n.slots[i] = hslot[V]{leaf: nl}
+			n.bitmap |= bit
+			return n, nil
+		}
+		nn := newNode[V](n.bitmap|bit, len(n.slots)+1, owner)
 		copy(nn.slots, n.slots[:i])
 		nn.slots[i] = hslot[V]{leaf: nl}
 		copy(nn.slots[i+1:], n.slots[i:])
@@ -137,32 +152,36 @@ func hamtPutAt[V any](n *hnode[V], shift uint, nl *hleaf[V]) (*hnode[V], *hleaf[
 	var old *hleaf[V]
 	switch {
 	case s.node != nil:
-		child, o := hamtPutAt(s.node, shift+hamtBits, nl)
+		child, o := hamtPutAt(s.node, shift+hamtBits, nl, owner)
 		ns, old = hslot[V]{node: child}, o
 	case s.leaf.hash == nl.hash:
 		chain, o := chainPut(s.leaf, nl)
 		ns, old = hslot[V]{leaf: chain}, o
 	default:
-		ns = hslot[V]{node: split(s.leaf, nl, shift+hamtBits)}
+		ns = hslot[V]{node: split(s.leaf, nl, shift+hamtBits, owner)}
 	}
-	nn := newNode[V](n.bitmap, len(n.slots))
+	if mine {
+		n.slots[i] = ns
+		return n, old
+	}
+	nn := newNode[V](n.bitmap, len(n.slots), owner)
 	copy(nn.slots, n.slots)
 	nn.slots[i] = ns
 	return nn, old
 }
 
 // split builds the subtree holding two leaves whose hashes differ.
-func split[V any](a, b *hleaf[V], shift uint) *hnode[V] {
+func split[V any](a, b *hleaf[V], shift uint, owner *byte) *hnode[V] {
 	ia, ib := (a.hash>>shift)&hamtMask, (b.hash>>shift)&hamtMask
 	if ia == ib {
-		n := newNode[V](1<<ia, 1)
-		n.slots[0] = hslot[V]{node: split(a, b, shift+hamtBits)}
+		n := newNode[V](1<<ia, 1, owner)
+		n.slots[0] = hslot[V]{node: split(a, b, shift+hamtBits, owner)}
 		return n
 	}
 	if ia > ib {
 		a, b, ia, ib = b, a, ib, ia
 	}
-	n := newNode[V](1<<ia|1<<ib, 2)
+	n := newNode[V](1<<ia|1<<ib, 2, owner)
 	n.slots[0], n.slots[1] = hslot[V]{leaf: a}, hslot[V]{leaf: b}
 	return n
 }
@@ -211,7 +230,7 @@ func hamtDel[V any](n *hnode[V], h uint64, key string) (*hnode[V], *hleaf[V]) {
 		return s.node, old
 	case s.leaf != nil:
 		// The root collapsed to one leaf: keep a root node above it.
-		root := newNode[V](1<<(s.leaf.hash&hamtMask), 1)
+		root := newNode[V](1<<(s.leaf.hash&hamtMask), 1, nil)
 		root.slots[0] = s
 		return root, old
 	default:
@@ -253,7 +272,7 @@ func hamtDelAt[V any](n *hnode[V], shift uint, h uint64, key string) (hslot[V], 
 				return other, old // collapse: a lone leaf moves up
 			}
 		}
-		nn := newNode[V](n.bitmap&^bit, len(n.slots)-1)
+		nn := newNode[V](n.bitmap&^bit, len(n.slots)-1, nil)
 		copy(nn.slots, n.slots[:i])
 		copy(nn.slots[i:], n.slots[i+1:])
 		return hslot[V]{node: nn}, old
@@ -261,7 +280,7 @@ func hamtDelAt[V any](n *hnode[V], shift uint, h uint64, key string) (hslot[V], 
 	if ns.leaf != nil && len(n.slots) == 1 {
 		return ns, old // collapse a node that now holds a single leaf chain
 	}
-	nn := newNode[V](n.bitmap, len(n.slots))
+	nn := newNode[V](n.bitmap, len(n.slots), nil)
 	copy(nn.slots, n.slots)
 	nn.slots[i] = ns
 	return hslot[V]{node: nn}, old

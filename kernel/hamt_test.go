@@ -119,9 +119,9 @@ func TestHashCollisionsChain(t *testing.T) {
 	var root *hnode[int]
 	const h = 0xdeadbeef
 	for i, k := range []string{"b", "a", "c"} {
-		root, _ = hamtPut(root, h, k, i)
+		root, _ = hamtPut(root, h, k, i, nil)
 	}
-	root, _ = hamtPut(root, 0xdeadbeef^(1<<40), "d", 9)
+	root, _ = hamtPut(root, 0xdeadbeef^(1<<40), "d", 9, nil)
 	for i, k := range []string{"b", "a", "c"} {
 		l := hamtGet(root, h, k)
 		if l == nil || l.val != i {
@@ -132,7 +132,7 @@ func TestHashCollisionsChain(t *testing.T) {
 	if old == nil || old.val != 1 || hamtGet(root, h, "a") != nil || hamtGet(root, h, "c") == nil {
 		t.Fatal("delete from a collision chain")
 	}
-	root, old = hamtPut(root, h, "c", 7)
+	root, old = hamtPut(root, h, "c", 7, nil)
 	if old == nil || old.val != 2 || hamtGet(root, h, "c").val != 7 {
 		t.Fatal("replace in a collision chain")
 	}
@@ -141,4 +141,64 @@ func TestHashCollisionsChain(t *testing.T) {
 	if n != 3 {
 		t.Fatalf("%d leaves, want 3", n)
 	}
+}
+
+// TestOwnedBuildersNeverChangePublishedStates: builders that change their
+// own nodes in place (NewState, multi-effect application) never change a
+// State that was handed out, including the one they start from and
+// siblings built from the same base.
+func TestOwnedBuildersNeverChangePublishedStates(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		keys := rapid.SliceOfNDistinct(rapid.StringN(0, 3, 3), 1, 80, rapid.ID).Draw(t, "keys")
+		base := map[string]int64{}
+		for _, k := range rapid.SliceOf(rapid.SampledFrom(keys)).Draw(t, "base keys") {
+			base[k] = rapid.Int64Range(-5, 5).Draw(t, "v")
+		}
+		s, err := NewState(toAny(base))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var results []State
+		var models []map[string]int64
+		for range rapid.IntRange(1, 3).Draw(t, "siblings") {
+			model := maps.Clone(base)
+			var effects []Effect
+			for range rapid.IntRange(2, 60).Draw(t, "effects") {
+				k := rapid.SampledFrom(keys).Draw(t, "key")
+				if rapid.IntRange(0, 3).Draw(t, "del") == 0 {
+					effects = append(effects, Delete(k))
+					delete(model, k)
+				} else {
+					v := rapid.Int64Range(-5, 5).Draw(t, "v")
+					effects = append(effects, Set(k, Int(v)))
+					model[k] = v
+				}
+			}
+			out, err := ApplyEffects(s, effects)
+			if err != nil {
+				t.Fatal(err)
+			}
+			results = append(results, out)
+			models = append(models, model)
+		}
+		check := func(name string, st State, m map[string]int64) {
+			fresh, err := NewState(toAny(m))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !st.Equal(fresh) || st.Fingerprint() != fresh.Fingerprint() || st.Len() != len(m) {
+				t.Fatalf("%s differs from its model", name)
+			}
+			for k, v := range m {
+				got, ok := st.Get(k)
+				if !ok || !got.Equal(Int(v)) {
+					t.Fatalf("%s: key %q", name, k)
+				}
+			}
+		}
+		check("base", s, base)
+		for i := range results {
+			check("result", results[i], models[i])
+		}
+	})
 }

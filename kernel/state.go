@@ -67,6 +67,7 @@ var emptyFingerprint = finishFingerprint(0, [4]uint64{})
 // NewState builds a State from Go values (see ValueOf).
 func NewState(vars map[string]any) (State, error) {
 	b := newBuilder(State{})
+	b.own()
 	keys := make([]string, 0, len(vars))
 	for k := range vars {
 		keys = append(keys, k)
@@ -289,7 +290,12 @@ type builder struct {
 	sum   [4]uint64
 	orig  *stateData
 	dirty bool
+	tok   *byte // edit token: nodes this builder made and may change in place
 }
+
+// own lets the builder change the nodes it creates in place, which saves
+// copying when it makes several changes. state() gives the token up.
+func (b *builder) own() { b.tok = new(byte) }
 
 func newBuilder(s State) builder {
 	if s.d == nil {
@@ -308,7 +314,7 @@ func (b *builder) get(key string) (Value, bool) {
 
 func (b *builder) set(key string, v Value) {
 	eh := entryHash(key, v)
-	root, old := hamtPut(b.root, keyHash(key), key, stateVal{v: v, eh: eh})
+	root, old := hamtPut(b.root, keyHash(key), key, stateVal{v: v, eh: eh}, b.tok)
 	b.root = root
 	if old != nil {
 		subSum(&b.sum, &old.val.eh)
@@ -331,6 +337,7 @@ func (b *builder) del(key string) {
 }
 
 func (b *builder) state() State {
+	b.tok = nil // nodes reachable from a State are immutable from here on
 	if !b.dirty {
 		if b.orig == nil {
 			return State{}
