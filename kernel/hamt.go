@@ -10,7 +10,11 @@ import (
 // nodes on one root-to-leaf path — O(log₃₂ n) of them — and shares the rest
 // with the previous version, so old versions stay valid and unchanged. The
 // shape depends only on the key set (a node left with a single leaf is
-// collapsed into its parent), never on the order of updates.
+// collapsed into its parent), never on the order of updates. A builder
+// making many changes at once (building a State, applying several effects)
+// holds an edit token and changes the nodes it created itself in place, as
+// Clojure's transients do; it gives the token up before handing out a
+// State, so published nodes never change.
 
 var hashSeed = maphash.MakeSeed()
 
