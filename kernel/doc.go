@@ -10,8 +10,10 @@
 // is different from an absent one. A State maps variable names to Values.
 // States are persistent (a hash array mapped trie with path copying):
 // changing k variables of an n-variable state costs O(k log n) and shares
-// everything else with the old state, which stays valid. Nothing is
-// aliased: constructors copy their input and accessors copy their output.
+// everything else with the old state, which stays valid
+// (TestPersistentMapAgainstGoMap, TestOwnedBuildersNeverChangePublishedStates).
+// Nothing is aliased: constructors copy their input and accessors copy
+// their output (TestNoAliasing, TestSessionRecordsAreNotAliased).
 //
 // Every State carries a Fingerprint: SHA-256 over a domain tag, the number
 // of variables and the sum modulo 2^256 of one domain-separated SHA-256 per
