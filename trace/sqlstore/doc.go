@@ -51,9 +51,17 @@
 //
 // # Concurrent writers
 //
-// Append is one transaction: it inserts the batch with ON CONFLICT DO
-// NOTHING on the primary key (log_id, seq), then checks that the entry
-// before the batch is stored with the batch's previous hash. The database
+// Appending one entry (what trace.Log does) is one statement:
+//
+//	INSERT INTO verity_trace_entries (...) SELECT <the entry>
+//	 WHERE EXISTS (SELECT 1 FROM verity_trace_entries
+//	                WHERE log_id = <log> AND seq = <seq> - 1 AND hash = <prev>)
+//	ON CONFLICT (log_id, seq) DO NOTHING
+//
+// and it succeeds exactly when it stored a row. A batch is one
+// transaction: it inserts the rows with ON CONFLICT DO NOTHING, checks
+// that every row was stored and that the entry before the batch has the
+// batch's previous hash, and rolls back otherwise. The database
 // orders racing writers: the first to commit keeps its entries, the
 // other's insert stores nothing (PostgreSQL makes it wait for the first
 // transaction; SQLite admits one writer at a time), and its Append returns

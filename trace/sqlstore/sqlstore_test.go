@@ -138,14 +138,20 @@ func TestAppendRaceLoserGetsConflict(t *testing.T) {
 		id := newID()
 		_, err := logs.Create(ctx, id)
 		require.NoError(t, err)
-		for round := 0; round < 10; round++ {
+		for round := 0; round < 20; round++ {
 			s1, err := logs.Open(ctx, id)
 			require.NoError(t, err)
 			s2, err := logs.Open(ctx, id)
 			require.NoError(t, err)
 			h, err := s1.Head(ctx)
 			require.NoError(t, err)
-			batches := [][]trace.Entry{entries(t, h, 3, "x"), entries(t, h, 2, "y")}
+			// Odd rounds race single entries (the one-statement path),
+			// even rounds race batches (the transaction path).
+			nx, ny := 3, 2
+			if round%2 == 1 {
+				nx, ny = 1, 1
+			}
+			batches := [][]trace.Entry{entries(t, h, nx, "x"), entries(t, h, ny, "y")}
 			errs := make([]error, 2)
 			var wg sync.WaitGroup
 			for i, s := range []*sqlstore.Store{s1, s2} {

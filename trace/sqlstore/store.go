@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -80,7 +81,7 @@ type Logs struct {
 	writers sync.Mutex
 
 	qCreate, qExists, qIDsFrom, qIDsAfter string
-	qHead, qPrev, qPage                   string
+	qHead, qPrev, qPage, qAppendOne       string
 	qInsert                               sync.Map // row count → INSERT statement, built on first use
 }
 
@@ -121,9 +122,30 @@ func Open(ctx context.Context, db *sql.DB, d Dialect, opts ...Option) (*Logs, er
 	l.qIDsAfter = d.Rebind("SELECT log_id FROM " + LogsTable + " WHERE log_id > ? ORDER BY log_id LIMIT ?")
 	l.qHead = d.Rebind("SELECT seq, hash FROM " + EntriesTable + " WHERE log_id = ? ORDER BY seq DESC LIMIT 1")
 	l.qPrev = d.Rebind("SELECT hash FROM " + EntriesTable + " WHERE log_id = ? AND seq = ?")
+	l.qAppendOne = appendOneQuery(d)
 	l.qPage = d.Rebind("SELECT seq, prev, kind, payload, time, hash FROM " + EntriesTable +
 		" WHERE log_id = ? AND seq >= ? ORDER BY seq LIMIT ?")
 	return l, nil
+}
+
+// appendOneQuery is the statement that appends one entry after the first,
+// in one round trip: it inserts the row only if the log holds the entry
+// before it with the hash the new entry names as previous, and nothing if
+// its position is taken. Parameters: log id, seq, prev, kind, payload,
+// time, hash (PostgreSQL needs their types spelled out in a SELECT list).
+func appendOneQuery(d Dialect) string {
+	p := func(n int, pgType string) string {
+		if d == Postgres {
+			return "CAST($" + strconv.Itoa(n) + " AS " + pgType + ")"
+		}
+		return "?" + strconv.Itoa(n)
+	}
+	return "INSERT INTO " + EntriesTable + " (log_id, seq, prev, kind, payload, time, hash) " +
+		"SELECT " + p(1, "TEXT") + ", " + p(2, "BIGINT") + ", " + p(3, "BYTEA") + ", " + p(4, "TEXT") + ", " +
+		p(5, "BYTEA") + ", " + p(6, "TEXT") + ", " + p(7, "BYTEA") +
+		" WHERE EXISTS (SELECT 1 FROM " + EntriesTable + " WHERE log_id = " + p(1, "TEXT") +
+		" AND seq = " + p(2, "BIGINT") + " - 1 AND hash = " + p(3, "BYTEA") + ")" +
+		" ON CONFLICT (log_id, seq) DO NOTHING"
 }
 
 // insertQuery returns the statement that inserts rows entries.
@@ -280,13 +302,15 @@ func (l *Logs) idPage(ctx context.Context, from string, inclusive bool) ([]strin
 // Store is one log in a SQL database; it implements trace.Store. Several
 // Store values (in one process or many) may serve the same log at once.
 //
-// Append runs in one transaction that inserts the entries and then checks
-// that the entry before the first one is in the database with the hash the
-// batch names as its previous hash. Two writers that race for the same
-// sequence number are ordered by the primary key (log_id, seq): the
-// database keeps the first to commit and the other's insert stores
-// nothing (ON CONFLICT DO NOTHING), so the loser's Append returns an error
-// wrapping trace.ErrConflict and leaves the log unchanged. trace.Log
+// Append of one entry (what trace.Log does) is a single statement, one
+// round trip: INSERT ... SELECT ... WHERE EXISTS (the previous entry with
+// the hash the new one names) ON CONFLICT (log_id, seq) DO NOTHING. A
+// batch runs in one transaction that inserts the entries and then checks
+// that the entry before the first one is stored with the batch's previous
+// hash. Two writers that race for the same sequence number are ordered by
+// the primary key (log_id, seq): the database keeps the first to commit
+// and the other's insert stores nothing, so the loser's Append returns an
+// error wrapping trace.ErrConflict and leaves the log unchanged. trace.Log
 // answers that by re-reading the head and retrying (WithConflictRetries),
 // so writers in different processes serialise without any lock held
 // between appends, and the chain never forks.
@@ -369,6 +393,9 @@ func (s *Store) Append(ctx context.Context, entries ...trace.Entry) error {
 		s.logs.writers.Lock()
 		defer s.logs.writers.Unlock()
 	}
+	if len(entries) == 1 && first.Seq > 0 {
+		return s.appendOne(ctx, first)
+	}
 	tx, err := s.logs.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlstore: append to %q: %w", s.id, err)
@@ -381,6 +408,29 @@ func (s *Store) Append(ctx context.Context, entries ...trace.Entry) error {
 		return fmt.Errorf("sqlstore: append to %q: commit: %w", s.id, err)
 	}
 	return nil
+}
+
+// appendOne appends a single entry after the first in one statement (no
+// explicit transaction: a statement is atomic on its own). A batch of one
+// cannot be half stored, so the statement's condition — the previous
+// entry is stored with the right hash — and the primary key decide alone.
+func (s *Store) appendOne(ctx context.Context, e trace.Entry) error {
+	n, err := affected(s.logs.db.ExecContext(ctx, s.logs.qAppendOne,
+		s.id, int64(e.Seq), e.Prev[:], e.Kind, e.Payload, trace.FormatTime(e.Time), e.Hash[:]))
+	if err != nil {
+		return fmt.Errorf("sqlstore: append to %q: %w", s.id, err)
+	}
+	if n != 1 {
+		return fmt.Errorf("%w: log %q already has entry %d, or its entry %d does not have hash %s", trace.ErrConflict, s.id, e.Seq, e.Seq-1, e.Prev)
+	}
+	return nil
+}
+
+func affected(res sql.Result, err error) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
 
 // insert writes the batch inside tx and checks that it continues the
