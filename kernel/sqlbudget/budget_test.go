@@ -119,6 +119,24 @@ func TestChargeRefundRules(t *testing.T) {
 	})
 }
 
+// TestChargeOverflow: when the gross total would leave int64 the charge
+// is refused with kernel.ErrOverflow (never wrapped around), even though
+// the net spend would fit.
+func TestChargeOverflow(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		_, bs := b.budgets(t, b.dsn(t))
+		bud, err := bs.Create(ctx, "huge", kernel.Cost(math.MaxInt64))
+		require.NoError(t, err)
+		require.NoError(t, bud.Charge(ctx, "a", math.MaxInt64-5))
+		require.NoError(t, bud.Refund(ctx, "a", math.MaxInt64-5))
+		require.ErrorIs(t, bud.Charge(ctx, "b", 10), kernel.ErrOverflow)
+		require.NoError(t, bud.Charge(ctx, "c", 5))
+		s, err := bud.Snapshot(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, kernel.BudgetSnapshot{Limit: math.MaxInt64, Gross: math.MaxInt64, Refunded: math.MaxInt64 - 5}, s)
+	})
+}
+
 func TestBudgetsCreateOpen(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		dsn := b.dsn(t)

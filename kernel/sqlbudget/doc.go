@@ -75,7 +75,9 @@
 //     successful charges × cost: TestMultiProcessCharges.
 //   - Each rule (over budget, duplicate, negative, unknown action, refund
 //     too large, partial refunds, zero cost) and that a refused call
-//     changes nothing: TestChargeRefundRules, TestBudgetsCreateOpen.
+//     changes nothing: TestChargeRefundRules, TestBudgetsCreateOpen;
+//     a gross total that would leave int64 is refused with
+//     kernel.ErrOverflow: TestChargeOverflow.
 //   - Integration with kernel.Session: two sessions with their own pools
 //     and traces share one budget, rejections are recorded with the
 //     shared_budget check, rollbacks refund it: TestSessionsShareSQLBudget.
