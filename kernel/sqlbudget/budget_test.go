@@ -156,17 +156,17 @@ func TestBudgetsCreateOpen(t *testing.T) {
 		assert.Equal(t, "x", got.ID())
 		_, err = bs.OpenOrCreate(ctx, "x", 2*kernel.Unit)
 		require.ErrorIs(t, err, sqlbudget.ErrLimitMismatch)
-		missing, err := bs.Open(ctx, "x")
+		reopened, err := bs.Open(ctx, "x")
 		require.NoError(t, err)
-		require.NoError(t, missing.Charge(ctx, "a", 1))
+		require.NoError(t, reopened.Charge(ctx, "a", 1))
 
-		// A budget that does not exist refuses everything.
-		_, bs2 := b.budgets(t, dsn) // another pool, as another process
-		other, err := bs2.OpenOrCreate(ctx, "y", 5)
+		// Another pool (another process) sees the same budgets and balances.
+		_, bs2 := b.budgets(t, dsn)
+		x2, err := bs2.Open(ctx, "x")
 		require.NoError(t, err)
-		_, err = bs2.Open(ctx, "x")
-		require.NoError(t, err)
-		require.NoError(t, other.Charge(ctx, "a", 5))
+		require.ErrorIs(t, x2.Charge(ctx, "a", 1), kernel.ErrDuplicateExecution)
+		require.NoError(t, x2.Charge(ctx, "b", kernel.Unit-1))
+		require.ErrorIs(t, reopened.Charge(ctx, "c", 1), kernel.ErrBudgetExceeded)
 		_, err = sqlbudget.Open(ctx, nil, b.dialect)
 		require.Error(t, err)
 		_, err = sqlbudget.Open(ctx, nil, "mysql")
