@@ -165,7 +165,7 @@ func TestBudgetsCreateOpen(t *testing.T) {
 		x2, err := bs2.Open(ctx, "x")
 		require.NoError(t, err)
 		require.ErrorIs(t, x2.Charge(ctx, "a", 1), kernel.ErrDuplicateExecution)
-		require.NoError(t, x2.Charge(ctx, "b", kernel.Unit-1))
+		require.NoError(t, x2.Charge(ctx, "b", int64(kernel.Unit)-1))
 		require.ErrorIs(t, reopened.Charge(ctx, "c", 1), kernel.ErrBudgetExceeded)
 		_, err = sqlbudget.Open(ctx, nil, b.dialect)
 		require.Error(t, err)
