@@ -70,7 +70,13 @@
 // trace.WithConflictRetries times), so processes sharing a log serialise
 // without a lock held between appends, and no interleaving can fork the
 // chain — the primary key refuses a second entry at any sequence number
-// even from a writer that bypasses this package.
+// even from a writer that bypasses this package. (The first entry of a
+// log, which has no previous entry to check, takes the transaction path.)
+//
+// SQLite admits one writer at a time: the appends of one process (one
+// Logs) queue on a mutex, and other processes wait on SQLite's busy
+// timeout, so a SQLite file serves the goroutines of one process much
+// better than many processes.
 //
 // # Reads
 //
@@ -96,6 +102,9 @@
 //     reopenings matches a naive model: TestStoreStateMachine.
 //   - Reads stream and hold no connection: TestEntriesHoldNoConnection.
 //   - Tampering in the database is detected on read: TestTamperingDetected.
+//   - Row decoding and id validation never panic and accept exactly the
+//     stored shapes; the allocation-free time decoder agrees with
+//     trace.ParseTime: FuzzDecodeRow, FuzzParseWireTime, FuzzValidID.
 //   - Migration is idempotent, concurrent-safe, all-or-nothing, and
 //     refuses newer schemas: TestMigrateIdempotentAndConcurrent,
 //     TestMigrateRunsStepsOnce.
