@@ -30,7 +30,7 @@ func (c *checker) value() bool {
 	case ch == '[':
 		return c.array()
 	case ch == '"':
-		_, ok := c.str(nil)
+		_, ok := c.str()
 		return ok
 	case ch == 't':
 		return c.lit("true")
@@ -97,7 +97,7 @@ func (c *checker) object() bool {
 		}
 		// A key without escapes is a slice of the input; one with escapes
 		// is decoded into a fresh buffer (rare in canonical text).
-		key, ok := c.str(nil)
+		key, ok := c.str()
 		if !ok {
 			return false
 		}
@@ -125,44 +125,55 @@ func (c *checker) object() bool {
 	}
 }
 
+// plainASCII marks the bytes a canonical string holds as they are: printable
+// ASCII other than '"' and '\\'.
+var plainASCII = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // str checks a canonical string at c.pos. It returns the decoded bytes:
-// a slice of the input when there are no escapes, else appended to buf.
-func (c *checker) str(buf []byte) ([]byte, bool) {
+// a slice of the input when there are no escapes, else a new buffer.
+func (c *checker) str() ([]byte, bool) {
 	c.pos++
 	start := c.pos
-	escaped := false
+	var buf []byte // decoded bytes, once an escape has been seen
 	runStart := start
-	for c.pos < len(c.in) {
-		ch := c.in[c.pos]
-		switch {
+	in := c.in
+	for {
+		for c.pos < len(in) && plainASCII[in[c.pos]] {
+			c.pos++
+		}
+		if c.pos >= len(in) {
+			return nil, false
+		}
+		switch ch := in[c.pos]; {
 		case ch == '"':
-			if !utf8.Valid(c.in[runStart:c.pos]) {
+			c.pos++
+			if buf == nil {
+				return in[start : c.pos-1], true
+			}
+			return append(buf, in[runStart:c.pos-1]...), true
+		case ch >= utf8.RuneSelf:
+			r, n := utf8.DecodeRune(in[c.pos:])
+			if r == utf8.RuneError && n <= 1 {
 				return nil, false
 			}
-			if !escaped {
-				c.pos++
-				return c.in[start : c.pos-1], true
-			}
-			buf = append(buf, c.in[runStart:c.pos]...)
-			c.pos++
-			return buf, true
+			c.pos += n
 		case ch < 0x20:
 			return nil, false
-		case ch == '\\':
-			if !utf8.Valid(c.in[runStart:c.pos]) {
-				return nil, false
+		default: // '\\'
+			if buf == nil {
+				buf = make([]byte, 0, c.pos-start+16)
 			}
-			if !escaped {
-				buf = append(buf[:0], c.in[start:c.pos]...)
-				escaped = true
-			} else {
-				buf = append(buf, c.in[runStart:c.pos]...)
-			}
-			if c.pos+1 >= len(c.in) {
+			buf = append(buf, in[runStart:c.pos]...)
+			if c.pos+1 >= len(in) {
 				return nil, false
 			}
 			var r byte
-			switch c.in[c.pos+1] {
+			switch in[c.pos+1] {
 			case '"':
 				r = '"'
 			case '\\':
@@ -179,10 +190,10 @@ func (c *checker) str(buf []byte) ([]byte, bool) {
 				r = '\t'
 			case 'u':
 				// only \u00xx (lower-case hex) for controls without a short form
-				if c.pos+6 > len(c.in) || c.in[c.pos+2] != '0' || c.in[c.pos+3] != '0' {
+				if c.pos+6 > len(in) || in[c.pos+2] != '0' || in[c.pos+3] != '0' {
 					return nil, false
 				}
-				hi, lo := lowerHex(c.in[c.pos+4]), lowerHex(c.in[c.pos+5])
+				hi, lo := lowerHex(in[c.pos+4]), lowerHex(in[c.pos+5])
 				if hi < 0 || lo < 0 || hi > 1 {
 					return nil, false
 				}
@@ -201,11 +212,8 @@ func (c *checker) str(buf []byte) ([]byte, bool) {
 			buf = append(buf, r)
 			c.pos += 2
 			runStart = c.pos
-		default:
-			c.pos++
 		}
 	}
-	return nil, false
 }
 
 func lowerHex(ch byte) int {
