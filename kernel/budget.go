@@ -121,7 +121,14 @@ func (b Budget) rollback(id string) (Budget, Cost, error) {
 	if l.val.rolledBack {
 		return b, 0, fmt.Errorf("%w: %q", ErrAlreadyRolledBack, id)
 	}
+	nb, amount := b.rollbackLeaf(h, l)
+	return nb, amount, nil
+}
+
+// rollbackLeaf is rollback for the ledger leaf l (hash h) of b, found and
+// checked (not rolled back) by the caller.
+func (b Budget) rollbackLeaf(h uint64, l *hleaf[ledgerEntry]) (Budget, Cost) {
 	amount := l.val.charged - l.val.refunded
-	ledger, _ := hamtPut(b.ledger, h, id, ledgerEntry{charged: l.val.charged, refunded: l.val.charged, rolledBack: true}, nil)
-	return Budget{limit: b.limit, gross: b.gross, refunded: b.refunded + amount, ledger: ledger, entries: b.entries}, amount, nil
+	ledger, _ := hamtPut(b.ledger, h, l.key, ledgerEntry{charged: l.val.charged, refunded: l.val.charged, rolledBack: true}, nil)
+	return Budget{limit: b.limit, gross: b.gross, refunded: b.refunded + amount, ledger: ledger, entries: b.entries}, amount
 }

@@ -382,6 +382,23 @@ func (r Record) clone() Record {
 	return r
 }
 
+// packedClone is clone with the action's effects and the inverse in one
+// allocation (they live and die together in a Session's history).
+func (r Record) packedClone() Record {
+	n, m := len(r.Action.Effects), len(r.Inverse)
+	if n == 0 || m == 0 {
+		return r.clone()
+	}
+	buf := make([]Effect, n+m)
+	copy(buf, r.Action.Effects)
+	copy(buf[n:], r.Inverse)
+	r.Action.Effects = buf[:n:n]
+	r.Inverse = buf[n:]
+	r.Action.Tags = slices.Clone(r.Action.Tags)
+	r.Warnings = slices.Clone(r.Warnings)
+	return r
+}
+
 // Execute evaluates a and, if it is allowed, commits it: it returns the
 // next world state, the next kernel state (charged, step counted) and the
 // Record. If anything fails it returns s and ks themselves with an error
@@ -402,14 +419,26 @@ func (k *Kernel) Execute(ks KernelState, s State, a Action, execID string) (Stat
 // unexported record of the decision: editing its exported fields changes
 // nothing.
 func (k *Kernel) Commit(ks KernelState, s State, v Verdict, execID string) (State, KernelState, Record, error) {
+	next, nks, rec, err := k.commit(ks, s, &v, execID)
+	if err == nil {
+		rec.Action = rec.Action.clone()
+	}
+	return next, nks, rec, err
+}
+
+// commit is Commit without copying the action: the Record's Action shares
+// its slices with the Verdict's (the caller copies it before handing it
+// out). Its Inverse is the Verdict's private one and Warnings is fresh.
+func (k *Kernel) commit(ks KernelState, s State, v *Verdict, execID string) (State, KernelState, Record, error) {
 	if v.tag != k.tag || v.from != s.d || v.fromKS != ks {
 		return s, ks, Record{}, fmt.Errorf("%w: evaluate again", ErrStaleVerdict)
 	}
 	if !v.ok {
-		v.Allowed = false
-		return s, ks, Record{}, v.Err()
+		rv := *v
+		rv.Allowed = false
+		return s, ks, Record{}, rv.Err()
 	}
-	a := v.action
+	a := &v.action
 	budget, err := ks.budget.Charge(execID, a.Cost)
 	if err != nil {
 		return s, ks, Record{}, err
@@ -422,7 +451,7 @@ func (k *Kernel) Commit(ks KernelState, s State, v Verdict, execID string) (Stat
 	}
 	rec := Record{
 		ExecID:         execID,
-		Action:         a.clone(),
+		Action:         *a,
 		Emergency:      v.Emergency,
 		Before:         s.Fingerprint(),
 		After:          v.next.Fingerprint(),
@@ -463,10 +492,12 @@ func (k *Kernel) Rollback(ks KernelState, s State, rec Record) (State, KernelSta
 	if got := s.Fingerprint(); got != rec.After {
 		return s, ks, RollbackRecord{}, fmt.Errorf("%w: have %s, the execution produced %s", ErrFingerprintMismatch, got, rec.After)
 	}
-	if _, _, ok := ks.budget.Charged(rec.ExecID); !ok {
+	h := keyHash(rec.ExecID)
+	l := hamtGet(ks.budget.ledger, h, rec.ExecID)
+	if l == nil {
 		return s, ks, RollbackRecord{}, fmt.Errorf("%w: %q", ErrUnknownExecution, rec.ExecID)
 	}
-	if ks.budget.RolledBack(rec.ExecID) {
+	if l.val.rolledBack {
 		return s, ks, RollbackRecord{}, fmt.Errorf("%w: %q", ErrAlreadyRolledBack, rec.ExecID)
 	}
 	restored, err := ApplyEffects(s, rec.Inverse)
@@ -476,10 +507,7 @@ func (k *Kernel) Rollback(ks KernelState, s State, rec Record) (State, KernelSta
 	if restored.Fingerprint() != rec.Before {
 		return s, ks, RollbackRecord{}, fmt.Errorf("%w: restored %s, expected %s", ErrRollbackInexact, restored.Fingerprint(), rec.Before)
 	}
-	budget, charged, err := ks.budget.rollback(rec.ExecID)
-	if err != nil {
-		return s, ks, RollbackRecord{}, err
-	}
+	budget, charged := ks.budget.rollbackLeaf(h, l)
 	next := KernelState{budget: budget, steps: ks.steps, emergency: ks.emergency, tag: ks.tag}
 	rr := RollbackRecord{
 		ExecID:  rec.ExecID,

@@ -159,8 +159,8 @@ func (s *Session) nextExecID() string {
 		return s.execID()
 	}
 	s.counter++
-	b := make([]byte, 0, len(s.prefix)+21)
-	b = append(b, s.prefix...)
+	var stack [96]byte // one allocation (the string) for the usual prefix
+	b := append(stack[:0], s.prefix...)
 	b = append(b, '/')
 	b = strconv.AppendUint(b, s.counter, 10)
 	return string(b)
@@ -183,7 +183,9 @@ func (s *Session) Execute(ctx context.Context, a Action) (Record, error) {
 	if !utf8.ValidString(id) {
 		return Record{}, fmt.Errorf("%w: execution id is not valid UTF-8", ErrInvalidConfig)
 	}
-	world, ks, rec, err := s.k.Commit(s.ks, s.world, v, id)
+	// rec.Action shares the caller's slices until the copies below; it is
+	// only read (payload) in between, under the mutex.
+	world, ks, rec, err := s.k.commit(s.ks, s.world, &v, id)
 	if err != nil {
 		return Record{}, err
 	}
@@ -207,8 +209,11 @@ func (s *Session) Execute(ctx context.Context, a Action) (Record, error) {
 		return Record{}, err
 	}
 	s.world, s.ks = world, ks
-	s.history.add(rec)
-	return rec.clone(), nil // the session keeps its own copy for Rollback
+	// The session keeps its own copy for Rollback, and the caller gets
+	// another: neither shares a slice with a or with each other.
+	s.history.add(rec.packedClone())
+	rec.Action = rec.Action.clone()
+	return rec, nil // rec.Inverse and rec.Warnings are fresh (commit made them)
 }
 
 // recordReject records a rejection (sharedErr non-nil: the shared budget

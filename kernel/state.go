@@ -51,6 +51,7 @@ type stateData struct {
 	n    int
 	sum  [4]uint64 // Σ entry hashes mod 2^256, little-endian limbs
 	fp   Fingerprint
+	tok  byte // the edit token of the builder that made it (see builder.own)
 }
 
 // State is an immutable map from variable names to Values: the world model
@@ -290,12 +291,18 @@ type builder struct {
 	sum   [4]uint64
 	orig  *stateData
 	dirty bool
-	tok   *byte // edit token: nodes this builder made and may change in place
+	tok   *byte      // edit token: nodes this builder made and may change in place
+	sd    *stateData // preallocated result; tok points into it
 }
 
 // own lets the builder change the nodes it creates in place, which saves
-// copying when it makes several changes. state() gives the token up.
-func (b *builder) own() { b.tok = new(byte) }
+// copying when it makes several changes. state() gives the token up. The
+// token is a field of the stateData the builder will publish (one
+// allocation for both); no other builder ever holds a pointer to it.
+func (b *builder) own() {
+	b.sd = new(stateData)
+	b.tok = &b.sd.tok
+}
 
 func newBuilder(s State) builder {
 	if s.d == nil {
@@ -347,5 +354,11 @@ func (b *builder) state() State {
 	if b.n == 0 {
 		return State{}
 	}
-	return State{&stateData{root: b.root, n: b.n, sum: b.sum, fp: finishFingerprint(b.n, b.sum)}}
+	d := b.sd
+	if d == nil {
+		d = new(stateData)
+	}
+	b.sd = nil
+	d.root, d.n, d.sum, d.fp = b.root, b.n, b.sum, finishFingerprint(b.n, b.sum)
+	return State{d}
 }
