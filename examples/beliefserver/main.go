@@ -3,7 +3,9 @@
 //	go run ./examples/beliefserver -addr 127.0.0.1:8080 -data DIR
 //
 // With -data, every session is one trace file in DIR and comes back after
-// a restart; without it sessions live in memory. -allow-force lets
+// a restart; with -db postgres://USER@HOST/DB (several servers may share
+// it) or -db sqlite:PATH, sessions live in that database; with neither,
+// they live in memory. -allow-force lets
 // REQUEST_TERMINATION with context.force = true end any session. Logs are
 // structured (log/slog, JSON on stderr); SIGINT or SIGTERM shut the server
 // down gracefully.
@@ -11,6 +13,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,12 +23,18 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver for -db postgres://
+	_ "modernc.org/sqlite"             // registers the "sqlite" driver for -db sqlite:PATH
+
 	"github.com/verity-go/verity/belief"
 	"github.com/verity-go/verity/belief/server"
+	"github.com/verity-go/verity/belief/sqlstorage"
 	"github.com/verity-go/verity/trace"
+	"github.com/verity-go/verity/trace/sqlstore"
 )
 
 func main() {
@@ -45,6 +54,7 @@ func run(ctx context.Context, args []string, logOut io.Writer, ready func(addr s
 	addr := fl.String("addr", "127.0.0.1:8080", "listen address")
 	data := fl.String("data", "", "directory of session logs (empty: in memory)")
 	allowForce := fl.Bool("allow-force", false, "allow forced termination (context.force = true)")
+	dbSpec := fl.String("db", "", "session database: postgres://USER@HOST/DB or sqlite:PATH (instead of -data)")
 	maxBody := fl.Int64("max-body", server.DefaultMaxBodyBytes, "largest request body in bytes")
 	if err := fl.Parse(args); err != nil {
 		return err
@@ -61,6 +71,17 @@ func run(ctx context.Context, args []string, logOut io.Writer, ready func(addr s
 			return err
 		}
 		storage = fs
+	}
+	if *dbSpec != "" {
+		if *data != "" {
+			return errors.New("-data and -db are mutually exclusive")
+		}
+		db, st, err := openSQLStorage(ctx, *dbSpec)
+		if err != nil {
+			return err
+		}
+		defer db.Close() // after b.Close (deferred later, runs first)
+		storage = st
 	}
 	b, err := belief.NewServer(ctx, storage, belief.WithPolicy(belief.Policy{AllowForce: *allowForce}))
 	if err != nil {
@@ -98,4 +119,33 @@ func run(ctx context.Context, args []string, logOut io.Writer, ready func(addr s
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// openSQLStorage opens the session storage named by a -db value:
+// postgres://... (several servers may share it) or sqlite:PATH (one
+// machine).
+func openSQLStorage(ctx context.Context, spec string) (*sql.DB, *sqlstorage.Storage, error) {
+	var driver, dsn string
+	var dialect sqlstore.Dialect
+	switch {
+	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
+		driver, dsn, dialect = "pgx", spec, sqlstore.Postgres
+	case strings.HasPrefix(spec, "sqlite:") && len(spec) > len("sqlite:"):
+		path := strings.TrimPrefix(spec, "sqlite:")
+		driver, dialect = "sqlite", sqlstore.SQLite
+		dsn = "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
+	default:
+		return nil, nil, fmt.Errorf("-db %q: want postgres://... or sqlite:PATH", spec)
+	}
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		return nil, nil, err
+	}
+	db.SetMaxIdleConns(16) // database/sql keeps 2 by default; PostgreSQL forks per new connection
+	st, err := sqlstorage.Open(ctx, db, dialect)
+	if err != nil {
+		db.Close()
+		return nil, nil, fmt.Errorf("-db: %w", err)
+	}
+	return db, st, nil
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -113,4 +115,41 @@ func TestBadFlags(t *testing.T) {
 	assert.Error(t, run(context.Background(), []string{"-nope"}, &out, nil))
 	assert.Error(t, run(context.Background(), []string{"extra"}, &out, nil))
 	assert.Error(t, run(context.Background(), []string{"-addr", "256.0.0.1:bad"}, &out, nil))
+}
+
+// TestServeSharedDB: two servers on one database serve the same session,
+// and a server started afterwards recovers it (SQLite file always;
+// PostgreSQL when VERITY_PG_DSN is set).
+func TestServeSharedDB(t *testing.T) {
+	specs := map[string]string{"sqlite": "sqlite:" + filepath.Join(t.TempDir(), "beliefs.db")}
+	if dsn := os.Getenv("VERITY_PG_DSN"); dsn != "" {
+		specs["postgres"] = dsn
+	} else {
+		t.Log("PostgreSQL variant skipped: VERITY_PG_DSN is not set")
+	}
+	for name, spec := range specs {
+		t.Run(name, func(t *testing.T) {
+			a, stopA, _ := start(t, "-db", spec)
+			b, stopB, _ := start(t, "-db", spec)
+			code, created := call(t, "POST", a+"/v1/sessions", declare)
+			require.Equal(t, 201, code)
+			id := created["session_id"].(string)
+			code, _ = call(t, "POST", b+"/v1/sessions/"+id+"/eliminate", `{"source_id":"s","observation_id":"o","eliminated":["a"]}`)
+			require.Equal(t, 200, code)
+			_, fromA := call(t, "GET", a+"/v1/sessions/"+id, "")
+			assert.Equal(t, []any{"b", "c"}, fromA["survivors"], "a sees b's elimination")
+			require.NoError(t, stopA())
+			require.NoError(t, stopB())
+
+			c, stopC, logs := start(t, "-db", spec)
+			assert.Contains(t, logs.String(), `"sessions_recovered"`)
+			_, fromC := call(t, "GET", c+"/v1/sessions/"+id, "")
+			assert.Equal(t, fromA, fromC, "the session survived the restart")
+			require.NoError(t, stopC())
+		})
+	}
+	var out bytes.Buffer
+	assert.Error(t, run(context.Background(), []string{"-db", "mysql://x"}, &out, nil))
+	assert.Error(t, run(context.Background(), []string{"-db", "sqlite:"}, &out, nil))
+	assert.Error(t, run(context.Background(), []string{"-db", "sqlite:x.db", "-data", t.TempDir()}, &out, nil))
 }
