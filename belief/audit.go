@@ -81,6 +81,18 @@ func (e AuditEntry) Canonical() ([]byte, error) {
 // survivors_before_hash, ts, verb). Payload and outcome are
 // canonicalised, so an entry decoded from any JSON spelling hashes alike.
 func (e *AuditEntry) appendCanonical(b []byte, withHash bool) ([]byte, error) {
+	return e.appendCanonicalMode(b, withHash, false)
+}
+
+// appendCanonicalTrusted is appendCanonical without the hash member for an
+// entry built by a transition: its payload and outcome are canonical JSON
+// as built (canon.Marshal or the canonical encoders), so they are copied
+// rather than checked again. Strings are still checked for UTF-8.
+func (e *AuditEntry) appendCanonicalTrusted(b []byte) ([]byte, error) {
+	return e.appendCanonicalMode(b, false, true)
+}
+
+func (e *AuditEntry) appendCanonicalMode(b []byte, withHash, trusted bool) ([]byte, error) {
 	for _, s := range [...]string{e.EventID, e.SessionID, e.Notes, string(e.Verb)} {
 		if !utf8.ValidString(s) {
 			return nil, fmt.Errorf("%w: audit entry: invalid UTF-8", ErrInvalidRequest)
@@ -113,11 +125,15 @@ func (e *AuditEntry) appendCanonical(b []byte, withHash bool) ([]byte, error) {
 	}
 	var err error
 	b = append(b, `,"outcome":`...)
-	if b, err = appendRaw(b, e.Outcome); err != nil {
+	if trusted && len(e.Outcome) > 0 {
+		b = append(b, e.Outcome...)
+	} else if b, err = appendRaw(b, e.Outcome); err != nil {
 		return nil, fmt.Errorf("%w: audit entry outcome: %v", ErrInvalidRequest, err)
 	}
 	b = append(b, `,"payload":`...)
-	if b, err = appendRaw(b, e.Payload); err != nil {
+	if trusted && len(e.Payload) > 0 {
+		b = append(b, e.Payload...)
+	} else if b, err = appendRaw(b, e.Payload); err != nil {
 		return nil, fmt.Errorf("%w: audit entry payload: %v", ErrInvalidRequest, err)
 	}
 	b = append(b, `,"prev_event_hash":"`...)

@@ -82,7 +82,7 @@ func (s State) Apply(e AuditEntry) (State, error) {
 	case VerbEliminate:
 		var req EliminateRequest
 		if err = decodePayload(e.Payload, &req); err == nil {
-			next, _, produced, err = s.Eliminate(req, st)
+			next, _, produced, err = s.eliminate(req, st)
 		}
 	case VerbEnterObligation:
 		var req ObligationRequest

@@ -264,6 +264,25 @@ func (s *Session) Log() *trace.Log { return s.log }
 // s.head. Each is verified as a trace entry (trace.Verifier) and replayed
 // as an audit event (State.Apply). s.mu must be held.
 func (s *Session) catchUp(ctx context.Context) error {
+	// Fast path: when the store's head is the one s.state reflects there
+	// is nothing to read. Head is one cheap call (a read lock for memory,
+	// one query for SQL) where Entries would set up an iteration.
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	h, err := s.log.Store().Head(ctx)
+	if err != nil {
+		return err
+	}
+	if h == s.head {
+		return nil
+	}
+	return s.catchUpEntries(ctx)
+}
+
+// catchUpEntries is the slow path of catchUp: it reads and applies every
+// entry after s.head. s.mu must be held.
+func (s *Session) catchUpEntries(ctx context.Context) error {
 	v := trace.NewVerifier(s.head)
 	state := s.state
 	for e, err := range s.log.Entries(ctx, s.head.Size) {
@@ -315,9 +334,13 @@ func (s *Session) append(ctx context.Context, ev *AuditEntry, at time.Time) erro
 // expected head, transition, append; on a trace conflict (another writer
 // appended first) it catches up and runs the transition again.
 func (s *Session) mutate(ctx context.Context, opts []CallOption, step func(State, Stamp) (State, *AuditEntry, error)) (State, error) {
-	var o callOptions
-	for _, f := range opts {
-		f(&o)
+	var expectHead string
+	if len(opts) > 0 {
+		o := new(callOptions) // escapes into the options; only built when there are any
+		for _, f := range opts {
+			f(o)
+		}
+		expectHead = o.expectHead
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -325,10 +348,10 @@ func (s *Session) mutate(ctx context.Context, opts []CallOption, step func(State
 		if err := s.catchUp(ctx); err != nil {
 			return s.state, err
 		}
-		if o.expectHead != "" {
-			if head, _ := s.state.Head(); head != o.expectHead {
+		if expectHead != "" {
+			if head, _ := s.state.Head(); head != expectHead {
 				return s.state, &Error{Err: ErrStaleHead,
-					Message: fmt.Sprintf("audit head is %q, expected %q", head, o.expectHead),
+					Message: fmt.Sprintf("audit head is %q, expected %q", head, expectHead),
 					Details: map[string]any{"audit_head_event_id": head}}
 			}
 		}
@@ -381,7 +404,7 @@ func (s *Session) Events(ctx context.Context, since string) ([]AuditEntry, error
 func (s *Session) Eliminate(ctx context.Context, req EliminateRequest, opts ...CallOption) (EliminateResult, State, error) {
 	var r EliminateResult
 	st, err := s.mutate(ctx, opts, func(cur State, stamp Stamp) (State, *AuditEntry, error) {
-		next, res, ev, err := cur.Eliminate(req, stamp)
+		next, res, ev, err := cur.eliminate(req, stamp)
 		r = res
 		return next, ev, err
 	})

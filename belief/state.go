@@ -270,7 +270,7 @@ func (p *state) commitRaw(next *state, verb Verb, pb, ob []byte, delta []string,
 		PrevEventHash:       p.headHash,
 	}
 	e.SurvivorsAfterHash = survivorsHash(next.sp, next.alive, next.id, p.headHash)
-	raw, err := e.appendCanonical(make([]byte, 0, 480+len(pb)+len(ob)+len(next.id)), false)
+	raw, err := e.appendCanonicalTrusted(make([]byte, 0, 480+len(pb)+len(ob)+len(next.id)))
 	if err != nil {
 		return AuditEntry{}, &Error{Err: ErrInvalidRequest, Message: err.Error()}
 	}
@@ -301,7 +301,9 @@ func Declare(sessionID string, req DeclareRequest, st Stamp) (State, *AuditEntry
 		vs = append(vs, Violation{"hypotheses", "must not be empty"})
 	}
 	for i, h := range req.Hypotheses {
-		vs = checkString(vs, fmt.Sprintf("hypotheses[%d]", i), h, false)
+		if !utf8.ValidString(h) { // the path is formatted only for a violation
+			vs = checkString(vs, fmt.Sprintf("hypotheses[%d]", i), h, false)
+		}
 	}
 	o := req.Ontology
 	vs = checkString(vs, "ontology.hypothesis_space_id", o.HypothesisSpaceID, false)
@@ -382,6 +384,17 @@ func appendStrings(b []byte, ids []string) []byte {
 // body is CONFLICT. A new key that eliminates nothing new is recorded with
 // an empty delta. Eliminating every survivor is allowed.
 func (s State) Eliminate(req EliminateRequest, st Stamp) (State, EliminateResult, *AuditEntry, error) {
+	next, res, e, err := s.eliminate(req, st)
+	if e != nil {
+		e = published(*e)
+	}
+	return next, res, e, err
+}
+
+// eliminate is Eliminate returning the recorded entry itself (the head of
+// the new state's log, which the caller must not modify) rather than a
+// published copy: the shell only reads its verb and canonical bytes.
+func (s State) eliminate(req EliminateRequest, st Stamp) (State, EliminateResult, *AuditEntry, error) {
 	p, err := s.live()
 	if err != nil {
 		return s, EliminateResult{}, nil, err
@@ -390,7 +403,9 @@ func (s State) Eliminate(req EliminateRequest, st Stamp) (State, EliminateResult
 	vs = checkString(vs, "source_id", req.SourceID, true)
 	vs = checkString(vs, "observation_id", req.ObservationID, true)
 	for i, h := range req.Eliminated {
-		vs = checkString(vs, fmt.Sprintf("eliminated[%d]", i), h, false)
+		if !utf8.ValidString(h) { // the path is formatted only for a violation
+			vs = checkString(vs, fmt.Sprintf("eliminated[%d]", i), h, false)
+		}
 	}
 	just, vs := checkObject(vs, "justification", req.Justification)
 	vs = checkStamp(vs, st)
@@ -474,7 +489,7 @@ func (s State) Eliminate(req EliminateRequest, st Stamp) (State, EliminateResult
 	next.obs = p.obs.put(obsRecord{key: key, fingerprint: fp, applied: slices.Clone(applied),
 		ignored: slices.Clone(ignored), eventID: e.EventID})
 	return State{&next}, EliminateResult{Applied: applied, Ignored: ignored, AuditEventID: e.EventID},
-		published(e), nil
+		&next.events.e, nil
 }
 
 func (p *state) eliminations() int { return len(p.sp.ids) - p.n }

@@ -54,7 +54,23 @@ const (
 // Kind returns the trace kind under which events of this verb are
 // recorded: "belief." followed by the verb in lower case
 // ("belief.eliminate").
-func (v Verb) Kind() string { return "belief." + strings.ToLower(string(v)) }
+func (v Verb) Kind() string {
+	switch v { // the recorded verbs, without building a string per event
+	case VerbDeclareSession:
+		return "belief.declare_session"
+	case VerbEliminate:
+		return "belief.eliminate"
+	case VerbEnterObligation:
+		return "belief.enter_obligation"
+	case VerbRequestExit:
+		return "belief.request_exit"
+	case VerbDeclareConclusion:
+		return "belief.declare_conclusion"
+	case VerbRequestTermination:
+		return "belief.request_termination"
+	}
+	return "belief." + strings.ToLower(string(v))
+}
 
 func verbOfKind(kind string) (Verb, bool) {
 	for _, v := range []Verb{VerbDeclareSession, VerbEliminate, VerbEnterObligation,
