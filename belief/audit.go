@@ -81,18 +81,51 @@ func (e AuditEntry) Canonical() ([]byte, error) {
 // survivors_before_hash, ts, verb). Payload and outcome are
 // canonicalised, so an entry decoded from any JSON spelling hashes alike.
 func (e *AuditEntry) appendCanonical(b []byte, withHash bool) ([]byte, error) {
-	return e.appendCanonicalMode(b, withHash, false)
+	b, err := e.appendHead(b, withHash)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, `,"outcome":`...)
+	if b, err = appendRaw(b, e.Outcome); err != nil {
+		return nil, fmt.Errorf("%w: audit entry outcome: %v", ErrInvalidRequest, err)
+	}
+	b = append(b, `,"payload":`...)
+	if b, err = appendRaw(b, e.Payload); err != nil {
+		return nil, fmt.Errorf("%w: audit entry payload: %v", ErrInvalidRequest, err)
+	}
+	return e.appendTail(b), nil
 }
 
 // appendCanonicalTrusted is appendCanonical without the hash member for an
-// entry built by a transition: its payload and outcome are canonical JSON
-// as built (canon.Marshal or the canonical encoders), so they are copied
-// rather than checked again. Strings are still checked for UTF-8.
-func (e *AuditEntry) appendCanonicalTrusted(b []byte) ([]byte, error) {
-	return e.appendCanonicalMode(b, false, true)
+// entry built by a transition, whose outcome and payload (passed apart
+// from e, which does not hold them yet) are canonical JSON as built
+// (canon.Marshal or the canonical encoders): they are copied rather than
+// checked again (empty is null). Strings are still checked for UTF-8. It
+// returns where the outcome and payload start in b, so that the entry can
+// point into its canonical bytes instead of holding copies, and it
+// retains neither, so they may live in scratch space.
+func (e *AuditEntry) appendCanonicalTrusted(b, outcome, payload []byte) (out []byte, outcomeAt, payloadAt int, err error) {
+	if b, err = e.appendHead(b, false); err != nil {
+		return nil, 0, 0, err
+	}
+	b = append(b, `,"outcome":`...)
+	outcomeAt = len(b)
+	if len(outcome) == 0 {
+		b = append(b, "null"...)
+	}
+	b = append(b, outcome...)
+	b = append(b, `,"payload":`...)
+	payloadAt = len(b)
+	if len(payload) == 0 {
+		b = append(b, "null"...)
+	}
+	b = append(b, payload...)
+	return e.appendTail(b), outcomeAt, payloadAt, nil
 }
 
-func (e *AuditEntry) appendCanonicalMode(b []byte, withHash, trusted bool) ([]byte, error) {
+// appendHead writes the members before outcome: delta, event_hash (if
+// withHash), event_id and notes.
+func (e *AuditEntry) appendHead(b []byte, withHash bool) ([]byte, error) {
 	for _, s := range [...]string{e.EventID, e.SessionID, e.Notes, string(e.Verb)} {
 		if !utf8.ValidString(s) {
 			return nil, fmt.Errorf("%w: audit entry: invalid UTF-8", ErrInvalidRequest)
@@ -123,19 +156,12 @@ func (e *AuditEntry) appendCanonicalMode(b []byte, withHash, trusted bool) ([]by
 		b = append(b, `,"notes":`...)
 		b = canon.AppendString(b, e.Notes)
 	}
-	var err error
-	b = append(b, `,"outcome":`...)
-	if trusted && len(e.Outcome) > 0 {
-		b = append(b, e.Outcome...)
-	} else if b, err = appendRaw(b, e.Outcome); err != nil {
-		return nil, fmt.Errorf("%w: audit entry outcome: %v", ErrInvalidRequest, err)
-	}
-	b = append(b, `,"payload":`...)
-	if trusted && len(e.Payload) > 0 {
-		b = append(b, e.Payload...)
-	} else if b, err = appendRaw(b, e.Payload); err != nil {
-		return nil, fmt.Errorf("%w: audit entry payload: %v", ErrInvalidRequest, err)
-	}
+	return b, nil
+}
+
+// appendTail writes the members after payload, prev_event_hash to verb,
+// and closes the object.
+func (e *AuditEntry) appendTail(b []byte) []byte {
 	b = append(b, `,"prev_event_hash":"`...)
 	b = hex.AppendEncode(b, e.PrevEventHash[:])
 	b = append(b, `","seq":`...)
@@ -150,7 +176,7 @@ func (e *AuditEntry) appendCanonicalMode(b []byte, withHash, trusted bool) ([]by
 	b = e.Time.UTC().AppendFormat(b, TimeFormat)
 	b = append(b, `","verb":`...)
 	b = canon.AppendString(b, string(e.Verb))
-	return append(b, '}'), nil
+	return append(b, '}')
 }
 
 // appendRaw appends a JSON value in canonical form; absent is null.

@@ -6,6 +6,7 @@ import (
 	"hash"
 	"math/bits"
 	"slices"
+	"sync"
 
 	"github.com/verity-go/verity/internal/canon"
 )
@@ -104,15 +105,31 @@ func nextClear(set []uint64, i, n int) int {
 // (survivors, session id, previous hash) triples never share the hashed
 // bytes whatever characters the ids contain.
 func survivorsHash(sp *space, set []uint64, sessionID string, prev Hash) Hash {
-	h := sha256.New()
-	writeSurvivors(h, sp, set, sessionID, prev)
+	sh := survivorsHashers.Get().(*survivorsHasher)
+	sh.h.Reset()
+	sh.buf = writeSurvivors(sh.h, sh.buf[:0], sp, set, sessionID, prev)
 	var out Hash
-	h.Sum(out[:0])
+	sh.buf = sh.h.Sum(sh.buf[:0]) // into the pooled buffer: out would escape
+	copy(out[:], sh.buf)
+	if cap(sh.buf) <= 1024 { // keep only small prefix buffers
+		survivorsHashers.Put(sh)
+	}
 	return out
 }
 
-func writeSurvivors(h hash.Hash, sp *space, set []uint64, sessionID string, prev Hash) {
-	buf := make([]byte, 0, 128+len(sessionID))
+// survivorsHasher is the reusable state of one survivors hash: the digest
+// and the buffer of the object's prefix. Pooled, so that a hash allocates
+// nothing; the pool holds no session data beyond one call.
+type survivorsHasher struct {
+	h   hash.Hash
+	buf []byte
+}
+
+var survivorsHashers = sync.Pool{New: func() any { return &survivorsHasher{h: sha256.New(), buf: make([]byte, 0, 256)} }}
+
+// writeSurvivors writes the canonical survivors object to h, building its
+// prefix in buf, which it returns for reuse.
+func writeSurvivors(h hash.Hash, buf []byte, sp *space, set []uint64, sessionID string, prev Hash) []byte {
 	buf = append(buf, `{"prev_event_hash":"`...)
 	buf = hex.AppendEncode(buf, prev[:])
 	buf = append(buf, `","session_id":`...)
@@ -131,7 +148,9 @@ func writeSurvivors(h hash.Hash, sp *space, set []uint64, sessionID string, prev
 		h.Write(chunk)
 		i = nextSet(set, j, n)
 	}
-	h.Write([]byte("]}"))
+	buf = append(buf[:0], "]}"...)
+	h.Write(buf)
+	return buf
 }
 
 // SurvivorsHash computes the survivors hash of §1.1 for an arbitrary list

@@ -262,18 +262,22 @@ func (p *state) commitRaw(next *state, verb Verb, pb, ob []byte, delta []string,
 		SessionID:           next.id,
 		Time:                st.Time.UTC(),
 		Verb:                verb,
-		Payload:             pb,
-		Outcome:             ob,
 		SurvivorsBeforeHash: p.survHash,
 		Eliminated:          delta,
 		Notes:               notes,
 		PrevEventHash:       p.headHash,
 	}
 	e.SurvivorsAfterHash = survivorsHash(next.sp, next.alive, next.id, p.headHash)
-	raw, err := e.appendCanonicalTrusted(make([]byte, 0, 480+len(pb)+len(ob)+len(next.id)))
+	raw, oAt, pAt, err := e.appendCanonicalTrusted(make([]byte, 0, 480+len(pb)+len(ob)+len(next.id)), ob, pb)
 	if err != nil {
 		return AuditEntry{}, &Error{Err: ErrInvalidRequest, Message: err.Error()}
 	}
+	// Payload and outcome are copied verbatim into raw: the entry points
+	// at them there (capacity-limited), so pb and ob may be scratch space.
+	// (Neither is ever empty; an empty one would be written as null and is
+	// kept empty.)
+	e.Payload = raw[pAt : pAt+len(pb) : pAt+len(pb)]
+	e.Outcome = raw[oAt : oAt+len(ob) : oAt+len(ob)]
 	e.raw = raw
 	e.EventHash = sha256.Sum256(raw)
 	next.survHash = e.SurvivorsAfterHash
@@ -344,7 +348,8 @@ func Declare(sessionID string, req DeclareRequest, st Stamp) (State, *AuditEntry
 // SHA-256 over the canonical {"eliminated":[the ids as a sorted set],
 // "justification":<canonical object or null>}.
 func fingerprint(sp *space, idx []int32, just json.RawMessage) Hash {
-	b := make([]byte, 0, 64+len(just)+16*len(idx))
+	var scratch [256]byte // on the stack unless the body outgrows it
+	b := scratch[:0]
 	b = append(b, `{"eliminated":[`...)
 	for i, x := range idx {
 		if i > 0 {
@@ -464,8 +469,11 @@ func (s State) eliminate(req EliminateRequest, st Stamp) (State, EliminateResult
 	// The payload and outcome are written in canonical member order by
 	// hand: ELIMINATE is the hot path. Every string was checked for UTF-8
 	// above and justification is canonical already.
-	pb := make([]byte, 0, 96+len(just)+len(req.SourceID)+len(req.ObservationID)+16*len(req.Eliminated))
-	pb = append(pb, `{"eliminated":`...)
+	// pb and ob are built one after the other in a scratch buffer (on the
+	// stack unless they outgrow it): commitRaw copies them into the
+	// entry's canonical bytes.
+	var scratch [512]byte
+	pb := append(scratch[:0], `{"eliminated":`...)
 	pb = appendStrings(pb, req.Eliminated)
 	if just != nil {
 		pb = append(pb, `,"justification":`...)
@@ -476,8 +484,7 @@ func (s State) eliminate(req EliminateRequest, st Stamp) (State, EliminateResult
 	pb = append(pb, `,"source_id":`...)
 	pb = canon.AppendString(pb, req.SourceID)
 	pb = append(pb, '}')
-	ob := make([]byte, 0, 48+16*len(idx))
-	ob = append(ob, `{"applied_eliminated":`...)
+	ob := append(pb[len(pb):], `{"applied_eliminated":`...)
 	ob = appendStrings(ob, applied)
 	ob = append(ob, `,"ignored_eliminated":`...)
 	ob = appendStrings(ob, ignored)
