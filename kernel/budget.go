@@ -1,6 +1,9 @@
 package kernel
 
-import "fmt"
+import (
+	"fmt"
+	"sync/atomic"
+)
 
 // Budget is the budget controller of T1 and T4 as an immutable value: a
 // limit B0, the gross amount ever charged, the amount refunded, and a
@@ -14,7 +17,7 @@ import "fmt"
 // refunded.
 type Budget struct {
 	limit, gross, refunded Cost
-	ledger                 *hnode[ledgerEntry]
+	ledger                 ledger
 	entries                int
 }
 
@@ -68,20 +71,20 @@ func (b Budget) Charge(id string, c Cost) (Budget, error) {
 	if !ok {
 		return b, fmt.Errorf("%w: gross spend overflows", ErrOverflow)
 	}
-	ledger, old := hamtPut(b.ledger, keyHash(id), id, ledgerEntry{charged: c}, nil)
-	if old != nil {
+	h := keyHash(id)
+	if _, dup := b.ledger.get(h, id); dup {
 		return b, fmt.Errorf("%w: %q", ErrDuplicateExecution, id)
 	}
-	return Budget{limit: b.limit, gross: Cost(gross), refunded: b.refunded, ledger: ledger, entries: b.entries + 1}, nil
+	return Budget{limit: b.limit, gross: Cost(gross), refunded: b.refunded, ledger: b.ledger.put(h, id, ledgerEntry{charged: c}), entries: b.entries + 1}, nil
 }
 
 // Charged returns what execution id was charged and refunded so far.
 func (b Budget) Charged(id string) (charged, refunded Cost, ok bool) {
-	l := hamtGet(b.ledger, keyHash(id), id)
-	if l == nil {
+	l, ok := b.ledger.get(keyHash(id), id)
+	if !ok {
 		return 0, 0, false
 	}
-	return l.val.charged, l.val.refunded, true
+	return l.charged, l.refunded, true
 }
 
 // Refund gives back amount of what execution id was charged. It fails with
@@ -92,43 +95,157 @@ func (b Budget) Refund(id string, amount Cost) (Budget, error) {
 		return b, fmt.Errorf("%w: negative refund %s", ErrInvalidCost, amount)
 	}
 	h := keyHash(id)
-	l := hamtGet(b.ledger, h, id)
-	if l == nil {
+	l, ok := b.ledger.get(h, id)
+	if !ok {
 		return b, fmt.Errorf("%w: %q", ErrUnknownExecution, id)
 	}
-	if amount > l.val.charged-l.val.refunded {
+	if amount > l.charged-l.refunded {
 		return b, fmt.Errorf("%w: %q was charged %s, refunded %s, asked %s",
-			ErrRefundTooLarge, id, l.val.charged, l.val.refunded, amount)
+			ErrRefundTooLarge, id, l.charged, l.refunded, amount)
 	}
-	ledger, _ := hamtPut(b.ledger, h, id, ledgerEntry{charged: l.val.charged, refunded: l.val.refunded + amount, rolledBack: l.val.rolledBack}, nil)
+	ledger := b.ledger.put(h, id, ledgerEntry{charged: l.charged, refunded: l.refunded + amount, rolledBack: l.rolledBack})
 	return Budget{limit: b.limit, gross: b.gross, refunded: b.refunded + amount, ledger: ledger, entries: b.entries}, nil
 }
 
 // RolledBack reports whether execution id was rolled back.
 func (b Budget) RolledBack(id string) bool {
-	l := hamtGet(b.ledger, keyHash(id), id)
-	return l != nil && l.val.rolledBack
+	l, ok := b.ledger.get(keyHash(id), id)
+	return ok && l.rolledBack
 }
 
 // rollback refunds everything execution id was charged and not yet
 // refunded, exactly once.
 func (b Budget) rollback(id string) (Budget, Cost, error) {
 	h := keyHash(id)
-	l := hamtGet(b.ledger, h, id)
-	if l == nil {
+	l, ok := b.ledger.get(h, id)
+	if !ok {
 		return b, 0, fmt.Errorf("%w: %q", ErrUnknownExecution, id)
 	}
-	if l.val.rolledBack {
+	if l.rolledBack {
 		return b, 0, fmt.Errorf("%w: %q", ErrAlreadyRolledBack, id)
 	}
-	nb, amount := b.rollbackLeaf(h, l)
+	nb, amount := b.rollbackEntry(h, id, l)
 	return nb, amount, nil
 }
 
-// rollbackLeaf is rollback for the ledger leaf l (hash h) of b, found and
-// checked (not rolled back) by the caller.
-func (b Budget) rollbackLeaf(h uint64, l *hleaf[ledgerEntry]) (Budget, Cost) {
-	amount := l.val.charged - l.val.refunded
-	ledger, _ := hamtPut(b.ledger, h, l.key, ledgerEntry{charged: l.val.charged, refunded: l.val.charged, rolledBack: true}, nil)
+// rollbackEntry is rollback for the ledger entry l of id (hash h), found
+// and checked (not rolled back) by the caller.
+func (b Budget) rollbackEntry(h uint64, id string, l ledgerEntry) (Budget, Cost) {
+	amount := l.charged - l.refunded
+	ledger := b.ledger.put(h, id, ledgerEntry{charged: l.charged, refunded: l.charged, rolledBack: true})
 	return Budget{limit: b.limit, gross: b.gross, refunded: b.refunded + amount, ledger: ledger, entries: b.entries}, amount
+}
+
+// ledger is the persistent map execution id → ledgerEntry under a Budget:
+// a hash array mapped trie (root) of older entries plus a short tail of
+// the most recent puts, newest last. A key may appear in both and more
+// than once in the tail; the newest occurrence wins.
+//
+// The tail array is shared by successive versions: a version sees its
+// first n items only, and a put from the version that owns the array's
+// end (used == n, claimed with a compare-and-swap, so that of two puts from
+// the same version only one extends the array in place) writes item n and
+// returns a version with n+1; any other put copies the n items first. So
+// no item a version can see is ever written again, a put costs O(1) and
+// not a path copy of the trie, and once the tail is full its items go into
+// the trie in one batch (an owning builder, so a trie node is copied once
+// per batch rather than once per put).
+type ledger struct {
+	root *hnode[ledgerEntry]
+	tail *ledgerTail
+	n    int // items of tail this version sees
+}
+
+const ledgerTailCap = 32
+
+type ledgerTail struct {
+	used  atomic.Int32 // items written (claimed)
+	items []ledgerItem // len: capacity (a size class ≤ ledgerTailCap)
+}
+
+// newTail allocates a tail of at least n items (one allocation, the items
+// array rounded up to a size class, like newNode).
+func newTail(n int) *ledgerTail {
+	var t *ledgerTail
+	switch {
+	case n <= 4:
+		x := new(struct {
+			t ledgerTail
+			a [4]ledgerItem
+		})
+		t = &x.t
+		t.items = x.a[:]
+	case n <= 8:
+		x := new(struct {
+			t ledgerTail
+			a [8]ledgerItem
+		})
+		t = &x.t
+		t.items = x.a[:]
+	case n <= 16:
+		x := new(struct {
+			t ledgerTail
+			a [16]ledgerItem
+		})
+		t = &x.t
+		t.items = x.a[:]
+	default:
+		x := new(struct {
+			t ledgerTail
+			a [ledgerTailCap]ledgerItem
+		})
+		t = &x.t
+		t.items = x.a[:]
+	}
+	return t
+}
+
+type ledgerItem struct {
+	hash uint64
+	key  string
+	val  ledgerEntry
+}
+
+func (l ledger) get(h uint64, key string) (ledgerEntry, bool) {
+	for i := l.n - 1; i >= 0; i-- {
+		if it := &l.tail.items[i]; it.hash == h && it.key == key {
+			return it.val, true
+		}
+	}
+	if lf := hamtGet(l.root, h, key); lf != nil {
+		return lf.val, true
+	}
+	return ledgerEntry{}, false
+}
+
+func (l ledger) put(h uint64, key string, val ledgerEntry) ledger {
+	if l.tail != nil && l.n < len(l.tail.items) && l.tail.used.CompareAndSwap(int32(l.n), int32(l.n)+1) {
+		l.tail.items[l.n] = ledgerItem{hash: h, key: key, val: val}
+		l.n++
+		return l
+	}
+	root := l.root
+	var nt *ledgerTail
+	n := 0
+	if l.n == ledgerTailCap {
+		tok := new(byte)
+		for i := range l.n {
+			it := &l.tail.items[i]
+			root, _ = hamtPut(root, it.hash, it.key, it.val, tok)
+		}
+		nt = newTail(ledgerTailCap)
+	} else {
+		nt = newTail(2 * (l.n + 1))
+		n = copy(nt.items, l.tail.itemsTo(l.n))
+	}
+	nt.items[n] = ledgerItem{hash: h, key: key, val: val}
+	nt.used.Store(int32(n) + 1)
+	return ledger{root: root, tail: nt, n: n + 1}
+}
+
+func (t *ledgerTail) itemsTo(n int) []ledgerItem {
+	if t == nil {
+		return nil
+	}
+	return t.items[:n]
 }

@@ -5,7 +5,8 @@ import (
 	"math/bits"
 )
 
-// This file holds the persistent map under State and the budget ledger: a
+// This file holds the persistent map under State and the budget ledger
+// (which puts its recent entries in a short tail first, see ledger): a
 // hash array mapped trie (Bagwell) with path copying. An update copies the
 // nodes on one root-to-leaf path — O(log₃₂ n) of them — and shares the rest
 // with the previous version, so old versions stay valid and unchanged. The

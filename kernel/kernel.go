@@ -493,11 +493,11 @@ func (k *Kernel) Rollback(ks KernelState, s State, rec Record) (State, KernelSta
 		return s, ks, RollbackRecord{}, fmt.Errorf("%w: have %s, the execution produced %s", ErrFingerprintMismatch, got, rec.After)
 	}
 	h := keyHash(rec.ExecID)
-	l := hamtGet(ks.budget.ledger, h, rec.ExecID)
-	if l == nil {
+	l, ok := ks.budget.ledger.get(h, rec.ExecID)
+	if !ok {
 		return s, ks, RollbackRecord{}, fmt.Errorf("%w: %q", ErrUnknownExecution, rec.ExecID)
 	}
-	if l.val.rolledBack {
+	if l.rolledBack {
 		return s, ks, RollbackRecord{}, fmt.Errorf("%w: %q", ErrAlreadyRolledBack, rec.ExecID)
 	}
 	restored, err := ApplyEffects(s, rec.Inverse)
@@ -507,7 +507,7 @@ func (k *Kernel) Rollback(ks KernelState, s State, rec Record) (State, KernelSta
 	if restored.Fingerprint() != rec.Before {
 		return s, ks, RollbackRecord{}, fmt.Errorf("%w: restored %s, expected %s", ErrRollbackInexact, restored.Fingerprint(), rec.Before)
 	}
-	budget, charged := ks.budget.rollbackLeaf(h, l)
+	budget, charged := ks.budget.rollbackEntry(h, rec.ExecID, l)
 	next := KernelState{budget: budget, steps: ks.steps, emergency: ks.emergency, tag: ks.tag}
 	rr := RollbackRecord{
 		ExecID:  rec.ExecID,
