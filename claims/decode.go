@@ -209,7 +209,7 @@ func (d *decoder) time(m map[string]any, path, key string, required bool) time.T
 		return time.Time{}
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
+	if err != nil || !isRFC3339(s) {
 		d.add(p, RuleTime, "%q is not an RFC 3339 timestamp", s)
 		return time.Time{}
 	}
@@ -219,6 +219,49 @@ func (d *decoder) time(m map[string]any, path, key string, required bool) time.T
 		return time.Time{}
 	}
 	return t
+}
+
+// isRFC3339 reports whether s has the syntax of an RFC 3339 date-time
+// (section 5.6) with upper-case T and Z: time.Parse alone also accepts a
+// one-digit hour, a comma before the fraction and offsets such as +24:00.
+// Field ranges (month, day, hour, …) are left to time.Parse.
+func isRFC3339(s string) bool {
+	const base = "0000-00-00T00:00:00"
+	if len(s) < len(base)+1 {
+		return false
+	}
+	for i := range len(base) {
+		if c := base[i]; c == '0' {
+			if s[i] < '0' || s[i] > '9' {
+				return false
+			}
+		} else if s[i] != c {
+			return false
+		}
+	}
+	rest := s[len(base):]
+	if rest[0] == '.' {
+		i := 1
+		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+			i++
+		}
+		if i == 1 {
+			return false
+		}
+		rest = rest[i:]
+	}
+	if rest == "Z" {
+		return true
+	}
+	if len(rest) != 6 || (rest[0] != '+' && rest[0] != '-') || rest[3] != ':' {
+		return false
+	}
+	for _, i := range []int{1, 2, 4, 5} {
+		if rest[i] < '0' || rest[i] > '9' {
+			return false
+		}
+	}
+	return rest[1:3] < "24" && rest[4:6] < "60"
 }
 
 func enum[T ~string](d *decoder, m map[string]any, path, key string, valid func(T) bool, def T) T {
