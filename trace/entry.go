@@ -98,7 +98,7 @@ var (
 // what was expected there and what was found.
 type ChainBreakError struct {
 	Index    uint64
-	Field    string // "seq", "prev" or "hash"
+	Field    string // "seq", "prev", "time" or "hash"
 	Expected string
 	Actual   string
 }
@@ -275,6 +275,11 @@ func (v *Verifier) Add(e Entry) error {
 	}
 	if e.Prev != v.head.Hash {
 		return &ChainBreakError{Index: idx, Field: "prev", Expected: v.head.Hash.String(), Actual: e.Prev.String()}
+	}
+	// The wire form has a four-digit year: a time outside 0000-9999 would
+	// hash like another time, so it cannot be covered by the hash.
+	if err := validTime(e.Time); err != nil {
+		return &ChainBreakError{Index: idx, Field: "time", Expected: "a time in years 0000-9999", Actual: e.Time.UTC().Format(time.RFC3339Nano)}
 	}
 	if got := EntryHash(e); got != e.Hash {
 		return &ChainBreakError{Index: idx, Field: "hash", Expected: got.String(), Actual: e.Hash.String()}

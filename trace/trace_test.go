@@ -643,3 +643,46 @@ func FuzzEntryJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestVerifyRejectsTimeOutsideWireForm: the wire form of a time has a
+// four-digit year, so a time outside 0000-9999 would hash like another time
+// (year 12026 like 2026). Verify must not accept such an entry, or the time
+// field would not be covered by the hash.
+func TestVerifyRejectsTimeOutsideWireForm(t *testing.T) {
+	e := buildChain(t, 1)[0]
+	for _, years := range []int{10000, -3000} {
+		forged := e
+		forged.Time = e.Time.AddDate(years, 0, 0)
+		_, err := Verify([]Entry{forged})
+		var cb *ChainBreakError
+		require.ErrorAs(t, err, &cb, "time moved by %d years (%v) verified", years, forged.Time)
+		assert.Equal(t, uint64(0), cb.Index)
+	}
+}
+
+// TestFileConcurrentClose: two goroutines closing a group-commit store at
+// once must not panic; one of them gets ErrClosed.
+func TestFileConcurrentClose(t *testing.T) {
+	for i := 0; i < 200; i++ {
+		s, err := OpenFile("log", FileOptions{FS: newFaultFS(), Sync: SyncGroup})
+		require.NoError(t, err)
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		start := make(chan struct{})
+		for j := range errs {
+			wg.Add(1)
+			go func() { defer wg.Done(); <-start; errs[j] = s.Close() }()
+		}
+		close(start)
+		wg.Wait()
+		nils := 0
+		for _, err := range errs {
+			if err == nil {
+				nils++
+			} else {
+				require.ErrorIs(t, err, ErrClosed)
+			}
+		}
+		require.Equal(t, 1, nils, "exactly one Close succeeds: %v", errs)
+	}
+}
