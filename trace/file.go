@@ -101,6 +101,7 @@ type File struct {
 	size    int64   // end of the last complete record
 	broken  error
 	closed  bool
+	closing bool // a Close is under way; a second one returns ErrClosed
 
 	// group commit
 	written, synced uint64 // records written / known durable
@@ -602,10 +603,11 @@ func (s *File) Entries(ctx context.Context, from uint64) iter.Seq2[Entry, error]
 // records durable and closes the file.
 func (s *File) Close() error {
 	s.mu.Lock()
-	if s.closed {
+	if s.closed || s.closing {
 		s.mu.Unlock()
 		return ErrClosed
 	}
+	s.closing = true
 	s.mu.Unlock()
 	if s.done != nil {
 		close(s.done)
