@@ -447,7 +447,9 @@ func highestTier(sorted []*Claim) *Claim {
 }
 
 func (ch *chain) user(g Gate) outcome {
-	v := g.Check(ch.out.Clone(), ch.ctx)
+	in := ch.out.Clone()
+	in.AuditTrail.Caveats = cloneSlice(ch.caveats) // the caveats so far, as Gate documents
+	v := g.Check(in, ch.ctx)
 	// A gate's strings go into the bundle: keep them valid UTF-8 and
 	// non-empty so that the evaluated bundle stays valid.
 	reason := strings.ToValidUTF8(v.Reason, "\uFFFD")

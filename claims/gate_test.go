@@ -363,6 +363,21 @@ func TestUserGates(t *testing.T) {
 	assert.Equal(t, ReadOnly, ev.Bundle.Claims[0].RiskTier)
 	assert.Equal(t, 0.9, in.Claims[0].EvidencePointers[0].SourceConfidence)
 	assert.Equal(t, append(append([]string{}, allGates[:4]...), "mut", GateHumanApproval), ev.Bundle.AuditTrail.GatesPassed)
+
+	// A gate sees the caveats added before it (Gate's contract), including
+	// those of an earlier user gate.
+	var seenCaveats []Note
+	looking := GateFunc("look", func(b ClaimBundle, c Context) Verdict {
+		seenCaveats = b.AuditTrail.Caveats
+		return Verdict{Recommendation: Execute}
+	})
+	explained := mkClaim("a", FactClaim, ReadOnly, 0.6, Execute, fact("a").EvidencePointers...)
+	ev, err = Evaluate(mkBundle(explained),
+		withGates(mk("g", Verdict{Recommendation: Explain, Reason: "note"}), looking), clearance(ReadOnly))
+	require.NoError(t, err)
+	require.Equal(t, DecisionPublish, ev.Decision)
+	require.Len(t, ev.Caveats, 2)
+	assert.Equal(t, ev.Caveats, seenCaveats)
 }
 
 func TestPolicyValidate(t *testing.T) {
