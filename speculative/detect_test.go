@@ -372,3 +372,45 @@ func TestKeyPrecheckNeverChangesTheAnswer(t *testing.T) {
 		}
 	})
 }
+
+// TestDetectBytesInTypedGoValues: a []byte holding JSON is checked as JSON
+// wherever it sits in a Go value. encoding/json writes a []byte field or
+// map value as base64, which hid the marker from the check although the
+// same bytes in a map[string]any are caught.
+func TestDetectBytesInTypedGoValues(t *testing.T) {
+	inner := []byte(`{"epistemic_status":"speculative"}`)
+	type payload struct {
+		ClaimID string `json:"claim_id"`
+		Raw     []byte `json:"raw"`
+	}
+	type wrapper struct {
+		Items []payload
+		Any   any
+	}
+	for _, tc := range []struct {
+		name string
+		v    any
+		want bool
+		path string
+	}{
+		{"struct field", payload{ClaimID: "c", Raw: inner}, true, "raw.epistemic_status"},
+		{"struct pointer", &payload{ClaimID: "c", Raw: inner}, true, "raw.epistemic_status"},
+		{"map of bytes", map[string][]byte{"p": inner}, true, "p.epistemic_status"},
+		{"slice of bytes", [][]byte{[]byte(`{}`), inner}, true, "[1].epistemic_status"},
+		{"nested", wrapper{Items: []payload{{ClaimID: "c"}, {ClaimID: "c", Raw: inner}}}, true, "Items[1].raw.epistemic_status"},
+		{"interface", wrapper{Any: map[string]any{"x": map[string][]byte{"y": inner}}}, true, "Any.x.y.epistemic_status"},
+		{"status key", struct {
+			Lane []byte `json:"lane"`
+		}{[]byte("speculative")}, true, "lane"},
+		{"clean struct", payload{ClaimID: "c", Raw: []byte(`{"a":1}`)}, false, ""},
+		{"clean map", map[string][]byte{"p": []byte(`plain text`)}, false, ""},
+	} {
+		f, found, err := Detect(tc.v)
+		require.NoError(t, err, tc.name)
+		assert.Equal(t, tc.want, found, tc.name)
+		assert.Equal(t, tc.want, IsSpeculative(tc.v), tc.name)
+		if tc.want {
+			assert.Equal(t, tc.path, f.Path, tc.name)
+		}
+	}
+}

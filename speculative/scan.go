@@ -2,8 +2,11 @@ package speculative
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -178,8 +181,127 @@ func (w *walker) value(v any, depth int, status string) bool {
 			}
 			return true
 		}
-		return w.bytes(b, depth, status)
+		if w.bytes(b, depth, status) {
+			return true
+		}
+		// encoding/json wrote every []byte inside v as base64, which hides
+		// the JSON it may hold: check those bytes as JSON too.
+		return w.goBytes(reflect.ValueOf(v), depth, status)
 	}
+}
+
+var (
+	jsonMarshalerType = reflect.TypeFor[json.Marshaler]()
+	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
+)
+
+// goBytes walks the part of a Go value that encoding/json encodes and checks
+// every []byte in it as Detect checks a []byte: as a JSON text, or as text
+// for the last-resort wire. Values with their own JSON or text encoding are
+// not entered (their encoding was walked already). Path segments follow
+// the JSON names of fields and the keys of maps.
+func (w *walker) goBytes(v reflect.Value, depth int, status string) bool {
+	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+		if v.IsNil() {
+			return false
+		}
+		v = v.Elem()
+	}
+	if !v.IsValid() || w.spend(1) {
+		return w.err != nil
+	}
+	t := v.Type()
+	if t.Implements(jsonMarshalerType) || t.Implements(textMarshalerType) ||
+		v.CanAddr() && (reflect.PointerTo(t).Implements(jsonMarshalerType) || reflect.PointerTo(t).Implements(textMarshalerType)) {
+		return false
+	}
+	switch v.Kind() {
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return w.bytes(v.Bytes(), depth, status)
+		}
+		fallthrough
+	case reflect.Array:
+		if depth >= MaxDepth {
+			return w.limit("depth", MaxDepth)
+		}
+		for i := 0; i < v.Len(); i++ {
+			w.path = append(w.path, seg{kind: segIndex, idx: i})
+			stop := w.goBytes(v.Index(i), depth+1, status)
+			w.path = w.path[:len(w.path)-1]
+			if stop {
+				return true
+			}
+		}
+	case reflect.Map:
+		if depth >= MaxDepth {
+			return w.limit("depth", MaxDepth)
+		}
+		keys := v.MapKeys()
+		names := make([]string, len(keys))
+		for i, k := range keys {
+			if k.Kind() == reflect.String {
+				names[i] = k.String()
+			} else {
+				names[i] = fmt.Sprint(k.Interface())
+			}
+		}
+		order := make([]int, len(keys))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortFunc(order, func(a, b int) int { return strings.Compare(names[a], names[b]) })
+		for _, i := range order {
+			if w.goMember(names[i], v.MapIndex(keys[i]), depth) {
+				return true
+			}
+		}
+	case reflect.Struct:
+		if depth >= MaxDepth {
+			return w.limit("depth", MaxDepth)
+		}
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			tag := f.Tag.Get("json")
+			if tag == "-" {
+				continue
+			}
+			name, _, _ := strings.Cut(tag, ",")
+			if f.Anonymous && name == "" {
+				ft := f.Type
+				if ft.Kind() == reflect.Pointer {
+					ft = ft.Elem()
+				}
+				if ft.Kind() == reflect.Struct {
+					// Promoted fields: no segment of their own.
+					if w.goBytes(v.Field(i), depth, "") {
+						return true
+					}
+					continue
+				}
+			}
+			if !f.IsExported() {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			if w.goMember(name, v.Field(i), depth) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (w *walker) goMember(name string, v reflect.Value, depth int) bool {
+	w.path = append(w.path, seg{kind: segString, str: name})
+	defer func() { w.path = w.path[:len(w.path)-1] }()
+	status := ""
+	if class, marker := classify(name); class == keyStatus {
+		status = marker
+	}
+	return w.goBytes(v, depth+1, status)
 }
 
 // bytes walks a []byte or json.RawMessage: a JSON text, or, when it is not
