@@ -1,15 +1,17 @@
 package claims
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/verity-go/verity/internal/canon"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -37,31 +39,52 @@ type Record struct {
 // bundle and approval with DecodeBundle and DecodeApproval rules, no
 // unknown fields).
 func DecodeRecord(payload []byte) (Record, error) {
-	var raw struct {
-		Actor     string          `json:"actor"`
-		Clearance RiskTier        `json:"clearance"`
-		Approval  *Approval       `json:"approval"`
-		Bundle    json.RawMessage `json:"bundle"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&raw); err != nil {
+	// canon rejects duplicate keys, invalid UTF-8 and trailing data, which
+	// encoding/json would accept; member names are then matched exactly,
+	// where encoding/json would ignore case.
+	if _, err := canon.Transform(payload); err != nil {
 		return Record{}, fmt.Errorf("%w: record: %w", ErrMalformed, err)
 	}
-	if dec.More() {
-		return Record{}, fmt.Errorf("%w: record: trailing data", ErrMalformed)
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(payload, &m); err != nil || m == nil {
+		return Record{}, fmt.Errorf("%w: record: not an object", ErrMalformed)
 	}
-	if !raw.Clearance.Valid() {
-		return Record{}, fmt.Errorf("%w: record: clearance %q", ErrMalformed, raw.Clearance)
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if k != "actor" && k != "clearance" && k != "approval" && k != "bundle" {
+			return Record{}, fmt.Errorf("%w: record: unknown field %q", ErrMalformed, k)
+		}
 	}
-	if raw.Bundle == nil {
+	var rec Record
+	if raw, ok := m["actor"]; ok {
+		if err := json.Unmarshal(raw, &rec.Actor); err != nil {
+			return Record{}, fmt.Errorf("%w: record: actor: %w", ErrMalformed, err)
+		}
+	}
+	if raw, ok := m["clearance"]; ok {
+		if err := json.Unmarshal(raw, &rec.Clearance); err != nil {
+			return Record{}, fmt.Errorf("%w: record: clearance: %w", ErrMalformed, err)
+		}
+	}
+	if !rec.Clearance.Valid() {
+		return Record{}, fmt.Errorf("%w: record: clearance %q", ErrMalformed, rec.Clearance)
+	}
+	if raw, ok := m["approval"]; ok && string(raw) != "null" {
+		a, err := DecodeApproval(raw)
+		if err != nil {
+			return Record{}, fmt.Errorf("%w: record: approval: %w", ErrMalformed, err)
+		}
+		rec.Approval = &a
+	}
+	raw, ok := m["bundle"]
+	if !ok {
 		return Record{}, fmt.Errorf("%w: record: no bundle", ErrMalformed)
 	}
-	b, err := DecodeBundle(raw.Bundle)
+	b, err := DecodeBundle(raw)
 	if err != nil {
 		return Record{}, err
 	}
-	return Record{Actor: raw.Actor, Clearance: raw.Clearance, Approval: raw.Approval, Bundle: b}, nil
+	rec.Bundle = b
+	return rec, nil
 }
 
 // Session is the shell around Evaluate and RecordApproval: it stamps times

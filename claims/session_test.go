@@ -143,7 +143,18 @@ func TestDecodeRecordRejects(t *testing.T) {
 	for _, in := range []string{`{}`, `{"actor":"a","clearance":"READ_ONLY"}`, `[]`, `{"actor":"a","clearance":"ROOT","bundle":{"origin_agent":"a","claims":[]}}`,
 		`{"actor":"a","clearance":"READ_ONLY","bundle":{"origin_agent":"a","claims":[]},"x":1}`,
 		`{"actor":"a","clearance":"READ_ONLY","bundle":{"origin_agent":"a","claims":[],"x":1}}`,
-		`{"actor":"a","clearance":"READ_ONLY","bundle":{"origin_agent":"a","claims":[]}} {}`} {
+		`{"actor":"a","clearance":"READ_ONLY","bundle":{"origin_agent":"a","claims":[]}} {}`,
+		// Strict like DecodeBundle: exact member names, no duplicate keys,
+		// nothing after the value.
+		`{"Actor":"a","clearance":"READ_ONLY","bundle":{"origin_agent":"a","claims":[]}}`,
+		`{"actor":"a","CLEARANCE":"READ_ONLY","bundle":{"origin_agent":"a","claims":[]}}`,
+		`{"actor":"a","clearance":"READ_ONLY","Bundle":{"origin_agent":"a","claims":[]}}`,
+		`{"actor":"a","actor":"b","clearance":"READ_ONLY","bundle":{"origin_agent":"a","claims":[]}}`,
+		`{"actor":"a","clearance":"READ_ONLY","clearance":"PRIVILEGE","bundle":{"origin_agent":"a","claims":[]}}`,
+		`{"actor":"a","clearance":"READ_ONLY","bundle":{"origin_agent":"a","claims":[]}} }`,
+		`{"actor":"a","clearance":"READ_ONLY","bundle":null}`,
+		`{"actor":1,"clearance":"READ_ONLY","bundle":{"origin_agent":"a","claims":[]}}`,
+		`{"actor":"a","clearance":"READ_ONLY","approval":{"approver":"x"},"bundle":{"origin_agent":"a","claims":[]}}`} {
 		_, err := DecodeRecord([]byte(in))
 		assert.ErrorIs(t, err, ErrMalformed, in)
 	}
