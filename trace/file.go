@@ -115,7 +115,9 @@ type File struct {
 // with its header, fsynced, and its directory fsynced. An existing file is
 // read and verified from the first byte: a torn final record is reported as
 // a *TornTailError (run RepairFile), any other damage as a
-// *CorruptRecordError or *ChainBreakError naming the entry.
+// *CorruptRecordError or *ChainBreakError naming the entry. A file that
+// verifies is fsynced, and so is its directory (an earlier open may have
+// created the file and failed before syncing it).
 func OpenFile(path string, opts FileOptions) (*File, error) {
 	if opts.FS == nil {
 		opts.FS = OSFS{}
@@ -125,10 +127,6 @@ func OpenFile(path string, opts FileOptions) (*File, error) {
 	}
 	if opts.GroupMaxDelay <= 0 {
 		opts.GroupMaxDelay = 2 * time.Millisecond
-	}
-	existed, err := opts.FS.Exists(path)
-	if err != nil {
-		return nil, err
 	}
 	f, err := opts.FS.OpenFile(path)
 	if err != nil {
@@ -141,7 +139,7 @@ func OpenFile(path string, opts FileOptions) (*File, error) {
 		return nil, err
 	}
 	if size == 0 {
-		if err := s.writeHeader(!existed); err != nil {
+		if err := s.writeHeader(); err != nil {
 			f.Close()
 			return nil, err
 		}
@@ -162,6 +160,13 @@ func OpenFile(path string, opts FileOptions) (*File, error) {
 			f.Close()
 			return nil, err
 		}
+		// The file may be one an earlier OpenFile created and failed to
+		// finish (or a crash interrupted) before its directory was synced;
+		// sync it so that the file itself survives a crash.
+		if err := s.fs.SyncDir(filepath.Dir(path)); err != nil {
+			f.Close()
+			return nil, err
+		}
 	}
 	s.written, s.synced = s.head.Size, s.head.Size
 	s.cond = sync.NewCond(&s.mu)
@@ -175,17 +180,17 @@ func OpenFile(path string, opts FileOptions) (*File, error) {
 	return s, nil
 }
 
-func (s *File) writeHeader(created bool) error {
+func (s *File) writeHeader() error {
 	if _, err := s.f.Write([]byte(fileMagic)); err != nil {
 		return err
 	}
 	if err := s.f.Sync(); err != nil {
 		return err
 	}
-	if created {
-		if err := s.fs.SyncDir(filepath.Dir(s.path)); err != nil {
-			return err
-		}
+	// Sync the directory even when the empty file existed already: an
+	// earlier OpenFile may have created it and failed before doing so.
+	if err := s.fs.SyncDir(filepath.Dir(s.path)); err != nil {
+		return err
 	}
 	s.size = int64(len(fileMagic))
 	return nil

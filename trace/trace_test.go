@@ -686,3 +686,24 @@ func TestFileConcurrentClose(t *testing.T) {
 		require.Equal(t, 1, nils, "exactly one Close succeeds: %v", errs)
 	}
 }
+
+// TestFileRetriedCreateSyncsDir: when creating a log fails after the file
+// exists (here its first fsync fails), opening it again must still make the
+// directory entry durable, or every entry acknowledged afterwards is lost
+// with the file in a crash.
+func TestFileRetriedCreateSyncsDir(t *testing.T) {
+	fs := newFaultFS()
+	fs.failSyncs = 1
+	_, err := OpenFile("log", FileOptions{FS: fs})
+	require.Error(t, err, "the injected fsync failure fails the create")
+	s, err := OpenFile("log", FileOptions{FS: fs})
+	require.NoError(t, err)
+	es := buildChain(t, 1)
+	require.NoError(t, s.Append(context.Background(), es[0]), "acknowledged as durable")
+	fs.crash(0)
+	s, err = OpenFile("log", FileOptions{FS: fs})
+	require.NoError(t, err)
+	h, err := s.Head(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), h.Size, "the acknowledged entry survives the crash")
+}
