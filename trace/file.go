@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"iter"
 	"path/filepath"
 	"sync"
@@ -645,10 +646,17 @@ type RepairResult struct {
 // bytes are first written and fsynced to path+".torn-<offset>" so nothing
 // is lost. Damage anywhere before the final record is not repaired: the
 // *CorruptRecordError or *ChainBreakError is returned and the file is left
-// alone. A log with no torn tail is left alone too.
+// alone. A log with no torn tail (an empty file too) is left alone, and a
+// missing one is an error wrapping fs.ErrNotExist.
 func RepairFile(path string, fsys FS) (RepairResult, error) {
 	if fsys == nil {
 		fsys = OSFS{}
+	}
+	// FS.OpenFile creates a missing file; repairing one must not.
+	if ok, err := fsys.Exists(path); err != nil {
+		return RepairResult{}, err
+	} else if !ok {
+		return RepairResult{}, fmt.Errorf("trace: repair %s: %w", path, fs.ErrNotExist)
 	}
 	f, err := fsys.OpenFile(path)
 	if err != nil {
@@ -658,6 +666,9 @@ func RepairFile(path string, fsys FS) (RepairResult, error) {
 	size, err := f.Size()
 	if err != nil {
 		return RepairResult{}, err
+	}
+	if size == 0 { // nothing written yet, nothing torn (OpenFile writes the header)
+		return RepairResult{}, nil
 	}
 	sc, err := scanFile(path, f, size)
 	if err != nil {

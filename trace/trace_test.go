@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -706,4 +707,22 @@ func TestFileRetriedCreateSyncsDir(t *testing.T) {
 	h, err := s.Head(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, uint64(1), h.Size, "the acknowledged entry survives the crash")
+}
+
+// TestRepairFileLeavesMissingAndEmptyAlone: there is nothing torn in a
+// missing or empty file, so RepairFile creates neither it nor a side file.
+func TestRepairFileLeavesMissingAndEmptyAlone(t *testing.T) {
+	fs := newFaultFS()
+	_, err := RepairFile("missing", fs)
+	require.ErrorIs(t, err, iofs.ErrNotExist)
+	ok, _ := fs.Exists("missing")
+	assert.False(t, ok, "RepairFile created the log")
+
+	fs.OpenFile("empty")
+	fs.setBytes("empty", nil)
+	res, err := RepairFile("empty", fs)
+	require.NoError(t, err)
+	assert.Equal(t, RepairResult{}, res)
+	ok, _ = fs.Exists("empty.torn-0")
+	assert.False(t, ok, "RepairFile wrote a side file for an empty log")
 }
