@@ -106,21 +106,84 @@ func popBelow(bitmap, bit uint32) int {
 	return c
 }
 
+// newNode returns a node whose slots (length 0, capacity at least n)
+// share its allocation: one allocation per copied node instead of two.
+func newNode(bitmap uint32, n int) *hamtNode {
+	var out *hamtNode
+	switch {
+	case n <= 1:
+		x := &struct {
+			hamtNode
+			a [1]hamtSlot
+		}{}
+		out = &x.hamtNode
+		out.slots = x.a[:0]
+	case n <= 2:
+		x := &struct {
+			hamtNode
+			a [2]hamtSlot
+		}{}
+		out = &x.hamtNode
+		out.slots = x.a[:0]
+	case n <= 4:
+		x := &struct {
+			hamtNode
+			a [4]hamtSlot
+		}{}
+		out = &x.hamtNode
+		out.slots = x.a[:0]
+	case n <= 8:
+		x := &struct {
+			hamtNode
+			a [8]hamtSlot
+		}{}
+		out = &x.hamtNode
+		out.slots = x.a[:0]
+	case n <= 16:
+		x := &struct {
+			hamtNode
+			a [16]hamtSlot
+		}{}
+		out = &x.hamtNode
+		out.slots = x.a[:0]
+	default:
+		x := &struct {
+			hamtNode
+			a [32]hamtSlot
+		}{}
+		out = &x.hamtNode
+		out.slots = x.a[:0]
+	}
+	out.bitmap = bitmap
+	return out
+}
+
+// newLeaf returns a leaf holding r alone, in one allocation.
+func newLeaf(h uint64, r obsRecord) *hamtLeaf {
+	x := &struct {
+		hamtLeaf
+		a [1]obsRecord
+	}{}
+	x.a[0] = r
+	x.hash, x.recs = h, x.a[:]
+	return &x.hamtLeaf
+}
+
 func insert(n *hamtNode, h uint64, shift uint, r obsRecord) *hamtNode {
 	if n == nil {
 		n = &hamtNode{}
 	}
 	bit := uint32(1) << ((h >> shift) & 31)
 	pos := popBelow(n.bitmap, bit)
-	out := &hamtNode{bitmap: n.bitmap | bit}
 	if n.bitmap&bit == 0 {
-		out.slots = make([]hamtSlot, 0, len(n.slots)+1)
+		out := newNode(n.bitmap|bit, len(n.slots)+1)
 		out.slots = append(out.slots, n.slots[:pos]...)
-		out.slots = append(out.slots, hamtSlot{leaf: &hamtLeaf{hash: h, recs: []obsRecord{r}}})
+		out.slots = append(out.slots, hamtSlot{leaf: newLeaf(h, r)})
 		out.slots = append(out.slots, n.slots[pos:]...)
 		return out
 	}
-	out.slots = append([]hamtSlot(nil), n.slots...)
+	out := newNode(n.bitmap|bit, len(n.slots))
+	out.slots = append(out.slots, n.slots...)
 	s := n.slots[pos]
 	switch {
 	case s.child != nil:
