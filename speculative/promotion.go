@@ -138,6 +138,7 @@ func Promote(req PromotionRequest) (Transition, error) {
 		t.Evidence = append(t.Evidence, e.id)
 	}
 	slices.SortFunc(t.Evidence, func(a, b Digest) int { return strings.Compare(string(a[:]), string(b[:])) })
+	t.Evidence = slices.Compact(t.Evidence) // the same document is one experiment
 	if !req.Checks.FeynmanPassed {
 		bad("non-fragility", "the Feynman checks have not passed")
 	}

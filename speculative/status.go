@@ -114,14 +114,18 @@ const ProvenVariance = 0.1
 //  5. otherwise (at least one supporting experiment) → StatusSupported.
 //
 // Evidence is grounded by construction: an Evidence value exists only
-// after ParseEvidence has applied Guards 1 and 2.
+// after ParseEvidence has applied Guards 1 and 2. Evidence is
+// content-addressed, so a document listed more than once (same ID) is one
+// experiment and counts once.
 func DeriveStatus(evidence []Evidence) Status {
 	var ok, lowVariance int
 	var refuted, contradicted bool
+	seen := make(map[Digest]bool, len(evidence))
 	for _, e := range evidence {
-		if !e.success {
+		if !e.success || seen[e.id] {
 			continue
 		}
+		seen[e.id] = true
 		ok++
 		switch e.outcome {
 		case OutcomeRefutes:

@@ -268,3 +268,24 @@ func TestUpgradeNeedsGroundedEvidenceChecksAndApproval(t *testing.T) {
 		}
 	})
 }
+
+// TestDuplicateEvidenceIsOneExperiment: evidence is content-addressed, so
+// the same document listed twice is one experiment, not the two that
+// StatusProven needs. A Backend is not required to deduplicate (only
+// Memory does), so the policy must not count an id twice.
+func TestDuplicateEvidenceIsOneExperiment(t *testing.T) {
+	e := ev(t, "c", true, "supports", 0.01)
+	assert.Equal(t, StatusSupported, DeriveStatus([]Evidence{e, e}))
+	assert.Equal(t, StatusProven, DeriveStatus([]Evidence{e, ev(t, "c", true, "supports", 0.02)}))
+
+	req := goodUpgrade(t)
+	req.Evidence = []Evidence{e, e}
+	_, err := Promote(req)
+	require.ErrorIs(t, err, ErrPromotion)
+
+	req = goodUpgrade(t)
+	req.Evidence = append(req.Evidence, req.Evidence[0])
+	tr, err := Promote(req)
+	require.NoError(t, err)
+	assert.Len(t, tr.Evidence, 2, "each evidence id once")
+}

@@ -394,3 +394,52 @@ func canonJSON(v any) (string, error) {
 	b, err := canon.Marshal(v)
 	return string(b), err
 }
+
+// appendOnly is a Backend that stores evidence per write, without
+// deduplication, as the Backend contract allows.
+type appendOnly struct {
+	*Memory
+	docs map[string][][]byte
+}
+
+func (a *appendOnly) Apply(ctx context.Context, w Write) error {
+	if w.Kind() == WriteEvidence {
+		a.docs[w.ClaimID()] = append(a.docs[w.ClaimID()], w.Document())
+	}
+	return a.Memory.Apply(ctx, w)
+}
+
+func (a *appendOnly) Evidence(_ context.Context, claimID string) ([][]byte, error) {
+	return slices.Clone(a.docs[claimID]), nil
+}
+
+// TestStewardOneExperimentPersistedTwiceIsNotProof: persisting the same
+// evidence document twice through a backend that keeps both copies does
+// not give the two experiments StatusProven needs.
+func TestStewardOneExperimentPersistedTwiceIsNotProof(t *testing.T) {
+	ctx := context.Background()
+	b := &appendOnly{Memory: NewMemory(), docs: map[string][][]byte{}}
+	st, err := NewSteward(b, trace.NewMemoryLog())
+	require.NoError(t, err)
+	checks := NonFragility{FeynmanPassed: true}
+	human := Approval{By: "alice", Human: true}
+	doc := map[string]any{"claim_id": "c1", "success": true, "variance": 0.01}
+	for range 2 {
+		_, err = st.PersistEvidence(ctx, doc)
+		require.NoError(t, err)
+	}
+	for _, to := range []Status{StatusSupported, StatusProven} {
+		id, err := st.ProposeStatus(ctx, "c1", to, checks)
+		require.NoError(t, err)
+		require.NoError(t, st.Approve(ctx, id, human))
+		_, err = st.Execute(ctx, id)
+		if to == StatusProven {
+			require.ErrorIs(t, err, ErrPromotion)
+		} else {
+			require.NoError(t, err)
+		}
+	}
+	got, err := st.Status(ctx, "c1")
+	require.NoError(t, err)
+	assert.Equal(t, StatusSupported, got)
+}
