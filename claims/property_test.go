@@ -79,6 +79,51 @@ func genBundle(minClaims, maxClaims int) *rapid.Generator[ClaimBundle] {
 	})
 }
 
+// genPassing draws bundles built to pass every gate (strong evidence,
+// uncertainty at most 0.75 with EXECUTE or EXPLAIN, every required approver
+// approved) with a clearance that covers them, so that properties about
+// published bundles see many of them: genBundle alone publishes about one
+// bundle in a hundred.
+func genPassing() *rapid.Generator[struct {
+	b ClaimBundle
+	c Context
+}] {
+	return rapid.Custom(func(t *rapid.T) struct {
+		b ClaimBundle
+		c Context
+	} {
+		n := rapid.IntRange(1, 6).Draw(t, "n")
+		top := 0
+		var cs []Claim
+		for i := range n {
+			id := fmt.Sprintf("p%d", i)
+			typ := rapid.SampledFrom([]ClaimType{FactClaim, InferenceClaim, DecisionClaim}).Draw(t, "type")
+			tier := rapid.SampledFrom(allTiers).Draw(t, "tier")
+			top = max(top, tier.Rank())
+			u := rapid.OneOf(rapid.SampledFrom([]float64{0, 0.5, 0.5000001, 0.75}), rapid.Float64Range(0, 0.75)).Draw(t, "u")
+			rec := rapid.SampledFrom([]GateRecommendation{Execute, Explain}).Draw(t, "rec")
+			var evidence []EvidencePointer
+			if typ != DecisionClaim {
+				evidence = append(evidence, ev(rapid.OneOf(rapid.Just(0.6), rapid.Float64Range(0.6, 1)).Draw(t, "strong")))
+			}
+			for range rapid.IntRange(0, 2).Draw(t, "more evidence") {
+				evidence = append(evidence, ev(rapid.Float64Range(0, 1).Draw(t, "confidence")))
+			}
+			cs = append(cs, mkClaim(id, typ, tier, u, rec, evidence...))
+		}
+		b := mkBundle(cs...)
+		b.RequiredApprovals = requiredApprovers(b, approverPolicy())
+		for _, r := range b.RequiredApprovals {
+			b.AuditTrail.HumanApprovals = append(b.AuditTrail.HumanApprovals, Approval{Approver: r, Timestamp: t0, Decision: Approved})
+		}
+		c := clearance(rapid.SampledFrom(allTiers[top-1:]).Draw(t, "clearance"))
+		return struct {
+			b ClaimBundle
+			c Context
+		}{b, c}
+	})
+}
+
 func genContext() *rapid.Generator[Context] {
 	return rapid.Custom(func(t *rapid.T) Context {
 		return clearance(rapid.SampledFrom(allTiers).Draw(t, "clearance"))
@@ -180,13 +225,22 @@ func TestReevaluationIsAFixedPoint(t *testing.T) {
 // passed every gate (user gates included), failed none, and every required
 // approver approved it.
 func TestPublishRequiresEveryGate(t *testing.T) {
+	var runs, published int
 	rapid.Check(t, func(t *rapid.T) {
 		b := genBundle(0, 6).Draw(t, "bundle")
 		c := genContext().Draw(t, "ctx")
+		if rapid.Bool().Draw(t, "passing") {
+			pc := genPassing().Draw(t, "passing bundle")
+			b, c = pc.b, pc.c
+		}
 		p := approverPolicy()
 		p.Gates = []Gate{GateFunc("user", func(ClaimBundle, Context) Verdict { return Verdict{Recommendation: Execute} })}
 		ev, err := Evaluate(b, p, c)
 		require.NoError(t, err)
+		runs++
+		if ev.Decision == DecisionPublish {
+			published++
+		}
 		require.Equal(t, ev.Decision == DecisionEscalate, len(ev.Pending) > 0, "pending %v with %s", ev.Pending, ev.Decision)
 		if ev.Decision != DecisionPublish {
 			require.Len(t, ev.Bundle.AuditTrail.GatesFailed, 1)
@@ -210,6 +264,9 @@ func TestPublishRequiresEveryGate(t *testing.T) {
 			require.NotContains(t, []GateRecommendation{Defer, Refuse}, cl.Uncertainty.GateRecommendation)
 		}
 	})
+	// The property says something only if the generator reaches PUBLISH.
+	require.GreaterOrEqual(t, published*10, runs, "only %d of %d bundles published", published, runs)
+	t.Logf("%d of %d published", published, runs)
 }
 
 // TestEmptyBundleNeverPublished, as a property over audit trails, required
