@@ -414,3 +414,33 @@ func TestDetectBytesInTypedGoValues(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkerInsideAKey: an object key is a string too. A key that holds
+// JSON, or a quoted marker token, is checked like a string value; before,
+// moving a serialised marker from a value into a key hid it.
+func TestMarkerInsideAKey(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		v    any
+		path string
+	}{
+		{"json key", json.RawMessage(`{"{\"lane\":\"speculative\"}":1}`), `["{\"lane\":\"speculative\"}"].lane`},
+		{"quoted token key", json.RawMessage(`{"note 'speculative' x":1}`), `["note 'speculative' x"]`},
+		{"nested json key", json.RawMessage(`{"a":[{"{\"alternatives\":[]}":true}]}`), `a[0]["{\"alternatives\":[]}"]`},
+		{"go map key", map[string]any{`{"edge_cases":1}`: 1}, `["{\"edge_cases\":1}"].edge_cases`},
+		{"string key", `{"{\"experiment_hints\":{}}":1}`, `["{\"experiment_hints\":{}}"]`},
+	} {
+		f, found, err := Detect(tc.v)
+		require.NoError(t, err, tc.name)
+		assert.True(t, found, tc.name)
+		assert.Equal(t, tc.path, f.Path, tc.name)
+	}
+	for _, clean := range []any{
+		json.RawMessage(`{"it's a key":1,"{\"a\":1}":2}`),
+		map[string]any{`"quoted"`: 1, "speculative": 2},
+	} {
+		assert.False(t, IsSpeculative(clean), "%v", clean)
+	}
+	_, err := DecodeExperimentSpec([]byte(`{"claim_id":"c","template_qid":"t@1.0.0","scope_lock_id":"s","params":{"{\"alternatives\":[]}":1}}`))
+	require.ErrorIs(t, err, ErrResidue)
+}

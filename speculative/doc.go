@@ -44,7 +44,10 @@
 // epistemic_status, a context key or an artifact key (\uXXXX escapes in the
 // stretch decoded). Findings carry the JSON path of the marker
 // (params.l[0].alternatives; a JSON text held in a string continues the
-// path of that string).
+// path of that string). Object keys are strings too: a key that is not a
+// marker but contains a quote character is checked as a string value is.
+// A []byte anywhere in a Go value is read as a JSON text, as a top-level
+// []byte is (encoding/json would write it as base64).
 //
 // False-positive profile. The vocabulary errs on the side of rejecting:
 //

@@ -361,6 +361,9 @@ func member[V any](w *walker, k string, v V, depth int, visit func(*walker, V, i
 		return true
 	}
 	class, marker := classify(k)
+	if class == keyPlain && hasQuote(k) && w.str(k, true, depth+1, "") {
+		return true // the key holds JSON or a quoted marker token
+	}
 	status, stop, mute := w.key(k, class, marker)
 	if stop {
 		return true
@@ -753,6 +756,11 @@ func (p *parser) object(depth int) (ok, stop bool) {
 		p.ws()
 		w.path = append(w.path, seg{kind: segBytes, key: key})
 		class, marker := classify(key)
+		if class == keyPlain && hasQuoteBytes(key) && str(w, key, true, depth+1, "") {
+			// The key holds JSON or a quoted marker token.
+			w.path = w.path[:len(w.path)-1]
+			return false, true
+		}
 		var status string
 		var mute bool
 		switch {
