@@ -269,13 +269,14 @@ func scanFile(path string, r io.ReaderAt, size int64) (scanResult, error) {
 		if _, err := io.ReadFull(br, frame); err != nil {
 			return res, err
 		}
-		last := off+frameHeaderLen+int64(n) == size
 		e, err := decodeBody(frame)
 		if err == nil {
 			err = v.Add(e)
 		}
 		if err != nil {
-			if last {
+			// The last record written: at the end of the file, or followed
+			// only by zeros (a crash kept the new size, not every new page).
+			if end := off + frameHeaderLen + int64(n); end == size || allZero(r, end, size) {
 				return torn(err.Error())
 			}
 			// A record that links correctly but does not match its own

@@ -726,3 +726,35 @@ func TestRepairFileLeavesMissingAndEmptyAlone(t *testing.T) {
 	ok, _ = fs.Exists("empty.torn-0")
 	assert.False(t, ok, "RepairFile wrote a side file for an empty log")
 }
+
+// TestFileTornRecordBeforeZeroTail: a crash that keeps the file's new size
+// but not all of its new pages leaves the last record written damaged and
+// zeros after it (group commit and batches write several records before
+// one fsync). That is a torn tail, as a zero-filled tail alone is, not
+// corruption that keeps the log from opening.
+func TestFileTornRecordBeforeZeroTail(t *testing.T) {
+	fs, good := fileWith(t, 3)
+	_, two := fileWith(t, 2)
+	bad := bytes.Clone(good)
+	clear(bad[len(bad)-20:]) // the end of record 2 never reached the disk
+	bad = append(bad, make([]byte, 100)...)
+	fs.setBytes("log", bad)
+	_, err := OpenFile("log", FileOptions{FS: fs})
+	var torn *TornTailError
+	require.ErrorAs(t, err, &torn)
+	assert.Equal(t, uint64(2), torn.Index)
+	assert.Equal(t, int64(len(two)), torn.Offset)
+	res, err := RepairFile("log", fs)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(2), res.Entries)
+	assert.Equal(t, bad[len(two):], fs.bytes(res.SideFile))
+	assert.Equal(t, two, fs.bytes("log"))
+
+	// zeros after a damaged record that is followed by intact ones are
+	// still corruption
+	mid := bytes.Clone(good)
+	clear(mid[len(two)-20 : len(two)])
+	fs.setBytes("log", mid)
+	_, err = OpenFile("log", FileOptions{FS: fs})
+	require.ErrorIs(t, err, ErrCorrupt)
+}
