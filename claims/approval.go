@@ -44,7 +44,8 @@ func RecordApproval(b ClaimBundle, a Approval) (ClaimBundle, error) {
 // Complete returns a copy of b with the defaults the specification's
 // reference implementation fills in at construction: an id for the bundle
 // and for every claim that has none (from newID), the timestamp now if it
-// is zero, decision DEFER if empty, and empty lists instead of nil ones. It
+// is zero, decision DEFER if empty, gate_recommendation EXECUTE where a
+// claim's uncertainty has none, and empty lists instead of nil ones. It
 // does not invent evidence retrieval times: a pointer without retrieved_at
 // stays invalid.
 func (b ClaimBundle) Complete(newID func() string, now time.Time) ClaimBundle {
@@ -63,6 +64,9 @@ func (b ClaimBundle) Complete(newID func() string, now time.Time) ClaimBundle {
 		c := &out.Claims[i]
 		if c.ID == "" {
 			c.ID = newID()
+		}
+		if c.Uncertainty.GateRecommendation == "" {
+			c.Uncertainty.GateRecommendation = Execute
 		}
 		c.EvidencePointers = orEmpty(c.EvidencePointers)
 	}

@@ -132,6 +132,12 @@ func TestComplete(t *testing.T) {
 	assert.Equal(t, DecisionDefer, out.Decision)
 	assert.NotNil(t, out.Claims[0].EvidencePointers)
 	assert.NotNil(t, out.RequiredApprovals)
+	// The reference's Uncertainty defaults gate_recommendation to EXECUTE,
+	// as DecodeUncertainty does; a recommendation that is set is kept.
+	assert.Equal(t, Execute, out.Claims[0].Uncertainty.GateRecommendation)
+	in.Claims[1].Uncertainty.GateRecommendation = Refuse
+	assert.Equal(t, Refuse, in.Complete(ids, t0).Claims[1].Uncertainty.GateRecommendation)
+	in.Claims[1].Uncertainty.GateRecommendation = ""
 	assert.Empty(t, in.ID, "input untouched")
 	assert.Empty(t, in.Claims[0].ID)
 	// Nothing to fill: nothing changes (bar nil lists).
