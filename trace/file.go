@@ -386,7 +386,9 @@ func (s *File) usable() error {
 }
 
 // Append implements Store. It returns when the entries are durable under
-// the store's sync policy.
+// the store's sync policy. A batch with an entry the format cannot hold (an
+// invalid kind, a time outside years 0000-9999, a payload over
+// MaxPayloadLen) is rejected with ErrMalformed and nothing is written.
 func (s *File) Append(ctx context.Context, entries ...Entry) error {
 	wait, err := s.appendDeferred(ctx, entries)
 	if err != nil || wait == nil {
@@ -409,6 +411,19 @@ func (s *File) appendDeferred(ctx context.Context, entries []Entry) (func() erro
 	}
 	if len(entries) == 0 {
 		return nil, nil
+	}
+	// Refuse what the file format cannot hold (decodeBody would reject it
+	// on the next open and the log would read as corrupt).
+	for _, e := range entries {
+		if err := ValidKind(e.Kind); err != nil {
+			return nil, err
+		}
+		if err := validTime(e.Time); err != nil {
+			return nil, err
+		}
+		if len(e.Payload) > MaxPayloadLen {
+			return nil, fmt.Errorf("%w: entry %d payload is %d bytes, limit %d", ErrMalformed, e.Seq, len(e.Payload), MaxPayloadLen)
+		}
 	}
 	var buf []byte
 	offs := make([]int64, len(entries))

@@ -758,3 +758,28 @@ func TestFileTornRecordBeforeZeroTail(t *testing.T) {
 	_, err = OpenFile("log", FileOptions{FS: fs})
 	require.ErrorIs(t, err, ErrCorrupt)
 }
+
+// TestFileAppendRejectsMalformed: File must not write an entry it cannot
+// read back (OpenFile would then call the log corrupt); like the SQL
+// stores it rejects the entry with ErrMalformed and stores nothing.
+func TestFileAppendRejectsMalformed(t *testing.T) {
+	fs := newFaultFS()
+	s, err := OpenFile("log", FileOptions{FS: fs})
+	require.NoError(t, err)
+	good := buildChain(t, 1)[0]
+	badKind := good
+	badKind.Kind = "Bad Kind"
+	badTime := good
+	badTime.Time = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+	huge := good
+	huge.Payload = make([]byte, MaxPayloadLen+1)
+	for _, bad := range []Entry{badKind, badTime, huge} {
+		require.ErrorIs(t, s.Append(context.Background(), bad), ErrMalformed)
+	}
+	require.NoError(t, s.Append(context.Background(), good))
+	require.NoError(t, s.Close())
+	s, err = OpenFile("log", FileOptions{FS: fs})
+	require.NoError(t, err)
+	h, _ := s.Head(context.Background())
+	assert.Equal(t, Head{Size: 1, Hash: good.Hash}, h)
+}
