@@ -59,7 +59,13 @@ func Transform(in []byte) ([]byte, error) {
 // AppendTransform appends the canonical form of in to dst. On error dst is
 // returned unchanged in length (its spare capacity may have been written).
 func AppendTransform(dst, in []byte) ([]byte, error) {
-	p := parser{in: in, out: dst}
+	return appendTransform(dst, in, 0)
+}
+
+// appendTransform is AppendTransform for a text that sits inside depth
+// arrays and objects, which count towards MaxDepth.
+func appendTransform(dst, in []byte, depth int) ([]byte, error) {
+	p := parser{in: in, out: dst, depth: depth}
 	p.skipSpace()
 	if err := p.value(); err != nil {
 		return dst, err

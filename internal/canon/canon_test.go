@@ -316,3 +316,35 @@ func BenchmarkValid200(b *testing.B) {
 		}
 	}
 }
+
+// TestMarshalMaxDepth: Marshal applies Transform's depth limit to the whole
+// value, counting the Go containers around a raw or encoding/json part, so
+// that it never writes a text Transform and Valid would refuse.
+func TestMarshalMaxDepth(t *testing.T) {
+	nest := func(levels int, inner any) any {
+		v := inner
+		for i := 0; i < levels; i++ {
+			v = []any{v}
+		}
+		return v
+	}
+	deep := strings.Repeat("[", MaxDepth/2) + strings.Repeat("]", MaxDepth/2)
+	for name, c := range map[string]struct {
+		v  any
+		ok bool
+	}{
+		"MaxDepth Go arrays":          {nest(MaxDepth-1, []any{}), true},
+		"MaxDepth+1 Go arrays":        {nest(MaxDepth, []any{}), false},
+		"Go arrays around raw JSON":   {nest(MaxDepth/2, json.RawMessage(deep)), true},
+		"Go arrays around raw JSON+1": {nest(MaxDepth/2+1, json.RawMessage(deep)), false},
+		"Go arrays around a struct":   {nest(MaxDepth/2+1, struct{ A json.RawMessage }{json.RawMessage(deep)}), false},
+	} {
+		out, err := Marshal(c.v)
+		if c.ok {
+			require.NoError(t, err, name)
+			require.NoError(t, Valid(out), name)
+		} else {
+			require.ErrorIs(t, err, ErrTooDeep, name)
+		}
+	}
+}

@@ -28,9 +28,16 @@ func AppendMarshal(dst []byte, v any) ([]byte, error) {
 	return appendValue(dst, v, 0)
 }
 
+// appendValue appends v, which sits inside depth arrays and objects.
 func appendValue(dst []byte, v any, depth int) ([]byte, error) {
-	if depth > MaxDepth {
+	tooDeep := func() ([]byte, error) {
 		return dst, &SyntaxError{Err: ErrTooDeep, Detail: fmt.Sprintf("more than %d levels", MaxDepth)}
+	}
+	switch v.(type) {
+	case []any, []string, map[string]any, map[string]string:
+		if depth >= MaxDepth { // v would be level depth+1
+			return tooDeep()
+		}
 	}
 	switch x := v.(type) {
 	case nil:
@@ -70,9 +77,9 @@ func appendValue(dst []byte, v any, depth int) ([]byte, error) {
 	case float64:
 		return appendFloat(dst, x)
 	case json.Number:
-		return AppendTransform(dst, []byte(x))
+		return appendTransform(dst, []byte(x), depth)
 	case json.RawMessage:
-		return AppendTransform(dst, x)
+		return appendTransform(dst, x, depth)
 	case []any:
 		dst = append(dst, '[')
 		for i, e := range x {
@@ -138,7 +145,7 @@ func appendValue(dst []byte, v any, depth int) ([]byte, error) {
 		if err := enc.Encode(v); err != nil {
 			return dst, fmt.Errorf("%w: %v", ErrUnsupportedVal, err)
 		}
-		return AppendTransform(dst, bytes.TrimRight(buf.Bytes(), "\n"))
+		return appendTransform(dst, bytes.TrimRight(buf.Bytes(), "\n"), depth)
 	}
 }
 
