@@ -348,3 +348,19 @@ func TestMarshalMaxDepth(t *testing.T) {
 		}
 	}
 }
+
+// TestMarshalFloat32AgreesWithTransform: a float32 is encoded as
+// encoding/json writes it (its shortest float32 digits) whether it stands
+// alone, in a []any or in a struct, so one value never has two canonical
+// forms.
+func TestMarshalFloat32AgreesWithTransform(t *testing.T) {
+	for _, f := range []float32{0.1, 1.5, 3.4028235e38, 1e-45, -2.5e-7, 16777216} {
+		raw, err := json.Marshal([]any{f, struct{ F float32 }{f}})
+		require.NoError(t, err)
+		want, err := Transform(raw)
+		require.NoError(t, err)
+		got, err := Marshal([]any{f, struct{ F float32 }{f}})
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(got), "%v", f)
+	}
+}

@@ -73,7 +73,14 @@ func appendValue(dst []byte, v any, depth int) ([]byte, error) {
 	case uint64:
 		return appendUint(dst, x)
 	case float32:
-		return appendFloat(dst, float64(x))
+		// As encoding/json does (and so as a float32 inside a struct comes
+		// out): the shortest digits that round-trip as a float32, read
+		// back as a double.
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return appendFloat(dst, float64(x))
+		}
+		f, _ := strconv.ParseFloat(strconv.FormatFloat(float64(x), 'g', -1, 32), 64)
+		return appendFloat(dst, f)
 	case float64:
 		return appendFloat(dst, x)
 	case json.Number:
