@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/verity-go/verity/internal/canon"
@@ -188,7 +189,7 @@ func (d *decoder) unit(m map[string]any, path, key string) float64 {
 		return 0
 	}
 	f, err := strconv.ParseFloat(string(n), 64)
-	if err != nil || !inUnit(f) {
+	if err != nil || !inUnit(f) || !exactlyInUnit(string(n), f) {
 		d.add(p, RuleRange, "%s is outside [0,1]", n)
 		return 0
 	}
@@ -196,6 +197,37 @@ func (d *decoder) unit(m map[string]any, path, key string) float64 {
 }
 
 func inUnit(f float64) bool { return f >= 0 && f <= 1 && !math.IsNaN(f) }
+
+// exactlyInUnit reports whether the JSON number s, which ParseFloat rounded
+// to f in [0,1], lies in [0,1] itself: -1e-400 rounds to -0 and
+// 1.00000000000000001 to 1. Rounding is monotone and 0 and 1 are exact, so
+// only f = 0 and f = 1 need a look at the digits.
+func exactlyInUnit(s string, f float64) bool {
+	if f != 0 && f != 1 {
+		return true
+	}
+	mant, exp, _ := strings.Cut(strings.ToLower(s), "e")
+	neg := strings.HasPrefix(mant, "-")
+	intPart, frac, _ := strings.Cut(strings.TrimPrefix(mant, "-"), ".")
+	digits := strings.TrimLeft(intPart+frac, "0")
+	if f == 0 {
+		return !neg || digits == ""
+	}
+	// f = 1: the value is 0.d₁d₂… × 10^point with d₁ ≠ 0; it exceeds 1
+	// unless point ≤ 0 (below 1) or it is exactly 0.1 × 10^1.
+	point := int64(len(intPart)) - int64(len(intPart+frac)-len(digits))
+	x, err := strconv.ParseInt(exp, 10, 64)
+	if exp != "" && err != nil {
+		// An exponent beyond int64 with f = 1 cannot happen for a text
+		// that fits in memory; refuse it rather than guess.
+		return false
+	}
+	point += x
+	if point <= 0 {
+		return true
+	}
+	return point == 1 && strings.TrimRight(digits, "0") == "1"
+}
 
 func (d *decoder) time(m map[string]any, path, key string, required bool) time.Time {
 	v, ok := d.member(m, path, key, required)

@@ -170,6 +170,11 @@ func TestDecodeRejects(t *testing.T) {
 		{"value above 1", withClaim(`"value":0.1`, `"value":1.0000001`), []string{"claims[0].uncertainty.value range"}},
 		{"value below 0", withClaim(`"value":0.1`, `"value":-1e-9`), []string{"claims[0].uncertainty.value range"}},
 		{"value overflows", withClaim(`"value":0.1`, `"value":1e400`), []string{" syntax"}},
+		{"value above 1 that rounds to 1", withClaim(`"value":0.1`, `"value":1.00000000000000001`), []string{"claims[0].uncertainty.value range"}},
+		{"value above 1 with exponent", withClaim(`"value":0.1`, `"value":0.100000000000000000001e1`), []string{"claims[0].uncertainty.value range"}},
+		{"negative value that rounds to -0", withClaim(`"value":0.1`, `"value":-1e-400`), []string{"claims[0].uncertainty.value range"}},
+		{"negative confidence that rounds to -0", withClaim(`0.9`, "-0."+strings.Repeat("0", 400)+"1"),
+			[]string{"claims[0].evidence_pointers[0].source_confidence range"}},
 		{"value as string", withClaim(`"value":0.1`, `"value":"0.1"`), []string{"claims[0].uncertainty.value type"}},
 		{"NaN is not JSON", withClaim(`"value":0.1`, `"value":NaN`), []string{" syntax"}},
 		{"confidence above 1", withClaim(`0.9`, `90`), []string{"claims[0].evidence_pointers[0].source_confidence range"}},
@@ -374,4 +379,20 @@ func FuzzEvaluate(f *testing.F) {
 			assert.NoError(t, Validate(e1.Bundle))
 		}
 	})
+}
+
+// Numbers are judged by their exact decimal value, not by the float64 they
+// round to: what rounds into [0,1] from outside is rejected, and every
+// spelling of a value inside it is accepted.
+func TestDecodeUnitBoundaries(t *testing.T) {
+	for in, want := range map[string]float64{
+		"0": 0, "-0": 0, "-0.0e5": 0, "1": 1, "1.0": 1, "1.000e0": 1, "0.1e1": 1, "100e-2": 1,
+		"10000000000000000000e-19": 1, "0.00001e5": 1, "0.99999999999999999999": 1, "1e-400": 0,
+		"0.6": 0.6, "6e-1": 0.6, "0.5": 0.5,
+	} {
+		u, err := DecodeUncertainty([]byte(`{"method":"semantic_entropy","value":` + in + `}`))
+		if assert.NoError(t, err, in) {
+			assert.Equal(t, want, u.Value, in)
+		}
+	}
 }
