@@ -444,3 +444,23 @@ func TestMarkerInsideAKey(t *testing.T) {
 	_, err := DecodeExperimentSpec([]byte(`{"claim_id":"c","template_qid":"t@1.0.0","scope_lock_id":"s","params":{"{\"alternatives\":[]}":1}}`))
 	require.ErrorIs(t, err, ErrResidue)
 }
+
+// TestQuotedTokenAcrossAStringLayer: a string that is one JSON string
+// literal is decoded and checked again, but the last-resort wire must
+// still look at the text as written: in "\"0\"speculative" the token
+// "speculative" is quoted only at the outer layer (the closing quote of
+// the literal closes it), and the specification's algorithm flags it.
+// Found by FuzzIsSpeculative.
+func TestQuotedTokenAcrossAStringLayer(t *testing.T) {
+	for _, doc := range []string{
+		`{"":"\"\\\"0\\\"speCulAtive\""}`,
+		`{"note":"\"x\\\"speculative\""}`,
+		`["\"a\\\"epistemic_status\""]`,
+	} {
+		var v any
+		require.NoError(t, json.Unmarshal([]byte(doc), &v))
+		require.True(t, specReference(v, 0), "the reference flags %s", doc)
+		assert.True(t, IsSpeculative(json.RawMessage(doc)), doc)
+		assert.True(t, IsSpeculative(v), doc)
+	}
+}

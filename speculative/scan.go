@@ -445,10 +445,17 @@ func str[T ~string | ~[]byte](w *walker, s T, quotes bool, depth int, status str
 			if m, found := tokenMarker(inner); found {
 				return w.hit(RuleQuoted, m, "")
 			}
+			n := len(w.found)
 			w.enc++
 			stop := str(w, inner, hasQuoteBytes(inner), depth, status)
 			w.enc--
-			return stop
+			if stop || len(w.found) > n {
+				return stop
+			}
+			// Decoding moves quotes: a token may be quoted only in the
+			// text as written ("\"0\"speculative" holds "speculative"
+			// between an escaped quote and the closing one), so the
+			// last-resort wire looks at that text too.
 		}
 	}
 	if !quotes {
