@@ -61,7 +61,8 @@
 //     every claim's tier, else REFUSE.
 //  5. the policy's own gates (the Gate interface, or GateFunc), in order.
 //  6. human_approval: a DELETE or PRIVILEGE claim requires the approvers
-//     the policy names for that tier (REFUSE if it names none). Any
+//     the policy names for that tier (ESCALATE, waiting for a policy that
+//     names some, if it names none). Any
 //     rejection → REFUSE; anyone pending → ESCALATE; all approved → pass.
 //     MODIFY claims pass automatically and are flagged (a Note in Flags).
 //

@@ -45,9 +45,10 @@ type Policy struct {
 	// caveat (default 0.75, inclusive). Above it the bundle is deferred.
 	ExplainMax float64
 	// Approvers names the humans who must approve a bundle containing a
-	// claim of the given tier. Only DELETE and PRIVILEGE require approval;
-	// a bundle that contains one of them while the policy names nobody for
-	// it is refused, since no one could approve it.
+	// claim of the given tier. Only DELETE and PRIVILEGE require approval.
+	// A bundle that contains one of them while the policy names nobody for
+	// it is escalated with nobody to wait for: it stays ESCALATE (never
+	// PUBLISH) until it is evaluated under a policy that names approvers.
 	Approvers map[RiskTier][]string
 	// Gates are user-defined gates, run in order after the clearance gate
 	// and before the human approval gate.
@@ -489,7 +490,7 @@ func (ch *chain) humanApproval() outcome {
 	}
 	for _, tier := range []RiskTier{Delete, Privilege} {
 		if hasTier(ch.sorted, tier) && len(ch.policy.Approvers[tier]) == 0 {
-			return stopWith(DecisionRefuse, "the bundle contains a %s claim and the policy names no approver for %s", tier, tier)
+			return stopWith(DecisionEscalate, "the bundle contains a %s claim and the policy names no approver for %s; it waits for a policy that does", tier, tier)
 		}
 	}
 	required := ch.out.RequiredApprovals

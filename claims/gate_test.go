@@ -213,10 +213,10 @@ func TestHumanApprovalGate(t *testing.T) {
 			want: DecisionEscalate, stoppedAt: GateHumanApproval, required: []string{"dba", "security", "cto"}},
 		{name: "MODIFY with DELETE is flagged and escalated", claims: []Claim{c("m", Modify), c("d", Delete)},
 			want: DecisionEscalate, stoppedAt: GateHumanApproval, flags: []string{"m"}},
-		{name: "DELETE without configured approver is refused", policy: noApprovers, claims: []Claim{c("a", Delete)},
-			want: DecisionRefuse, stoppedAt: GateHumanApproval, reason: "names no approver for DELETE"},
-		{name: "PRIVILEGE without configured approver is refused", policy: noApprovers, claims: []Claim{c("a", Privilege)},
-			want: DecisionRefuse, stoppedAt: GateHumanApproval},
+		{name: "DELETE without configured approver escalates, waiting for nobody", policy: noApprovers, claims: []Claim{c("a", Delete)},
+			want: DecisionEscalate, stoppedAt: GateHumanApproval, reason: "names no approver for DELETE", required: []string{}},
+		{name: "PRIVILEGE without configured approver escalates", policy: noApprovers, claims: []Claim{c("a", Privilege)},
+			want: DecisionEscalate, stoppedAt: GateHumanApproval, required: []string{}},
 	})
 }
 
