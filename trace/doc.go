@@ -53,7 +53,9 @@
 //     A final record cut short by a crash is a *TornTailError, and
 //     RepairFile cuts it off after saving the cut bytes in a side file;
 //     damage anywhere before the final record is a *CorruptRecordError or
-//     *ChainBreakError naming the entry, and is never repaired. After an
+//     *ChainBreakError naming the entry, and is never repaired; nor is an
+//     intact final record that does not link (a *ChainBreakError: a crash
+//     cannot make one, a removed or forged record can). After an
 //     fsync fails the store refuses further work (ErrBroken): the kernel may
 //     have dropped the dirty pages, so the only safe continuation is to
 //     reopen and re-read what is really on disk.

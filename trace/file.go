@@ -274,17 +274,19 @@ func scanFile(path string, r io.ReaderAt, size int64) (scanResult, error) {
 			err = v.Add(e)
 		}
 		if err != nil {
-			// The last record written: at the end of the file, or followed
-			// only by zeros (a crash kept the new size, not every new page).
+			// A record that decodes and matches its own hash is intact; if
+			// it does not link, the chain is broken (a record removed,
+			// reordered or forged). A crash cannot make such a record, so
+			// this holds for the final record too.
+			var cb *ChainBreakError
+			if errors.As(err, &cb) && cb.Field != "hash" && EntryHash(e) == e.Hash {
+				return res, err
+			}
+			// A damaged record is a torn tail when it is the last record
+			// written: at the end of the file, or followed only by zeros (a
+			// crash kept the new size, not every new page).
 			if end := off + frameHeaderLen + int64(n); end == size || allZero(r, end, size) {
 				return torn(err.Error())
-			}
-			// A record that links correctly but does not match its own
-			// hash is damaged; one that is intact but does not link is a
-			// break in the chain (a record removed, reordered or forged).
-			var cb *ChainBreakError
-			if errors.As(err, &cb) && cb.Field != "hash" {
-				return res, err
 			}
 			return corrupt(err.Error())
 		}
@@ -660,10 +662,11 @@ type RepairResult struct {
 
 // RepairFile cuts a torn final record off the log at path. The removed
 // bytes are first written and fsynced to path+".torn-<offset>" so nothing
-// is lost. Damage anywhere before the final record is not repaired: the
-// *CorruptRecordError or *ChainBreakError is returned and the file is left
-// alone. A log with no torn tail (an empty file too) is left alone, and a
-// missing one is an error wrapping fs.ErrNotExist.
+// is lost. Damage anywhere before the final record, and a final record that
+// is intact but does not link (a chain break, not a crash), are not
+// repaired: the *CorruptRecordError or *ChainBreakError is returned and the
+// file is left alone. A log with no torn tail (an empty file too) is left
+// alone, and a missing one is an error wrapping fs.ErrNotExist.
 func RepairFile(path string, fsys FS) (RepairResult, error) {
 	if fsys == nil {
 		fsys = OSFS{}

@@ -783,3 +783,23 @@ func TestFileAppendRejectsMalformed(t *testing.T) {
 	h, _ := s.Head(context.Background())
 	assert.Equal(t, Head{Size: 1, Hash: good.Hash}, h)
 }
+
+// TestFileRemovedRecordIsNotATornTail: cutting a record out of the file
+// leaves an intact final record that does not link. A crash cannot make
+// such a record, so it is a chain break, never a torn tail that RepairFile
+// would "fix" by dropping one more entry and hiding the removal.
+func TestFileRemovedRecordIsNotATornTail(t *testing.T) {
+	fs, good := fileWith(t, 4)
+	_, three := fileWith(t, 3)
+	_, two := fileWith(t, 2)
+	bad := append(bytes.Clone(two), good[len(three):]...) // entry 2 removed
+	fs.setBytes("log", bad)
+	_, err := OpenFile("log", FileOptions{FS: fs})
+	var cb *ChainBreakError
+	require.ErrorAs(t, err, &cb)
+	assert.Equal(t, uint64(2), cb.Index)
+	assert.NotErrorIs(t, err, ErrTornTail)
+	_, err = RepairFile("log", fs)
+	require.ErrorIs(t, err, ErrChainBreak)
+	assert.Equal(t, bad, fs.bytes("log"), "repair refused and left the file alone")
+}
