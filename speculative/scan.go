@@ -225,6 +225,9 @@ func (w *walker) goBytes(v reflect.Value, depth int, status string) bool {
 		if depth >= MaxDepth {
 			return w.limit("depth", MaxDepth)
 		}
+		if scalarKind(t.Elem().Kind()) {
+			return false // no []byte inside
+		}
 		for i := 0; i < v.Len(); i++ {
 			w.path = append(w.path, seg{kind: segIndex, idx: i})
 			stop := w.goBytes(v.Index(i), depth+1, status)
@@ -236,6 +239,9 @@ func (w *walker) goBytes(v reflect.Value, depth int, status string) bool {
 	case reflect.Map:
 		if depth >= MaxDepth {
 			return w.limit("depth", MaxDepth)
+		}
+		if scalarKind(t.Elem().Kind()) {
+			return false // no []byte inside
 		}
 		keys := v.MapKeys()
 		names := make([]string, len(keys))
@@ -290,6 +296,16 @@ func (w *walker) goBytes(v reflect.Value, depth int, status string) bool {
 				return true
 			}
 		}
+	}
+	return false
+}
+
+func scalarKind(k reflect.Kind) bool {
+	switch k {
+	case reflect.Bool, reflect.String, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
+		return true
 	}
 	return false
 }
