@@ -803,3 +803,19 @@ func TestFileRemovedRecordIsNotATornTail(t *testing.T) {
 	require.ErrorIs(t, err, ErrChainBreak)
 	assert.Equal(t, bad, fs.bytes("log"), "repair refused and left the file alone")
 }
+
+// TestFileDamagedPrevIsCorrupt: a flipped bit in a record's prev field
+// breaks its own hash as well as the link, so it is damage to that record
+// (*CorruptRecordError), not a chain break between intact records.
+func TestFileDamagedPrevIsCorrupt(t *testing.T) {
+	fs, good := fileWith(t, 3)
+	_, one := fileWith(t, 1)
+	bad := bytes.Clone(good)
+	bad[len(one)+frameHeaderLen+8] ^= 1 // first byte of entry 1's prev
+	fs.setBytes("log", bad)
+	_, err := OpenFile("log", FileOptions{FS: fs})
+	var ce *CorruptRecordError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, uint64(1), ce.Index)
+	assert.NotErrorIs(t, err, ErrChainBreak)
+}
