@@ -2,6 +2,7 @@ package contracts
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"time"
 
@@ -283,6 +284,9 @@ type AnnotationInput struct {
 func NewAnnotation(in AnnotationInput, report any) (Annotation, error) {
 	var engine RunType
 	var version string
+	if v := reflect.ValueOf(report); v.Kind() == reflect.Pointer && v.IsNil() {
+		return Annotation{}, fmt.Errorf("%w: an annotation explains a report, not a nil %T", ErrUnknownKind, report)
+	}
 	switch r := report.(type) {
 	case RCAReport:
 		engine, version = RunRCA, r.SchemaVersion

@@ -243,3 +243,15 @@ func TestBuildersOnlyProduceValidDocuments(t *testing.T) {
 		assert.Positive(t, built[k], k)
 	}
 }
+
+// TestNewAnnotationNilReport: a nil report pointer is an error, not a
+// panic (bad input is never a panic).
+func TestNewAnnotationNilReport(t *testing.T) {
+	in := AnnotationInput{RunID: "run-1", Name: "rca", AnnotatorKind: AnnotatorLLM}
+	for _, report := range []any{nil, (*RCAReport)(nil), (*ComplianceReport)(nil), (*IncidentDossier)(nil)} {
+		require.NotPanics(t, func() {
+			_, err := NewAnnotation(in, report)
+			require.ErrorIs(t, err, ErrUnknownKind, "%T", report)
+		}, "%T", report)
+	}
+}
