@@ -356,6 +356,9 @@ func (e *Entry) UnmarshalJSON(b []byte) error {
 	if err := dec.Decode(&w); err != nil {
 		return fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
+	if w.Seq > canon.MaxSafeInteger { // MarshalJSON could not write it back
+		return fmt.Errorf("%w: seq %d beyond 2^53-1", ErrMalformed, w.Seq)
+	}
 	if err := ValidKind(w.Kind); err != nil {
 		return err
 	}
