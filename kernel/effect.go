@@ -119,9 +119,7 @@ func (e Effect) validate() error {
 // never changed.
 func ApplyEffects(s State, effects []Effect) (State, error) {
 	b := newBuilder(s)
-	if len(effects) > 1 {
-		b.own()
-	}
+	b.ownFor(len(effects))
 	for i, e := range effects {
 		if err := e.validate(); err != nil {
 			return s, fmt.Errorf("effect %d: %w", i, err)

@@ -134,6 +134,14 @@ func hamtPut[V any](n *hnode[V], h uint64, key string, val V, owner *byte) (*hno
 	return hamtPutAt(n, 0, &hleaf[V]{hash: h, key: key, val: val}, owner)
 }
 
+// hamtPutLeaf is hamtPut with the new leaf (fresh, next nil) supplied.
+func hamtPutLeaf[V any](n *hnode[V], nl *hleaf[V], owner *byte) (*hnode[V], *hleaf[V]) {
+	if n == nil {
+		n = newNode[V](0, 0, owner)
+	}
+	return hamtPutAt(n, 0, nl, owner)
+}
+
 func hamtPutAt[V any](n *hnode[V], shift uint, nl *hleaf[V], owner *byte) (*hnode[V], *hleaf[V]) {
 	bit := uint32(1) << ((nl.hash >> shift) & hamtMask)
 	i := n.index(bit)

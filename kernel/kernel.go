@@ -288,9 +288,7 @@ func (k *Kernel) Evaluate(ks KernelState, s State, a Action) Verdict {
 		add(CheckResult{Check: CheckEffects, Status: Skipped, Reason: "action is not well formed"})
 	} else {
 		b := newBuilder(s)
-		if len(a.Effects) > 1 {
-			b.own()
-		}
+		b.ownFor(len(a.Effects))
 		inv := make([]Effect, 0, len(a.Effects))
 		var effErr error
 		for i, e := range a.Effects {

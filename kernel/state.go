@@ -293,6 +293,8 @@ type builder struct {
 	dirty bool
 	tok   *byte      // edit token: nodes this builder made and may change in place
 	sd    *stateData // preallocated result; tok points into it
+	// leaves preallocated for set (see ownFor)
+	leaves []hleaf[stateVal]
 }
 
 // own lets the builder change the nodes it creates in place, which saves
@@ -301,6 +303,28 @@ type builder struct {
 // allocation for both); no other builder ever holds a pointer to it.
 func (b *builder) own() {
 	b.sd = new(stateData)
+	b.tok = &b.sd.tok
+}
+
+// ownFor is own for a builder about to make at most k changes: the
+// stateData and the leaves of up to four sets share one allocation.
+func (b *builder) ownFor(k int) {
+	switch {
+	case k <= 2:
+		x := new(struct {
+			sd stateData
+			lv [2]hleaf[stateVal]
+		})
+		b.sd, b.leaves = &x.sd, x.lv[:k]
+	case k <= 4:
+		x := new(struct {
+			sd stateData
+			lv [4]hleaf[stateVal]
+		})
+		b.sd, b.leaves = &x.sd, x.lv[:k]
+	default:
+		b.sd = new(stateData)
+	}
 	b.tok = &b.sd.tok
 }
 
@@ -321,7 +345,16 @@ func (b *builder) get(key string) (Value, bool) {
 
 func (b *builder) set(key string, v Value) {
 	eh := entryHash(key, v)
-	root, old := hamtPut(b.root, keyHash(key), key, stateVal{v: v, eh: eh}, b.tok)
+	var root *hnode[stateVal]
+	var old *hleaf[stateVal]
+	if len(b.leaves) > 0 {
+		nl := &b.leaves[0]
+		b.leaves = b.leaves[1:]
+		*nl = hleaf[stateVal]{hash: keyHash(key), key: key, val: stateVal{v: v, eh: eh}}
+		root, old = hamtPutLeaf(b.root, nl, b.tok)
+	} else {
+		root, old = hamtPut(b.root, keyHash(key), key, stateVal{v: v, eh: eh}, b.tok)
+	}
 	b.root = root
 	if old != nil {
 		subSum(&b.sum, &old.val.eh)
@@ -345,6 +378,7 @@ func (b *builder) del(key string) {
 
 func (b *builder) state() State {
 	b.tok = nil // nodes reachable from a State are immutable from here on
+	b.leaves = nil
 	if !b.dirty {
 		if b.orig == nil {
 			return State{}
