@@ -661,8 +661,9 @@ type RepairResult struct {
 }
 
 // RepairFile cuts a torn final record off the log at path. The removed
-// bytes are first written and fsynced to path+".torn-<offset>" so nothing
-// is lost. Damage anywhere before the final record, and a final record that
+// bytes are first written and fsynced to path+".torn-<offset>" (or, if an
+// earlier repair left that file, path+".torn-<offset>.<n>") so nothing is
+// lost. Damage anywhere before the final record, and a final record that
 // is intact but does not link (a chain break, not a crash), are not
 // repaired: the *CorruptRecordError or *ChainBreakError is returned and the
 // file is left alone. A log with no torn tail (an empty file too) is left
@@ -701,7 +702,18 @@ func RepairFile(path string, fsys FS) (RepairResult, error) {
 	if _, err := f.ReadAt(tail, cut); err != nil {
 		return RepairResult{}, err
 	}
+	// Never overwrite what an earlier repair kept aside at this offset.
 	side := fmt.Sprintf("%s.torn-%d", path, cut)
+	for i := 1; ; i++ {
+		ok, err := fsys.Exists(side)
+		if err != nil {
+			return RepairResult{}, err
+		}
+		if !ok {
+			break
+		}
+		side = fmt.Sprintf("%s.torn-%d.%d", path, cut, i)
+	}
 	sf, err := fsys.OpenFile(side)
 	if err != nil {
 		return RepairResult{}, err

@@ -821,3 +821,23 @@ func TestFileDamagedPrevIsCorrupt(t *testing.T) {
 	assert.Equal(t, uint64(1), ce.Index)
 	assert.NotErrorIs(t, err, ErrChainBreak)
 }
+
+// TestRepairFileKeepsEarlierSideFiles: a second torn tail at the same
+// offset (a crash in the first append after a repair) must not overwrite
+// the bytes the first repair kept aside.
+func TestRepairFileKeepsEarlierSideFiles(t *testing.T) {
+	fs, good := fileWith(t, 3)
+	_, two := fileWith(t, 2)
+	first := good[:len(good)-7]
+	second := good[:len(two)+9]
+	var sides []string
+	for _, cut := range [][]byte{first, second} {
+		fs.setBytes("log", cut)
+		res, err := RepairFile("log", fs)
+		require.NoError(t, err)
+		sides = append(sides, res.SideFile)
+	}
+	require.NotEqual(t, sides[0], sides[1])
+	assert.Equal(t, first[len(two):], fs.bytes(sides[0]), "the first repair's bytes are still there")
+	assert.Equal(t, second[len(two):], fs.bytes(sides[1]))
+}
