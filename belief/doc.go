@@ -126,6 +126,21 @@
 // (BenchmarkEliminate reports x_hash, the ratio to BenchmarkSurvivorsHash).
 // BenchmarkReplay and BenchmarkReplayTrace replay a 100,000-event log.
 //
+// The fixed cost of an event, which dominates small sessions, is kept
+// down as follows. Catching up compares the store's head with the
+// session's and reads entries only when they differ. The shell takes the
+// recorded entry from the core without the published copy. ELIMINATE
+// writes its payload and outcome in stack scratch space, and the entry
+// points into its canonical bytes rather than holding copies; payloads
+// the core built canonical are not checked again when the entry is
+// encoded (the trace log still checks what it appends). The survivors
+// hasher is pooled and allocates nothing, trie nodes are allocated with
+// their slots, and trace kinds are constants. MemoryStorage grows each
+// log in chunks from 16 entries, so a short session does not hold (and
+// the garbage collector does not scan) trace.Memory's 4096-entry chunk.
+// What remains is mostly hashing (the survivors, the entry, the trace
+// entry) and the trace log's own validation and copy of the payload.
+//
 // # What it does not cover
 //
 // No causal-graph handling, weights, constraint propagation or probe
