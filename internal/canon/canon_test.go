@@ -364,3 +364,17 @@ func TestMarshalFloat32AgreesWithTransform(t *testing.T) {
 		assert.Equal(t, string(want), string(got), "%v", f)
 	}
 }
+
+// TestMarshalNumberMustBeANumber: a json.Number holds a number literal, as
+// encoding/json insists; Marshal must not splice other JSON in through it.
+func TestMarshalNumberMustBeANumber(t *testing.T) {
+	for _, n := range []json.Number{`"x"`, `{"a":1}`, `[1]`, `true`, `null`, ` 1`, `1 `} {
+		_, jerr := json.Marshal(n)
+		require.Error(t, jerr, "encoding/json refuses %q", n)
+		_, err := Marshal(map[string]any{"n": n})
+		assert.ErrorIs(t, err, ErrSyntax, "%q", n)
+	}
+	out, err := Marshal(json.Number("-4.50e1"))
+	require.NoError(t, err)
+	assert.Equal(t, "-45", string(out))
+}

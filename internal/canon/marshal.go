@@ -84,6 +84,11 @@ func appendValue(dst []byte, v any, depth int) ([]byte, error) {
 	case float64:
 		return appendFloat(dst, x)
 	case json.Number:
+		// A number literal only (Transform checks the rest), as
+		// encoding/json insists: no other JSON spliced in through it.
+		if n := len(x); n == 0 || !(x[0] == '-' || x[0] >= '0' && x[0] <= '9') || x[n-1] < '0' || x[n-1] > '9' {
+			return dst, &SyntaxError{Err: ErrSyntax, Detail: fmt.Sprintf("json.Number %q is not a number literal", string(x))}
+		}
 		return appendTransform(dst, []byte(x), depth)
 	case json.RawMessage:
 		return appendTransform(dst, x, depth)
