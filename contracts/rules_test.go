@@ -364,3 +364,20 @@ func TestConcurrentValidation(t *testing.T) {
 		<-done
 	}
 }
+
+// TestMajorVersionBeyondUint64IsAMismatch: the schema's semver pattern
+// accepts components of any size, so a major version too large for
+// ParseVersion must still be rejected as another major, not let through.
+func TestMajorVersionBeyondUint64IsAMismatch(t *testing.T) {
+	for _, v := range []string{"99999999999999999999.0.0", "18446744073709551616.0.0-rc.1"} {
+		doc := edit(t, readFixture(t, "valid/rca_report/tool_failure.json"), "/schema_version", func(any) any { return v })
+		err := Validate(KindRCAReport, doc)
+		require.ErrorIs(t, err, ErrMajorVersion, v)
+		var ve *ValidationError
+		require.ErrorAs(t, err, &ve)
+		assert.Equal(t, "/schema_version", ve.Violations[0].Path)
+	}
+	// A major of 1 with a minor too large for uint64 is still major 1.
+	doc := edit(t, readFixture(t, "valid/rca_report/tool_failure.json"), "/schema_version", func(any) any { return "1.99999999999999999999.0" })
+	assert.NoError(t, Validate(KindRCAReport, doc))
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/verity-go/verity/internal/canon"
 )
@@ -246,7 +247,15 @@ func majorMismatch(generic any) *Violation {
 	}
 	v, err := ParseVersion(s)
 	if err != nil {
-		return nil // the schema reports the malformed version
+		// The schema reports a malformed version. One that is well formed
+		// but has a component too large for ParseVersion passes the
+		// schema's pattern, so its major is compared as text here.
+		if m := semverRE.FindStringSubmatch(s); m != nil && m[1] != strconv.FormatUint(libraryVersion.Major, 10) {
+			return &Violation{Path: "/schema_version", Rule: RuleMajorVersion, Message: fmt.Sprintf(
+				"%v: document schema_version %s has major version %s, this library reads major version %d (%s)",
+				ErrMajorVersion, s, m[1], libraryVersion.Major, libraryVersion)}
+		}
+		return nil
 	}
 	if err := Compatible(libraryVersion, v); err != nil {
 		return &Violation{Path: "/schema_version", Rule: RuleMajorVersion, Message: err.Error()}
