@@ -3,6 +3,7 @@ package contracts
 import (
 	"errors"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -184,7 +185,7 @@ func TestBuildersOnlyProduceValidDocuments(t *testing.T) {
 			t.Fatalf("a built %s is invalid: %v", kind, vs)
 		}
 	}
-	rapid.Check(t, func(t *rapid.T) {
+	prop := func(t *rapid.T) {
 		var evs []EvidenceRef
 		for _, in := range rapid.SliceOfN(genRef, 0, 3).Draw(t, "refs") {
 			r, err := NewEvidenceRef(in)
@@ -237,9 +238,19 @@ func TestBuildersOnlyProduceValidDocuments(t *testing.T) {
 				valid(t, KindAnnotation, a)
 			}
 		}
-	})
-	// The property is not vacuous: every builder produced documents.
-	for _, k := range []Kind{KindRCAReport, KindComplianceReport, KindRunRecord, KindAnnotation} {
+	}
+	// The property is not vacuous: every builder produced documents. One
+	// run of 100 random cases builds no RCAReport about one time in eight,
+	// so the property is checked again (up to five runs) before that is
+	// called a failure.
+	builders := []Kind{KindRCAReport, KindComplianceReport, KindRunRecord, KindAnnotation}
+	for range 5 {
+		rapid.Check(t, prop)
+		if !slices.ContainsFunc(builders, func(k Kind) bool { return built[k] == 0 }) {
+			break
+		}
+	}
+	for _, k := range builders {
 		assert.Positive(t, built[k], k)
 	}
 }
