@@ -291,10 +291,9 @@ func (v *Verifier) Add(e Entry) error {
 // Head returns the head after the entries added so far.
 func (v *Verifier) Head() Head { return v.head }
 
-// CheckHead verifies that the log seen so far extends trusted: it has at
-// least trusted.Size entries and the entry at trusted.Size-1 had trusted.Hash.
-// Call it after the last Add; it needs the hash of that earlier entry, so
-// use VerifyAgainst or Log.VerifyAgainst unless you track it yourself.
+// checkHead verifies that a log with head got extends trusted: it has at
+// least trusted.Size entries and its entry at trusted.Size-1 had hash
+// atTrusted, which must equal trusted.Hash.
 func checkHead(trusted, got Head, atTrusted Hash) error {
 	if got.Size < trusted.Size || atTrusted != trusted.Hash {
 		return &TruncatedError{Want: trusted, Got: got}

@@ -48,7 +48,7 @@ const (
 type FileOptions struct {
 	FS            FS            // default OSFS{}
 	Sync          SyncPolicy    // default SyncEveryAppend
-	GroupMaxBatch int           // SyncGroup: records per sync at most (default 64)
+	GroupMaxBatch int           // SyncGroup: this many waiting records start a sync at once (default 64)
 	GroupMaxDelay time.Duration // SyncGroup: longest wait before a sync (default 2ms)
 }
 
@@ -542,8 +542,9 @@ func (s *File) syncOnce() {
 }
 
 // Sync makes every record written so far durable. With SyncManual this is
-// the only fsync; with the other policies it returns at once or waits for
-// the pending group commit.
+// the only fsync; with SyncGroup it fsyncs at once instead of waiting for
+// the next group commit (and wakes that commit's waiters); with
+// SyncEveryAppend there is nothing left to sync and it returns at once.
 func (s *File) Sync() error {
 	s.mu.Lock()
 	if err := s.usable(); err != nil {

@@ -67,7 +67,9 @@ func (l *Log) Head() Head {
 	return l.head
 }
 
-// Append canonicalises payload (any JSON text) and appends it.
+// Append canonicalises payload (any JSON text) and appends it. The
+// returned entry shares its Payload bytes with the store: treat them as
+// read-only (Verify would report a change, but the log would be damaged).
 func (l *Log) Append(ctx context.Context, kind string, payload []byte) (Entry, error) {
 	c, err := canon.Transform(payload)
 	if err != nil {

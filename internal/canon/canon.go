@@ -614,8 +614,9 @@ func unsafeIntegral(f float64) bool {
 }
 
 // AppendFloat appends the ECMAScript (ES2015 Number.prototype.toString)
-// form of a finite f, as RFC 8785 §3.2.2.3 prescribes. It panics on NaN or
-// ±Inf only if called with them; callers validate first (Marshal does).
+// form of a finite f, as RFC 8785 §3.2.2.3 prescribes. f must be finite:
+// for NaN or ±Inf the output is not JSON, so callers check first (Marshal
+// and Transform do).
 func AppendFloat(dst []byte, f float64) []byte {
 	if f == 0 {
 		return append(dst, '0')
