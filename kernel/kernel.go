@@ -234,11 +234,21 @@ func (v Verdict) Err() error {
 //
 // The action is allowed iff no check failed.
 func (k *Kernel) Evaluate(ks KernelState, s State, a Action) Verdict {
+	return k.evaluate(ks, s, a, nil, 0)
+}
+
+// evaluate is Evaluate with the Checks appended to checks[:0] (a scratch
+// buffer the caller owns; nil for a fresh one) and spare capacity for
+// spare more effects after the inverse.
+func (k *Kernel) evaluate(ks KernelState, s State, a Action, checks []CheckResult, spare int) Verdict {
 	emergency := k.IsEmergency(a.ID)
+	if n := 5 + len(k.invariants) + len(k.preconds); cap(checks) < n {
+		checks = make([]CheckResult, 0, n)
+	}
 	v := Verdict{
 		ActionID:  a.ID,
 		Emergency: emergency,
-		Checks:    make([]CheckResult, 0, 5+len(k.invariants)+len(k.preconds)),
+		Checks:    checks[:0],
 		Next:      s,
 	}
 	add := func(c CheckResult) { v.Checks = append(v.Checks, c) }
@@ -289,7 +299,7 @@ func (k *Kernel) Evaluate(ks KernelState, s State, a Action) Verdict {
 	} else {
 		b := newBuilder(s)
 		b.ownFor(len(a.Effects))
-		inv := make([]Effect, 0, len(a.Effects))
+		inv := make([]Effect, 0, len(a.Effects)+spare)
 		var effErr error
 		for i, e := range a.Effects {
 			ie, err := b.apply(i, e)

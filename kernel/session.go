@@ -82,10 +82,11 @@ type Session struct {
 	shared  SharedBudget
 	id      string
 	execID  func() string
-	prefix  string  // default exec id prefix
-	counter uint64  // exec ids handed out by the default source
-	history history // committed executions, oldest first
-	buf     []byte  // payload scratch, reused under mu
+	prefix  string        // default exec id prefix
+	counter uint64        // exec ids handed out by the default source
+	history history       // committed executions, oldest first
+	buf     []byte        // payload scratch, reused under mu
+	checks  []CheckResult // Verdict.Checks scratch for Execute, reused under mu
 }
 
 // NewSession starts a session of k from initial, recording a kernel.start
@@ -175,8 +176,12 @@ func (s *Session) nextExecID() string {
 func (s *Session) Execute(ctx context.Context, a Action) (Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	v := s.k.Evaluate(s.ks, s.world, a)
+	// The Verdict's Checks are in the session's scratch buffer: only its
+	// Warnings (copied by commit) leave this call, or a clone on rejection.
+	v := s.k.evaluate(s.ks, s.world, a, s.checks, len(a.Effects))
+	s.checks = v.Checks
 	if !v.Allowed {
+		v.Checks = slices.Clone(v.Checks)
 		return Record{}, s.recordReject(ctx, a, v, nil)
 	}
 	id := s.nextExecID()
@@ -195,7 +200,7 @@ func (s *Session) Execute(ctx context.Context, a Action) (Record, error) {
 	charged := s.shared != nil && rec.Action.Cost > 0
 	if charged {
 		if err := s.shared.Charge(ctx, id, int64(rec.Action.Cost)); err != nil {
-			return Record{}, s.recordReject(ctx, a, v, err)
+			return Record{}, s.recordReject(ctx, a, v, err) // clones v.Checks
 		}
 	}
 	s.buf = appendExecutePayload(s.buf[:0], s.id, &rec)
@@ -211,9 +216,23 @@ func (s *Session) Execute(ctx context.Context, a Action) (Record, error) {
 	s.world, s.ks = world, ks
 	// The session keeps its own copy for Rollback, and the caller gets
 	// another: neither shares a slice with a or with each other.
-	s.history.add(rec.packedClone())
-	rec.Action = rec.Action.clone()
-	return rec, nil // rec.Inverse and rec.Warnings are fresh (commit made them)
+	hist := rec.packedClone()
+	if t := len(rec.Action.Tags); t > 0 { // both copies of the tags in one allocation
+		tags := make([]string, 2*t)
+		copy(tags, rec.Action.Tags)
+		copy(tags[t:], rec.Action.Tags)
+		hist.Action.Tags, rec.Action.Tags = tags[:t:t], tags[t:]
+	}
+	s.history.add(hist)
+	// rec.Inverse (evaluate made it fresh, with room for the action's
+	// effects after it) and rec.Warnings (commit made it) are the caller's.
+	if n, m := len(rec.Action.Effects), len(rec.Inverse); n > 0 && cap(rec.Inverse) >= m+n {
+		rec.Action.Effects = append(rec.Inverse[m:m:m+n], rec.Action.Effects...)
+		rec.Inverse = rec.Inverse[:m:m]
+	} else {
+		rec.Action.Effects = slices.Clone(rec.Action.Effects)
+	}
+	return rec, nil
 }
 
 // recordReject records a rejection (sharedErr non-nil: the shared budget
