@@ -470,8 +470,15 @@ func str[T ~string | ~[]byte](w *walker, s T, quotes bool, depth int, status str
 			}
 			// Decoding moves quotes: a token may be quoted only in the
 			// text as written ("\"0\"speculative" holds "speculative"
-			// between an escaped quote and the closing one), so the
-			// last-resort wire looks at that text too.
+			// between an escaped quote and the closing one). The text
+			// as written is JSON, so the folding wire below would read
+			// its escaped quotes as quotes and flag clean documents
+			// ("{\"epistemic_status\":\"grounded\"}"); it gets the
+			// specification's literal wire instead.
+			if m, found := literalWire(s); found {
+				return w.hit(RuleQuoted, m, "")
+			}
+			return false
 		}
 	}
 	if !quotes {
@@ -481,6 +488,24 @@ func str[T ~string | ~[]byte](w *walker, s T, quotes bool, depth int, status str
 		return w.hit(RuleQuoted, m, "")
 	}
 	return false
+}
+
+// literalWire is the specification's last-resort wire exactly: one of its
+// tokens, in double quotes, as a case-insensitive substring of s.
+func literalWire[T ~string | ~[]byte](s T) (string, bool) {
+	lower := strings.ToLower(string(s))
+	for _, tok := range [...]struct{ quoted, marker string }{
+		{`"speculative"`, "speculative"},
+		{`"epistemic_status"`, "epistemic_status"},
+		{`"epistemic-status"`, "epistemic_status"},
+		{`"speculative_context"`, "speculative_context"},
+		{`"speculative-context"`, "speculative_context"},
+	} {
+		if strings.Contains(lower, tok.quoted) {
+			return tok.marker, true
+		}
+	}
+	return "", false
 }
 
 func (w *walker) str(s string, quotes bool, depth int, status string) bool {
