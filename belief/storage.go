@@ -66,17 +66,6 @@ const (
 	memMaxChunk   = 4096
 )
 
-// at returns entry i < m.n; m.mu must be held.
-func (m *memStore) at(i uint64) *trace.Entry {
-	for _, c := range m.chunks {
-		if i < uint64(len(c)) {
-			return &c[i]
-		}
-		i -= uint64(len(c))
-	}
-	panic("belief: memStore index out of range")
-}
-
 func (m *memStore) headLocked() trace.Head {
 	if m.n == 0 {
 		return trace.Head{}
@@ -128,6 +117,9 @@ func (m *memStore) Append(ctx context.Context, entries ...trace.Entry) error {
 // Entries implements trace.Store.
 func (m *memStore) Entries(ctx context.Context, from uint64) iter.Seq2[trace.Entry, error] {
 	return func(yield func(trace.Entry, error) bool) {
+		// (c, off) is the position of entry i: chunks only grow, so it
+		// stays valid between steps, and a read costs no chunk search.
+		c, off := 0, from
 		for i := from; ; i++ {
 			if err := ctx.Err(); err != nil {
 				yield(trace.Entry{}, err)
@@ -143,8 +135,13 @@ func (m *memStore) Entries(ctx context.Context, from uint64) iter.Seq2[trace.Ent
 				m.mu.RUnlock()
 				return
 			}
-			e := *m.at(i)
+			for off >= uint64(len(m.chunks[c])) { // full: the entry is in a later chunk
+				off -= uint64(len(m.chunks[c]))
+				c++
+			}
+			e := m.chunks[c][off]
 			m.mu.RUnlock()
+			off++
 			e.Payload = bytes.Clone(e.Payload)
 			if !yield(e, nil) {
 				return
