@@ -229,9 +229,11 @@ func (l ledger) put(h uint64, key string, val ledgerEntry) ledger {
 	n := 0
 	if l.n == ledgerTailCap {
 		tok := new(byte)
+		leaves := make([]hleaf[ledgerEntry], l.n) // one allocation for the batch
 		for i := range l.n {
-			it := &l.tail.items[i]
-			root, _ = hamtPut(root, it.hash, it.key, it.val, tok)
+			it, nl := &l.tail.items[i], &leaves[i]
+			nl.hash, nl.key, nl.val = it.hash, it.key, it.val
+			root, _ = hamtPutLeaf(root, nl, tok)
 		}
 		nt = newTail(ledgerTailCap)
 	} else {

@@ -390,19 +390,21 @@ func (r Record) clone() Record {
 	return r
 }
 
-// packedClone is clone with the action's effects and the inverse in one
-// allocation (they live and die together in a Session's history).
+// packedClone is clone except for the action's tags (the caller copies
+// them), with the action's effects and the inverse in one allocation
+// (they live and die together in a Session's history).
 func (r Record) packedClone() Record {
 	n, m := len(r.Action.Effects), len(r.Inverse)
 	if n == 0 || m == 0 {
-		return r.clone()
+		r.Action.Effects = slices.Clone(r.Action.Effects)
+		r.Inverse = slices.Clone(r.Inverse)
+	} else {
+		buf := make([]Effect, n+m)
+		copy(buf, r.Action.Effects)
+		copy(buf[n:], r.Inverse)
+		r.Action.Effects = buf[:n:n]
+		r.Inverse = buf[n:]
 	}
-	buf := make([]Effect, n+m)
-	copy(buf, r.Action.Effects)
-	copy(buf[n:], r.Inverse)
-	r.Action.Effects = buf[:n:n]
-	r.Inverse = buf[n:]
-	r.Action.Tags = slices.Clone(r.Action.Tags)
 	r.Warnings = slices.Clone(r.Warnings)
 	return r
 }

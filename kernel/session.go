@@ -222,6 +222,8 @@ func (s *Session) Execute(ctx context.Context, a Action) (Record, error) {
 		copy(tags, rec.Action.Tags)
 		copy(tags[t:], rec.Action.Tags)
 		hist.Action.Tags, rec.Action.Tags = tags[:t:t], tags[t:]
+	} else {
+		hist.Action.Tags, rec.Action.Tags = slices.Clone(rec.Action.Tags), slices.Clone(rec.Action.Tags)
 	}
 	s.history.add(hist)
 	// rec.Inverse (evaluate made it fresh, with room for the action's
