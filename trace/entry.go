@@ -223,8 +223,23 @@ func appendPreimage(b []byte, seq uint64, prev Hash, kind string, t time.Time, p
 
 // EntryHash computes the hash of an entry's fields (everything but Hash).
 func EntryHash(e Entry) Hash {
-	var buf [512]byte
-	return Hash(sha256.Sum256(appendPreimage(buf[:0], e.Seq, e.Prev, e.Kind, e.Time, e.Payload)))
+	const fixed = 1 + 8 + 32 + 4 + timeLen + 4
+	if fixed+len(e.Kind)+len(e.Payload) <= 2048 {
+		var buf [2048]byte
+		return Hash(sha256.Sum256(appendPreimage(buf[:0], e.Seq, e.Prev, e.Kind, e.Time, e.Payload)))
+	}
+	// Large payloads stream into the hash instead of being copied.
+	var head [fixed + MaxKindLen]byte
+	h := sha256.New()
+	pre := appendPreimage(head[:0], e.Seq, e.Prev, e.Kind, e.Time, nil)
+	h.Write(pre[:len(pre)-4])
+	var n [4]byte
+	binary.BigEndian.PutUint32(n[:], uint32(len(e.Payload)))
+	h.Write(n[:])
+	h.Write(e.Payload)
+	var out Hash
+	h.Sum(out[:0])
+	return out
 }
 
 // Next is the pure append step: given the current head, it builds the

@@ -87,7 +87,14 @@ func (m *Memory) Append(ctx context.Context, entries ...Entry) error {
 	}
 	for _, e := range entries {
 		if m.n%memChunk == 0 {
-			m.chunks = append(m.chunks, make([]Entry, 0, memChunk))
+			// The first chunk starts small and grows, so that a short log
+			// (one per belief session, say) does not hold a 4096-entry
+			// array; later chunks are allocated whole.
+			size := memChunk
+			if m.n == 0 {
+				size = 16
+			}
+			m.chunks = append(m.chunks, make([]Entry, 0, size))
 		}
 		c := len(m.chunks) - 1
 		m.chunks[c] = append(m.chunks[c], e)

@@ -3,6 +3,7 @@ package trace
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -840,4 +841,15 @@ func TestRepairFileKeepsEarlierSideFiles(t *testing.T) {
 	require.NotEqual(t, sides[0], sides[1])
 	assert.Equal(t, first[len(two):], fs.bytes(sides[0]), "the first repair's bytes are still there")
 	assert.Equal(t, second[len(two):], fs.bytes(sides[1]))
+}
+
+// TestEntryHashLargePayloads: the streaming path for large payloads hashes
+// exactly the documented preimage.
+func TestEntryHashLargePayloads(t *testing.T) {
+	for _, n := range []int{0, 1, 1900, 1950, 1960, 2000, 2100, 70000} {
+		payload := []byte(`"` + string(bytes.Repeat([]byte("x"), n)) + `"`)
+		e := Entry{Seq: 9, Prev: Hash{1}, Kind: "big.payload", Payload: payload, Time: t0}
+		want := Hash(sha256.Sum256(appendPreimage(nil, e.Seq, e.Prev, e.Kind, e.Time, e.Payload)))
+		assert.Equal(t, want, EntryHash(e), "payload of %d bytes", len(payload))
+	}
 }
