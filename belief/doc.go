@@ -135,9 +135,8 @@
 // the core built canonical are not checked again when the entry is
 // encoded (the trace log still checks what it appends). The survivors
 // hasher is pooled and allocates nothing, trie nodes are allocated with
-// their slots, and trace kinds are constants. MemoryStorage grows each
-// log in chunks from 16 entries, so a short session does not hold (and
-// the garbage collector does not scan) trace.Memory's 4096-entry chunk.
+// their slots, and trace kinds are constants. (trace.Memory starts each
+// log with a 16-entry chunk, so a short session holds little.)
 // What remains is mostly hashing (the survivors, the entry, the trace
 // entry) and the trace log's own validation and copy of the payload.
 //

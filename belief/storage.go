@@ -1,12 +1,10 @@
 package belief
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
-	"iter"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,134 +30,19 @@ type Storage interface {
 	List(ctx context.Context) ([]string, error)
 }
 
-// MemoryStorage keeps every session's log in memory (a store with the
-// semantics of trace.Memory) for the life of the value. Every Open of a
+// MemoryStorage keeps every session's log in a trace.Memory for the life
+// of the value. Every Open of a
 // session returns the same underlying store, so two Servers over one
 // MemoryStorage behave like two processes over a shared database. Closing
 // a returned store does not discard the log.
 type MemoryStorage struct {
 	mu     sync.Mutex
-	stores map[string]*memStore
+	stores map[string]*trace.Memory
 }
 
 // NewMemoryStorage returns an empty MemoryStorage.
 func NewMemoryStorage() *MemoryStorage {
-	return &MemoryStorage{stores: map[string]*memStore{}}
-}
-
-// memStore is trace.Memory with chunks that grow with the log: 16
-// entries, then twice the entries held so far, up to 4096 per chunk.
-// trace.Memory's first chunk already holds 4096 entries (about half a
-// megabyte), which a session of a few events never fills but the garbage
-// collector scans on every cycle for every open session. As in
-// trace.Memory, a growing log never copies what it holds, and Entries
-// yields copies of the payloads.
-type memStore struct {
-	mu     sync.RWMutex
-	chunks [][]trace.Entry
-	n      uint64
-	closed bool
-}
-
-const (
-	memFirstChunk = 16
-	memMaxChunk   = 4096
-)
-
-func (m *memStore) headLocked() trace.Head {
-	if m.n == 0 {
-		return trace.Head{}
-	}
-	last := m.chunks[len(m.chunks)-1]
-	return trace.Head{Size: m.n, Hash: last[len(last)-1].Hash}
-}
-
-// Head implements trace.Store.
-func (m *memStore) Head(ctx context.Context) (trace.Head, error) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	if m.closed {
-		return trace.Head{}, trace.ErrClosed
-	}
-	return m.headLocked(), nil
-}
-
-// Append implements trace.Store.
-func (m *memStore) Append(ctx context.Context, entries ...trace.Entry) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return trace.ErrClosed
-	}
-	h := m.headLocked()
-	for _, e := range entries {
-		if e.Seq != h.Size || e.Prev != h.Hash {
-			return fmt.Errorf("%w: entry %d does not continue head (size %d, hash %s)", trace.ErrConflict, e.Seq, h.Size, h.Hash)
-		}
-		h = trace.Head{Size: e.Seq + 1, Hash: e.Hash}
-	}
-	for _, e := range entries {
-		last := len(m.chunks) - 1
-		if last < 0 || len(m.chunks[last]) == cap(m.chunks[last]) {
-			size := min(max(memFirstChunk, int(m.n)), memMaxChunk)
-			m.chunks = append(m.chunks, make([]trace.Entry, 0, size))
-			last++
-		}
-		m.chunks[last] = append(m.chunks[last], e)
-		m.n++
-	}
-	return nil
-}
-
-// Entries implements trace.Store.
-func (m *memStore) Entries(ctx context.Context, from uint64) iter.Seq2[trace.Entry, error] {
-	return func(yield func(trace.Entry, error) bool) {
-		// (c, off) is the position of entry i: chunks only grow, so it
-		// stays valid between steps, and a read costs no chunk search.
-		c, off := 0, from
-		for i := from; ; i++ {
-			if err := ctx.Err(); err != nil {
-				yield(trace.Entry{}, err)
-				return
-			}
-			m.mu.RLock()
-			if m.closed {
-				m.mu.RUnlock()
-				yield(trace.Entry{}, trace.ErrClosed)
-				return
-			}
-			if i >= m.n {
-				m.mu.RUnlock()
-				return
-			}
-			for off >= uint64(len(m.chunks[c])) { // full: the entry is in a later chunk
-				off -= uint64(len(m.chunks[c]))
-				c++
-			}
-			e := m.chunks[c][off]
-			m.mu.RUnlock()
-			off++
-			e.Payload = bytes.Clone(e.Payload)
-			if !yield(e, nil) {
-				return
-			}
-		}
-	}
-}
-
-// Close implements trace.Store. A MemoryStorage hands out its stores
-// behind sharedStore, whose Close does nothing.
-func (m *memStore) Close() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return trace.ErrClosed
-	}
-	m.closed = true
-	return nil
+	return &MemoryStorage{stores: map[string]*trace.Memory{}}
 }
 
 // sharedStore lends a store without letting the borrower close it.
@@ -174,7 +57,7 @@ func (m *MemoryStorage) Create(ctx context.Context, sessionID string) (trace.Sto
 	if _, ok := m.stores[sessionID]; ok {
 		return nil, fmt.Errorf("%w: session %q already exists", ErrConflict, sessionID)
 	}
-	st := &memStore{}
+	st := trace.NewMemory()
 	m.stores[sessionID] = st
 	return sharedStore{st}, nil
 }

@@ -853,3 +853,30 @@ func TestEntryHashLargePayloads(t *testing.T) {
 		assert.Equal(t, want, EntryHash(e), "payload of %d bytes", len(payload))
 	}
 }
+
+// TestMemoryChunks reads a Memory log that spans several chunks (the
+// first one grown from 16 entries) from positions around every boundary.
+func TestMemoryChunks(t *testing.T) {
+	ctx := context.Background()
+	s := NewMemory()
+	var h Head
+	const n = 3*memChunk + 100
+	for i := range n {
+		e, next, err := Next(h, "test.chunk", []byte(`{}`), t0.Add(time.Duration(i)))
+		require.NoError(t, err)
+		require.NoError(t, s.Append(ctx, e))
+		h = next
+	}
+	for _, from := range []uint64{0, 1, 15, 16, 17, memChunk - 1, memChunk, memChunk + 1, 2 * memChunk, n - 1, n} {
+		want := from
+		for e, err := range s.Entries(ctx, from) {
+			require.NoError(t, err)
+			require.Equal(t, want, e.Seq)
+			want++
+		}
+		require.Equal(t, uint64(n), want, "from %d", from)
+	}
+	got, err := VerifyStore(ctx, s)
+	require.NoError(t, err)
+	assert.Equal(t, h, got)
+}
