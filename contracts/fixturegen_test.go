@@ -11,10 +11,10 @@ package contracts
 // checks that it breaks exactly that rule).
 //
 // Documents are built as ordered JSON (fxObject keeps its keys in the order
-// they were set) and written like Python's json.dump(doc, indent=2,
-// ensure_ascii=False) plus a newline, the format of the Python script
-// (testdata/gen_fixtures.py) these tables replaced, so the fields read in
-// the order of the spec.
+// they were set) and written two-space indented with non-ASCII kept
+// literal (the layout of Python's json.dump(doc, indent=2,
+// ensure_ascii=False)) plus a newline, so the fields read in the order of
+// the spec.
 
 import (
 	"bytes"
