@@ -2,7 +2,6 @@ package belief_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -228,91 +227,6 @@ func TestServerConcurrent(t *testing.T) {
 	}
 }
 
-// TestTwoServersShareStore plays two processes over one shared store:
-// each catches up with the other's events before it mutates, appends
-// with AppendAfter and retries on a conflict, so the log never forks and
-// both end in the same state.
-func TestTwoServersShareStore(t *testing.T) {
-	ctx := context.Background()
-	shared := belief.NewMemoryStorage()
-	a := newServer(t, shared, belief.WithIDs(counterIDs("a-")))
-	b := newServer(t, shared, belief.WithIDs(counterIDs("b-")))
-	hyps := make([]string, 41)
-	for i := range hyps {
-		hyps[i] = fmt.Sprintf("h%02d", i)
-	}
-	sa, _, err := a.Declare(ctx, belief.DeclareRequest{Hypotheses: hyps})
-	require.NoError(t, err)
-	sb, err := b.Session(ctx, sa.ID()) // b opens what a created
-	require.NoError(t, err)
-
-	// Sequential interleaving: each sees the other's effect.
-	_, _, err = sa.Eliminate(ctx, belief.EliminateRequest{SourceID: "a", ObservationID: "1", Eliminated: []string{"h00"}})
-	require.NoError(t, err)
-	r, _, err := sb.Eliminate(ctx, belief.EliminateRequest{SourceID: "b", ObservationID: "1", Eliminated: []string{"h00", "h01"}})
-	require.NoError(t, err)
-	assert.Equal(t, []string{"h01"}, r.Applied)
-	assert.Equal(t, []string{"h00"}, r.Ignored, "b caught up with a's elimination")
-	// The idempotence table is shared through the log too.
-	rep, _, err := sb.Eliminate(ctx, belief.EliminateRequest{SourceID: "a", ObservationID: "1", Eliminated: []string{"h00"}})
-	require.NoError(t, err)
-	assert.True(t, rep.Repeated)
-	_, _, err = sb.Eliminate(ctx, belief.EliminateRequest{SourceID: "a", ObservationID: "1", Eliminated: []string{"h05"}})
-	requireCode(t, err, belief.CodeConflict)
-	// Optimistic concurrency sees the other server's head.
-	st, err := sa.State(ctx)
-	require.NoError(t, err)
-	head, _ := st.Head()
-	_, _, err = sb.EnterObligation(ctx, belief.ObligationRequest{ObligationID: "ob", MinTotalEliminations: 0}, belief.ExpectHead(head))
-	require.NoError(t, err)
-	_, _, err = sa.Eliminate(ctx, belief.EliminateRequest{SourceID: "a", ObservationID: "2", Eliminated: []string{"h02"}}, belief.ExpectHead(head))
-	assert.ErrorIs(t, err, belief.ErrStaleHead)
-	ex, _, err := sa.RequestExit(ctx, belief.ExitRequest{ObligationID: "ob"})
-	require.NoError(t, err, "a sees b's obligation")
-	assert.True(t, ex.Approved)
-
-	// Concurrent writers on both servers.
-	var wg sync.WaitGroup
-	errs := make(chan error, 64)
-	for w, sess := range []*belief.Session{sa, sb, sa, sb} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 2 + w; i < len(hyps)-1; i += 4 {
-				if _, _, err := sess.Eliminate(ctx, belief.EliminateRequest{SourceID: "c", ObservationID: hyps[i], Eliminated: []string{hyps[i]}}); err != nil {
-					errs <- err
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	snapA, err := sa.Snapshot(ctx)
-	require.NoError(t, err)
-	snapB, err := sb.Snapshot(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, snapA, snapB)
-	assert.Equal(t, []string{hyps[len(hyps)-1]}, snapA.Survivors)
-	evs, err := sa.Events(ctx, "")
-	require.NoError(t, err)
-	r2, err := belief.Replay(evs)
-	require.NoError(t, err)
-	assert.Equal(t, snapA, r2.Snapshot())
-	_, err = sa.Log().Verify(ctx)
-	require.NoError(t, err)
-	// A third server started now replays the whole shared log.
-	c := newServer(t, shared)
-	assert.Equal(t, []string{sa.ID()}, c.Sessions())
-	sc, err := c.Session(ctx, sa.ID())
-	require.NoError(t, err)
-	snapC, err := sc.Snapshot(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, snapA, snapC)
-}
-
 func TestCatchUpRejectsForeignEntries(t *testing.T) {
 	ctx := context.Background()
 	shared := belief.NewMemoryStorage()
@@ -329,64 +243,6 @@ func TestCatchUpRejectsForeignEntries(t *testing.T) {
 	var re *belief.ReplayError
 	require.ErrorAs(t, err, &re)
 	assert.Equal(t, 1, re.Index)
-}
-
-// TestServerRestartFileStorage stops a server over a FileStorage and
-// starts a new one on the same directory: every session comes back by
-// replay, with the same snapshot and log, and keeps working.
-func TestServerRestartFileStorage(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	fs, err := belief.NewFileStorage(dir, trace.FileOptions{})
-	require.NoError(t, err)
-	srv, err := belief.NewServer(ctx, fs)
-	require.NoError(t, err)
-	want := map[string]belief.Snapshot{}
-	wantEvents := map[string][]belief.AuditEntry{}
-	for i := range 3 {
-		sess, _, err := srv.Declare(ctx, belief.DeclareRequest{Ontology: onto, Hypotheses: []string{"a", "b", "c", "😀"},
-			Metadata: json.RawMessage(`{"n":` + fmt.Sprint(i) + `}`)})
-		require.NoError(t, err)
-		for j := range i + 1 {
-			_, _, err := sess.Eliminate(ctx, belief.EliminateRequest{SourceID: "s", ObservationID: fmt.Sprint(j), Eliminated: []string{[]string{"a", "😀", "b"}[j]}})
-			require.NoError(t, err)
-		}
-		if i == 2 {
-			_, _, err := sess.RequestTermination(ctx, belief.TerminationRequest{})
-			require.NoError(t, err)
-		}
-		want[sess.ID()], err = sess.Snapshot(ctx)
-		require.NoError(t, err)
-		wantEvents[sess.ID()], err = sess.Events(ctx, "")
-		require.NoError(t, err)
-	}
-	require.NoError(t, srv.Close())
-
-	srv2, err := belief.NewServer(ctx, fs)
-	require.NoError(t, err)
-	defer srv2.Close()
-	assert.Len(t, srv2.Sessions(), 3)
-	for id, snap := range want {
-		sess, err := srv2.Session(ctx, id)
-		require.NoError(t, err)
-		got, err := sess.Snapshot(ctx)
-		require.NoError(t, err)
-		assert.Equal(t, snap, got)
-		evs, err := sess.Events(ctx, "")
-		require.NoError(t, err)
-		assert.Equal(t, wantEvents[id], evs)
-		if snap.Terminated {
-			_, _, err = sess.Eliminate(ctx, belief.EliminateRequest{SourceID: "s", ObservationID: "new", Eliminated: []string{"c"}})
-			requireCode(t, err, belief.CodeSessionTerminated)
-			continue
-		}
-		// The idempotence table came back too.
-		r, _, err := sess.Eliminate(ctx, belief.EliminateRequest{SourceID: "s", ObservationID: "0", Eliminated: []string{"a"}})
-		require.NoError(t, err)
-		assert.True(t, r.Repeated)
-		_, _, err = sess.Eliminate(ctx, belief.EliminateRequest{SourceID: "s", ObservationID: "new", Eliminated: []string{"c"}})
-		require.NoError(t, err)
-	}
 }
 
 func TestServerRestartRefusesTamperedLog(t *testing.T) {

@@ -1,0 +1,31 @@
+package belief_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/verity-go/verity/belief"
+	"github.com/verity-go/verity/belief/storagetest"
+	"github.com/verity-go/verity/trace"
+)
+
+// TestMemoryStorageConformance: two Servers over one MemoryStorage behave
+// like two processes over a shared database, so reopen hands out the same
+// storage.
+func TestMemoryStorageConformance(t *testing.T) {
+	storagetest.Run(t,
+		func(t *testing.T) belief.Storage { return belief.NewMemoryStorage() },
+		func(_ *testing.T, st belief.Storage) belief.Storage { return st })
+}
+
+// TestFileStorageConformance: a FileStorage is single-process (reopen is
+// nil), so the suite restarts a Server over the same directory and skips
+// two servers at once.
+func TestFileStorageConformance(t *testing.T) {
+	storagetest.Run(t, func(t *testing.T) belief.Storage {
+		fs, err := belief.NewFileStorage(t.TempDir(), trace.FileOptions{})
+		require.NoError(t, err)
+		return fs
+	}, nil)
+}
