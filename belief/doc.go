@@ -103,7 +103,7 @@
 //   - Idempotence of ELIMINATE (§4.1): TestIdempotence.
 //   - Order independence of eliminations (§4.1): TestOrderIndependence.
 //   - Replayability, the log rebuilds the snapshot (§4.1): TestReplayability,
-//     TestReplayErrorsNameTheEvent, TestServerRestartFileStorage.
+//     TestReplayErrorsNameTheEvent, TestFileStorageConformance (Restart).
 //   - All verbs against a naive model: TestStateMachine.
 //   - Decisions above: TestDeclareRules, TestEliminateRules,
 //     TestObligationRules, TestConclusionRules, TestTerminationRules,
@@ -113,7 +113,8 @@
 //   - Many goroutines over many sessions (-race): TestServerConcurrent.
 //   - Optimistic concurrency on the audit head: TestExpectHead.
 //   - Every event recorded in the session's trace log: TestServerRecordsEveryEventInTrace.
-//   - Two processes over one store stay consistent: TestTwoServersShareStore,
+//   - Two processes over one store stay consistent (belief/storagetest, run
+//     by TestMemoryStorageConformance and, for SQL, belief/sqlstorage):
 //     TestConcurrentOpenKeepsOneSession.
 //
 // # Performance

@@ -36,16 +36,16 @@
 // Every test runs on PostgreSQL (when VERITY_PG_DSN is set; otherwise it
 // skips, naming the variable) and on a SQLite file.
 //
-//   - The belief.Storage contract (conflict on a second Create, not found
-//     on a missing or impossible id, sorted List limited to the prefix):
-//     TestStorageContract.
-//   - Two servers with their own connection pools serve the same sessions
-//     consistently, including concurrent writers on both:
-//     TestTwoServersShareSessions.
+//   - The belief.Storage conformance suite (belief/storagetest): conflict on
+//     a second Create, not found on a missing id, sorted List; two servers
+//     with their own connection pools serve the same sessions consistently,
+//     including concurrent writers on both; sessions survive a restart (new
+//     pool, new server) with the same snapshots, events and idempotence
+//     table: TestStorageConformance.
+//   - SQL specifics (impossible ids, store ids, List limited to the
+//     prefix): TestStorageContract.
 //   - Three server processes serve one session at once; nothing is lost
 //     or duplicated and the log replays: TestServerProcesses.
-//   - Sessions survive a restart (new pool, new server) with the same
-//     snapshots, events and idempotence table: TestSessionsSurviveRestart.
 //   - A tampered session is refused on restart: TestRestartRefusesTamperedLog.
 //
 // # What it does not cover
