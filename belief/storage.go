@@ -127,9 +127,16 @@ func (f *FileStorage) Create(ctx context.Context, sessionID string) (trace.Store
 	if !safeID(sessionID) {
 		return nil, &Error{Err: ErrInvalidRequest, Message: fmt.Sprintf("session id %q cannot name a file", sessionID)}
 	}
-	if _, err := os.Stat(f.path(sessionID)); err == nil {
+	// Claim the name atomically (O_EXCL), so that of two concurrent
+	// Creates of one id exactly one succeeds; trace.OpenFile then writes
+	// the header into the empty file.
+	claim, err := os.OpenFile(f.path(sessionID), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("%w: session %q already exists", ErrConflict, sessionID)
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	} else if err != nil {
+		return nil, err
+	}
+	if err := claim.Close(); err != nil {
 		return nil, err
 	}
 	return trace.OpenFile(f.path(sessionID), f.opts)

@@ -3,6 +3,7 @@ package storagetest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -35,6 +36,7 @@ func Run(t *testing.T, newStorage NewStorage, reopen Reopen) {
 		fn   func(*testing.T, NewStorage, Reopen)
 	}{
 		{"Contract", testContract},
+		{"ConcurrentCreate", testConcurrentCreate},
 		{"TwoServers", testTwoServers},
 		{"Restart", testRestart},
 	}
@@ -127,6 +129,43 @@ func testContract(t *testing.T, newStorage NewStorage, _ Reopen) {
 // with the other's events before it mutates, appends with AppendAfter and
 // retries on a conflict, so the log never forks and both end in the same
 // state.
+// testConcurrentCreate: of many concurrent Creates of one id exactly one
+// succeeds; the others get ErrConflict (Storage is safe for concurrent use).
+func testConcurrentCreate(t *testing.T, newStorage NewStorage, _ Reopen) {
+	st := newStorage(t)
+	const n = 8
+	var wg sync.WaitGroup
+	var won atomic.Int32
+	errs := make(chan error, n)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := st.Create(context.Background(), "race")
+			if err != nil {
+				errs <- err
+				return
+			}
+			won.Add(1)
+			errs <- s.Close()
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	conflicts := 0
+	for err := range errs {
+		switch {
+		case err == nil:
+		case errors.Is(err, belief.ErrConflict):
+			conflicts++
+		default:
+			t.Errorf("concurrent Create: %v", err)
+		}
+	}
+	assert.Equal(t, int32(1), won.Load(), "exactly one Create of an id succeeds")
+	assert.Equal(t, n-1, conflicts)
+}
+
 func testTwoServers(t *testing.T, newStorage NewStorage, reopen Reopen) {
 	if reopen == nil {
 		t.Skip("single-process backend (reopen is nil)")
