@@ -3,7 +3,9 @@ package kernel
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
@@ -138,11 +140,21 @@ func (s *Session) replayEntry(kind string, p map[string]any) error {
 		if err := sameCounters(p, rec.Budget, rec.Steps); err != nil {
 			return err
 		}
+		if err := sameFields(p, map[string][]byte{
+			"emergency":       strconv.AppendBool(nil, rec.Emergency),
+			"emergency_steps": appendCount(nil, rec.EmergencySteps),
+			"inverse":         appendEffects(nil, rec.Inverse),
+		}); err != nil {
+			return err
+		}
 		s.world, s.ks = world, ks
 		s.history.add(rec)
 	case KindReject:
 		if fp(p["state"]) != s.world.Fingerprint().String() {
 			return fmt.Errorf("rejection recorded in state %v, replayed state %s", p["state"], s.world.Fingerprint())
+		}
+		if err := sameCounters(p, snapshot(s.ks.budget), s.ks.steps); err != nil {
+			return err
 		}
 	case KindRollback:
 		id, _ := p["exec"].(string)
@@ -160,9 +172,31 @@ func (s *Session) replayEntry(kind string, p map[string]any) error {
 		if err := sameCounters(p, rr.Budget, rr.Steps); err != nil {
 			return err
 		}
+		if err := sameFields(p, map[string][]byte{
+			"before":  appendFP(nil, rr.Before),
+			"effects": appendEffects(nil, rr.Effects),
+			"refund":  appendCost(nil, rr.Refund),
+		}); err != nil {
+			return err
+		}
 		s.world, s.ks = world, ks
 	case KindStart:
 		return fmt.Errorf("second kernel.start for the same session")
+	}
+	return nil
+}
+
+// sameFields checks that each recorded field of p equals the JSON the
+// replay produces for it.
+func sameFields(p map[string]any, want map[string][]byte) error {
+	for _, f := range slices.Sorted(maps.Keys(want)) {
+		w, err := decodeJSON(want[f])
+		if err != nil {
+			return err
+		}
+		if !sameJSON(w, p[f]) {
+			return fmt.Errorf("recorded %s %v, replayed %s", f, p[f], want[f])
+		}
 	}
 	return nil
 }
