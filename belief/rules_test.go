@@ -650,3 +650,20 @@ func TestReplayErrorsNameTheEvent(t *testing.T) {
 		})
 	}
 }
+
+// TestEliminateResultIsNotAnAlias: the applied ids handed back by
+// ELIMINATE are the caller's to keep; changing them must not change the
+// session's recorded delta (values are immutable, accessors never hand out
+// aliases).
+func TestEliminateResultIsNotAnAlias(t *testing.T) {
+	ss := newSession(t, "a", "b", "c")
+	r, err := ss.elim(t, "s", "o1", "a", "b")
+	require.NoError(t, err)
+	require.Equal(t, []string{"a", "b"}, r.Applied)
+	r.Applied[0] = "mutated"
+	evs, err := ss.s.Events("")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a", "b"}, evs[1].Eliminated, "the recorded delta is unchanged")
+	_, err = belief.Replay(evs)
+	require.NoError(t, err, "the log still replays")
+}

@@ -495,7 +495,8 @@ func (s State) eliminate(req EliminateRequest, st Stamp) (State, EliminateResult
 	}
 	next.obs = p.obs.put(obsRecord{key: key, fingerprint: fp, applied: slices.Clone(applied),
 		ignored: slices.Clone(ignored), eventID: e.EventID})
-	return State{&next}, EliminateResult{Applied: applied, Ignored: ignored, AuditEventID: e.EventID},
+	// applied is the recorded delta (e.Eliminated): the caller gets a copy.
+	return State{&next}, EliminateResult{Applied: slices.Clone(applied), Ignored: ignored, AuditEventID: e.EventID},
 		&next.events.e, nil
 }
 
