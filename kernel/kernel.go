@@ -234,7 +234,9 @@ func (v Verdict) Err() error {
 //
 // The action is allowed iff no check failed.
 func (k *Kernel) Evaluate(ks KernelState, s State, a Action) Verdict {
-	return k.evaluate(ks, s, a, nil, 0)
+	// The Verdict keeps its own copy of the action: changing the caller's
+	// slices afterwards cannot change what Commit records.
+	return k.evaluate(ks, s, a.clone(), nil, 0)
 }
 
 // evaluate is Evaluate with the Checks appended to checks[:0] (a scratch
@@ -417,7 +419,8 @@ func (r Record) packedClone() Record {
 // the commit and nothing is checked after it, so no predicate can split an
 // action.
 func (k *Kernel) Execute(ks KernelState, s State, a Action, execID string) (State, KernelState, Record, error) {
-	return k.Commit(ks, s, k.Evaluate(ks, s, a), execID)
+	v := k.evaluate(ks, s, a, nil, 0) // Commit copies the action
+	return k.Commit(ks, s, v, execID)
 }
 
 // Commit commits the action of a Verdict that this kernel's Evaluate
@@ -432,6 +435,7 @@ func (k *Kernel) Commit(ks KernelState, s State, v Verdict, execID string) (Stat
 	next, nks, rec, err := k.commit(ks, s, &v, execID)
 	if err == nil {
 		rec.Action = rec.Action.clone()
+		rec.Inverse = slices.Clone(rec.Inverse) // the Verdict may be committed again
 	}
 	return next, nks, rec, err
 }
