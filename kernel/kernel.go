@@ -181,13 +181,15 @@ type Verdict struct {
 
 	// What Commit relies on is kept unexported, so that editing the
 	// exported fields above cannot make Commit accept anything.
-	ok      bool
-	next    State
-	inverse []Effect
-	action  Action
-	tag     *byte
-	from    *stateData
-	fromKS  KernelState
+	ok        bool
+	emergency bool
+	warnings  []CheckResult // the Warned checks (nil if none)
+	next      State
+	inverse   []Effect
+	action    Action
+	tag       *byte
+	from      *stateData
+	fromKS    KernelState
 }
 
 // Failures returns the failed checks.
@@ -357,7 +359,12 @@ func (k *Kernel) evaluate(ks KernelState, s State, a Action, checks []CheckResul
 	}
 
 	v.Allowed = !failed
-	v.ok, v.next, v.action, v.tag, v.from, v.fromKS = !failed, v.Next, a, k.tag, s.d, ks
+	v.ok, v.emergency, v.next, v.action, v.tag, v.from, v.fromKS = !failed, emergency, v.Next, a, k.tag, s.d, ks
+	for _, c := range v.Checks {
+		if c.Status == Warned {
+			v.warnings = append(v.warnings, c)
+		}
+	}
 	return v
 }
 
@@ -458,7 +465,7 @@ func (k *Kernel) commit(ks KernelState, s State, v *Verdict, execID string) (Sta
 		return s, ks, Record{}, err
 	}
 	next := KernelState{budget: budget, steps: ks.steps, emergency: ks.emergency, tag: ks.tag}
-	if v.Emergency {
+	if v.emergency {
 		next.emergency++
 	} else {
 		next.steps++
@@ -466,7 +473,7 @@ func (k *Kernel) commit(ks KernelState, s State, v *Verdict, execID string) (Sta
 	rec := Record{
 		ExecID:         execID,
 		Action:         *a,
-		Emergency:      v.Emergency,
+		Emergency:      v.emergency,
 		Before:         s.Fingerprint(),
 		After:          v.next.Fingerprint(),
 		Inverse:        v.inverse,
@@ -474,11 +481,7 @@ func (k *Kernel) commit(ks KernelState, s State, v *Verdict, execID string) (Sta
 		Steps:          next.steps,
 		EmergencySteps: next.emergency,
 	}
-	for _, c := range v.Checks {
-		if c.Status == Warned {
-			rec.Warnings = append(rec.Warnings, c)
-		}
-	}
+	rec.Warnings = slices.Clone(v.warnings)
 	return v.next, next, rec, nil
 }
 

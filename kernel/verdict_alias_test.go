@@ -50,3 +50,41 @@ func TestCommitRecordsDoNotShareInverse(t *testing.T) {
 	assert.True(t, back.Equal(s))
 	_, _ = n1, ks1
 }
+
+// TestEditedVerdictCannotChangeTheCommit: Commit relies only on the
+// Verdict's private record, so marking a Verdict as an emergency (which
+// would keep the step counter still and break T2 through rollbacks) or
+// editing its checks changes neither the counters nor the Record.
+func TestEditedVerdictCannotChangeTheCommit(t *testing.T) {
+	warn := kernel.Invariant{Name: "small", Enforcement: kernel.Monitoring, Check: func(s kernel.State) bool {
+		v, _ := s.Get("x")
+		i, _ := v.AsInt()
+		return i < 1
+	}}
+	k := mustKernel(t, kernel.Config{Budget: kernel.Unit, MinActionCost: kernel.Unit, Invariants: []kernel.Invariant{warn}})
+	require.Equal(t, uint64(1), k.MaxSteps())
+	s := mustState(t, map[string]any{"x": 0})
+	a := kernel.Action{ID: "inc", Cost: kernel.Unit, Effects: []kernel.Effect{kernel.Increment("x", kernel.Int(1))}}
+	ks := k.Start()
+	for i := range 3 {
+		v := k.Evaluate(ks, s, a)
+		if i > 0 {
+			require.False(t, v.Allowed, "T2: only floor(B0/ε) = 1 non-emergency step")
+			return
+		}
+		require.True(t, v.Allowed)
+		require.Len(t, v.Warnings(), 1)
+		v.Emergency = true
+		for j := range v.Checks {
+			v.Checks[j].Status = kernel.Passed
+		}
+		next, nks, rec, err := k.Commit(ks, s, v, "e"+string(rune('0'+i)))
+		require.NoError(t, err)
+		assert.False(t, rec.Emergency)
+		assert.Equal(t, uint64(1), nks.Steps())
+		assert.Equal(t, uint64(0), nks.EmergencySteps())
+		assert.Len(t, rec.Warnings, 1, "the monitoring violation is recorded")
+		s, ks, _, err = k.Rollback(nks, next, rec)
+		require.NoError(t, err)
+	}
+}
