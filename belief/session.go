@@ -277,6 +277,12 @@ func (s *Session) catchUp(ctx context.Context) error {
 	if h == s.head {
 		return nil
 	}
+	if h.Size <= s.head.Size {
+		// Not an extension of what s.state reflects: the log was cut back
+		// or rewritten. Reading from s.head.Size would find nothing and
+		// keep serving events the store no longer holds.
+		return fmt.Errorf("belief: session %s: %w", s.id, &trace.TruncatedError{Want: s.head, Got: h})
+	}
 	return s.catchUpEntries(ctx)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -308,4 +309,79 @@ func TestConcurrentOpenKeepsOneSession(t *testing.T) {
 	assert.ErrorIs(t, err, belief.ErrServerClosed)
 	_, _, err = c.Declare(ctx, belief.DeclareRequest{Hypotheses: []string{"x"}})
 	assert.ErrorIs(t, err, belief.ErrServerClosed)
+}
+
+// swapStorage hands out stores whose contents a test can replace, as an
+// operator restoring an old backup or a SQL rollback would.
+type swapStorage struct {
+	*belief.MemoryStorage
+	mu     sync.Mutex
+	stores map[string]*swapStore
+}
+
+type swapStore struct {
+	mu  sync.Mutex
+	cur trace.Store
+}
+
+func (s *swapStore) get() trace.Store { s.mu.Lock(); defer s.mu.Unlock(); return s.cur }
+func (s *swapStore) Head(ctx context.Context) (trace.Head, error) { return s.get().Head(ctx) }
+func (s *swapStore) Append(ctx context.Context, es ...trace.Entry) error {
+	return s.get().Append(ctx, es...)
+}
+func (s *swapStore) Entries(ctx context.Context, from uint64) iter.Seq2[trace.Entry, error] {
+	return s.get().Entries(ctx, from)
+}
+func (s *swapStore) Close() error { return nil }
+
+func (w *swapStorage) Create(ctx context.Context, id string) (trace.Store, error) {
+	st, err := w.MemoryStorage.Create(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s := &swapStore{cur: st}
+	w.stores[id] = s
+	return s, nil
+}
+
+// TestCatchUpRefusesAStoreThatDoesNotExtendTheSession: when the store's
+// head is no longer an extension of the head the session has verified
+// (its log was cut back or rewritten), the session reports it instead of
+// serving events the store no longer holds.
+func TestCatchUpRefusesAStoreThatDoesNotExtendTheSession(t *testing.T) {
+	ctx := context.Background()
+	for _, name := range []string{"Shorter", "SameSizeRewritten"} {
+		t.Run(name, func(t *testing.T) {
+			storage := &swapStorage{MemoryStorage: belief.NewMemoryStorage(), stores: map[string]*swapStore{}}
+			srv := newServer(t, storage)
+			sess, _, err := srv.Declare(ctx, belief.DeclareRequest{Hypotheses: []string{"a", "b", "c"}})
+			require.NoError(t, err)
+			// Keep a copy of the log as it is after the declaration.
+			backup := trace.NewMemory()
+			for e, err := range sess.Log().Entries(ctx, 0) {
+				require.NoError(t, err)
+				require.NoError(t, backup.Append(ctx, e))
+			}
+			_, _, err = sess.Eliminate(ctx, belief.EliminateRequest{SourceID: "s", ObservationID: "o1", Eliminated: []string{"a"}})
+			require.NoError(t, err)
+			if name == "SameSizeRewritten" {
+				// A different second event in the backup: same size, another head.
+				l, err := trace.New(backup)
+				require.NoError(t, err)
+				_, err = l.Append(ctx, "kernel.execute", []byte(`{"x":1}`))
+				require.NoError(t, err)
+			}
+			sw := storage.stores[sess.ID()]
+			sw.mu.Lock()
+			sw.cur = backup
+			sw.mu.Unlock()
+			_, err = sess.Snapshot(ctx)
+			require.Error(t, err, "the store no longer holds the session's events")
+			assert.ErrorIs(t, err, trace.ErrTruncated)
+			_, _, err = sess.Eliminate(ctx, belief.EliminateRequest{SourceID: "s", ObservationID: "o2", Eliminated: []string{"b"}})
+			assert.ErrorIs(t, err, trace.ErrTruncated)
+		})
+	}
 }
