@@ -324,7 +324,7 @@ type swapStore struct {
 	cur trace.Store
 }
 
-func (s *swapStore) get() trace.Store { s.mu.Lock(); defer s.mu.Unlock(); return s.cur }
+func (s *swapStore) get() trace.Store                             { s.mu.Lock(); defer s.mu.Unlock(); return s.cur }
 func (s *swapStore) Head(ctx context.Context) (trace.Head, error) { return s.get().Head(ctx) }
 func (s *swapStore) Append(ctx context.Context, es ...trace.Entry) error {
 	return s.get().Append(ctx, es...)
