@@ -416,7 +416,7 @@ func (s *Store) Append(ctx context.Context, entries ...trace.Entry) error {
 // entry is stored with the right hash — and the primary key decide alone.
 func (s *Store) appendOne(ctx context.Context, e trace.Entry) error {
 	n, err := affected(s.logs.db.ExecContext(ctx, s.logs.qAppendOne,
-		s.id, int64(e.Seq), e.Prev[:], e.Kind, e.Payload, trace.FormatTime(e.Time), e.Hash[:]))
+		s.id, int64(e.Seq), e.Prev[:], e.Kind, payloadArg(e.Payload), trace.FormatTime(e.Time), e.Hash[:]))
 	if err != nil {
 		return fmt.Errorf("sqlstore: append to %q: %w", s.id, err)
 	}
@@ -424,6 +424,17 @@ func (s *Store) appendOne(ctx context.Context, e trace.Entry) error {
 		return fmt.Errorf("%w: log %q already has entry %d, or its entry %d does not have hash %s", trace.ErrConflict, s.id, e.Seq, e.Seq-1, e.Prev)
 	}
 	return nil
+}
+
+// payloadArg is the payload as a statement argument: drivers bind a nil
+// []byte as NULL, which the NOT NULL payload column refuses, so an empty
+// payload (a valid entry, which trace.Memory and trace.File store) is
+// bound as an empty blob.
+func payloadArg(p []byte) []byte {
+	if p == nil {
+		return []byte{}
+	}
+	return p
 }
 
 func affected(res sql.Result, err error) (int64, error) {
@@ -444,7 +455,7 @@ func (s *Store) insert(ctx context.Context, tx *sql.Tx, entries []trace.Entry) e
 		chunk := entries[start:min(start+maxRowsPerInsert, len(entries))]
 		args = args[:0]
 		for _, e := range chunk {
-			args = append(args, s.id, int64(e.Seq), e.Prev[:], e.Kind, e.Payload, trace.FormatTime(e.Time), e.Hash[:])
+			args = append(args, s.id, int64(e.Seq), e.Prev[:], e.Kind, payloadArg(e.Payload), trace.FormatTime(e.Time), e.Hash[:])
 		}
 		res, err := tx.ExecContext(ctx, s.logs.insertQuery(len(chunk)), args...)
 		if err != nil {
