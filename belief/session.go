@@ -20,7 +20,8 @@ var ErrStaleHead = fmt.Errorf("%w: audit head is not the expected one", ErrConfl
 var ErrServerClosed = errors.New("belief: server closed")
 
 // MaxAppendRetries bounds how often a mutation catches up and retries
-// when another writer appended to the session's store first.
+// when another writer appended to the session's store first; after that
+// the mutation is CONFLICT and records nothing.
 const MaxAppendRetries = 32
 
 // Server is the shell around the core: a registry of Sessions over a
@@ -367,8 +368,13 @@ func (s *Session) mutate(ctx context.Context, opts []CallOption, step func(State
 			return s.state, err
 		}
 		err = s.append(ctx, ev, at)
-		if errors.Is(err, trace.ErrConflict) && attempt < MaxAppendRetries {
-			continue
+		if errors.Is(err, trace.ErrConflict) {
+			if attempt < MaxAppendRetries {
+				continue
+			}
+			// Contention, not a fault: the caller may retry later.
+			return s.state, &Error{Err: ErrConflict,
+				Message: fmt.Sprintf("other writers kept appending to the session; gave up after %d retries: %v", MaxAppendRetries, err)}
 		}
 		if err != nil {
 			return s.state, err

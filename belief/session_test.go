@@ -385,3 +385,43 @@ func TestCatchUpRefusesAStoreThatDoesNotExtendTheSession(t *testing.T) {
 		})
 	}
 }
+
+// busyStore is a store on which another writer always wins the append
+// race: its head never moves for us, every Append is a trace conflict.
+type busyStore struct{ trace.Store }
+
+func (b busyStore) Append(ctx context.Context, es ...trace.Entry) error {
+	return fmt.Errorf("%w: another writer appended first", trace.ErrConflict)
+}
+
+type busyStorage struct {
+	*belief.MemoryStorage
+	busy bool
+}
+
+func (b *busyStorage) Open(ctx context.Context, id string) (trace.Store, error) {
+	st, err := b.MemoryStorage.Open(ctx, id)
+	if err != nil || !b.busy {
+		return st, err
+	}
+	return busyStore{st}, nil
+}
+
+// TestAppendRetriesExhaustedIsConflict: a mutation that keeps losing the
+// append race gives up after MaxAppendRetries with CONFLICT (retry later),
+// not an internal error, and records nothing.
+func TestAppendRetriesExhaustedIsConflict(t *testing.T) {
+	ctx := context.Background()
+	storage := &busyStorage{MemoryStorage: belief.NewMemoryStorage()}
+	a := newServer(t, storage)
+	sess, _, err := a.Declare(ctx, belief.DeclareRequest{Hypotheses: []string{"a", "b"}})
+	require.NoError(t, err)
+	storage.busy = true
+	b := newServer(t, storage)
+	other, err := b.Session(ctx, sess.ID())
+	require.NoError(t, err)
+	_, st, err := other.Eliminate(ctx, belief.EliminateRequest{SourceID: "s", ObservationID: "o", Eliminated: []string{"a"}})
+	requireCode(t, err, belief.CodeConflict)
+	assert.Equal(t, 2, st.NSurvivors(), "nothing applied")
+	assert.Equal(t, uint64(1), st.Len(), "nothing recorded")
+}
