@@ -18,8 +18,8 @@ import (
 // streaming the entries, re-executes every recorded execution and rollback
 // of session sessionID (the first kernel.start's session if sessionID is
 // empty) with k, and checks at each step that the fingerprints, budget
-// totals, step counters, emergency flag, inverse and rollback effects and
-// refund equal the recorded ones. Entries of other kinds or other sessions
+// totals, step counters, emergency flag, inverse, warnings and rollback
+// effects and refund equal the recorded ones. Entries of other kinds or other sessions
 // are skipped; a rejection is checked against the state, budget and steps
 // it was made in. The returned Session continues appending to log; its
 // states equal those of the Session that wrote the log.
@@ -145,6 +145,7 @@ func (s *Session) replayEntry(kind string, p map[string]any) error {
 			"emergency":       strconv.AppendBool(nil, rec.Emergency),
 			"emergency_steps": appendCount(nil, rec.EmergencySteps),
 			"inverse":         appendEffects(nil, rec.Inverse),
+			"warnings":        appendChecks(nil, rec.Warnings, true),
 		}); err != nil {
 			return err
 		}

@@ -70,3 +70,36 @@ func TestReplayRejectsDisagreeingFields(t *testing.T) {
 		})
 	}
 }
+
+// TestReplayRejectsDisagreeingWarnings: the monitoring violations an
+// execute entry records must be the ones the replay finds.
+func TestReplayRejectsDisagreeingWarnings(t *testing.T) {
+	warn := kernel.Invariant{Name: "small", Enforcement: kernel.Monitoring, Check: func(s kernel.State) bool {
+		v, _ := s.Get("x")
+		i, _ := v.AsInt()
+		return i < 1
+	}}
+	k := mustKernel(t, kernel.Config{Budget: 10 * kernel.Unit, MinActionCost: kernel.Unit, Invariants: []kernel.Invariant{warn}})
+	log := trace.NewMemoryLog()
+	sess, err := kernel.NewSession(ctx, k, mustState(t, map[string]any{"x": 0}), log)
+	require.NoError(t, err)
+	rec, err := sess.Execute(ctx, incX)
+	require.NoError(t, err)
+	require.Len(t, rec.Warnings, 1)
+	tl := trace.NewMemoryLog()
+	for e, err := range log.Entries(ctx, 0) {
+		require.NoError(t, err)
+		p := string(e.Payload)
+		if e.Kind == kernel.KindExecute {
+			i := strings.Index(p, `"warnings":[`)
+			require.Positive(t, i)
+			p = p[:i] + `"warnings":[]}`
+		}
+		_, err = tl.AppendCanonical(ctx, e.Kind, []byte(p))
+		require.NoError(t, err)
+	}
+	_, err = kernel.Replay(ctx, k, log, "")
+	require.NoError(t, err)
+	_, err = kernel.Replay(ctx, k, tl, "")
+	require.ErrorIs(t, err, kernel.ErrReplay)
+}
