@@ -97,6 +97,30 @@ func (d Dialect) ByteLength() string {
 	return "length"
 }
 
+// TxOptions returns the options for the package's read-write
+// transactions. For PostgreSQL it asks for READ COMMITTED explicitly: the
+// conditional statements that order concurrent writers (and the migration
+// lock) rely on a statement that waited for another transaction seeing
+// what that transaction committed, which a database or role whose
+// default_transaction_isolation is repeatable read or serializable would
+// turn into serialization failures (or, for a migration, into a second
+// CREATE TABLE). SQLite transactions are serializable whatever is asked,
+// and its drivers may refuse other levels: nil.
+func (d Dialect) TxOptions() *sql.TxOptions {
+	if d == Postgres {
+		return &sql.TxOptions{Isolation: sql.LevelReadCommitted}
+	}
+	return nil
+}
+
+// serializationFailure reports whether err carries PostgreSQL's SQLSTATE
+// 40001 (serialization_failure), through the SQLState method that drivers
+// such as pgx give their errors (no driver is imported).
+func serializationFailure(err error) bool {
+	var se interface{ SQLState() string }
+	return errors.As(err, &se) && se.SQLState() == "40001"
+}
+
 // Querier is what migrations run statements through: a *sql.Tx or a
 // *sql.Conn holding a transaction.
 type Querier interface {
@@ -189,7 +213,7 @@ func SchemaVersion(ctx context.Context, db *sql.DB, d Dialect, component string)
 // (fn takes the locks it needs).
 func withWriteLock(ctx context.Context, db *sql.DB, d Dialect, fn func(Querier) error) error {
 	if d == Postgres {
-		tx, err := db.BeginTx(ctx, nil)
+		tx, err := db.BeginTx(ctx, d.TxOptions())
 		if err != nil {
 			return err
 		}

@@ -98,6 +98,11 @@
 //     nothing is stored: TestAppendRaceLoserGetsConflict.
 //   - Several OS processes appending to one log never fork it and lose no
 //     entry: TestProcessesNeverFork.
+//   - The same holds, and migrations still run concurrently, on a
+//     PostgreSQL database whose default isolation is serializable
+//     (transactions ask for READ COMMITTED; a serialization failure of
+//     the one-statement append is a conflict):
+//     TestSerializableDefaultIsolation.
 //   - Behaviour under random appends, stale and forged batches, reads and
 //     reopenings matches a naive model: TestStoreStateMachine.
 //   - Reads stream and hold no connection: TestEntriesHoldNoConnection.

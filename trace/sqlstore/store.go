@@ -396,7 +396,7 @@ func (s *Store) Append(ctx context.Context, entries ...trace.Entry) error {
 	if len(entries) == 1 && first.Seq > 0 {
 		return s.appendOne(ctx, first)
 	}
-	tx, err := s.logs.db.BeginTx(ctx, nil)
+	tx, err := s.logs.db.BeginTx(ctx, s.logs.d.TxOptions())
 	if err != nil {
 		return fmt.Errorf("sqlstore: append to %q: %w", s.id, err)
 	}
@@ -417,6 +417,13 @@ func (s *Store) Append(ctx context.Context, entries ...trace.Entry) error {
 func (s *Store) appendOne(ctx context.Context, e trace.Entry) error {
 	n, err := affected(s.logs.db.ExecContext(ctx, s.logs.qAppendOne,
 		s.id, int64(e.Seq), e.Prev[:], e.Kind, payloadArg(e.Payload), trace.FormatTime(e.Time), e.Hash[:]))
+	if serializationFailure(err) {
+		// The statement runs on its own, in the session's default
+		// isolation; above READ COMMITTED a racing writer's commit makes
+		// it fail rather than store nothing. Either way nothing is stored
+		// and another writer moved the log.
+		return fmt.Errorf("%w: log %q moved under entry %d: %w", trace.ErrConflict, s.id, e.Seq, err)
+	}
 	if err != nil {
 		return fmt.Errorf("sqlstore: append to %q: %w", s.id, err)
 	}

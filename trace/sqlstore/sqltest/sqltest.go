@@ -79,17 +79,24 @@ func PostgresSchema(t testing.TB) string {
 
 // withSearchPath adds search_path to a postgres:// URL or a key=value DSN.
 func withSearchPath(dsn, schema string) (string, error) {
+	return WithParam(dsn, "search_path", schema)
+}
+
+// WithParam sets a connection (run-time) parameter, such as
+// default_transaction_isolation, in a postgres:// URL or a key=value DSN.
+// The value must not contain spaces.
+func WithParam(dsn, key, value string) (string, error) {
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
 		u, err := url.Parse(dsn)
 		if err != nil {
 			return "", err
 		}
 		q := u.Query()
-		q.Set("search_path", schema)
+		q.Set(key, value)
 		u.RawQuery = q.Encode()
 		return u.String(), nil
 	}
-	return dsn + " search_path=" + schema, nil
+	return dsn + " " + key + "=" + value, nil
 }
 
 // Postgres opens a connection pool on a new schema (see PostgresSchema),

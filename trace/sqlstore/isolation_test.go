@@ -1,0 +1,75 @@
+package sqlstore_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/verity-go/verity/trace"
+	"github.com/verity-go/verity/trace/sqlstore"
+	"github.com/verity-go/verity/trace/sqlstore/sqltest"
+)
+
+// TestSerializableDefaultIsolation: the ordering of racing writers and of
+// racing migrations rests on READ COMMITTED (a statement that waited for
+// another transaction sees what it committed). A PostgreSQL database
+// whose default_transaction_isolation is serializable or repeatable read
+// (a common hardening setting) must still give the race loser
+// trace.ErrConflict, not a serialization failure, and let any number of
+// processes migrate a new database at once.
+func TestSerializableDefaultIsolation(t *testing.T) {
+	ctx := context.Background()
+	dsn, err := sqltest.WithParam(sqltest.PostgresSchema(t), "default_transaction_isolation", "serializable")
+	require.NoError(t, err)
+	const pools = 4
+	all := make([]*sqlstore.Logs, pools)
+	errs := make([]error, pools)
+	var wg sync.WaitGroup
+	for i := range all {
+		db := sqltest.Open(t, sqltest.PostgresDriver, dsn)
+		wg.Add(1)
+		go func() { defer wg.Done(); all[i], errs[i] = sqlstore.Open(ctx, db, sqlstore.Postgres) }()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		require.NoError(t, err, "pool %d migrating a new database", i)
+	}
+	id := newID()
+	_, err = all[0].Create(ctx, id)
+	require.NoError(t, err)
+	for round := 0; round < 20; round++ {
+		s1, err := all[0].Open(ctx, id)
+		require.NoError(t, err)
+		s2, err := all[1].Open(ctx, id)
+		require.NoError(t, err)
+		h, err := s1.Head(ctx)
+		require.NoError(t, err)
+		nx, ny := 3, 2 // even rounds: batches (the transaction path)
+		if round%2 == 1 {
+			nx, ny = 1, 1 // odd rounds: single entries (the one-statement path)
+		}
+		batches := [][]trace.Entry{entries(t, h, nx, "x"), entries(t, h, ny, "y")}
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for i, s := range []*sqlstore.Store{s1, s2} {
+			wg.Add(1)
+			go func() { defer wg.Done(); errs[i] = s.Append(ctx, batches[i]...) }()
+		}
+		wg.Wait()
+		winners := 0
+		for i, err := range errs {
+			if err == nil {
+				winners++
+				continue
+			}
+			require.ErrorIs(t, err, trace.ErrConflict, "round %d loser %d", round, i)
+		}
+		require.Equal(t, 1, winners, "round %d: %v", round, errs)
+	}
+	s, err := all[2].Open(ctx, id)
+	require.NoError(t, err)
+	_, err = trace.VerifyStore(ctx, s)
+	require.NoError(t, err)
+}
