@@ -297,6 +297,11 @@ func CheckTheorems(t *rapid.T, s Setup) {
 			if after.Fingerprint() != last.Before || afterKS.Budget().Net() != beforeKS.Budget().Net()-rr.Refund {
 				t.Fatalf("T7: rollback of %s did not restore the prior state and budget", last.ExecID)
 			}
+			// A Session refunds only by rollback, so the refund is the
+			// whole cost the execution was charged.
+			if rr.Refund != last.Action.Cost {
+				t.Fatalf("T7: rollback of %s refunded %s, it was charged %s", last.ExecID, rr.Refund, last.Action.Cost)
+			}
 			if afterKS.Steps() != beforeKS.Steps() {
 				t.Fatalf("T7/T2: rollback changed the step counter %d → %d", beforeKS.Steps(), afterKS.Steps())
 			}
