@@ -232,7 +232,7 @@ func (b *Budget) Charge(ctx context.Context, actionID string, cost int64) error 
 	}
 	unlock := b.bs.lockWriters()
 	defer unlock()
-	tx, err := b.bs.db.BeginTx(ctx, nil)
+	tx, err := b.bs.db.BeginTx(ctx, b.bs.d.TxOptions()) // READ COMMITTED on PostgreSQL: see sqlstore.Dialect.TxOptions
 	if err != nil {
 		return fmt.Errorf("sqlbudget: charge %q: %w", b.id, err)
 	}
@@ -286,7 +286,7 @@ func (b *Budget) Refund(ctx context.Context, actionID string, amount int64) erro
 	}
 	unlock := b.bs.lockWriters()
 	defer unlock()
-	tx, err := b.bs.db.BeginTx(ctx, nil)
+	tx, err := b.bs.db.BeginTx(ctx, b.bs.d.TxOptions()) // READ COMMITTED on PostgreSQL: see sqlstore.Dialect.TxOptions
 	if err != nil {
 		return fmt.Errorf("sqlbudget: refund %q: %w", b.id, err)
 	}

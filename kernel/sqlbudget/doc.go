@@ -73,6 +73,10 @@
 //   - T1 across operating-system processes: four processes charge one
 //     budget at once; the total charged never exceeds it and equals
 //     successful charges × cost: TestMultiProcessCharges.
+//   - The same on a PostgreSQL database whose default isolation is
+//     serializable (charges and refunds ask for READ COMMITTED, which the
+//     re-checked conditional UPDATE relies on): no serialization failures,
+//     T1 holds: TestSerializableDefaultIsolation.
 //   - Each rule (over budget, duplicate, negative, unknown action, refund
 //     too large, partial refunds, zero cost) and that a refused call
 //     changes nothing: TestChargeRefundRules, TestBudgetsCreateOpen;
