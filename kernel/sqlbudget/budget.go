@@ -149,7 +149,7 @@ func (bs *Budgets) Create(ctx context.Context, id string, limit kernel.Cost) (*B
 	if limit < 0 {
 		return nil, fmt.Errorf("%w: negative budget %s", kernel.ErrInvalidCost, limit)
 	}
-	res, err := bs.db.ExecContext(ctx, bs.qCreate, id, int64(limit))
+	res, err := bs.create(ctx, id, int64(limit))
 	if err != nil {
 		return nil, fmt.Errorf("sqlbudget: creating %q: %w", id, err)
 	}
@@ -161,6 +161,26 @@ func (bs *Budgets) Create(ctx context.Context, id string, limit kernel.Cost) (*B
 		return nil, fmt.Errorf("%w: %q", ErrExists, id)
 	}
 	return &Budget{bs: bs, id: id}, nil
+}
+
+// create inserts the budget's row, in a READ COMMITTED transaction on
+// PostgreSQL (see sqlstore.Dialect.TxOptions) so that a racing insert of
+// the same id stores nothing instead of failing with a serialization
+// error when the database's default isolation is higher.
+func (bs *Budgets) create(ctx context.Context, id string, limit int64) (sql.Result, error) {
+	if bs.d != sqlstore.Postgres {
+		return bs.db.ExecContext(ctx, bs.qCreate, id, limit)
+	}
+	tx, err := bs.db.BeginTx(ctx, bs.d.TxOptions())
+	if err != nil {
+		return nil, err
+	}
+	res, err := tx.ExecContext(ctx, bs.qCreate, id, limit)
+	if err != nil {
+		_ = tx.Rollback()
+		return nil, err
+	}
+	return res, tx.Commit()
 }
 
 // Open returns an existing budget, or ErrNotFound.

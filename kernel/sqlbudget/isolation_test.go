@@ -81,3 +81,30 @@ func TestSerializableDefaultIsolation(t *testing.T) {
 	assert.Equal(t, gross, int64(s.Gross))
 	assert.Equal(t, refunded, int64(s.Refunded))
 }
+
+// TestSerializableDefaultIsolationCreate: racing OpenOrCreates of one
+// budget all succeed on a serializable-by-default database, rather than
+// failing with serialization errors.
+func TestSerializableDefaultIsolationCreate(t *testing.T) {
+	dsn, err := sqltest.WithParam(sqltest.PostgresSchema(t), "default_transaction_isolation", "serializable")
+	require.NoError(t, err)
+	const pools = 4
+	all := make([]*sqlbudget.Budgets, pools)
+	for i := range all {
+		all[i], err = sqlbudget.Open(ctx, sqltest.Open(t, sqltest.PostgresDriver, dsn), sqlstore.Postgres)
+		require.NoError(t, err)
+	}
+	for round := 0; round < 20; round++ {
+		id := fmt.Sprintf("fleet-%d", round)
+		errs := make([]error, pools)
+		var wg sync.WaitGroup
+		for i := range all {
+			wg.Add(1)
+			go func() { defer wg.Done(); _, errs[i] = all[i].OpenOrCreate(ctx, id, kernel.Unit) }()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			require.NoError(t, err, "round %d pool %d", round, i)
+		}
+	}
+}

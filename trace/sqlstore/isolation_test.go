@@ -73,3 +73,47 @@ func TestSerializableDefaultIsolation(t *testing.T) {
 	_, err = trace.VerifyStore(ctx, s)
 	require.NoError(t, err)
 }
+
+// TestSerializableDefaultIsolationCreate: on the same database, racing
+// Creates of one id give one store and ErrExists, and racing
+// OpenOrCreates all succeed, rather than serialization failures.
+func TestSerializableDefaultIsolationCreate(t *testing.T) {
+	ctx := context.Background()
+	dsn, err := sqltest.WithParam(sqltest.PostgresSchema(t), "default_transaction_isolation", "serializable")
+	require.NoError(t, err)
+	const pools = 4
+	all := make([]*sqlstore.Logs, pools)
+	for i := range all {
+		all[i], err = sqlstore.Open(ctx, sqltest.Open(t, sqltest.PostgresDriver, dsn), sqlstore.Postgres)
+		require.NoError(t, err)
+	}
+	for round := 0; round < 20; round++ {
+		id := newID()
+		errs := make([]error, 2*pools)
+		var wg sync.WaitGroup
+		for i := range errs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if i < pools {
+					_, errs[i] = all[i].Create(ctx, id)
+				} else {
+					_, errs[i] = all[i-pools].OpenOrCreate(ctx, id)
+				}
+			}()
+		}
+		wg.Wait()
+		created := 0
+		for i, err := range errs {
+			switch {
+			case i >= pools:
+				require.NoError(t, err, "round %d OpenOrCreate %d", round, i)
+			case err == nil:
+				created++
+			default:
+				require.ErrorIs(t, err, sqlstore.ErrExists, "round %d Create %d", round, i)
+			}
+		}
+		require.LessOrEqual(t, created, 1, "round %d", round)
+	}
+}

@@ -195,7 +195,7 @@ func (l *Logs) Create(ctx context.Context, id string) (*Store, error) {
 	if err := ValidID(id); err != nil {
 		return nil, err
 	}
-	res, err := l.db.ExecContext(ctx, l.qCreate, id)
+	res, err := l.execReadCommitted(ctx, l.qCreate, id)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: creating log %q: %w", id, err)
 	}
@@ -231,10 +231,31 @@ func (l *Logs) OpenOrCreate(ctx context.Context, id string) (*Store, error) {
 	if err := ValidID(id); err != nil {
 		return nil, err
 	}
-	if _, err := l.db.ExecContext(ctx, l.qCreate, id); err != nil {
+	if _, err := l.execReadCommitted(ctx, l.qCreate, id); err != nil {
 		return nil, fmt.Errorf("sqlstore: creating log %q: %w", id, err)
 	}
 	return l.store(id), nil
+}
+
+// execReadCommitted runs one statement. On PostgreSQL it runs in a READ
+// COMMITTED transaction (see Dialect.TxOptions), so that an INSERT ... ON
+// CONFLICT DO NOTHING racing another process's insert of the same key
+// stores nothing rather than failing with a serialization error when the
+// database's default isolation is higher.
+func (l *Logs) execReadCommitted(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if l.d != Postgres {
+		return l.db.ExecContext(ctx, query, args...)
+	}
+	tx, err := l.db.BeginTx(ctx, l.d.TxOptions())
+	if err != nil {
+		return nil, err
+	}
+	res, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		_ = tx.Rollback()
+		return nil, err
+	}
+	return res, tx.Commit()
 }
 
 func (l *Logs) store(id string) *Store { return &Store{logs: l, id: id} }
