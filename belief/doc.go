@@ -78,9 +78,11 @@
 //
 // # Replay
 //
-// Replay (and its step, State.Apply) verifies each event — hash, seq,
-// link, session, unique id — and re-executes it from its payload, id and
+// Replay verifies each event — hash, seq, link, session, and that no event
+// id repeats in the log — and re-executes it from its payload, id and
 // time; the produced event must equal the recorded one member by member.
+// State.Apply, its step, does the same for one event, except the check
+// for repeated ids, which needs the whole log.
 // Whatever does not verify or disagrees with a recorded outcome is a
 // *ReplayError naming the event's index and id. The rebuilt State has the
 // same snapshot, head, obligations and idempotence table as the original.
