@@ -350,9 +350,14 @@ func TestAppendRejectsMalformed(t *testing.T) {
 		canceled, cancel := context.WithCancel(ctx)
 		cancel()
 		require.ErrorIs(t, s.Append(canceled, good), context.Canceled)
+		// The log is empty: without the error this loop would not run at
+		// all, so count what it yields.
+		yielded := 0
 		for _, err := range s.Entries(canceled, 0) {
 			require.ErrorIs(t, err, context.Canceled)
+			yielded++
 		}
+		require.Equal(t, 1, yielded, "Entries with a canceled context yields its error")
 	})
 }
 
