@@ -27,7 +27,16 @@ func ExampleOpen() {
 	if err != nil {
 		panic(err)
 	}
-	srv, _ := belief.NewServer(ctx, storage, belief.WithIDs(func() string { return "incident-7" }))
+	// Ids must never repeat: the session takes the first, its events the rest.
+	n := 0
+	next := func() string {
+		n++
+		if n == 1 {
+			return "incident-7"
+		}
+		return fmt.Sprintf("event-%d", n-1)
+	}
+	srv, _ := belief.NewServer(ctx, storage, belief.WithIDs(next))
 	sess, _, err := srv.Declare(ctx, belief.DeclareRequest{Hypotheses: []string{"disk", "network", "dns"}})
 	if err != nil {
 		panic(err)
