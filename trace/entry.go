@@ -224,7 +224,11 @@ func appendPreimage(b []byte, seq uint64, prev Hash, kind string, t time.Time, p
 // EntryHash computes the hash of an entry's fields (everything but Hash).
 func EntryHash(e Entry) Hash {
 	const fixed = 1 + 8 + 32 + 4 + timeLen + 4
-	if fixed+len(e.Kind)+len(e.Payload) <= 2048 {
+	switch n := fixed + len(e.Kind) + len(e.Payload); {
+	case n <= 512: // the common case, with less stack to clear
+		var buf [512]byte
+		return Hash(sha256.Sum256(appendPreimage(buf[:0], e.Seq, e.Prev, e.Kind, e.Time, e.Payload)))
+	case n <= 2048:
 		var buf [2048]byte
 		return Hash(sha256.Sum256(appendPreimage(buf[:0], e.Seq, e.Prev, e.Kind, e.Time, e.Payload)))
 	}

@@ -846,7 +846,7 @@ func TestRepairFileKeepsEarlierSideFiles(t *testing.T) {
 // TestEntryHashLargePayloads: the streaming path for large payloads hashes
 // exactly the documented preimage.
 func TestEntryHashLargePayloads(t *testing.T) {
-	for _, n := range []int{0, 1, 1900, 1950, 1960, 2000, 2100, 70000} {
+	for _, n := range []int{0, 1, 400, 420, 440, 1900, 1950, 1960, 2000, 2100, 70000} {
 		payload := []byte(`"` + string(bytes.Repeat([]byte("x"), n)) + `"`)
 		e := Entry{Seq: 9, Prev: Hash{1}, Kind: "big.payload", Payload: payload, Time: t0}
 		want := Hash(sha256.Sum256(appendPreimage(nil, e.Seq, e.Prev, e.Kind, e.Time, e.Payload)))
