@@ -35,9 +35,9 @@ func WithClock(clock func() time.Time) Option { return func(l *Log) { l.clock = 
 // not affect AppendAfter, which never retries.
 func WithConflictRetries(n int) Option { return func(l *Log) { l.retries = n } }
 
-// New opens a Log over store, reading its current head. It does not verify
-// the store's contents; call Verify for that (File verifies on open).
-func New(store Store, opts ...Option) (*Log, error) {
+// NewLog opens a Log over store, reading its current head. It does not
+// verify the store's contents; call Verify for that (File verifies on open).
+func NewLog(store Store, opts ...Option) (*Log, error) {
 	l := &Log{store: store, clock: time.Now, retries: 8}
 	l.ds, _ = store.(deferredSyncer)
 	for _, o := range opts {
@@ -51,10 +51,51 @@ func New(store Store, opts ...Option) (*Log, error) {
 	return l, nil
 }
 
+// New is NewLog.
+func New(store Store, opts ...Option) (*Log, error) { return NewLog(store, opts...) }
+
 // NewMemoryLog returns a Log over a new Memory store with the real clock.
 func NewMemoryLog() *Log {
-	l, _ := New(NewMemory())
+	l, _ := NewLog(NewMemory())
 	return l
+}
+
+// Close closes the store behind the log when it has a Close method (File
+// and the SQL store do; Memory has nothing to close).
+func (l *Log) Close() error {
+	if c, ok := l.store.(interface{ Close() error }); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// AppendOption changes how one Append or AppendValue writes its entry.
+type AppendOption func(*appendOptions)
+
+type appendOptions struct {
+	at       time.Time // zero: the log's clock
+	expected *Head     // nil: append after whatever the head is
+}
+
+// At stamps the entry with t instead of the log's clock, so that a shell
+// records its own record and the entry with the same instant.
+func At(t time.Time) AppendOption { return func(o *appendOptions) { o.at = t } }
+
+// After appends only if the log's head is expected; otherwise the append
+// returns an error wrapping ErrConflict and writes nothing. The head is
+// re-read from the store first, so entries other processes appended are
+// seen. It is the primitive for optimistic concurrency over a shared
+// store, and is never retried.
+func After(expected Head) AppendOption {
+	return func(o *appendOptions) { o.expected = &expected }
+}
+
+func collect(opts []AppendOption) appendOptions {
+	var o appendOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
 }
 
 // Store returns the store behind the log.
@@ -67,24 +108,31 @@ func (l *Log) Head() Head {
 	return l.head
 }
 
-// Append canonicalises payload (any JSON text) and appends it. The
-// returned entry shares its Payload bytes with the store: treat them as
-// read-only (Verify would report a change, but the log would be damaged).
-func (l *Log) Append(ctx context.Context, kind string, payload []byte) (Entry, error) {
-	c, err := canon.Transform(payload)
+// Append appends payload, any JSON text, in its canonical form (RFC 8785):
+// a payload that is already canonical is checked in one pass and copied,
+// anything else is canonicalised. The returned entry shares its Payload
+// bytes with the store: treat them as read-only (Verify would report a
+// change, but the log would be damaged).
+func (l *Log) Append(ctx context.Context, kind string, payload []byte, opts ...AppendOption) (Entry, error) {
+	c, err := canon.Canonical(payload)
 	if err != nil {
 		return Entry{}, fmt.Errorf("%w: payload: %w", ErrMalformed, err)
 	}
-	return l.appendOwned(ctx, nil, kind, c)
+	if len(c) > 0 && len(payload) > 0 && &c[0] == &payload[0] {
+		c = append([]byte(nil), c...)
+	}
+	o := collect(opts)
+	return l.appendOwned(ctx, o.expected, o.at, kind, c)
 }
 
 // AppendValue appends the canonical JSON encoding of v.
-func (l *Log) AppendValue(ctx context.Context, kind string, v any) (Entry, error) {
+func (l *Log) AppendValue(ctx context.Context, kind string, v any, opts ...AppendOption) (Entry, error) {
 	c, err := canon.Marshal(v)
 	if err != nil {
 		return Entry{}, fmt.Errorf("%w: payload: %w", ErrMalformed, err)
 	}
-	return l.appendOwned(ctx, nil, kind, c)
+	o := collect(opts)
+	return l.appendOwned(ctx, o.expected, o.at, kind, c)
 }
 
 // AppendCanonical appends a payload that is already canonical JSON (it is
@@ -94,7 +142,7 @@ func (l *Log) AppendCanonical(ctx context.Context, kind string, payload []byte) 
 	if err := canon.Valid(payload); err != nil {
 		return Entry{}, fmt.Errorf("%w: payload: %w", ErrMalformed, err)
 	}
-	return l.appendOwned(ctx, nil, kind, append([]byte(nil), payload...))
+	return l.appendOwned(ctx, nil, time.Time{}, kind, append([]byte(nil), payload...))
 }
 
 // AppendAfter appends only if the log's head is expected; otherwise it
@@ -106,7 +154,7 @@ func (l *Log) AppendAfter(ctx context.Context, expected Head, kind string, paylo
 	if err != nil {
 		return Entry{}, fmt.Errorf("%w: payload: %w", ErrMalformed, err)
 	}
-	return l.appendOwned(ctx, &expected, kind, c)
+	return l.appendOwned(ctx, &expected, time.Time{}, kind, c)
 }
 
 // AppendCanonicalAfter is AppendAfter for a payload that is already
@@ -115,10 +163,10 @@ func (l *Log) AppendCanonicalAfter(ctx context.Context, expected Head, kind stri
 	if err := canon.Valid(payload); err != nil {
 		return Entry{}, fmt.Errorf("%w: payload: %w", ErrMalformed, err)
 	}
-	return l.appendOwned(ctx, &expected, kind, append([]byte(nil), payload...))
+	return l.appendOwned(ctx, &expected, time.Time{}, kind, append([]byte(nil), payload...))
 }
 
-func (l *Log) appendOwned(ctx context.Context, expected *Head, kind string, payload []byte) (Entry, error) {
+func (l *Log) appendOwned(ctx context.Context, expected *Head, at time.Time, kind string, payload []byte) (Entry, error) {
 	l.mu.Lock()
 	if expected != nil {
 		h, err := l.store.Head(ctx)
@@ -133,7 +181,11 @@ func (l *Log) appendOwned(ctx context.Context, expected *Head, kind string, payl
 		}
 	}
 	for attempt := 0; ; attempt++ {
-		e, h, err := next(l.head, kind, payload, l.clock())
+		t := at
+		if t.IsZero() {
+			t = l.clock()
+		}
+		e, h, err := next(l.head, kind, payload, t)
 		if err != nil {
 			l.mu.Unlock()
 			return Entry{}, err

@@ -1,0 +1,49 @@
+package trace
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestAppendAtStampsTheGivenInstant(t *testing.T) {
+	ctx := context.Background()
+	logClock := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	l, err := NewLog(NewMemory(), WithClock(func() time.Time { return logClock }))
+	require.NoError(t, err)
+	at := time.Date(2026, 11, 25, 1, 2, 3, 4, time.UTC)
+	e, err := l.Append(ctx, "test.at", []byte(`{"b":1,"a":2}`), At(at))
+	require.NoError(t, err)
+	assert.True(t, e.Time.Equal(at), "At overrides the log's clock: got %v", e.Time)
+	assert.Equal(t, `{"a":2,"b":1}`, string(e.Payload), "Append canonicalises")
+	e, err = l.AppendValue(ctx, "test.at", map[string]int{"x": 1})
+	require.NoError(t, err)
+	assert.True(t, e.Time.Equal(logClock), "without At, the log's clock")
+}
+
+func TestAppendAfterRefusesAMovedHead(t *testing.T) {
+	ctx := context.Background()
+	l, err := NewLog(NewMemory())
+	require.NoError(t, err)
+	h0 := l.Head()
+	_, err = l.Append(ctx, "test.after", []byte(`{}`), After(h0))
+	require.NoError(t, err)
+	_, err = l.Append(ctx, "test.after", []byte(`{}`), After(h0))
+	assert.True(t, errors.Is(err, ErrConflict), "a stale head is a conflict: %v", err)
+	assert.Equal(t, uint64(1), l.Head().Size, "nothing written on conflict")
+}
+
+func TestAppendCopiesACanonicalPayload(t *testing.T) {
+	l, err := NewLog(NewMemory())
+	require.NoError(t, err)
+	p := []byte(`{"a":1}`)
+	_, err = l.Append(context.Background(), "test.copy", p)
+	require.NoError(t, err)
+	p[5] = '2'
+	_, err = l.Verify(context.Background())
+	assert.NoError(t, err, "changing the caller's bytes after Append cannot change the log")
+}
