@@ -55,8 +55,9 @@
 //  3. uncertainty: a claim recommending REFUSE → REFUSE; a claim
 //     recommending DEFER → DEFER; the highest claim uncertainty decides
 //     against the policy's thresholds (defaults: ≤ 0.50 passes, ≤ 0.75
-//     passes with a caveat, above 0.75 → DEFER). Each claim above the
-//     first threshold or recommending EXPLAIN adds a caveat (a Note).
+//     passes with a caveat, above 0.75 → DEFER; see "Where the rules come
+//     from"). Each claim above the first threshold or recommending EXPLAIN
+//     adds a caveat (a Note).
 //  4. clearance: the Context's clearance must rank at least as high as
 //     every claim's tier, else REFUSE.
 //  5. the policy's own gates (the Gate interface, or GateFunc), in order.
@@ -80,6 +81,32 @@
 // it was given. REFUSE is final: a bundle whose decision is REFUSE stays
 // refused when evaluated again (evaluate the original bundle to judge the
 // same claims under another policy or context).
+//
+// # Where the rules come from
+//
+// Specification 000 states: the shape, field names and closed
+// vocabularies; that a FACT claim needs a non-empty evidence_pointers list
+// with at least one pointer of source_confidence ≥ 0.60, and that
+// INFERENCE evidence, when present, meets the same standard (Evidence
+// Requirements, validate_fact); what the recommendations mean (Gate
+// Recommendations: DEFER and REFUSE stop the chain, REFUSE fails the
+// bundle, EXPLAIN continues with a caveat); which tiers a human must
+// approve (Risk Tiers: DELETE and PRIVILEGE; READ_ONLY and WRITE_LIMITED
+// are auto-approved; MODIFY is not auto-approved but only "logged", read
+// here as passing with a flag); and the defaults of its reference
+// dataclasses (decision DEFER, gate_recommendation EXECUTE).
+//
+// Specification 000 does not state, and Verity chose, following the
+// reference implementation's gate document (PROMETHEUS docs/GATES.md):
+// the uncertainty thresholds 0.50 and 0.75 and that the highest claim
+// uncertainty is compared with them (its explain_threshold and
+// defer_threshold); that a FACT claim without evidence is refused while
+// one with only weak evidence is deferred (validate_fact only fails both);
+// and the clearance gate (its security gate's rule that the agent's tier
+// ranks at least as high as every claim's). Verity's own choices: the gate
+// order above (the reference's order, with validation first and the
+// policy's gates where the reference has its adversarial gate), the
+// 64-digit evidence_hash, and the caveat and flag members.
 //
 // # Recording
 //

@@ -28,7 +28,10 @@ var (
 	ErrInvalidContext = errors.New("claims: invalid context")
 )
 
-// Default uncertainty thresholds.
+// Default uncertainty thresholds. Specification 000 does not state them:
+// they are Verity's choice, following the reference implementation's gate
+// document (PROMETHEUS docs/GATES.md: explain above 0.50, defer above 0.75,
+// compared with the highest claim uncertainty).
 const (
 	DefaultExecuteMax = 0.50 // highest uncertainty that passes without a caveat
 	DefaultExplainMax = 0.75 // highest uncertainty that passes with a caveat; above it the bundle is deferred
@@ -55,8 +58,9 @@ type Policy struct {
 	Gates []Gate
 }
 
-// DefaultPolicy returns the specification's thresholds (0.50, 0.75), no
-// approvers and no user-defined gates.
+// DefaultPolicy returns the default thresholds DefaultExecuteMax (0.50) and
+// DefaultExplainMax (0.75) — the reference implementation's, not stated by
+// specification 000 — no approvers and no user-defined gates.
 func DefaultPolicy() Policy {
 	return Policy{ExecuteMax: DefaultExecuteMax, ExplainMax: DefaultExplainMax}
 }

@@ -173,7 +173,11 @@
 // DeriveStatus reads a body of evidence: only successful experiments
 // count; any refutation → refuted; any contradiction → unresolved; none →
 // speculative; at least two supporting experiments with variance ≤ 0.1 →
-// proven; otherwise supported.
+// proven; otherwise supported. Specification 001 lists the five statuses
+// (proven, supported, unresolved, speculative, refuted) without ordering
+// them or saying how evidence yields one; the order and these derivation
+// rules are Verity's choice, following the reference implementation's
+// EpistemicStatus.from_evidence (see DeriveStatus for where it differs).
 //
 // Promote is the promotion policy as a pure function. Any upgrade needs
 // grounded validation evidence for the claim with success true and enough

@@ -99,7 +99,8 @@ func parseOutcome(text string) (Outcome, bool) {
 }
 
 // ProvenVariance is the largest variance a supporting experiment may report
-// and still count towards StatusProven.
+// and still count towards StatusProven. Specification 001 does not state
+// it: it is the reference implementation's "low variance" bound (≤ 0.1).
 const ProvenVariance = 0.1
 
 // DeriveStatus is the status a body of grounded evidence supports on its
@@ -117,6 +118,18 @@ const ProvenVariance = 0.1
 // after ParseEvidence has applied Guards 1 and 2. Evidence is
 // content-addressed, so a document listed more than once (same ID) is one
 // experiment and counts once.
+//
+// Specification 001 names the five statuses and makes validation evidence
+// with success true a condition of promotion (hence only successful
+// experiments count); it states none of the rules 1–5. They are Verity's
+// choice, following the reference implementation
+// (SuperHyperion's EpistemicStatus.from_evidence, with the same order of
+// precedence: refuted, unresolved on a contradiction, speculative without
+// evidence, proven on replication — at least two experiments — with
+// variance ≤ 0.1, otherwise supported). One difference: there the variance
+// is the sample variance of the experiments' result values; here each
+// supporting experiment reports its own variance, and two of them must
+// each be at most ProvenVariance.
 func DeriveStatus(evidence []Evidence) Status {
 	var ok, lowVariance int
 	var refuted, contradicted bool

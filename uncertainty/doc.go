@@ -84,6 +84,9 @@
 //
 // Recommend and Thresholds use the claim gate's defaults
 // (DefaultThresholds: value ≤ 0.50 EXECUTE, ≤ 0.75 EXPLAIN, above DEFER).
+// Specification 000 does not state these thresholds; they are Verity's
+// choice, following the reference implementation's gate document (see
+// claims.DefaultExecuteMax).
 // Every estimator takes a *Thresholds in its options, nil meaning the
 // defaults; ThresholdsFor(policy) reads them from a claims.Policy so that
 // the recommendation agrees with the gate the claim will pass through.

@@ -24,7 +24,8 @@ type Thresholds struct {
 
 // DefaultThresholds returns the claim gate's defaults: ≤ 0.50 EXECUTE,
 // ≤ 0.75 EXPLAIN, above DEFER (claims.DefaultExecuteMax and
-// claims.DefaultExplainMax).
+// claims.DefaultExplainMax: Verity's choice following the reference
+// implementation, not stated by specification 000).
 func DefaultThresholds() Thresholds {
 	return Thresholds{Execute: claims.DefaultExecuteMax, Explain: claims.DefaultExplainMax}
 }
