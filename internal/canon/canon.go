@@ -16,8 +16,14 @@ import (
 // stack or the time of whoever verifies it later.
 const MaxDepth = 512
 
-// MaxSafeInteger is 2^53−1, the largest integer every IEEE-754 double (and
-// so every JSON reader) represents exactly.
+// MaxSafeInteger is 2^53−1: every integer of at most this magnitude is a
+// double, its neighbours are too, and its canonical text is its plain
+// decimal digits, so every JSON reader — one that parses numbers as doubles
+// or one that parses them as integers — reads it back as the same integer.
+// Beyond it canonical JSON still accepts the integers that are doubles (see
+// ErrUnsafeInteger), but from 2^60 on, say, RFC 8785 writes them with
+// rounded digits (1152921504606846976 becomes 1152921504606847000), so an
+// encoder that means integers keeps to this range.
 const MaxSafeInteger = 1<<53 - 1
 
 // Sentinel errors, wrapped in *SyntaxError so that callers learn where.
@@ -28,7 +34,7 @@ var (
 	ErrInvalidUTF8    = errors.New("canon: invalid UTF-8 in string")
 	ErrNonFinite      = errors.New("canon: number is not finite")
 	ErrTooDeep        = errors.New("canon: nesting too deep")
-	ErrUnsafeInteger  = errors.New("canon: integer beyond ±(2^53−1); send it as a decimal string")
+	ErrUnsafeInteger  = errors.New("canon: integer literal is not exactly a double and would be rounded; send it as a decimal string")
 	ErrNotCanonical   = errors.New("canon: not in canonical form")
 	ErrUnsupportedVal = errors.New("canon: unsupported Go value")
 )
@@ -573,45 +579,60 @@ func (p *parser) number() error {
 	}
 	lit := p.in[start:p.pos]
 	if isInt {
-		// Exact integer: reject anything a double cannot hold exactly.
-		mag := lit
-		neg := false
-		if mag[0] == '-' {
-			neg = true
-			mag = mag[1:]
-		}
-		if len(mag) > 16 {
+		f, ok := intLiteral(lit)
+		if !ok {
 			return &SyntaxError{Offset: start, Err: ErrUnsafeInteger, Detail: string(lit)}
 		}
-		v, _ := strconv.ParseInt(string(mag), 10, 64)
-		if v > MaxSafeInteger {
-			return &SyntaxError{Offset: start, Err: ErrUnsafeInteger, Detail: string(lit)}
-		}
-		if neg && v != 0 {
-			v = -v
-		}
-		p.out = strconv.AppendInt(p.out, v, 10)
+		p.out = AppendFloat(p.out, f)
 		return nil
 	}
 	f, err := strconv.ParseFloat(string(lit), 64)
 	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
 		return &SyntaxError{Offset: start, Err: ErrNonFinite, Detail: string(lit)}
 	}
-	if unsafeIntegral(f) {
-		return &SyntaxError{Offset: start, Err: ErrUnsafeInteger, Detail: string(lit) + " would be written as an integer literal beyond 2^53−1"}
-	}
 	p.out = AppendFloat(p.out, f)
 	return nil
 }
 
-// unsafeIntegral reports whether the ES6 form of f is a plain integer
-// literal beyond ±(2^53−1) (magnitudes from 2^53 below 1e21). Such output
-// could not be read back under the integer rule, so it is refused too:
-// every canonical text Transform writes is itself accepted by Transform.
-func unsafeIntegral(f float64) bool {
+// intLiteral returns the double that the integer literal lit (an optional
+// '-' and digits, no fraction, no exponent) stands for, and whether
+// canonical JSON accepts it: when lit is exactly that double's value
+// (9007199254740992, 1000000000000000000000), or when lit is that double's
+// own canonical text (1152921504606847000, which RFC 8785 writes for 2^60
+// although it is 24 above it). Any other integer literal would be read by
+// a double-parsing reader as a different number than its digits say
+// (9007199254740993 as 9007199254740992), so it is refused.
+func intLiteral(lit []byte) (float64, bool) {
+	mag := lit
+	if mag[0] == '-' {
+		mag = mag[1:]
+	}
+	if len(mag) <= 16 {
+		if u, _ := strconv.ParseUint(string(mag), 10, 64); u <= MaxSafeInteger {
+			if len(mag) < len(lit) {
+				return -float64(u), true // exact
+			}
+			return float64(u), true
+		}
+	}
+	if len(mag) > maxIntDigits {
+		return 0, false // beyond the largest double
+	}
+	f, err := strconv.ParseFloat(string(lit), 64)
+	if err != nil {
+		return 0, false // overflow
+	}
+	var tmp [maxIntDigits + 1]byte
 	a := math.Abs(f)
-	return a > MaxSafeInteger && a < 1e21 && a == math.Trunc(a)
+	if bytes.Equal(AppendFloat(tmp[:0], a), mag) || bytes.Equal(strconv.AppendFloat(tmp[:0], a, 'f', 0, 64), mag) {
+		return f, true
+	}
+	return 0, false
 }
+
+// maxIntDigits is the number of digits of the largest double's integer
+// value (1.7976931348623157e308 has 309).
+const maxIntDigits = 309
 
 // AppendFloat appends the ECMAScript (ES2015 Number.prototype.toString)
 // form of a finite f, as RFC 8785 §3.2.2.3 prescribes. f must be finite:
@@ -620,6 +641,10 @@ func unsafeIntegral(f float64) bool {
 func AppendFloat(dst []byte, f float64) []byte {
 	if f == 0 {
 		return append(dst, '0')
+	}
+	if f == math.Trunc(f) && f >= -MaxSafeInteger && f <= MaxSafeInteger {
+		// An integer up to 2^53−1 is written as its decimal digits.
+		return strconv.AppendInt(dst, int64(f), 10)
 	}
 	if f < 0 {
 		dst = append(dst, '-')

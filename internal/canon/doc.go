@@ -24,15 +24,22 @@
 //   - ErrInvalidUTF8: raw bytes that are not UTF-8;
 //   - ErrNonFinite: a number that overflows a double (1e400);
 //   - ErrTooDeep: arrays/objects nested more than MaxDepth (512) levels;
-//   - ErrUnsafeInteger: an integer literal (no fraction, no exponent) whose
-//     magnitude exceeds 2^53−1. A double cannot hold it exactly, so a hash
-//     over the canonical text would cover a different number than the
-//     producer wrote; send such values as decimal strings. For the same
-//     reason a number whose canonical text would be such a literal (an
-//     integral value from 2^53 up to 1e21, say 1.5e20) is refused, so that
-//     everything Transform writes, Transform accepts again.
+//   - ErrUnsafeInteger: an integer literal (no fraction, no exponent) that
+//     a double would round: one whose value is not exactly a double and
+//     that is not a double's canonical text either (9007199254740993,
+//     12345678901234567891). A reader that parses numbers as doubles would
+//     take it for a different number than its digits say, so a hash over
+//     the canonical text would cover a number the producer did not write;
+//     send such values as decimal strings.
 //
-// Numbers written with a fraction or an exponent are IEEE-754 doubles as
+// An integer literal that is exactly a double is accepted and written as
+// RFC 8785 writes that double: 9007199254740992 stays as it is,
+// 1000000000000000000000 becomes 1e+21 and 1152921504606846976 (2^60)
+// becomes 1152921504606847000, the shortest digits that read back as 2^60.
+// Such a canonical text is accepted in turn, although its digits are not
+// the double's exact value, so that every text Transform writes, Transform
+// accepts again, and every double has its one RFC 8785 form. Numbers
+// written with a fraction or an exponent are IEEE-754 doubles as
 // RFC 8785 says. The package is tested against the public RFC 8785 vectors
 // in testdata/jcs and fuzzed for: no panics, valid output, idempotence, and
 // never accepting what encoding/json rejects.

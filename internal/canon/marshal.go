@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/bits"
 	"sort"
 	"strconv"
 	"unicode/utf8"
@@ -17,8 +18,12 @@ import (
 // map[string]string, []string — are encoded directly. Any other value goes
 // through encoding/json (with HTML escaping off, so "<" stays "<") and is
 // then canonicalised by Transform, so struct tags and MarshalJSON methods
-// are honoured. The same limits as Transform apply: non-finite floats and
-// integers beyond ±(2^53−1) are errors.
+// are honoured. The same limits as Transform apply: a non-finite float is
+// an error, and so is a Go integer that is not exactly a double (2^53+1,
+// math.MaxInt64), with ErrUnsafeInteger. Every other Go integer is written
+// as RFC 8785 writes that double: its digits up to ±(2^53−1), and beyond
+// that possibly rounded digits (uint64(1)<<60 is 1152921504606847000), so
+// a value meant as an exact integer beyond MaxSafeInteger goes in a string.
 func Marshal(v any) ([]byte, error) {
 	return AppendMarshal(nil, v)
 }
@@ -171,25 +176,32 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 func appendInt(dst []byte, v int64) ([]byte, error) {
-	if v > MaxSafeInteger || v < -MaxSafeInteger {
+	u := uint64(v)
+	if v < 0 {
+		u = -u // two's complement: right for math.MinInt64 too
+	}
+	if !isDouble(u) {
 		return dst, &SyntaxError{Err: ErrUnsafeInteger, Detail: strconv.FormatInt(v, 10)}
 	}
-	return strconv.AppendInt(dst, v, 10), nil
+	return AppendFloat(dst, float64(v)), nil
 }
 
 func appendUint(dst []byte, v uint64) ([]byte, error) {
-	if v > MaxSafeInteger {
+	if !isDouble(v) {
 		return dst, &SyntaxError{Err: ErrUnsafeInteger, Detail: strconv.FormatUint(v, 10)}
 	}
-	return strconv.AppendUint(dst, v, 10), nil
+	return AppendFloat(dst, float64(v)), nil
+}
+
+// isDouble reports whether u is exactly a double: its significant bits,
+// from the highest set one to the lowest, fit in the 53 of a mantissa.
+func isDouble(u uint64) bool {
+	return u == 0 || bits.Len64(u)-bits.TrailingZeros64(u) <= 53
 }
 
 func appendFloat(dst []byte, f float64) ([]byte, error) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return dst, &SyntaxError{Err: ErrNonFinite}
-	}
-	if unsafeIntegral(f) {
-		return dst, &SyntaxError{Err: ErrUnsafeInteger, Detail: strconv.FormatFloat(f, 'g', -1, 64)}
 	}
 	return AppendFloat(dst, f), nil
 }

@@ -264,14 +264,19 @@ func (c *checker) number() bool {
 	}
 	lit := c.in[start:c.pos]
 	if !frac {
-		if n > 16 || string(lit) == "-0" {
+		if string(lit) == "-0" {
 			return false
 		}
-		v, _ := strconv.ParseUint(string(c.in[intStart:c.pos]), 10, 64)
-		return v <= MaxSafeInteger
+		if n <= 15 {
+			return true // below 10^15 < 2^53: exact, written as its digits
+		}
+		if n > 21 {
+			return false // from 1e21 on RFC 8785 writes an exponent
+		}
+		// Between, it is canonical only as some double's canonical text.
 	}
 	f, err := strconv.ParseFloat(string(lit), 64)
-	if err != nil || f != f || f > 1.7976931348623157e308 || f < -1.7976931348623157e308 || unsafeIntegral(f) {
+	if err != nil || f != f {
 		return false
 	}
 	var tmp [32]byte
