@@ -20,7 +20,8 @@
 // # Requests
 //
 // A body is one JSON object of at most DefaultMaxBodyBytes (1 MiB,
-// WithMaxBodyBytes to change); an empty body reads as {}. It must be valid
+// WithMaxBodyBytes to change; a larger one is 413, see Oversized bodies);
+// an empty body reads as {}. It must be valid
 // RFC 8785 input (no duplicate keys, valid UTF-8, integers within
 // ±(2^53−1)); members have strict types (a string is never a number, null
 // is "absent"); unknown members are rejected; a body session_id (or exit
@@ -31,20 +32,51 @@
 // bare, or "*"); every response about a session has ETag set to its audit
 // head. A stale If-Match is 412 with code CONFLICT.
 //
+// # Oversized bodies
+//
+// A body over the limit is answered 413 CONTENT_TOO_LARGE, with
+// details.limit_bytes and Connection: close, before any of the body is
+// read when Content-Length declares it, otherwise as soon as the bytes
+// read pass the limit. Over HTTP/1 the handler then reads and discards the
+// rest of the body, at most 64 MiB for at most 5 seconds, before the
+// connection closes (a lingering close): a client that writes its whole
+// body before reading the answer, as Python's urllib and requests do,
+// reads the 413 instead of a connection reset, which is what net/http
+// alone gives it (it discards at most 256 KiB, then closes with the rest
+// unread). Nothing is drained for a client that waits for 100 Continue
+// (it gets the 413 instead) or for a Content-Length over 64 MiB.
+//
+// Mounted in an http.Server of one's own, the Handler needs nothing more.
+// It reaches the connection through http.ResponseController, so
+// middleware that wraps the ResponseWriter should have an Unwrap method,
+// as net/http's own wrappers do; without one the 413 is sent only after
+// the drain, and the drain is bounded by its 64 MiB and the server's
+// ReadTimeout alone. The drain sets the connection's read deadline 5
+// seconds ahead, in place of what remains of ReadTimeout. Set the limit
+// with WithMaxBodyBytes rather than http.MaxBytesHandler: that one's
+// limit is answered 413 too, but net/http then closes without draining.
+// Over HTTP/2 the 413 ends the stream and nothing needs draining.
+//
 // # Errors
 //
 // Every error is {"error":{"code","message","details"}} (StatusOf):
 // INVALID_REQUEST and INVALID_HYPOTHESIS_ID 400; SESSION_NOT_FOUND,
 // OBLIGATION_NOT_FOUND and EVENT_NOT_FOUND 404; SESSION_TERMINATED and
-// CONFLICT 409; stale If-Match 412 CONFLICT; a storage failure or a log
-// that no longer replays 500 INTERNAL (logged, not sent). Bad input is
-// never a 500: FuzzHandler and FuzzDecoders check it.
+// CONFLICT 409; stale If-Match 412 CONFLICT; a body over the limit 413
+// CONTENT_TOO_LARGE; a storage failure or a log that no longer replays
+// 500 INTERNAL (logged, not sent). Bad input is never a 500: FuzzHandler
+// and FuzzDecoders check it.
 //
 // # Guarantees and tests
 //
 //   - Every error code over HTTP: TestHTTPErrorModel, TestStatusOf.
 //   - Many goroutines over many sessions (-race): TestHTTPConcurrent.
 //   - Restart over a FileStorage: TestHTTPRestartFileStorage.
+//   - Oversized bodies over loopback (raw TCP and http.Client, declared
+//     and chunked): TestOversizedBodyIsAnswered413NotReset,
+//     TestOversizedContentLengthIsAnsweredBeforeTheBody,
+//     TestOversizedExpectContinueIsNotDrained,
+//     TestOversizedBodyDrainIsBounded.
 //   - The OpenAPI document is the handler: TestOpenAPIMatchesRoutes,
 //     TestOpenAPIRequestSchemas, TestOpenAPIResponseSchemas.
 //

@@ -139,6 +139,12 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	assert.Contains(t, spec.get(t, "info", "description").value, "|")
 	text, _ := os.ReadFile("api/openapi.yaml")
 	assert.Contains(t, string(text), strconv.Itoa(DefaultMaxBodyBytes), "the body limit is documented")
+	assert.Contains(t, string(text), fmt.Sprintf("up to %d MiB more for up to %d seconds", drainBytes>>20, int(drainTime.Seconds())),
+		"the drain after a 413 is documented")
+	doc, err := os.ReadFile("doc.go")
+	require.NoError(t, err)
+	assert.Contains(t, string(doc), fmt.Sprintf("at most %d MiB for at most %d seconds", drainBytes>>20, int(drainTime.Seconds())),
+		"the package doc gives the same figures")
 }
 
 // TestOpenAPIRequestSchemas: every documented request member is accepted
@@ -255,7 +261,7 @@ func TestOpenAPIResponseSchemas(t *testing.T) {
 	codes := flowList(spec.get(t, "components", "schemas", "Error", "properties", "error", "properties", "code", "enum").value)
 	for _, c := range []belief.Code{belief.CodeInvalidRequest, belief.CodeInvalidHypothesisID, belief.CodeSessionNotFound,
 		belief.CodeSessionTerminated, belief.CodeObligationNotFound, belief.CodeEventNotFound, belief.CodeConflict,
-		belief.CodeInternal, CodeNotFound, CodeMethodNotAllowed} {
+		belief.CodeInternal, CodeNotFound, CodeMethodNotAllowed, CodeContentTooLarge} {
 		assert.Contains(t, codes, string(c))
 	}
 }

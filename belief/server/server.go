@@ -17,14 +17,25 @@ import (
 )
 
 // DefaultMaxBodyBytes is the largest request body accepted (1 MiB); a
-// larger body is answered 400 INVALID_REQUEST with details.limit_bytes.
+// larger body is answered 413 CONTENT_TOO_LARGE with details.limit_bytes.
 const DefaultMaxBodyBytes = 1 << 20
 
 // CodeNotFound and CodeMethodNotAllowed answer requests outside the API
-// (an unknown path, a method the path does not serve).
+// (an unknown path, a method the path does not serve); CodeContentTooLarge
+// answers a body over the limit.
 const (
 	CodeNotFound         belief.Code = "NOT_FOUND"
 	CodeMethodNotAllowed belief.Code = "METHOD_NOT_ALLOWED"
+	CodeContentTooLarge  belief.Code = "CONTENT_TOO_LARGE"
+)
+
+// After answering an oversized HTTP/1 request, the handler reads and
+// discards the rest of its body for at most drainBytes and drainTime
+// (whichever ends first), so that a client that sends its whole body
+// before reading gets the answer rather than a connection reset.
+const (
+	drainBytes = 64 << 20
+	drainTime  = 5 * time.Second
 )
 
 // HeaderIdempotentReplay is set to "true" on an ELIMINATE response that
@@ -38,6 +49,9 @@ type Handler struct {
 	mux     *http.ServeMux
 	log     *slog.Logger
 	maxBody int64
+
+	drainBytes int64         // drainBytes, or less in tests
+	drainTime  time.Duration // drainTime, or less in tests
 }
 
 // Option configures a Handler.
@@ -61,10 +75,10 @@ type route struct {
 	serve    func(h *Handler, w http.ResponseWriter, r *http.Request)
 }
 
-var mutating = []int{200, 400, 404, 409, 412, 500}
+var mutating = []int{200, 400, 404, 409, 412, 413, 500}
 
 var routes = []route{
-	{"POST", "/v1/sessions", []int{201, 400, 500}, (*Handler).declare},
+	{"POST", "/v1/sessions", []int{201, 400, 413, 500}, (*Handler).declare},
 	{"GET", "/v1/sessions/{session_id}", []int{200, 404, 500}, (*Handler).snapshot},
 	{"POST", "/v1/sessions/{session_id}/eliminate", mutating, (*Handler).eliminate},
 	{"GET", "/v1/sessions/{session_id}/audit", []int{200, 400, 404, 500}, (*Handler).audit},
@@ -76,7 +90,8 @@ var routes = []route{
 
 // New returns a Handler over b.
 func New(b *belief.Server, opts ...Option) *Handler {
-	h := &Handler{b: b, mux: http.NewServeMux(), log: slog.New(slog.DiscardHandler), maxBody: DefaultMaxBodyBytes}
+	h := &Handler{b: b, mux: http.NewServeMux(), log: slog.New(slog.DiscardHandler), maxBody: DefaultMaxBodyBytes,
+		drainBytes: drainBytes, drainTime: drainTime}
 	for _, o := range opts {
 		o(h)
 	}
@@ -116,6 +131,9 @@ func (s *statusWriter) Write(b []byte) (int, error) {
 	}
 	return s.ResponseWriter.Write(b)
 }
+
+// Unwrap lets http.ResponseController reach the server's writer.
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // ServeHTTP implements http.Handler. A panic in a handler is answered 500
 // with the error envelope and logged; the fuzz tests make sure there is
@@ -223,19 +241,75 @@ func sortViolations(vs []belief.Violation) {
 	}
 }
 
-// readBody reads at most h.maxBody bytes.
-func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
+// readBody reads the request body. A body over h.maxBody is answered
+// 413 at once when Content-Length declares it, or as soon as the read
+// passes the limit otherwise; a read error is answered 400. When it
+// answers, readBody returns false.
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	if r.ContentLength > h.maxBody {
+		h.refuseBody(w, r, h.maxBody, !expectsContinue(r))
+		return nil, false
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, h.maxBody+1))
 	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		return nil, &belief.Error{Err: belief.ErrInvalidRequest,
-			Message: fmt.Sprintf("request body exceeds %d bytes", h.maxBody),
-			Details: map[string]any{"limit_bytes": h.maxBody}}
+	switch {
+	case errors.As(err, &tooBig):
+		// An http.MaxBytesReader in front of the Handler: its limit, and
+		// nothing left to drain (it reads no further).
+		h.refuseBody(w, r, tooBig.Limit, false)
+		return nil, false
+	case err != nil:
+		h.fail(w, r, &belief.Error{Err: belief.ErrInvalidRequest, Message: "reading the request body: " + err.Error()})
+		return nil, false
+	case int64(len(body)) > h.maxBody:
+		h.refuseBody(w, r, h.maxBody, true)
+		return nil, false
 	}
-	if err != nil {
-		return nil, &belief.Error{Err: belief.ErrInvalidRequest, Message: "reading the request body: " + err.Error()}
+	return body, true
+}
+
+// expectsContinue reports whether the client waits for 100 Continue
+// before sending the body (net/http answers any other Expect with 417
+// before the handler runs).
+func expectsContinue(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Expect"), "100-continue")
+}
+
+// refuseBody answers 413 CONTENT_TOO_LARGE for limit, with Connection:
+// close over HTTP/1. If the client is sending the body there (sending:
+// it did not wait for a 100 Continue, which a 413 never sends), the
+// answer is flushed and the rest of the body read and discarded — at
+// most h.drainBytes (nothing when Content-Length already says more), for
+// at most h.drainTime — before the connection closes: a lingering close.
+//
+// net/http alone resets such a client (net/http/server.go, Go 1.26): when
+// the answer's header is written with more than maxPostHandlerReadBytes
+// (256 KiB) of body unread, chunkWriter.writeHeader calls requestTooLarge,
+// and after the handler conn.serve calls closeWriteAndWait — FIN,
+// rstAvoidanceDelay (500 ms) without reading, close — so the socket closes
+// with the client's bytes unread, the kernel sends RST and a client still
+// writing loses the answer. What the drain relies on, from the same file:
+// "Connection: close" (closeAfterReply) and EnableFullDuplex (fullDuplex)
+// each keep writeHeader from consuming the body itself; a final status
+// disables the automatic 100 Continue (disableWriteContinue), so reading
+// never invites a body; a body read to EOF leaves finishRequest's
+// body.Close nothing to discard and closedRequestBodyEarly false, so the
+// socket closes with nothing unread and no RST.
+func (h *Handler) refuseBody(w http.ResponseWriter, r *http.Request, limit int64, sending bool) {
+	drain := r.ProtoMajor == 1 && sending && r.ContentLength <= h.drainBytes
+	rc := http.NewResponseController(w)
+	if r.ProtoMajor == 1 {
+		_ = rc.EnableFullDuplex()
+		w.Header().Set("Connection", "close")
 	}
-	return body, nil
+	writeError(w, http.StatusRequestEntityTooLarge, CodeContentTooLarge,
+		fmt.Sprintf("request body exceeds %d bytes", limit), map[string]any{"limit_bytes": limit})
+	if !drain {
+		return
+	}
+	_ = rc.Flush()
+	_ = rc.SetReadDeadline(time.Now().Add(h.drainTime))
+	_, _ = io.CopyN(io.Discard, r.Body, h.drainBytes)
 }
 
 // callOptions turns an If-Match header into an expected audit head. The
@@ -310,9 +384,8 @@ type ConclusionResponse struct {
 }
 
 func (h *Handler) declare(w http.ResponseWriter, r *http.Request) {
-	body, err := h.readBody(w, r)
-	if err != nil {
-		h.fail(w, r, err)
+	body, ok := h.readBody(w, r)
+	if !ok {
 		return
 	}
 	req, vs := decodeDeclare(body)
@@ -384,9 +457,8 @@ func (h *Handler) audit(w http.ResponseWriter, r *http.Request) {
 func mutation[Req any](h *Handler, w http.ResponseWriter, r *http.Request,
 	decode func(body []byte) (Req, []belief.Violation),
 	run func(ctx context.Context, s *belief.Session, req Req, opts []belief.CallOption) (any, belief.State, error)) {
-	body, err := h.readBody(w, r)
-	if err != nil {
-		h.fail(w, r, err)
+	body, ok := h.readBody(w, r)
+	if !ok {
 		return
 	}
 	req, vs := decode(body)

@@ -136,6 +136,12 @@ const (
 	elimA    = `{"source_id":"s","observation_id":"o1","eliminated":["a"]}`
 )
 
+// oversize is one byte over the test body limit.
+var oversize = strings.Repeat(" ", testBodyLimit+1)
+
+// padTo pads a JSON text with trailing spaces to n bytes.
+func padTo(s string, n int) string { return s + strings.Repeat(" ", n-len(s)) }
+
 func violationPaths(r response) []string {
 	var out []string
 	d, _ := r.body["error"].(map[string]any)["details"].(map[string]any)
@@ -172,10 +178,11 @@ var httpCases = []httpCase{
 	{name: "DeclareTopLevelArray", method: "POST", path: "/v1/sessions", body: `[1]`, status: 400, code: belief.CodeInvalidRequest},
 	{name: "DeclareInvalidUTF8", method: "POST", path: "/v1/sessions", body: `{` + ontoJSON + `,"hypotheses":["` + "\xff" + `"]}`, status: 400, code: belief.CodeInvalidRequest},
 	{name: "DeclareUnsafeInteger", method: "POST", path: "/v1/sessions", body: `{` + ontoJSON + `,"hypotheses":["a"],"metadata":{"n":9007199254740993}}`, status: 400, code: belief.CodeInvalidRequest},
-	{name: "DeclareOversize", method: "POST", path: "/v1/sessions", body: `{` + ontoJSON + `,"hypotheses":["` + strings.Repeat("x", testBodyLimit) + `"]}`, status: 400, code: belief.CodeInvalidRequest,
+	{name: "DeclareOversize", method: "POST", path: "/v1/sessions", body: `{` + ontoJSON + `,"hypotheses":["` + strings.Repeat("x", testBodyLimit) + `"]}`, status: 413, code: CodeContentTooLarge,
 		check: func(t *testing.T, e *env, r response) {
 			assert.Equal(t, float64(testBodyLimit), r.body["error"].(map[string]any)["details"].(map[string]any)["limit_bytes"])
 		}},
+	{name: "DeclareAtLimit", method: "POST", path: "/v1/sessions", body: padTo(`{`+ontoJSON+`,"hypotheses":["a"]}`, testBodyLimit), status: 201},
 	{name: "DeclareStorageFailure", setup: func(e *env) { e.storage.failCreate = true }, method: "POST", path: "/v1/sessions", body: `{` + ontoJSON + `,"hypotheses":["a"]}`, status: 500, code: belief.CodeInternal,
 		check: func(t *testing.T, e *env, r response) {
 			assert.NotContains(t, r.text, "disk full", "internal details are logged, not sent")
@@ -237,6 +244,7 @@ var httpCases = []httpCase{
 	{name: "EliminateIfMatchBare", method: "POST", path: "/v1/sessions/{sid}/eliminate", body: elimA, header: map[string]string{"If-Match": `{head}`}, status: 200},
 	{name: "EliminateIfMatchAny", method: "POST", path: "/v1/sessions/{sid}/eliminate", body: elimA, header: map[string]string{"If-Match": `*`}, status: 200},
 	{name: "EliminateBrokenLog", setup: (*env).breakLog, method: "POST", path: "/v1/sessions/{sid}/eliminate", body: elimA, status: 500, code: belief.CodeInternal},
+	{name: "EliminateOversize", method: "POST", path: "/v1/sessions/{sid}/eliminate", body: oversize, status: 413, code: CodeContentTooLarge},
 
 	// GET /v1/sessions/{session_id}/audit
 	{name: "AuditAll", setup: func(e *env) { e.mustPost("/v1/sessions/{sid}/eliminate", elimA) }, method: "GET", path: "/v1/sessions/{sid}/audit", status: 200,
@@ -273,6 +281,7 @@ var httpCases = []httpCase{
 	{name: "ObligationTerminated", setup: (*env).terminate, method: "POST", path: "/v1/sessions/{sid}/obligations", body: `{"obligation_id":"ob","min_total_eliminations":0}`, status: 409, code: belief.CodeSessionTerminated},
 	{name: "ObligationIfMatchStale", method: "POST", path: "/v1/sessions/{sid}/obligations", body: `{"obligation_id":"ob","min_total_eliminations":0}`, header: map[string]string{"If-Match": `"x"`}, status: 412, code: belief.CodeConflict},
 	{name: "ObligationBrokenLog", setup: (*env).breakLog, method: "POST", path: "/v1/sessions/{sid}/obligations", body: `{"obligation_id":"ob","min_total_eliminations":0}`, status: 500, code: belief.CodeInternal},
+	{name: "ObligationOversize", method: "POST", path: "/v1/sessions/{sid}/obligations", body: oversize, status: 413, code: CodeContentTooLarge},
 
 	// POST /v1/sessions/{session_id}/obligations/{obligation_id}/exit
 	{name: "ExitApproved", setup: func(e *env) {
@@ -298,6 +307,7 @@ var httpCases = []httpCase{
 	{name: "ExitTerminated", setup: (*env).terminate, method: "POST", path: "/v1/sessions/{sid}/obligations/ob/exit", body: `{}`, status: 409, code: belief.CodeSessionTerminated},
 	{name: "ExitIfMatchStale", method: "POST", path: "/v1/sessions/{sid}/obligations/ob/exit", body: `{}`, header: map[string]string{"If-Match": `"x"`}, status: 412, code: belief.CodeConflict},
 	{name: "ExitBrokenLog", setup: (*env).breakLog, method: "POST", path: "/v1/sessions/{sid}/obligations/ob/exit", body: `{}`, status: 500, code: belief.CodeInternal},
+	{name: "ExitOversize", method: "POST", path: "/v1/sessions/{sid}/obligations/ob/exit", body: oversize, status: 413, code: CodeContentTooLarge},
 
 	// POST /v1/sessions/{session_id}/conclusions
 	{name: "ConclusionAccepted", method: "POST", path: "/v1/sessions/{sid}/conclusions", body: `{"conclusion_id":"c1","context":{"note":"n"}}`, status: 200,
@@ -312,6 +322,7 @@ var httpCases = []httpCase{
 	{name: "ConclusionTerminated", setup: (*env).terminate, method: "POST", path: "/v1/sessions/{sid}/conclusions", body: `{"conclusion_id":"c1"}`, status: 409, code: belief.CodeSessionTerminated},
 	{name: "ConclusionIfMatchStale", method: "POST", path: "/v1/sessions/{sid}/conclusions", body: `{"conclusion_id":"c1"}`, header: map[string]string{"If-Match": `"x"`}, status: 412, code: belief.CodeConflict},
 	{name: "ConclusionBrokenLog", setup: (*env).breakLog, method: "POST", path: "/v1/sessions/{sid}/conclusions", body: `{"conclusion_id":"c1"}`, status: 500, code: belief.CodeInternal},
+	{name: "ConclusionOversize", method: "POST", path: "/v1/sessions/{sid}/conclusions", body: oversize, status: 413, code: CodeContentTooLarge},
 
 	// POST /v1/sessions/{session_id}/terminate
 	{name: "TerminateApproved", setup: func(e *env) {
@@ -336,6 +347,7 @@ var httpCases = []httpCase{
 	{name: "TerminateTwice", setup: (*env).terminate, method: "POST", path: "/v1/sessions/{sid}/terminate", body: `{}`, status: 409, code: belief.CodeSessionTerminated},
 	{name: "TerminateIfMatchStale", method: "POST", path: "/v1/sessions/{sid}/terminate", body: `{}`, header: map[string]string{"If-Match": `W/"x"`}, status: 412, code: belief.CodeConflict},
 	{name: "TerminateBrokenLog", setup: (*env).breakLog, method: "POST", path: "/v1/sessions/{sid}/terminate", body: `{}`, status: 500, code: belief.CodeInternal},
+	{name: "TerminateOversize", method: "POST", path: "/v1/sessions/{sid}/terminate", body: oversize, status: 413, code: CodeContentTooLarge},
 
 	// Outside the API.
 	{name: "UnknownPath", method: "GET", path: "/v2/nothing", status: 404, code: CodeNotFound},
