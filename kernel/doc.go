@@ -25,11 +25,15 @@
 // The JSON forms (State.MarshalJSON, Action.MarshalJSON, the trace
 // payloads) are RFC 8785 canonical JSON (internal/canon) that keeps the
 // strict typing: a number literal with a fraction or exponent is a float
-// and one without is an int; a float whose canonical text would read as an
-// int is written {"$float":"1"} (and -0 as {"$float":"-0"}); an int beyond
-// ±(2^53−1), which a JSON reader could round, is written
-// {"$int":"9223372036854775807"}; a user object whose only key is "$int",
-// "$float" or "$object" is wrapped as {"$object":{…}}. Decoding is strict:
+// and one without is an int, read from its exact digits; a float whose
+// canonical text would read as an int is written {"$float":"1"} (and -0 as
+// {"$float":"-0"}); a user object whose only key is "$int", "$float" or
+// "$object" is wrapped as {"$object":{…}}. An int beyond ±(2^53−1) is
+// written {"$int":"9223372036854775807"}, even one that is exactly a
+// double: canonical JSON would write that double with the shortest digits
+// that identify it (2^60 as 1152921504606847000), not the int's, whereas
+// within ±(2^53−1) the literal is the int's exact digits, which every
+// reader, double or int64, reads back as the same int. Decoding is strict:
 // duplicate keys, invalid UTF-8, unknown action fields and inexact costs are
 // errors (ErrDecode, ErrInvalidCost), never guesses.
 //

@@ -13,9 +13,10 @@ import (
 )
 
 // decodeJSON parses one JSON text strictly: canon's parser rejects
-// duplicate keys, invalid UTF-8, lone surrogates, integers beyond ±(2^53−1)
-// and excessive depth; then the original text is decoded keeping number
-// literals as written (so "1" and "1.0" stay distinguishable).
+// duplicate keys, invalid UTF-8, lone surrogates, integer literals that a
+// double would round and excessive depth; then the original text is decoded
+// keeping number literals as written (so "1" and "1.0" stay
+// distinguishable, and an int is read from its exact digits).
 func decodeJSON(b []byte) (any, error) {
 	if _, err := canon.Transform(b); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrDecode, err)

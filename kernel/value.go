@@ -409,7 +409,14 @@ func (v *Value) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// maxSafe is the largest integer every JSON reader holds exactly.
+// maxSafe is 2^53−1, the largest magnitude of an int written as a plain
+// number literal. Beyond it an int is written {"$int":"…"} even when it is
+// exactly a double, which canonical JSON would accept as a literal: RFC
+// 8785 writes such a double with the shortest digits that identify it, not
+// its value (2^60 as 1152921504606847000), so the canonical literal would
+// no longer be the int. Up to 2^53−1 the literal is the int's exact digits
+// and every reader, one that parses numbers as doubles or one that parses
+// them as int64, reads back the same int.
 const maxSafe = 1<<53 - 1
 
 // appendJSON appends the typed canonical JSON form. v must be valid.

@@ -1,0 +1,50 @@
+package kernel_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/verity-go/verity/kernel"
+)
+
+// TestIntJSONIsLossless: an int is a plain literal within ±(2^53−1) and
+// {"$int":"…"} beyond, even when it is exactly a double (2^53, 2^60,
+// math.MinInt64), and reads back as the same int; a plain integer literal
+// that canonical JSON accepts is read from its exact digits, never through
+// a double; a float beyond 2^53 written without a fraction is a float.
+func TestIntJSONIsLossless(t *testing.T) {
+	for i, want := range map[int64]string{
+		1<<53 - 1:     `9007199254740991`,
+		-(1<<53 - 1):  `-9007199254740991`,
+		1 << 53:       `{"$int":"9007199254740992"}`,
+		1 << 60:       `{"$int":"1152921504606846976"}`,
+		math.MinInt64: `{"$int":"-9223372036854775808"}`,
+		math.MaxInt64: `{"$int":"9223372036854775807"}`,
+	} {
+		assert.Equal(t, want, kernel.Int(i).String())
+		back, err := kernel.ParseValue([]byte(want))
+		require.NoError(t, err, want)
+		assert.True(t, back.Equal(kernel.Int(i)), want)
+	}
+	for in, want := range map[string]kernel.Value{
+		`9007199254740992`:      kernel.Int(1 << 53),
+		`1152921504606846976`:   kernel.Int(1 << 60),
+		`1152921504606847000`:   kernel.Int(1152921504606847000), // the digits, not 2^60
+		`-9223372036854775808`:  kernel.Int(math.MinInt64),
+		`1.5e20`:                kernel.Float(1.5e20),
+		`9007199254740992.0`:    kernel.Float(1 << 53),
+		`{"$float":"1e+21"}`:    kernel.Float(1e21),
+		`{"$int":"1152921504"}`: kernel.Int(1152921504),
+	} {
+		v, err := kernel.ParseValue([]byte(in))
+		require.NoError(t, err, in)
+		assert.True(t, v.Equal(want), "%s read as %s", in, v)
+	}
+	for _, in := range []string{`9007199254740993`, `100000000000000000000`, `9223372036854775807`} {
+		_, err := kernel.ParseValue([]byte(in))
+		assert.ErrorIs(t, err, kernel.ErrDecode, in)
+	}
+}
