@@ -92,13 +92,14 @@ var (
 	ErrConflict   = errors.New("trace: head moved (concurrent writer)")
 	ErrClosed     = errors.New("trace: store closed")
 	ErrBroken     = errors.New("trace: store failed earlier and must be reopened")
+	ErrNotLog     = errors.New("trace: not a trace log file")
 )
 
 // ChainBreakError reports the first entry that does not verify: its index,
 // what was expected there and what was found.
 type ChainBreakError struct {
 	Index    uint64
-	Field    string // "seq", "prev", "time" or "hash"
+	Field    string // "seq", "prev", "kind", "time", "payload" or "hash"
 	Expected string
 	Actual   string
 }
@@ -125,7 +126,9 @@ func (e *TruncatedError) Unwrap() error { return ErrTruncated }
 
 // ValidKind reports whether kind is a short dotted name: 1 to 128 bytes of
 // [a-z0-9_-], separated by single dots, not starting or ending with a dot.
-func ValidKind(kind string) error {
+func ValidKind(kind string) error { return validKind(kind) }
+
+func validKind[T string | []byte](kind T) error {
 	if len(kind) == 0 || len(kind) > MaxKindLen {
 		return fmt.Errorf("%w: kind must be 1 to %d bytes", ErrMalformed, MaxKindLen)
 	}
@@ -147,8 +150,42 @@ func ValidKind(kind string) error {
 	return nil
 }
 
+// ValidPayload reports whether p can be an entry's payload: RFC 8785
+// canonical JSON (so never empty) of at most MaxPayloadLen bytes.
+func ValidPayload(p []byte) error {
+	if len(p) > MaxPayloadLen {
+		return fmt.Errorf("%w: payload is %d bytes, limit %d", ErrMalformed, len(p), MaxPayloadLen)
+	}
+	if len(p) == 0 {
+		return fmt.Errorf("%w: payload is empty, not JSON", ErrMalformed)
+	}
+	if err := canon.Valid(p); err != nil {
+		return fmt.Errorf("%w: payload: %w", ErrMalformed, err)
+	}
+	return nil
+}
+
+// checkFields checks every field rule of FORMAT.md §1 that does not
+// concern the chain: kind, time and payload. Whatever passes can be
+// written to a log file and read back.
+func checkFields(e Entry) error {
+	if err := validKind(e.Kind); err != nil {
+		return err
+	}
+	if err := validTime(e.Time); err != nil {
+		return err
+	}
+	return ValidPayload(e.Payload)
+}
+
+// The wire form has a four-digit year: entry times lie in [minTime, maxTime).
+var (
+	minTime = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxTime = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
 func validTime(t time.Time) error {
-	if y := t.UTC().Year(); y < 0 || y > 9999 {
+	if t.Before(minTime) || !t.Before(maxTime) {
 		return fmt.Errorf("%w: time %v outside years 0000-9999", ErrMalformed, t)
 	}
 	return nil
@@ -192,19 +229,48 @@ func appendDigits(b []byte, v, width int) []byte {
 // exactly nine fractional digits (30 bytes).
 func FormatTime(t time.Time) string { return string(appendTime(nil, t)) }
 
-// ParseTime parses the wire form written by FormatTime and nothing else.
-func ParseTime(s string) (time.Time, error) {
-	if len(s) != timeLen || s[len(s)-1] != 'Z' {
+// ParseTime parses the wire form written by FormatTime and nothing else:
+// YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ naming a real instant of the proleptic
+// Gregorian calendar in UTC (a valid day of its month, hours 00-23,
+// minutes and seconds 00-59: no leap second).
+func ParseTime(s string) (time.Time, error) { return parseTime(s) }
+
+// timeDigits are the positions of the wire form's digit runs: year, month,
+// day, hour, minute, second, nanoseconds. Every other byte is punctuation,
+// as in timeLayout.
+var timeDigits = [...][2]int{{0, 4}, {5, 7}, {8, 10}, {11, 13}, {14, 16}, {17, 19}, {20, 29}}
+
+const timeLayout = "0000-00-00T00:00:00.000000000Z"
+
+func parseTime[T string | []byte](s T) (time.Time, error) {
+	if len(s) != timeLen {
 		return time.Time{}, fmt.Errorf("%w: time %q is not YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ", ErrMalformed, s)
 	}
-	t, err := time.Parse("2006-01-02T15:04:05.000000000Z", s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%w: time %q: %v", ErrMalformed, s, err)
+	for i := 0; i < timeLen; i++ {
+		if c := s[i]; timeLayout[i] == '0' && (c < '0' || c > '9') || timeLayout[i] != '0' && c != timeLayout[i] {
+			return time.Time{}, fmt.Errorf("%w: time %q is not YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ", ErrMalformed, s)
+		}
 	}
-	if FormatTime(t) != s {
-		return time.Time{}, fmt.Errorf("%w: time %q is not in canonical form", ErrMalformed, s)
+	var v [len(timeDigits)]int
+	for i, r := range timeDigits {
+		for j := r[0]; j < r[1]; j++ {
+			v[i] = v[i]*10 + int(s[j]-'0')
+		}
 	}
-	return t, nil
+	y, mo, d, h, mi, sec := v[0], v[1], v[2], v[3], v[4], v[5]
+	if mo < 1 || mo > 12 || d < 1 || d > daysIn(y, mo) || h > 23 || mi > 59 || sec > 59 {
+		return time.Time{}, fmt.Errorf("%w: time %q is not a valid UTC date and time", ErrMalformed, s)
+	}
+	return time.Date(y, time.Month(mo), d, h, mi, sec, v[6], time.UTC), nil
+}
+
+// daysIn returns the number of days of month mo (1-12) of year y in the
+// proleptic Gregorian calendar.
+func daysIn(y, mo int) int {
+	if mo == 2 && y%4 == 0 && (y%100 != 0 || y%400 == 0) {
+		return 29
+	}
+	return [...]int{31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}[mo-1]
 }
 
 // appendPreimage writes the bytes an entry hash is taken over (see FORMAT.md):
@@ -249,11 +315,11 @@ func EntryHash(e Entry) Hash {
 // Next is the pure append step: given the current head, it builds the
 // entry that continues the log and returns it with the new head. The
 // payload must already be canonical JSON; Next copies it. It fails, changing
-// nothing, on an invalid kind, a payload that is not canonical JSON, or a
-// time outside years 0000-9999.
+// nothing, on an invalid kind, a payload that is not canonical JSON or is
+// longer than MaxPayloadLen, or a time outside years 0000-9999.
 func Next(h Head, kind string, payload []byte, t time.Time) (Entry, Head, error) {
-	if err := canon.Valid(payload); err != nil {
-		return Entry{}, h, fmt.Errorf("%w: payload: %w", ErrMalformed, err)
+	if err := ValidPayload(payload); err != nil {
+		return Entry{}, h, err
 	}
 	return next(h, kind, append([]byte(nil), payload...), t)
 }
@@ -285,25 +351,44 @@ type Verifier struct {
 // Use it to verify the suffix of a log whose prefix is already trusted.
 func NewVerifier(head Head) *Verifier { return &Verifier{head: head} }
 
-// Add checks that e continues the entries seen so far: its sequence number,
-// its previous hash, and its own hash recomputed from its fields.
+// Add checks that e continues the entries seen so far: its sequence number
+// and previous hash, its kind, time and payload length (FORMAT.md §1), and
+// its own hash recomputed from its fields. It does not check that the
+// payload is canonical JSON, which costs about half as much as the hash:
+// Next, the Log's appends, File (appending and reading) and
+// Entry.UnmarshalJSON check that where payloads enter a log.
 func (v *Verifier) Add(e Entry) error {
 	idx := v.head.Size
-	if e.Seq != idx {
-		return &ChainBreakError{Index: idx, Field: "seq", Expected: fmt.Sprint(idx), Actual: fmt.Sprint(e.Seq)}
+	if err := linkError(v.head, e.Seq, e.Prev); err != nil {
+		return err
 	}
-	if e.Prev != v.head.Hash {
-		return &ChainBreakError{Index: idx, Field: "prev", Expected: v.head.Hash.String(), Actual: e.Prev.String()}
+	if err := validKind(e.Kind); err != nil {
+		return &ChainBreakError{Index: idx, Field: "kind", Expected: "1 to 128 bytes of [a-z0-9_-] in dot-separated words", Actual: fmt.Sprintf("%q", e.Kind)}
 	}
 	// The wire form has a four-digit year: a time outside 0000-9999 would
 	// hash like another time, so it cannot be covered by the hash.
 	if err := validTime(e.Time); err != nil {
 		return &ChainBreakError{Index: idx, Field: "time", Expected: "a time in years 0000-9999", Actual: e.Time.UTC().Format(time.RFC3339Nano)}
 	}
+	if len(e.Payload) > MaxPayloadLen {
+		return &ChainBreakError{Index: idx, Field: "payload", Expected: fmt.Sprintf("at most %d bytes", MaxPayloadLen), Actual: fmt.Sprintf("%d bytes", len(e.Payload))}
+	}
 	if got := EntryHash(e); got != e.Hash {
 		return &ChainBreakError{Index: idx, Field: "hash", Expected: got.String(), Actual: e.Hash.String()}
 	}
 	v.head = Head{Size: idx + 1, Hash: e.Hash}
+	return nil
+}
+
+// linkError reports an entry whose sequence number or previous hash does
+// not continue head.
+func linkError(head Head, seq uint64, prev Hash) error {
+	if seq != head.Size {
+		return &ChainBreakError{Index: head.Size, Field: "seq", Expected: fmt.Sprint(head.Size), Actual: fmt.Sprint(seq)}
+	}
+	if prev != head.Hash {
+		return &ChainBreakError{Index: head.Size, Field: "prev", Expected: head.Hash.String(), Actual: prev.String()}
+	}
 	return nil
 }
 

@@ -4,14 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"io/fs"
 	"iter"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 )
@@ -19,9 +20,13 @@ import (
 // fileMagic opens every log file; see FORMAT.md.
 const fileMagic = "VTRACE1\n"
 
+// Record sizes (FORMAT.md §4). A body holds the fixed-size fields, a kind
+// of 1 to MaxKindLen bytes and a payload of canonical JSON, so at least 1
+// and at most MaxPayloadLen bytes.
 const (
 	frameHeaderLen = 8 // u32be length, u32be CRC-32C of the length
 	bodyFixedLen   = int64(8 + 32 + 4 + timeLen + 4 + 32)
+	minBodyLen     = bodyFixedLen + 1 + 1
 	maxBodyLen     = bodyFixedLen + MaxKindLen + MaxPayloadLen
 )
 
@@ -86,6 +91,21 @@ func (e *CorruptRecordError) Error() string {
 
 func (e *CorruptRecordError) Unwrap() error { return ErrCorrupt }
 
+// NotLogError reports a file that does not begin with the trace file magic
+// (nor with a prefix of it, which would be a torn header): it is not a
+// trace log, or its first bytes were overwritten. It matches ErrNotLog and,
+// since like a corrupt record it is never repaired, ErrCorrupt.
+type NotLogError struct {
+	Path   string
+	Header []byte // the file's first bytes, at most len(magic)
+}
+
+func (e *NotLogError) Error() string {
+	return fmt.Sprintf("trace: %s is not a trace log file: it begins %q, not %q", e.Path, e.Header, fileMagic)
+}
+
+func (e *NotLogError) Unwrap() []error { return []error{ErrNotLog, ErrCorrupt} }
+
 // File is the embedded default Store: one append-only file of
 // length-prefixed, self-checking records (FORMAT.md). Opening it verifies
 // the whole chain. It is safe for concurrent use within one process; two
@@ -114,9 +134,11 @@ type File struct {
 
 // OpenFile opens or creates the log file at path. A new file is created
 // with its header, fsynced, and its directory fsynced. An existing file is
-// read and verified from the first byte: a torn final record is reported as
-// a *TornTailError (run RepairFile), any other damage as a
-// *CorruptRecordError or *ChainBreakError naming the entry. A file that
+// read and verified from the first byte, applying the same field rules as
+// Append: a torn final record is reported as a *TornTailError (run
+// RepairFile), a file that does not begin with the magic as a *NotLogError,
+// any other damage as a *CorruptRecordError or *ChainBreakError naming the
+// entry. An existing empty (0-byte) file is an empty log. A file that
 // verifies is fsynced, and so is its directory (an earlier open may have
 // created the file and failed before syncing it).
 func OpenFile(path string, opts FileOptions) (*File, error) {
@@ -209,33 +231,29 @@ type scanResult struct {
 // is an error; a damaged final record is reported in torn.
 func scanFile(path string, r io.ReaderAt, size int64) (scanResult, error) {
 	var res scanResult
-	if size < int64(len(fileMagic)) {
-		hdr := make([]byte, size)
-		if _, err := r.ReadAt(hdr, 0); err != nil {
-			return res, err
-		}
-		if !bytes.HasPrefix([]byte(fileMagic), hdr) {
-			return res, &CorruptRecordError{Path: path, Offset: 0, Reason: "not a trace log file (bad magic)"}
-		}
-		res.torn = &TornTailError{Path: path, Offset: 0, Size: size, Reason: "file header cut short"}
-		return res, nil
-	}
-	hdr := make([]byte, len(fileMagic))
+	hdr := make([]byte, min(size, int64(len(fileMagic))))
 	if _, err := r.ReadAt(hdr, 0); err != nil {
 		return res, err
 	}
-	if string(hdr) != fileMagic {
-		return res, &CorruptRecordError{Path: path, Offset: 0, Reason: "not a trace log file (bad magic)"}
+	if !bytes.HasPrefix([]byte(fileMagic), hdr) {
+		return res, &NotLogError{Path: path, Header: hdr}
+	}
+	if len(hdr) < len(fileMagic) {
+		res.torn = &TornTailError{Path: path, Offset: 0, Size: size, Reason: "file header cut short"}
+		return res, nil
 	}
 	off := int64(len(fileMagic))
 	br := bufio.NewReaderSize(io.NewSectionReader(r, off, size-off), 1<<16)
-	var v Verifier
-	var frame []byte
+	var head Head
+	// pre holds the tag byte and then a record body: the entry's preimage
+	// followed by its hash.
+	pre := []byte{entryTag}
+	var fh [frameHeaderLen]byte
 	for off < size {
-		idx := v.Head().Size
+		idx := head.Size
 		remaining := size - off
 		torn := func(reason string) (scanResult, error) {
-			res.head, res.end = v.Head(), off
+			res.head, res.end = head, off
 			res.torn = &TornTailError{Path: path, Index: idx, Offset: off, Size: size, Reason: reason}
 			return res, nil
 		}
@@ -245,7 +263,6 @@ func scanFile(path string, r io.ReaderAt, size int64) (scanResult, error) {
 		if remaining < frameHeaderLen {
 			return torn("frame header cut short")
 		}
-		var fh [frameHeaderLen]byte
 		if _, err := io.ReadFull(br, fh[:]); err != nil {
 			return res, err
 		}
@@ -256,30 +273,23 @@ func scanFile(path string, r io.ReaderAt, size int64) (scanResult, error) {
 			}
 			return corrupt("frame header checksum mismatch")
 		}
-		if int64(n) < bodyFixedLen || int64(n) > maxBodyLen {
-			return corrupt(fmt.Sprintf("record length %d out of range", n))
+		if int64(n) < minBodyLen || int64(n) > maxBodyLen {
+			return corrupt(fmt.Sprintf("record length %d outside %d..%d", n, minBodyLen, maxBodyLen))
 		}
 		if int64(n) > remaining-frameHeaderLen {
 			return torn(fmt.Sprintf("record of %d bytes, %d present", n, remaining-frameHeaderLen))
 		}
-		if cap(frame) < int(n) {
-			frame = make([]byte, n)
-		}
-		frame = frame[:n]
-		if _, err := io.ReadFull(br, frame); err != nil {
+		pre = slices.Grow(pre[:1], int(n))[:1+n]
+		if _, err := io.ReadFull(br, pre[1:]); err != nil {
 			return res, err
 		}
-		e, err := decodeBody(frame)
-		if err == nil {
-			err = v.Add(e)
-		}
+		h, err := checkRecord(pre, head)
 		if err != nil {
-			// A record that decodes and matches its own hash is intact; if
-			// it does not link, the chain is broken (a record removed,
-			// reordered or forged). A crash cannot make such a record, so
-			// this holds for the final record too.
-			var cb *ChainBreakError
-			if errors.As(err, &cb) && cb.Field != "hash" && EntryHash(e) == e.Hash {
+			// A record that is well formed and matches its own hash is
+			// intact; if it does not link, the chain is broken (a record
+			// removed, reordered or forged). A crash cannot make such a
+			// record, so this holds for the final record too.
+			if _, ok := err.(*ChainBreakError); ok {
 				return res, err
 			}
 			// A damaged record is a torn tail when it is the last record
@@ -291,11 +301,27 @@ func scanFile(path string, r io.ReaderAt, size int64) (scanResult, error) {
 			return corrupt(err.Error())
 		}
 		res.offsets = append(res.offsets, off)
+		head = Head{Size: idx + 1, Hash: h}
 		off += frameHeaderLen + int64(n)
 	}
-	res.head = v.Head()
+	res.head = head
 	res.end = off
 	return res, nil
+}
+
+// checkRecord checks one record, given as its tag byte followed by its
+// body, against the head before it: first its fields (parseBody), then its
+// own hash, then that it links to head (a *ChainBreakError). It returns the
+// record's hash.
+func checkRecord(pre []byte, head Head) (Hash, error) {
+	r, err := parseBody(pre[1:])
+	if err != nil {
+		return Hash{}, err
+	}
+	if sum := Hash(sha256.Sum256(pre[:len(pre)-len(Hash{})])); sum != r.hash {
+		return Hash{}, fmt.Errorf("%w: stored hash %s, the record's fields hash to %s", ErrMalformed, r.hash, sum)
+	}
+	return r.hash, linkError(head, r.seq, r.prev)
 }
 
 func allZero(r io.ReaderAt, from, to int64) bool {
@@ -333,38 +359,62 @@ func appendFrame(b []byte, e Entry) []byte {
 	return append(b, e.Hash[:]...)
 }
 
-// decodeBody parses a record body. It checks field lengths and formats;
-// the hash is checked by the Verifier.
-func decodeBody(b []byte) (Entry, error) {
-	var e Entry
-	if int64(len(b)) < bodyFixedLen {
-		return e, fmt.Errorf("%w: record body too short", ErrMalformed)
+// record is a record body split into its fields, pointing into the body.
+type record struct {
+	seq     uint64
+	prev    Hash
+	kind    []byte
+	time    time.Time
+	payload []byte
+	hash    Hash
+}
+
+// parseBody splits a record body into its fields and checks them against
+// the rules of FORMAT.md §1: lengths, kind, time and payload. It copies
+// nothing and does not check the hash.
+func parseBody(b []byte) (record, error) {
+	var r record
+	if int64(len(b)) < minBodyLen || int64(len(b)) > maxBodyLen {
+		return r, fmt.Errorf("%w: record body of %d bytes, outside %d..%d", ErrMalformed, len(b), minBodyLen, maxBodyLen)
 	}
-	e.Seq = binary.BigEndian.Uint64(b[0:8])
-	copy(e.Prev[:], b[8:40])
-	kl := int(binary.BigEndian.Uint32(b[40:44]))
-	if kl > MaxKindLen || 44+kl+timeLen+4 > len(b)-32 {
-		return e, fmt.Errorf("%w: kind length %d", ErrMalformed, kl)
+	r.seq = binary.BigEndian.Uint64(b[0:8])
+	copy(r.prev[:], b[8:40])
+	kl := int64(binary.BigEndian.Uint32(b[40:44]))
+	if kl > MaxKindLen || 44+kl+int64(timeLen)+4 > int64(len(b))-32 {
+		return r, fmt.Errorf("%w: kind length %d", ErrMalformed, kl)
 	}
-	e.Kind = string(b[44 : 44+kl])
-	if err := ValidKind(e.Kind); err != nil {
-		return e, err
+	p := 44 + int(kl)
+	r.kind = b[44:p]
+	if err := validKind(r.kind); err != nil {
+		return r, err
 	}
-	p := 44 + kl
-	t, err := ParseTime(string(b[p : p+timeLen]))
+	t, err := parseTime(b[p : p+timeLen])
 	if err != nil {
-		return e, err
+		return r, err
 	}
-	e.Time = t
+	r.time = t
 	p += timeLen
-	pl := int(binary.BigEndian.Uint32(b[p : p+4]))
+	pl := int64(binary.BigEndian.Uint32(b[p : p+4]))
 	p += 4
-	if pl != len(b)-32-p {
-		return e, fmt.Errorf("%w: payload length %d does not fit the record", ErrMalformed, pl)
+	if pl != int64(len(b)-32-p) {
+		return r, fmt.Errorf("%w: payload length %d does not fit the record", ErrMalformed, pl)
 	}
-	e.Payload = bytes.Clone(b[p : p+pl])
-	copy(e.Hash[:], b[len(b)-32:])
-	return e, nil
+	r.payload = b[p : len(b)-32]
+	if err := ValidPayload(r.payload); err != nil {
+		return r, err
+	}
+	copy(r.hash[:], b[len(b)-32:])
+	return r, nil
+}
+
+// decodeBody parses a record body into an Entry that owns its bytes. It
+// checks the fields as parseBody does; the hash is checked by the Verifier.
+func decodeBody(b []byte) (Entry, error) {
+	r, err := parseBody(b)
+	if err != nil {
+		return Entry{}, err
+	}
+	return Entry{Seq: r.seq, Prev: r.prev, Kind: string(r.kind), Payload: bytes.Clone(r.payload), Time: r.time, Hash: r.hash}, nil
 }
 
 // Path returns the file's path.
@@ -389,8 +439,9 @@ func (s *File) usable() error {
 
 // Append implements Store. It returns when the entries are durable under
 // the store's sync policy. A batch with an entry the format cannot hold (an
-// invalid kind, a time outside years 0000-9999, a payload over
-// MaxPayloadLen) is rejected with ErrMalformed and nothing is written.
+// invalid kind, a time outside years 0000-9999, a payload that is not
+// canonical JSON or is over MaxPayloadLen) is rejected with ErrMalformed
+// and nothing is written: Append writes exactly what OpenFile reads back.
 func (s *File) Append(ctx context.Context, entries ...Entry) error {
 	wait, err := s.appendDeferred(ctx, entries)
 	if err != nil || wait == nil {
@@ -414,17 +465,11 @@ func (s *File) appendDeferred(ctx context.Context, entries []Entry) (func() erro
 	if len(entries) == 0 {
 		return nil, nil
 	}
-	// Refuse what the file format cannot hold (decodeBody would reject it
+	// Refuse what the file format cannot hold (parseBody would reject it
 	// on the next open and the log would read as corrupt).
 	for _, e := range entries {
-		if err := ValidKind(e.Kind); err != nil {
-			return nil, err
-		}
-		if err := validTime(e.Time); err != nil {
-			return nil, err
-		}
-		if len(e.Payload) > MaxPayloadLen {
-			return nil, fmt.Errorf("%w: entry %d payload is %d bytes, limit %d", ErrMalformed, e.Seq, len(e.Payload), MaxPayloadLen)
+		if err := checkFields(e); err != nil {
+			return nil, fmt.Errorf("%w (entry %d)", err, e.Seq)
 		}
 	}
 	var buf []byte

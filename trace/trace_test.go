@@ -601,9 +601,11 @@ func FuzzOpenFile(f *testing.F) {
 	f.Add(good[:len(good)-5])
 	f.Add([]byte(fileMagic))
 	f.Add([]byte("VTR"))
+	for _, b := range vectorLogs(f) {
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		fs := newFaultFS()
-		fs.files["log"] = &faultFile{data: bytes.Clone(data), durable: bytes.Clone(data), dirDurable: true}
+		fs := faultFSWith(data)
 		s, err := OpenFile("log", FileOptions{FS: fs})
 		if err != nil {
 			if errors.Is(err, ErrTornTail) {
@@ -621,6 +623,15 @@ func FuzzOpenFile(f *testing.F) {
 		defer s.Close()
 		if _, err := VerifyStore(context.Background(), s); err != nil {
 			t.Fatalf("an opened file does not verify: %v", err)
+		}
+		// what the reader accepted, the writer would have written
+		for e, err := range s.Entries(context.Background(), 0) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := checkFields(e); err != nil {
+				t.Fatalf("an opened file holds entry %d, which File.Append refuses: %v", e.Seq, err)
+			}
 		}
 	})
 }

@@ -1,0 +1,214 @@
+package trace
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+)
+
+// faultFSWith is a file system holding one durable file, "log", with data.
+func faultFSWith(data []byte) *faultFS {
+	fs := newFaultFS()
+	fs.files["log"] = &faultFile{data: bytes.Clone(data), durable: bytes.Clone(data), dirDurable: true}
+	return fs
+}
+
+// openBytes opens a log file holding data (in memory) and returns the
+// error of OpenFile.
+func openBytes(data []byte) error {
+	s, err := OpenFile("log", FileOptions{FS: faultFSWith(data)})
+	if err == nil {
+		s.Close()
+	}
+	return err
+}
+
+// TestFileOpenRefusesOversizePayload: a record whose payload is longer than
+// MaxPayloadLen fits the record-length limit when its kind is short, so
+// the reader must check the payload's own length, as the writer does.
+func TestFileOpenRefusesOversizePayload(t *testing.T) {
+	huge := `"` + strings.Repeat("x", MaxPayloadLen-1) + `"` // canonical JSON, one byte over
+	steps := buildLog(stepEntries, nil)
+	big, _ := vecRecord{seq: 1, prev: steps.hashes[0], kind: "a", time: stepEntries[1].time, payload: huge}.frame()
+	require.LessOrEqual(t, int64(len(big)-frameHeaderLen), maxBodyLen, "the record length alone does not rule it out")
+
+	var torn *TornTailError
+	require.ErrorAs(t, openBytes(withFrames(steps.frames[0], big)), &torn, "as the final record")
+	assert.Equal(t, uint64(1), torn.Index)
+
+	next, _ := vecRecord{seq: 2, prev: Hash(big[len(big)-32:]), kind: "a", time: stepEntries[2].time, payload: "1"}.frame()
+	var ce *CorruptRecordError
+	require.ErrorAs(t, openBytes(withFrames(steps.frames[0], big, next)), &ce, "before another record")
+	assert.Equal(t, uint64(1), ce.Index)
+}
+
+// TestFileOpenRejectsNotALog: a file that does not begin with the magic
+// (or a prefix of it) is reported as not a trace log, and RepairFile
+// leaves it alone.
+func TestFileOpenRejectsNotALog(t *testing.T) {
+	for _, data := range [][]byte{[]byte("VTRACE2\n"), []byte("hello"), make([]byte, 20), []byte("VTRACE1\r\n")} {
+		fs := faultFSWith(data)
+		_, err := OpenFile("log", FileOptions{FS: fs})
+		var nl *NotLogError
+		require.ErrorAs(t, err, &nl, "%q", data)
+		assert.ErrorIs(t, err, ErrNotLog)
+		assert.ErrorIs(t, err, ErrCorrupt, "never repaired, like a corrupt record")
+		_, err = RepairFile("log", fs)
+		require.ErrorIs(t, err, ErrNotLog)
+		assert.Equal(t, data, fs.bytes("log"))
+	}
+	for _, n := range []int{1, 7} { // a prefix of the magic is a torn header
+		assert.ErrorIs(t, openBytes([]byte(fileMagic[:n])), ErrTornTail)
+	}
+}
+
+// TestFileRecordLengthBounds: the shortest record the writer can write has
+// a 112-byte body (one-byte kind, one-byte payload); a CRC-valid length
+// below that is corrupt, even for the final record, where a shorter body
+// used to read as a torn tail.
+func TestFileRecordLengthBounds(t *testing.T) {
+	e, _, err := Next(Head{}, "a", []byte(`0`), t0)
+	require.NoError(t, err)
+	assert.Equal(t, int64(112), int64(len(appendFrame(nil, e))-frameHeaderLen))
+	assert.Equal(t, int64(112), minBodyLen)
+	assert.Equal(t, int64(16777454), maxBodyLen)
+
+	short, _ := vecRecord{kind: "a", time: FormatTime(t0)}.frame() // empty payload: 111 bytes
+	var ce *CorruptRecordError
+	require.ErrorAs(t, openBytes(withFrames(short)), &ce)
+	assert.Equal(t, uint64(0), ce.Index)
+}
+
+// TestVerifierChecksKindAndPayloadLength: Verify refuses, as the file
+// reader does, an entry with an invalid kind or a payload over
+// MaxPayloadLen, even when its hash is right.
+func TestVerifierChecksKindAndPayloadLength(t *testing.T) {
+	good := buildChain(t, 1)[0]
+	badKind := good
+	badKind.Kind = "Not A Kind"
+	huge := good
+	huge.Payload = make([]byte, MaxPayloadLen+1)
+	for field, e := range map[string]Entry{"kind": badKind, "payload": huge} {
+		e.Hash = EntryHash(e)
+		_, err := Verify([]Entry{e})
+		var cb *ChainBreakError
+		require.ErrorAs(t, err, &cb, field)
+		assert.Equal(t, field, cb.Field)
+		assert.Equal(t, uint64(0), cb.Index)
+	}
+}
+
+// refParseTime is the reference definition of the wire form of a time:
+// what time.Parse accepts with the wire layout and FormatTime writes back
+// unchanged.
+func refParseTime(s string) (time.Time, bool) {
+	if len(s) != timeLen || s[len(s)-1] != 'Z' {
+		return time.Time{}, false
+	}
+	t, err := time.Parse("2006-01-02T15:04:05.000000000Z", s)
+	if err != nil || FormatTime(t) != s {
+		return time.Time{}, false
+	}
+	return t, true
+}
+
+// FuzzParseTime: ParseTime accepts exactly the strings the reference
+// definition accepts, and returns the same instant.
+func FuzzParseTime(f *testing.F) {
+	f.Add("2026-01-02T03:04:05.000000006Z")
+	f.Add("0000-02-29T00:00:00.000000000Z")
+	f.Add("9999-12-31T23:59:59.999999999Z")
+	for _, c := range badTimes {
+		f.Add(c.time)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, ok := refParseTime(s)
+		got, err := ParseTime(s)
+		if ok != (err == nil) {
+			t.Fatalf("ParseTime(%q) error %v, reference accepts: %v", s, err, ok)
+		}
+		if ok && !got.Equal(want) {
+			t.Fatalf("ParseTime(%q) = %v, reference %v", s, got, want)
+		}
+		if err != nil && !errors.Is(err, ErrMalformed) {
+			t.Fatalf("ParseTime(%q): %v does not wrap ErrMalformed", s, err)
+		}
+	})
+}
+
+// TestFileReaderAcceptsExactlyWhatTheWriterWrites: for any kind, time and
+// payload, a record with a correct hash opens if and only if the writer
+// (Next) accepts those fields, and then the writer writes that record byte
+// for byte.
+func TestFileReaderAcceptsExactlyWhatTheWriterWrites(t *testing.T) {
+	kinds := []string{"a", "kernel.execute", strings.Repeat("k", MaxKindLen), strings.Repeat("k", MaxKindLen+1)}
+	for _, k := range badKinds {
+		kinds = append(kinds, k.kind)
+	}
+	payloads := []string{`0`, `{}`, `[]`, `"é"`, `{"a":[1,2,{"b":null}]}`}
+	for _, p := range badPayloads {
+		payloads = append(payloads, p.payload)
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		kind := rapid.OneOf(rapid.SampledFrom(kinds), rapid.StringMatching(`[a-z0-9_.A-]{0,6}`)).Draw(t, "kind")
+		at := time.Unix(rapid.Int64Range(-62167219200-86400, 253402300800+86400).Draw(t, "sec"),
+			rapid.Int64Range(0, 999999999).Draw(t, "nsec")).UTC()
+		tm := FormatTime(at)
+		if rapid.Bool().Draw(t, "perturb time") {
+			b := []byte(tm)
+			b[rapid.IntRange(0, timeLen-1).Draw(t, "at")] = rapid.SampledFrom([]byte("0123456789-:.TZz +")).Draw(t, "byte")
+			tm = string(b)
+		}
+		payload := rapid.OneOf(rapid.SampledFrom(payloads), rapid.StringMatching(`[\[\]{}":,0-9a ]{0,8}`)).Draw(t, "payload")
+
+		frame, _ := vecRecord{kind: kind, time: tm, payload: payload}.frame()
+		readErr := openBytes(withFrames(frame))
+		parsed, timeOK := refParseTime(tm)
+		var writeErr error = ErrMalformed
+		var e Entry
+		if timeOK {
+			e, _, writeErr = Next(Head{}, kind, []byte(payload), parsed)
+		}
+		if (readErr == nil) != (writeErr == nil) {
+			t.Fatalf("kind %q time %q payload %q: reader says %v, writer says %v", kind, tm, payload, readErr, writeErr)
+		}
+		if writeErr == nil && !bytes.Equal(appendFrame(nil, e), frame) {
+			t.Fatalf("the writer encodes kind %q time %q payload %q differently", kind, tm, payload)
+		}
+		// a final record that breaks a field rule is torn; one whose length
+		// is out of range is corrupt
+		if short := int64(len(frame)-frameHeaderLen) < minBodyLen; readErr != nil && !errors.Is(readErr, ErrTornTail) && !(short && errors.Is(readErr, ErrCorrupt)) {
+			t.Fatalf("kind %q time %q payload %q: %v", kind, tm, payload, readErr)
+		}
+	})
+}
+
+// TestFileAppendWritesWhatOpenReads: File.Append refuses exactly the
+// entries a reopen would refuse (payloads that are empty, not JSON or not
+// canonical among them), so it never writes a log that reads as damaged.
+func TestFileAppendWritesWhatOpenReads(t *testing.T) {
+	fs := newFaultFS()
+	s, err := OpenFile("log", FileOptions{FS: fs})
+	require.NoError(t, err)
+	good := buildChain(t, 1)[0]
+	for _, p := range badPayloads {
+		bad := good
+		bad.Payload = []byte(p.payload)
+		bad.Hash = EntryHash(bad)
+		require.ErrorIs(t, s.Append(context.Background(), bad), ErrMalformed, "payload %q", p.payload)
+	}
+	require.NoError(t, s.Append(context.Background(), good))
+	require.NoError(t, s.Close())
+	s, err = OpenFile("log", FileOptions{FS: fs})
+	require.NoError(t, err)
+	h, _ := s.Head(context.Background())
+	assert.Equal(t, Head{Size: 1, Hash: good.Hash}, h)
+	require.NoError(t, s.Close())
+}
