@@ -205,8 +205,14 @@ func TestAcceptance4WrongIDFormatFails(t *testing.T) {
 				vs, err := Check(f.kind, doc)
 				require.NoError(t, err)
 				assert.True(t, slices.ContainsFunc(vs, func(v Violation) bool {
-					return v.Path == string(p) && (v.Rule == RuleRefFormat || v.Rule == RuleArtifactFormat || v.Rule == RuleRefKind || v.Rule == RuleRefSpan || v.Rule == "schema.minLength")
+					return v.Path == string(p) && (v.Rule == RuleRefFormat || v.Rule == RuleArtifactFormat || v.Rule == RuleRefKind || v.Rule == RuleRefSpan || v.Rule == RuleIDNonEmpty)
 				}), "%s %s=%q: %v", f.path, p, id, vs)
+				// The specification's own rules catch every one of them.
+				vs, err = Check(f.kind, doc, SpecOnly())
+				require.NoError(t, err)
+				assert.True(t, slices.ContainsFunc(vs, func(v Violation) bool {
+					return v.Path == string(p) && (v.Rule == RuleRefFormat || v.Rule == RuleArtifactFormat)
+				}), "SpecOnly: %s %s=%q: %v", f.path, p, id, vs)
 				n++
 			}
 		}

@@ -44,11 +44,11 @@ func TestNewEvidenceRef(t *testing.T) {
 	assert.Equal(t, ret, r.Ref)
 
 	for name, in := range map[string]EvidenceInput{
-		RuleRefKind:        {TraceID: traceA, SpanID: spanA, Kind: EvidenceRetrievalChunk, Ref: "tool:" + spanA},
-		RuleRefSpan:        {TraceID: traceA, SpanID: spanA, Kind: EvidenceToolIO, Ref: "tool:" + spanB},
-		RuleRefFormat:      {TraceID: traceA, SpanID: spanA, Kind: EvidenceConfigDiff, Ref: "configdiff:xyz"},
-		"schema.minLength": {TraceID: "", SpanID: spanA, Kind: EvidenceSpan},
-		"schema.enum":      {TraceID: traceA, SpanID: spanA, Kind: "LOG", Ref: spanA},
+		RuleRefKind:    {TraceID: traceA, SpanID: spanA, Kind: EvidenceRetrievalChunk, Ref: "tool:" + spanA},
+		RuleRefSpan:    {TraceID: traceA, SpanID: spanA, Kind: EvidenceToolIO, Ref: "tool:" + spanB},
+		RuleRefFormat:  {TraceID: traceA, SpanID: spanA, Kind: EvidenceConfigDiff, Ref: "configdiff:xyz"},
+		RuleIDNonEmpty: {TraceID: "", SpanID: spanA, Kind: EvidenceSpan},
+		"schema.enum":  {TraceID: traceA, SpanID: spanA, Kind: "LOG", Ref: spanA},
 	} {
 		_, err := NewEvidenceRef(in)
 		var ve *ValidationError

@@ -32,33 +32,77 @@
 //     only violation reported, since the rest of the document follows
 //     another contract.
 //   - schema.<keyword> (schema.required, schema.enum, schema.type,
-//     schema.pattern, schema.minimum, ...): the JSON Schema. A missing key is
-//     reported at the key's own path.
-//   - the semantic rules listed by Rules(), e.g. evidence_ref.kind_mismatch,
+//     schema.pattern, schema.minimum, ...): the JSON Schema, as far as it
+//     states specification 002's shapes. A missing key is reported at the
+//     key's own path.
+//   - id.non_empty, time.z_suffix, excerpt_hash.sha256, number.range: the
+//     schema keywords Verity adds to the specification's shapes (see
+//     "Specification and extensions").
+//   - the semantic rules, e.g. evidence_ref.kind_mismatch,
 //     run_record.error_required_on_failure, incident_dossier.timeline_sorted.
 //
 // A semantic violation at or under a place where the schema already failed
 // is not repeated, and semantic rules are not run on a document that does
 // not decode into its Go type.
 //
+// # Specification and extensions
+//
+// Rules() lists every named rule with its Description, its Source and an
+// Extension mark. Source says where the rule comes from: the section of
+// specification 002 that states it ("spec, Contract 3 (ComplianceReport)
+// rules: ..."), or "Verity's choice", naming the reference implementation
+// (the Python investigator the specification was written for) when the
+// rule follows it. A rule the specification does not state is an
+// extension. Validate checks every rule by default; with SpecOnly it
+// checks the specification's rules alone and leaves the extensions out:
+//
+//   - schema keywords: id.non_empty (the spec types ids as strings),
+//     time.z_suffix (RFC 3339 UTC also admits +00:00 and -00:00),
+//     excerpt_hash.sha256 (the spec types excerpt_hash as a string; the
+//     reference implementation writes the hex SHA-256), number.range
+//     (counts, limits, costs and temperature ≥ 0, hypothesis ranks ≥ 1);
+//   - evidence_ref.kind_mismatch and evidence_ref.span_mismatch (the spec
+//     pairs neither kinds with id forms nor refs with span_id);
+//   - run_record.usage_within_budget, completed_not_before_started,
+//     time_window_order and artifact_type_matches_run_type;
+//   - compliance_report.missing_evidence_needs_insufficient and
+//     overall_verdict_consistent (both what the reference implementation's
+//     compliance engine does);
+//   - incident_dossier.diff_ref_kind (the spec types diff_ref as any
+//     EvidenceRef);
+//   - annotation.schema_version_matches_explanation.
+//
+// SpecOnly changes nothing else: documents are read and decoded the same
+// way (json.* rules), and a value an extension flagged is still checked by
+// the specification's rules (an empty ref is still no canonical id; a
+// diff_ref of another kind must still be a canonical, known ref). The
+// builders check every rule.
+//
 // # What the schemas say
 //
-// Keys are required exactly as the spec's shapes list them, with one
-// reading made explicit: a key whose spec type admits null ("string|null",
-// "RFC3339|null") may be absent, absent meaning null. Three keys are
-// conditional by the spec's own rules: RunRecord.error (required when status
-// is failed), output_ref.artifact_path (required when succeeded) and
-// suspected_change.diff_ref (required unless change_type is unknown);
-// suspected_change itself is optional ("if asserted"). Closed vocabularies
-// are exactly the spec's enums. Ids and names are non-empty strings; times
-// are RFC 3339 in UTC spelled with Z (+00:00 and other offsets are refused,
-// and so is a leap second, which time.Time cannot hold); confidences are
-// numbers in [0, 1] (booleans and strings are refused; JSON has no NaN and
-// the builders refuse it); excerpt_hash is 64 lower-case hex digits; counts
-// are non-negative integers and hypothesis ranks positive ones;
-// model_provider is any non-empty string ("openai" in the spec's shape is an
-// example value, not a vocabulary). Unknown keys are accepted: a newer minor
-// version may add optional fields.
+// Keys are required as the spec's shapes list them, with one reading made
+// explicit: a key whose spec type admits null ("string|null",
+// "RFC3339|null") may be absent, absent meaning null. This is the one
+// place where validation is looser than the specification, under every
+// option: a missing key and a null one carry the same information, and
+// the package's own documents (Marshal, the builders) always write the
+// key. Three keys are conditional by the spec's own rules: RunRecord.error
+// (required when status is failed), output_ref.artifact_path (required
+// when succeeded) and suspected_change.diff_ref (required whenever
+// suspected_change is present, change_type unknown included: the spec's
+// rule has no exception); suspected_change itself is optional ("if
+// asserted"). Closed vocabularies are exactly the spec's enums. Times are
+// RFC 3339 in UTC — Z, +00:00 or -00:00; other offsets are refused — and
+// spelled with Z (time.z_suffix); upper-case T and Z only, and no leap
+// second, since time.Time cannot read either (under every option).
+// Confidences are numbers in [0, 1] (booleans and strings are refused;
+// JSON has no NaN and the builders refuse it); schema_version is a
+// semantic version. Ids and names are non-empty (id.non_empty), excerpt
+// hashes 64 lower-case hex digits (excerpt_hash.sha256), counts
+// non-negative and ranks positive (number.range). model_provider is any
+// non-empty string ("openai" in the spec's shape is an example value, not
+// a vocabulary). Unknown keys are accepted: a newer minor version may add
+// optional fields.
 //
 // The schemas carry absolute $ids under
 // https://github.com/verity-go/verity/contracts/schemas/, are embedded with
@@ -87,37 +131,49 @@
 // lists. ExcerptHash computes excerpt_hash from the excerpt's text.
 //
 // With WithResolver, every trace, span and artifact id a document points at
-// must be known to the Resolver (KnownIDs is a ready-made one).
+// must be known to the Resolver (KnownIDs is a ready-made one). The
+// specification states that a ref is a canonical id; that its form matches
+// its kind and names its own span is Verity's (extensions
+// evidence_ref.kind_mismatch and evidence_ref.span_mismatch; the reference
+// implementation writes refs such as "message:<span>:<n>" for MESSAGE
+// evidence, which no canonical format covers).
 //
 // # Semantic rules
 //
-// RunRecord: error when failed; artifact_path when succeeded; usage within
-// budget (iterations, depth, tool calls, subcalls, tokens_in+tokens_out,
-// cost, and completed_at−started_at against max_wall_time_sec) unless status
-// is terminated_budget or partial; completed_at not before started_at; time
-// window in order; artifact_type the contract of run_type. DefaultBudget
-// returns the spec's defaults (40, 2, 200, 80, 300000 tokens, no cost limit,
-// no seed, 180 s).
+// Extensions are marked [ext].
+//
+// RunRecord: error when failed; artifact_path when succeeded; [ext] usage
+// within budget (iterations, depth, tool calls, subcalls,
+// tokens_in+tokens_out, cost, and completed_at−started_at against
+// max_wall_time_sec) unless status is terminated_budget or partial; [ext]
+// completed_at not before started_at; [ext] time window in order; [ext]
+// artifact_type the contract of run_type. DefaultBudget returns a default
+// budget (40, 2, 200, 80, 300000 tokens, no cost limit, no seed, 180 s):
+// the specification gives the budget's fields, not values; these are the
+// defaults of the reference implementation's RuntimeBudget.
 //
 // RCAReport: at least one evidence ref. ComplianceReport: each control at
 // most once (and, with WithApplicableControls, every applicable control
 // present); fail needs an evidence pointer (a span id, artifact id or
 // evidence ref — an excerpt hash alone points at nothing);
-// insufficient_evidence needs missing_evidence, and listing
-// missing_evidence requires insufficient_evidence; overall_verdict as
-// OverallVerdict derives it (any fail → non_compliant; otherwise any
-// insufficient_evidence or all not_applicable, including none → needs_review;
-// otherwise compliant). IncidentDossier: a representative trace; evidence
-// on every hypothesis; a timeline non-decreasing as instants (not as
-// strings: "10:15:04.5Z" sorts before "10:15:04Z" as text);
-// a diff_ref of kind CONFIG_DIFF for a suspected change other than unknown.
-// PolicyControl: required_evidence non-empty — the contract has no way to
-// say a control cannot fail, so every control can; in a library,
-// (control_id, version) unique. Annotation: explanation_json is a valid
-// document of the contract matching engine_type (rca → rca_report,
-// policy_compliance → compliance_report, incident_dossier →
-// incident_dossier), its violations reported under annotation.explanation_json,
-// and the annotation's schema_version is the explanation's.
+// insufficient_evidence needs missing_evidence; [ext] listing
+// missing_evidence requires insufficient_evidence (the reference
+// implementation lists missing evidence only with that verdict); [ext]
+// overall_verdict as OverallVerdict derives it (any fail → non_compliant;
+// otherwise any insufficient_evidence or all not_applicable, including none
+// → needs_review; otherwise compliant) — the specification lists the three
+// verdicts without a rule; this is the reference implementation's
+// derivation. IncidentDossier: a representative trace; evidence on every
+// hypothesis; a timeline non-decreasing as instants (not as strings:
+// "10:15:04.5Z" sorts before "10:15:04Z" as text); a diff_ref for every
+// suspected change; [ext] of kind CONFIG_DIFF. PolicyControl:
+// required_evidence non-empty — the contract has no way to say a control
+// cannot fail, so every control can; in a library, (control_id, version)
+// unique. Annotation: explanation_json is a valid document of the contract
+// matching engine_type (rca → rca_report, policy_compliance →
+// compliance_report, incident_dossier → incident_dossier), its violations
+// reported under annotation.explanation_json; [ext] the annotation's
+// schema_version is the explanation's.
 //
 // Where the spec contradicts itself the rule wins and the example becomes an
 // invalid fixture: the RunRecord shape lists error among "required fields"
@@ -171,7 +227,15 @@
 //   - Canonical ids round-trip: TestIDRoundTrip, FuzzParseID.
 //   - Builders only produce valid documents: TestBuildersOnlyProduceValidDocuments.
 //   - Timeline order is by instant: TestTimelineSortedByInstant.
-//   - The overall verdict follows the spec's sentence: TestOverallVerdictRule.
+//   - The overall verdict follows the reference implementation's
+//     derivation: TestOverallVerdictRule.
+//   - Every rule names its source; SpecOnly leaves out exactly the
+//     extensions (each extension fixture is valid under it, every other
+//     fixture reports the same violations) and still checks what an
+//     extension flagged: TestRuleSources,
+//     TestSpecOnlyLeavesOutExactlyTheExtensions,
+//     TestSpecOnlyStillChecksWhatAnExtensionFlagged,
+//     TestSpecOnlyReportsDefaultMinusExtensions (rapid).
 //   - Violations are complete, sorted and deterministic:
 //     TestViolationsAreSortedAndDeterministic, TestConcurrentValidation.
 //   - Decoders never panic on any input: FuzzDecode.
@@ -187,7 +251,10 @@
 // appears" needs WithApplicableControls. Phoenix trace and span ids are
 // opaque non-empty strings: their existence is the Resolver's business.
 // "insufficient_evidence must be used when required evidence is missing"
-// is checked as far as the report states what is missing (missing_evidence);
+// is checked by default as far as the report states what is missing
+// (missing_evidence, the extension
+// compliance_report.missing_evidence_needs_insufficient), not with
+// SpecOnly, since a report does not say which of it was required;
 // comparing a report against its controls' required_evidence is the
 // evaluator's job. The package is a pure core: no clock, I/O or state, so
 // it has no Session shell; hosts record validated documents themselves.

@@ -158,3 +158,42 @@ func ExampleWithResolver() {
 	// /evidence_refs/0/trace_id: evidence.unknown_trace: trace "t-unknown" is not known
 	// /trace_id: evidence.unknown_trace: trace "t-unknown" is not known
 }
+
+func ExampleSpecOnly() {
+	// Valid by specification 002, which does not pair kinds with id forms
+	// and reads "RFC3339 UTC" as admitting +00:00; Verity's extensions
+	// refuse both.
+	doc := []byte(`{
+	  "schema_version": "1.0.0",
+	  "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
+	  "primary_label": "tool_failure",
+	  "summary": "inventory-api answered 503",
+	  "confidence": 0.8,
+	  "evidence_refs": [{
+	    "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
+	    "span_id": "00f067aa0ba902b7",
+	    "kind": "RETRIEVAL_CHUNK",
+	    "ref": "tool:00f067aa0ba902b7",
+	    "excerpt_hash": "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+	    "ts": "2026-03-02T10:15:04+00:00"
+	  }],
+	  "remediation": [],
+	  "gaps": []
+	}`)
+	vs, _ := contracts.Check(contracts.KindRCAReport, doc)
+	for _, v := range vs {
+		fmt.Printf("%s %s\n", v.Path, v.Rule)
+	}
+	vs, _ = contracts.Check(contracts.KindRCAReport, doc, contracts.SpecOnly())
+	fmt.Println("spec only:", len(vs), "violations")
+	for _, r := range contracts.Rules() {
+		if r.Name == contracts.RuleVerdictConsistent {
+			fmt.Println(r.Extension, r.Source[:15])
+		}
+	}
+	// Output:
+	// /evidence_refs/0/ref evidence_ref.kind_mismatch
+	// /evidence_refs/0/ts time.z_suffix
+	// spec only: 0 violations
+	// true Verity's choice
+}

@@ -543,14 +543,24 @@ func invalidFixtures() []invalidFixture {
 		{KindRCAReport, "schema.type--confidence_bool", fxRCA, fxSet("/confidence", true), ""},
 		{KindRCAReport, "schema.type--confidence_string", fxRCA, fxSet("/confidence", "0.8"), ""},
 		{KindComplianceReport, "schema.maximum--overall_confidence", fxCompliance, fxSet("/overall_confidence", 2), ""},
-		{KindRCAReport, "schema.pattern--excerpt_hash", fxRCA, fxSet("/evidence_refs/0/excerpt_hash", "ABC123"), ""},
 		{KindRCAReport, "schema.pattern--schema_version", fxRCA, fxSet("/schema_version", "1.0"), ""},
 		{KindRunRecord, "schema.pattern--non_utc_time", fxRunSucceeded, fxSet("/started_at", "2026-03-02T11:20:00+01:00"), ""},
 		{KindRunRecord, "schema.format--date_time", fxRunSucceeded, fxSet("/started_at", "2026-02-30T10:20:00Z"), ""},
 		{KindIncidentDossier, "schema.pattern--non_utc_timeline", fxDossier, fxSet("/timeline/1/timestamp", "2026-03-02T05:15:04-05:00"), ""},
-		{KindRunRecord, "schema.minimum--negative_usage", fxRunSucceeded, fxSet("/runtime_ref/usage/tool_calls", -1), ""},
 		{KindRunRecord, "schema.type--retryable", fxRunFailed, fxSet("/error/retryable", "yes"), ""},
-		{KindAnnotation, "schema.minLength--empty_name", fxAnnotationRCA, fxSet("/name", ""), ""},
+		// Shape rules Verity adds to the specification's (extensions: SpecOnly
+		// leaves them out). RFC 3339 UTC admits +00:00 and -00:00; Verity
+		// spells UTC with Z.
+		{KindRunRecord, "time.z_suffix--plus_zero", fxRunSucceeded, fxSet("/started_at", "2026-03-02T10:20:00+00:00"), ""},
+		{KindIncidentDossier, "time.z_suffix--minus_zero_timeline", fxDossier, fxSet("/timeline/1/timestamp", "2026-03-02T10:15:04-00:00"), ""},
+		{KindRCAReport, "excerpt_hash.sha256--not_hex_digest", fxRCA, fxSet("/evidence_refs/0/excerpt_hash", "ABC123"), ""},
+		{KindComplianceReport, "excerpt_hash.sha256--excerpt_hashes", fxCompliance,
+			fxSet("/controls_evaluated/0/evidence/excerpt_hashes", []any{"sha256:" + fxHash("x")}), ""},
+		{KindRunRecord, "number.range--negative_usage", fxRunSucceeded, fxSet("/runtime_ref/usage/tool_calls", -1), ""},
+		{KindRunRecord, "number.range--negative_temperature", fxRunSucceeded, fxSet("/runtime_ref/temperature", -0.5), ""},
+		{KindIncidentDossier, "number.range--rank_zero", fxDossier, fxSet("/hypotheses/0/rank", 0), ""},
+		{KindAnnotation, "id.non_empty--empty_name", fxAnnotationRCA, fxSet("/name", ""), ""},
+		{KindRunRecord, "id.non_empty--empty_run_id", fxRunSucceeded, fxSet("/run_id", ""), ""},
 		// A single control where the library wants an array.
 		{KindPolicyControlLibrary, "schema.type--not_an_array", fxControl, nil, ""},
 
@@ -618,6 +628,9 @@ func invalidFixtures() []invalidFixture {
 		{KindIncidentDossier, "incident_dossier.timeline_sorted--string_order_is_not_instant_order", fxDossier, fxSeq(
 			fxSet("/timeline/1/timestamp", "2026-03-02T10:15:04.5Z"), fxSet("/timeline/2/timestamp", "2026-03-02T10:15:04Z")), ""},
 		{KindIncidentDossier, "incident_dossier.diff_ref_required", fxDossier, fxDel("/suspected_change/diff_ref"), ""},
+		// The specification's rule has no exception for an unknown change.
+		{KindIncidentDossier, "incident_dossier.diff_ref_required--unknown_change", fxDossier, fxSeq(
+			fxSet("/suspected_change/change_type", "unknown"), fxDel("/suspected_change/diff_ref")), ""},
 		{KindIncidentDossier, "incident_dossier.diff_ref_kind", fxDossier, fxSet("/suspected_change/diff_ref", fxToolRef()), ""},
 		{KindIncidentDossier, "schema_version.major_mismatch", fxDossier, fxSet("/schema_version", "2.1.0"), ""},
 

@@ -11,7 +11,8 @@ import (
 // FuzzDecode feeds arbitrary bytes to every decoder. None may panic; each
 // returns either no error or a *ValidationError whose violations are
 // sorted, have JSON Pointer paths and named rules; a document that
-// validates re-encodes to a document that validates.
+// validates re-encodes to a document that validates. With SpecOnly no
+// extension is reported, and a document valid by every rule stays valid.
 func FuzzDecode(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "*", "*", "*.json"))
 	for _, p := range files {
@@ -30,6 +31,15 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, k uint8, data []byte) {
 		kind := allKinds[int(k)%len(allKinds)]
 		v, err := decodeAny(kind, data)
+		spec, serr := Check(kind, data, SpecOnly())
+		if serr != nil || (err == nil && len(spec) > 0) {
+			t.Fatalf("%s: SpecOnly: %v %v (default: %v)", kind, serr, spec, err)
+		}
+		for _, v := range spec {
+			if extensions[v.Rule] {
+				t.Fatalf("%s: SpecOnly reports extension %+v", kind, v)
+			}
+		}
 		if err != nil {
 			var ve *ValidationError
 			if !errors.As(err, &ve) {

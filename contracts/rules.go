@@ -8,12 +8,19 @@ import (
 	"time"
 )
 
-// Rule names of the non-schema rules. Schema rules are "schema.<keyword>".
+// Rule names of the named rules. The other schema rules are
+// "schema.<keyword>".
 const (
 	RuleJSONSyntax   = "json.syntax"
 	RuleDuplicateKey = "json.duplicate_key"
 	RuleDecode       = "json.decode"
 	RuleMajorVersion = "schema_version.major_mismatch"
+
+	// Schema keywords that go beyond specification 002 (see Rules).
+	RuleIDNonEmpty        = "id.non_empty"
+	RuleTimeZSuffix       = "time.z_suffix"
+	RuleExcerptHashSHA256 = "excerpt_hash.sha256"
+	RuleNumberRange       = "number.range"
 
 	RuleRefFormat       = "evidence_ref.ref_format"
 	RuleRefKind         = "evidence_ref.kind_mismatch"
@@ -52,49 +59,106 @@ const (
 	RuleExplanationVersion = "annotation.schema_version_matches_explanation"
 )
 
-// RuleInfo describes one semantic rule.
+// RuleInfo describes one named rule: what it checks, where it comes from,
+// and whether it is an extension.
 type RuleInfo struct {
 	Name        string
 	Description string
+	// Source names where the rule comes from: a section of specification
+	// 002 ("Formal Contracts") that states it, or the reason Verity adds it.
+	Source string
+	// Extension marks a rule that specification 002 does not state: Verity
+	// adds it, in most cases following the reference implementation the
+	// specification was written for. Validation checks extensions by
+	// default; SpecOnly leaves them out.
+	Extension bool
 }
+
+// Where the rules come from. "spec" is specification 002, "reference" the
+// Python implementation it was written for (investigator/runtime/
+// contracts.py and the engines that use it).
+const (
+	srcReading     = "reading the document: spec, Acceptance Checks 1 (contract fixtures parse); the strict reader is Verity's and applies under every option"
+	srcConventions = "spec, Global Conventions"
+	srcVersioning  = "spec, Compatibility and Versioning (a major bump marks a breaking change)"
+	srcIDFormats   = "spec, Canonical ID Formats and Acceptance Checks 4 (wrong id format fails)"
+	srcEvidenceRef = "spec, Canonical EvidenceRef rules (ref is a resolvable identifier under the canonical id formats)"
+	srcKnownIDs    = "spec, Validation Requirements 2 (evidence pointers reference known ids); checked only WithResolver"
+	srcRunRecord   = "spec, Contract 1 (RunRecord) rules"
+	srcRCA         = "spec, Contract 2 (RCAReport) rules"
+	srcCompliance  = "spec, Contract 3 (ComplianceReport) rules"
+	srcDossier     = "spec, Contract 4 (IncidentDossier) rules"
+	srcControl     = "spec, Contract 5 (PolicyControl) rules"
+	srcAnnotation  = "spec, Contract 6 (annotation payload) rules"
+)
 
 var ruleInfos = []RuleInfo{
-	{RuleJSONSyntax, "the document is one RFC 8259 JSON text without unsafe integers (beyond ±(2^53−1))"},
-	{RuleDuplicateKey, "no object has two members with the same key"},
-	{RuleDecode, "the document decodes into the contract's Go type"},
-	{RuleMajorVersion, "schema_version has the library's major version (a newer minor is accepted)"},
-	{RuleRefFormat, "an EvidenceRef's ref is a canonical id"},
-	{RuleRefKind, "an EvidenceRef's ref form matches its kind: TOOL_IO→tool:, RETRIEVAL_CHUNK→retrieval:, CONFIG_DIFF→configdiff:, SPAN and MESSAGE→the bare span id"},
-	{RuleRefSpan, "the span named by a span, tool: or retrieval: ref is the EvidenceRef's span_id"},
-	{RuleArtifactFormat, "every artifact_ids entry is a canonical artifact id"},
-	{RuleUnknownTrace, "with a resolver: every trace id exists"},
-	{RuleUnknownSpan, "with a resolver: every span id exists"},
-	{RuleUnknownArtifact, "with a resolver: every artifact id exists"},
-	{RuleRunErrorOnFailure, "a failed run carries error"},
-	{RuleRunArtifactOnSuccess, "a succeeded run carries output_ref.artifact_path"},
-	{RuleRunUsageWithinBudget, "usage (iterations, depth, tool calls, subcalls, tokens, cost, wall time) is within budget unless status is terminated_budget or partial"},
-	{RuleRunCompletedAfter, "completed_at is not before started_at"},
-	{RuleRunTimeWindowOrder, "input_ref.time_window.start is not after its end"},
-	{RuleRunArtifactType, "output_ref.artifact_type is the contract of run_type"},
-	{RuleRCAEvidenceNonEmpty, "an RCAReport has at least one evidence_ref"},
-	{RuleControlUnique, "each control appears at most once in controls_evaluated"},
-	{RuleControlMissing, "with WithApplicableControls: each applicable control appears in controls_evaluated"},
-	{RuleFailNeedsEvidence, "a fail verdict has at least one evidence pointer (span id, artifact id or evidence ref)"},
-	{RuleInsufficientNeedsMissing, "an insufficient_evidence verdict lists missing_evidence"},
-	{RuleMissingNeedsInsufficient, "a control with missing_evidence has the insufficient_evidence verdict"},
-	{RuleVerdictConsistent, "overall_verdict follows the findings: any fail → non_compliant; else any insufficient_evidence or all not_applicable → needs_review; else compliant"},
-	{RuleRepresentativeTraces, "an IncidentDossier has at least one representative trace"},
-	{RuleHypothesisEvidence, "every hypothesis has at least one evidence pointer"},
-	{RuleTimelineSorted, "timeline timestamps are non-decreasing as instants"},
-	{RuleDiffRefRequired, "a suspected change other than unknown has a diff_ref"},
-	{RuleDiffRefKind, "a diff_ref is a CONFIG_DIFF EvidenceRef"},
-	{RuleRequiredEvidence, "every control has required_evidence (every control can fail)"},
-	{RuleControlVersion, "(control_id, version) is unique in a control library"},
-	{RuleExplanation, "explanation_json is a valid document of the contract matching engine_type"},
-	{RuleExplanationVersion, "the annotation's schema_version is the explanation's schema_version"},
+	{RuleJSONSyntax, "the document is one RFC 8259 JSON text without unsafe integers (beyond ±(2^53−1))", srcReading, false},
+	{RuleDuplicateKey, "no object has two members with the same key", srcReading + " (RFC 8259 §4 leaves the meaning of duplicate names undefined)", false},
+	{RuleDecode, "the document decodes into the contract's Go type", srcReading, false},
+	{RuleMajorVersion, "schema_version has the library's major version (a newer minor is accepted)", srcVersioning, false},
+	{RuleIDNonEmpty, "ids, names and versions are non-empty strings",
+		"Verity's choice: the spec types ids as strings; an empty string identifies nothing", true},
+	{RuleTimeZSuffix, "times are spelled with a trailing Z, not +00:00 or -00:00",
+		"Verity's choice, following the reference implementation (it writes %Y-%m-%dT%H:%M:%SZ): the spec's \"RFC3339 UTC\" (Global Conventions) also admits ±00:00, which SpecOnly accepts", true},
+	{RuleExcerptHashSHA256, "excerpt_hash and excerpt_hashes entries are SHA-256 digests: 64 lower-case hex digits",
+		"Verity's choice, following the reference implementation (hash_excerpt is the hex SHA-256 of the excerpt): the spec types excerpt_hash as a string", true},
+	{RuleNumberRange, "counts, limits, costs and temperature are not negative; hypothesis ranks are at least 1",
+		"Verity's choice: the spec types them integer or number only", true},
+	{RuleRefFormat, "an EvidenceRef's ref is a canonical id", srcEvidenceRef, false},
+	{RuleRefKind, "an EvidenceRef's ref form matches its kind: TOOL_IO→tool:, RETRIEVAL_CHUNK→retrieval:, CONFIG_DIFF→configdiff:, SPAN and MESSAGE→the bare span id",
+		"Verity's choice: the spec lists the kinds and the id formats without pairing them (the reference implementation writes other refs for SPAN and MESSAGE evidence)", true},
+	{RuleRefSpan, "the span named by a span, tool: or retrieval: ref is the EvidenceRef's span_id",
+		"Verity's choice: the spec does not relate ref and span_id", true},
+	{RuleArtifactFormat, "every artifact_ids entry is a canonical artifact id", srcIDFormats, false},
+	{RuleUnknownTrace, "with a resolver: every trace id exists", srcKnownIDs, false},
+	{RuleUnknownSpan, "with a resolver: every span id exists", srcKnownIDs, false},
+	{RuleUnknownArtifact, "with a resolver: every artifact id exists", srcKnownIDs, false},
+	{RuleRunErrorOnFailure, "a failed run carries error", srcRunRecord + ": error is required for status=failed", false},
+	{RuleRunArtifactOnSuccess, "a succeeded run carries output_ref.artifact_path", srcRunRecord + ": output_ref.artifact_path is required for status=succeeded", false},
+	{RuleRunUsageWithinBudget, "usage (iterations, depth, tool calls, subcalls, tokens, cost, wall time) is within budget unless status is terminated_budget or partial",
+		"Verity's choice: the spec states no relation between usage and budget", true},
+	{RuleRunCompletedAfter, "completed_at is not before started_at", "Verity's choice: the spec states no order", true},
+	{RuleRunTimeWindowOrder, "input_ref.time_window.start is not after its end", "Verity's choice: the spec states no order", true},
+	{RuleRunArtifactType, "output_ref.artifact_type is the contract of run_type",
+		"Verity's choice, following the reference implementation (each engine writes its own contract): the spec does not pair run_type and artifact_type", true},
+	{RuleRCAEvidenceNonEmpty, "an RCAReport has at least one evidence_ref", srcRCA + ": evidence_refs must be non-empty", false},
+	{RuleControlUnique, "each control appears at most once in controls_evaluated", srcCompliance + ": every applicable control appears exactly once", false},
+	{RuleControlMissing, "with WithApplicableControls: every applicable control appears", srcCompliance + ": every applicable control appears exactly once", false},
+	{RuleFailNeedsEvidence, "a fail verdict has at least one evidence pointer (span id, artifact id or evidence ref)", srcCompliance + ": fail must include at least one evidence pointer", false},
+	{RuleInsufficientNeedsMissing, "an insufficient_evidence verdict lists missing_evidence", srcCompliance + ": insufficient_evidence must include non-empty missing_evidence", false},
+	{RuleMissingNeedsInsufficient, "a control with missing_evidence has the insufficient_evidence verdict",
+		"Verity's choice, following the reference implementation (its compliance engine gives insufficient_evidence to every control it lists missing evidence for): the spec requires insufficient_evidence when required evidence is missing, and a report does not say whether the evidence it lists as missing was required", true},
+	{RuleVerdictConsistent, "overall_verdict follows the findings: any fail → non_compliant; else any insufficient_evidence or all not_applicable → needs_review; else compliant",
+		"Verity's choice, following the reference implementation (the derivation of its compliance engine): the spec lists the three verdicts without a rule", true},
+	{RuleRepresentativeTraces, "an IncidentDossier has at least one representative trace", srcDossier + ": representative_traces must be non-empty", false},
+	{RuleHypothesisEvidence, "every hypothesis has at least one evidence pointer", srcDossier + ": each hypothesis must include evidence", false},
+	{RuleTimelineSorted, "timeline timestamps are non-decreasing as instants", srcDossier + ": timeline must be chronologically sorted ascending", false},
+	{RuleDiffRefRequired, "an asserted suspected_change (any change_type, unknown included) has a diff_ref", srcDossier + ": if suspected_change is asserted, diff_ref must be present", false},
+	{RuleDiffRefKind, "a diff_ref is a CONFIG_DIFF EvidenceRef",
+		"Verity's choice: the spec types diff_ref as an EvidenceRef of any kind", true},
+	{RuleRequiredEvidence, "every control has required_evidence (every control can fail)",
+		srcControl + ": required_evidence must be non-empty for controls that can fail (the contract cannot say a control cannot fail)", false},
+	{RuleControlVersion, "(control_id, version) is unique in a control library", srcControl + ": control_id + version must be unique in the control library", false},
+	{RuleExplanation, "explanation_json is a valid document of the contract matching engine_type", srcAnnotation + ": explanation_json must parse to one of the formal output contracts", false},
+	{RuleExplanationVersion, "the annotation's schema_version is the explanation's schema_version",
+		"Verity's choice: the spec does not relate the two versions", true},
 }
 
-// Rules returns the non-schema rules with a description each.
+// extensions holds the names of the extension rules.
+var extensions = func() map[string]bool {
+	m := map[string]bool{}
+	for _, r := range ruleInfos {
+		if r.Extension {
+			m[r.Name] = true
+		}
+	}
+	return m
+}()
+
+// Rules returns the named rules — every rule except the schema.<keyword>
+// rules, which follow specification 002's shapes and vocabularies — with
+// a description, a source and the extension mark each.
 func Rules() []RuleInfo { return slices.Clone(ruleInfos) }
 
 // ---- shared pieces
@@ -168,15 +232,12 @@ func (c *checker) evidenceRef(p pointer, r EvidenceRef) {
 		return
 	}
 	want, known := formForKind(r.Kind)
-	if !known {
-		return // the schema reports the kind
-	}
-	if parsed.Form != want {
+	switch {
+	case !known:
+		// the schema reports the kind
+	case parsed.Form != want:
 		c.add(p.key("ref"), RuleRefKind, "a %s ref must have the %s form, %q has the %s form", r.Kind, want, r.Ref, parsed.Form)
-		return
-	}
-	switch parsed.Form {
-	case FormSpan, FormTool, FormRetrieval:
+	case parsed.Form == FormSpan || parsed.Form == FormTool || parsed.Form == FormRetrieval:
 		if parsed.SpanID != r.SpanID {
 			c.add(p.key("ref"), RuleRefSpan, "ref %q names span %q, span_id is %q", r.Ref, parsed.SpanID, r.SpanID)
 		}
@@ -201,9 +262,11 @@ func (c *checker) evidenceSet(p pointer, e EvidenceSet) {
 
 // ---- RunRecord
 
-// DefaultBudget returns the spec's default budget: 40 iterations, depth 2,
-// 200 tool calls, 80 subcalls, 300000 tokens, no cost limit, no sampling
-// seed, 180 s of wall time.
+// DefaultBudget returns a default budget: 40 iterations, depth 2, 200 tool
+// calls, 80 subcalls, 300000 tokens, no cost limit, no sampling seed, 180 s
+// of wall time. Specification 002 gives the budget's fields, not values:
+// these are the defaults of the reference implementation's RuntimeBudget
+// (investigator/runtime/contracts.py).
 func DefaultBudget() Budget {
 	tokens := int64(300000)
 	return Budget{
@@ -311,6 +374,10 @@ func checkRCAReport(c *checker, r *RCAReport) {
 // non_compliant; otherwise any insufficient_evidence, or every finding
 // not_applicable (including no findings at all) → needs_review; otherwise
 // compliant. The boolean is false if a finding has an unknown verdict.
+//
+// Specification 002 lists the three verdicts without a rule; this is the
+// derivation of the reference implementation's compliance engine
+// (rule compliance_report.overall_verdict_consistent, an extension).
 func OverallVerdict(findings []ControlFinding) (Verdict, bool) {
 	var fail, insufficient bool
 	allNA := true
@@ -428,16 +495,15 @@ func checkIncidentDossier(c *checker, d *IncidentDossier) {
 		c.evidenceSet(p.key("evidence"), h.Evidence)
 	}
 	if sc := d.SuspectedChange; sc != nil {
-		switch {
-		case sc.DiffRef == nil:
-			if sc.ChangeType != ChangeUnknown {
-				c.add("/suspected_change/diff_ref", RuleDiffRefRequired, "a suspected %s change needs a diff_ref", sc.ChangeType)
-			}
-		case sc.DiffRef.Kind != EvidenceConfigDiff:
-			c.add("/suspected_change/diff_ref/kind", RuleDiffRefKind, "diff_ref must be a CONFIG_DIFF EvidenceRef, not %s", sc.DiffRef.Kind)
-		default:
-			c.evidenceRef("/suspected_change/diff_ref", *sc.DiffRef)
+		if sc.DiffRef == nil {
+			c.add("/suspected_change/diff_ref", RuleDiffRefRequired,
+				"a suspected %s change needs a diff_ref (with nothing to point at, leave suspected_change out and say so in gaps)", sc.ChangeType)
+			return
 		}
+		if sc.DiffRef.Kind != EvidenceConfigDiff {
+			c.add("/suspected_change/diff_ref/kind", RuleDiffRefKind, "diff_ref must be a CONFIG_DIFF EvidenceRef, not %s", sc.DiffRef.Kind)
+		}
+		c.evidenceRef("/suspected_change/diff_ref", *sc.DiffRef)
 	}
 }
 

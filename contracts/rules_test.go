@@ -90,6 +90,10 @@ func TestRuleTable(t *testing.T) {
 			require.NoError(t, err)
 			require.NotEmpty(t, vs)
 			assert.Equal(t, []string{c.rule}, rulesOf(vs), "%v", vs)
+			// These are rules of the specification: SpecOnly keeps them.
+			spec, err := Check(c.kind, c.doc, append(c.invalid, SpecOnly())...)
+			require.NoError(t, err)
+			assert.Equal(t, vs, spec)
 		})
 	}
 	for _, r := range Rules() {
@@ -269,7 +273,8 @@ func TestTimelineSortedByInstant(t *testing.T) {
 }
 
 // TestOverallVerdictRule compares OverallVerdict with a direct reading of
-// the spec's sentence over random findings.
+// the reference implementation's derivation (its compliance engine's
+// if/elif chain) over random findings.
 func TestOverallVerdictRule(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		pfs := rapid.SliceOfN(rapid.SampledFrom([]PassFail{Pass, Fail, NotApplicable, InsufficientEvidence}), 0, 8).Draw(t, "pfs")

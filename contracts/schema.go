@@ -125,6 +125,10 @@ func leafViolations(e *jsonschema.ValidationError) []Violation {
 		kw = kw[i+1:]
 	}
 	rule := "schema." + kw
+	node := schemaNode(e.AbsoluteKeywordLocation)
+	if r, ok := node["x-verity-rule"].(string); ok {
+		rule = r // a keyword Verity adds to the specification's shape
+	}
 	if kw == "required" {
 		if names := missingProperties(e.Message); len(names) > 0 {
 			out := make([]Violation, 0, len(names))
@@ -139,7 +143,7 @@ func leafViolations(e *jsonschema.ValidationError) []Violation {
 		}
 	}
 	msg := e.Message
-	if d := describe(e.AbsoluteKeywordLocation); d != "" {
+	if d, _ := node["description"].(string); d != "" {
 		msg += " (" + d + ")"
 	}
 	return []Violation{{Path: e.InstanceLocation, Rule: rule, Message: msg}}
@@ -162,30 +166,31 @@ var schemaDocs = sync.OnceValue(func() map[string]any {
 	return docs
 })
 
-// describe returns the description of the schema object that holds the
-// failing keyword (absolute keyword location "<$id>#<pointer>/<keyword>"),
-// so that "does not match pattern" also says what the pattern is for.
-func describe(absLoc string) string {
+// schemaNode returns the schema object that holds the failing keyword
+// (absolute keyword location "<$id>#<pointer>/<keyword>"), or nil. Its
+// description says what a pattern is for ("does not match pattern" alone
+// does not), and its x-verity-rule names the extension rule of an object
+// that holds only keywords Verity adds to the specification's shape.
+func schemaNode(absLoc string) map[string]any {
 	u, ptr, ok := strings.Cut(absLoc, "#")
 	if !ok {
-		return ""
+		return nil
 	}
 	node := schemaDocs()[u]
 	segs := strings.Split(ptr, "/")
 	if len(segs) < 2 {
-		return ""
+		return nil
 	}
 	for _, seg := range segs[1 : len(segs)-1] {
 		seg = strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~")
 		m, ok := node.(map[string]any)
 		if !ok {
-			return ""
+			return nil
 		}
 		node = m[seg]
 	}
 	m, _ := node.(map[string]any)
-	d, _ := m["description"].(string)
-	return d
+	return m
 }
 
 // missingProperties extracts the names from the library's message

@@ -207,7 +207,8 @@ type RuntimeRef struct {
 }
 
 // Budget is the limit set on a run. Nil pointers mean "no limit" (or, for
-// SamplingSeed, "no seed"). DefaultBudget returns the spec's defaults.
+// SamplingSeed, "no seed"). DefaultBudget returns the reference
+// implementation's defaults (specification 002 gives no values).
 type Budget struct {
 	MaxIterations  int64    `json:"max_iterations"`
 	MaxDepth       int64    `json:"max_depth"`
@@ -338,8 +339,12 @@ type RepresentativeTrace struct {
 	WhySelected string `json:"why_selected"`
 }
 
-// SuspectedChange is the change suspected of causing an incident. Unless
-// ChangeType is ChangeUnknown, DiffRef must be a CONFIG_DIFF EvidenceRef.
+// SuspectedChange is the change suspected of causing an incident. DiffRef
+// is required whatever the ChangeType, ChangeUnknown included (the
+// specification: "if suspected_change is asserted, diff_ref must be
+// present"); that it is a CONFIG_DIFF EvidenceRef is an extension
+// (incident_dossier.diff_ref_kind). With nothing to point at, leave the
+// suspected change out.
 type SuspectedChange struct {
 	ChangeType ChangeType   `json:"change_type"`
 	ChangeRef  string       `json:"change_ref"`

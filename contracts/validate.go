@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/verity-go/verity/internal/canon"
@@ -56,7 +57,23 @@ type config struct {
 	resolver   Resolver
 	applicable []string
 	hasApplic  bool
+	specOnly   bool
 }
+
+// SpecOnly validates by the rules of specification 002 alone: the rules
+// Rules marks as extensions (Verity's additions, such as
+// compliance_report.overall_verdict_consistent, incident_dossier.diff_ref_kind
+// or time.z_suffix) are not checked, and nothing else changes. Without it
+// every rule is checked. The document is still read strictly (json.* rules:
+// a document with duplicate keys or unsafe integers has no one meaning to
+// check), still decoded into the Go types (a leap second or a lower-case
+// "t" or "z" in a time, which time.Time cannot read, is json.decode or
+// schema.pattern under every option), and the builders always check every
+// rule.
+func SpecOnly() Option { return func(c *config) { c.specOnly = true } }
+
+// skips reports whether the configuration leaves the rule out.
+func (c *config) skips(rule string) bool { return c.specOnly && extensions[rule] }
 
 // WithResolver checks every evidence pointer against r (rules
 // evidence.unknown_trace, evidence.unknown_span, evidence.unknown_artifact).
@@ -209,6 +226,7 @@ func decode[T any](kind Kind, data []byte, cfg *config, check func(*checker, *T)
 	if err != nil {
 		return zero, nil, err
 	}
+	schemaVs = slices.DeleteFunc(schemaVs, func(v Violation) bool { return cfg.skips(v.Rule) })
 	var out T
 	if err := json.Unmarshal(canonical, &out); err != nil {
 		if len(schemaVs) == 0 {
@@ -270,5 +288,8 @@ type checker struct {
 }
 
 func (c *checker) add(p pointer, rule, format string, args ...any) {
+	if c.cfg.skips(rule) {
+		return
+	}
 	c.out = append(c.out, Violation{Path: string(p), Rule: rule, Message: fmt.Sprintf(format, args...)})
 }
