@@ -414,7 +414,7 @@ func vectorFiles(vs []vector) (map[string][]byte, error) {
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(vectorIndex{Format: "verity trace format, version 1: test vectors (FORMAT.md §6)", Vectors: vs}); err != nil {
+	if err := enc.Encode(vectorIndex{Format: "verity trace format, version 1: test vectors (FORMAT.md §7)", Vectors: vs}); err != nil {
 		return nil, err
 	}
 	out["index.json"] = buf.Bytes()
