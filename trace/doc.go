@@ -49,7 +49,10 @@
 //     self-checking records. Its SyncPolicy fsyncs every append, or shares
 //     one fsync among concurrent appenders (group commit, bounded by batch
 //     size and delay), or leaves syncing to the caller. The directory is
-//     fsynced when the file is created. OpenFile verifies the whole chain.
+//     fsynced when the file is created. OpenFile verifies the whole chain
+//     and applies the field rules Append applies (kind, time, payload in
+//     canonical JSON), so it reads exactly what Append writes; a file that
+//     does not begin with the format's magic is a *NotLogError.
 //     A final record cut short by a crash is a *TornTailError, and
 //     RepairFile cuts it off after saving the cut bytes in a side file;
 //     damage anywhere before the final record is a *CorruptRecordError or
@@ -78,6 +81,14 @@
 //     (TestFileMidCorruptionNeverRepaired).
 //   - The byte layout is pinned by TestHashWorkedExample, whose hashes were
 //     checked independently of this code.
+//   - The reader holds what the writer holds: a record opens if and only if
+//     the writer accepts its fields (TestFileReaderAcceptsExactlyWhatTheWriterWrites,
+//     FuzzOpenFile), and File.Append refuses what a reopen would refuse
+//     (TestFileAppendWritesWhatOpenReads).
+//   - The language-neutral test vectors in testdata/vectors (FORMAT.md §7)
+//     give each reading outcome; TestVectors checks OpenFile against them,
+//     TestVectorsUpToDate that they are what the generator writes, and
+//     TestVectorsWriterAgrees that the writer writes the valid ones.
 //
 // # What it does not cover
 //
