@@ -23,32 +23,14 @@ import (
 	"github.com/verity-go/verity/trace/sqlstore/sqltest"
 )
 
-type backend struct {
-	name    string
-	dialect sqlstore.Dialect
-	driver  string
-	dsn     func(t testing.TB) string
-}
-
-var backends = []backend{
-	{"postgres", sqlstore.Postgres, sqltest.PostgresDriver, sqltest.PostgresSchema},
-	{"sqlite", sqlstore.SQLite, sqltest.SQLiteDriver, func(t testing.TB) string { return sqltest.SQLiteDSN(sqltest.SQLitePath(t)) }},
-}
-
-func forEachBackend(t *testing.T, fn func(t *testing.T, b backend)) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) { fn(t, b) })
-	}
-}
-
 var ctx = context.Background()
 
 // storage opens a new connection pool on dsn — what one server process
 // would hold — and a Storage over it.
-func (b backend) storage(t testing.TB, dsn string, opts ...sqlstorage.Option) *sqlstorage.Storage {
+func storage(t testing.TB, b sqltest.Backend, dsn string, opts ...sqlstorage.Option) *sqlstorage.Storage {
 	t.Helper()
-	db := sqltest.Open(t, b.driver, dsn)
-	st, err := sqlstorage.Open(ctx, db, b.dialect, opts...)
+	db := b.Open(t, dsn)
+	st, err := sqlstorage.Open(ctx, db, b.Dialect, opts...)
 	require.NoError(t, err)
 	return st
 }
@@ -70,9 +52,9 @@ func hypotheses(n int) []string {
 }
 
 func TestStorageContract(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
-		dsn := b.dsn(t)
-		st := b.storage(t, dsn)
+	sqltest.ForEach(t, func(t *testing.T, b sqltest.Backend) {
+		dsn := b.NewDSN(t)
+		st := storage(t, b, dsn)
 		for _, id := range []string{"s2", "s1", "s3"} {
 			_, err := st.Create(ctx, id)
 			require.NoError(t, err)
@@ -91,7 +73,7 @@ func TestStorageContract(t *testing.T) {
 		// are not this storage's sessions.
 		_, err = st.Logs().Create(ctx, "kernel/worker-1")
 		require.NoError(t, err)
-		other := b.storage(t, dsn, sqlstorage.WithPrefix("staging/"))
+		other := storage(t, b, dsn, sqlstorage.WithPrefix("staging/"))
 		_, err = other.Create(ctx, "s9")
 		require.NoError(t, err)
 		ids, err := st.List(ctx)
@@ -108,25 +90,25 @@ func TestStorageContract(t *testing.T) {
 // TestRestartRefusesTamperedLog: a session whose rows were changed in the
 // database is refused on restart with an error naming it, not served.
 func TestRestartRefusesTamperedLog(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
-		dsn := b.dsn(t)
-		db := sqltest.Open(t, b.driver, dsn)
-		st, err := sqlstorage.Open(ctx, db, b.dialect)
+	sqltest.ForEach(t, func(t *testing.T, b sqltest.Backend) {
+		dsn := b.NewDSN(t)
+		db := b.Open(t, dsn)
+		st, err := sqlstorage.Open(ctx, db, b.Dialect)
 		require.NoError(t, err)
 		srv := server(t, st)
 		sess, _, err := srv.Declare(ctx, belief.DeclareRequest{Hypotheses: []string{"a", "b"}})
 		require.NoError(t, err)
 		_, _, err = sess.Eliminate(ctx, belief.EliminateRequest{SourceID: "s", ObservationID: "o", Eliminated: []string{"a"}})
 		require.NoError(t, err)
-		_, err = db.ExecContext(ctx, b.dialect.Rebind("UPDATE "+sqlstore.EntriesTable+
+		_, err = db.ExecContext(ctx, b.Rebind("UPDATE "+sqlstore.EntriesTable+
 			" SET payload = REPLACE(payload, ?, ?) WHERE log_id = ? AND seq = 1"), `"a"`, `"b"`, st.LogID(sess.ID()))
 		if err != nil { // PostgreSQL has no REPLACE on bytea; rewrite through a text round trip
-			_, err = db.ExecContext(ctx, b.dialect.Rebind("UPDATE "+sqlstore.EntriesTable+
+			_, err = db.ExecContext(ctx, b.Rebind("UPDATE "+sqlstore.EntriesTable+
 				" SET payload = convert_to(replace(convert_from(payload, 'UTF8'), ?, ?), 'UTF8') WHERE log_id = ? AND seq = 1"),
 				`"a"`, `"b"`, st.LogID(sess.ID()))
 		}
 		require.NoError(t, err)
-		_, err = belief.NewServer(ctx, b.storage(t, dsn))
+		_, err = belief.NewServer(ctx, storage(t, b, dsn))
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), sess.ID())
 		assert.ErrorIs(t, err, trace.ErrChainBreak)
@@ -143,10 +125,10 @@ type pooled struct {
 
 func (p pooled) Close() error { return p.db.Close() }
 
-func (b backend) pooled(t testing.TB, dsn string) pooled {
+func openPooled(t testing.TB, b sqltest.Backend, dsn string) pooled {
 	t.Helper()
-	db := sqltest.Open(t, b.driver, dsn)
-	st, err := sqlstorage.Open(ctx, db, b.dialect)
+	db := b.Open(t, dsn)
+	st, err := sqlstorage.Open(ctx, db, b.Dialect)
 	require.NoError(t, err)
 	return pooled{st, db, dsn}
 }
@@ -155,26 +137,21 @@ func (b backend) pooled(t testing.TB, dsn string) pooled {
 // reopen, the next process) has its own connection pool on one database,
 // and a restart closes the stopped server's pool.
 func TestStorageConformance(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
+	sqltest.ForEach(t, func(t *testing.T, b sqltest.Backend) {
 		storagetest.Run(t,
-			func(t *testing.T) belief.Storage { return b.pooled(t, b.dsn(t)) },
-			func(t *testing.T, st belief.Storage) belief.Storage { return b.pooled(t, st.(pooled).dsn) })
+			func(t *testing.T) belief.Storage { return openPooled(t, b, b.NewDSN(t)) },
+			func(t *testing.T, st belief.Storage) belief.Storage { return openPooled(t, b, st.(pooled).dsn) })
 	})
 }
 
 // ---- server processes ----
 
-const helperEnv = "VERITY_SQLSTORAGE_HELPER"
-
 // TestHelperServer is not a test on its own: TestServerProcesses runs the
 // test binary again as server processes that land here, each serving the
 // shared session and eliminating its share of the hypotheses.
 func TestHelperServer(t *testing.T) {
-	if os.Getenv(helperEnv) == "" {
-		t.Skip("helper process for TestServerProcesses")
-	}
-	db := sqltest.Open(t, os.Getenv("HELPER_DRIVER"), os.Getenv("HELPER_DSN"))
-	st, err := sqlstorage.Open(ctx, db, sqlstore.Dialect(os.Getenv("HELPER_DIALECT")))
+	db, dialect := sqltest.OpenFromEnv(t, "TestServerProcesses")
+	st, err := sqlstorage.Open(ctx, db, dialect)
 	require.NoError(t, err)
 	srv := server(t, st)
 	sess, err := srv.Session(ctx, os.Getenv("HELPER_SESSION"))
@@ -190,9 +167,9 @@ func TestHelperServer(t *testing.T) {
 // survivors no process eliminated, one event per elimination, and a log
 // that verifies and replays.
 func TestServerProcesses(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
-		dsn := b.dsn(t)
-		srv := server(t, b.storage(t, dsn))
+	sqltest.ForEach(t, func(t *testing.T, b sqltest.Backend) {
+		dsn := b.NewDSN(t)
+		srv := server(t, storage(t, b, dsn))
 		hyps := hypotheses(20)
 		sess, _, err := srv.Declare(ctx, belief.DeclareRequest{Hypotheses: hyps})
 		require.NoError(t, err)
@@ -206,8 +183,8 @@ func TestServerProcesses(t *testing.T) {
 				mine = append(mine, hyps[i])
 			}
 			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperServer$", "-test.count=1")
-			cmd.Env = append(os.Environ(), helperEnv+"=1", "HELPER_DRIVER="+b.driver, "HELPER_DSN="+dsn,
-				"HELPER_DIALECT="+string(b.dialect), "HELPER_SESSION="+sess.ID(), "HELPER_HYPS="+strings.Join(mine, ","))
+			cmd.Env = append(append(os.Environ(), b.HelperEnv(dsn)...),
+				"HELPER_SESSION="+sess.ID(), "HELPER_HYPS="+strings.Join(mine, ","))
 			wg.Add(1)
 			go func() { defer wg.Done(); outs[p], errs[p] = cmd.CombinedOutput() }()
 		}

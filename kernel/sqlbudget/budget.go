@@ -9,6 +9,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/verity-go/verity/internal/sqlmigrate"
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/trace/sqlstore"
 )
@@ -31,15 +32,15 @@ var (
 	ErrInvalidID     = errors.New("sqlbudget: invalid id")
 )
 
-var budgetMigration = sqlstore.Migration{
+var budgetMigration = sqlmigrate.Migration{
 	Component: "budget",
-	Steps: []func(context.Context, sqlstore.Querier, sqlstore.Dialect) error{
+	Steps: []sqlmigrate.Step{
 		// Version 1: one row per budget holding its totals, one row per
 		// charged action. The CHECK constraints restate T1 and the refund
 		// rule, so a statement that would break them fails in the
 		// database even if it came from elsewhere.
-		func(ctx context.Context, q sqlstore.Querier, d sqlstore.Dialect) error {
-			stmts := []string{
+		sqlmigrate.Exec(func(d sqlmigrate.Dialect) []string {
+			return []string{
 				"CREATE TABLE " + BudgetsTable + " (" +
 					"budget_id " + d.Key() + " PRIMARY KEY, " +
 					"limit_amount BIGINT NOT NULL CHECK (limit_amount >= 0), " +
@@ -55,13 +56,7 @@ var budgetMigration = sqlstore.Migration{
 					"CHECK (refunded <= charged), " +
 					"PRIMARY KEY (budget_id, action_id))",
 			}
-			for _, s := range stmts {
-				if _, err := q.ExecContext(ctx, s); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
+		}),
 	},
 }
 
@@ -69,7 +64,7 @@ var budgetMigration = sqlstore.Migration{
 // and any number of processes may open the same database.
 type Budgets struct {
 	db *sql.DB
-	d  sqlstore.Dialect
+	d  sqlmigrate.Dialect
 	// writers serialises this process's SQLite write transactions:
 	// SQLite admits one writer at a time, and a Go mutex queues fairly
 	// where SQLite's busy handler sleeps in growing steps. Unused for
@@ -80,8 +75,9 @@ type Budgets struct {
 }
 
 // Open prepares db, opened by the host with a driver for dialect d,
-// creating or migrating the budget tables (versioned like the trace
-// tables, see sqlstore.Migrate). It does not take ownership of db.
+// creating or migrating the budget tables (component "budget", versioned
+// and migrated as the trace tables are: see sqlstore.Migrate). It does
+// not take ownership of db.
 func Open(ctx context.Context, db *sql.DB, d sqlstore.Dialect) (*Budgets, error) {
 	if err := d.Valid(); err != nil {
 		return nil, err
@@ -89,36 +85,38 @@ func Open(ctx context.Context, db *sql.DB, d sqlstore.Dialect) (*Budgets, error)
 	if db == nil {
 		return nil, errors.New("sqlbudget: Open needs a *sql.DB")
 	}
-	if err := sqlstore.Migrate(ctx, db, d, budgetMigration); err != nil {
+	md := sqlmigrate.Dialect(d)
+	if err := sqlmigrate.Migrate(ctx, db, md, budgetMigration); err != nil {
 		return nil, err
 	}
+	rebind := md.Rebind
 	return &Budgets{
-		db: db, d: d,
-		qCreate: d.Rebind("INSERT INTO " + BudgetsTable + " (budget_id, limit_amount, gross, refunded) VALUES (?, ?, 0, 0) " +
+		db: db, d: md,
+		qCreate: rebind("INSERT INTO " + BudgetsTable + " (budget_id, limit_amount, gross, refunded) VALUES (?, ?, 0, 0) " +
 			"ON CONFLICT (budget_id) DO NOTHING"),
-		qGet: d.Rebind("SELECT limit_amount, gross, refunded FROM " + BudgetsTable + " WHERE budget_id = ?"),
+		qGet: rebind("SELECT limit_amount, gross, refunded FROM " + BudgetsTable + " WHERE budget_id = ?"),
 		// The charge decision: one conditional UPDATE. The cost must fit
 		// what remains (limit − (gross − refunded), which cannot overflow
 		// since 0 ≤ gross − refunded ≤ limit), and gross must stay in
 		// range. Concurrent charges queue on the row and each re-checks
 		// the condition against the balance the previous one left.
-		qCharge: d.Rebind("UPDATE " + BudgetsTable + " SET gross = gross + ? " +
+		qCharge: rebind("UPDATE " + BudgetsTable + " SET gross = gross + ? " +
 			"WHERE budget_id = ? AND ? <= limit_amount - (gross - refunded) AND gross <= ?"),
-		qRecord: d.Rebind("INSERT INTO " + ChargesTable + " (budget_id, action_id, charged, refunded) VALUES (?, ?, ?, 0) " +
+		qRecord: rebind("INSERT INTO " + ChargesTable + " (budget_id, action_id, charged, refunded) VALUES (?, ?, ?, 0) " +
 			"ON CONFLICT (budget_id, action_id) DO NOTHING"),
 		// The budget's refunded total grows by at most what is still
 		// charged net (the sum over its actions of charged − refunded).
-		qRefundTotal: d.Rebind("UPDATE " + BudgetsTable + " SET refunded = refunded + ? WHERE budget_id = ? AND ? <= gross - refunded"),
+		qRefundTotal: rebind("UPDATE " + BudgetsTable + " SET refunded = refunded + ? WHERE budget_id = ? AND ? <= gross - refunded"),
 		// The refund decision: one conditional UPDATE of the action's row.
-		qRefundAction: d.Rebind("UPDATE " + ChargesTable + " SET refunded = refunded + ? " +
+		qRefundAction: rebind("UPDATE " + ChargesTable + " SET refunded = refunded + ? " +
 			"WHERE budget_id = ? AND action_id = ? AND ? <= charged - refunded"),
-		qCharged: d.Rebind("SELECT charged, refunded FROM " + ChargesTable + " WHERE budget_id = ? AND action_id = ?"),
+		qCharged: rebind("SELECT charged, refunded FROM " + ChargesTable + " WHERE budget_id = ? AND action_id = ?"),
 	}, nil
 }
 
 // lockWriters takes the SQLite writer mutex and returns its release.
 func (bs *Budgets) lockWriters() func() {
-	if bs.d != sqlstore.SQLite {
+	if bs.d != sqlmigrate.SQLite {
 		return func() {}
 	}
 	bs.writers.Lock()
@@ -164,11 +162,11 @@ func (bs *Budgets) Create(ctx context.Context, id string, limit kernel.Cost) (*B
 }
 
 // create inserts the budget's row, in a READ COMMITTED transaction on
-// PostgreSQL (see sqlstore.Dialect.TxOptions) so that a racing insert of
+// PostgreSQL (see sqlmigrate.Dialect.TxOptions) so that a racing insert of
 // the same id stores nothing instead of failing with a serialization
 // error when the database's default isolation is higher.
 func (bs *Budgets) create(ctx context.Context, id string, limit int64) (sql.Result, error) {
-	if bs.d != sqlstore.Postgres {
+	if bs.d != sqlmigrate.Postgres {
 		return bs.db.ExecContext(ctx, bs.qCreate, id, limit)
 	}
 	tx, err := bs.db.BeginTx(ctx, bs.d.TxOptions())
@@ -252,7 +250,7 @@ func (b *Budget) Charge(ctx context.Context, actionID string, cost int64) error 
 	}
 	unlock := b.bs.lockWriters()
 	defer unlock()
-	tx, err := b.bs.db.BeginTx(ctx, b.bs.d.TxOptions()) // READ COMMITTED on PostgreSQL: see sqlstore.Dialect.TxOptions
+	tx, err := b.bs.db.BeginTx(ctx, b.bs.d.TxOptions()) // READ COMMITTED on PostgreSQL: see sqlmigrate.Dialect.TxOptions
 	if err != nil {
 		return fmt.Errorf("sqlbudget: charge %q: %w", b.id, err)
 	}
@@ -306,7 +304,7 @@ func (b *Budget) Refund(ctx context.Context, actionID string, amount int64) erro
 	}
 	unlock := b.bs.lockWriters()
 	defer unlock()
-	tx, err := b.bs.db.BeginTx(ctx, b.bs.d.TxOptions()) // READ COMMITTED on PostgreSQL: see sqlstore.Dialect.TxOptions
+	tx, err := b.bs.db.BeginTx(ctx, b.bs.d.TxOptions()) // READ COMMITTED on PostgreSQL: see sqlmigrate.Dialect.TxOptions
 	if err != nil {
 		return fmt.Errorf("sqlbudget: refund %q: %w", b.id, err)
 	}

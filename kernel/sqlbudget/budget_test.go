@@ -28,37 +28,33 @@ import (
 	"github.com/verity-go/verity/trace/sqlstore/sqltest"
 )
 
-type backend struct {
-	name    string
-	dialect sqlstore.Dialect
-	driver  string
-	dsn     func(t testing.TB) string
-}
-
-var backends = []backend{
-	{"postgres", sqlstore.Postgres, sqltest.PostgresDriver, sqltest.PostgresSchema},
-	{"sqlite", sqlstore.SQLite, sqltest.SQLiteDriver, func(t testing.TB) string { return sqltest.SQLiteDSN(sqltest.SQLitePath(t)) }},
-}
-
-func forEachBackend(t *testing.T, fn func(t *testing.T, b backend)) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) { fn(t, b) })
-	}
-}
-
-func (b backend) budgets(t testing.TB, dsn string) (*sql.DB, *sqlbudget.Budgets) {
+// budgets opens a pool on dsn (what one process would hold) and Budgets
+// over it.
+func budgets(t testing.TB, b sqltest.Backend, dsn string) (*sql.DB, *sqlbudget.Budgets) {
 	t.Helper()
-	db := sqltest.Open(t, b.driver, dsn)
-	bs, err := sqlbudget.Open(context.Background(), db, b.dialect)
+	db := b.Open(t, dsn)
+	bs, err := sqlbudget.Open(context.Background(), db, b.Dialect)
 	require.NoError(t, err)
 	return db, bs
 }
 
 var ctx = context.Background()
 
+// helperBudget opens, in a helper process that parent started, the
+// budget HELPER_BUDGET names.
+func helperBudget(t testing.TB, parent string) *sqlbudget.Budget {
+	t.Helper()
+	db, dialect := sqltest.OpenFromEnv(t, parent)
+	bs, err := sqlbudget.Open(ctx, db, dialect)
+	require.NoError(t, err)
+	bud, err := bs.Open(ctx, os.Getenv("HELPER_BUDGET"))
+	require.NoError(t, err)
+	return bud
+}
+
 func TestChargeRefundRules(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
-		_, bs := b.budgets(t, b.dsn(t))
+	sqltest.ForEach(t, func(t *testing.T, b sqltest.Backend) {
+		_, bs := budgets(t, b, b.NewDSN(t))
 		bud, err := bs.Create(ctx, "team", 10*kernel.Unit)
 		require.NoError(t, err)
 		snap := func() kernel.BudgetSnapshot {
@@ -123,8 +119,8 @@ func TestChargeRefundRules(t *testing.T) {
 // is refused with kernel.ErrOverflow (never wrapped around), even though
 // the net spend would fit.
 func TestChargeOverflow(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
-		_, bs := b.budgets(t, b.dsn(t))
+	sqltest.ForEach(t, func(t *testing.T, b sqltest.Backend) {
+		_, bs := budgets(t, b, b.NewDSN(t))
 		bud, err := bs.Create(ctx, "huge", kernel.Cost(math.MaxInt64))
 		require.NoError(t, err)
 		require.NoError(t, bud.Charge(ctx, "a", math.MaxInt64-5))
@@ -138,9 +134,9 @@ func TestChargeOverflow(t *testing.T) {
 }
 
 func TestBudgetsCreateOpen(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
-		dsn := b.dsn(t)
-		_, bs := b.budgets(t, dsn)
+	sqltest.ForEach(t, func(t *testing.T, b sqltest.Backend) {
+		dsn := b.NewDSN(t)
+		_, bs := budgets(t, b, dsn)
 		_, err := bs.Create(ctx, "x", kernel.Unit)
 		require.NoError(t, err)
 		_, err = bs.Create(ctx, "x", kernel.Unit)
@@ -161,13 +157,13 @@ func TestBudgetsCreateOpen(t *testing.T) {
 		require.NoError(t, reopened.Charge(ctx, "a", 1))
 
 		// Another pool (another process) sees the same budgets and balances.
-		_, bs2 := b.budgets(t, dsn)
+		_, bs2 := budgets(t, b, dsn)
 		x2, err := bs2.Open(ctx, "x")
 		require.NoError(t, err)
 		require.ErrorIs(t, x2.Charge(ctx, "a", 1), kernel.ErrDuplicateExecution)
 		require.NoError(t, x2.Charge(ctx, "b", int64(kernel.Unit)-1))
 		require.ErrorIs(t, reopened.Charge(ctx, "c", 1), kernel.ErrBudgetExceeded)
-		_, err = sqlbudget.Open(ctx, nil, b.dialect)
+		_, err = sqlbudget.Open(ctx, nil, b.Dialect)
 		require.Error(t, err)
 		_, err = sqlbudget.Open(ctx, nil, "mysql")
 		require.ErrorIs(t, err, sqlstore.ErrDialect)
@@ -186,10 +182,10 @@ type model struct {
 // spend ≤ limit (T1), gross never decreases (T4), and no action is
 // refunded more than it was charged.
 func TestT1BudgetSafety(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
-		dsn := b.dsn(t)
-		_, bs1 := b.budgets(t, dsn)
-		_, bs2 := b.budgets(t, dsn)
+	sqltest.ForEach(t, func(t *testing.T, b sqltest.Backend) {
+		dsn := b.NewDSN(t)
+		_, bs1 := budgets(t, b, dsn)
+		_, bs2 := budgets(t, b, dsn)
 		rapid.Check(t, func(rt *rapid.T) {
 			limit := rapid.Int64Range(0, 50).Draw(rt, "limit")
 			id := uuid.NewString()
@@ -287,12 +283,12 @@ func TestT1BudgetSafety(t *testing.T) {
 // sum of the successful charges, refunded equals the sum of the
 // successful refunds, and the ledger agrees.
 func TestT1ConcurrentPools(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
-		dsn := b.dsn(t)
+	sqltest.ForEach(t, func(t *testing.T, b sqltest.Backend) {
+		dsn := b.NewDSN(t)
 		const pools = 3
 		var all []*sqlbudget.Budgets
 		for i := 0; i < pools; i++ {
-			_, bs := b.budgets(t, dsn)
+			_, bs := budgets(t, b, dsn)
 			all = append(all, bs)
 		}
 		rapid.Check(t, func(rt *rapid.T) {
@@ -367,7 +363,6 @@ func TestT1ConcurrentPools(t *testing.T) {
 // ---- N operating-system processes charging one budget ----
 
 const (
-	helperEnv    = "VERITY_SQLBUDGET_HELPER"
 	procs        = 4
 	triesPerProc = 25
 	procCost     = 3 * int64(kernel.Unit)
@@ -378,14 +373,7 @@ const (
 // the test binary again as several processes that land here, wait for a
 // common start signal, and charge the shared budget as fast as they can.
 func TestHelperCharger(t *testing.T) {
-	if os.Getenv(helperEnv) == "" {
-		t.Skip("helper process for TestMultiProcessCharges")
-	}
-	db := sqltest.Open(t, os.Getenv("HELPER_DRIVER"), os.Getenv("HELPER_DSN"))
-	bs, err := sqlbudget.Open(ctx, db, sqlstore.Dialect(os.Getenv("HELPER_DIALECT")))
-	require.NoError(t, err)
-	bud, err := bs.Open(ctx, os.Getenv("HELPER_BUDGET"))
-	require.NoError(t, err)
+	bud := helperBudget(t, "TestMultiProcessCharges")
 	start := os.Getenv("HELPER_START")
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -412,9 +400,9 @@ func TestHelperCharger(t *testing.T) {
 // successful charges × cost; since every charge costs the same, exactly
 // floor(limit / cost) of them succeed.
 func TestMultiProcessCharges(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
-		dsn := b.dsn(t)
-		_, bs := b.budgets(t, dsn)
+	sqltest.ForEach(t, func(t *testing.T, b sqltest.Backend) {
+		dsn := b.NewDSN(t)
+		_, bs := budgets(t, b, dsn)
 		id := "fleet-" + uuid.NewString()
 		bud, err := bs.Create(ctx, id, kernel.Cost(procLimit))
 		require.NoError(t, err)
@@ -425,8 +413,7 @@ func TestMultiProcessCharges(t *testing.T) {
 		errs := make([]error, procs)
 		for p := 0; p < procs; p++ {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperCharger$", "-test.count=1")
-			cmd.Env = append(os.Environ(), helperEnv+"=1", "HELPER_DRIVER="+b.driver, "HELPER_DSN="+dsn,
-				"HELPER_DIALECT="+string(b.dialect), "HELPER_BUDGET="+id, "HELPER_START="+start,
+			cmd.Env = append(append(os.Environ(), b.HelperEnv(dsn)...), "HELPER_BUDGET="+id, "HELPER_START="+start,
 				"HELPER_NAME=proc"+strconv.Itoa(p), "HELPER_OUT="+filepath.Join(dir, "out"+strconv.Itoa(p)))
 			wg.Add(1)
 			go func() { defer wg.Done(); outs[p], errs[p] = cmd.CombinedOutput() }()

@@ -25,8 +25,9 @@
 //
 // # How the database keeps T1
 //
-// Two tables (created and versioned through sqlstore.Migrate, component
-// "budget"):
+// Two tables (component "budget" in the version table verity_schema,
+// created and migrated by Open as sqlstore.Migrate does the trace
+// tables):
 //
 //	verity_budgets        (budget_id, limit_amount, gross, refunded)
 //	verity_budget_charges (budget_id, action_id, charged, refunded)

@@ -15,6 +15,21 @@ import (
 	"github.com/verity-go/verity/trace/sqlstore/sqltest"
 )
 
+// serializablePools opens n pools, standing in for n processes, on a new
+// PostgreSQL database whose default isolation is serializable, and
+// Budgets over each.
+func serializablePools(t *testing.T, n int) []*sqlbudget.Budgets {
+	t.Helper()
+	dsn := sqltest.SerializablePostgresSchema(t)
+	all := make([]*sqlbudget.Budgets, n)
+	for i := range all {
+		var err error
+		all[i], err = sqlbudget.Open(ctx, sqltest.Open(t, sqltest.PostgresDriver, dsn), sqlstore.Postgres)
+		require.NoError(t, err)
+	}
+	return all
+}
+
 // TestSerializableDefaultIsolation: a charge waits for the budget's row and
 // then re-checks its condition against what the previous charge left,
 // which is READ COMMITTED behaviour. On a PostgreSQL database whose
@@ -22,16 +37,9 @@ import (
 // refunds must still succeed or be refused with the kernel's sentinels
 // (never a serialization failure), and T1 must hold.
 func TestSerializableDefaultIsolation(t *testing.T) {
-	dsn, err := sqltest.WithParam(sqltest.PostgresSchema(t), "default_transaction_isolation", "serializable")
-	require.NoError(t, err)
 	const pools, tries, cost, limit = 4, 15, 3, 3 * 25
-	all := make([]*sqlbudget.Budgets, pools)
-	for i := range all {
-		db := sqltest.Open(t, sqltest.PostgresDriver, dsn)
-		all[i], err = sqlbudget.Open(ctx, db, sqlstore.Postgres)
-		require.NoError(t, err)
-	}
-	_, err = all[0].Create(ctx, "shared", limit)
+	all := serializablePools(t, pools)
+	_, err := all[0].Create(ctx, "shared", limit)
 	require.NoError(t, err)
 	var mu sync.Mutex
 	var gross, refunded int64
@@ -86,14 +94,8 @@ func TestSerializableDefaultIsolation(t *testing.T) {
 // budget all succeed on a serializable-by-default database, rather than
 // failing with serialization errors.
 func TestSerializableDefaultIsolationCreate(t *testing.T) {
-	dsn, err := sqltest.WithParam(sqltest.PostgresSchema(t), "default_transaction_isolation", "serializable")
-	require.NoError(t, err)
 	const pools = 4
-	all := make([]*sqlbudget.Budgets, pools)
-	for i := range all {
-		all[i], err = sqlbudget.Open(ctx, sqltest.Open(t, sqltest.PostgresDriver, dsn), sqlstore.Postgres)
-		require.NoError(t, err)
-	}
+	all := serializablePools(t, pools)
 	for round := 0; round < 20; round++ {
 		id := fmt.Sprintf("fleet-%d", round)
 		errs := make([]error, pools)

@@ -12,6 +12,7 @@ import (
 	"github.com/verity-go/verity/kernel/sqlbudget"
 	"github.com/verity-go/verity/trace"
 	"github.com/verity-go/verity/trace/sqlstore"
+	"github.com/verity-go/verity/trace/sqlstore/sqltest"
 )
 
 // TestSessionsShareSQLBudget: two kernel sessions, each with its own
@@ -21,8 +22,8 @@ import (
 // rejections name the shared_budget check in the trace, and a rollback
 // gives its cost back to the shared balance.
 func TestSessionsShareSQLBudget(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
-		dsn := b.dsn(t)
+	sqltest.ForEach(t, func(t *testing.T, b sqltest.Backend) {
+		dsn := b.NewDSN(t)
 		const sharedLimit = 15 * kernel.Unit
 		cost := 2 * kernel.Unit
 		k, err := kernel.New(kernel.Config{Budget: 10 * kernel.Unit, MinActionCost: kernel.Unit})
@@ -38,10 +39,10 @@ func TestSessionsShareSQLBudget(t *testing.T) {
 		}
 		var workers []worker
 		for i := 0; i < 2; i++ {
-			db, bs := b.budgets(t, dsn)
+			db, bs := budgets(t, b, dsn)
 			bud, err := bs.OpenOrCreate(ctx, "fleet", sharedLimit)
 			require.NoError(t, err)
-			logs, err := sqlstore.Open(ctx, db, b.dialect)
+			logs, err := sqlstore.Open(ctx, db, b.Dialect)
 			require.NoError(t, err)
 			st, err := logs.Create(ctx, []string{"worker-a", "worker-b"}[i])
 			require.NoError(t, err)

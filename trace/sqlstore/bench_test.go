@@ -9,13 +9,8 @@ import (
 
 	"github.com/verity-go/verity/trace"
 	"github.com/verity-go/verity/trace/sqlstore"
+	"github.com/verity-go/verity/trace/sqlstore/sqltest"
 )
-
-func benchBackends(b *testing.B, fn func(b *testing.B, be backend)) {
-	for _, be := range backends {
-		b.Run(be.name, func(b *testing.B) { fn(b, be) })
-	}
-}
 
 func benchLog(b *testing.B, logs *sqlstore.Logs) *trace.Log {
 	b.Helper()
@@ -40,10 +35,10 @@ var benchPayload = []byte(`{"action":"deploy","cost":"1.5","session":"0192f2c4-7
 // writer on one log; "4writers" is four goroutines, each with its own log,
 // appending at once (an op is 16 appends by each of the four).
 func BenchmarkAppend(b *testing.B) {
-	benchBackends(b, func(b *testing.B, be backend) {
+	sqltest.ForEach(b, func(b *testing.B, be sqltest.Backend) {
 		ctx := context.Background()
 		b.Run("single", func(b *testing.B) {
-			_, logs := be.open(b)
+			_, logs := open(b, be)
 			lg := benchLog(b, logs)
 			b.ReportAllocs()
 			for b.Loop() {
@@ -55,7 +50,7 @@ func BenchmarkAppend(b *testing.B) {
 		})
 		b.Run("4writers", func(b *testing.B) {
 			const writers, each = 4, 16
-			_, logs := be.open(b)
+			_, logs := open(b, be)
 			lgs := make([]*trace.Log, writers)
 			for i := range lgs {
 				lgs[i] = benchLog(b, logs)
@@ -86,9 +81,9 @@ func BenchmarkAppend(b *testing.B) {
 // a page at a time, and verifies its chain (an op is the whole log).
 func BenchmarkVerify100k(b *testing.B) {
 	const n = 100_000
-	benchBackends(b, func(b *testing.B, be backend) {
+	sqltest.ForEach(b, func(b *testing.B, be sqltest.Backend) {
 		ctx := context.Background()
-		_, logs := be.open(b, sqlstore.WithPageSize(benchPageSize))
+		_, logs := open(b, be, sqlstore.WithPageSize(benchPageSize))
 		s, err := logs.Create(ctx, newID())
 		if err != nil {
 			b.Fatal(err)

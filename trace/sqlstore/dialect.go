@@ -3,11 +3,9 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
-	"fmt"
-	"strconv"
-	"strings"
+
+	"github.com/verity-go/verity/internal/sqlmigrate"
 )
 
 // Dialect names the SQL database behind a *sql.DB. The package speaks
@@ -33,84 +31,30 @@ const (
 // Errors returned by the package. Concrete errors wrap them; test with
 // errors.Is.
 var (
-	ErrDialect   = errors.New("sqlstore: unsupported dialect")
-	ErrSchema    = errors.New("sqlstore: database schema is newer than this package")
+	// ErrDialect: the dialect is neither Postgres nor SQLite.
+	ErrDialect = sqlmigrate.ErrDialect
+	// ErrSchema: the database's schema is newer than this package.
+	ErrSchema = sqlmigrate.ErrSchema
+
 	ErrNotFound  = errors.New("sqlstore: log not found")
 	ErrExists    = errors.New("sqlstore: log already exists")
 	ErrInvalidID = errors.New("sqlstore: invalid log id")
 )
 
-// Valid reports whether d is a supported dialect.
-func (d Dialect) Valid() error {
-	switch d {
-	case Postgres, SQLite:
-		return nil
-	}
-	return fmt.Errorf("%w: %q (want %q or %q)", ErrDialect, string(d), Postgres, SQLite)
-}
+// Valid reports whether d is a supported dialect; an error wraps
+// ErrDialect.
+func (d Dialect) Valid() error { return sqlmigrate.Dialect(d).Valid() }
 
-// Rebind rewrites a query written with ? placeholders into the dialect's
-// form: $1, $2, ... for PostgreSQL, unchanged for SQLite. Queries must not
-// contain a literal question mark.
-func (d Dialect) Rebind(query string) string {
-	if d != Postgres {
-		return query
-	}
-	var b strings.Builder
-	b.Grow(len(query) + 8)
-	n := 0
-	for i := 0; i < len(query); i++ {
-		if query[i] == '?' {
-			n++
-			b.WriteByte('$')
-			b.WriteString(strconv.Itoa(n))
-			continue
-		}
-		b.WriteByte(query[i])
-	}
-	return b.String()
-}
-
-// Blob returns the column type for binary data: BYTEA or BLOB.
-func (d Dialect) Blob() string {
-	if d == Postgres {
-		return "BYTEA"
-	}
-	return "BLOB"
-}
-
-// Key returns the column type for text keys that sort byte-wise in both
-// dialects (PostgreSQL's default collation follows the locale).
-func (d Dialect) Key() string {
-	if d == Postgres {
-		return `TEXT COLLATE "C"`
-	}
-	return "TEXT"
-}
-
-// ByteLength returns the SQL function that gives a binary value's length
-// in bytes.
-func (d Dialect) ByteLength() string {
-	if d == Postgres {
-		return "octet_length"
-	}
-	return "length"
-}
-
-// TxOptions returns the options for the package's read-write
-// transactions. For PostgreSQL it asks for READ COMMITTED explicitly: the
-// conditional statements that order concurrent writers (and the migration
-// lock) rely on a statement that waited for another transaction seeing
-// what that transaction committed, which a database or role whose
-// default_transaction_isolation is repeatable read or serializable would
-// turn into serialization failures (or, for a migration, into a second
-// CREATE TABLE). SQLite transactions are serializable whatever is asked,
-// and its drivers may refuse other levels: nil.
-func (d Dialect) TxOptions() *sql.TxOptions {
-	if d == Postgres {
-		return &sql.TxOptions{Isolation: sql.LevelReadCommitted}
-	}
-	return nil
+// Migrate creates the trace tables in db, opened by the host with a
+// driver for dialect d, or brings them to SchemaVersionTrace. Open calls
+// it; a host may also run it ahead of time, from a deployment step say.
+// It is idempotent and safe when any number of processes run it at once:
+// the missing steps are applied in one transaction under an exclusive
+// lock (a PostgreSQL advisory lock, SQLite's BEGIN IMMEDIATE), so one
+// process migrates and the others find nothing to do. A database whose
+// trace schema is newer than this package is refused with ErrSchema.
+func Migrate(ctx context.Context, db *sql.DB, d Dialect) error {
+	return sqlmigrate.Migrate(ctx, db, sqlmigrate.Dialect(d), traceMigration)
 }
 
 // serializationFailure reports whether err carries PostgreSQL's SQLSTATE
@@ -119,131 +63,4 @@ func (d Dialect) TxOptions() *sql.TxOptions {
 func serializationFailure(err error) bool {
 	var se interface{ SQLState() string }
 	return errors.As(err, &se) && se.SQLState() == "40001"
-}
-
-// Querier is what migrations run statements through: a *sql.Tx or a
-// *sql.Conn holding a transaction.
-type Querier interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-// Migration is the schema history of one component (such as "trace" or
-// "budget") that keeps its tables in a Verity database: Steps[i] moves the
-// schema from version i to version i+1. Steps are append-only: a released
-// step is never edited, a change is a new step.
-type Migration struct {
-	Component string
-	Steps     []func(ctx context.Context, q Querier, d Dialect) error
-}
-
-const schemaTable = "verity_schema"
-
-// migrationLockKey is the PostgreSQL advisory lock taken while migrating
-// (an arbitrary constant: the ASCII bytes of "verity" as an integer).
-const migrationLockKey = 0x766572697479
-
-// Migrate brings m's component to its latest schema version, idempotently
-// and safely when several processes start at once: the whole migration
-// runs in one transaction under an exclusive lock (a PostgreSQL advisory
-// transaction lock; SQLite's BEGIN IMMEDIATE), so one process applies the
-// missing steps and the others then find nothing to do. The version is
-// kept in the table verity_schema (component, version). A database whose
-// version is newer than len(m.Steps) is refused with ErrSchema.
-func Migrate(ctx context.Context, db *sql.DB, d Dialect, m Migration) error {
-	if err := d.Valid(); err != nil {
-		return err
-	}
-	if db == nil {
-		return errors.New("sqlstore: Migrate needs a *sql.DB")
-	}
-	return withWriteLock(ctx, db, d, func(q Querier) error {
-		if d == Postgres {
-			if _, err := q.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", int64(migrationLockKey)); err != nil {
-				return fmt.Errorf("sqlstore: migration lock: %w", err)
-			}
-		}
-		if _, err := q.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS "+schemaTable+
-			" (component "+d.Key()+" PRIMARY KEY, version BIGINT NOT NULL CHECK (version >= 0))"); err != nil {
-			return fmt.Errorf("sqlstore: creating %s: %w", schemaTable, err)
-		}
-		var version int64
-		err := q.QueryRowContext(ctx, d.Rebind("SELECT version FROM "+schemaTable+" WHERE component = ?"), m.Component).Scan(&version)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			version = 0
-		case err != nil:
-			return fmt.Errorf("sqlstore: reading %s schema version: %w", m.Component, err)
-		}
-		if version > int64(len(m.Steps)) {
-			return fmt.Errorf("%w: %s is at version %d, this package knows %d", ErrSchema, m.Component, version, len(m.Steps))
-		}
-		if version == int64(len(m.Steps)) {
-			return nil
-		}
-		for i := version; i < int64(len(m.Steps)); i++ {
-			if err := m.Steps[i](ctx, q, d); err != nil {
-				return fmt.Errorf("sqlstore: migrating %s to version %d: %w", m.Component, i+1, err)
-			}
-		}
-		if _, err := q.ExecContext(ctx, d.Rebind("INSERT INTO "+schemaTable+" (component, version) VALUES (?, ?) "+
-			"ON CONFLICT (component) DO UPDATE SET version = excluded.version"), m.Component, int64(len(m.Steps))); err != nil {
-			return fmt.Errorf("sqlstore: recording %s schema version: %w", m.Component, err)
-		}
-		return nil
-	})
-}
-
-// SchemaVersion returns the schema version recorded for component (0 if
-// none).
-func SchemaVersion(ctx context.Context, db *sql.DB, d Dialect, component string) (int64, error) {
-	var v int64
-	err := db.QueryRowContext(ctx, d.Rebind("SELECT version FROM "+schemaTable+" WHERE component = ?"), component).Scan(&v)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	}
-	return v, err
-}
-
-// withWriteLock runs fn inside a transaction that holds the database's
-// write lock from its first statement: for SQLite, BEGIN IMMEDIATE on a
-// dedicated connection (a deferred transaction that reads before it writes
-// can fail to upgrade its lock); for PostgreSQL, an ordinary transaction
-// (fn takes the locks it needs).
-func withWriteLock(ctx context.Context, db *sql.DB, d Dialect, fn func(Querier) error) error {
-	if d == Postgres {
-		tx, err := db.BeginTx(ctx, d.TxOptions())
-		if err != nil {
-			return err
-		}
-		if err := fn(tx); err != nil {
-			_ = tx.Rollback()
-			return err
-		}
-		return tx.Commit()
-	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		return err
-	}
-	if err := fn(conn); err != nil {
-		if _, rerr := conn.ExecContext(context.Background(), "ROLLBACK"); rerr != nil {
-			// The connection's transaction state is unknown: discard it
-			// rather than return it to the pool.
-			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-		}
-		return err
-	}
-	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
-		if _, rerr := conn.ExecContext(context.Background(), "ROLLBACK"); rerr != nil {
-			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-		}
-		return err
-	}
-	return nil
 }

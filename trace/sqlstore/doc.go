@@ -25,13 +25,14 @@
 //
 // # Schema
 //
-// Open creates the tables, or migrates them, before it returns. Schema
+// Open creates the tables, or migrates them, before it returns (Migrate
+// does only that, for a host that migrates ahead of time). Schema
 // versions are recorded per component in verity_schema (component,
-// version); Migrate applies the missing steps in one transaction under an
-// exclusive lock (a PostgreSQL advisory lock, SQLite's BEGIN IMMEDIATE), so
-// any number of processes may start at once against a new database, and a
-// database from a newer release is refused with ErrSchema rather than
-// touched. The trace tables (version 1):
+// version); the missing steps are applied in one transaction under an
+// exclusive lock (a PostgreSQL advisory lock, SQLite's BEGIN IMMEDIATE),
+// so any number of processes may start at once against a new database,
+// and a database from a newer release is refused with ErrSchema rather
+// than touched. The trace tables (version 1):
 //
 //	verity_trace_logs    (log_id TEXT PRIMARY KEY)
 //	verity_trace_entries (log_id, seq BIGINT, prev BLOB(32), kind TEXT,
@@ -45,9 +46,9 @@
 // listing order are byte-wise in both dialects (PostgreSQL columns use the
 // "C" collation).
 //
-// Migrate and Dialect are exported for Verity's other SQL packages (the
-// shared budget in kernel/sqlbudget keeps its tables in the same database
-// and the same version table).
+// Verity's other SQL packages share the database and the version table:
+// the shared budget in kernel/sqlbudget is component "budget", migrated
+// the same way.
 //
 // # Concurrent writers
 //
@@ -111,8 +112,9 @@
 //     stored shapes; the allocation-free time decoder agrees with
 //     trace.ParseTime: FuzzDecodeRow, FuzzParseWireTime, FuzzValidID.
 //   - Migration is idempotent, concurrent-safe, all-or-nothing, and
-//     refuses newer schemas: TestMigrateIdempotentAndConcurrent,
-//     TestMigrateRunsStepsOnce.
+//     refuses newer schemas: TestMigrateIdempotentAndConcurrent, and
+//     TestMigrateRunsStepsOnce in the migration code Verity's SQL
+//     packages share (internal/sqlmigrate).
 //
 // The PostgreSQL tests need a server: set VERITY_PG_DSN to a postgres://
 // URL, or run them under the repository's .ci/with-postgres script, which

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/verity-go/verity/trace"
+	"github.com/verity-go/verity/trace/sqlstore/sqltest"
 )
 
 // TestEmptyPayloadStored: the Store contract asks for every field to be
@@ -15,11 +16,9 @@ import (
 // payload column is NOT NULL, so an empty payload must be bound as an
 // empty blob, not as NULL, in both the one-statement and the batch path.
 func TestEmptyPayloadStored(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
+	sqltest.ForEach(t, func(t *testing.T, b sqltest.Backend) {
 		ctx := context.Background()
-		_, logs := b.open(t)
-		s, err := logs.Create(ctx, newID())
-		require.NoError(t, err)
+		_, s := openLog(t, b)
 		var want []trace.Entry
 		h := trace.Head{}
 		add := func(payload []byte) trace.Entry {
@@ -38,7 +37,7 @@ func TestEmptyPayloadStored(t *testing.T) {
 			require.Equal(t, want[i].Hash, got[i].Hash)
 			require.Equal(t, string(want[i].Payload), string(got[i].Payload))
 		}
-		_, err = trace.VerifyStoreAgainst(ctx, s, h)
+		_, err := trace.VerifyStoreAgainst(ctx, s, h)
 		require.NoError(t, err)
 	})
 }

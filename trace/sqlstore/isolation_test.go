@@ -21,8 +21,7 @@ import (
 // processes migrate a new database at once.
 func TestSerializableDefaultIsolation(t *testing.T) {
 	ctx := context.Background()
-	dsn, err := sqltest.WithParam(sqltest.PostgresSchema(t), "default_transaction_isolation", "serializable")
-	require.NoError(t, err)
+	dsn := sqltest.SerializablePostgresSchema(t)
 	const pools = 4
 	all := make([]*sqlstore.Logs, pools)
 	errs := make([]error, pools)
@@ -37,36 +36,14 @@ func TestSerializableDefaultIsolation(t *testing.T) {
 		require.NoError(t, err, "pool %d migrating a new database", i)
 	}
 	id := newID()
-	_, err = all[0].Create(ctx, id)
+	_, err := all[0].Create(ctx, id)
 	require.NoError(t, err)
 	for round := 0; round < 20; round++ {
 		s1, err := all[0].Open(ctx, id)
 		require.NoError(t, err)
 		s2, err := all[1].Open(ctx, id)
 		require.NoError(t, err)
-		h, err := s1.Head(ctx)
-		require.NoError(t, err)
-		nx, ny := 3, 2 // even rounds: batches (the transaction path)
-		if round%2 == 1 {
-			nx, ny = 1, 1 // odd rounds: single entries (the one-statement path)
-		}
-		batches := [][]trace.Entry{entries(t, h, nx, "x"), entries(t, h, ny, "y")}
-		errs := make([]error, 2)
-		var wg sync.WaitGroup
-		for i, s := range []*sqlstore.Store{s1, s2} {
-			wg.Add(1)
-			go func() { defer wg.Done(); errs[i] = s.Append(ctx, batches[i]...) }()
-		}
-		wg.Wait()
-		winners := 0
-		for i, err := range errs {
-			if err == nil {
-				winners++
-				continue
-			}
-			require.ErrorIs(t, err, trace.ErrConflict, "round %d loser %d", round, i)
-		}
-		require.Equal(t, 1, winners, "round %d: %v", round, errs)
+		race(t, s1, s2, round)
 	}
 	s, err := all[2].Open(ctx, id)
 	require.NoError(t, err)
@@ -79,11 +56,11 @@ func TestSerializableDefaultIsolation(t *testing.T) {
 // OpenOrCreates all succeed, rather than serialization failures.
 func TestSerializableDefaultIsolationCreate(t *testing.T) {
 	ctx := context.Background()
-	dsn, err := sqltest.WithParam(sqltest.PostgresSchema(t), "default_transaction_isolation", "serializable")
-	require.NoError(t, err)
+	dsn := sqltest.SerializablePostgresSchema(t)
 	const pools = 4
 	all := make([]*sqlstore.Logs, pools)
 	for i := range all {
+		var err error
 		all[i], err = sqlstore.Open(ctx, sqltest.Open(t, sqltest.PostgresDriver, dsn), sqlstore.Postgres)
 		require.NoError(t, err)
 	}

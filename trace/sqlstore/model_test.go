@@ -12,6 +12,7 @@ import (
 
 	"github.com/verity-go/verity/trace"
 	"github.com/verity-go/verity/trace/sqlstore"
+	"github.com/verity-go/verity/trace/sqlstore/sqltest"
 )
 
 // TestStoreStateMachine drives a SQL log with random appends (continuing,
@@ -19,9 +20,9 @@ import (
 // positions and reopenings, and checks every answer against a
 // deliberately naive model: a slice of the entries that should be there.
 func TestStoreStateMachine(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
+	sqltest.ForEach(t, func(t *testing.T, b sqltest.Backend) {
 		ctx := context.Background()
-		_, logs := b.open(t, sqlstore.WithPageSize(3))
+		_, logs := open(t, b, sqlstore.WithPageSize(3))
 		rapid.Check(t, func(rt *rapid.T) {
 			id := newID()
 			s, err := logs.Create(ctx, id)

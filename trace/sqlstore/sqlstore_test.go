@@ -4,12 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -20,47 +18,37 @@ import (
 	"github.com/stretchr/testify/require"
 	_ "modernc.org/sqlite"
 
+	"github.com/verity-go/verity/internal/sqlmigrate"
 	"github.com/verity-go/verity/trace"
 	"github.com/verity-go/verity/trace/sqlstore"
 	"github.com/verity-go/verity/trace/sqlstore/sqltest"
 	"github.com/verity-go/verity/trace/storetest"
 )
 
-// backend is one real database the tests run against.
-type backend struct {
-	name    string
-	dialect sqlstore.Dialect
-	driver  string
-	// dsn makes a new, empty database (a PostgreSQL schema or a SQLite
-	// file) and returns its DSN; it skips t when the database is absent.
-	dsn func(t testing.TB) string
-}
-
-var backends = []backend{
-	{"postgres", sqlstore.Postgres, sqltest.PostgresDriver, sqltest.PostgresSchema},
-	{"sqlite", sqlstore.SQLite, sqltest.SQLiteDriver, func(t testing.TB) string { return sqltest.SQLiteDSN(sqltest.SQLitePath(t)) }},
-}
-
-func forEachBackend(t *testing.T, fn func(t *testing.T, b backend)) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) { fn(t, b) })
-	}
-}
-
 // open makes a new database on b and opens Logs over it.
-func (b backend) open(t testing.TB, opts ...sqlstore.Option) (*sql.DB, *sqlstore.Logs) {
+func open(t testing.TB, b sqltest.Backend, opts ...sqlstore.Option) (*sql.DB, *sqlstore.Logs) {
 	t.Helper()
-	db := sqltest.Open(t, b.driver, b.dsn(t))
-	logs, err := sqlstore.Open(context.Background(), db, b.dialect, opts...)
+	db := b.OpenNew(t)
+	logs, err := sqlstore.Open(context.Background(), db, b.Dialect, opts...)
 	require.NoError(t, err)
 	return db, logs
 }
 
 func newID() string { return "log-" + uuid.NewString() }
 
+// openLog makes a new database on b, opens Logs over it and creates a log
+// with a new id.
+func openLog(t testing.TB, b sqltest.Backend, opts ...sqlstore.Option) (*sql.DB, *sqlstore.Store) {
+	t.Helper()
+	db, logs := open(t, b, opts...)
+	s, err := logs.Create(context.Background(), newID())
+	require.NoError(t, err)
+	return db, s
+}
+
 func TestConformance(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
-		_, logs := b.open(t)
+	sqltest.ForEach(t, func(t *testing.T, b sqltest.Backend) {
+		_, logs := open(t, b)
 		storetest.Run(t, func(t *testing.T) trace.Store {
 			s, err := logs.Create(context.Background(), newID())
 			require.NoError(t, err)
@@ -72,8 +60,8 @@ func TestConformance(t *testing.T) {
 // TestConformanceSmallPages runs the suite with pages of 3 entries, so
 // that every read crosses page boundaries.
 func TestConformanceSmallPages(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
-		_, logs := b.open(t, sqlstore.WithPageSize(3))
+	sqltest.ForEach(t, func(t *testing.T, b sqltest.Backend) {
+		_, logs := open(t, b, sqlstore.WithPageSize(3))
 		storetest.Run(t, func(t *testing.T) trace.Store {
 			s, err := logs.Create(context.Background(), newID())
 			require.NoError(t, err)
@@ -109,15 +97,13 @@ func readAll(t testing.TB, s trace.Store) []trace.Entry {
 // table: a second entry at a sequence number already taken is refused by
 // the primary key, so even a writer that bypasses Append cannot fork a log.
 func TestDatabaseRejectsFork(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
+	sqltest.ForEach(t, func(t *testing.T, b sqltest.Backend) {
 		ctx := context.Background()
-		db, logs := b.open(t)
-		id := newID()
-		s, err := logs.Create(ctx, id)
-		require.NoError(t, err)
+		db, s := openLog(t, b)
+		id := s.ID()
 		require.NoError(t, s.Append(ctx, entries(t, trace.Head{}, 2, "a")...))
 		fork := entries(t, trace.Head{}, 2, "b")[1]
-		_, err = db.ExecContext(ctx, b.dialect.Rebind("INSERT INTO "+sqlstore.EntriesTable+
+		_, err := db.ExecContext(ctx, b.Rebind("INSERT INTO "+sqlstore.EntriesTable+
 			" (log_id, seq, prev, kind, payload, time, hash) VALUES (?, ?, ?, ?, ?, ?, ?)"),
 			id, int64(fork.Seq), fork.Prev[:], fork.Kind, fork.Payload, trace.FormatTime(fork.Time), fork.Hash[:])
 		require.Error(t, err, "the database accepted a second entry at sequence 1")
@@ -132,9 +118,9 @@ func TestDatabaseRejectsFork(t *testing.T) {
 // different entries at the same position; exactly one wins and the other
 // gets trace.ErrConflict with nothing stored.
 func TestAppendRaceLoserGetsConflict(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
+	sqltest.ForEach(t, func(t *testing.T, b sqltest.Backend) {
 		ctx := context.Background()
-		_, logs := b.open(t)
+		_, logs := open(t, b)
 		id := newID()
 		_, err := logs.Create(ctx, id)
 		require.NoError(t, err)
@@ -143,46 +129,54 @@ func TestAppendRaceLoserGetsConflict(t *testing.T) {
 			require.NoError(t, err)
 			s2, err := logs.Open(ctx, id)
 			require.NoError(t, err)
-			h, err := s1.Head(ctx)
-			require.NoError(t, err)
-			// Odd rounds race single entries (the one-statement path),
-			// even rounds race batches (the transaction path).
-			nx, ny := 3, 2
-			if round%2 == 1 {
-				nx, ny = 1, 1
-			}
-			batches := [][]trace.Entry{entries(t, h, nx, "x"), entries(t, h, ny, "y")}
-			errs := make([]error, 2)
-			var wg sync.WaitGroup
-			for i, s := range []*sqlstore.Store{s1, s2} {
-				wg.Add(1)
-				go func() { defer wg.Done(); errs[i] = s.Append(ctx, batches[i]...) }()
-			}
-			wg.Wait()
-			winners := 0
-			for i, err := range errs {
-				if err == nil {
-					winners++
-					continue
-				}
-				require.ErrorIs(t, err, trace.ErrConflict, "loser %d", i)
-			}
-			require.Equal(t, 1, winners, "round %d: %v", round, errs)
+			want := race(t, s1, s2, round)
 			got, err := trace.VerifyStore(ctx, s1)
 			require.NoError(t, err)
-			want := h.Size + uint64(len(batches[0]))
-			if errs[0] != nil {
-				want = h.Size + uint64(len(batches[1]))
-			}
 			require.Equal(t, want, got.Size)
 		}
 	})
 }
 
+// race has s1 and s2 append different entries after their log's head at
+// once — batches on even rounds (the transaction path), single entries on
+// odd rounds (the one-statement path) — checks that exactly one wins and
+// the other gets trace.ErrConflict, and returns the size the winner left.
+func race(t *testing.T, s1, s2 *sqlstore.Store, round int) uint64 {
+	t.Helper()
+	ctx := context.Background()
+	h, err := s1.Head(ctx)
+	require.NoError(t, err)
+	nx, ny := 3, 2
+	if round%2 == 1 {
+		nx, ny = 1, 1
+	}
+	batches := [][]trace.Entry{entries(t, h, nx, "x"), entries(t, h, ny, "y")}
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i, s := range []*sqlstore.Store{s1, s2} {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = s.Append(ctx, batches[i]...) }()
+	}
+	wg.Wait()
+	winners := 0
+	for i, err := range errs {
+		if err == nil {
+			winners++
+			continue
+		}
+		require.ErrorIs(t, err, trace.ErrConflict, "round %d loser %d", round, i)
+	}
+	require.Equal(t, 1, winners, "round %d: %v", round, errs)
+	if errs[0] != nil {
+		return h.Size + uint64(len(batches[1]))
+	}
+	return h.Size + uint64(len(batches[0]))
+}
+
 func TestCreateOpenList(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
+	sqltest.ForEach(t, func(t *testing.T, b sqltest.Backend) {
 		ctx := context.Background()
-		_, logs := b.open(t, sqlstore.WithPageSize(2))
+		_, logs := open(t, b, sqlstore.WithPageSize(2))
 		ids := []string{"b", "a", "é", "a/1", "Z", "z-9"}
 		for _, id := range ids {
 			s, err := logs.Create(ctx, id)
@@ -245,9 +239,9 @@ func TestCreateOpenList(t *testing.T) {
 // TestLogsAreIndependent: entries appended to one log never show in
 // another, and each log starts at sequence 0.
 func TestLogsAreIndependent(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
+	sqltest.ForEach(t, func(t *testing.T, b sqltest.Backend) {
 		ctx := context.Background()
-		_, logs := b.open(t)
+		_, logs := open(t, b)
 		a, err := logs.Create(ctx, "a")
 		require.NoError(t, err)
 		c, err := logs.Create(ctx, "c")
@@ -266,13 +260,11 @@ func TestLogsAreIndependent(t *testing.T) {
 // appends while it reads (page by page) still makes progress, because a
 // read holds no connection between pages.
 func TestEntriesHoldNoConnection(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
+	sqltest.ForEach(t, func(t *testing.T, b sqltest.Backend) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		db, logs := b.open(t, sqlstore.WithPageSize(4))
+		db, s := openLog(t, b, sqlstore.WithPageSize(4))
 		db.SetMaxOpenConns(1)
-		s, err := logs.Create(ctx, newID())
-		require.NoError(t, err)
 		lg, err := trace.New(s)
 		require.NoError(t, err)
 		for i := 0; i < 10; i++ {
@@ -299,14 +291,12 @@ func TestEntriesHoldNoConnection(t *testing.T) {
 // trust the writer. Rewriting a payload breaks the chain at that entry;
 // a malformed stored time is reported as corruption.
 func TestTamperingDetected(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
+	sqltest.ForEach(t, func(t *testing.T, b sqltest.Backend) {
 		ctx := context.Background()
-		db, logs := b.open(t)
-		id := newID()
-		s, err := logs.Create(ctx, id)
-		require.NoError(t, err)
+		db, s := openLog(t, b)
+		id := s.ID()
 		require.NoError(t, s.Append(ctx, entries(t, trace.Head{}, 6, "t")...))
-		_, err = db.ExecContext(ctx, b.dialect.Rebind("UPDATE "+sqlstore.EntriesTable+" SET payload = ? WHERE log_id = ? AND seq = 3"),
+		_, err := db.ExecContext(ctx, b.Rebind("UPDATE "+sqlstore.EntriesTable+" SET payload = ? WHERE log_id = ? AND seq = 3"),
 			[]byte(`{"i":3,"tag":"forged"}`), id)
 		require.NoError(t, err)
 		_, err = trace.VerifyStore(ctx, s)
@@ -315,7 +305,7 @@ func TestTamperingDetected(t *testing.T) {
 		assert.Equal(t, uint64(3), cb.Index)
 		assert.Equal(t, "hash", cb.Field)
 
-		_, err = db.ExecContext(ctx, b.dialect.Rebind("UPDATE "+sqlstore.EntriesTable+" SET time = ? WHERE log_id = ? AND seq = 1"),
+		_, err = db.ExecContext(ctx, b.Rebind("UPDATE "+sqlstore.EntriesTable+" SET time = ? WHERE log_id = ? AND seq = 1"),
 			"yesterday", id)
 		require.NoError(t, err)
 		_, err = trace.VerifyStore(ctx, s)
@@ -326,11 +316,9 @@ func TestTamperingDetected(t *testing.T) {
 // TestAppendRejectsMalformed: entries a database could not store
 // faithfully are refused before anything is written.
 func TestAppendRejectsMalformed(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
+	sqltest.ForEach(t, func(t *testing.T, b sqltest.Backend) {
 		ctx := context.Background()
-		_, logs := b.open(t)
-		s, err := logs.Create(ctx, newID())
-		require.NoError(t, err)
+		_, s := openLog(t, b)
 		good := entries(t, trace.Head{}, 1, "m")[0]
 		badKind := good
 		badKind.Kind = "Bad Kind\x00"
@@ -362,34 +350,35 @@ func TestAppendRejectsMalformed(t *testing.T) {
 }
 
 func TestMigrateIdempotentAndConcurrent(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
+	sqltest.ForEach(t, func(t *testing.T, b sqltest.Backend) {
 		ctx := context.Background()
-		dsn := b.dsn(t)
+		dsn := b.NewDSN(t)
 		// Several pools (standing in for processes) open a fresh database at once.
 		const n = 4
 		var wg sync.WaitGroup
 		errs := make([]error, n)
 		for i := 0; i < n; i++ {
-			db := sqltest.Open(t, b.driver, dsn)
+			db := b.Open(t, dsn)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, errs[i] = sqlstore.Open(ctx, db, b.dialect)
+				_, errs[i] = sqlstore.Open(ctx, db, b.Dialect)
 			}()
 		}
 		wg.Wait()
 		for _, err := range errs {
 			require.NoError(t, err)
 		}
-		db := sqltest.Open(t, b.driver, dsn)
-		logs, err := sqlstore.Open(ctx, db, b.dialect)
+		db := b.Open(t, dsn)
+		logs, err := sqlstore.Open(ctx, db, b.Dialect)
 		require.NoError(t, err)
 		s, err := logs.Create(ctx, "kept")
 		require.NoError(t, err)
 		require.NoError(t, s.Append(ctx, entries(t, trace.Head{}, 3, "k")...))
-		_, err = sqlstore.Open(ctx, db, b.dialect) // again: nothing to do, data kept
+		_, err = sqlstore.Open(ctx, db, b.Dialect) // again: nothing to do, data kept
 		require.NoError(t, err)
-		v, err := sqlstore.SchemaVersion(ctx, db, b.dialect, "trace")
+		require.NoError(t, sqlstore.Migrate(ctx, db, b.Dialect))
+		v, err := sqlmigrate.Version(ctx, db, sqlmigrate.Dialect(b.Dialect), "trace")
 		require.NoError(t, err)
 		assert.Equal(t, int64(sqlstore.SchemaVersionTrace), v)
 		s, err = logs.Open(ctx, "kept")
@@ -397,50 +386,11 @@ func TestMigrateIdempotentAndConcurrent(t *testing.T) {
 		assert.Len(t, readAll(t, s), 3)
 
 		// A database migrated by a newer release is refused, not downgraded.
-		_, err = db.ExecContext(ctx, b.dialect.Rebind("UPDATE verity_schema SET version = ? WHERE component = ?"), 99, "trace")
+		_, err = db.ExecContext(ctx, b.Rebind("UPDATE verity_schema SET version = ? WHERE component = ?"), 99, "trace")
 		require.NoError(t, err)
-		_, err = sqlstore.Open(ctx, db, b.dialect)
+		_, err = sqlstore.Open(ctx, db, b.Dialect)
 		require.ErrorIs(t, err, sqlstore.ErrSchema)
-	})
-}
-
-func TestMigrateRunsStepsOnce(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
-		ctx := context.Background()
-		db := sqltest.Open(t, b.driver, b.dsn(t))
-		calls := 0
-		step := func(ctx context.Context, q sqlstore.Querier, d sqlstore.Dialect) error {
-			calls++
-			_, err := q.ExecContext(ctx, "CREATE TABLE migrate_probe_"+strconv.Itoa(calls)+" (x BIGINT)")
-			return err
-		}
-		m := sqlstore.Migration{Component: "probe", Steps: []func(context.Context, sqlstore.Querier, sqlstore.Dialect) error{step}}
-		require.NoError(t, sqlstore.Migrate(ctx, db, b.dialect, m))
-		require.NoError(t, sqlstore.Migrate(ctx, db, b.dialect, m))
-		assert.Equal(t, 1, calls)
-		m.Steps = append(m.Steps, step)
-		require.NoError(t, sqlstore.Migrate(ctx, db, b.dialect, m))
-		assert.Equal(t, 2, calls)
-		v, err := sqlstore.SchemaVersion(ctx, db, b.dialect, "probe")
-		require.NoError(t, err)
-		assert.Equal(t, int64(2), v)
-
-		// A failing step rolls the whole migration back.
-		failing := sqlstore.Migration{Component: "failing", Steps: []func(context.Context, sqlstore.Querier, sqlstore.Dialect) error{
-			func(ctx context.Context, q sqlstore.Querier, d sqlstore.Dialect) error {
-				_, err := q.ExecContext(ctx, "CREATE TABLE migrate_half (x BIGINT)")
-				return err
-			},
-			func(ctx context.Context, q sqlstore.Querier, d sqlstore.Dialect) error {
-				return errors.New("step two fails")
-			},
-		}}
-		require.Error(t, sqlstore.Migrate(ctx, db, b.dialect, failing))
-		v, err = sqlstore.SchemaVersion(ctx, db, b.dialect, "failing")
-		require.NoError(t, err)
-		assert.Equal(t, int64(0), v)
-		_, err = db.ExecContext(ctx, "CREATE TABLE migrate_half (x BIGINT)")
-		require.NoError(t, err, "the first step's table was rolled back")
+		require.ErrorIs(t, sqlstore.Migrate(ctx, db, b.Dialect), sqlstore.ErrSchema)
 	})
 }
 
@@ -448,29 +398,23 @@ func TestDialect(t *testing.T) {
 	assert.NoError(t, sqlstore.Postgres.Valid())
 	assert.NoError(t, sqlstore.SQLite.Valid())
 	assert.ErrorIs(t, sqlstore.Dialect("mysql").Valid(), sqlstore.ErrDialect)
-	assert.Equal(t, "SELECT $1, $2 WHERE x = $3", sqlstore.Postgres.Rebind("SELECT ?, ? WHERE x = ?"))
-	assert.Equal(t, "SELECT ?, ?", sqlstore.SQLite.Rebind("SELECT ?, ?"))
 	_, err := sqlstore.Open(context.Background(), nil, sqlstore.Dialect("oracle"))
 	assert.ErrorIs(t, err, sqlstore.ErrDialect)
+	assert.ErrorIs(t, sqlstore.Migrate(context.Background(), nil, sqlstore.Dialect("oracle")), sqlstore.ErrDialect)
+	assert.Error(t, sqlstore.Migrate(context.Background(), nil, sqlstore.SQLite), "no database")
 }
 
 // ---- several OS processes appending to one log ----
 
-const (
-	helperEnv     = "VERITY_SQLSTORE_HELPER"
-	helperAppends = 15
-)
+const helperAppends = 15
 
 // TestHelperAppender is not a test on its own: TestProcessesNeverFork runs
 // the test binary again as several processes, each of which lands here
 // and appends to the shared log through its own pool and trace.Log.
 func TestHelperAppender(t *testing.T) {
-	if os.Getenv(helperEnv) == "" {
-		t.Skip("helper process for TestProcessesNeverFork")
-	}
+	db, dialect := sqltest.OpenFromEnv(t, "TestProcessesNeverFork")
 	ctx := context.Background()
-	db := sqltest.Open(t, os.Getenv("HELPER_DRIVER"), os.Getenv("HELPER_DSN"))
-	logs, err := sqlstore.Open(ctx, db, sqlstore.Dialect(os.Getenv("HELPER_DIALECT")))
+	logs, err := sqlstore.Open(ctx, db, dialect)
 	require.NoError(t, err)
 	s, err := logs.Open(ctx, os.Getenv("HELPER_LOG"))
 	require.NoError(t, err)
@@ -485,11 +429,11 @@ func TestHelperAppender(t *testing.T) {
 // TestProcessesNeverFork: several OS processes append to one log at once;
 // every append lands exactly once and the chain verifies.
 func TestProcessesNeverFork(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
+	sqltest.ForEach(t, func(t *testing.T, b sqltest.Backend) {
 		ctx := context.Background()
-		dsn := b.dsn(t)
-		db := sqltest.Open(t, b.driver, dsn)
-		logs, err := sqlstore.Open(ctx, db, b.dialect)
+		dsn := b.NewDSN(t)
+		db := b.Open(t, dsn)
+		logs, err := sqlstore.Open(ctx, db, b.Dialect)
 		require.NoError(t, err)
 		id := newID()
 		s, err := logs.Create(ctx, id)
@@ -501,8 +445,7 @@ func TestProcessesNeverFork(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range cmds {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperAppender$", "-test.count=1")
-			cmd.Env = append(os.Environ(), helperEnv+"=1", "HELPER_DRIVER="+b.driver, "HELPER_DSN="+dsn,
-				"HELPER_DIALECT="+string(b.dialect), "HELPER_LOG="+id)
+			cmd.Env = append(append(os.Environ(), b.HelperEnv(dsn)...), "HELPER_LOG="+id)
 			cmds[i] = cmd
 			wg.Add(1)
 			go func() { defer wg.Done(); outs[i], errs[i] = cmd.CombinedOutput() }()

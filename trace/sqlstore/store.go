@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
+	"github.com/verity-go/verity/internal/sqlmigrate"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -34,15 +35,15 @@ const DefaultPageSize = 256
 const maxRowsPerInsert = 256
 
 // traceMigration is the schema history of the trace tables.
-var traceMigration = Migration{
+var traceMigration = sqlmigrate.Migration{
 	Component: "trace",
-	Steps: []func(context.Context, Querier, Dialect) error{
+	Steps: []sqlmigrate.Step{
 		// Version 1: one row per log, one row per entry keyed by
 		// (log_id, seq). The primary key is what makes a fork impossible:
 		// a second entry at a sequence number that is taken is refused by
 		// the database itself.
-		func(ctx context.Context, q Querier, d Dialect) error {
-			stmts := []string{
+		sqlmigrate.Exec(func(d sqlmigrate.Dialect) []string {
+			return []string{
 				"CREATE TABLE " + LogsTable + " (log_id " + d.Key() + " PRIMARY KEY)",
 				"CREATE TABLE " + EntriesTable + " (" +
 					"log_id " + d.Key() + " NOT NULL REFERENCES " + LogsTable + " (log_id), " +
@@ -54,13 +55,7 @@ var traceMigration = Migration{
 					"hash " + d.Blob() + " NOT NULL CHECK (" + d.ByteLength() + "(hash) = 32), " +
 					"PRIMARY KEY (log_id, seq))",
 			}
-			for _, s := range stmts {
-				if _, err := q.ExecContext(ctx, s); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
+		}),
 	},
 }
 
@@ -74,7 +69,7 @@ const SchemaVersionTrace = 1
 // processes serialise through the database.
 type Logs struct {
 	db       *sql.DB
-	d        Dialect
+	d        sqlmigrate.Dialect
 	pageSize int
 	// writers serialises this process's SQLite write transactions (see
 	// Store); unused for PostgreSQL.
@@ -109,21 +104,22 @@ func Open(ctx context.Context, db *sql.DB, d Dialect, opts ...Option) (*Logs, er
 	if db == nil {
 		return nil, errors.New("sqlstore: Open needs a *sql.DB")
 	}
-	if err := Migrate(ctx, db, d, traceMigration); err != nil {
+	if err := Migrate(ctx, db, d); err != nil {
 		return nil, err
 	}
-	l := &Logs{db: db, d: d, pageSize: DefaultPageSize}
+	l := &Logs{db: db, d: sqlmigrate.Dialect(d), pageSize: DefaultPageSize}
 	for _, o := range opts {
 		o(l)
 	}
-	l.qCreate = d.Rebind("INSERT INTO " + LogsTable + " (log_id) VALUES (?) ON CONFLICT (log_id) DO NOTHING")
-	l.qExists = d.Rebind("SELECT 1 FROM " + LogsTable + " WHERE log_id = ?")
-	l.qIDsFrom = d.Rebind("SELECT log_id FROM " + LogsTable + " WHERE log_id >= ? ORDER BY log_id LIMIT ?")
-	l.qIDsAfter = d.Rebind("SELECT log_id FROM " + LogsTable + " WHERE log_id > ? ORDER BY log_id LIMIT ?")
-	l.qHead = d.Rebind("SELECT seq, hash FROM " + EntriesTable + " WHERE log_id = ? ORDER BY seq DESC LIMIT 1")
-	l.qPrev = d.Rebind("SELECT hash FROM " + EntriesTable + " WHERE log_id = ? AND seq = ?")
-	l.qAppendOne = appendOneQuery(d)
-	l.qPage = d.Rebind("SELECT seq, prev, kind, payload, time, hash FROM " + EntriesTable +
+	rebind := l.d.Rebind
+	l.qCreate = rebind("INSERT INTO " + LogsTable + " (log_id) VALUES (?) ON CONFLICT (log_id) DO NOTHING")
+	l.qExists = rebind("SELECT 1 FROM " + LogsTable + " WHERE log_id = ?")
+	l.qIDsFrom = rebind("SELECT log_id FROM " + LogsTable + " WHERE log_id >= ? ORDER BY log_id LIMIT ?")
+	l.qIDsAfter = rebind("SELECT log_id FROM " + LogsTable + " WHERE log_id > ? ORDER BY log_id LIMIT ?")
+	l.qHead = rebind("SELECT seq, hash FROM " + EntriesTable + " WHERE log_id = ? ORDER BY seq DESC LIMIT 1")
+	l.qPrev = rebind("SELECT hash FROM " + EntriesTable + " WHERE log_id = ? AND seq = ?")
+	l.qAppendOne = appendOneQuery(l.d)
+	l.qPage = rebind("SELECT seq, prev, kind, payload, time, hash FROM " + EntriesTable +
 		" WHERE log_id = ? AND seq >= ? ORDER BY seq LIMIT ?")
 	return l, nil
 }
@@ -133,9 +129,9 @@ func Open(ctx context.Context, db *sql.DB, d Dialect, opts ...Option) (*Logs, er
 // before it with the hash the new entry names as previous, and nothing if
 // its position is taken. Parameters: log id, seq, prev, kind, payload,
 // time, hash (PostgreSQL needs their types spelled out in a SELECT list).
-func appendOneQuery(d Dialect) string {
+func appendOneQuery(d sqlmigrate.Dialect) string {
 	p := func(n int, pgType string) string {
-		if d == Postgres {
+		if d == sqlmigrate.Postgres {
 			return "CAST($" + strconv.Itoa(n) + " AS " + pgType + ")"
 		}
 		return "?" + strconv.Itoa(n)
@@ -158,7 +154,7 @@ func (l *Logs) insertQuery(rows int) string {
 	return q
 }
 
-func buildInsert(d Dialect, rows int) string {
+func buildInsert(d sqlmigrate.Dialect, rows int) string {
 	b := []byte("INSERT INTO " + EntriesTable + " (log_id, seq, prev, kind, payload, time, hash) VALUES ")
 	for i := 0; i < rows; i++ {
 		if i > 0 {
@@ -171,7 +167,7 @@ func buildInsert(d Dialect, rows int) string {
 }
 
 // Dialect returns the database's dialect.
-func (l *Logs) Dialect() Dialect { return l.d }
+func (l *Logs) Dialect() Dialect { return Dialect(l.d) }
 
 // ValidID checks a log id: 1 to MaxIDLen bytes of valid UTF-8 without NUL.
 func ValidID(id string) error {
@@ -238,12 +234,12 @@ func (l *Logs) OpenOrCreate(ctx context.Context, id string) (*Store, error) {
 }
 
 // execReadCommitted runs one statement. On PostgreSQL it runs in a READ
-// COMMITTED transaction (see Dialect.TxOptions), so that an INSERT ... ON
-// CONFLICT DO NOTHING racing another process's insert of the same key
-// stores nothing rather than failing with a serialization error when the
-// database's default isolation is higher.
+// COMMITTED transaction (see sqlmigrate.Dialect.TxOptions), so that an
+// INSERT ... ON CONFLICT DO NOTHING racing another process's insert of
+// the same key stores nothing rather than failing with a serialization
+// error when the database's default isolation is higher.
 func (l *Logs) execReadCommitted(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if l.d != Postgres {
+	if l.d != sqlmigrate.Postgres {
 		return l.db.ExecContext(ctx, query, args...)
 	}
 	tx, err := l.db.BeginTx(ctx, l.d.TxOptions())
@@ -410,7 +406,7 @@ func (s *Store) Append(ctx context.Context, entries ...trace.Entry) error {
 		return fmt.Errorf("%w: entry 0 must follow the genesis hash", trace.ErrConflict)
 	}
 
-	if s.logs.d == SQLite {
+	if s.logs.d == sqlmigrate.SQLite {
 		s.logs.writers.Lock()
 		defer s.logs.writers.Unlock()
 	}

@@ -10,6 +10,10 @@
 // Without VERITY_PG_DSN the PostgreSQL helpers skip the test with a
 // message naming the variable; the repository's .ci/with-postgres script
 // starts a throwaway server and sets it.
+//
+// ForEach runs a test once per entry of Backends (PostgreSQL, then a
+// SQLite file); HelperEnv and OpenFromEnv hand a database to a helper
+// process, the test binary run again.
 package sqltest
 
 import (
@@ -71,6 +75,19 @@ func PostgresSchema(t testing.TB) string {
 		}
 	})
 	dsn, err := withSearchPath(base, schema)
+	if err != nil {
+		t.Fatalf("sqltest: %s: %v", PostgresEnv, err)
+	}
+	return dsn
+}
+
+// SerializablePostgresSchema is PostgresSchema for connections whose
+// default_transaction_isolation is serializable (a common hardening
+// setting), for tests that transactions choose their isolation rather
+// than inherit the server's.
+func SerializablePostgresSchema(t testing.TB) string {
+	t.Helper()
+	dsn, err := WithParam(PostgresSchema(t), "default_transaction_isolation", "serializable")
 	if err != nil {
 		t.Fatalf("sqltest: %s: %v", PostgresEnv, err)
 	}
