@@ -45,11 +45,11 @@ func RecordApproval(b ClaimBundle, a Approval) (ClaimBundle, error) {
 // reference implementation fills in at construction: an id for the bundle
 // and for every claim that has none (from newID), the timestamp now if it
 // is zero, decision DEFER if empty, gate_recommendation EXECUTE where a
-// claim's uncertainty has none, and empty lists instead of nil ones. It
-// does not invent evidence retrieval times: a pointer without retrieved_at
-// stays invalid.
+// claim's uncertainty has none, and empty lists instead of nil ones. Times
+// are put in UTC. It does not invent evidence retrieval times: a pointer
+// without retrieved_at stays invalid.
 func (b ClaimBundle) Complete(newID func() string, now time.Time) ClaimBundle {
-	out := b.Clone()
+	out := b.canonical()
 	if out.ID == "" {
 		out.ID = newID()
 	}
@@ -59,7 +59,6 @@ func (b ClaimBundle) Complete(newID func() string, now time.Time) ClaimBundle {
 	if out.Decision == "" {
 		out.Decision = DecisionDefer
 	}
-	out.Claims = orEmpty(out.Claims)
 	for i := range out.Claims {
 		c := &out.Claims[i]
 		if c.ID == "" {
@@ -68,11 +67,6 @@ func (b ClaimBundle) Complete(newID func() string, now time.Time) ClaimBundle {
 		if c.Uncertainty.GateRecommendation == "" {
 			c.Uncertainty.GateRecommendation = Execute
 		}
-		c.EvidencePointers = orEmpty(c.EvidencePointers)
 	}
-	out.RequiredApprovals = orEmpty(out.RequiredApprovals)
-	out.AuditTrail.GatesPassed = orEmpty(out.AuditTrail.GatesPassed)
-	out.AuditTrail.GatesFailed = orEmpty(out.AuditTrail.GatesFailed)
-	out.AuditTrail.HumanApprovals = orEmpty(out.AuditTrail.HumanApprovals)
 	return out
 }

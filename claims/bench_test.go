@@ -1,9 +1,12 @@
 package claims
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
+
+	"github.com/verity-go/verity/trace"
 )
 
 // bench100 is a 100-claim bundle that passes every gate: facts with two
@@ -61,6 +64,23 @@ func BenchmarkDecodeBundle100Claims(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := DecodeBundle(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSessionEvaluate100Claims: evaluation plus the canonical record
+// appended to an in-memory log.
+func BenchmarkSessionEvaluate100Claims(b *testing.B) {
+	in := bench100()
+	s, err := NewSession(trace.NewMemoryLog(), approverPolicy())
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := clearance(Modify)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Evaluate(context.Background(), in, c); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -2,6 +2,7 @@ package claims
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/verity-go/verity/internal/canon"
 )
@@ -30,30 +32,30 @@ import (
 // timestamp (see ClaimBundle.Complete), decision DEFER, reason "", no
 // required approvals and an empty audit trail.
 func DecodeBundle(data []byte) (ClaimBundle, error) {
-	return decodeWith(data, (*decoder).bundle)
+	return decodeWith(data, false, (*decoder).bundle)
 }
 
 // DecodeClaim decodes one Claim. Omitted defaults: id "", no evidence
 // pointers, if_wrong_cost "".
 func DecodeClaim(data []byte) (Claim, error) {
-	return decodeWith(data, (*decoder).claim)
+	return decodeWith(data, false, (*decoder).claim)
 }
 
 // DecodeEvidencePointer decodes one EvidencePointer. An omitted
 // retrieved_at is the zero time (which Validate rejects).
 func DecodeEvidencePointer(data []byte) (EvidencePointer, error) {
-	return decodeWith(data, (*decoder).evidence)
+	return decodeWith(data, false, (*decoder).evidence)
 }
 
 // DecodeUncertainty decodes one Uncertainty. Omitted defaults:
 // interpretation "" and gate_recommendation EXECUTE.
 func DecodeUncertainty(data []byte) (Uncertainty, error) {
-	return decodeWith(data, (*decoder).uncertainty)
+	return decodeWith(data, false, (*decoder).uncertainty)
 }
 
 // DecodeApproval decodes one Approval. Only reason may be omitted.
 func DecodeApproval(data []byte) (Approval, error) {
-	return decodeWith(data, (*decoder).approval)
+	return decodeWith(data, false, (*decoder).approval)
 }
 
 // UnmarshalJSON decodes strictly with DecodeBundle; on error b is unchanged.
@@ -82,7 +84,9 @@ func into[T any](dst *T, data []byte, decode func([]byte) (T, error)) error {
 	return nil
 }
 
-func decodeWith[T any](data []byte, walk func(*decoder, string, any) T) (T, error) {
+// decodeWith decodes data with walk; recordForm selects the record form
+// (see Record) instead of the specification's.
+func decodeWith[T any](data []byte, recordForm bool, walk func(*decoder, string, any) T) (T, error) {
 	var zero T
 	// canon rejects what encoding/json would silently accept or alter:
 	// duplicate keys, invalid UTF-8, lone surrogates, excessive nesting.
@@ -101,7 +105,7 @@ func decodeWith[T any](data []byte, walk func(*decoder, string, any) T) (T, erro
 			syntax:     err,
 		}
 	}
-	d := &decoder{}
+	d := &decoder{recordForm: recordForm}
 	v := walk(d, "", tree)
 	if len(d.vs) > 0 {
 		sortViolations(d.vs)
@@ -112,6 +116,9 @@ func decodeWith[T any](data []byte, walk func(*decoder, string, any) T) (T, erro
 
 type decoder struct {
 	vs []Violation
+	// recordForm accepts the record form of values outside the
+	// specification (see Record) and any value of an enum.
+	recordForm bool
 }
 
 func (d *decoder) add(path, rule, format string, args ...any) {
@@ -170,11 +177,40 @@ func (d *decoder) str(m map[string]any, path, key string, required bool) string 
 	if !ok {
 		return ""
 	}
-	s, isStr := v.(string)
-	if !isStr {
-		d.add(joinPath(path, key), RuleType, "want string, got %s", jsonKind(v))
-	}
+	s, _ := d.text(joinPath(path, key), v)
 	return s
+}
+
+// text returns the string v is, reporting any other JSON type. In the
+// record form a string that is not valid UTF-8 is {"bytes": base64}.
+func (d *decoder) text(path string, v any) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case map[string]any:
+		if d.recordForm {
+			return d.invalidUTF8(path, x)
+		}
+	}
+	d.add(path, RuleType, "want string, got %s", jsonKind(v))
+	return "", false
+}
+
+// invalidUTF8 decodes the record form {"bytes": base64} of a string that
+// is not valid UTF-8.
+func (d *decoder) invalidUTF8(path string, v map[string]any) (string, bool) {
+	m, _ := d.object(path, v, "bytes")
+	b64, isStr := m["bytes"].(string)
+	b, err := base64.StdEncoding.Strict().DecodeString(b64)
+	switch {
+	case !isStr || err != nil:
+		d.add(joinPath(path, "bytes"), RuleType, "want a string of standard base64")
+	case utf8.Valid(b):
+		d.add(path, RuleType, "a string of valid UTF-8 is written as a JSON string")
+	default:
+		return string(b), true
+	}
+	return "", false
 }
 
 func (d *decoder) unit(m map[string]any, path, key string) float64 {
@@ -183,12 +219,20 @@ func (d *decoder) unit(m map[string]any, path, key string) float64 {
 		return 0
 	}
 	p := joinPath(path, key)
+	if s, isStr := v.(string); isStr && d.recordForm {
+		if f, special := specialNumbers[s]; special {
+			return f
+		}
+	}
 	n, isNum := v.(json.Number)
 	if !isNum {
 		d.add(p, RuleType, "want number, got %s", jsonKind(v))
 		return 0
 	}
 	f, err := strconv.ParseFloat(string(n), 64)
+	if d.recordForm && err == nil {
+		return f // any finite number
+	}
 	if err != nil || !inUnit(f) || !exactlyInUnit(string(n), f) {
 		d.add(p, RuleRange, "%s is outside [0,1]", n)
 		return 0
@@ -239,6 +283,11 @@ func (d *decoder) time(m map[string]any, path, key string, required bool) time.T
 	if !isStr {
 		d.add(p, RuleType, "want string, got %s", jsonKind(v))
 		return time.Time{}
+	}
+	if d.recordForm {
+		if t, ok := parseUnixTime(s); ok {
+			return t
+		}
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil || !isRFC3339(s) {
@@ -302,12 +351,11 @@ func enum[T ~string](d *decoder, m map[string]any, path, key string, valid func(
 	if !ok {
 		return def
 	}
-	s, isStr := v.(string)
+	s, isStr := d.text(joinPath(path, key), v)
 	if !isStr {
-		d.add(joinPath(path, key), RuleType, "want string, got %s", jsonKind(v))
 		return def
 	}
-	if !valid(T(s)) {
+	if !valid(T(s)) && !d.recordForm {
 		d.add(joinPath(path, key), RuleEnum, "unknown value %q", s)
 		return def
 	}
@@ -342,11 +390,7 @@ func (d *decoder) strings(m map[string]any, path, key string) []string {
 	items := d.array(m, path, key, false)
 	out := make([]string, len(items))
 	for i, it := range items {
-		s, ok := it.(string)
-		if !ok {
-			d.add(indexPath(joinPath(path, key), i), RuleType, "want string, got %s", jsonKind(it))
-		}
-		out[i] = s
+		out[i], _ = d.text(indexPath(joinPath(path, key), i), it)
 	}
 	return out
 }
@@ -464,4 +508,26 @@ func (d *decoder) note(path string, v any) Note {
 		Gate:    d.str(m, path, "gate", true),
 		Text:    d.str(m, path, "text", true),
 	}
+}
+
+func (d *decoder) record(path string, v any) Record {
+	m, ok := d.object(path, v, "actor", "clearance", "approval", "bundle")
+	if !ok {
+		return Record{}
+	}
+	r := Record{
+		Actor:     d.str(m, path, "actor", false),
+		Clearance: enum(d, m, path, "clearance", RiskTier.Valid, ""),
+	}
+	if _, present := m["clearance"]; present && !r.Clearance.Valid() {
+		d.add(joinPath(path, "clearance"), RuleEnum, "unknown risk tier %q", string(r.Clearance))
+	}
+	if a, present := d.member(m, path, "approval", false); present {
+		approval := d.approval(joinPath(path, "approval"), a)
+		r.Approval = &approval
+	}
+	if b, present := d.member(m, path, "bundle", true); present {
+		r.Bundle = d.bundle(joinPath(path, "bundle"), b)
+	}
+	return r
 }

@@ -117,6 +117,17 @@
 // returning the result; a decision that could not be recorded is not
 // returned. DecodeRecord reads such an entry back.
 //
+// Every evaluation the gate chain returns can be recorded, whatever the
+// bundle held: the record form (see Record) writes a valid bundle as the
+// specification's JSON and the values the specification cannot hold —
+// empty or unknown enum values, numbers outside [0,1], NaN, strings that
+// are not UTF-8, times outside the years 0000-9999 — without loss, each in
+// one form. The evaluated bundle itself is in the form its JSON reads back
+// as (times in UTC, no nil lists), so the entry decodes to exactly the
+// bundle the caller got. A bundle the validation gate refuses is recorded
+// like any other, and the Session returns its REFUSE together with a
+// *ValidationError listing the violations with their paths.
+//
 // # Guarantees and the tests that check them
 //
 //   - Strict, lossless JSON: TestDecodeRejects, TestDecodeDefaults,
@@ -150,6 +161,15 @@
 //   - Every decision the Session returns is on the log:
 //     TestSessionRecordsEvaluationsAndApprovals,
 //     TestSessionReturnsNoUnrecordedDecision.
+//   - The Session records exactly what the gate chain returns, for any
+//     bundle, policy and context it returns a result for (zero and unknown
+//     enum values, NaN, invalid UTF-8 included), and likewise for
+//     approvals: TestSessionRecordsExactlyWhatTheCoreReturns (rapid),
+//     TestSessionRecordsRefusalOfZeroUncertainty,
+//     TestEvaluatedBundleReadsBackAsItself; the record form is lossless and
+//     has one spelling per value: TestRecordForm,
+//     TestDecodeRecordRejectsOtherForms, TestDecodeRecordRejects and
+//     FuzzDecodeRecord.
 //
 // # What it does not cover
 //

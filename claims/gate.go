@@ -156,6 +156,8 @@ type Evaluation struct {
 	// Bundle is the evaluated bundle: a copy of the input with decision,
 	// reason, required approvals and audit trail (gates passed and failed,
 	// caveats, flags) set. Human approvals are carried over unchanged.
+	// It is in the form its JSON reads back as: times in UTC, no nil
+	// list of the specification, no negative zero.
 	Bundle ClaimBundle
 	// Decision and Reason repeat Bundle.Decision and Bundle.Reason.
 	Decision Decision
@@ -201,11 +203,10 @@ func Evaluate(b ClaimBundle, p Policy, c Context) (Evaluation, error) {
 	if b.Decision == DecisionRefuse {
 		return refusedBefore(b), nil
 	}
-	ch := chain{policy: p, ctx: c, out: b.Clone(), inRequired: b.RequiredApprovals}
+	ch := chain{policy: p, ctx: c, out: b.canonical(), inRequired: b.RequiredApprovals}
 	ch.out.RequiredApprovals = requiredApprovers(b, p)
 	ch.out.AuditTrail.GatesPassed = []string{}
 	ch.out.AuditTrail.GatesFailed = []string{}
-	ch.out.AuditTrail.HumanApprovals = orEmpty(ch.out.AuditTrail.HumanApprovals)
 	ch.out.AuditTrail.Caveats = nil
 	ch.out.AuditTrail.Flags = nil
 	ch.sorted = sortedClaims(ch.out.Claims)
@@ -219,11 +220,7 @@ func Evaluate(b ClaimBundle, p Policy, c Context) (Evaluation, error) {
 // empty gates_failed are filled in, so that evaluating again is a fixed
 // point.
 func refusedBefore(b ClaimBundle) Evaluation {
-	out := b.Clone()
-	out.Claims = orEmpty(out.Claims)
-	out.RequiredApprovals = orEmpty(out.RequiredApprovals)
-	out.AuditTrail.GatesPassed = orEmpty(out.AuditTrail.GatesPassed)
-	out.AuditTrail.HumanApprovals = orEmpty(out.AuditTrail.HumanApprovals)
+	out := b.canonical()
 	if out.Reason == "" {
 		out.Reason = "refused before evaluation"
 	}

@@ -2,16 +2,13 @@ package claims
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/verity-go/verity/internal/canon"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -24,74 +21,23 @@ const (
 // ErrNoLog is returned by NewSession without a trace log.
 var ErrNoLog = errors.New("claims: session needs a trace log")
 
-// Record is the payload of a KindEvaluate or KindApprove trace entry: who
-// acted with which clearance, the approval (KindApprove only) and the
-// evaluated bundle, whose audit trail holds the decision, reason, gates,
-// caveats and flags.
-type Record struct {
-	Actor     string      `json:"actor"`
-	Clearance RiskTier    `json:"clearance"`
-	Approval  *Approval   `json:"approval,omitempty"`
-	Bundle    ClaimBundle `json:"bundle"`
-}
-
-// DecodeRecord decodes the payload of a claims trace entry strictly (the
-// bundle and approval with DecodeBundle and DecodeApproval rules, no
-// unknown fields).
-func DecodeRecord(payload []byte) (Record, error) {
-	// canon rejects duplicate keys, invalid UTF-8 and trailing data, which
-	// encoding/json would accept; member names are then matched exactly,
-	// where encoding/json would ignore case.
-	if _, err := canon.Transform(payload); err != nil {
-		return Record{}, fmt.Errorf("%w: record: %w", ErrMalformed, err)
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(payload, &m); err != nil || m == nil {
-		return Record{}, fmt.Errorf("%w: record: not an object", ErrMalformed)
-	}
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		if k != "actor" && k != "clearance" && k != "approval" && k != "bundle" {
-			return Record{}, fmt.Errorf("%w: record: unknown field %q", ErrMalformed, k)
-		}
-	}
-	var rec Record
-	if raw, ok := m["actor"]; ok {
-		if err := json.Unmarshal(raw, &rec.Actor); err != nil {
-			return Record{}, fmt.Errorf("%w: record: actor: %w", ErrMalformed, err)
-		}
-	}
-	if raw, ok := m["clearance"]; ok {
-		if err := json.Unmarshal(raw, &rec.Clearance); err != nil {
-			return Record{}, fmt.Errorf("%w: record: clearance: %w", ErrMalformed, err)
-		}
-	}
-	if !rec.Clearance.Valid() {
-		return Record{}, fmt.Errorf("%w: record: clearance %q", ErrMalformed, rec.Clearance)
-	}
-	if raw, ok := m["approval"]; ok && string(raw) != "null" {
-		a, err := DecodeApproval(raw)
-		if err != nil {
-			return Record{}, fmt.Errorf("%w: record: approval: %w", ErrMalformed, err)
-		}
-		rec.Approval = &a
-	}
-	raw, ok := m["bundle"]
-	if !ok {
-		return Record{}, fmt.Errorf("%w: record: no bundle", ErrMalformed)
-	}
-	b, err := DecodeBundle(raw)
-	if err != nil {
-		return Record{}, err
-	}
-	rec.Bundle = b
-	return rec, nil
-}
-
 // Session is the shell around Evaluate and RecordApproval: it stamps times
 // from a clock, fills missing ids with UUIDv7s, and appends every
 // evaluation and approval to a trace.Log before returning it, so that a
 // decision the caller sees is always on the log. It is safe for concurrent
 // use.
+//
+// What Evaluate returns is what the Session records: every evaluation the
+// gate chain makes, whatever the bundle holds (empty or unknown enum
+// values, numbers outside [0,1], strings that are not UTF-8: see Record).
+// A bundle the validation gate refuses is no exception: its REFUSE is
+// recorded, so the log shows every bundle that was submitted, and the
+// Session returns that evaluation together with a *ValidationError that
+// lists the violations with their paths (those of Evaluation.Violations),
+// so that a caller checking only the error does not mistake it for a
+// verdict on valid claims. Errors that leave the chain without a result —
+// an invalid context, an approval RecordApproval rejects — are returned
+// and nothing is recorded.
 type Session struct {
 	mu     sync.Mutex
 	log    *trace.Log
@@ -138,7 +84,8 @@ func NewSession(log *trace.Log, p Policy, opts ...SessionOption) (*Session, erro
 // Evaluate completes b (ids, timestamp: see ClaimBundle.Complete), runs the
 // gate chain and appends a KindEvaluate entry. If the entry cannot be
 // written the evaluation is not returned: an unrecorded decision must not
-// be acted on.
+// be acted on. If the validation gate refused b, the recorded REFUSE comes
+// back with a *ValidationError (see Session).
 func (s *Session) Evaluate(ctx context.Context, b ClaimBundle, c Context) (Evaluation, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -147,10 +94,10 @@ func (s *Session) Evaluate(ctx context.Context, b ClaimBundle, c Context) (Evalu
 		return Evaluation{}, err
 	}
 	rec := Record{Actor: c.Actor, Clearance: c.Clearance, Bundle: ev.Bundle}
-	if _, err := s.log.AppendValue(ctx, KindEvaluate, rec); err != nil {
+	if _, err := s.log.AppendValue(ctx, KindEvaluate, rec.value()); err != nil {
 		return Evaluation{}, fmt.Errorf("claims: recording evaluation: %w", err)
 	}
-	return ev, nil
+	return ev, invalidBundle(ev)
 }
 
 // Approve records approver's decision (stamped with the session clock) on
@@ -170,8 +117,17 @@ func (s *Session) Approve(ctx context.Context, b ClaimBundle, c Context, approve
 		return Evaluation{}, err
 	}
 	rec := Record{Actor: c.Actor, Clearance: c.Clearance, Approval: &a, Bundle: ev.Bundle}
-	if _, err := s.log.AppendValue(ctx, KindApprove, rec); err != nil {
+	if _, err := s.log.AppendValue(ctx, KindApprove, rec.value()); err != nil {
 		return Evaluation{}, fmt.Errorf("claims: recording approval: %w", err)
 	}
-	return ev, nil
+	return ev, invalidBundle(ev)
+}
+
+// invalidBundle returns the *ValidationError behind an evaluation that the
+// validation gate refused, or nil.
+func invalidBundle(ev Evaluation) error {
+	if ev.StoppedAt != GateValidation || len(ev.Violations) == 0 {
+		return nil
+	}
+	return &ValidationError{Violations: slices.Clone(ev.Violations)}
 }

@@ -380,6 +380,49 @@ func (a AuditTrail) Clone() AuditTrail {
 	return a
 }
 
+// canonical returns a deep copy of b in the one form that its JSON reads
+// back as: every time in UTC without a monotonic clock reading, the
+// specification's lists non-nil, caveats and flags nil when empty, and no
+// negative zero. None of this changes what b says.
+func (b ClaimBundle) canonical() ClaimBundle {
+	out := b.Clone()
+	out.Timestamp = out.Timestamp.UTC()
+	out.Claims = orEmpty(out.Claims)
+	for i := range out.Claims {
+		c := &out.Claims[i]
+		c.EvidencePointers = orEmpty(c.EvidencePointers)
+		for j := range c.EvidencePointers {
+			e := &c.EvidencePointers[j]
+			e.SourceConfidence = unsignedZero(e.SourceConfidence)
+			e.RetrievedAt = e.RetrievedAt.UTC()
+		}
+		c.Uncertainty.Value = unsignedZero(c.Uncertainty.Value)
+	}
+	out.RequiredApprovals = orEmpty(out.RequiredApprovals)
+	a := &out.AuditTrail
+	a.GatesPassed = orEmpty(a.GatesPassed)
+	a.GatesFailed = orEmpty(a.GatesFailed)
+	a.HumanApprovals = orEmpty(a.HumanApprovals)
+	for i := range a.HumanApprovals {
+		a.HumanApprovals[i].Timestamp = a.HumanApprovals[i].Timestamp.UTC()
+	}
+	if len(a.Caveats) == 0 {
+		a.Caveats = nil
+	}
+	if len(a.Flags) == 0 {
+		a.Flags = nil
+	}
+	return out
+}
+
+// unsignedZero returns f with -0 replaced by 0.
+func unsignedZero(f float64) float64 {
+	if f == 0 {
+		return 0
+	}
+	return f
+}
+
 func cloneSlice[T any](s []T) []T {
 	if s == nil {
 		return nil
