@@ -319,7 +319,7 @@ func checkRecord(pre []byte, head Head) (Hash, error) {
 		return Hash{}, err
 	}
 	if sum := Hash(sha256.Sum256(pre[:len(pre)-len(Hash{})])); sum != r.hash {
-		return Hash{}, fmt.Errorf("%w: stored hash %s, the record's fields hash to %s", ErrMalformed, r.hash, sum)
+		return Hash{}, fmt.Errorf("hash mismatch: stored %s, the record's fields hash to %s", r.hash, sum)
 	}
 	return r.hash, linkError(head, r.seq, r.prev)
 }
