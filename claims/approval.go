@@ -65,7 +65,7 @@ func (b ClaimBundle) Complete(newID func() string, now time.Time) ClaimBundle {
 			c.ID = newID()
 		}
 		if c.Uncertainty.GateRecommendation == "" {
-			c.Uncertainty.GateRecommendation = Execute
+			c.Uncertainty.GateRecommendation = RecommendExecute
 		}
 	}
 	return out

@@ -12,8 +12,8 @@ import (
 
 func escalated(t *testing.T) ClaimBundle {
 	t.Helper()
-	in := mkBundle(fact("f"), mkClaim("p", DecisionClaim, Privilege, 0.1, Execute))
-	ev, err := Evaluate(in, approverPolicy(), clearance(Privilege))
+	in := mkBundle(fact("f"), mkClaim("p", ClaimDecision, TierPrivilege, 0.1, RecommendExecute))
+	ev, err := Evaluate(in, approverPolicy(), clearance(TierPrivilege))
 	require.NoError(t, err)
 	require.Equal(t, DecisionEscalate, ev.Decision)
 	require.Equal(t, []string{"security", "cto"}, ev.Bundle.RequiredApprovals)
@@ -28,21 +28,21 @@ func approval(who string, d ApprovalDecision) Approval {
 func TestApprovalFlowPublishes(t *testing.T) {
 	b := escalated(t)
 	before := b.Clone()
-	b1, err := RecordApproval(b, approval("security", Approved))
+	b1, err := RecordApproval(b, approval("security", ApprovalApproved))
 	require.NoError(t, err)
 	assert.Equal(t, before, b, "recording returns a new bundle")
-	assert.Equal(t, []Approval{approval("security", Approved)}, b1.AuditTrail.HumanApprovals)
+	assert.Equal(t, []Approval{approval("security", ApprovalApproved)}, b1.AuditTrail.HumanApprovals)
 	assert.Equal(t, DecisionEscalate, b1.Decision, "the decision changes only on re-evaluation")
 
-	ev, err := Evaluate(b1, approverPolicy(), clearance(Privilege))
+	ev, err := Evaluate(b1, approverPolicy(), clearance(TierPrivilege))
 	require.NoError(t, err)
 	assert.Equal(t, DecisionEscalate, ev.Decision)
 	assert.Equal(t, []string{"cto"}, ev.Pending)
 	assert.Contains(t, ev.Reason, `awaiting approval from "cto"`)
 
-	b2, err := RecordApproval(ev.Bundle, approval("cto", Approved))
+	b2, err := RecordApproval(ev.Bundle, approval("cto", ApprovalApproved))
 	require.NoError(t, err)
-	ev, err = Evaluate(b2, approverPolicy(), clearance(Privilege))
+	ev, err = Evaluate(b2, approverPolicy(), clearance(TierPrivilege))
 	require.NoError(t, err)
 	assert.Equal(t, DecisionPublish, ev.Decision)
 	assert.Empty(t, ev.Pending)
@@ -52,18 +52,18 @@ func TestApprovalFlowPublishes(t *testing.T) {
 }
 
 func TestApprovalRejectionRefuses(t *testing.T) {
-	b, err := RecordApproval(escalated(t), approval("cto", Rejected))
+	b, err := RecordApproval(escalated(t), approval("cto", ApprovalRejected))
 	require.NoError(t, err)
-	ev, err := Evaluate(b, approverPolicy(), clearance(Privilege))
+	ev, err := Evaluate(b, approverPolicy(), clearance(TierPrivilege))
 	require.NoError(t, err)
 	assert.Equal(t, DecisionRefuse, ev.Decision)
 	assert.Equal(t, GateHumanApproval, ev.StoppedAt)
 	assert.Contains(t, ev.Reason, `rejected by "cto"`)
 	assert.Empty(t, ev.Pending)
 	// A later approval by the other approver cannot undo the rejection.
-	b, err = RecordApproval(ev.Bundle, approval("security", Approved))
+	b, err = RecordApproval(ev.Bundle, approval("security", ApprovalApproved))
 	require.NoError(t, err)
-	ev, err = Evaluate(b, approverPolicy(), clearance(Privilege))
+	ev, err = Evaluate(b, approverPolicy(), clearance(TierPrivilege))
 	require.NoError(t, err)
 	assert.Equal(t, DecisionRefuse, ev.Decision)
 }
@@ -71,33 +71,33 @@ func TestApprovalRejectionRefuses(t *testing.T) {
 func TestRecordApprovalRejectsBadApprovals(t *testing.T) {
 	b := escalated(t)
 	before := b.Clone()
-	_, err := RecordApproval(b, approval("mallory", Approved))
+	_, err := RecordApproval(b, approval("mallory", ApprovalApproved))
 	assert.ErrorIs(t, err, ErrNotRequired)
-	_, err = RecordApproval(b, Approval{Approver: "cto", Decision: Approved})
+	_, err = RecordApproval(b, Approval{Approver: "cto", Decision: ApprovalApproved})
 	assert.ErrorIs(t, err, ErrInvalid, "missing time")
 	_, err = RecordApproval(b, Approval{Approver: "cto", Timestamp: t0, Decision: "approved"})
 	assert.ErrorIs(t, err, ErrInvalid)
-	_, err = RecordApproval(b, Approval{Timestamp: t0, Decision: Approved})
+	_, err = RecordApproval(b, Approval{Timestamp: t0, Decision: ApprovalApproved})
 	assert.ErrorIs(t, err, ErrInvalid)
-	b1, err := RecordApproval(b, approval("cto", Approved))
+	b1, err := RecordApproval(b, approval("cto", ApprovalApproved))
 	require.NoError(t, err)
-	again, err := RecordApproval(b1, approval("cto", Rejected))
+	again, err := RecordApproval(b1, approval("cto", ApprovalRejected))
 	assert.ErrorIs(t, err, ErrAlreadyDecided)
 	assert.Equal(t, b1, again, "rejection returns the old value")
 	assert.Equal(t, before, b)
 	// A bundle that needs no approval accepts none.
-	ev, err := Evaluate(mkBundle(fact("a")), approverPolicy(), clearance(ReadOnly))
+	ev, err := Evaluate(mkBundle(fact("a")), approverPolicy(), clearance(TierReadOnly))
 	require.NoError(t, err)
-	_, err = RecordApproval(ev.Bundle, approval("cto", Approved))
+	_, err = RecordApproval(ev.Bundle, approval("cto", ApprovalApproved))
 	assert.ErrorIs(t, err, ErrNotRequired)
 }
 
 func TestApprovalsMustBeAskedFor(t *testing.T) {
 	// An approval that sits in a bundle before the approver was required
 	// does not count: it is a violation, and the bundle is refused.
-	in := mkBundle(mkClaim("d", DecisionClaim, Delete, 0.1, Execute))
-	in.AuditTrail.HumanApprovals = []Approval{approval("dba", Approved)}
-	ev, err := Evaluate(in, approverPolicy(), clearance(Privilege))
+	in := mkBundle(mkClaim("d", ClaimDecision, TierDelete, 0.1, RecommendExecute))
+	in.AuditTrail.HumanApprovals = []Approval{approval("dba", ApprovalApproved)}
+	ev, err := Evaluate(in, approverPolicy(), clearance(TierPrivilege))
 	require.NoError(t, err)
 	assert.Equal(t, DecisionRefuse, ev.Decision)
 	assert.Equal(t, GateValidation, ev.StoppedAt)
@@ -106,16 +106,16 @@ func TestApprovalsMustBeAskedFor(t *testing.T) {
 
 func TestBundleRequiredApprovalsAreKept(t *testing.T) {
 	// Approvers the bundle already requires are kept, after the policy's.
-	in := mkBundle(mkClaim("d", DecisionClaim, Delete, 0.1, Execute))
+	in := mkBundle(mkClaim("d", ClaimDecision, TierDelete, 0.1, RecommendExecute))
 	in.RequiredApprovals = []string{"owner", "dba"}
-	ev, err := Evaluate(in, approverPolicy(), clearance(Privilege))
+	ev, err := Evaluate(in, approverPolicy(), clearance(TierPrivilege))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"dba", "owner"}, ev.Bundle.RequiredApprovals)
 	// Even without DELETE or PRIVILEGE, a bundle that asks for approval is
 	// escalated.
 	in = mkBundle(fact("a"))
 	in.RequiredApprovals = []string{"owner"}
-	ev, err = Evaluate(in, approverPolicy(), clearance(Privilege))
+	ev, err = Evaluate(in, approverPolicy(), clearance(TierPrivilege))
 	require.NoError(t, err)
 	assert.Equal(t, DecisionEscalate, ev.Decision)
 }
@@ -134,9 +134,9 @@ func TestComplete(t *testing.T) {
 	assert.NotNil(t, out.RequiredApprovals)
 	// The reference's Uncertainty defaults gate_recommendation to EXECUTE,
 	// as DecodeUncertainty does; a recommendation that is set is kept.
-	assert.Equal(t, Execute, out.Claims[0].Uncertainty.GateRecommendation)
-	in.Claims[1].Uncertainty.GateRecommendation = Refuse
-	assert.Equal(t, Refuse, in.Complete(ids, t0).Claims[1].Uncertainty.GateRecommendation)
+	assert.Equal(t, RecommendExecute, out.Claims[0].Uncertainty.GateRecommendation)
+	in.Claims[1].Uncertainty.GateRecommendation = RecommendRefuse
+	assert.Equal(t, RecommendRefuse, in.Complete(ids, t0).Claims[1].Uncertainty.GateRecommendation)
 	in.Claims[1].Uncertainty.GateRecommendation = ""
 	assert.Empty(t, in.ID, "input untouched")
 	assert.Empty(t, in.Claims[0].ID)
@@ -151,9 +151,9 @@ func TestApprovalStateMachine(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		p := DefaultPolicy()
 		approvers := rapid.SliceOfNDistinct(rapid.SampledFrom([]string{"a", "b", "c", "d"}), 1, 4, rapid.ID).Draw(t, "approvers")
-		tier := rapid.SampledFrom([]RiskTier{Delete, Privilege}).Draw(t, "tier")
+		tier := rapid.SampledFrom([]RiskTier{TierDelete, TierPrivilege}).Draw(t, "tier")
 		p.Approvers = map[RiskTier][]string{tier: approvers}
-		ev, err := Evaluate(mkBundle(fact("f"), mkClaim("x", DecisionClaim, tier, 0.1, Execute)), p, clearance(Privilege))
+		ev, err := Evaluate(mkBundle(fact("f"), mkClaim("x", ClaimDecision, tier, 0.1, RecommendExecute)), p, clearance(TierPrivilege))
 		require.NoError(t, err)
 		b := ev.Bundle
 		model := map[string]ApprovalDecision{}
@@ -161,7 +161,7 @@ func TestApprovalStateMachine(t *testing.T) {
 			pending := false
 			for _, a := range approvers {
 				switch model[a] {
-				case Rejected:
+				case ApprovalRejected:
 					return DecisionRefuse
 				case "":
 					pending = true
@@ -176,7 +176,7 @@ func TestApprovalStateMachine(t *testing.T) {
 		t.Repeat(map[string]func(*rapid.T){
 			"decide": func(t *rapid.T) {
 				who := rapid.SampledFrom([]string{"a", "b", "c", "d", "e"}).Draw(t, "who")
-				d := rapid.SampledFrom([]ApprovalDecision{Approved, Rejected}).Draw(t, "decision")
+				d := rapid.SampledFrom([]ApprovalDecision{ApprovalApproved, ApprovalRejected}).Draw(t, "decision")
 				nb, err := RecordApproval(b, Approval{Approver: who, Timestamp: t0, Decision: d})
 				switch {
 				case !slices.Contains(approvers, who):
@@ -192,7 +192,7 @@ func TestApprovalStateMachine(t *testing.T) {
 				}
 			},
 			"evaluate": func(t *rapid.T) {
-				ev, err := Evaluate(b, p, clearance(Privilege))
+				ev, err := Evaluate(b, p, clearance(TierPrivilege))
 				require.NoError(t, err)
 				want := expect()
 				if refusedAt != "" {

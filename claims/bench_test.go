@@ -19,11 +19,11 @@ func bench100() ClaimBundle {
 		u := 0.1 + float64(i%7)/10 // 0.1 … 0.7
 		switch i % 3 {
 		case 0:
-			cs = append(cs, mkClaim(id, FactClaim, ReadOnly, u, Execute, ev(0.4), ev(0.9)))
+			cs = append(cs, mkClaim(id, ClaimFact, TierReadOnly, u, RecommendExecute, ev(0.4), ev(0.9)))
 		case 1:
-			cs = append(cs, mkClaim(id, InferenceClaim, WriteLimited, u, Execute, ev(0.7)))
+			cs = append(cs, mkClaim(id, ClaimInference, TierWriteLimited, u, RecommendExecute, ev(0.7)))
 		default:
-			cs = append(cs, mkClaim(id, DecisionClaim, Modify, u, Explain))
+			cs = append(cs, mkClaim(id, ClaimDecision, TierModify, u, RecommendExplain))
 		}
 	}
 	return mkBundle(cs...)
@@ -32,7 +32,7 @@ func bench100() ClaimBundle {
 func BenchmarkEvaluate100Claims(b *testing.B) {
 	in := bench100()
 	p := approverPolicy()
-	c := clearance(Modify)
+	c := clearance(TierModify)
 	if ev, err := Evaluate(in, p, c); err != nil || ev.Decision != DecisionPublish {
 		b.Fatalf("setup: %v %v %s", err, ev.Decision, ev.Reason)
 	}
@@ -77,7 +77,7 @@ func BenchmarkSessionEvaluate100Claims(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := clearance(Modify)
+	c := clearance(TierModify)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := s.Evaluate(context.Background(), in, c); err != nil {

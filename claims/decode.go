@@ -481,7 +481,7 @@ func (d *decoder) uncertainty(path string, v any) Uncertainty {
 		Method:             enum(d, m, path, "method", UncertaintyMethod.Valid, ""),
 		Value:              d.unit(m, path, "value"),
 		Interpretation:     d.str(m, path, "interpretation", false),
-		GateRecommendation: enum(d, m, path, "gate_recommendation", GateRecommendation.Valid, Execute),
+		GateRecommendation: enum(d, m, path, "gate_recommendation", GateRecommendation.Valid, RecommendExecute),
 	}
 }
 

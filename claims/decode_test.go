@@ -61,15 +61,15 @@ func TestDecodeSpecExamples(t *testing.T) {
 	assert.Equal(t, Claim{
 		ID:        "claim-001",
 		Statement: "Semantic entropy AUROC >= 0.78 for hallucination detection",
-		ClaimType: FactClaim,
+		ClaimType: ClaimFact,
 		EvidencePointers: []EvidencePointer{{
 			Source:           "https://nature.com/articles/s41586-024-07421-0",
 			SourceConfidence: 0.95,
 			EvidenceHash:     "bd24c2aaef2ef37ae95f0f9e5f7d9e7c",
 			RetrievedAt:      time.Date(2025, 12, 28, 19, 30, 0, 0, time.UTC),
 		}},
-		Uncertainty: Uncertainty{Method: SemanticEntropy, Value: 0.15, Interpretation: "Strong empirical validation", GateRecommendation: Execute},
-		RiskTier:    ReadOnly,
+		Uncertainty: Uncertainty{Method: MethodSemanticEntropy, Value: 0.15, Interpretation: "Strong empirical validation", GateRecommendation: RecommendExecute},
+		RiskTier:    TierReadOnly,
 		IfWrongCost: "Claim is verifiable against published literature",
 	}, c1)
 	// The example's evidence_hash has 32 hex digits: an MD5-sized value, not
@@ -81,7 +81,7 @@ func TestDecodeSpecExamples(t *testing.T) {
 	b, err := DecodeBundle([]byte(bundleJSON(specExample1, specExample2)))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"claims[0].evidence_pointers[0].evidence_hash evidence_hash"}, pathsRules(violationsOf(t, Validate(b))))
-	ev, err := Evaluate(b, approverPolicy(), clearance(Privilege))
+	ev, err := Evaluate(b, approverPolicy(), clearance(TierPrivilege))
 	require.NoError(t, err)
 	assert.Equal(t, DecisionRefuse, ev.Decision, "an invalid hash is refused")
 
@@ -91,13 +91,13 @@ func TestDecodeSpecExamples(t *testing.T) {
 	b, err = DecodeBundle([]byte(bundleJSON(fixed)))
 	require.NoError(t, err)
 	require.NoError(t, Validate(b))
-	ev, err = Evaluate(b, DefaultPolicy(), clearance(ReadOnly))
+	ev, err = Evaluate(b, DefaultPolicy(), clearance(TierReadOnly))
 	require.NoError(t, err)
 	assert.Equal(t, DecisionPublish, ev.Decision)
 
 	b, err = DecodeBundle([]byte(bundleJSON(fixed, specExample2)))
 	require.NoError(t, err)
-	ev, err = Evaluate(b, approverPolicy(), clearance(Privilege))
+	ev, err = Evaluate(b, approverPolicy(), clearance(TierPrivilege))
 	require.NoError(t, err)
 	assert.Equal(t, DecisionDefer, ev.Decision)
 	assert.Equal(t, GateUncertainty, ev.StoppedAt)
@@ -109,8 +109,8 @@ func TestDecodeDefaults(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, ClaimBundle{
 		OriginAgent: "a",
-		Claims: []Claim{{Statement: "s", ClaimType: DecisionClaim, EvidencePointers: []EvidencePointer{},
-			Uncertainty: Uncertainty{Method: ConfidenceScore, Value: 0.2, GateRecommendation: Execute}, RiskTier: ReadOnly}},
+		Claims: []Claim{{Statement: "s", ClaimType: ClaimDecision, EvidencePointers: []EvidencePointer{},
+			Uncertainty: Uncertainty{Method: MethodConfidenceScore, Value: 0.2, GateRecommendation: RecommendExecute}, RiskTier: TierReadOnly}},
 		Decision:          DecisionDefer,
 		RequiredApprovals: []string{},
 		AuditTrail:        AuditTrail{GatesPassed: []string{}, GatesFailed: []string{}, HumanApprovals: []Approval{}},
@@ -235,17 +235,17 @@ func TestUnmarshalJSONIsStrictAndAtomic(t *testing.T) {
 
 	var u Uncertainty
 	require.NoError(t, json.Unmarshal([]byte(`{"method":"conformal_set","value":1}`), &u))
-	assert.Equal(t, Uncertainty{Method: ConformalSet, Value: 1, GateRecommendation: Execute}, u)
+	assert.Equal(t, Uncertainty{Method: MethodConformalSet, Value: 1, GateRecommendation: RecommendExecute}, u)
 	assert.ErrorIs(t, json.Unmarshal([]byte(`{"method":"conformal","value":1}`), &u), ErrUnknownValue)
 
 	var a Approval
 	require.NoError(t, json.Unmarshal([]byte(`{"approver":"x","timestamp":"2025-01-01T00:00:00Z","decision":"REJECTED"}`), &a))
-	assert.Equal(t, Rejected, a.Decision)
+	assert.Equal(t, ApprovalRejected, a.Decision)
 
 	var tier RiskTier
 	assert.ErrorIs(t, json.Unmarshal([]byte(`"privilege"`), &tier), ErrUnknownValue)
 	require.NoError(t, json.Unmarshal([]byte(`"PRIVILEGE"`), &tier))
-	assert.Equal(t, Privilege, tier)
+	assert.Equal(t, TierPrivilege, tier)
 }
 
 func TestMarshalRefusesUnknownEnums(t *testing.T) {
@@ -281,12 +281,12 @@ func TestMarshalShape(t *testing.T) {
 }
 
 func TestRoundTripEvaluatedBundle(t *testing.T) {
-	in := mkBundle(fact("f"), mkClaim("m", InferenceClaim, Modify, 0.6, Explain), mkClaim("d", DecisionClaim, Delete, 0.1, Execute))
-	ev, err := Evaluate(in, approverPolicy(), clearance(Privilege))
+	in := mkBundle(fact("f"), mkClaim("m", ClaimInference, TierModify, 0.6, RecommendExplain), mkClaim("d", ClaimDecision, TierDelete, 0.1, RecommendExecute))
+	ev, err := Evaluate(in, approverPolicy(), clearance(TierPrivilege))
 	require.NoError(t, err)
-	b, err := RecordApproval(ev.Bundle, Approval{Approver: "dba", Timestamp: t0.Add(time.Nanosecond), Decision: Approved, Reason: "ok"})
+	b, err := RecordApproval(ev.Bundle, Approval{Approver: "dba", Timestamp: t0.Add(time.Nanosecond), Decision: ApprovalApproved, Reason: "ok"})
 	require.NoError(t, err)
-	ev, err = Evaluate(b, approverPolicy(), clearance(Privilege))
+	ev, err = Evaluate(b, approverPolicy(), clearance(TierPrivilege))
 	require.NoError(t, err)
 	require.Equal(t, DecisionPublish, ev.Decision)
 	require.NotEmpty(t, ev.Bundle.AuditTrail.Caveats)
@@ -363,7 +363,7 @@ func FuzzEvaluate(f *testing.F) {
 		if err != nil {
 			return
 		}
-		tiers := []RiskTier{ReadOnly, WriteLimited, Modify, Delete, Privilege}
+		tiers := []RiskTier{TierReadOnly, TierWriteLimited, TierModify, TierDelete, TierPrivilege}
 		c := clearance(tiers[int(tier)%len(tiers)])
 		valid := Validate(b)
 		e1, err := Evaluate(b, approverPolicy(), c)

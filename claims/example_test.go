@@ -19,19 +19,19 @@ func exampleFact(id string, uncertainty float64) claims.Claim {
 	return claims.Claim{
 		ID:        id,
 		Statement: "the service answers in under 200 ms",
-		ClaimType: claims.FactClaim,
+		ClaimType: claims.ClaimFact,
 		EvidencePointers: []claims.EvidencePointer{{
 			Source: "https://metrics.example/p99", SourceConfidence: 0.9, EvidenceHash: sha, RetrievedAt: when,
 		}},
-		Uncertainty: claims.Uncertainty{Method: claims.SemanticEntropy, Value: uncertainty,
-			Interpretation: "answers mostly agree", GateRecommendation: claims.Execute},
-		RiskTier: claims.ReadOnly,
+		Uncertainty: claims.Uncertainty{Method: claims.MethodSemanticEntropy, Value: uncertainty,
+			Interpretation: "answers mostly agree", GateRecommendation: claims.RecommendExecute},
+		RiskTier: claims.TierReadOnly,
 	}
 }
 
 func ExampleEvaluate() {
 	b := claims.NewBundle("bundle-1", when, "monitor", exampleFact("latency", 0.62))
-	ev, err := claims.Evaluate(b, claims.DefaultPolicy(), claims.Context{Actor: "reporter", Clearance: claims.ReadOnly})
+	ev, err := claims.Evaluate(b, claims.DefaultPolicy(), claims.Context{Actor: "reporter", Clearance: claims.TierReadOnly})
 	if err != nil {
 		panic(err)
 	}
@@ -48,19 +48,19 @@ func ExampleEvaluate() {
 
 func ExampleRecordApproval() {
 	drop := claims.Claim{
-		ID: "drop-table", Statement: "drop the unused audit_old table", ClaimType: claims.DecisionClaim,
-		Uncertainty: claims.Uncertainty{Method: claims.ModelDisagreement, Value: 0.1, GateRecommendation: claims.Execute},
-		RiskTier:    claims.Delete,
+		ID: "drop-table", Statement: "drop the unused audit_old table", ClaimType: claims.ClaimDecision,
+		Uncertainty: claims.Uncertainty{Method: claims.MethodModelDisagreement, Value: 0.1, GateRecommendation: claims.RecommendExecute},
+		RiskTier:    claims.TierDelete,
 	}
 	policy := claims.DefaultPolicy()
-	policy.Approvers = map[claims.RiskTier][]string{claims.Delete: {"dba"}}
-	ctx := claims.Context{Actor: "db-agent", Clearance: claims.Delete}
+	policy.Approvers = map[claims.RiskTier][]string{claims.TierDelete: {"dba"}}
+	ctx := claims.Context{Actor: "db-agent", Clearance: claims.TierDelete}
 
 	ev, _ := claims.Evaluate(claims.NewBundle("b-7", when, "planner", drop), policy, ctx)
 	fmt.Println(ev.Decision, ev.Bundle.RequiredApprovals)
 
 	approved, err := claims.RecordApproval(ev.Bundle, claims.Approval{
-		Approver: "dba", Timestamp: when.Add(time.Hour), Decision: claims.Approved, Reason: "backup verified",
+		Approver: "dba", Timestamp: when.Add(time.Hour), Decision: claims.ApprovalApproved, Reason: "backup verified",
 	})
 	if err != nil {
 		panic(err)
@@ -107,16 +107,16 @@ func ExampleValidate() {
 }
 
 func ExampleGateFunc() {
-	maxClaims := claims.GateFunc("size", func(b claims.ClaimBundle, _ claims.Context) claims.Verdict {
+	maxClaims := claims.GateFunc("size", func(b claims.ClaimBundle, _ claims.Context) claims.GateResult {
 		if len(b.Claims) > 1 {
-			return claims.Verdict{Recommendation: claims.Defer, Reason: "split the bundle"}
+			return claims.GateResult{Recommendation: claims.RecommendDefer, Reason: "split the bundle"}
 		}
-		return claims.Verdict{Recommendation: claims.Execute}
+		return claims.GateResult{Recommendation: claims.RecommendExecute}
 	})
 	policy := claims.DefaultPolicy()
 	policy.Gates = []claims.Gate{maxClaims}
 	b := claims.NewBundle("b", when, "agent", exampleFact("a", 0.1), exampleFact("b", 0.1))
-	ev, _ := claims.Evaluate(b, policy, claims.Context{Clearance: claims.ReadOnly})
+	ev, _ := claims.Evaluate(b, policy, claims.Context{Clearance: claims.TierReadOnly})
 	fmt.Println(ev.Decision, "-", ev.Reason)
 	// Output:
 	// DEFER - size: split the bundle
@@ -133,7 +133,7 @@ func ExampleSession() {
 	}
 	// No id or timestamp: the session fills them in.
 	b := claims.ClaimBundle{OriginAgent: "monitor", Claims: []claims.Claim{exampleFact("latency", 0.2)}}
-	ev, err := s.Evaluate(ctx, b, claims.Context{Actor: "reporter", Clearance: claims.ReadOnly})
+	ev, err := s.Evaluate(ctx, b, claims.Context{Actor: "reporter", Clearance: claims.TierReadOnly})
 	if err != nil {
 		panic(err)
 	}
@@ -159,7 +159,7 @@ func ExampleClaimBundle_MarshalJSON() {
 
 func ExampleRiskTier_Rank() {
 	// Tiers compare by rank: "MODIFY" > "DELETE" as strings, but not as tiers.
-	fmt.Println(claims.Modify.AtLeast(claims.Delete), claims.Delete.AtLeast(claims.Modify))
+	fmt.Println(claims.TierModify.AtLeast(claims.TierDelete), claims.TierDelete.AtLeast(claims.TierModify))
 	// Output:
 	// false true
 }

@@ -76,7 +76,7 @@ func (p Policy) Validate() error {
 	}
 	for _, tier := range slices.Sorted(maps.Keys(p.Approvers)) {
 		names := p.Approvers[tier]
-		if tier != Delete && tier != Privilege {
+		if tier != TierDelete && tier != TierPrivilege {
 			problems = append(problems, fmt.Sprintf("approvers given for tier %q; only DELETE and PRIVILEGE require approval", tier))
 			continue
 		}
@@ -125,31 +125,31 @@ type Context struct {
 // as evaluated so far (gates passed and caveats included).
 type Gate interface {
 	Name() string
-	Check(b ClaimBundle, c Context) Verdict
+	Check(b ClaimBundle, c Context) GateResult
 }
 
-// Verdict is a gate's answer. EXECUTE passes; EXPLAIN passes and adds the
+// GateResult is a gate's answer. EXECUTE passes; EXPLAIN passes and adds the
 // caveats (or, if there are none, the reason as a caveat); DEFER and REFUSE
 // stop the chain with that decision. Any other recommendation is treated
 // as REFUSE, so a faulty gate fails closed.
-type Verdict struct {
+type GateResult struct {
 	Recommendation GateRecommendation
 	Reason         string
 	Caveats        []Note // Gate is filled in by the chain
 }
 
 // GateFunc adapts a function to the Gate interface.
-func GateFunc(name string, check func(b ClaimBundle, c Context) Verdict) Gate {
+func GateFunc(name string, check func(b ClaimBundle, c Context) GateResult) Gate {
 	return funcGate{name: name, check: check}
 }
 
 type funcGate struct {
 	name  string
-	check func(ClaimBundle, Context) Verdict
+	check func(ClaimBundle, Context) GateResult
 }
 
 func (g funcGate) Name() string                           { return g.name }
-func (g funcGate) Check(b ClaimBundle, c Context) Verdict { return g.check(b, c) }
+func (g funcGate) Check(b ClaimBundle, c Context) GateResult { return g.check(b, c) }
 
 // Evaluation is the outcome of the gate chain.
 type Evaluation struct {
@@ -251,7 +251,7 @@ type chain struct {
 	vs         []Violation
 }
 
-// outcome of one gate: pass (Execute or Explain) or a stopping decision.
+// outcome of one gate: pass (RecommendExecute or RecommendExplain) or a stopping decision.
 type outcome struct {
 	stop   Decision // "" when the gate passes
 	reason string
@@ -362,9 +362,9 @@ func (ch *chain) evidence() outcome {
 	var missing, weak []string
 	for _, c := range ch.sorted {
 		switch s := evidenceStrength(c); {
-		case s == evidenceNone && c.ClaimType == FactClaim:
+		case s == evidenceNone && c.ClaimType == ClaimFact:
 			missing = append(missing, c.ID)
-		case s == evidenceWeak && (c.ClaimType == FactClaim || c.ClaimType == InferenceClaim):
+		case s == evidenceWeak && (c.ClaimType == ClaimFact || c.ClaimType == ClaimInference):
 			weak = append(weak, c.ID)
 		}
 	}
@@ -386,9 +386,9 @@ func (ch *chain) uncertainty() outcome {
 	var top *Claim
 	for _, c := range ch.sorted {
 		switch c.Uncertainty.GateRecommendation {
-		case Refuse:
+		case RecommendRefuse:
 			refuse = append(refuse, c.ID)
-		case Defer:
+		case RecommendDefer:
 			deferred = append(deferred, c.ID)
 		}
 		if top == nil || c.Uncertainty.Value > top.Uncertainty.Value {
@@ -411,7 +411,7 @@ func (ch *chain) uncertainty() outcome {
 		if u.Value > ch.policy.ExecuteMax {
 			parts = append(parts, fmt.Sprintf("uncertainty %v (%s) exceeds %v", u.Value, u.Method, ch.policy.ExecuteMax))
 		}
-		if u.GateRecommendation == Explain {
+		if u.GateRecommendation == RecommendExplain {
 			parts = append(parts, "the estimator recommends EXPLAIN")
 		}
 		if len(parts) == 0 {
@@ -456,9 +456,9 @@ func (ch *chain) user(g Gate) outcome {
 	// non-empty so that the evaluated bundle stays valid.
 	reason := strings.ToValidUTF8(v.Reason, "\uFFFD")
 	switch v.Recommendation {
-	case Execute:
+	case RecommendExecute:
 		return pass
-	case Explain:
+	case RecommendExplain:
 		fallback := cmp.Or(reason, "the gate recommends EXPLAIN")
 		if len(v.Caveats) == 0 {
 			ch.caveats = append(ch.caveats, Note{Gate: g.Name(), Text: fallback})
@@ -471,9 +471,9 @@ func (ch *chain) user(g Gate) outcome {
 			})
 		}
 		return pass
-	case Defer:
+	case RecommendDefer:
 		return stopWith(DecisionDefer, "%s", cmp.Or(reason, "deferred"))
-	case Refuse:
+	case RecommendRefuse:
 		return stopWith(DecisionRefuse, "%s", cmp.Or(reason, "refused"))
 	}
 	return stopWith(DecisionRefuse, "unknown recommendation %q", v.Recommendation)
@@ -484,12 +484,12 @@ func (ch *chain) user(g Gate) outcome {
 // escalated. MODIFY claims pass automatically but are flagged.
 func (ch *chain) humanApproval() outcome {
 	for _, c := range ch.sorted {
-		if c.RiskTier == Modify {
+		if c.RiskTier == TierModify {
 			ch.flags = append(ch.flags, Note{ClaimID: c.ID, Gate: GateHumanApproval,
 				Text: "MODIFY claim approved automatically"})
 		}
 	}
-	for _, tier := range []RiskTier{Delete, Privilege} {
+	for _, tier := range []RiskTier{TierDelete, TierPrivilege} {
 		if hasTier(ch.sorted, tier) && len(ch.policy.Approvers[tier]) == 0 {
 			return stopWith(DecisionEscalate, "the bundle contains a %s claim and the policy names no approver for %s; it waits for a policy that does", tier, tier)
 		}
@@ -510,7 +510,7 @@ func (ch *chain) humanApproval() outcome {
 		switch {
 		case !ok:
 			ch.pending = append(ch.pending, r)
-		case a.Decision == Rejected:
+		case a.Decision == ApprovalRejected:
 			rejected = append(rejected, r)
 		}
 	}
@@ -540,7 +540,7 @@ func requiredApprovers(b ClaimBundle, p Policy) []string {
 			}
 		}
 	}
-	for _, tier := range []RiskTier{Delete, Privilege} {
+	for _, tier := range []RiskTier{TierDelete, TierPrivilege} {
 		if slices.ContainsFunc(b.Claims, func(c Claim) bool { return c.RiskTier == tier }) {
 			add(p.Approvers[tier])
 		}

@@ -19,14 +19,14 @@ func mkClaim(id string, typ ClaimType, tier RiskTier, u float64, rec GateRecomme
 		Statement:        "statement " + id,
 		ClaimType:        typ,
 		EvidencePointers: append([]EvidencePointer{}, evidence...),
-		Uncertainty:      Uncertainty{Method: SemanticEntropy, Value: u, Interpretation: "interp " + id, GateRecommendation: rec},
+		Uncertainty:      Uncertainty{Method: MethodSemanticEntropy, Value: u, Interpretation: "interp " + id, GateRecommendation: rec},
 		RiskTier:         tier,
 		IfWrongCost:      "cost " + id,
 	}
 }
 
 // fact is a well-supported, low-uncertainty READ_ONLY fact.
-func fact(id string) Claim { return mkClaim(id, FactClaim, ReadOnly, 0.1, Execute, ev(0.9)) }
+func fact(id string) Claim { return mkClaim(id, ClaimFact, TierReadOnly, 0.1, RecommendExecute, ev(0.9)) }
 
 func mkBundle(cs ...Claim) ClaimBundle { return NewBundle("bundle-1", t0, "agent-1", cs...) }
 
@@ -34,6 +34,6 @@ func clearance(t RiskTier) Context { return Context{Actor: "executor", Clearance
 
 func approverPolicy() Policy {
 	p := DefaultPolicy()
-	p.Approvers = map[RiskTier][]string{Delete: {"dba"}, Privilege: {"security", "cto"}}
+	p.Approvers = map[RiskTier][]string{TierDelete: {"dba"}, TierPrivilege: {"security", "cto"}}
 	return p
 }

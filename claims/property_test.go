@@ -12,8 +12,8 @@ import (
 )
 
 var (
-	allTiers = []RiskTier{ReadOnly, WriteLimited, Modify, Delete, Privilege}
-	allRecs  = []GateRecommendation{Execute, Execute, Execute, Explain, Defer, Refuse}
+	allTiers = []RiskTier{TierReadOnly, TierWriteLimited, TierModify, TierDelete, TierPrivilege}
+	allRecs  = []GateRecommendation{RecommendExecute, RecommendExecute, RecommendExecute, RecommendExplain, RecommendDefer, RecommendRefuse}
 	// Values at and around the thresholds, plus anything in [0,1].
 	genUnit = rapid.OneOf(
 		rapid.SampledFrom([]float64{0, 0.5, 0.5000001, 0.6, 0.5999999, 0.75, 0.7500001, 1}),
@@ -36,12 +36,12 @@ func genEvidence() *rapid.Generator[EvidencePointer] {
 func genClaim(id string) *rapid.Generator[Claim] {
 	return rapid.Custom(func(t *rapid.T) Claim {
 		c := mkClaim(id,
-			rapid.SampledFrom([]ClaimType{FactClaim, InferenceClaim, DecisionClaim}).Draw(t, "type"),
+			rapid.SampledFrom([]ClaimType{ClaimFact, ClaimInference, ClaimDecision}).Draw(t, "type"),
 			rapid.SampledFrom(allTiers).Draw(t, "tier"),
 			genUnit.Draw(t, "u"),
 			rapid.SampledFrom(allRecs).Draw(t, "rec"),
 			rapid.SliceOfN(genEvidence(), 0, 3).Draw(t, "evidence")...)
-		c.Uncertainty.Method = rapid.SampledFrom([]UncertaintyMethod{SemanticEntropy, ModelDisagreement, ConfidenceScore, ConformalSet}).Draw(t, "method")
+		c.Uncertainty.Method = rapid.SampledFrom([]UncertaintyMethod{MethodSemanticEntropy, MethodModelDisagreement, MethodConfidenceScore, MethodConformalSet}).Draw(t, "method")
 		c.Statement = rapid.String().Draw(t, "statement")
 		if c.Statement == "" {
 			c.Statement = "s"
@@ -52,7 +52,7 @@ func genClaim(id string) *rapid.Generator[Claim] {
 
 // strongClaim is the strongest claim there is: a READ_ONLY fact with full
 // confidence evidence and no uncertainty.
-func strongClaim(id string) Claim { return mkClaim(id, FactClaim, ReadOnly, 0, Execute, ev(1)) }
+func strongClaim(id string) Claim { return mkClaim(id, ClaimFact, TierReadOnly, 0, RecommendExecute, ev(1)) }
 
 // genBundle draws bundles with 1..n claims, mostly valid, with optional
 // required approvals and human decisions.
@@ -71,7 +71,7 @@ func genBundle(minClaims, maxClaims int) *rapid.Generator[ClaimBundle] {
 		b.RequiredApprovals = rapid.SliceOfDistinct(rapid.SampledFrom([]string{"dba", "security", "cto", "owner"}), rapid.ID).Draw(t, "required")
 		for _, r := range b.RequiredApprovals {
 			if rapid.Bool().Draw(t, "decided "+r) {
-				d := rapid.SampledFrom([]ApprovalDecision{Approved, Approved, Rejected}).Draw(t, "decision "+r)
+				d := rapid.SampledFrom([]ApprovalDecision{ApprovalApproved, ApprovalApproved, ApprovalRejected}).Draw(t, "decision "+r)
 				b.AuditTrail.HumanApprovals = append(b.AuditTrail.HumanApprovals, Approval{Approver: r, Timestamp: t0, Decision: d})
 			}
 		}
@@ -97,13 +97,13 @@ func genPassing() *rapid.Generator[struct {
 		var cs []Claim
 		for i := range n {
 			id := fmt.Sprintf("p%d", i)
-			typ := rapid.SampledFrom([]ClaimType{FactClaim, InferenceClaim, DecisionClaim}).Draw(t, "type")
+			typ := rapid.SampledFrom([]ClaimType{ClaimFact, ClaimInference, ClaimDecision}).Draw(t, "type")
 			tier := rapid.SampledFrom(allTiers).Draw(t, "tier")
 			top = max(top, tier.Rank())
 			u := rapid.OneOf(rapid.SampledFrom([]float64{0, 0.5, 0.5000001, 0.75}), rapid.Float64Range(0, 0.75)).Draw(t, "u")
-			rec := rapid.SampledFrom([]GateRecommendation{Execute, Explain}).Draw(t, "rec")
+			rec := rapid.SampledFrom([]GateRecommendation{RecommendExecute, RecommendExplain}).Draw(t, "rec")
 			var evidence []EvidencePointer
-			if typ != DecisionClaim {
+			if typ != ClaimDecision {
 				evidence = append(evidence, ev(rapid.OneOf(rapid.Just(0.6), rapid.Float64Range(0.6, 1)).Draw(t, "strong")))
 			}
 			for range rapid.IntRange(0, 2).Draw(t, "more evidence") {
@@ -114,7 +114,7 @@ func genPassing() *rapid.Generator[struct {
 		b := mkBundle(cs...)
 		b.RequiredApprovals = requiredApprovers(b, approverPolicy())
 		for _, r := range b.RequiredApprovals {
-			b.AuditTrail.HumanApprovals = append(b.AuditTrail.HumanApprovals, Approval{Approver: r, Timestamp: t0, Decision: Approved})
+			b.AuditTrail.HumanApprovals = append(b.AuditTrail.HumanApprovals, Approval{Approver: r, Timestamp: t0, Decision: ApprovalApproved})
 		}
 		c := clearance(rapid.SampledFrom(allTiers[top-1:]).Draw(t, "clearance"))
 		return struct {
@@ -234,7 +234,7 @@ func TestPublishRequiresEveryGate(t *testing.T) {
 			b, c = pc.b, pc.c
 		}
 		p := approverPolicy()
-		p.Gates = []Gate{GateFunc("user", func(ClaimBundle, Context) Verdict { return Verdict{Recommendation: Execute} })}
+		p.Gates = []Gate{GateFunc("user", func(ClaimBundle, Context) GateResult { return GateResult{Recommendation: RecommendExecute} })}
 		ev, err := Evaluate(b, p, c)
 		require.NoError(t, err)
 		runs++
@@ -255,13 +255,13 @@ func TestPublishRequiresEveryGate(t *testing.T) {
 		require.Empty(t, ev.Bundle.AuditTrail.GatesFailed)
 		for _, r := range ev.Bundle.RequiredApprovals {
 			require.True(t, slices.ContainsFunc(ev.Bundle.AuditTrail.HumanApprovals, func(a Approval) bool {
-				return a.Approver == r && a.Decision == Approved
+				return a.Approver == r && a.Decision == ApprovalApproved
 			}), "approver %s", r)
 		}
 		for _, cl := range ev.Bundle.Claims {
 			require.True(t, c.Clearance.AtLeast(cl.RiskTier))
 			require.LessOrEqual(t, cl.Uncertainty.Value, p.ExplainMax)
-			require.NotContains(t, []GateRecommendation{Defer, Refuse}, cl.Uncertainty.GateRecommendation)
+			require.NotContains(t, []GateRecommendation{RecommendDefer, RecommendRefuse}, cl.Uncertainty.GateRecommendation)
 		}
 	})
 	// The property says something only if the generator reaches PUBLISH.

@@ -107,7 +107,7 @@ func genWildBundle() *rapid.Generator[ClaimBundle] {
 			h := &a.HumanApprovals[i]
 			h.Approver = wild(t, "approver", h.Approver, genWildString)
 			h.Timestamp = wild(t, "approval time", h.Timestamp, genWildTime)
-			h.Decision = wild(t, "approval decision", h.Decision, genWildEnum(Approved, Rejected))
+			h.Decision = wild(t, "approval decision", h.Decision, genWildEnum(ApprovalApproved, ApprovalRejected))
 			h.Reason = wild(t, "approval reason", h.Reason, genWildString)
 		}
 		a.GatesPassed = wild(t, "gates_passed", a.GatesPassed, rapid.SliceOfN(genWildString, -1, 2))
@@ -121,17 +121,17 @@ func genWildBundle() *rapid.Generator[ClaimBundle] {
 func wildClaim(t *rapid.T, c Claim) Claim {
 	c.ID = wild(t, "claim id", c.ID, genWildString)
 	c.Statement = wild(t, "statement", c.Statement, genWildString)
-	c.ClaimType = wild(t, "claim_type", c.ClaimType, genWildEnum(FactClaim, InferenceClaim, DecisionClaim))
+	c.ClaimType = wild(t, "claim_type", c.ClaimType, genWildEnum(ClaimFact, ClaimInference, ClaimDecision))
 	c.RiskTier = wild(t, "risk_tier", c.RiskTier, genWildEnum(allTiers...))
 	c.IfWrongCost = wild(t, "if_wrong_cost", c.IfWrongCost, genWildString)
 	if rapid.IntRange(0, 5).Draw(t, "zero uncertainty") == 0 {
 		c.Uncertainty = Uncertainty{}
 	}
 	u := &c.Uncertainty
-	u.Method = wild(t, "method", u.Method, genWildEnum(SemanticEntropy, ModelDisagreement, ConfidenceScore, ConformalSet))
+	u.Method = wild(t, "method", u.Method, genWildEnum(MethodSemanticEntropy, MethodModelDisagreement, MethodConfidenceScore, MethodConformalSet))
 	u.Value = wild(t, "value", u.Value, genWildFloat)
 	u.Interpretation = wild(t, "interpretation", u.Interpretation, genWildString)
-	u.GateRecommendation = wild(t, "gate_recommendation", u.GateRecommendation, genWildEnum(Execute, Defer, Refuse, Explain))
+	u.GateRecommendation = wild(t, "gate_recommendation", u.GateRecommendation, genWildEnum(RecommendExecute, RecommendDefer, RecommendRefuse, RecommendExplain))
 	if len(c.EvidencePointers) == 0 && rapid.Bool().Draw(t, "nil evidence") {
 		c.EvidencePointers = nil
 	}
@@ -161,12 +161,12 @@ func genWildPolicy() *rapid.Generator[Policy] {
 		p.ExecuteMax = genUnit.Draw(t, "execute max")
 		p.ExplainMax = wild(t, "explain max", max(p.ExecuteMax, genUnit.Draw(t, "explain max")), genWildFloat)
 		if rapid.Bool().Draw(t, "user gate") {
-			v := Verdict{
-				Recommendation: genWildEnum(Execute, Defer, Refuse, Explain).Draw(t, "recommendation"),
+			v := GateResult{
+				Recommendation: genWildEnum(RecommendExecute, RecommendDefer, RecommendRefuse, RecommendExplain).Draw(t, "recommendation"),
 				Reason:         genWildString.Draw(t, "gate reason"),
 				Caveats:        genWildNotes().Draw(t, "gate caveats"),
 			}
-			p.Gates = []Gate{GateFunc("user", func(ClaimBundle, Context) Verdict { return v })}
+			p.Gates = []Gate{GateFunc("user", func(ClaimBundle, Context) GateResult { return v })}
 		}
 		return p
 	})
@@ -176,7 +176,7 @@ func genWildContext() *rapid.Generator[Context] {
 	return rapid.Custom(func(t *rapid.T) Context {
 		return Context{
 			Actor:     genWildString.Draw(t, "actor"),
-			Clearance: wild(t, "clearance", rapid.SampledFrom(append(allTiers, Privilege, Privilege)).Draw(t, "clearance"), genWildEnum(allTiers...)),
+			Clearance: wild(t, "clearance", rapid.SampledFrom(append(allTiers, TierPrivilege, TierPrivilege)).Draw(t, "clearance"), genWildEnum(allTiers...)),
 		}
 	})
 }
@@ -300,7 +300,7 @@ func TestSessionRecordsExactlyWhatTheCoreReturns(t *testing.T) {
 			candidates = undecided
 		}
 		approver := wild(t, "approver", rapid.SampledFrom(candidates).Draw(t, "approver"), genWildString)
-		d := wild(t, "approval", rapid.SampledFrom([]ApprovalDecision{Approved, Rejected}).Draw(t, "approval"), genWildEnum(Approved, Rejected))
+		d := wild(t, "approval", rapid.SampledFrom([]ApprovalDecision{ApprovalApproved, ApprovalRejected}).Draw(t, "approval"), genWildEnum(ApprovalApproved, ApprovalRejected))
 		reason := wild(t, "reason", rapid.String().Draw(t, "reason"), genWildString)
 		a := Approval{Approver: approver, Timestamp: now.UTC(), Decision: d, Reason: reason}
 		nb, coreErr := RecordApproval(target, a)
@@ -341,7 +341,7 @@ func TestSessionRecordsRefusalOfZeroUncertainty(t *testing.T) {
 	require.NoError(t, err)
 	c := fact("a")
 	c.Uncertainty = Uncertainty{}
-	ev, err := s.Evaluate(ctx, mkBundle(c), clearance(ReadOnly))
+	ev, err := s.Evaluate(ctx, mkBundle(c), clearance(TierReadOnly))
 	var ve *ValidationError
 	require.ErrorAs(t, err, &ve)
 	assert.Equal(t, []Violation{{Path: "claims[0].uncertainty.method", Rule: RuleRequired, Message: "must not be empty"}}, ve.Violations)
@@ -363,17 +363,17 @@ func TestSessionRecordsRefusalOfZeroUncertainty(t *testing.T) {
 // input had.
 func TestEvaluatedBundleReadsBackAsItself(t *testing.T) {
 	zone := time.FixedZone("x", 3600)
-	c := mkClaim("a", FactClaim, ReadOnly, math.Copysign(0, -1), Execute, ev(0.9))
+	c := mkClaim("a", ClaimFact, TierReadOnly, math.Copysign(0, -1), RecommendExecute, ev(0.9))
 	c.EvidencePointers[0].RetrievedAt = t0.In(zone)
-	d := mkClaim("d", DecisionClaim, Delete, 0.1, Execute)
+	d := mkClaim("d", ClaimDecision, TierDelete, 0.1, RecommendExecute)
 	d.EvidencePointers = nil
 	in := mkBundle(c, d)
 	in.Timestamp = time.Now() // with a monotonic clock reading
 	in.RequiredApprovals = []string{"dba"}
-	in.AuditTrail = AuditTrail{HumanApprovals: []Approval{{Approver: "dba", Timestamp: t0.In(zone), Decision: Approved}}, Caveats: []Note{}}
+	in.AuditTrail = AuditTrail{HumanApprovals: []Approval{{Approver: "dba", Timestamp: t0.In(zone), Decision: ApprovalApproved}}, Caveats: []Note{}}
 	for _, start := range []Decision{DecisionDefer, DecisionRefuse} {
 		in.Decision = start
-		e, err := Evaluate(in, approverPolicy(), clearance(Delete))
+		e, err := Evaluate(in, approverPolicy(), clearance(TierDelete))
 		require.NoError(t, err)
 		data, err := json.Marshal(e.Bundle)
 		require.NoError(t, err)
@@ -389,7 +389,7 @@ func TestRecordForm(t *testing.T) {
 	c.EvidencePointers[0].RetrievedAt = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
 	c.EvidencePointers[1].RetrievedAt = time.Date(-1, 1, 1, 0, 0, 0, 1, time.UTC)
 	c.Uncertainty.Method = ""
-	rec := Record{Actor: "a\xc3", Clearance: ReadOnly, Bundle: mkBundle(c)}
+	rec := Record{Actor: "a\xc3", Clearance: TierReadOnly, Bundle: mkBundle(c)}
 	data, err := rec.MarshalJSON()
 	require.NoError(t, err)
 	for _, want := range []string{
@@ -468,11 +468,11 @@ func FuzzDecodeRecord(f *testing.F) {
 	for _, s := range fuzzSeeds {
 		f.Add([]byte(`{"actor":"x","clearance":"MODIFY","bundle":` + s + `}`))
 	}
-	evaluated, err := Evaluate(mkBundle(fact("f"), mkClaim("d", DecisionClaim, Delete, 0.1, Execute)), approverPolicy(), clearance(Privilege))
+	evaluated, err := Evaluate(mkBundle(fact("f"), mkClaim("d", ClaimDecision, TierDelete, 0.1, RecommendExecute)), approverPolicy(), clearance(TierPrivilege))
 	require.NoError(f, err)
 	for _, rec := range []Record{
-		{Actor: "a", Clearance: Privilege, Bundle: evaluated.Bundle},
-		{Actor: "\xff", Clearance: ReadOnly, Approval: &Approval{Approver: "dba", Timestamp: t0, Decision: Approved},
+		{Actor: "a", Clearance: TierPrivilege, Bundle: evaluated.Bundle},
+		{Actor: "\xff", Clearance: TierReadOnly, Approval: &Approval{Approver: "dba", Timestamp: t0, Decision: ApprovalApproved},
 			Bundle: mkBundle(mkClaim("\xfe", "", "x", math.Inf(-1), "", ev(math.NaN())))},
 	} {
 		data, err := rec.MarshalJSON()

@@ -46,23 +46,23 @@ type Session struct {
 	newID  func() string
 }
 
-// SessionOption configures a Session.
-type SessionOption func(*Session)
+// Option configures a Session.
+type Option func(*Session)
 
 // WithClock sets the session's clock (default time.Now).
-func WithClock(clock func() time.Time) SessionOption {
+func WithClock(clock func() time.Time) Option {
 	return func(s *Session) { s.clock = clock }
 }
 
 // WithIDs sets the id source used for bundles and claims without an id
 // (default: UUIDv7 strings).
-func WithIDs(newID func() string) SessionOption {
+func WithIDs(newID func() string) Option {
 	return func(s *Session) { s.newID = newID }
 }
 
 // NewSession returns a session that evaluates with policy p and records to
 // log. The policy is validated once here.
-func NewSession(log *trace.Log, p Policy, opts ...SessionOption) (*Session, error) {
+func NewSession(log *trace.Log, p Policy, opts ...Option) (*Session, error) {
 	if log == nil {
 		return nil, ErrNoLog
 	}

@@ -40,10 +40,10 @@ func TestSessionRecordsEvaluationsAndApprovals(t *testing.T) {
 	log := trace.NewMemoryLog()
 	s, err := NewSession(log, approverPolicy(), WithClock(fixedClock()))
 	require.NoError(t, err)
-	c := Context{Actor: "ops-agent", Clearance: Privilege}
+	c := Context{Actor: "ops-agent", Clearance: TierPrivilege}
 
 	// A bundle without ids gets UUIDv7 ids and the session's time.
-	in := ClaimBundle{OriginAgent: "planner", Claims: []Claim{mkClaim("", DecisionClaim, Delete, 0.1, Execute)}}
+	in := ClaimBundle{OriginAgent: "planner", Claims: []Claim{mkClaim("", ClaimDecision, TierDelete, 0.1, RecommendExecute)}}
 	ev, err := s.Evaluate(ctx, in, c)
 	require.NoError(t, err)
 	require.Equal(t, DecisionEscalate, ev.Decision)
@@ -53,12 +53,12 @@ func TestSessionRecordsEvaluationsAndApprovals(t *testing.T) {
 	assert.NotEmpty(t, ev.Bundle.Claims[0].ID)
 	assert.Equal(t, t0.Add(time.Second), ev.Bundle.Timestamp)
 
-	_, err = s.Approve(ctx, ev.Bundle, c, "mallory", Approved, "me")
+	_, err = s.Approve(ctx, ev.Bundle, c, "mallory", ApprovalApproved, "me")
 	require.ErrorIs(t, err, ErrNotRequired)
-	ev2, err := s.Approve(ctx, ev.Bundle, c, "dba", Approved, "checked backup")
+	ev2, err := s.Approve(ctx, ev.Bundle, c, "dba", ApprovalApproved, "checked backup")
 	require.NoError(t, err)
 	assert.Equal(t, DecisionPublish, ev2.Decision)
-	assert.Equal(t, []Approval{{Approver: "dba", Timestamp: t0.Add(3 * time.Second), Decision: Approved, Reason: "checked backup"}},
+	assert.Equal(t, []Approval{{Approver: "dba", Timestamp: t0.Add(3 * time.Second), Decision: ApprovalApproved, Reason: "checked backup"}},
 		ev2.Bundle.AuditTrail.HumanApprovals)
 
 	es := entries(t, log)
@@ -70,7 +70,7 @@ func TestSessionRecordsEvaluationsAndApprovals(t *testing.T) {
 
 	r0, err := DecodeRecord(es[0].Payload)
 	require.NoError(t, err)
-	assert.Equal(t, Record{Actor: "ops-agent", Clearance: Privilege, Bundle: ev.Bundle}, r0)
+	assert.Equal(t, Record{Actor: "ops-agent", Clearance: TierPrivilege, Bundle: ev.Bundle}, r0)
 	r1, err := DecodeRecord(es[1].Payload)
 	require.NoError(t, err)
 	require.NotNil(t, r1.Approval)
@@ -106,13 +106,13 @@ func TestSessionReturnsNoUnrecordedDecision(t *testing.T) {
 	require.NoError(t, err)
 	s, err := NewSession(log, approverPolicy(), WithIDs(func() string { return "id" }))
 	require.NoError(t, err)
-	ev, err := s.Evaluate(context.Background(), mkBundle(fact("a")), clearance(ReadOnly))
+	ev, err := s.Evaluate(context.Background(), mkBundle(fact("a")), clearance(TierReadOnly))
 	require.ErrorIs(t, err, errDisk)
 	assert.Equal(t, Evaluation{}, ev)
 
-	pending, err := Evaluate(mkBundle(mkClaim("d", DecisionClaim, Delete, 0, Execute)), approverPolicy(), clearance(Delete))
+	pending, err := Evaluate(mkBundle(mkClaim("d", ClaimDecision, TierDelete, 0, RecommendExecute)), approverPolicy(), clearance(TierDelete))
 	require.NoError(t, err)
-	ev, err = s.Approve(context.Background(), pending.Bundle, clearance(Delete), "dba", Approved, "")
+	ev, err = s.Approve(context.Background(), pending.Bundle, clearance(TierDelete), "dba", ApprovalApproved, "")
 	require.ErrorIs(t, err, errDisk)
 	assert.Equal(t, Evaluation{}, ev)
 }
@@ -128,7 +128,7 @@ func TestSessionConcurrentUse(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for j := range 10 {
-				_, err := s.Evaluate(ctx, mkBundle(fact(fmt.Sprintf("c%d-%d", i, j))), clearance(ReadOnly))
+				_, err := s.Evaluate(ctx, mkBundle(fact(fmt.Sprintf("c%d-%d", i, j))), clearance(TierReadOnly))
 				assert.NoError(t, err)
 			}
 		}()

@@ -28,9 +28,9 @@ type ClaimType string
 
 // The claim types of the specification.
 const (
-	FactClaim      ClaimType = "FACT"      // needs evidence with source_confidence ≥ 0.60
-	InferenceClaim ClaimType = "INFERENCE" // evidence optional; if present, same standard as FACT
-	DecisionClaim  ClaimType = "DECISION"  // no evidence; its gate recommendation drives approval
+	ClaimFact      ClaimType = "FACT"      // needs evidence with source_confidence ≥ 0.60
+	ClaimInference ClaimType = "INFERENCE" // evidence optional; if present, same standard as FACT
+	ClaimDecision  ClaimType = "DECISION"  // no evidence; its gate recommendation drives approval
 )
 
 // UncertaintyMethod is the closed set of uncertainty estimators.
@@ -38,10 +38,10 @@ type UncertaintyMethod string
 
 // The uncertainty methods of the specification.
 const (
-	SemanticEntropy   UncertaintyMethod = "semantic_entropy"
-	ModelDisagreement UncertaintyMethod = "model_disagreement"
-	ConfidenceScore   UncertaintyMethod = "confidence_score"
-	ConformalSet      UncertaintyMethod = "conformal_set"
+	MethodSemanticEntropy   UncertaintyMethod = "semantic_entropy"
+	MethodModelDisagreement UncertaintyMethod = "model_disagreement"
+	MethodConfidenceScore   UncertaintyMethod = "confidence_score"
+	MethodConformalSet      UncertaintyMethod = "conformal_set"
 )
 
 // GateRecommendation is what a claim (or a gate) asks the chain to do.
@@ -49,10 +49,10 @@ type GateRecommendation string
 
 // The gate recommendations of the specification.
 const (
-	Execute GateRecommendation = "EXECUTE" // proceed: the gate passes
-	Defer   GateRecommendation = "DEFER"   // stop the chain and queue for a human
-	Refuse  GateRecommendation = "REFUSE"  // stop the chain and fail the bundle
-	Explain GateRecommendation = "EXPLAIN" // proceed, adding a caveat to the output
+	RecommendExecute GateRecommendation = "EXECUTE" // proceed: the gate passes
+	RecommendDefer   GateRecommendation = "DEFER"   // stop the chain and queue for a human
+	RecommendRefuse  GateRecommendation = "REFUSE"  // stop the chain and fail the bundle
+	RecommendExplain GateRecommendation = "EXPLAIN" // proceed, adding a caveat to the output
 )
 
 // RiskTier is the closed, ordered set of side-effect classes. Tiers are
@@ -61,11 +61,11 @@ type RiskTier string
 
 // The risk tiers of the specification, in increasing rank.
 const (
-	ReadOnly     RiskTier = "READ_ONLY"
-	WriteLimited RiskTier = "WRITE_LIMITED"
-	Modify       RiskTier = "MODIFY"
-	Delete       RiskTier = "DELETE"
-	Privilege    RiskTier = "PRIVILEGE"
+	TierReadOnly     RiskTier = "READ_ONLY"
+	TierWriteLimited RiskTier = "WRITE_LIMITED"
+	TierModify       RiskTier = "MODIFY"
+	TierDelete       RiskTier = "DELETE"
+	TierPrivilege    RiskTier = "PRIVILEGE"
 )
 
 // Decision is the verdict of the gate chain on a whole bundle.
@@ -84,23 +84,23 @@ type ApprovalDecision string
 
 // The approval decisions of the specification.
 const (
-	Approved ApprovalDecision = "APPROVED"
-	Rejected ApprovalDecision = "REJECTED"
+	ApprovalApproved ApprovalDecision = "APPROVED"
+	ApprovalRejected ApprovalDecision = "REJECTED"
 )
 
 // Valid reports whether t is one of the claim types of the specification.
 func (t ClaimType) Valid() bool {
-	return t == FactClaim || t == InferenceClaim || t == DecisionClaim
+	return t == ClaimFact || t == ClaimInference || t == ClaimDecision
 }
 
 // Valid reports whether m is one of the four methods of the specification.
 func (m UncertaintyMethod) Valid() bool {
-	return m == SemanticEntropy || m == ModelDisagreement || m == ConfidenceScore || m == ConformalSet
+	return m == MethodSemanticEntropy || m == MethodModelDisagreement || m == MethodConfidenceScore || m == MethodConformalSet
 }
 
 // Valid reports whether r is one of the four recommendations.
 func (r GateRecommendation) Valid() bool {
-	return r == Execute || r == Defer || r == Refuse || r == Explain
+	return r == RecommendExecute || r == RecommendDefer || r == RecommendRefuse || r == RecommendExplain
 }
 
 // Valid reports whether t is one of the five risk tiers.
@@ -110,15 +110,15 @@ func (t RiskTier) Valid() bool { return t.Rank() > 0 }
 // DELETE 4 < PRIVILEGE 5. An unknown tier has rank 0.
 func (t RiskTier) Rank() int {
 	switch t {
-	case ReadOnly:
+	case TierReadOnly:
 		return 1
-	case WriteLimited:
+	case TierWriteLimited:
 		return 2
-	case Modify:
+	case TierModify:
 		return 3
-	case Delete:
+	case TierDelete:
 		return 4
-	case Privilege:
+	case TierPrivilege:
 		return 5
 	}
 	return 0
@@ -135,7 +135,7 @@ func (d Decision) Valid() bool {
 }
 
 // Valid reports whether d is APPROVED or REJECTED.
-func (d ApprovalDecision) Valid() bool { return d == Approved || d == Rejected }
+func (d ApprovalDecision) Valid() bool { return d == ApprovalApproved || d == ApprovalRejected }
 
 func unknown(kind, s string) error {
 	return fmt.Errorf("%w: %s %q", ErrUnknownValue, kind, s)

@@ -251,11 +251,11 @@ func (v *validator) claim(c Claim) {
 	}
 	switch evidenceStrength(&c) {
 	case evidenceNone:
-		if c.ClaimType == FactClaim {
+		if c.ClaimType == ClaimFact {
 			v.add("", RuleEvidenceMissing, "a FACT claim needs at least one evidence pointer")
 		}
 	case evidenceWeak:
-		if c.ClaimType == FactClaim || c.ClaimType == InferenceClaim {
+		if c.ClaimType == ClaimFact || c.ClaimType == ClaimInference {
 			v.add("", RuleEvidenceWeak, "no evidence pointer has source_confidence >= %.2f", MinSourceConfidence)
 		}
 	}

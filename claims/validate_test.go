@@ -30,7 +30,7 @@ func pathsRules(vs []Violation) []string {
 }
 
 func TestValidateAcceptsValidBundle(t *testing.T) {
-	b := mkBundle(fact("f"), mkClaim("i", InferenceClaim, Modify, 0.3, Explain), mkClaim("d", DecisionClaim, Privilege, 0.2, Execute))
+	b := mkBundle(fact("f"), mkClaim("i", ClaimInference, TierModify, 0.3, RecommendExplain), mkClaim("d", ClaimDecision, TierPrivilege, 0.2, RecommendExecute))
 	assert.NoError(t, Validate(b))
 }
 
@@ -85,16 +85,16 @@ func TestValidateRules(t *testing.T) {
 		{"source required", func(b *ClaimBundle) { b.Claims[0].EvidencePointers[0].Source = "" },
 			[]string{"claims[0].evidence_pointers[0].source required"}},
 		{"INFERENCE without evidence is fine", func(b *ClaimBundle) {
-			b.Claims[0].ClaimType = InferenceClaim
+			b.Claims[0].ClaimType = ClaimInference
 			b.Claims[0].EvidencePointers = nil
 		}, nil},
 		{"INFERENCE evidence meets the FACT standard", func(b *ClaimBundle) {
-			b.Claims[0].ClaimType = InferenceClaim
+			b.Claims[0].ClaimType = ClaimInference
 			b.Claims[0].EvidencePointers[0].SourceConfidence = 0.2
 			b.Claims[0].EvidencePointers[0].EvidenceHash = "abc"
 		}, []string{"claims[0].evidence_pointers evidence_weak", "claims[0].evidence_pointers[0].evidence_hash evidence_hash"}},
 		{"DECISION evidence is format-checked but not strength-checked", func(b *ClaimBundle) {
-			b.Claims[0].ClaimType = DecisionClaim
+			b.Claims[0].ClaimType = ClaimDecision
 			b.Claims[0].EvidencePointers[0].SourceConfidence = 0.2
 			b.Claims[0].EvidencePointers[0].EvidenceHash = "abc"
 		}, []string{"claims[0].evidence_pointers[0].evidence_hash evidence_hash"}},
@@ -102,11 +102,11 @@ func TestValidateRules(t *testing.T) {
 		{"required approvers non-empty and distinct", func(b *ClaimBundle) { b.RequiredApprovals = []string{"a", "", "a"} },
 			[]string{"required_approvals[1] required", "required_approvals[2] duplicate"}},
 		{"approval must be required", func(b *ClaimBundle) {
-			b.AuditTrail.HumanApprovals = []Approval{{Approver: "x", Timestamp: t0, Decision: Approved}}
+			b.AuditTrail.HumanApprovals = []Approval{{Approver: "x", Timestamp: t0, Decision: ApprovalApproved}}
 		}, []string{"audit_trail.human_approvals[0].approver not_required"}},
 		{"approval once per approver", func(b *ClaimBundle) {
 			b.RequiredApprovals = []string{"x"}
-			b.AuditTrail.HumanApprovals = []Approval{{Approver: "x", Timestamp: t0, Decision: Approved}, {Approver: "x", Timestamp: t0, Decision: Rejected}}
+			b.AuditTrail.HumanApprovals = []Approval{{Approver: "x", Timestamp: t0, Decision: ApprovalApproved}, {Approver: "x", Timestamp: t0, Decision: ApprovalRejected}}
 		}, []string{"audit_trail.human_approvals[1].approver duplicate"}},
 		{"approval fields", func(b *ClaimBundle) {
 			b.AuditTrail.HumanApprovals = []Approval{{Decision: "approved"}}
@@ -155,7 +155,7 @@ func TestValidateClaimAndUncertainty(t *testing.T) {
 	c := fact("a")
 	c.EvidencePointers = nil
 	assert.Equal(t, []string{"evidence_pointers evidence_missing"}, pathsRules(violationsOf(t, ValidateClaim(c))))
-	assert.NoError(t, ValidateUncertainty(Uncertainty{Method: ConformalSet, Value: 1, GateRecommendation: Defer}))
+	assert.NoError(t, ValidateUncertainty(Uncertainty{Method: MethodConformalSet, Value: 1, GateRecommendation: RecommendDefer}))
 	assert.Equal(t, []string{"gate_recommendation required", "method enum", "value range"},
 		pathsRules(violationsOf(t, ValidateUncertainty(Uncertainty{Method: "x", Value: 2}))))
 }

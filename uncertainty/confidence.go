@@ -301,7 +301,7 @@ func ConfidenceScore(confidence float64, opts ConfidenceOptions) (claims.Uncerta
 	}
 	v := clamp(1-p, 0, 1)
 	return claims.Uncertainty{
-		Method:             claims.ConfidenceScore,
+		Method:             claims.MethodConfidenceScore,
 		Value:              v,
 		Interpretation:     text,
 		GateRecommendation: recommend(v, th),

@@ -194,9 +194,9 @@ func TestCalibratorsStayInUnitInterval(t *testing.T) {
 func TestConfidenceScore(t *testing.T) {
 	u, err := uncertainty.ConfidenceScore(0.9, uncertainty.ConfidenceOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, claims.ConfidenceScore, u.Method)
+	assert.Equal(t, claims.MethodConfidenceScore, u.Method)
 	assert.InDelta(t, 0.1, u.Value, 1e-15)
-	assert.Equal(t, claims.Execute, u.GateRecommendation)
+	assert.Equal(t, claims.RecommendExecute, u.GateRecommendation)
 	assert.Contains(t, u.Interpretation, "uncalibrated")
 
 	// An overconfident model's 0.9 is really 0.81 correct; the calibrator
@@ -210,17 +210,17 @@ func TestConfidenceScore(t *testing.T) {
 	require.NoError(t, err)
 	want := 1 - uncertainty.Platt{A: 1, B: -1}.Calibrate(0.6)
 	assert.InDelta(t, want, u.Value, 1e-15)
-	assert.Equal(t, claims.Explain, u.GateRecommendation, "%v", u.Value)
+	assert.Equal(t, claims.RecommendExplain, u.GateRecommendation, "%v", u.Value)
 	assert.Contains(t, u.Interpretation, "after Platt scaling")
 	assert.Contains(t, u.Interpretation, "ECE 0.120 raw, 0.020 calibrated (500 labelled examples, 10 bins)")
 
 	u, err = uncertainty.ConfidenceScore(0.1, uncertainty.ConfidenceOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, claims.Defer, u.GateRecommendation)
+	assert.Equal(t, claims.RecommendDefer, u.GateRecommendation)
 	strict := uncertainty.Thresholds{Execute: 0, Explain: 0}
 	u, err = uncertainty.ConfidenceScore(0.99, uncertainty.ConfidenceOptions{Thresholds: &strict})
 	require.NoError(t, err)
-	assert.Equal(t, claims.Defer, u.GateRecommendation, "zero thresholds defer anything above 0, as a zero claims.Policy does")
+	assert.Equal(t, claims.RecommendDefer, u.GateRecommendation, "zero thresholds defer anything above 0, as a zero claims.Policy does")
 
 	for _, c := range []float64{math.NaN(), -0.01, 1.01, math.Inf(1)} {
 		_, err := uncertainty.ConfidenceScore(c, uncertainty.ConfidenceOptions{})

@@ -482,15 +482,15 @@ func (s PredictionSet) UncertaintyFor(y int, t Thresholds) (claims.Uncertainty, 
 
 func (s PredictionSet) uncertainty(t Thresholds, claimed int) claims.Uncertainty {
 	cover := 100 * (1 - s.Alpha)
-	u := claims.Uncertainty{Method: claims.ConformalSet}
+	u := claims.Uncertainty{Method: claims.MethodConformalSet}
 	switch {
 	case len(s.Labels) == 0:
 		u.Value = 1
-		u.GateRecommendation = claims.Refuse
+		u.GateRecommendation = claims.RecommendRefuse
 		u.Interpretation = fmt.Sprintf("empty conformal set at %.4g%% coverage: no class of %d is plausible", cover, s.Classes)
 	case claimed >= 0 && !s.Contains(claimed):
 		u.Value = 1
-		u.GateRecommendation = claims.Refuse
+		u.GateRecommendation = claims.RecommendRefuse
 		u.Interpretation = fmt.Sprintf("class %d is outside the conformal set (%d of %d classes) at %.4g%% coverage",
 			claimed, len(s.Labels), s.Classes, cover)
 	default:

@@ -432,17 +432,17 @@ func TestPredictionSetUncertaintyMapping(t *testing.T) {
 		value  float64
 		rec    claims.GateRecommendation
 	}{
-		{"singleton", []int{3}, 0, claims.Execute},
-		{"half", []int{0, 1, 2, 3, 4, 5}, 0.5, claims.Execute},
-		{"seven of eleven", []int{0, 1, 2, 3, 4, 5, 6}, 0.6, claims.Explain},
-		{"all", []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 1, claims.Defer},
-		{"empty is maximal", []int{}, 1, claims.Refuse},
+		{"singleton", []int{3}, 0, claims.RecommendExecute},
+		{"half", []int{0, 1, 2, 3, 4, 5}, 0.5, claims.RecommendExecute},
+		{"seven of eleven", []int{0, 1, 2, 3, 4, 5, 6}, 0.6, claims.RecommendExplain},
+		{"all", []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 1, claims.RecommendDefer},
+		{"empty is maximal", []int{}, 1, claims.RecommendRefuse},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := uncertainty.PredictionSet{Labels: tc.labels, Classes: 11, Alpha: 0.1}
 			u, err := s.Uncertainty(th)
 			require.NoError(t, err)
-			assert.Equal(t, claims.ConformalSet, u.Method)
+			assert.Equal(t, claims.MethodConformalSet, u.Method)
 			assert.InDelta(t, tc.value, u.Value, 1e-15)
 			assert.Equal(t, tc.rec, u.GateRecommendation)
 			assert.Contains(t, u.Interpretation, "90% coverage")
@@ -451,11 +451,11 @@ func TestPredictionSetUncertaintyMapping(t *testing.T) {
 	s := uncertainty.PredictionSet{Labels: []int{2, 5}, Classes: 11, Alpha: 0.1}
 	u, err := s.UncertaintyFor(5, th)
 	require.NoError(t, err)
-	assert.Equal(t, claims.Execute, u.GateRecommendation)
+	assert.Equal(t, claims.RecommendExecute, u.GateRecommendation)
 	assert.InDelta(t, 0.1, u.Value, 1e-15)
 	u, err = s.UncertaintyFor(4, th)
 	require.NoError(t, err)
-	assert.Equal(t, claims.Refuse, u.GateRecommendation, "a claim outside the set is rejected")
+	assert.Equal(t, claims.RecommendRefuse, u.GateRecommendation, "a claim outside the set is rejected")
 	assert.Equal(t, 1.0, u.Value)
 	assert.Contains(t, u.Interpretation, "class 4 is outside")
 

@@ -93,7 +93,7 @@ func ModelDisagreementOf(ctx context.Context, judge Equivalence, question string
 		Clustering:   cl,
 		Disagreement: d,
 		Uncertainty: claims.Uncertainty{
-			Method: claims.ModelDisagreement,
+			Method: claims.MethodModelDisagreement,
 			Value:  d,
 			Interpretation: fmt.Sprintf("model disagreement %.3f (empirical heuristic): %d answers in %d meaning clusters",
 				d, len(answers), len(cl.Sizes)),

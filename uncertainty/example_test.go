@@ -58,8 +58,8 @@ func ExampleSemanticEntropy() {
 	fmt.Println(res.Uncertainty.Interpretation)
 
 	// The value plugs straight into a claim.
-	claim := claims.Claim{Statement: "The capital of France is Paris", ClaimType: claims.InferenceClaim,
-		Uncertainty: res.Uncertainty, RiskTier: claims.ReadOnly}
+	claim := claims.Claim{Statement: "The capital of France is Paris", ClaimType: claims.ClaimInference,
+		Uncertainty: res.Uncertainty, RiskTier: claims.TierReadOnly}
 	fmt.Println(claim.Uncertainty.Method)
 	// Output:
 	// [4 1]

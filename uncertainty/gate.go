@@ -75,11 +75,11 @@ func Recommend(value float64, t Thresholds) (claims.GateRecommendation, error) {
 func recommend(value float64, t Thresholds) claims.GateRecommendation {
 	switch {
 	case value <= t.Execute:
-		return claims.Execute
+		return claims.RecommendExecute
 	case value <= t.Explain:
-		return claims.Explain
+		return claims.RecommendExplain
 	default:
-		return claims.Defer
+		return claims.RecommendDefer
 	}
 }
 

@@ -124,7 +124,7 @@ func SemanticEntropyOf(ctx context.Context, judge Equivalence, question string, 
 		Entropy:    h,
 		Normalized: norm,
 		Uncertainty: claims.Uncertainty{
-			Method: claims.SemanticEntropy,
+			Method: claims.MethodSemanticEntropy,
 			Value:  norm,
 			Interpretation: fmt.Sprintf("semantic entropy %.4f nats (%.3f of the maximum ln %d) from %s: %d answers in %d meaning clusters",
 				h, norm, len(answers), how, len(answers), len(cl.Sizes)),

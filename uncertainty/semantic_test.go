@@ -77,10 +77,10 @@ func TestSemanticEntropyEstimator(t *testing.T) {
 		want  float64 // entropy in nats
 		rec   claims.GateRecommendation
 	}{
-		{"consistent", []string{"Paris|1", "paris|2", "Paris|3", "PARIS|4", "paris|5"}, 0, claims.Execute},
-		{"one stray", []string{"Paris|1", "paris|2", "Lyon|3", "PARIS|4", "paris|5"}, 0.500402, claims.Execute},
-		{"split", []string{"Paris|1", "Lyon|2", "Rome|3", "paris|4", "lyon|5"}, 1.054920, claims.Explain},
-		{"confabulating", []string{"Paris", "Lyon", "Rome", "Nice", "Oslo"}, math.Log(5), claims.Defer},
+		{"consistent", []string{"Paris|1", "paris|2", "Paris|3", "PARIS|4", "paris|5"}, 0, claims.RecommendExecute},
+		{"one stray", []string{"Paris|1", "paris|2", "Lyon|3", "PARIS|4", "paris|5"}, 0.500402, claims.RecommendExecute},
+		{"split", []string{"Paris|1", "Lyon|2", "Rome|3", "paris|4", "lyon|5"}, 1.054920, claims.RecommendExplain},
+		{"confabulating", []string{"Paris", "Lyon", "Rome", "Nice", "Oslo"}, math.Log(5), claims.RecommendDefer},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &scriptedSampler{texts: tc.texts}
@@ -92,7 +92,7 @@ func TestSemanticEntropyEstimator(t *testing.T) {
 			assert.Len(t, res.Answers, 5)
 			assert.InDelta(t, tc.want, res.Entropy, 5e-7)
 			assert.InDelta(t, tc.want/math.Log(5), res.Normalized, 5e-7)
-			assert.Equal(t, claims.SemanticEntropy, res.Uncertainty.Method)
+			assert.Equal(t, claims.MethodSemanticEntropy, res.Uncertainty.Method)
 			assert.Equal(t, res.Normalized, res.Uncertainty.Value)
 			assert.Equal(t, tc.rec, res.Uncertainty.GateRecommendation)
 			assert.Contains(t, res.Uncertainty.Interpretation, "semantic entropy")
@@ -166,9 +166,9 @@ func TestModelDisagreementEstimator(t *testing.T) {
 		want  float64
 		rec   claims.GateRecommendation
 	}{
-		{"agree", []string{"yes|1", "YES|2", "yes|3"}, 0, claims.Execute},
-		{"two of three", []string{"yes|1", "no|2", "yes|3"}, 2.0 / 3, claims.Explain},
-		{"none", []string{"yes", "no", "maybe"}, 1, claims.Defer},
+		{"agree", []string{"yes|1", "YES|2", "yes|3"}, 0, claims.RecommendExecute},
+		{"two of three", []string{"yes|1", "no|2", "yes|3"}, 2.0 / 3, claims.RecommendExplain},
+		{"none", []string{"yes", "no", "maybe"}, 1, claims.RecommendDefer},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &scriptedSampler{texts: tc.texts}
@@ -179,7 +179,7 @@ func TestModelDisagreementEstimator(t *testing.T) {
 				assert.Equal(t, s.requests[0].Temperatures[i], a.Temperature)
 			}
 			assert.InDelta(t, tc.want, res.Disagreement, 1e-15)
-			assert.Equal(t, claims.ModelDisagreement, res.Uncertainty.Method)
+			assert.Equal(t, claims.MethodModelDisagreement, res.Uncertainty.Method)
 			assert.Equal(t, res.Disagreement, res.Uncertainty.Value)
 			assert.Equal(t, tc.rec, res.Uncertainty.GateRecommendation)
 			assert.Contains(t, res.Uncertainty.Interpretation, "heuristic")
@@ -213,18 +213,18 @@ func TestRecommendThresholds(t *testing.T) {
 		th   uncertainty.Thresholds
 		want claims.GateRecommendation
 	}{
-		{0, uncertainty.DefaultThresholds(), claims.Execute},
-		{0.50, uncertainty.DefaultThresholds(), claims.Execute},
-		{math.Nextafter(0.50, 1), uncertainty.DefaultThresholds(), claims.Explain},
-		{0.75, uncertainty.DefaultThresholds(), claims.Explain},
-		{math.Nextafter(0.75, 1), uncertainty.DefaultThresholds(), claims.Defer},
-		{1, uncertainty.DefaultThresholds(), claims.Defer},
-		{0.3, uncertainty.Thresholds{Execute: 0.2, Explain: 0.4}, claims.Explain},
-		{0.3, uncertainty.Thresholds{Execute: 0.1, Explain: 0.1}, claims.Defer},
-		{1, uncertainty.Thresholds{Execute: 0.1, Explain: 1}, claims.Explain},
-		{0, uncertainty.Thresholds{}, claims.Execute},
-		{0.01, uncertainty.Thresholds{}, claims.Defer},
-		{0.6, uncertainty.ThresholdsFor(claims.DefaultPolicy()), claims.Explain},
+		{0, uncertainty.DefaultThresholds(), claims.RecommendExecute},
+		{0.50, uncertainty.DefaultThresholds(), claims.RecommendExecute},
+		{math.Nextafter(0.50, 1), uncertainty.DefaultThresholds(), claims.RecommendExplain},
+		{0.75, uncertainty.DefaultThresholds(), claims.RecommendExplain},
+		{math.Nextafter(0.75, 1), uncertainty.DefaultThresholds(), claims.RecommendDefer},
+		{1, uncertainty.DefaultThresholds(), claims.RecommendDefer},
+		{0.3, uncertainty.Thresholds{Execute: 0.2, Explain: 0.4}, claims.RecommendExplain},
+		{0.3, uncertainty.Thresholds{Execute: 0.1, Explain: 0.1}, claims.RecommendDefer},
+		{1, uncertainty.Thresholds{Execute: 0.1, Explain: 1}, claims.RecommendExplain},
+		{0, uncertainty.Thresholds{}, claims.RecommendExecute},
+		{0.01, uncertainty.Thresholds{}, claims.RecommendDefer},
+		{0.6, uncertainty.ThresholdsFor(claims.DefaultPolicy()), claims.RecommendExplain},
 	} {
 		got, err := uncertainty.Recommend(tc.v, tc.th)
 		require.NoError(t, err)

@@ -249,7 +249,7 @@ func firewall(ctx context.Context, w io.Writer, log *trace.Log) error {
 
 func report(ctx context.Context, w io.Writer, log *trace.Log, now func() time.Time) error {
 	policy := claims.DefaultPolicy()
-	policy.Approvers = map[claims.RiskTier][]string{claims.Delete: {"sre-lead"}}
+	policy.Approvers = map[claims.RiskTier][]string{claims.TierDelete: {"sre-lead"}}
 	sess, err := claims.NewSession(log, policy, claims.WithClock(now), claims.WithIDs(ids("claims")))
 	if err != nil {
 		return err
@@ -262,16 +262,16 @@ func report(ctx context.Context, w io.Writer, log *trace.Log, now func() time.Ti
 		EvidenceHash:     hex.EncodeToString(sum[:]),
 		RetrievedAt:      time.Date(2026, 11, 22, 9, 5, 0, 0, time.UTC),
 	}
-	low := claims.Uncertainty{Method: claims.ConfidenceScore, Value: 0.08, Interpretation: "calibrated confidence 0.92", GateRecommendation: claims.Execute}
+	low := claims.Uncertainty{Method: claims.MethodConfidenceScore, Value: 0.08, Interpretation: "calibrated confidence 0.92", GateRecommendation: claims.RecommendExecute}
 	bundle := claims.NewBundle("bundle-incident-4411", now(), "oncall-agent-7",
 		claims.Claim{ID: "c-error-rate", Statement: "The checkout error rate fell from 4.1% to 0.3% after the scale-out.",
-			ClaimType: claims.FactClaim, EvidencePointers: []claims.EvidencePointer{evidence}, Uncertainty: low,
-			RiskTier: claims.ReadOnly, IfWrongCost: "a premature all-clear"},
+			ClaimType: claims.ClaimFact, EvidencePointers: []claims.EvidencePointer{evidence}, Uncertainty: low,
+			RiskTier: claims.TierReadOnly, IfWrongCost: "a premature all-clear"},
 		claims.Claim{ID: "c-cleanup", Statement: "Delete the v40 replica set that is no longer serving.",
-			ClaimType: claims.DecisionClaim, Uncertainty: low, RiskTier: claims.Delete,
+			ClaimType: claims.ClaimDecision, Uncertainty: low, RiskTier: claims.TierDelete,
 			IfWrongCost: "a slower rollback path"},
 	)
-	actor := claims.Context{Actor: "oncall-agent-7", Clearance: claims.Delete}
+	actor := claims.Context{Actor: "oncall-agent-7", Clearance: claims.TierDelete}
 
 	// Without evidence, the same FACT is refused.
 	bare := bundle.Clone()
@@ -287,7 +287,7 @@ func report(ctx context.Context, w io.Writer, log *trace.Log, now func() time.Ti
 		return err
 	}
 	fmt.Fprintf(w, "with evidence:    %s, waiting for %v\n", ev.Decision, ev.Pending)
-	ev, err = sess.Approve(ctx, ev.Bundle, actor, "sre-lead", claims.Approved, "v40 has served no traffic for 7 days")
+	ev, err = sess.Approve(ctx, ev.Bundle, actor, "sre-lead", claims.ApprovalApproved, "v40 has served no traffic for 7 days")
 	if err != nil {
 		return err
 	}
