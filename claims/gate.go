@@ -148,7 +148,7 @@ type funcGate struct {
 	check func(ClaimBundle, Context) GateResult
 }
 
-func (g funcGate) Name() string                           { return g.name }
+func (g funcGate) Name() string                              { return g.name }
 func (g funcGate) Check(b ClaimBundle, c Context) GateResult { return g.check(b, c) }
 
 // Evaluation is the outcome of the gate chain.

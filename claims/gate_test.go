@@ -381,7 +381,9 @@ func TestUserGates(t *testing.T) {
 }
 
 func TestPolicyValidate(t *testing.T) {
-	g := func(name string) Gate { return GateFunc(name, func(ClaimBundle, Context) GateResult { return GateResult{} }) }
+	g := func(name string) Gate {
+		return GateFunc(name, func(ClaimBundle, Context) GateResult { return GateResult{} })
+	}
 	bad := map[string]Policy{
 		"execute above explain":   {ExecuteMax: 0.8, ExplainMax: 0.7},
 		"negative":                {ExecuteMax: -0.1, ExplainMax: 0.7},

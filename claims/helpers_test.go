@@ -26,7 +26,9 @@ func mkClaim(id string, typ ClaimType, tier RiskTier, u float64, rec GateRecomme
 }
 
 // fact is a well-supported, low-uncertainty READ_ONLY fact.
-func fact(id string) Claim { return mkClaim(id, ClaimFact, TierReadOnly, 0.1, RecommendExecute, ev(0.9)) }
+func fact(id string) Claim {
+	return mkClaim(id, ClaimFact, TierReadOnly, 0.1, RecommendExecute, ev(0.9))
+}
 
 func mkBundle(cs ...Claim) ClaimBundle { return NewBundle("bundle-1", t0, "agent-1", cs...) }
 

@@ -52,7 +52,9 @@ func genClaim(id string) *rapid.Generator[Claim] {
 
 // strongClaim is the strongest claim there is: a READ_ONLY fact with full
 // confidence evidence and no uncertainty.
-func strongClaim(id string) Claim { return mkClaim(id, ClaimFact, TierReadOnly, 0, RecommendExecute, ev(1)) }
+func strongClaim(id string) Claim {
+	return mkClaim(id, ClaimFact, TierReadOnly, 0, RecommendExecute, ev(1))
+}
 
 // genBundle draws bundles with 1..n claims, mostly valid, with optional
 // required approvals and human decisions.
