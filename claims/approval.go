@@ -25,9 +25,8 @@ var (
 func RecordApproval(b ClaimBundle, a Approval) (ClaimBundle, error) {
 	var v validator
 	v.approval(a)
-	if len(v.vs) > 0 {
-		sortViolations(v.vs)
-		return b, &ValidationError{Violations: v.vs}
+	if err := invalid("approval", v.vs, ErrInvalid); err != nil {
+		return b, err
 	}
 	if !slices.Contains(b.RequiredApprovals, a.Approver) {
 		return b, fmt.Errorf("%w: %q (required: %q)", ErrNotRequired, a.Approver, b.RequiredApprovals)

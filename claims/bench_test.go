@@ -73,7 +73,7 @@ func BenchmarkDecodeBundle100Claims(b *testing.B) {
 // appended to an in-memory log.
 func BenchmarkSessionEvaluate100Claims(b *testing.B) {
 	in := bench100()
-	s, err := NewSession(trace.NewMemoryLog(), approverPolicy())
+	s, err := NewSession(context.Background(), trace.NewMemoryLog(), approverPolicy())
 	if err != nil {
 		b.Fatal(err)
 	}

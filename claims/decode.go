@@ -1,7 +1,6 @@
 package claims
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/verity-go/verity/internal/canon"
+	"github.com/verity-go/verity/internal/violation"
 )
 
 // The decoders are strict: the text must be one JSON value without
@@ -22,7 +22,8 @@ import (
 // timestamps must be RFC 3339 (they are normalised to UTC, keeping the
 // instant). Members with a default in the specification's reference
 // implementation may be omitted or null; the others are required. Every
-// problem is reported, with its path, in one *DecodeError.
+// problem is reported, with its path, in one *ValidationError wrapping
+// ErrMalformed.
 //
 // Decoding checks shape, not the rules of Validate: the specification's
 // own example with a 32-hex-digit evidence_hash decodes, and Validate
@@ -32,84 +33,54 @@ import (
 // timestamp (see ClaimBundle.Complete), decision DEFER, reason "", no
 // required approvals and an empty audit trail.
 func DecodeBundle(data []byte) (ClaimBundle, error) {
-	return decodeWith(data, false, (*decoder).bundle)
+	return decodeWith(data, "claim bundle JSON", false, (*decoder).bundle)
 }
 
 // DecodeClaim decodes one Claim. Omitted defaults: id "", no evidence
 // pointers, if_wrong_cost "".
 func DecodeClaim(data []byte) (Claim, error) {
-	return decodeWith(data, false, (*decoder).claim)
+	return decodeWith(data, "claim JSON", false, (*decoder).claim)
 }
 
 // DecodeEvidencePointer decodes one EvidencePointer. An omitted
 // retrieved_at is the zero time (which Validate rejects).
 func DecodeEvidencePointer(data []byte) (EvidencePointer, error) {
-	return decodeWith(data, false, (*decoder).evidence)
+	return decodeWith(data, "evidence pointer JSON", false, (*decoder).evidence)
 }
 
 // DecodeUncertainty decodes one Uncertainty. Omitted defaults:
 // interpretation "" and gate_recommendation EXECUTE.
 func DecodeUncertainty(data []byte) (Uncertainty, error) {
-	return decodeWith(data, false, (*decoder).uncertainty)
+	return decodeWith(data, "uncertainty JSON", false, (*decoder).uncertainty)
 }
 
 // DecodeApproval decodes one Approval. Only reason may be omitted.
 func DecodeApproval(data []byte) (Approval, error) {
-	return decodeWith(data, false, (*decoder).approval)
-}
-
-// UnmarshalJSON decodes strictly with DecodeBundle; on error b is unchanged.
-func (b *ClaimBundle) UnmarshalJSON(data []byte) error { return into(b, data, DecodeBundle) }
-
-// UnmarshalJSON decodes strictly with DecodeClaim; on error c is unchanged.
-func (c *Claim) UnmarshalJSON(data []byte) error { return into(c, data, DecodeClaim) }
-
-// UnmarshalJSON decodes strictly with DecodeEvidencePointer; on error e is unchanged.
-func (e *EvidencePointer) UnmarshalJSON(data []byte) error {
-	return into(e, data, DecodeEvidencePointer)
-}
-
-// UnmarshalJSON decodes strictly with DecodeUncertainty; on error u is unchanged.
-func (u *Uncertainty) UnmarshalJSON(data []byte) error { return into(u, data, DecodeUncertainty) }
-
-// UnmarshalJSON decodes strictly with DecodeApproval; on error a is unchanged.
-func (a *Approval) UnmarshalJSON(data []byte) error { return into(a, data, DecodeApproval) }
-
-func into[T any](dst *T, data []byte, decode func([]byte) (T, error)) error {
-	v, err := decode(data)
-	if err != nil {
-		return err
-	}
-	*dst = v
-	return nil
+	return decodeWith(data, "approval JSON", false, (*decoder).approval)
 }
 
 // decodeWith decodes data with walk; recordForm selects the record form
-// (see Record) instead of the specification's.
-func decodeWith[T any](data []byte, recordForm bool, walk func(*decoder, string, any) T) (T, error) {
+// (see Record) instead of the specification's. The error is a
+// *ValidationError about subject wrapping ErrMalformed, plus
+// ErrUnknownValue for an unknown enum value and canon's error for text
+// that is not strict JSON.
+func decodeWith[T any](data []byte, subject string, recordForm bool, walk func(*decoder, string, any) T) (T, error) {
 	var zero T
 	// canon rejects what encoding/json would silently accept or alter:
 	// duplicate keys, invalid UTF-8, lone surrogates, excessive nesting.
-	if _, err := canon.Transform(data); err != nil {
-		return zero, &DecodeError{
-			Violations: []Violation{{Rule: RuleSyntax, Message: err.Error()}},
-			syntax:     err,
-		}
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var tree any
-	if err := dec.Decode(&tree); err != nil {
-		return zero, &DecodeError{
-			Violations: []Violation{{Rule: RuleSyntax, Message: err.Error()}},
-			syntax:     err,
-		}
+	tree, err := canon.Decode(data)
+	if err != nil {
+		vs := []Violation{{Rule: RuleSyntax, Message: strings.TrimPrefix(err.Error(), "canon: ")}}
+		return zero, invalid(subject, vs, ErrMalformed, err)
 	}
 	d := &decoder{recordForm: recordForm}
 	v := walk(d, "", tree)
 	if len(d.vs) > 0 {
-		sortViolations(d.vs)
-		return zero, &DecodeError{Violations: d.vs}
+		var unknown error
+		if slices.ContainsFunc(d.vs, func(v Violation) bool { return v.Rule == RuleEnum }) {
+			unknown = ErrUnknownValue
+		}
+		return zero, invalid(subject, d.vs, ErrMalformed, unknown)
 	}
 	return v, nil
 }
@@ -152,7 +123,7 @@ func (d *decoder) object(path string, v any, allowed ...string) (map[string]any,
 	}
 	for k := range m {
 		if !slices.Contains(allowed, k) {
-			d.add(joinPath(path, k), RuleUnknownField, "unknown field %q", k)
+			d.add(violation.Join(path, k), RuleUnknownField, "unknown field %q", k)
 		}
 	}
 	return m, true
@@ -163,7 +134,7 @@ func (d *decoder) object(path string, v any, allowed ...string) (map[string]any,
 func (d *decoder) member(m map[string]any, path, key string, required bool) (any, bool) {
 	v, ok := m[key]
 	if required && !ok {
-		d.add(joinPath(path, key), RuleRequired, "missing required field")
+		d.add(violation.Join(path, key), RuleRequired, "missing required field")
 		return nil, false
 	}
 	if !required && v == nil {
@@ -177,7 +148,7 @@ func (d *decoder) str(m map[string]any, path, key string, required bool) string 
 	if !ok {
 		return ""
 	}
-	s, _ := d.text(joinPath(path, key), v)
+	s, _ := d.text(violation.Join(path, key), v)
 	return s
 }
 
@@ -204,7 +175,7 @@ func (d *decoder) invalidUTF8(path string, v map[string]any) (string, bool) {
 	b, err := base64.StdEncoding.Strict().DecodeString(b64)
 	switch {
 	case !isStr || err != nil:
-		d.add(joinPath(path, "bytes"), RuleType, "want a string of standard base64")
+		d.add(violation.Join(path, "bytes"), RuleType, "want a string of standard base64")
 	case utf8.Valid(b):
 		d.add(path, RuleType, "a string of valid UTF-8 is written as a JSON string")
 	default:
@@ -218,7 +189,7 @@ func (d *decoder) unit(m map[string]any, path, key string) float64 {
 	if !ok {
 		return 0
 	}
-	p := joinPath(path, key)
+	p := violation.Join(path, key)
 	if s, isStr := v.(string); isStr && d.recordForm {
 		if f, special := specialNumbers[s]; special {
 			return f
@@ -278,7 +249,7 @@ func (d *decoder) time(m map[string]any, path, key string, required bool) time.T
 	if !ok {
 		return time.Time{}
 	}
-	p := joinPath(path, key)
+	p := violation.Join(path, key)
 	s, isStr := v.(string)
 	if !isStr {
 		d.add(p, RuleType, "want string, got %s", jsonKind(v))
@@ -351,12 +322,12 @@ func enum[T ~string](d *decoder, m map[string]any, path, key string, valid func(
 	if !ok {
 		return def
 	}
-	s, isStr := d.text(joinPath(path, key), v)
+	s, isStr := d.text(violation.Join(path, key), v)
 	if !isStr {
 		return def
 	}
 	if !valid(T(s)) && !d.recordForm {
-		d.add(joinPath(path, key), RuleEnum, "unknown value %q", s)
+		d.add(violation.Join(path, key), RuleEnum, "unknown value %q", s)
 		return def
 	}
 	return T(s)
@@ -371,7 +342,7 @@ func (d *decoder) array(m map[string]any, path, key string, required bool) []any
 	}
 	a, isArr := v.([]any)
 	if !isArr {
-		d.add(joinPath(path, key), RuleType, "want array, got %s", jsonKind(v))
+		d.add(violation.Join(path, key), RuleType, "want array, got %s", jsonKind(v))
 		return nil
 	}
 	return a
@@ -381,7 +352,7 @@ func decodeList[T any](d *decoder, m map[string]any, path, key string, required 
 	items := d.array(m, path, key, required)
 	out := make([]T, len(items))
 	for i, it := range items {
-		out[i] = walk(d, indexPath(joinPath(path, key), i), it)
+		out[i] = walk(d, violation.Index(violation.Join(path, key), i), it)
 	}
 	return out
 }
@@ -390,7 +361,7 @@ func (d *decoder) strings(m map[string]any, path, key string) []string {
 	items := d.array(m, path, key, false)
 	out := make([]string, len(items))
 	for i, it := range items {
-		out[i], _ = d.text(indexPath(joinPath(path, key), i), it)
+		out[i], _ = d.text(violation.Index(violation.Join(path, key), i), it)
 	}
 	return out
 }
@@ -411,9 +382,9 @@ func (d *decoder) bundle(path string, v any) ClaimBundle {
 		RequiredApprovals: d.strings(m, path, "required_approvals"),
 	}
 	if at, present := d.member(m, path, "audit_trail", false); present {
-		b.AuditTrail = d.auditTrail(joinPath(path, "audit_trail"), at)
+		b.AuditTrail = d.auditTrail(violation.Join(path, "audit_trail"), at)
 	} else {
-		b.AuditTrail = d.auditTrail(joinPath(path, "audit_trail"), map[string]any{})
+		b.AuditTrail = d.auditTrail(violation.Join(path, "audit_trail"), map[string]any{})
 	}
 	return b
 }
@@ -454,7 +425,7 @@ func (d *decoder) claim(path string, v any) Claim {
 		IfWrongCost:      d.str(m, path, "if_wrong_cost", false),
 	}
 	if u, present := d.member(m, path, "uncertainty", true); present {
-		c.Uncertainty = d.uncertainty(joinPath(path, "uncertainty"), u)
+		c.Uncertainty = d.uncertainty(violation.Join(path, "uncertainty"), u)
 	}
 	return c
 }
@@ -520,14 +491,14 @@ func (d *decoder) record(path string, v any) Record {
 		Clearance: enum(d, m, path, "clearance", RiskTier.Valid, ""),
 	}
 	if _, present := m["clearance"]; present && !r.Clearance.Valid() {
-		d.add(joinPath(path, "clearance"), RuleEnum, "unknown risk tier %q", string(r.Clearance))
+		d.add(violation.Join(path, "clearance"), RuleEnum, "unknown risk tier %q", string(r.Clearance))
 	}
 	if a, present := d.member(m, path, "approval", false); present {
-		approval := d.approval(joinPath(path, "approval"), a)
+		approval := d.approval(violation.Join(path, "approval"), a)
 		r.Approval = &approval
 	}
 	if b, present := d.member(m, path, "bundle", true); present {
-		r.Bundle = d.bundle(joinPath(path, "bundle"), b)
+		r.Bundle = d.bundle(violation.Join(path, "bundle"), b)
 	}
 	return r
 }

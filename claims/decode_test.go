@@ -1,6 +1,7 @@
 package claims
 
 import (
+	"encoding"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -76,11 +77,11 @@ func TestDecodeSpecExamples(t *testing.T) {
 	// the SHA-256 the specification requires. It decodes, and Validate
 	// reports exactly that.
 	vs := violationsOf(t, ValidateClaim(c1))
-	assert.Equal(t, []string{"evidence_pointers[0].evidence_hash evidence_hash"}, pathsRules(vs))
+	assert.Equal(t, []string{"/evidence_pointers/0/evidence_hash evidence_hash"}, pathsRules(vs))
 
 	b, err := DecodeBundle([]byte(bundleJSON(specExample1, specExample2)))
 	require.NoError(t, err)
-	assert.Equal(t, []string{"claims[0].evidence_pointers[0].evidence_hash evidence_hash"}, pathsRules(violationsOf(t, Validate(b))))
+	assert.Equal(t, []string{"/claims/0/evidence_pointers/0/evidence_hash evidence_hash"}, pathsRules(violationsOf(t, Validate(b))))
 	ev, err := Evaluate(b, approverPolicy(), clearance(TierPrivilege))
 	require.NoError(t, err)
 	assert.Equal(t, DecisionRefuse, ev.Decision, "an invalid hash is refused")
@@ -141,66 +142,67 @@ func TestDecodeRejects(t *testing.T) {
 		{"lone surrogate", `{"origin_agent":"\ud800","claims":[]}`, []string{" syntax"}},
 		{"not an object", `[]`, []string{" type"}},
 		{"null bundle", `null`, []string{" type"}},
-		{"unknown field", `{"origin_agent":"a","claims":[],"extra":1}`, []string{"extra unknown_field"}},
-		{"field names are case-sensitive", `{"Origin_Agent":"a","claims":[]}`, []string{"Origin_Agent unknown_field", "origin_agent required"}},
-		{"missing required", `{}`, []string{"claims required", "origin_agent required"}},
-		{"claims null", `{"origin_agent":"a","claims":null}`, []string{"claims type"}},
+		{"unknown field", `{"origin_agent":"a","claims":[],"extra":1}`, []string{"/extra unknown_field"}},
+		{"field names are case-sensitive", `{"Origin_Agent":"a","claims":[]}`, []string{"/Origin_Agent unknown_field", "/origin_agent required"}},
+		{"missing required", `{}`, []string{"/claims required", "/origin_agent required"}},
+		{"claims null", `{"origin_agent":"a","claims":null}`, []string{"/claims type"}},
 		{"wrong types", `{"origin_agent":1,"claims":{},"id":true,"reason":[]}`,
-			[]string{"claims type", "id type", "origin_agent type", "reason type"}},
-		{"bad timestamp", `{"origin_agent":"a","claims":[],"timestamp":"2025-12-28 19:30"}`, []string{"timestamp time"}},
-		{"timestamp without zone", `{"origin_agent":"a","claims":[],"timestamp":"2025-12-28T19:30:00"}`, []string{"timestamp time"}},
-		{"timestamp before year 0 in UTC", `{"origin_agent":"a","claims":[],"timestamp":"0000-01-01T00:00:00+01:00"}`, []string{"timestamp time"}},
-		{"timestamp after year 9999 in UTC", `{"origin_agent":"a","claims":[],"timestamp":"9999-12-31T23:59:59-01:00"}`, []string{"timestamp time"}},
-		{"lower-case t and z", `{"origin_agent":"a","claims":[],"timestamp":"2025-12-28t19:30:00z"}`, []string{"timestamp time"}},
+			[]string{"/claims type", "/id type", "/origin_agent type", "/reason type"}},
+		{"bad timestamp", `{"origin_agent":"a","claims":[],"timestamp":"2025-12-28 19:30"}`, []string{"/timestamp time"}},
+		{"timestamp without zone", `{"origin_agent":"a","claims":[],"timestamp":"2025-12-28T19:30:00"}`, []string{"/timestamp time"}},
+		{"timestamp before year 0 in UTC", `{"origin_agent":"a","claims":[],"timestamp":"0000-01-01T00:00:00+01:00"}`, []string{"/timestamp time"}},
+		{"timestamp after year 9999 in UTC", `{"origin_agent":"a","claims":[],"timestamp":"9999-12-31T23:59:59-01:00"}`, []string{"/timestamp time"}},
+		{"lower-case t and z", `{"origin_agent":"a","claims":[],"timestamp":"2025-12-28t19:30:00z"}`, []string{"/timestamp time"}},
 		// time.Parse accepts these; RFC 3339 does not.
-		{"one-digit hour", `{"origin_agent":"a","claims":[],"timestamp":"2025-12-28T9:30:00Z"}`, []string{"timestamp time"}},
-		{"comma before the fraction", `{"origin_agent":"a","claims":[],"timestamp":"2025-12-28T19:30:00,5Z"}`, []string{"timestamp time"}},
-		{"offset hour 24", `{"origin_agent":"a","claims":[],"timestamp":"2025-12-28T19:30:00+24:00"}`, []string{"timestamp time"}},
-		{"offset minute 60", `{"origin_agent":"a","claims":[],"timestamp":"2025-12-28T19:30:00+01:60"}`, []string{"timestamp time"}},
-		{"evidence one-digit hour", withClaim(`2025-01-01T00:00:00Z`, `2025-01-01T0:00:00Z`), []string{"claims[0].evidence_pointers[0].retrieved_at time"}},
+		{"one-digit hour", `{"origin_agent":"a","claims":[],"timestamp":"2025-12-28T9:30:00Z"}`, []string{"/timestamp time"}},
+		{"comma before the fraction", `{"origin_agent":"a","claims":[],"timestamp":"2025-12-28T19:30:00,5Z"}`, []string{"/timestamp time"}},
+		{"offset hour 24", `{"origin_agent":"a","claims":[],"timestamp":"2025-12-28T19:30:00+24:00"}`, []string{"/timestamp time"}},
+		{"offset minute 60", `{"origin_agent":"a","claims":[],"timestamp":"2025-12-28T19:30:00+01:60"}`, []string{"/timestamp time"}},
+		{"evidence one-digit hour", withClaim(`2025-01-01T00:00:00Z`, `2025-01-01T0:00:00Z`), []string{"/claims/0/evidence_pointers/0/retrieved_at time"}},
 		{"approval comma fraction", `{"origin_agent":"a","claims":[],"audit_trail":{"human_approvals":[{"approver":"x","timestamp":"2025-01-01T00:00:00,1Z","decision":"APPROVED"}]}}`,
-			[]string{"audit_trail.human_approvals[0].timestamp time"}},
-		{"decision lower-case", `{"origin_agent":"a","claims":[],"decision":"publish"}`, []string{"decision enum"}},
-		{"unknown decision", `{"origin_agent":"a","claims":[],"decision":"APPROVE"}`, []string{"decision enum"}},
-		{"claim type lower-case", withClaim(`"FACT"`, `"fact"`), []string{"claims[0].claim_type enum"}},
-		{"risk tier unknown", withClaim(`"READ_ONLY"`, `"READONLY"`), []string{"claims[0].risk_tier enum"}},
-		{"method unknown", withClaim(`"semantic_entropy"`, `"Semantic_Entropy"`), []string{"claims[0].uncertainty.method enum"}},
+			[]string{"/audit_trail/human_approvals/0/timestamp time"}},
+		{"decision lower-case", `{"origin_agent":"a","claims":[],"decision":"publish"}`, []string{"/decision enum"}},
+		{"unknown decision", `{"origin_agent":"a","claims":[],"decision":"APPROVE"}`, []string{"/decision enum"}},
+		{"claim type lower-case", withClaim(`"FACT"`, `"fact"`), []string{"/claims/0/claim_type enum"}},
+		{"risk tier unknown", withClaim(`"READ_ONLY"`, `"READONLY"`), []string{"/claims/0/risk_tier enum"}},
+		{"method unknown", withClaim(`"semantic_entropy"`, `"Semantic_Entropy"`), []string{"/claims/0/uncertainty/method enum"}},
 		{"recommendation unknown", withClaim(`"value":0.1`, `"value":0.1,"gate_recommendation":"ALLOW"`),
-			[]string{"claims[0].uncertainty.gate_recommendation enum"}},
-		{"value above 1", withClaim(`"value":0.1`, `"value":1.0000001`), []string{"claims[0].uncertainty.value range"}},
-		{"value below 0", withClaim(`"value":0.1`, `"value":-1e-9`), []string{"claims[0].uncertainty.value range"}},
+			[]string{"/claims/0/uncertainty/gate_recommendation enum"}},
+		{"value above 1", withClaim(`"value":0.1`, `"value":1.0000001`), []string{"/claims/0/uncertainty/value range"}},
+		{"value below 0", withClaim(`"value":0.1`, `"value":-1e-9`), []string{"/claims/0/uncertainty/value range"}},
 		{"value overflows", withClaim(`"value":0.1`, `"value":1e400`), []string{" syntax"}},
-		{"value above 1 that rounds to 1", withClaim(`"value":0.1`, `"value":1.00000000000000001`), []string{"claims[0].uncertainty.value range"}},
-		{"value above 1 with exponent", withClaim(`"value":0.1`, `"value":0.100000000000000000001e1`), []string{"claims[0].uncertainty.value range"}},
-		{"negative value that rounds to -0", withClaim(`"value":0.1`, `"value":-1e-400`), []string{"claims[0].uncertainty.value range"}},
+		{"value above 1 that rounds to 1", withClaim(`"value":0.1`, `"value":1.00000000000000001`), []string{"/claims/0/uncertainty/value range"}},
+		{"value above 1 with exponent", withClaim(`"value":0.1`, `"value":0.100000000000000000001e1`), []string{"/claims/0/uncertainty/value range"}},
+		{"negative value that rounds to -0", withClaim(`"value":0.1`, `"value":-1e-400`), []string{"/claims/0/uncertainty/value range"}},
 		{"negative confidence that rounds to -0", withClaim(`0.9`, "-0."+strings.Repeat("0", 400)+"1"),
-			[]string{"claims[0].evidence_pointers[0].source_confidence range"}},
-		{"value as string", withClaim(`"value":0.1`, `"value":"0.1"`), []string{"claims[0].uncertainty.value type"}},
+			[]string{"/claims/0/evidence_pointers/0/source_confidence range"}},
+		{"value as string", withClaim(`"value":0.1`, `"value":"0.1"`), []string{"/claims/0/uncertainty/value type"}},
 		{"NaN is not JSON", withClaim(`"value":0.1`, `"value":NaN`), []string{" syntax"}},
-		{"confidence above 1", withClaim(`0.9`, `90`), []string{"claims[0].evidence_pointers[0].source_confidence range"}},
-		{"evidence unknown field", withClaim(`"source":"x"`, `"source":"x","url":"y"`), []string{"claims[0].evidence_pointers[0].url unknown_field"}},
-		{"evidence missing hash", withClaim(`,"evidence_hash":"h"`, ``), []string{"claims[0].evidence_pointers[0].evidence_hash required"}},
-		{"evidence bad time", withClaim(`2025-01-01T00:00:00Z`, `yesterday`), []string{"claims[0].evidence_pointers[0].retrieved_at time"}},
-		{"uncertainty missing", withClaim(`"uncertainty":{"method":"semantic_entropy","value":0.1},`, ``), []string{"claims[0].uncertainty required"}},
-		{"uncertainty null", withClaim(`{"method":"semantic_entropy","value":0.1}`, `null`), []string{"claims[0].uncertainty type"}},
-		{"audit trail unknown field", `{"origin_agent":"a","claims":[],"audit_trail":{"gates":[]}}`, []string{"audit_trail.gates unknown_field"}},
+		{"confidence above 1", withClaim(`0.9`, `90`), []string{"/claims/0/evidence_pointers/0/source_confidence range"}},
+		{"evidence unknown field", withClaim(`"source":"x"`, `"source":"x","url":"y"`), []string{"/claims/0/evidence_pointers/0/url unknown_field"}},
+		{"evidence missing hash", withClaim(`,"evidence_hash":"h"`, ``), []string{"/claims/0/evidence_pointers/0/evidence_hash required"}},
+		{"evidence bad time", withClaim(`2025-01-01T00:00:00Z`, `yesterday`), []string{"/claims/0/evidence_pointers/0/retrieved_at time"}},
+		{"uncertainty missing", withClaim(`"uncertainty":{"method":"semantic_entropy","value":0.1},`, ``), []string{"/claims/0/uncertainty required"}},
+		{"uncertainty null", withClaim(`{"method":"semantic_entropy","value":0.1}`, `null`), []string{"/claims/0/uncertainty type"}},
+		{"audit trail unknown field", `{"origin_agent":"a","claims":[],"audit_trail":{"gates":[]}}`, []string{"/audit_trail/gates unknown_field"}},
 		{"approval decision lower-case", `{"origin_agent":"a","claims":[],"audit_trail":{"human_approvals":[{"approver":"x","timestamp":"2025-01-01T00:00:00Z","decision":"approved"}]}}`,
-			[]string{"audit_trail.human_approvals[0].decision enum"}},
+			[]string{"/audit_trail/human_approvals/0/decision enum"}},
 		{"approval missing time", `{"origin_agent":"a","claims":[],"audit_trail":{"human_approvals":[{"approver":"x","decision":"APPROVED"}]}}`,
-			[]string{"audit_trail.human_approvals[0].timestamp required"}},
-		{"required approvals not strings", `{"origin_agent":"a","claims":[],"required_approvals":["a",1]}`, []string{"required_approvals[1] type"}},
+			[]string{"/audit_trail/human_approvals/0/timestamp required"}},
+		{"required approvals not strings", `{"origin_agent":"a","claims":[],"required_approvals":["a",1]}`, []string{"/required_approvals/1 type"}},
 		{"many problems at once", `{"origin_agent":"a","claims":[{"claim_type":"fact","uncertainty":{"value":2,"method":"x"},"risk_tier":"x"}, 5]}`,
-			[]string{"claims[0].claim_type enum", "claims[0].risk_tier enum", "claims[0].statement required",
-				"claims[0].uncertainty.method enum", "claims[0].uncertainty.value range", "claims[1] type"}},
+			[]string{"/claims/0/claim_type enum", "/claims/0/risk_tier enum", "/claims/0/statement required",
+				"/claims/0/uncertainty/method enum", "/claims/0/uncertainty/value range", "/claims/1 type"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := DecodeBundle([]byte(tc.in))
 			require.Error(t, err)
 			assert.Equal(t, ClaimBundle{}, b)
-			var de *DecodeError
+			var de *ValidationError
 			require.ErrorAs(t, err, &de)
 			assert.ErrorIs(t, err, ErrMalformed)
+			assert.NotErrorIs(t, err, ErrInvalid)
 			var got []string
 			for _, v := range de.Violations {
 				got = append(got, v.Path+" "+v.Rule)
@@ -221,31 +223,17 @@ func TestDecodeNormalisesTimesToUTC(t *testing.T) {
 	assert.JSONEq(t, `{"source":"s","source_confidence":1,"evidence_hash":"h","retrieved_at":"2025-12-28T19:30:00.5Z"}`, string(out))
 }
 
-func TestUnmarshalJSONIsStrictAndAtomic(t *testing.T) {
-	var holder struct {
-		B ClaimBundle `json:"b"`
+// TestDecodeIsTheOnlyReadingRoute: the Decode functions are the one way to
+// read the package's JSON; no type has an UnmarshalJSON or UnmarshalText
+// that would be a second, differently checked route.
+func TestDecodeIsTheOnlyReadingRoute(t *testing.T) {
+	for _, v := range []any{new(ClaimBundle), new(Claim), new(EvidencePointer), new(Uncertainty), new(Approval),
+		new(AuditTrail), new(Note), new(Record), new(ClaimType), new(UncertaintyMethod), new(GateRecommendation),
+		new(RiskTier), new(Decision), new(ApprovalDecision)} {
+		_, isJSON := v.(json.Unmarshaler)
+		_, isText := v.(encoding.TextUnmarshaler)
+		assert.False(t, isJSON || isText, "%T", v)
 	}
-	good := `{"b":` + bundleJSON(specExample1) + `}`
-	require.NoError(t, json.Unmarshal([]byte(good), &holder))
-	assert.Equal(t, "claim-001", holder.B.Claims[0].ID)
-	before := holder.B.Clone()
-	err := json.Unmarshal([]byte(`{"b":{"origin_agent":"x","claims":[],"bogus":1}}`), &holder)
-	require.ErrorIs(t, err, ErrMalformed)
-	assert.Equal(t, before, holder.B, "a failed decode leaves the value untouched")
-
-	var u Uncertainty
-	require.NoError(t, json.Unmarshal([]byte(`{"method":"conformal_set","value":1}`), &u))
-	assert.Equal(t, Uncertainty{Method: MethodConformalSet, Value: 1, GateRecommendation: RecommendExecute}, u)
-	assert.ErrorIs(t, json.Unmarshal([]byte(`{"method":"conformal","value":1}`), &u), ErrUnknownValue)
-
-	var a Approval
-	require.NoError(t, json.Unmarshal([]byte(`{"approver":"x","timestamp":"2025-01-01T00:00:00Z","decision":"REJECTED"}`), &a))
-	assert.Equal(t, ApprovalRejected, a.Decision)
-
-	var tier RiskTier
-	assert.ErrorIs(t, json.Unmarshal([]byte(`"privilege"`), &tier), ErrUnknownValue)
-	require.NoError(t, json.Unmarshal([]byte(`"PRIVILEGE"`), &tier))
-	assert.Equal(t, TierPrivilege, tier)
 }
 
 func TestMarshalRefusesUnknownEnums(t *testing.T) {
@@ -322,7 +310,7 @@ func fuzzRoundTrip[T any](f *testing.F, decode func([]byte) (T, error)) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		v, err := decode(data)
 		if err != nil {
-			var de *DecodeError
+			var de *ValidationError
 			if !errors.As(err, &de) || len(de.Violations) == 0 || !errors.Is(err, ErrMalformed) {
 				t.Fatalf("error without violations: %v", err)
 			}

@@ -75,17 +75,17 @@ func ExampleRecordApproval() {
 func ExampleDecodeBundle() {
 	_, err := claims.DecodeBundle([]byte(`{"origin_agent":"a","claims":[{"statement":"s","claim_type":"fact",
 		"uncertainty":{"method":"semantic_entropy","value":1.2},"risk_tier":"READ_ONLY","color":"red"}]}`))
-	var de *claims.DecodeError
-	if errors.As(err, &de) {
-		for _, v := range de.Violations {
+	var ve *claims.ValidationError
+	if errors.As(err, &ve) {
+		for _, v := range ve.Violations {
 			fmt.Println(v)
 		}
 	}
 	fmt.Println(errors.Is(err, claims.ErrUnknownValue))
 	// Output:
-	// claims[0].claim_type: enum: unknown value "fact"
-	// claims[0].color: unknown_field: unknown field "color"
-	// claims[0].uncertainty.value: range: 1.2 is outside [0,1]
+	// /claims/0/claim_type: enum: unknown value "fact"
+	// /claims/0/color: unknown_field: unknown field "color"
+	// /claims/0/uncertainty/value: range: 1.2 is outside [0,1]
 	// true
 }
 
@@ -101,9 +101,9 @@ func ExampleValidate() {
 		}
 	}
 	// Output:
-	// claims[0].evidence_pointers evidence_weak
-	// claims[0].evidence_pointers[0].evidence_hash evidence_hash
-	// origin_agent required
+	// /claims/0/evidence_pointers evidence_weak
+	// /claims/0/evidence_pointers/0/evidence_hash evidence_hash
+	// /origin_agent required
 }
 
 func ExampleGateFunc() {
@@ -125,7 +125,7 @@ func ExampleGateFunc() {
 func ExampleSession() {
 	ctx := context.Background()
 	log := trace.NewMemoryLog()
-	s, err := claims.NewSession(log, claims.DefaultPolicy(),
+	s, err := claims.NewSession(ctx, log, claims.DefaultPolicy(),
 		claims.WithClock(func() time.Time { return when }),
 		claims.WithIDs(func() string { return "generated-id" }))
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/verity-go/verity/internal/violation"
 )
 
 // Names of the built-in gates, in the order the chain runs them.
@@ -338,7 +340,7 @@ func (ch *chain) validation() outcome {
 	in.AuditTrail.GatesPassed, in.AuditTrail.GatesFailed = nil, nil
 	in.AuditTrail.Caveats, in.AuditTrail.Flags = nil, nil
 	all := bundleViolations(in)
-	sortViolations(all)
+	violation.Sort(all)
 	ch.vs = all
 	var fatal []Violation
 	for _, v := range all {

@@ -47,9 +47,6 @@ type Record struct {
 // keeps the value but not the canonical bytes.)
 func (r Record) MarshalJSON() ([]byte, error) { return canon.Marshal(r.value()) }
 
-// UnmarshalJSON decodes with DecodeRecord; on error r is unchanged.
-func (r *Record) UnmarshalJSON(data []byte) error { return into(r, data, DecodeRecord) }
-
 // DecodeRecord decodes the payload of a claims trace entry: a record form
 // (see Record) with exact member names, no unknown or duplicate members
 // and a valid clearance, the bundle and approval decoded as DecodeBundle
@@ -57,9 +54,10 @@ func (r *Record) UnmarshalJSON(data []byte) error { return into(r, data, DecodeR
 // record's forms of values outside the specification. A value written in
 // another form than its record form (a valid UTF-8 string as bytes, a
 // time of the years 0000-9999 as "@…", a finite number as a string) is
-// rejected. Every problem is reported, with its path, in one *DecodeError.
+// rejected. Every problem is reported, with its path, in one
+// *ValidationError wrapping ErrMalformed.
 func DecodeRecord(payload []byte) (Record, error) {
-	return decodeWith(payload, true, (*decoder).record)
+	return decodeWith(payload, "claims record", true, (*decoder).record)
 }
 
 func (r Record) value() map[string]any {

@@ -106,7 +106,7 @@ func genWildBundle() *rapid.Generator[ClaimBundle] {
 		for i := range a.HumanApprovals {
 			h := &a.HumanApprovals[i]
 			h.Approver = wild(t, "approver", h.Approver, genWildString)
-			h.Timestamp = wild(t, "approval time", h.Timestamp, genWildTime)
+			h.Timestamp = wild(t, "/approval time", h.Timestamp, genWildTime)
 			h.Decision = wild(t, "approval decision", h.Decision, genWildEnum(ApprovalApproved, ApprovalRejected))
 			h.Reason = wild(t, "approval reason", h.Reason, genWildString)
 		}
@@ -194,9 +194,16 @@ func requireSame(t require.TestingT, want, got any, msg ...any) {
 	require.Equal(t, fmt.Sprintf("%#v", want), fmt.Sprintf("%#v", got), msg...)
 }
 
+// recordable reports whether a trace entry can be stamped with t: not the
+// zero time, and within the years 0000-9999 in UTC.
+func recordable(t time.Time) bool {
+	y := t.UTC().Year()
+	return !t.IsZero() && y >= 0 && y <= 9999
+}
+
 // requireRecorded checks that the last of n entries on log is rec, under
-// kind, and that the log verifies.
-func requireRecorded(t *rapid.T, log *trace.Log, n int, kind string, rec Record) {
+// kind, stamped with at, and that the log verifies.
+func requireRecorded(t *rapid.T, log *trace.Log, n int, at time.Time, kind string, rec Record) {
 	var es []trace.Entry
 	for e, err := range log.Entries(context.Background(), 0) {
 		require.NoError(t, err)
@@ -207,6 +214,7 @@ func requireRecorded(t *rapid.T, log *trace.Log, n int, kind string, rec Record)
 	require.NoError(t, err)
 	e := es[n-1]
 	require.Equal(t, kind, e.Kind)
+	require.Equal(t, trace.Normalize(at), e.Time, "one clock stamps the record and the entry")
 	back, err := DecodeRecord(e.Payload)
 	require.NoError(t, err, "%s", e.Payload)
 	requireSameRecord(t, rec, back)
@@ -255,7 +263,7 @@ func TestSessionRecordsExactlyWhatTheCoreReturns(t *testing.T) {
 		c := genWildContext().Draw(t, "ctx")
 		now := genWildTime.Draw(t, "now")
 		log := trace.NewMemoryLog()
-		s, err := NewSession(log, p, WithClock(func() time.Time { return now }), WithIDs(counter()))
+		s, err := NewSession(context.Background(), log, p, WithClock(func() time.Time { return now }), WithIDs(counter()))
 		if p.Validate() != nil {
 			require.ErrorIs(t, err, ErrInvalidPolicy)
 			return
@@ -269,8 +277,14 @@ func TestSessionRecordsExactlyWhatTheCoreReturns(t *testing.T) {
 		}
 		want, coreErr := Evaluate(in, p, c)
 		got, err := s.Evaluate(ctx, b, c)
-		if coreErr != nil {
-			require.Equal(t, coreErr, err)
+		if coreErr != nil || !recordable(now) {
+			if coreErr != nil {
+				require.Equal(t, coreErr, err)
+			} else {
+				// One clock stamps the bundle and the entry: an instant
+				// no entry can hold is an error.
+				require.ErrorIs(t, err, trace.ErrMalformed)
+			}
 			requireSame(t, Evaluation{}, got)
 			h, err := log.Verify(ctx)
 			require.NoError(t, err)
@@ -285,7 +299,7 @@ func TestSessionRecordsExactlyWhatTheCoreReturns(t *testing.T) {
 		if got.Decision == DecisionPublish {
 			published++
 		}
-		requireRecorded(t, log, 1, KindEvaluate, Record{Actor: c.Actor, Clearance: c.Clearance, Bundle: want.Bundle})
+		requireRecorded(t, log, 1, now, KindEvaluate, Record{Actor: c.Actor, Clearance: c.Clearance, Bundle: want.Bundle})
 
 		// An approval on the evaluated bundle, or on the wild one as it was
 		// drawn.
@@ -318,7 +332,7 @@ func TestSessionRecordsExactlyWhatTheCoreReturns(t *testing.T) {
 		approved++
 		requireSame(t, want, got)
 		requireInvalidBundleError(t, want, err)
-		requireRecorded(t, log, 2, KindApprove, Record{Actor: c.Actor, Clearance: c.Clearance, Approval: &a, Bundle: want.Bundle})
+		requireRecorded(t, log, 2, now, KindApprove, Record{Actor: c.Actor, Clearance: c.Clearance, Approval: &a, Bundle: want.Bundle})
 	})
 	// The property says something only if the generators reach invalid
 	// bundles, refusals by the validation gate and recorded approvals.
@@ -337,14 +351,14 @@ func TestSessionRecordsExactlyWhatTheCoreReturns(t *testing.T) {
 func TestSessionRecordsRefusalOfZeroUncertainty(t *testing.T) {
 	ctx := context.Background()
 	log := trace.NewMemoryLog()
-	s, err := NewSession(log, DefaultPolicy(), WithClock(fixedClock()))
+	s, err := NewSession(context.Background(), log, DefaultPolicy(), WithClock(fixedClock()))
 	require.NoError(t, err)
 	c := fact("a")
 	c.Uncertainty = Uncertainty{}
 	ev, err := s.Evaluate(ctx, mkBundle(c), clearance(TierReadOnly))
 	var ve *ValidationError
 	require.ErrorAs(t, err, &ve)
-	assert.Equal(t, []Violation{{Path: "claims[0].uncertainty.method", Rule: RuleRequired, Message: "must not be empty"}}, ve.Violations)
+	assert.Equal(t, []Violation{{Path: "/claims/0/uncertainty/method", Rule: RuleRequired, Message: "must not be empty"}}, ve.Violations)
 	assert.Equal(t, DecisionRefuse, ev.Decision)
 	assert.Equal(t, GateValidation, ev.StoppedAt)
 
@@ -402,9 +416,6 @@ func TestRecordForm(t *testing.T) {
 	back, err := DecodeRecord(data)
 	require.NoError(t, err)
 	requireSameRecord(t, rec, back)
-	var viaJSON Record
-	require.NoError(t, json.Unmarshal(data, &viaJSON))
-	requireSameRecord(t, rec, viaJSON)
 	// The specification's decoder does not take the record's forms.
 	var members map[string]json.RawMessage
 	require.NoError(t, json.Unmarshal(data, &members))
@@ -451,7 +462,7 @@ func TestDecodeRecordRejectsOtherForms(t *testing.T) {
 		}
 		in := fmt.Sprintf(rec, args...)
 		_, err := DecodeRecord([]byte(in))
-		var de *DecodeError
+		var de *ValidationError
 		if assert.ErrorAs(t, err, &de, "%d: %s", i, in) {
 			assert.True(t, de.Has(RuleSyntax) || de.Violations[0].Path != "", in)
 		}
@@ -462,7 +473,7 @@ func TestDecodeRecordRejectsOtherForms(t *testing.T) {
 }
 
 // FuzzDecodeRecord: DecodeRecord never panics, reports every problem in a
-// *DecodeError, and what it accepts is written in the record form and read
+// *ValidationError, and what it accepts is written in the record form and read
 // back as the same record, and written again as the same bytes.
 func FuzzDecodeRecord(f *testing.F) {
 	for _, s := range fuzzSeeds {
@@ -482,7 +493,7 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := DecodeRecord(data)
 		if err != nil {
-			var de *DecodeError
+			var de *ValidationError
 			if !errors.As(err, &de) || len(de.Violations) == 0 || !errors.Is(err, ErrMalformed) {
 				t.Fatalf("error without violations: %v", err)
 			}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -21,11 +20,13 @@ const (
 // ErrNoLog is returned by NewSession without a trace log.
 var ErrNoLog = errors.New("claims: session needs a trace log")
 
-// Session is the shell around Evaluate and RecordApproval: it stamps times
-// from a clock, fills missing ids with UUIDv7s, and appends every
+// Session is the shell around Evaluate and RecordApproval: it fills
+// missing ids with UUIDv7s, evaluates with its policy and appends every
 // evaluation and approval to a trace.Log before returning it, so that a
-// decision the caller sees is always on the log. It is safe for concurrent
-// use.
+// decision the caller sees is always on the log. Its clock stamps each
+// step once: the same instant is the bundle's timestamp (when it has
+// none) or the approval's time, and the time of the trace entry that
+// records it. It is safe for concurrent use.
 //
 // What Evaluate returns is what the Session records: every evaluation the
 // gate chain makes, whatever the bundle holds (empty or unknown enum
@@ -35,7 +36,7 @@ var ErrNoLog = errors.New("claims: session needs a trace log")
 // Session returns that evaluation together with a *ValidationError that
 // lists the violations with their paths (those of Evaluation.Violations),
 // so that a caller checking only the error does not mistake it for a
-// verdict on valid claims. Errors that leave the chain without a result —
+// decision on valid claims. Errors that leave the chain without a result —
 // an invalid context, an approval RecordApproval rejects — are returned
 // and nothing is recorded.
 type Session struct {
@@ -49,7 +50,9 @@ type Session struct {
 // Option configures a Session.
 type Option func(*Session)
 
-// WithClock sets the session's clock (default time.Now).
+// WithClock sets the session's clock (default time.Now). It stamps
+// bundles without a timestamp, approvals, and the trace entries that
+// record them.
 func WithClock(clock func() time.Time) Option {
 	return func(s *Session) { s.clock = clock }
 }
@@ -61,8 +64,9 @@ func WithIDs(newID func() string) Option {
 }
 
 // NewSession returns a session that evaluates with policy p and records to
-// log. The policy is validated once here.
-func NewSession(log *trace.Log, p Policy, opts ...Option) (*Session, error) {
+// log. The policy is validated once here. NewSession reads and writes
+// nothing; ctx is there for the one shape every Verity shell has.
+func NewSession(ctx context.Context, log *trace.Log, p Policy, opts ...Option) (*Session, error) {
 	if log == nil {
 		return nil, ErrNoLog
 	}
@@ -82,32 +86,36 @@ func NewSession(log *trace.Log, p Policy, opts ...Option) (*Session, error) {
 }
 
 // Evaluate completes b (ids, timestamp: see ClaimBundle.Complete), runs the
-// gate chain and appends a KindEvaluate entry. If the entry cannot be
-// written the evaluation is not returned: an unrecorded decision must not
-// be acted on. If the validation gate refused b, the recorded REFUSE comes
-// back with a *ValidationError (see Session).
+// gate chain and appends a KindEvaluate entry stamped with the same
+// instant. If the entry cannot be written the evaluation is not returned:
+// an unrecorded decision must not be acted on. If the validation gate
+// refused b, the recorded REFUSE comes back with a *ValidationError (see
+// Session).
 func (s *Session) Evaluate(ctx context.Context, b ClaimBundle, c Context) (Evaluation, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ev, err := Evaluate(b.Complete(s.newID, s.clock()), s.policy, c)
+	now := s.clock()
+	ev, err := Evaluate(b.Complete(s.newID, now), s.policy, c)
 	if err != nil {
 		return Evaluation{}, err
 	}
 	rec := Record{Actor: c.Actor, Clearance: c.Clearance, Bundle: ev.Bundle}
-	if _, err := s.log.AppendValue(ctx, KindEvaluate, rec.value()); err != nil {
-		return Evaluation{}, fmt.Errorf("claims: recording evaluation: %w", err)
+	if err := s.record(ctx, KindEvaluate, rec, now); err != nil {
+		return Evaluation{}, err
 	}
 	return ev, invalidBundle(ev)
 }
 
-// Approve records approver's decision (stamped with the session clock) on
-// b, re-evaluates the bundle and appends one KindApprove entry holding the
-// approval and the new evaluation. b must be a bundle evaluated before
-// (so that its required approvals are known); it is not modified.
+// Approve records approver's decision on b, stamped with the session
+// clock, re-evaluates the bundle and appends one KindApprove entry, stamped
+// with the same instant, holding the approval and the new evaluation. b
+// must be a bundle evaluated before (so that its required approvals are
+// known); it is not modified.
 func (s *Session) Approve(ctx context.Context, b ClaimBundle, c Context, approver string, d ApprovalDecision, reason string) (Evaluation, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a := Approval{Approver: approver, Timestamp: s.clock().UTC(), Decision: d, Reason: reason}
+	now := s.clock()
+	a := Approval{Approver: approver, Timestamp: now.UTC(), Decision: d, Reason: reason}
 	nb, err := RecordApproval(b, a)
 	if err != nil {
 		return Evaluation{}, err
@@ -117,10 +125,24 @@ func (s *Session) Approve(ctx context.Context, b ClaimBundle, c Context, approve
 		return Evaluation{}, err
 	}
 	rec := Record{Actor: c.Actor, Clearance: c.Clearance, Approval: &a, Bundle: ev.Bundle}
-	if _, err := s.log.AppendValue(ctx, KindApprove, rec.value()); err != nil {
-		return Evaluation{}, fmt.Errorf("claims: recording approval: %w", err)
+	if err := s.record(ctx, KindApprove, rec, now); err != nil {
+		return Evaluation{}, err
 	}
 	return ev, invalidBundle(ev)
+}
+
+// record appends rec as an entry of kind stamped with now, the instant
+// the step read from the clock. The log refuses an instant outside the
+// years 0000-9999; the zero time, which trace.At would replace with the
+// log's own clock, is refused here.
+func (s *Session) record(ctx context.Context, kind string, rec Record, now time.Time) error {
+	if now.IsZero() {
+		return fmt.Errorf("claims: recording %s: the session clock gave the zero time: %w", kind, trace.ErrMalformed)
+	}
+	if _, err := s.log.AppendValue(ctx, kind, rec.value(), trace.At(now)); err != nil {
+		return fmt.Errorf("claims: recording %s: %w", kind, err)
+	}
+	return nil
 }
 
 // invalidBundle returns the *ValidationError behind an evaluation that the
@@ -129,5 +151,5 @@ func invalidBundle(ev Evaluation) error {
 	if ev.StoppedAt != GateValidation || len(ev.Violations) == 0 {
 		return nil
 	}
-	return &ValidationError{Violations: slices.Clone(ev.Violations)}
+	return invalid("claim bundle", ev.Violations, ErrInvalid)
 }

@@ -38,7 +38,7 @@ func entries(t *testing.T, log *trace.Log) []trace.Entry {
 func TestSessionRecordsEvaluationsAndApprovals(t *testing.T) {
 	ctx := context.Background()
 	log := trace.NewMemoryLog()
-	s, err := NewSession(log, approverPolicy(), WithClock(fixedClock()))
+	s, err := NewSession(context.Background(), log, approverPolicy(), WithClock(fixedClock()))
 	require.NoError(t, err)
 	c := Context{Actor: "ops-agent", Clearance: TierPrivilege}
 
@@ -84,11 +84,11 @@ func TestSessionRecordsEvaluationsAndApprovals(t *testing.T) {
 }
 
 func TestSessionRejectsBadSetup(t *testing.T) {
-	_, err := NewSession(nil, DefaultPolicy())
+	_, err := NewSession(context.Background(), nil, DefaultPolicy())
 	assert.ErrorIs(t, err, ErrNoLog)
-	_, err = NewSession(trace.NewMemoryLog(), Policy{ExecuteMax: 1, ExplainMax: 0})
+	_, err = NewSession(context.Background(), trace.NewMemoryLog(), Policy{ExecuteMax: 1, ExplainMax: 0})
 	assert.ErrorIs(t, err, ErrInvalidPolicy)
-	s, err := NewSession(trace.NewMemoryLog(), DefaultPolicy())
+	s, err := NewSession(context.Background(), trace.NewMemoryLog(), DefaultPolicy())
 	require.NoError(t, err)
 	_, err = s.Evaluate(context.Background(), mkBundle(fact("a")), Context{Clearance: "root"})
 	assert.ErrorIs(t, err, ErrInvalidContext)
@@ -104,7 +104,7 @@ func (failingStore) Append(context.Context, ...trace.Entry) error { return errDi
 func TestSessionReturnsNoUnrecordedDecision(t *testing.T) {
 	log, err := trace.New(failingStore{trace.NewMemory()})
 	require.NoError(t, err)
-	s, err := NewSession(log, approverPolicy(), WithIDs(func() string { return "id" }))
+	s, err := NewSession(context.Background(), log, approverPolicy(), WithIDs(func() string { return "id" }))
 	require.NoError(t, err)
 	ev, err := s.Evaluate(context.Background(), mkBundle(fact("a")), clearance(TierReadOnly))
 	require.ErrorIs(t, err, errDisk)
@@ -120,7 +120,7 @@ func TestSessionReturnsNoUnrecordedDecision(t *testing.T) {
 func TestSessionConcurrentUse(t *testing.T) {
 	ctx := context.Background()
 	log := trace.NewMemoryLog()
-	s, err := NewSession(log, DefaultPolicy())
+	s, err := NewSession(context.Background(), log, DefaultPolicy())
 	require.NoError(t, err)
 	var wg sync.WaitGroup
 	for i := range 8 {
@@ -157,5 +157,44 @@ func TestDecodeRecordRejects(t *testing.T) {
 		`{"actor":"a","clearance":"READ_ONLY","approval":{"approver":"x"},"bundle":{"origin_agent":"a","claims":[]}}`} {
 		_, err := DecodeRecord([]byte(in))
 		assert.ErrorIs(t, err, ErrMalformed, in)
+	}
+}
+
+// TestSessionStampsRecordAndEntryWithOneInstant: one clock reading per
+// step stamps both what the step records (a bundle's missing timestamp,
+// an approval's time) and the trace entry that records it.
+func TestSessionStampsRecordAndEntryWithOneInstant(t *testing.T) {
+	ctx := context.Background()
+	log := trace.NewMemoryLog()
+	s, err := NewSession(ctx, log, approverPolicy(), WithClock(fixedClock()))
+	require.NoError(t, err)
+	c := Context{Actor: "ops-agent", Clearance: TierDelete}
+	in := ClaimBundle{OriginAgent: "planner", Claims: []Claim{mkClaim("d", ClaimDecision, TierDelete, 0.1, RecommendExecute)}}
+	ev, err := s.Evaluate(ctx, in, c)
+	require.NoError(t, err)
+	ev2, err := s.Approve(ctx, ev.Bundle, c, "dba", ApprovalApproved, "")
+	require.NoError(t, err)
+
+	es := entries(t, log)
+	require.Len(t, es, 2)
+	assert.Equal(t, t0.Add(time.Second), ev.Bundle.Timestamp)
+	assert.Equal(t, ev.Bundle.Timestamp, es[0].Time)
+	assert.Equal(t, t0.Add(2*time.Second), ev2.Bundle.AuditTrail.HumanApprovals[0].Timestamp)
+	assert.Equal(t, ev2.Bundle.AuditTrail.HumanApprovals[0].Timestamp, es[1].Time)
+}
+
+// TestSessionRefusesAClockItCannotRecord: the zero time and instants
+// outside the years 0000-9999 cannot stamp a trace entry; the Session
+// returns an error and records nothing.
+func TestSessionRefusesAClockItCannotRecord(t *testing.T) {
+	ctx := context.Background()
+	for _, at := range []time.Time{{}, time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		log := trace.NewMemoryLog()
+		s, err := NewSession(ctx, log, DefaultPolicy(), WithClock(func() time.Time { return at }))
+		require.NoError(t, err)
+		ev, err := s.Evaluate(ctx, mkBundle(fact("a")), clearance(TierReadOnly))
+		require.ErrorIs(t, err, trace.ErrMalformed, "%v", at)
+		assert.Equal(t, Evaluation{}, ev)
+		assert.Empty(t, entries(t, log))
 	}
 }

@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// Sentinel errors. Callers branch on them with errors.Is; the typed errors
-// of this package (*ValidationError, *DecodeError) wrap one of them.
+// Sentinel errors. Callers branch on them with errors.Is; a
+// *ValidationError wraps ErrMalformed (from a decoder) or ErrInvalid (from
+// a validator).
 var (
 	// ErrUnknownValue reports a string outside one of the closed enums
 	// (claim type, method, recommendation, risk tier, decision, approval
@@ -20,7 +21,7 @@ var (
 	ErrMalformed = errors.New("claims: malformed JSON")
 	// ErrInvalid reports a value that breaks a rule of the specification
 	// (see Validate).
-	ErrInvalid = errors.New("claims: invalid bundle")
+	ErrInvalid = errors.New("claims: invalid value")
 )
 
 // ClaimType is the closed set of claim kinds.
@@ -141,9 +142,9 @@ func unknown(kind, s string) error {
 	return fmt.Errorf("%w: %s %q", ErrUnknownValue, kind, s)
 }
 
-// The enums marshal and unmarshal as JSON strings through the text
-// interfaces. Unmarshalling an unknown value fails with ErrUnknownValue;
-// so does marshalling one, so that no out-of-contract value is written.
+// The enums marshal as JSON strings through encoding.TextMarshaler.
+// Marshalling an unknown value fails with ErrUnknownValue, so that no
+// out-of-contract value is written. They are read by the Decode functions.
 
 // MarshalText implements encoding.TextMarshaler.
 func (t ClaimType) MarshalText() ([]byte, error) {
@@ -151,15 +152,6 @@ func (t ClaimType) MarshalText() ([]byte, error) {
 		return nil, unknown("claim type", string(t))
 	}
 	return []byte(t), nil
-}
-
-// UnmarshalText implements encoding.TextUnmarshaler.
-func (t *ClaimType) UnmarshalText(b []byte) error {
-	if v := ClaimType(b); v.Valid() {
-		*t = v
-		return nil
-	}
-	return unknown("claim type", string(b))
 }
 
 // MarshalText implements encoding.TextMarshaler.
@@ -170,30 +162,12 @@ func (m UncertaintyMethod) MarshalText() ([]byte, error) {
 	return []byte(m), nil
 }
 
-// UnmarshalText implements encoding.TextUnmarshaler.
-func (m *UncertaintyMethod) UnmarshalText(b []byte) error {
-	if v := UncertaintyMethod(b); v.Valid() {
-		*m = v
-		return nil
-	}
-	return unknown("uncertainty method", string(b))
-}
-
 // MarshalText implements encoding.TextMarshaler.
 func (r GateRecommendation) MarshalText() ([]byte, error) {
 	if !r.Valid() {
 		return nil, unknown("gate recommendation", string(r))
 	}
 	return []byte(r), nil
-}
-
-// UnmarshalText implements encoding.TextUnmarshaler.
-func (r *GateRecommendation) UnmarshalText(b []byte) error {
-	if v := GateRecommendation(b); v.Valid() {
-		*r = v
-		return nil
-	}
-	return unknown("gate recommendation", string(b))
 }
 
 // MarshalText implements encoding.TextMarshaler.
@@ -204,15 +178,6 @@ func (t RiskTier) MarshalText() ([]byte, error) {
 	return []byte(t), nil
 }
 
-// UnmarshalText implements encoding.TextUnmarshaler.
-func (t *RiskTier) UnmarshalText(b []byte) error {
-	if v := RiskTier(b); v.Valid() {
-		*t = v
-		return nil
-	}
-	return unknown("risk tier", string(b))
-}
-
 // MarshalText implements encoding.TextMarshaler.
 func (d Decision) MarshalText() ([]byte, error) {
 	if !d.Valid() {
@@ -221,30 +186,12 @@ func (d Decision) MarshalText() ([]byte, error) {
 	return []byte(d), nil
 }
 
-// UnmarshalText implements encoding.TextUnmarshaler.
-func (d *Decision) UnmarshalText(b []byte) error {
-	if v := Decision(b); v.Valid() {
-		*d = v
-		return nil
-	}
-	return unknown("decision", string(b))
-}
-
 // MarshalText implements encoding.TextMarshaler.
 func (d ApprovalDecision) MarshalText() ([]byte, error) {
 	if !d.Valid() {
 		return nil, unknown("approval decision", string(d))
 	}
 	return []byte(d), nil
-}
-
-// UnmarshalText implements encoding.TextUnmarshaler.
-func (d *ApprovalDecision) UnmarshalText(b []byte) error {
-	if v := ApprovalDecision(b); v.Valid() {
-		*d = v
-		return nil
-	}
-	return unknown("approval decision", string(b))
 }
 
 // EvidencePointer points at the evidence behind a claim.

@@ -5,6 +5,8 @@ import (
 	"math"
 	"time"
 	"unicode/utf8"
+
+	"github.com/verity-go/verity/internal/violation"
 )
 
 // MinSourceConfidence is the specification's evidence threshold: a FACT
@@ -31,7 +33,7 @@ const MinSourceConfidence = 0.60
 //     names a required approver once, with a time and APPROVED/REJECTED;
 //   - every string is valid UTF-8.
 func Validate(b ClaimBundle) error {
-	return asValidationError(bundleViolations(b))
+	return invalid("claim bundle", bundleViolations(b), ErrInvalid)
 }
 
 // ValidateClaim checks one claim with the claim rules of Validate (paths are
@@ -39,7 +41,7 @@ func Validate(b ClaimBundle) error {
 func ValidateClaim(c Claim) error {
 	var v validator
 	v.claim(c)
-	return asValidationError(v.vs)
+	return invalid("claim", v.vs, ErrInvalid)
 }
 
 // ValidateUncertainty checks that u has a known method and recommendation
@@ -47,15 +49,7 @@ func ValidateClaim(c Claim) error {
 func ValidateUncertainty(u Uncertainty) error {
 	var v validator
 	v.uncertainty(u)
-	return asValidationError(v.vs)
-}
-
-func asValidationError(vs []Violation) error {
-	if len(vs) == 0 {
-		return nil
-	}
-	sortViolations(vs)
-	return &ValidationError{Violations: vs}
+	return invalid("uncertainty", v.vs, ErrInvalid)
 }
 
 func bundleViolations(b ClaimBundle) []Violation {
@@ -89,13 +83,13 @@ func (v *validator) add(field, rule, format string, args ...any) {
 	p := ""
 	for _, s := range v.path {
 		if s.name != "" {
-			p = joinPath(p, s.name)
+			p = violation.Join(p, s.name)
 		} else {
-			p = indexPath(p, s.index)
+			p = violation.Index(p, s.index)
 		}
 	}
 	if field != "" {
-		p = joinPath(p, field)
+		p = violation.Join(p, field)
 	}
 	v.vs = append(v.vs, Violation{Path: p, Rule: rule, Message: fmt.Sprintf(format, args...)})
 }
@@ -160,7 +154,7 @@ func (v *validator) bundle(b ClaimBundle) {
 		v.pushIndex(i)
 		v.claim(c)
 		if first, dup := seen[c.ID]; dup && c.ID != "" {
-			v.add("id", RuleDuplicateID, "id %q already used by claims[%d]", c.ID, first)
+			v.add("id", RuleDuplicateID, "id %q already used by /claims/%d", c.ID, first)
 		} else if !dup {
 			seen[c.ID] = i
 		}

@@ -40,50 +40,50 @@ func TestValidateRules(t *testing.T) {
 		mutate func(b *ClaimBundle)
 		want   []string // "path rule", sorted
 	}{
-		{"bundle needs an id", func(b *ClaimBundle) { b.ID = "" }, []string{"id required"}},
-		{"bundle needs a timestamp", func(b *ClaimBundle) { b.Timestamp = zeroTime }, []string{"timestamp required"}},
-		{"bundle needs an origin agent", func(b *ClaimBundle) { b.OriginAgent = "" }, []string{"origin_agent required"}},
-		{"bundle needs a claim", func(b *ClaimBundle) { b.Claims = nil }, []string{"claims no_claims"}},
-		{"decision in enum", func(b *ClaimBundle) { b.Decision = "publish" }, []string{"decision enum"}},
-		{"claim ids unique", func(b *ClaimBundle) { b.Claims = append(b.Claims, fact("f")) }, []string{"claims[1].id duplicate_id"}},
+		{"bundle needs an id", func(b *ClaimBundle) { b.ID = "" }, []string{"/id required"}},
+		{"bundle needs a timestamp", func(b *ClaimBundle) { b.Timestamp = zeroTime }, []string{"/timestamp required"}},
+		{"bundle needs an origin agent", func(b *ClaimBundle) { b.OriginAgent = "" }, []string{"/origin_agent required"}},
+		{"bundle needs a claim", func(b *ClaimBundle) { b.Claims = nil }, []string{"/claims no_claims"}},
+		{"decision in enum", func(b *ClaimBundle) { b.Decision = "publish" }, []string{"/decision enum"}},
+		{"claim ids unique", func(b *ClaimBundle) { b.Claims = append(b.Claims, fact("f")) }, []string{"/claims/1/id duplicate_id"}},
 		{"claim needs id and statement", func(b *ClaimBundle) { b.Claims[0].ID = ""; b.Claims[0].Statement = "" },
-			[]string{"claims[0].id required", "claims[0].statement required"}},
-		{"claim type case-sensitive", func(b *ClaimBundle) { b.Claims[0].ClaimType = "Fact" }, []string{"claims[0].claim_type enum"}},
-		{"risk tier in enum", func(b *ClaimBundle) { b.Claims[0].RiskTier = "ROOT" }, []string{"claims[0].risk_tier enum"}},
-		{"risk tier required", func(b *ClaimBundle) { b.Claims[0].RiskTier = "" }, []string{"claims[0].risk_tier required"}},
-		{"method in enum", func(b *ClaimBundle) { b.Claims[0].Uncertainty.Method = "entropy" }, []string{"claims[0].uncertainty.method enum"}},
+			[]string{"/claims/0/id required", "/claims/0/statement required"}},
+		{"claim type case-sensitive", func(b *ClaimBundle) { b.Claims[0].ClaimType = "Fact" }, []string{"/claims/0/claim_type enum"}},
+		{"risk tier in enum", func(b *ClaimBundle) { b.Claims[0].RiskTier = "ROOT" }, []string{"/claims/0/risk_tier enum"}},
+		{"risk tier required", func(b *ClaimBundle) { b.Claims[0].RiskTier = "" }, []string{"/claims/0/risk_tier required"}},
+		{"method in enum", func(b *ClaimBundle) { b.Claims[0].Uncertainty.Method = "entropy" }, []string{"/claims/0/uncertainty/method enum"}},
 		{"recommendation in enum", func(b *ClaimBundle) { b.Claims[0].Uncertainty.GateRecommendation = "execute" },
-			[]string{"claims[0].uncertainty.gate_recommendation enum"}},
-		{"uncertainty above 1", func(b *ClaimBundle) { b.Claims[0].Uncertainty.Value = 1.0000001 }, []string{"claims[0].uncertainty.value range"}},
-		{"uncertainty below 0", func(b *ClaimBundle) { b.Claims[0].Uncertainty.Value = -0.1 }, []string{"claims[0].uncertainty.value range"}},
-		{"uncertainty NaN", func(b *ClaimBundle) { b.Claims[0].Uncertainty.Value = math.NaN() }, []string{"claims[0].uncertainty.value range"}},
-		{"uncertainty +Inf", func(b *ClaimBundle) { b.Claims[0].Uncertainty.Value = math.Inf(1) }, []string{"claims[0].uncertainty.value range"}},
+			[]string{"/claims/0/uncertainty/gate_recommendation enum"}},
+		{"uncertainty above 1", func(b *ClaimBundle) { b.Claims[0].Uncertainty.Value = 1.0000001 }, []string{"/claims/0/uncertainty/value range"}},
+		{"uncertainty below 0", func(b *ClaimBundle) { b.Claims[0].Uncertainty.Value = -0.1 }, []string{"/claims/0/uncertainty/value range"}},
+		{"uncertainty NaN", func(b *ClaimBundle) { b.Claims[0].Uncertainty.Value = math.NaN() }, []string{"/claims/0/uncertainty/value range"}},
+		{"uncertainty +Inf", func(b *ClaimBundle) { b.Claims[0].Uncertainty.Value = math.Inf(1) }, []string{"/claims/0/uncertainty/value range"}},
 		{"FACT without evidence", func(b *ClaimBundle) { b.Claims[0].EvidencePointers = nil },
-			[]string{"claims[0].evidence_pointers evidence_missing"}},
+			[]string{"/claims/0/evidence_pointers evidence_missing"}},
 		{"FACT with weak evidence", func(b *ClaimBundle) { b.Claims[0].EvidencePointers[0].SourceConfidence = 0.59 },
-			[]string{"claims[0].evidence_pointers evidence_weak"}},
+			[]string{"/claims/0/evidence_pointers evidence_weak"}},
 		{"source_confidence 0.60 passes", func(b *ClaimBundle) { b.Claims[0].EvidencePointers[0].SourceConfidence = 0.60 }, nil},
 		{"source_confidence NaN", func(b *ClaimBundle) { b.Claims[0].EvidencePointers[0].SourceConfidence = math.NaN() },
-			[]string{"claims[0].evidence_pointers evidence_weak", "claims[0].evidence_pointers[0].source_confidence range"}},
+			[]string{"/claims/0/evidence_pointers evidence_weak", "/claims/0/evidence_pointers/0/source_confidence range"}},
 		{"source_confidence above 1 is not strong", func(b *ClaimBundle) { b.Claims[0].EvidencePointers[0].SourceConfidence = 1.5 },
-			[]string{"claims[0].evidence_pointers evidence_weak", "claims[0].evidence_pointers[0].source_confidence range"}},
+			[]string{"/claims/0/evidence_pointers evidence_weak", "/claims/0/evidence_pointers/0/source_confidence range"}},
 		{"spec example's 32-hex hash is invalid", func(b *ClaimBundle) {
 			b.Claims[0].EvidencePointers[0].EvidenceHash = "bd24c2aaef2ef37ae95f0f9e5f7d9e7c"
-		}, []string{"claims[0].evidence_pointers[0].evidence_hash evidence_hash"}},
+		}, []string{"/claims/0/evidence_pointers/0/evidence_hash evidence_hash"}},
 		{"upper-case hash is invalid", func(b *ClaimBundle) {
 			b.Claims[0].EvidencePointers[0].EvidenceHash = strings.ToUpper(hashOf)
-		}, []string{"claims[0].evidence_pointers[0].evidence_hash evidence_hash"}},
+		}, []string{"/claims/0/evidence_pointers/0/evidence_hash evidence_hash"}},
 		{"65-digit hash is invalid", func(b *ClaimBundle) {
 			b.Claims[0].EvidencePointers[0].EvidenceHash = hashOf + "0"
-		}, []string{"claims[0].evidence_pointers[0].evidence_hash evidence_hash"}},
-		{"hash required", func(b *ClaimBundle) { b.Claims[0].EvidencePointers[0].EvidenceHash = "" },
-			[]string{"claims[0].evidence_pointers[0].evidence_hash required"}},
-		{"retrieved_at required", func(b *ClaimBundle) { b.Claims[0].EvidencePointers[0].RetrievedAt = zeroTime },
-			[]string{"claims[0].evidence_pointers[0].retrieved_at required"}},
+		}, []string{"/claims/0/evidence_pointers/0/evidence_hash evidence_hash"}},
+		{"/hash required", func(b *ClaimBundle) { b.Claims[0].EvidencePointers[0].EvidenceHash = "" },
+			[]string{"/claims/0/evidence_pointers/0/evidence_hash required"}},
+		{"/retrieved_at required", func(b *ClaimBundle) { b.Claims[0].EvidencePointers[0].RetrievedAt = zeroTime },
+			[]string{"/claims/0/evidence_pointers/0/retrieved_at required"}},
 		{"retrieved_at beyond year 9999", func(b *ClaimBundle) { b.Claims[0].EvidencePointers[0].RetrievedAt = t0.AddDate(8000, 0, 0) },
-			[]string{"claims[0].evidence_pointers[0].retrieved_at time"}},
-		{"source required", func(b *ClaimBundle) { b.Claims[0].EvidencePointers[0].Source = "" },
-			[]string{"claims[0].evidence_pointers[0].source required"}},
+			[]string{"/claims/0/evidence_pointers/0/retrieved_at time"}},
+		{"/source required", func(b *ClaimBundle) { b.Claims[0].EvidencePointers[0].Source = "" },
+			[]string{"/claims/0/evidence_pointers/0/source required"}},
 		{"INFERENCE without evidence is fine", func(b *ClaimBundle) {
 			b.Claims[0].ClaimType = ClaimInference
 			b.Claims[0].EvidencePointers = nil
@@ -92,28 +92,28 @@ func TestValidateRules(t *testing.T) {
 			b.Claims[0].ClaimType = ClaimInference
 			b.Claims[0].EvidencePointers[0].SourceConfidence = 0.2
 			b.Claims[0].EvidencePointers[0].EvidenceHash = "abc"
-		}, []string{"claims[0].evidence_pointers evidence_weak", "claims[0].evidence_pointers[0].evidence_hash evidence_hash"}},
+		}, []string{"/claims/0/evidence_pointers evidence_weak", "/claims/0/evidence_pointers/0/evidence_hash evidence_hash"}},
 		{"DECISION evidence is format-checked but not strength-checked", func(b *ClaimBundle) {
 			b.Claims[0].ClaimType = ClaimDecision
 			b.Claims[0].EvidencePointers[0].SourceConfidence = 0.2
 			b.Claims[0].EvidencePointers[0].EvidenceHash = "abc"
-		}, []string{"claims[0].evidence_pointers[0].evidence_hash evidence_hash"}},
-		{"invalid UTF-8", func(b *ClaimBundle) { b.Claims[0].Statement = "a\xffb" }, []string{"claims[0].statement utf8"}},
+		}, []string{"/claims/0/evidence_pointers/0/evidence_hash evidence_hash"}},
+		{"invalid UTF-8", func(b *ClaimBundle) { b.Claims[0].Statement = "a\xffb" }, []string{"/claims/0/statement utf8"}},
 		{"required approvers non-empty and distinct", func(b *ClaimBundle) { b.RequiredApprovals = []string{"a", "", "a"} },
-			[]string{"required_approvals[1] required", "required_approvals[2] duplicate"}},
+			[]string{"/required_approvals/1 required", "/required_approvals/2 duplicate"}},
 		{"approval must be required", func(b *ClaimBundle) {
 			b.AuditTrail.HumanApprovals = []Approval{{Approver: "x", Timestamp: t0, Decision: ApprovalApproved}}
-		}, []string{"audit_trail.human_approvals[0].approver not_required"}},
+		}, []string{"/audit_trail/human_approvals/0/approver not_required"}},
 		{"approval once per approver", func(b *ClaimBundle) {
 			b.RequiredApprovals = []string{"x"}
 			b.AuditTrail.HumanApprovals = []Approval{{Approver: "x", Timestamp: t0, Decision: ApprovalApproved}, {Approver: "x", Timestamp: t0, Decision: ApprovalRejected}}
-		}, []string{"audit_trail.human_approvals[1].approver duplicate"}},
+		}, []string{"/audit_trail/human_approvals/1/approver duplicate"}},
 		{"approval fields", func(b *ClaimBundle) {
 			b.AuditTrail.HumanApprovals = []Approval{{Decision: "approved"}}
-		}, []string{"audit_trail.human_approvals[0].approver required", "audit_trail.human_approvals[0].decision enum",
-			"audit_trail.human_approvals[0].timestamp required"}},
+		}, []string{"/audit_trail/human_approvals/0/approver required", "/audit_trail/human_approvals/0/decision enum",
+			"/audit_trail/human_approvals/0/timestamp required"}},
 		{"notes need gate and text", func(b *ClaimBundle) { b.AuditTrail.Flags = []Note{{ClaimID: "f"}} },
-			[]string{"audit_trail.flags[0].gate required", "audit_trail.flags[0].text required"}},
+			[]string{"/audit_trail/flags/0/gate required", "/audit_trail/flags/0/text required"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -139,11 +139,11 @@ func TestValidateReportsEveryViolationSorted(t *testing.T) {
 	vs := violationsOf(t, Validate(b))
 	// 10 duplicate ids, 11 bad hashes, 1 origin agent.
 	require.Len(t, vs, 22)
-	assert.Equal(t, "claims[1].evidence_pointers[1].evidence_hash", vs[0].Path)
-	assert.Equal(t, "claims[2].evidence_pointers[1].evidence_hash", vs[1].Path)
-	assert.Equal(t, "claims[2].id", vs[2].Path)
-	assert.Equal(t, "claims[10].evidence_pointers[1].evidence_hash", vs[17].Path, "indices sort numerically")
-	assert.Equal(t, "origin_agent", vs[21].Path)
+	assert.Equal(t, "/claims/1/evidence_pointers/1/evidence_hash", vs[0].Path)
+	assert.Equal(t, "/claims/2/evidence_pointers/1/evidence_hash", vs[1].Path)
+	assert.Equal(t, "/claims/2/id", vs[2].Path)
+	assert.Equal(t, "/claims/10/evidence_pointers/1/evidence_hash", vs[17].Path, "indices sort numerically")
+	assert.Equal(t, "/origin_agent", vs[21].Path)
 	err := Validate(b)
 	assert.Contains(t, err.Error(), "22 violations")
 	assert.True(t, err.(*ValidationError).Has(RuleDuplicateID))
@@ -154,9 +154,9 @@ func TestValidateClaimAndUncertainty(t *testing.T) {
 	assert.NoError(t, ValidateClaim(fact("a")))
 	c := fact("a")
 	c.EvidencePointers = nil
-	assert.Equal(t, []string{"evidence_pointers evidence_missing"}, pathsRules(violationsOf(t, ValidateClaim(c))))
+	assert.Equal(t, []string{"/evidence_pointers evidence_missing"}, pathsRules(violationsOf(t, ValidateClaim(c))))
 	assert.NoError(t, ValidateUncertainty(Uncertainty{Method: MethodConformalSet, Value: 1, GateRecommendation: RecommendDefer}))
-	assert.Equal(t, []string{"gate_recommendation required", "method enum", "value range"},
+	assert.Equal(t, []string{"/gate_recommendation required", "/method enum", "/value range"},
 		pathsRules(violationsOf(t, ValidateUncertainty(Uncertainty{Method: "x", Value: 2}))))
 }
 
@@ -166,30 +166,4 @@ func TestIsSHA256Hex(t *testing.T) {
 	for _, s := range []string{"", "bd24c2aaef2ef37ae95f0f9e5f7d9e7c", strings.Repeat("g", 64), strings.Repeat("A", 64), hashOf[:63], hashOf + "a", " " + hashOf[1:]} {
 		assert.False(t, IsSHA256Hex(s), s)
 	}
-}
-
-func TestComparePaths(t *testing.T) {
-	ordered := []string{"", "a", "a[2]", "a[10]", "a[10].b", "a.b", "b", "claims[1].id", "claims[2]", "claims[12].x", "id"}
-	for i := range ordered {
-		for j := range ordered {
-			got := comparePaths(ordered[i], ordered[j])
-			want := 0
-			if i < j {
-				want = -1
-			} else if i > j {
-				want = 1
-			}
-			assert.Equal(t, want, sign(got), "%q vs %q", ordered[i], ordered[j])
-		}
-	}
-}
-
-func sign(x int) int {
-	switch {
-	case x < 0:
-		return -1
-	case x > 0:
-		return 1
-	}
-	return 0
 }

@@ -250,7 +250,7 @@ func firewall(ctx context.Context, w io.Writer, log *trace.Log) error {
 func report(ctx context.Context, w io.Writer, log *trace.Log, now func() time.Time) error {
 	policy := claims.DefaultPolicy()
 	policy.Approvers = map[claims.RiskTier][]string{claims.TierDelete: {"sre-lead"}}
-	sess, err := claims.NewSession(log, policy, claims.WithClock(now), claims.WithIDs(ids("claims")))
+	sess, err := claims.NewSession(ctx, log, policy, claims.WithClock(now), claims.WithIDs(ids("claims")))
 	if err != nil {
 		return err
 	}
