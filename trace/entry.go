@@ -124,10 +124,8 @@ func (e *TruncatedError) Error() string {
 
 func (e *TruncatedError) Unwrap() error { return ErrTruncated }
 
-// ValidKind reports whether kind is a short dotted name: 1 to 128 bytes of
+// validKind reports whether kind is a short dotted name: 1 to 128 bytes of
 // [a-z0-9_-], separated by single dots, not starting or ending with a dot.
-func ValidKind(kind string) error { return validKind(kind) }
-
 func validKind[T string | []byte](kind T) error {
 	if len(kind) == 0 || len(kind) > MaxKindLen {
 		return fmt.Errorf("%w: kind must be 1 to %d bytes", ErrMalformed, MaxKindLen)
@@ -165,10 +163,13 @@ func ValidPayload(p []byte) error {
 	return nil
 }
 
-// checkFields checks every field rule of FORMAT.md §1 that does not
-// concern the chain: kind, time and payload. Whatever passes can be
-// written to a log file and read back.
-func checkFields(e Entry) error {
+// ValidFields reports whether e's own fields follow the rules of FORMAT.md
+// §1: a kind of 1 to 128 bytes of [a-z0-9_-] in dot-separated words, a time
+// in years 0000-9999, and a payload ValidPayload accepts. It does not look
+// at the chain or the hash. Whatever passes can be written to a log file
+// and read back; every Store refuses, with ErrMalformed, an append whose
+// entries do not pass.
+func ValidFields(e Entry) error {
 	if err := validKind(e.Kind); err != nil {
 		return err
 	}
@@ -326,7 +327,7 @@ func Next(h Head, kind string, payload []byte, t time.Time) (Entry, Head, error)
 
 // next builds an entry from an owned, canonical payload.
 func next(h Head, kind string, payload []byte, t time.Time) (Entry, Head, error) {
-	if err := ValidKind(kind); err != nil {
+	if err := validKind(kind); err != nil {
 		return Entry{}, h, err
 	}
 	if len(payload) > MaxPayloadLen {
@@ -462,7 +463,7 @@ func (e *Entry) UnmarshalJSON(b []byte) error {
 	if w.Seq > canon.MaxSafeInteger { // MarshalJSON could not write it back
 		return fmt.Errorf("%w: seq %d beyond 2^53-1", ErrMalformed, w.Seq)
 	}
-	if err := ValidKind(w.Kind); err != nil {
+	if err := validKind(w.Kind); err != nil {
 		return err
 	}
 	t, err := ParseTime(w.Time)

@@ -468,7 +468,7 @@ func (s *File) appendDeferred(ctx context.Context, entries []Entry) (func() erro
 	// Refuse what the file format cannot hold (parseBody would reject it
 	// on the next open and the log would read as corrupt).
 	for _, e := range entries {
-		if err := checkFields(e); err != nil {
+		if err := ValidFields(e); err != nil {
 			return nil, fmt.Errorf("%w (entry %d)", err, e.Seq)
 		}
 	}

@@ -22,6 +22,12 @@ import (
 // writers from forking the chain. Stores need not re-verify hashes on
 // Append (Log has computed them); they must store every field exactly.
 //
+// Fields: Append must reject, with an error wrapping ErrMalformed and
+// without storing anything, a batch with an entry ValidFields refuses (a
+// bad kind, a time outside years 0000-9999, a payload that is empty, not
+// canonical JSON or longer than MaxPayloadLen), so that every store holds
+// only what a log file's reader accepts.
+//
 // Durability: when Append returns nil the entries are as durable as the
 // store promises (memory: for the life of the process; File: on disk per
 // its sync policy). A store that cannot tell whether a failed write reached
@@ -84,6 +90,11 @@ func (m *Memory) Append(ctx context.Context, entries ...Entry) error {
 	}
 	if err := continues(m.headLocked(), entries); err != nil {
 		return err
+	}
+	for _, e := range entries {
+		if err := ValidFields(e); err != nil {
+			return fmt.Errorf("%w (entry %d)", err, e.Seq)
+		}
 	}
 	for _, e := range entries {
 		if m.n%memChunk == 0 {

@@ -629,7 +629,7 @@ func FuzzOpenFile(f *testing.F) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := checkFields(e); err != nil {
+			if err := ValidFields(e); err != nil {
 				t.Fatalf("an opened file holds entry %d, which File.Append refuses: %v", e.Seq, err)
 			}
 		}

@@ -12,7 +12,8 @@ import (
 
 // FuzzDecodeRow feeds arbitrary column values to the row decoder: it must
 // never panic, must accept exactly the rows whose fields have the stored
-// shapes, and what it accepts must be the entry those columns describe.
+// shapes and follow the writer's field rules (trace.ValidFields), and what
+// it accepts must be the entry those columns describe.
 func FuzzDecodeRow(f *testing.F) {
 	e, _, err := trace.Next(trace.Head{}, "fuzz.seed", []byte(`{"a":1}`), time.Date(2026, 11, 22, 6, 0, 0, 1, time.UTC))
 	if err != nil {
@@ -22,10 +23,13 @@ func FuzzDecodeRow(f *testing.F) {
 	f.Add(int64(-1), e.Prev[:], e.Kind, e.Payload, trace.FormatTime(e.Time), e.Hash[:])
 	f.Add(int64(7), e.Prev[:31], e.Kind, []byte(nil), "2026-11-22T06:00:00Z", e.Hash[:])
 	f.Add(int64(1), e.Prev[:], "", []byte{}, "9999-12-31T23:59:59.999999999Z", append(e.Hash[:], 0))
+	f.Add(int64(2), e.Prev[:], e.Kind, []byte(`{ "a": 1 }`), trace.FormatTime(e.Time), e.Hash[:])
+	f.Add(int64(3), e.Prev[:], "Bad.Kind", e.Payload, trace.FormatTime(e.Time), e.Hash[:])
 	f.Fuzz(func(t *testing.T, seq int64, prev []byte, kind string, payload []byte, ts string, hash []byte) {
 		got, err := decodeRow(seq, prev, kind, bytes.Clone(payload), []byte(ts), hash)
-		_, terr := trace.ParseTime(ts)
-		wantOK := seq >= 0 && len(prev) == 32 && len(hash) == 32 && terr == nil
+		at, terr := trace.ParseTime(ts)
+		wantOK := seq >= 0 && len(prev) == 32 && len(hash) == 32 && terr == nil &&
+			trace.ValidFields(trace.Entry{Kind: kind, Payload: payload, Time: at}) == nil
 		if (err == nil) != wantOK {
 			t.Fatalf("decodeRow error = %v, want ok = %v", err, wantOK)
 		}
@@ -33,7 +37,7 @@ func FuzzDecodeRow(f *testing.F) {
 			return
 		}
 		if got.Seq != uint64(seq) || !bytes.Equal(got.Prev[:], prev) || !bytes.Equal(got.Hash[:], hash) ||
-			got.Kind != kind || !bytes.Equal(got.Payload, payload) || trace.FormatTime(got.Time) != ts || got.Payload == nil {
+			got.Kind != kind || !bytes.Equal(got.Payload, payload) || trace.FormatTime(got.Time) != ts {
 			t.Fatalf("decoded %+v from different columns", got)
 		}
 	})

@@ -392,14 +392,8 @@ func (s *Store) Append(ctx context.Context, entries ...trace.Entry) error {
 		if e.Seq > math.MaxInt64-uint64(len(entries)) {
 			return fmt.Errorf("%w: sequence number %d out of range", trace.ErrConflict, e.Seq)
 		}
-		if err := trace.ValidKind(e.Kind); err != nil {
-			return err
-		}
-		if y := e.Time.UTC().Year(); y < 0 || y > 9999 {
-			return fmt.Errorf("%w: entry %d time outside years 0000-9999", trace.ErrMalformed, e.Seq)
-		}
-		if len(e.Payload) > trace.MaxPayloadLen {
-			return fmt.Errorf("%w: entry %d payload is %d bytes", trace.ErrMalformed, e.Seq, len(e.Payload))
+		if err := trace.ValidFields(e); err != nil {
+			return fmt.Errorf("%w (entry %d)", err, e.Seq)
 		}
 	}
 	if first.Seq == 0 && first.Prev != trace.Genesis {
@@ -433,7 +427,7 @@ func (s *Store) Append(ctx context.Context, entries ...trace.Entry) error {
 // entry is stored with the right hash — and the primary key decide alone.
 func (s *Store) appendOne(ctx context.Context, e trace.Entry) error {
 	n, err := affected(s.logs.db.ExecContext(ctx, s.logs.qAppendOne,
-		s.id, int64(e.Seq), e.Prev[:], e.Kind, payloadArg(e.Payload), trace.FormatTime(e.Time), e.Hash[:]))
+		s.id, int64(e.Seq), e.Prev[:], e.Kind, e.Payload, trace.FormatTime(e.Time), e.Hash[:]))
 	if serializationFailure(err) {
 		// The statement runs on its own, in the session's default
 		// isolation; above READ COMMITTED a racing writer's commit makes
@@ -448,17 +442,6 @@ func (s *Store) appendOne(ctx context.Context, e trace.Entry) error {
 		return fmt.Errorf("%w: log %q already has entry %d, or its entry %d does not have hash %s", trace.ErrConflict, s.id, e.Seq, e.Seq-1, e.Prev)
 	}
 	return nil
-}
-
-// payloadArg is the payload as a statement argument: drivers bind a nil
-// []byte as NULL, which the NOT NULL payload column refuses, so an empty
-// payload (a valid entry, which trace.Memory and trace.File store) is
-// bound as an empty blob.
-func payloadArg(p []byte) []byte {
-	if p == nil {
-		return []byte{}
-	}
-	return p
 }
 
 func affected(res sql.Result, err error) (int64, error) {
@@ -479,7 +462,7 @@ func (s *Store) insert(ctx context.Context, tx *sql.Tx, entries []trace.Entry) e
 		chunk := entries[start:min(start+maxRowsPerInsert, len(entries))]
 		args = args[:0]
 		for _, e := range chunk {
-			args = append(args, s.id, int64(e.Seq), e.Prev[:], e.Kind, payloadArg(e.Payload), trace.FormatTime(e.Time), e.Hash[:])
+			args = append(args, s.id, int64(e.Seq), e.Prev[:], e.Kind, e.Payload, trace.FormatTime(e.Time), e.Hash[:])
 		}
 		res, err := tx.ExecContext(ctx, s.logs.insertQuery(len(chunk)), args...)
 		if err != nil {
@@ -572,7 +555,7 @@ func (s *Store) page(ctx context.Context, from int64, buf []trace.Entry) ([]trac
 		}
 		e, err := decodeRow(seq, prev, kind, payload, when, hash)
 		if err != nil {
-			return nil, fmt.Errorf("log %q: %w", s.id, err)
+			return nil, fmt.Errorf("%w (log %q)", err, s.id)
 		}
 		page = append(page, e)
 	}
@@ -582,9 +565,11 @@ func (s *Store) page(ctx context.Context, from int64, buf []trace.Entry) ([]trac
 	return page, nil
 }
 
-// decodeRow turns a stored row back into an entry, checking the shape of
-// every field (the hash chain is checked by trace.Verifier, not here). It
-// keeps payload and copies what it needs of the other byte slices.
+// decodeRow turns a stored row back into an entry, checking every field
+// rule a writer applies (trace.ValidFields), so that the store reads back
+// only what its Append could have written; the hash chain is checked by
+// trace.Verifier, not here. It keeps payload and copies what it needs of
+// the other byte slices.
 func decodeRow(seq int64, prev []byte, kind string, payload []byte, when []byte, hash []byte) (trace.Entry, error) {
 	if seq < 0 {
 		return trace.Entry{}, fmt.Errorf("%w: negative sequence number %d", trace.ErrCorrupt, seq)
@@ -599,16 +584,13 @@ func decodeRow(seq int64, prev []byte, kind string, payload []byte, when []byte,
 	}
 	t, ok := parseWireTime(when)
 	if !ok {
-		_, err := trace.ParseTime(string(when))
-		if err == nil { // parseWireTime and trace.ParseTime disagree: trust the stricter
-			err = fmt.Errorf("time %q is not in canonical form", when)
-		}
-		return trace.Entry{}, fmt.Errorf("%w: entry %d: %w", trace.ErrCorrupt, seq, err)
+		return trace.Entry{}, fmt.Errorf("%w: entry %d: time %q is not YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ naming a UTC instant", trace.ErrCorrupt, seq, when)
 	}
-	if payload == nil {
-		payload = []byte{}
+	e := trace.Entry{Seq: uint64(seq), Prev: p, Kind: kind, Payload: payload, Time: t, Hash: h}
+	if err := trace.ValidFields(e); err != nil {
+		return trace.Entry{}, fmt.Errorf("%w: entry %d: %s", trace.ErrCorrupt, seq, strings.TrimPrefix(err.Error(), "trace: "))
 	}
-	return trace.Entry{Seq: uint64(seq), Prev: p, Kind: kind, Payload: payload, Time: t, Hash: h}, nil
+	return e, nil
 }
 
 func toHash(b []byte) (trace.Hash, error) {

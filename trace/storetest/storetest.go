@@ -6,7 +6,9 @@
 // The suite checks the Store contract documented on trace.Store: an empty
 // store's head, exact round-trips of every field, reads from any sequence
 // number, batch appends, all-or-nothing rejection of batches that do not
-// continue the head (ErrConflict, nothing stored), entries handed out as
+// continue the head (ErrConflict, nothing stored), all-or-nothing refusal
+// of entries whose fields break the format's rules (ErrMalformed: a payload
+// trace.ValidPayload refuses, a bad kind or time), entries handed out as
 // copies, early-terminated iteration, concurrent writers through several
 // trace.Log values never forking the chain, and ErrClosed after Close.
 package storetest
@@ -43,6 +45,8 @@ func Run(t *testing.T, newStore NewStore) {
 		{"RejectsWrongSeq", testRejectsWrongSeq},
 		{"RejectsWrongPrev", testRejectsWrongPrev},
 		{"RejectsBatchAtomically", testRejectsBatchAtomically},
+		{"RefusesInvalidPayload", testRefusesInvalidPayload},
+		{"RefusesInvalidKindOrTime", testRefusesInvalidKindOrTime},
 		{"EntriesAreCopies", testEntriesAreCopies},
 		{"EarlyBreak", testEarlyBreak},
 		{"LargePayload", testLargePayload},
@@ -227,6 +231,91 @@ func testRejectsBatchAtomically(t *testing.T, newStore NewStore) {
 	}
 	h := head(t, s)
 	expectConflict(t, s, h, es[1], es[3]) // second entry skips one
+}
+
+// unchecked builds the entry that continues h with the given fields, as a
+// writer that skips trace.Next would: its hash is right, its fields may
+// break the format's rules.
+func unchecked(h trace.Head, kind string, payload []byte, at time.Time) trace.Entry {
+	e := trace.Entry{Seq: h.Size, Prev: h.Hash, Kind: kind, Payload: payload, Time: at}
+	e.Hash = trace.EntryHash(e)
+	return e
+}
+
+// expectMalformed checks that appending es fails with ErrMalformed and
+// stores nothing, alone and after a valid entry in the same batch.
+func expectMalformed(t *testing.T, s trace.Store, name string, bad func(trace.Head) trace.Entry) {
+	t.Helper()
+	h := head(t, s)
+	if err := s.Append(context.Background(), bad(h)); !errors.Is(err, trace.ErrMalformed) {
+		t.Fatalf("Append of an entry with %s: err = %v, want ErrMalformed", name, err)
+	}
+	good := chain(t, h, 1)[0]
+	next := trace.Head{Size: good.Seq + 1, Hash: good.Hash}
+	if err := s.Append(context.Background(), good, bad(next)); !errors.Is(err, trace.ErrMalformed) {
+		t.Fatalf("Append of a batch ending with %s: err = %v, want ErrMalformed", name, err)
+	}
+	if got := head(t, s); got != h {
+		t.Fatalf("refused append of %s changed the head: %+v, want %+v", name, got, h)
+	}
+	if got := readAll(t, s, 0); uint64(len(got)) != h.Size {
+		t.Fatalf("refused append of %s stored entries: %d, want %d", name, len(got), h.Size)
+	}
+}
+
+// testRefusesInvalidPayload: a store holds only payloads trace.ValidPayload
+// accepts (canonical JSON of 1 to MaxPayloadLen bytes), what a log file's
+// reader accepts, so a log copied from any store to a file reads back.
+func testRefusesInvalidPayload(t *testing.T, newStore NewStore) {
+	s := newStore(t)
+	if err := s.Append(context.Background(), chain(t, trace.Head{}, 1)...); err != nil {
+		t.Fatal(err)
+	}
+	long := make([]byte, trace.MaxPayloadLen+1)
+	for i := range long {
+		long[i] = 'a'
+	}
+	long[0], long[len(long)-1] = '"', '"'
+	for name, payload := range map[string][]byte{
+		"a nil payload":                    nil,
+		"an empty payload":                 {},
+		"a payload that is not JSON":       []byte(`{"a":`),
+		"a payload that is not canonical":  []byte(`{ "a": 1 }`),
+		"a payload with unordered keys":    []byte(`{"b":1,"a":2}`),
+		"a payload over MaxPayloadLen":     long,
+		"a payload with an invalid string": []byte("\"\xff\""),
+	} {
+		expectMalformed(t, s, name, func(h trace.Head) trace.Entry {
+			return unchecked(h, "storetest.payload", payload, base)
+		})
+	}
+	// The shortest valid payload is one byte.
+	e := unchecked(head(t, s), "storetest.payload", []byte(`0`), base)
+	if err := s.Append(context.Background(), e); err != nil {
+		t.Fatalf("Append of the one-byte payload 0: %v", err)
+	}
+	sameEntry(t, e, readAll(t, s, e.Seq)[0])
+}
+
+// testRefusesInvalidKindOrTime: the other field rules of the format hold in
+// every store too.
+func testRefusesInvalidKindOrTime(t *testing.T, newStore NewStore) {
+	s := newStore(t)
+	for name, e := range map[string]struct {
+		kind string
+		at   time.Time
+	}{
+		"an empty kind":            {"", base},
+		"an upper-case kind":       {"Storetest.kind", base},
+		"a kind ending with a dot": {"storetest.", base},
+		"a kind over MaxKindLen":   {strings.Repeat("k", trace.MaxKindLen+1), base},
+		"a time before year 0000":  {"storetest.kind", time.Date(-1, 12, 31, 0, 0, 0, 0, time.UTC)},
+		"a time after year 9999":   {"storetest.kind", time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
+	} {
+		expectMalformed(t, s, name, func(h trace.Head) trace.Entry {
+			return unchecked(h, e.kind, []byte(`{}`), e.at)
+		})
+	}
 }
 
 func testEntriesAreCopies(t *testing.T, newStore NewStore) {
