@@ -443,10 +443,15 @@ type entryJSON struct {
 }
 
 // MarshalJSON encodes the entry with its payload inline and the time in
-// the wire form.
+// the wire form. It refuses a Seq beyond 2^53-1, which a reader parsing
+// JSON numbers as doubles could not read back exactly (UnmarshalJSON
+// refuses it too).
 func (e Entry) MarshalJSON() ([]byte, error) {
 	if e.Payload == nil {
 		return nil, fmt.Errorf("%w: entry %d has no payload", ErrMalformed, e.Seq)
+	}
+	if e.Seq > canon.MaxSafeInteger {
+		return nil, fmt.Errorf("%w: seq %d beyond 2^53-1", ErrMalformed, e.Seq)
 	}
 	return canon.Marshal(entryJSON{Seq: e.Seq, Prev: e.Prev, Kind: e.Kind, Payload: e.Payload, Time: FormatTime(e.Time), Hash: e.Hash})
 }
@@ -460,7 +465,7 @@ func (e *Entry) UnmarshalJSON(b []byte) error {
 	if err := dec.Decode(&w); err != nil {
 		return fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
-	if w.Seq > canon.MaxSafeInteger { // MarshalJSON could not write it back
+	if w.Seq > canon.MaxSafeInteger { // MarshalJSON refuses to write it
 		return fmt.Errorf("%w: seq %d beyond 2^53-1", ErrMalformed, w.Seq)
 	}
 	if err := validKind(w.Kind); err != nil {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	iofs "io/fs"
+	"math"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -17,6 +18,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
+
+	"github.com/verity-go/verity/internal/canon"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
@@ -214,6 +217,26 @@ func TestEntryJSONRoundTrip(t *testing.T) {
 	var e Entry
 	assert.Error(t, json.Unmarshal([]byte(`{"seq":0}`), &e))
 	assert.Error(t, json.Unmarshal([]byte(`{"seq":0,"prev":"00","kind":"a","payload":{},"time":"2026-01-02T03:04:05.000000006Z","hash":"00"}`), &e))
+}
+
+// TestEntryJSONSeqIsExact: the wire form writes seq as a JSON number, which
+// a reader parsing doubles reads exactly only up to 2^53-1. MarshalJSON
+// refuses a larger seq (2^60, say, would be written with the digits of the
+// nearest double's shortest form, 1152921504606847000), as UnmarshalJSON
+// refuses to read one, so every entry it writes reads back as itself.
+func TestEntryJSONSeqIsExact(t *testing.T) {
+	e := buildChain(t, 1)[0]
+	for _, seq := range []uint64{canon.MaxSafeInteger + 1, 1 << 60, math.MaxUint64} {
+		e.Seq = seq
+		_, err := json.Marshal(e)
+		require.ErrorIs(t, err, ErrMalformed, "seq %d", seq)
+	}
+	e.Seq = canon.MaxSafeInteger
+	b, err := json.Marshal(e)
+	require.NoError(t, err)
+	var back Entry
+	require.NoError(t, json.Unmarshal(b, &back))
+	assert.Equal(t, e.Seq, back.Seq)
 }
 
 func TestLogAppendCanonicalises(t *testing.T) {
