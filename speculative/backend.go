@@ -6,35 +6,58 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+
+	"github.com/verity-go/verity/trace"
 )
 
-// WriteKind says what a Write persists.
+// WriteKind says what a Write persists. The zero value is not a kind: it
+// marks a Write no Steward issued.
 type WriteKind uint8
 
 const (
-	// WriteEvidence persists validation evidence (grounded lane).
-	WriteEvidence WriteKind = iota + 1
-	// WriteHypothesis persists a speculative hypothesis, scoped to a session.
-	WriteHypothesis
-	// WriteLink links a speculative hypothesis to the proposition of a claim.
-	WriteLink
-	// WriteStatus sets the epistemic status of a claim.
-	WriteStatus
-	// WriteProposition registers the proposition of a claim (grounded lane).
-	WriteProposition
+	// WriteKindEvidence persists validation evidence (grounded lane).
+	WriteKindEvidence WriteKind = iota + 1
+	// WriteKindHypothesis persists a speculative hypothesis, scoped to a
+	// session.
+	WriteKindHypothesis
+	// WriteKindLink links a speculative hypothesis to the proposition of a
+	// claim.
+	WriteKindLink
+	// WriteKindStatus sets the epistemic status of a claim.
+	WriteKindStatus
+	// WriteKindProposition registers the proposition of a claim (grounded
+	// lane).
+	WriteKindProposition
 )
 
 var writeKindNames = [...]string{"", "evidence", "hypothesis", "link", "status", "proposition"}
 
+func (k WriteKind) valid() bool { return k >= WriteKindEvidence && k <= WriteKindProposition }
+
 func (k WriteKind) String() string {
-	if k >= WriteEvidence && k <= WriteProposition {
+	if k.valid() {
 		return writeKindNames[k]
 	}
 	return fmt.Sprintf("WriteKind(%d)", uint8(k))
 }
 
-// MarshalText writes the lower-case name.
-func (k WriteKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+// MarshalText writes the lower-case name; the zero WriteKind is an error.
+func (k WriteKind) MarshalText() ([]byte, error) {
+	if !k.valid() {
+		return nil, fmt.Errorf("%w: write kind %v", ErrMalformed, k)
+	}
+	return []byte(writeKindNames[k]), nil
+}
+
+// UnmarshalText reads the lower-case name.
+func (k *WriteKind) UnmarshalText(b []byte) error {
+	i := slices.Index(writeKindNames[1:], string(b))
+	if i < 0 {
+		return fmt.Errorf("%w: unknown write kind %q", ErrMalformed, b)
+	}
+	*k = WriteKind(i + 1)
+	return nil
+}
 
 // Write is one persistence operation. Its fields are unexported and the
 // package has no exported constructor: only a Steward creates Writes, after
@@ -50,7 +73,7 @@ type Write struct {
 	sessionID string
 	doc       []byte
 	from, to  Status
-	evidence  []Digest
+	evidence  []trace.Hash
 }
 
 // Kind says what the write persists; 0 for a write no Steward issued.
@@ -59,8 +82,8 @@ func (w Write) Kind() WriteKind { return w.kind }
 // Intent is the id of the write intent the Steward executed.
 func (w Write) Intent() string { return w.intent }
 
-// ID is the artifact's id: the hex Digest for evidence, the hypothesis id
-// for hypotheses and links.
+// ID is the artifact's id: the hex Evidence.ID for evidence, the
+// hypothesis id for hypotheses and links.
 func (w Write) ID() string { return w.id }
 
 // ClaimID is the claim the write concerns ("" for a hypothesis without one).
@@ -77,7 +100,7 @@ func (w Write) Transition() (from, to Status) { return w.from, w.to }
 
 // Evidence returns the ids of the evidence on record when a status write
 // was made (a copy).
-func (w Write) Evidence() []Digest { return slices.Clone(w.evidence) }
+func (w Write) Evidence() []trace.Hash { return slices.Clone(w.evidence) }
 
 // Backend is the persistence the Steward writes through. Implementations
 // must refuse a Write whose Kind is 0 (ErrNotSteward), apply each Write
@@ -87,7 +110,7 @@ func (w Write) Evidence() []Digest { return slices.Clone(w.evidence) }
 // only (Guard 4). The conformance suite in speculative/backendtest checks
 // this contract (backendtest.Run).
 type Backend interface {
-	// Apply performs one write. A WriteLink to a claim with no registered
+	// Apply performs one write. A WriteKindLink to a claim with no registered
 	// proposition fails with ErrNoProposition.
 	Apply(ctx context.Context, w Write) error
 	// Evidence returns the canonical documents of the validation evidence
@@ -114,7 +137,7 @@ type HypothesisRecord struct {
 // on record when it was set.
 type StatusRecord struct {
 	Status   Status
-	Evidence []Digest
+	Evidence []trace.Hash
 }
 
 // Memory is the in-memory reference Backend. It is safe for concurrent use.
@@ -147,16 +170,16 @@ func (m *Memory) Apply(ctx context.Context, w Write) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	switch w.kind {
-	case WriteEvidence:
+	case WriteKindEvidence:
 		if !m.evidenceIDs[w.id] {
 			m.evidenceIDs[w.id] = true
 			m.evidence[w.claimID] = append(m.evidence[w.claimID], bytes.Clone(w.doc))
 		}
-	case WriteHypothesis:
+	case WriteKindHypothesis:
 		m.hypotheses[w.sessionID] = append(m.hypotheses[w.sessionID], HypothesisRecord{
 			ID: w.id, SessionID: w.sessionID, ClaimID: w.claimID, Document: bytes.Clone(w.doc),
 		})
-	case WriteLink:
+	case WriteKindLink:
 		if _, ok := m.propositions[w.claimID]; !ok {
 			return fmt.Errorf("%w: %q", ErrNoProposition, w.claimID)
 		}
@@ -166,9 +189,9 @@ func (m *Memory) Apply(ctx context.Context, w Write) error {
 			return fmt.Errorf("%w: link to unknown hypothesis %q", ErrMalformed, w.id)
 		}
 		hs[i].Linked = true
-	case WriteStatus:
+	case WriteKindStatus:
 		m.status[w.claimID] = StatusRecord{Status: w.to, Evidence: slices.Clone(w.evidence)}
-	case WriteProposition:
+	case WriteKindProposition:
 		m.propositions[w.claimID] = bytes.Clone(w.doc)
 	default:
 		return ErrNotSteward
@@ -216,9 +239,9 @@ func (m *Memory) Status(ctx context.Context, claimID string) (StatusRecord, erro
 	return r, nil
 }
 
-// Counts reports how many evidence documents, hypotheses, hypothesis links
-// and propositions are stored, for inspection in tests and tools.
-func (m *Memory) Counts() (evidence, hypotheses, links, propositions int) {
+// counts reports how many evidence documents, hypotheses, hypothesis links
+// and propositions are stored.
+func (m *Memory) counts() (evidence, hypotheses, links, propositions int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, e := range m.evidence {

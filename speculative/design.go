@@ -18,8 +18,8 @@ const (
 
 // Design defaults for the sensitivity suite.
 const (
-	SensitivityLevels       = 5
-	SensitivityRelativeStep = 0.1
+	sensitivityLevels       = 5
+	sensitivityRelativeStep = 0.1
 )
 
 // Claim is a grounded claim as experiment design sees it.
@@ -35,10 +35,11 @@ type Claim struct {
 // point from the speculative lane to the grounded lane. Hints may be nil.
 //
 // Hints inform, they do not travel: with hints whose sensitivity axes
-// name at least one of the claim's variables (compared with NormalizeKey
-// and separators ignored, as the detection vocabulary compares keys), the
-// template is TemplateSensitivitySuite and params.vary lists those claim
-// variables, spelled as the claim spells them; otherwise the template is
+// name at least one of the claim's variables (compared as the detection
+// vocabulary compares keys: case, camelCase and separators ignored), the
+// template is TemplateSensitivitySuite with params.vary listing those
+// claim variables, spelled as the claim spells them, over 5 levels with a
+// relative step of 0.1; otherwise the template is
 // TemplateNumericConsistency over all of the claim's variables. No string,
 // number or digest of the hints appears in the spec. The spec is validated
 // with the rules of DecodeExperimentSpec before it is returned, so a claim
@@ -73,12 +74,12 @@ func Design(claim Claim, hints *ExperimentHints, scopeLockID string) (Experiment
 			spec.TemplateQID = TemplateSensitivitySuite
 			spec.Params = map[string]any{
 				"vary":          toAny(vary),
-				"levels":        SensitivityLevels,
-				"relative_step": SensitivityRelativeStep,
+				"levels":        sensitivityLevels,
+				"relative_step": sensitivityRelativeStep,
 			}
 		}
 	}
-	if err := spec.Validate(); err != nil {
+	if err := spec.validate(); err != nil {
 		return ExperimentSpec{}, err
 	}
 	return spec, nil
@@ -87,8 +88,8 @@ func Design(claim Claim, hints *ExperimentHints, scopeLockID string) (Experiment
 // sameName compares two names the way the detection vocabulary compares
 // keys.
 func sameName(a, b string) bool {
-	fa := foldString(NormalizeKey(a))
-	return fa != "" && fa == foldString(NormalizeKey(b))
+	fa := foldString(normalizeKey(a))
+	return fa != "" && fa == foldString(normalizeKey(b))
 }
 
 func toAny(s []string) []any {

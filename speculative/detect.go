@@ -2,14 +2,15 @@ package speculative
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/verity-go/verity/internal/violation"
 )
 
 // Detection limits. A value that exceeds one of them is not checked to the
-// end, so it is rejected: IsSpeculative reports true, Detect and Check
-// return a *LimitError (errors.Is(err, ErrLimit)).
+// end, so it is rejected: Detect and Check return a *LimitError
+// (errors.Is(err, ErrLimit)).
 const (
 	// MaxDepth is the deepest nesting of objects and arrays, counted
 	// through every JSON-in-string layer (a string holding an object at
@@ -68,11 +69,11 @@ func (r Rule) String() string {
 
 // Finding says where a speculative marker is and which one it is.
 type Finding struct {
-	// Path is the JSON path of the marker: object keys joined by '.',
-	// array indexes in brackets, keys that are not identifiers quoted in
-	// brackets (params.l[0].alternatives, meta["odd key"].lane). A JSON
-	// text held in a string continues the path of that string. "" means
-	// the value itself.
+	// Path is the RFC 6901 JSON Pointer of the marker
+	// (/params/l/0/alternatives, /meta/odd~1key/lane; "" for the value
+	// itself). A JSON text held in a string continues the pointer of that
+	// string: /payload/lane is the member lane of the object the string
+	// at /payload holds.
 	Path string
 	// Marker is the canonical name: epistemic_status, lane,
 	// speculative_context, experiment_hints, alternatives, analogies,
@@ -92,41 +93,50 @@ func (f Finding) String() string {
 		where = "the top level"
 	}
 	var b strings.Builder
-	switch f.Rule {
-	case RuleStatus:
-		fmt.Fprintf(&b, "%q is speculative at %s", f.Key, where)
-	case RuleQuoted:
-		fmt.Fprintf(&b, "quoted marker %q in a string at %s", f.Marker, where)
-	default:
-		fmt.Fprintf(&b, "%s key %q at %s", f.Rule, f.Key, where)
-	}
-	if f.Encodings > 0 {
-		fmt.Fprintf(&b, " (inside %d JSON-in-string layer", f.Encodings)
-		if f.Encodings > 1 {
-			b.WriteByte('s')
-		}
-		b.WriteByte(')')
-	}
+	b.WriteString(f.what())
+	b.WriteString(" at ")
+	b.WriteString(where)
+	b.WriteString(f.layers())
 	return b.String()
 }
 
-// IsSpeculative reports whether v carries a speculative marker anywhere, or
-// cannot be checked within the limits (fail closed). v is a decoded JSON
-// value (nil, bool, float64, json.Number, string, []any, map[string]any,
-// or the typed variants map[string]string, []string, []map[string]any,
-// map[string]json.RawMessage), a json.RawMessage or []byte holding JSON,
-// or any other Go value, which is first encoded with encoding/json.
-func IsSpeculative(v any) bool {
-	_, found, err := Detect(v)
-	return found || err != nil
+// what says which marker was found, without where.
+func (f Finding) what() string {
+	switch f.Rule {
+	case RuleStatus:
+		return fmt.Sprintf("%q is speculative", f.Key)
+	case RuleQuoted:
+		return fmt.Sprintf("quoted marker %q in a string", f.Marker)
+	}
+	return fmt.Sprintf("%s key %q", f.Rule, f.Key)
 }
 
-// Detect is IsSpeculative that says where. It returns the first marker
-// in document order — array elements by index; members of a Go map by
-// key, byte-wise, so the answer does not depend on map iteration order;
-// members of a JSON text as written — and found = true. err is a
-// *LimitError, or wraps ErrMalformed for a Go value encoding/json cannot
-// encode; either way v must be treated as speculative.
+// layers says how many JSON-in-string layers were crossed, if any.
+func (f Finding) layers() string {
+	switch f.Encodings {
+	case 0:
+		return ""
+	case 1:
+		return " (inside 1 JSON-in-string layer)"
+	}
+	return fmt.Sprintf(" (inside %d JSON-in-string layers)", f.Encodings)
+}
+
+// Detect reports whether v carries a speculative marker anywhere, and
+// where: it returns the first marker in document order — array elements
+// by index; members of a Go map by key, byte-wise, so the answer does not
+// depend on map iteration order; members of a JSON text as written — and
+// found = true.
+//
+// v is a decoded JSON value (nil, bool, float64, json.Number, string,
+// []any, map[string]any, or the typed variants map[string]string,
+// []string, []map[string]any, map[string]json.RawMessage), a
+// json.RawMessage or []byte holding JSON, or any other Go value, which is
+// first encoded with encoding/json.
+//
+// A non-nil err is a *LimitError, or wraps ErrMalformed for a Go value
+// encoding/json cannot encode: v could not be checked to the end and must
+// be treated as speculative (fail closed), as Check does.
 func Detect(v any) (f Finding, found bool, err error) {
 	w := newWalker(false, false, 1)
 	w.value(v, 0, "")
@@ -153,7 +163,7 @@ func Check(v any) error {
 	return nil
 }
 
-// detectAll returns up to max findings, sorted by path. strict adds
+// detectAll returns up to max findings, in document order. strict adds
 // RuleResidue.
 func detectAll(v any, strict bool, max int) ([]Finding, error) {
 	w := newWalker(true, strict, max)
@@ -161,48 +171,21 @@ func detectAll(v any, strict bool, max int) ([]Finding, error) {
 	if w.err != nil {
 		return nil, w.err
 	}
-	slices.SortStableFunc(w.found, func(a, b Finding) int { return strings.Compare(a.Path, b.Path) })
 	return w.found, nil
 }
 
-// appendPath renders path segments.
-func appendPath(b []byte, path []seg) []byte {
+// pointer renders path segments as an RFC 6901 JSON Pointer.
+func pointer(path []seg) string {
+	p := ""
 	for _, s := range path {
 		switch s.kind {
 		case segIndex:
-			b = append(b, '[')
-			b = strconv.AppendInt(b, int64(s.idx), 10)
-			b = append(b, ']')
+			p = violation.Index(p, s.idx)
+		case segBytes:
+			p = violation.Join(p, string(s.key))
 		default:
-			key := s.str
-			if s.kind == segBytes {
-				key = string(s.key)
-			}
-			if isIdent(key) {
-				if len(b) > 0 {
-					b = append(b, '.')
-				}
-				b = append(b, key...)
-			} else {
-				b = append(b, '[')
-				b = strconv.AppendQuote(b, key)
-				b = append(b, ']')
-			}
+			p = violation.Join(p, s.str)
 		}
 	}
-	return b
-}
-
-func isIdent(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || i > 0 && '0' <= c && c <= '9' {
-			continue
-		}
-		return false
-	}
-	return true
+	return p
 }

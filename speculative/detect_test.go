@@ -11,6 +11,13 @@ import (
 	"pgregory.net/rapid"
 )
 
+// isSpeculative is the guards' reading of Detect: a marker, or a value
+// that could not be checked, is speculative.
+func isSpeculative(v any) bool {
+	_, found, err := Detect(v)
+	return found || err != nil
+}
+
 func decode(t testing.TB, s string) any {
 	t.Helper()
 	var v any
@@ -35,7 +42,7 @@ func TestNormalizeKey(t *testing.T) {
 		{"lane", "lane"},
 		{"", ""},
 	} {
-		assert.Equal(t, tc.want, NormalizeKey(tc.in), tc.in)
+		assert.Equal(t, tc.want, normalizeKey(tc.in), tc.in)
 	}
 }
 
@@ -119,8 +126,8 @@ func TestFalsePositiveProfile(t *testing.T) {
 		`{"nested":"{\"lane\":\"grounded\",\"note\":\"speculative\"}"}`, // JSON in a string, clean
 	} {
 		v := decode(t, doc)
-		assert.False(t, IsSpeculative(v), doc)
-		assert.False(t, IsSpeculative(json.RawMessage(doc)), doc)
+		assert.False(t, isSpeculative(v), doc)
+		assert.False(t, isSpeculative(json.RawMessage(doc)), doc)
 	}
 }
 
@@ -130,30 +137,30 @@ func TestBypassCases(t *testing.T) {
 		name, doc, path string
 		rule            Rule
 	}{
-		{"top level", `{"epistemic_status":"speculative"}`, "epistemic_status", RuleStatus},
-		{"nested", `{"a":{"b":[{"epistemic_status":"speculative"}]}}`, "a.b[0].epistemic_status", RuleStatus},
-		{"kebab", `{"epistemic-status":"speculative"}`, "[\"epistemic-status\"]", RuleStatus},
-		{"camel", `{"epistemicStatus":"Speculative"}`, "epistemicStatus", RuleStatus},
-		{"lane", `{"meta":{"lane":" SPECULATIVE "}}`, "meta.lane", RuleStatus},
-		{"status in array", `{"lane":["grounded","speculative"]}`, "lane[1]", RuleStatus},
-		{"json string", `{"payload":"{\"epistemic_status\":\"speculative\"}"}`, "payload.epistemic_status", RuleStatus},
-		{"json string kebab", `{"payload":"{\"epistemic-status\":\"speculative\"}"}`, "payload[\"epistemic-status\"]", RuleStatus},
-		{"json array string", `{"p":"[1,{\"speculative_context\":{}}]"}`, "p[1].speculative_context", RuleContext},
-		{"double encoded", `{"p":"\"{\\\"lane\\\":\\\"speculative\\\"}\""}`, "p.lane", RuleStatus},
-		{"whitespace around json", `{"p":"  {\"alternatives\":[]}  "}`, "p.alternatives", RuleArtifact},
-		{"escaped key", `{"\u0065pistemic_status":"\u0073peculative"}`, "epistemic_status", RuleStatus},
-		{"context key any value", `{"x":{"speculative_context":null}}`, "x.speculative_context", RuleContext},
-		{"artifact", `{"params":{"l":[{"alternatives":["a"]}]}}`, "params.l[0].alternatives", RuleArtifact},
-		{"hints", `{"experiment_hints":{}}`, "experiment_hints", RuleArtifact},
-		{"quoted token", `{"note":"the model said \"speculative\" twice"}`, "note", RuleQuoted},
-		{"single quoted", `{"note":"python repr {'epistemic_status': 'speculative'}"}`, "note", RuleQuoted},
-		{"truncated json", `{"note":"{\"epistemic_status\": \"specul"}`, "note", RuleQuoted},
-		{"json with prefix", `{"note":"result: {\"lane\":\"speculative\"}"}`, "note", RuleQuoted},
-		{"escaped quotes in text", `{"note":"x \\\"speculative\\\" y"}`, "note", RuleQuoted},
-		{"json string value", `{"lane":"\"speculative\""}`, "lane", RuleStatus},
-		{"duplicate key", `{"lane":"grounded","lane":"speculative"}`, "lane", RuleStatus},
-		{"python NaN", `{"p":"{\"x\": NaN, \"y\": -Infinity, \"z\": {\"lane\": \"speculative\"}}"}`, "p.z.lane", RuleStatus},
-		{"escaped token in text", `{"p":"broken {\"\\u0073peculative_context\": 1"}`, "p", RuleQuoted},
+		{"top level", `{"epistemic_status":"speculative"}`, "/epistemic_status", RuleStatus},
+		{"nested", `{"a":{"b":[{"epistemic_status":"speculative"}]}}`, "/a/b/0/epistemic_status", RuleStatus},
+		{"kebab", `{"epistemic-status":"speculative"}`, "/epistemic-status", RuleStatus},
+		{"camel", `{"epistemicStatus":"Speculative"}`, "/epistemicStatus", RuleStatus},
+		{"lane", `{"meta":{"lane":" SPECULATIVE "}}`, "/meta/lane", RuleStatus},
+		{"status in array", `{"lane":["grounded","speculative"]}`, "/lane/1", RuleStatus},
+		{"json string", `{"payload":"{\"epistemic_status\":\"speculative\"}"}`, "/payload/epistemic_status", RuleStatus},
+		{"json string kebab", `{"payload":"{\"epistemic-status\":\"speculative\"}"}`, "/payload/epistemic-status", RuleStatus},
+		{"json array string", `{"p":"[1,{\"speculative_context\":{}}]"}`, "/p/1/speculative_context", RuleContext},
+		{"double encoded", `{"p":"\"{\\\"lane\\\":\\\"speculative\\\"}\""}`, "/p/lane", RuleStatus},
+		{"whitespace around json", `{"p":"  {\"alternatives\":[]}  "}`, "/p/alternatives", RuleArtifact},
+		{"escaped key", `{"\u0065pistemic_status":"\u0073peculative"}`, "/epistemic_status", RuleStatus},
+		{"context key any value", `{"x":{"speculative_context":null}}`, "/x/speculative_context", RuleContext},
+		{"artifact", `{"params":{"l":[{"alternatives":["a"]}]}}`, "/params/l/0/alternatives", RuleArtifact},
+		{"hints", `{"experiment_hints":{}}`, "/experiment_hints", RuleArtifact},
+		{"quoted token", `{"note":"the model said \"speculative\" twice"}`, "/note", RuleQuoted},
+		{"single quoted", `{"note":"python repr {'epistemic_status': 'speculative'}"}`, "/note", RuleQuoted},
+		{"truncated json", `{"note":"{\"epistemic_status\": \"specul"}`, "/note", RuleQuoted},
+		{"json with prefix", `{"note":"result: {\"lane\":\"speculative\"}"}`, "/note", RuleQuoted},
+		{"escaped quotes in text", `{"note":"x \\\"speculative\\\" y"}`, "/note", RuleQuoted},
+		{"json string value", `{"lane":"\"speculative\""}`, "/lane", RuleStatus},
+		{"duplicate key", `{"lane":"grounded","lane":"speculative"}`, "/lane", RuleStatus},
+		{"python NaN", `{"p":"{\"x\": NaN, \"y\": -Infinity, \"z\": {\"lane\": \"speculative\"}}"}`, "/p/z/lane", RuleStatus},
+		{"escaped token in text", `{"p":"broken {\"\\u0073peculative_context\": 1"}`, "/p", RuleQuoted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, found, err := Detect(json.RawMessage(tc.doc))
@@ -201,7 +208,7 @@ func TestDetectGoValues(t *testing.T) {
 		{"typed map", map[string]int{"alternatives": 1}, true},
 		{"raw in map", map[string]any{"x": json.RawMessage(`"{\"lane\":\"speculative\"}"`)}, true},
 	} {
-		assert.Equal(t, tc.want, IsSpeculative(tc.v), tc.name)
+		assert.Equal(t, tc.want, isSpeculative(tc.v), tc.name)
 	}
 }
 
@@ -209,7 +216,7 @@ func TestUnencodableValueIsRejected(t *testing.T) {
 	_, found, err := Detect(map[string]any{"f": func() {}})
 	assert.False(t, found)
 	require.ErrorIs(t, err, ErrMalformed)
-	assert.True(t, IsSpeculative(map[string]any{"c": make(chan int)}))
+	assert.True(t, isSpeculative(map[string]any{"c": make(chan int)}))
 }
 
 // TestGoMapFindingIsDeterministic: the least key wins, whatever order the
@@ -225,7 +232,7 @@ func TestGoMapFindingIsDeterministic(t *testing.T) {
 		f, found, err := Detect(v)
 		require.NoError(t, err)
 		require.True(t, found)
-		require.Equal(t, "b.a.analogies", f.Path)
+		require.Equal(t, "/b/a/analogies", f.Path)
 	}
 }
 
@@ -235,8 +242,8 @@ func nest(depth int, inner string) string {
 
 func TestLimitDepth(t *testing.T) {
 	ok := nest(MaxDepth-1, `{"lane":"grounded"}`)
-	assert.False(t, IsSpeculative(json.RawMessage(ok)))
-	assert.False(t, IsSpeculative(decode(t, ok)))
+	assert.False(t, isSpeculative(json.RawMessage(ok)))
+	assert.False(t, isSpeculative(decode(t, ok)))
 
 	deep := nest(MaxDepth, `{}`)
 	_, found, err := Detect(json.RawMessage(deep))
@@ -245,12 +252,12 @@ func TestLimitDepth(t *testing.T) {
 	require.ErrorAs(t, err, &le)
 	assert.Equal(t, "depth", le.Limit)
 	assert.True(t, errors.Is(err, ErrLimit))
-	assert.True(t, IsSpeculative(json.RawMessage(deep)), "over the limit is a rejection")
+	assert.True(t, isSpeculative(json.RawMessage(deep)), "over the limit is a rejection")
 
 	// Very deep input does not overflow the stack.
 	huge := strings.Repeat("[", 1_000_000)
-	assert.True(t, IsSpeculative(json.RawMessage(huge)))
-	assert.True(t, IsSpeculative(map[string]any{"s": huge}))
+	assert.True(t, isSpeculative(json.RawMessage(huge)))
+	assert.True(t, isSpeculative(map[string]any{"s": huge}))
 
 	// A self-referencing Go map is caught by the depth limit.
 	cyc := map[string]any{}
@@ -277,11 +284,11 @@ func TestLimitEncodings(t *testing.T) {
 	clean := map[string]any{"x": 1}
 	spec := map[string]any{"lane": "speculative"}
 	for n := 1; n <= MaxEncodings; n++ {
-		assert.False(t, IsSpeculative(map[string]any{"p": encodeN(clean, n)}), n)
+		assert.False(t, isSpeculative(map[string]any{"p": encodeN(clean, n)}), n)
 		f, found, err := Detect(map[string]any{"p": encodeN(spec, n)})
 		require.NoError(t, err, n)
 		require.True(t, found, n)
-		assert.Equal(t, "p.lane", f.Path)
+		assert.Equal(t, "/p/lane", f.Path)
 		assert.Equal(t, n, f.Encodings)
 	}
 	// Text at the deepest layer that is not JSON is only text.
@@ -298,7 +305,7 @@ func TestLimitEncodings(t *testing.T) {
 	var le *LimitError
 	require.ErrorAs(t, err, &le)
 	assert.Equal(t, "encodings", le.Limit)
-	assert.Equal(t, "p", le.Path)
+	assert.Equal(t, "/p", le.Path)
 }
 
 func TestLimitWork(t *testing.T) {
@@ -330,11 +337,11 @@ func TestNestedEncodingsAreLinear(t *testing.T) {
 
 func TestFindingString(t *testing.T) {
 	f, _, _ := Detect(json.RawMessage(`{"p":"{\"lane\":\"speculative\"}"}`))
-	assert.Equal(t, `"lane" is speculative at p.lane (inside 1 JSON-in-string layer)`, f.String())
+	assert.Equal(t, `"lane" is speculative at /p/lane (inside 1 JSON-in-string layer)`, f.String())
 	f, _, _ = Detect(`say "speculative"`)
 	assert.Equal(t, `quoted marker "speculative" in a string at the top level`, f.String())
 	f, _, _ = Detect(map[string]any{"a b": map[string]any{"edgeCases": 1}})
-	assert.Equal(t, `artifact key "edgeCases" at ["a b"].edgeCases`, f.String())
+	assert.Equal(t, `artifact key "edgeCases" at /a b/edgeCases`, f.String())
 }
 
 func TestCheck(t *testing.T) {
@@ -343,8 +350,8 @@ func TestCheck(t *testing.T) {
 	var se *SpeculativeError
 	require.ErrorAs(t, err, &se)
 	assert.ErrorIs(t, err, ErrSpeculative)
-	assert.Equal(t, "a[0].lane", se.Finding.Path)
-	assert.Contains(t, err.Error(), "a[0].lane")
+	assert.Equal(t, "/a/0/lane", se.Finding.Path)
+	assert.Contains(t, err.Error(), "/a/0/lane")
 }
 
 // TestKeyPrecheckNeverChangesTheAnswer: the first-byte pre-check of keys
@@ -393,22 +400,22 @@ func TestDetectBytesInTypedGoValues(t *testing.T) {
 		want bool
 		path string
 	}{
-		{"struct field", payload{ClaimID: "c", Raw: inner}, true, "raw.epistemic_status"},
-		{"struct pointer", &payload{ClaimID: "c", Raw: inner}, true, "raw.epistemic_status"},
-		{"map of bytes", map[string][]byte{"p": inner}, true, "p.epistemic_status"},
-		{"slice of bytes", [][]byte{[]byte(`{}`), inner}, true, "[1].epistemic_status"},
-		{"nested", wrapper{Items: []payload{{ClaimID: "c"}, {ClaimID: "c", Raw: inner}}}, true, "Items[1].raw.epistemic_status"},
-		{"interface", wrapper{Any: map[string]any{"x": map[string][]byte{"y": inner}}}, true, "Any.x.y.epistemic_status"},
+		{"struct field", payload{ClaimID: "c", Raw: inner}, true, "/raw/epistemic_status"},
+		{"struct pointer", &payload{ClaimID: "c", Raw: inner}, true, "/raw/epistemic_status"},
+		{"map of bytes", map[string][]byte{"p": inner}, true, "/p/epistemic_status"},
+		{"slice of bytes", [][]byte{[]byte(`{}`), inner}, true, "/1/epistemic_status"},
+		{"nested", wrapper{Items: []payload{{ClaimID: "c"}, {ClaimID: "c", Raw: inner}}}, true, "/Items/1/raw/epistemic_status"},
+		{"interface", wrapper{Any: map[string]any{"x": map[string][]byte{"y": inner}}}, true, "/Any/x/y/epistemic_status"},
 		{"status key", struct {
 			Lane []byte `json:"lane"`
-		}{[]byte("speculative")}, true, "lane"},
+		}{[]byte("speculative")}, true, "/lane"},
 		{"clean struct", payload{ClaimID: "c", Raw: []byte(`{"a":1}`)}, false, ""},
 		{"clean map", map[string][]byte{"p": []byte(`plain text`)}, false, ""},
 	} {
 		f, found, err := Detect(tc.v)
 		require.NoError(t, err, tc.name)
 		assert.Equal(t, tc.want, found, tc.name)
-		assert.Equal(t, tc.want, IsSpeculative(tc.v), tc.name)
+		assert.Equal(t, tc.want, isSpeculative(tc.v), tc.name)
 		if tc.want {
 			assert.Equal(t, tc.path, f.Path, tc.name)
 		}
@@ -424,11 +431,11 @@ func TestMarkerInsideAKey(t *testing.T) {
 		v    any
 		path string
 	}{
-		{"json key", json.RawMessage(`{"{\"lane\":\"speculative\"}":1}`), `["{\"lane\":\"speculative\"}"].lane`},
-		{"quoted token key", json.RawMessage(`{"note 'speculative' x":1}`), `["note 'speculative' x"]`},
-		{"nested json key", json.RawMessage(`{"a":[{"{\"alternatives\":[]}":true}]}`), `a[0]["{\"alternatives\":[]}"]`},
-		{"go map key", map[string]any{`{"edge_cases":1}`: 1}, `["{\"edge_cases\":1}"].edge_cases`},
-		{"string key", `{"{\"experiment_hints\":{}}":1}`, `["{\"experiment_hints\":{}}"]`},
+		{"json key", json.RawMessage(`{"{\"lane\":\"speculative\"}":1}`), `/{"lane":"speculative"}/lane`},
+		{"quoted token key", json.RawMessage(`{"note 'speculative' x":1}`), "/note 'speculative' x"},
+		{"nested json key", json.RawMessage(`{"a":[{"{\"alternatives\":[]}":true}]}`), `/a/0/{"alternatives":[]}`},
+		{"go map key", map[string]any{`{"edge_cases":1}`: 1}, `/{"edge_cases":1}/edge_cases`},
+		{"string key", `{"{\"experiment_hints\":{}}":1}`, `/{"experiment_hints":{}}`},
 	} {
 		f, found, err := Detect(tc.v)
 		require.NoError(t, err, tc.name)
@@ -439,7 +446,7 @@ func TestMarkerInsideAKey(t *testing.T) {
 		json.RawMessage(`{"it's a key":1,"{\"a\":1}":2}`),
 		map[string]any{`"quoted"`: 1, "speculative": 2},
 	} {
-		assert.False(t, IsSpeculative(clean), "%v", clean)
+		assert.False(t, isSpeculative(clean), "%v", clean)
 	}
 	_, err := DecodeExperimentSpec([]byte(`{"claim_id":"c","template_qid":"t@1.0.0","scope_lock_id":"s","params":{"{\"alternatives\":[]}":1}}`))
 	require.ErrorIs(t, err, ErrResidue)
@@ -460,7 +467,7 @@ func TestQuotedTokenAcrossAStringLayer(t *testing.T) {
 		var v any
 		require.NoError(t, json.Unmarshal([]byte(doc), &v))
 		require.True(t, specReference(v, 0), "the reference flags %s", doc)
-		assert.True(t, IsSpeculative(json.RawMessage(doc)), doc)
-		assert.True(t, IsSpeculative(v), doc)
+		assert.True(t, isSpeculative(json.RawMessage(doc)), doc)
+		assert.True(t, isSpeculative(v), doc)
 	}
 }

@@ -3,7 +3,6 @@ package speculative
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,40 +10,20 @@ import (
 	"strings"
 
 	"github.com/verity-go/verity/internal/canon"
+	"github.com/verity-go/verity/trace"
 )
-
-// Digest is a SHA-256 digest. Its text form is 64 lower-case hex digits.
-type Digest [32]byte
-
-func (d Digest) String() string { return hex.EncodeToString(d[:]) }
-
-// MarshalText writes the hex form.
-func (d Digest) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
-
-// UnmarshalText reads the hex form.
-func (d *Digest) UnmarshalText(b []byte) error {
-	if len(b) != 64 {
-		return fmt.Errorf("%w: digest must be 64 hex digits, got %d bytes", ErrMalformed, len(b))
-	}
-	var out Digest
-	if _, err := hex.Decode(out[:], b); err != nil {
-		return fmt.Errorf("%w: digest: %v", ErrMalformed, err)
-	}
-	*d = out
-	return nil
-}
 
 // Claim-id keys in the order Guard 2 consults them. entity_id is never
 // among them: it names the evidence itself, and falling back to it would
 // let evidence anchor to itself.
 var claimIDKeys = [...]string{"claim_id", "claim-id", "proposition_id"}
 
-// ClaimID applies Guard 2 to a decoded validation-evidence object: the
+// claimIDOf applies Guard 2 to a decoded validation-evidence object: the
 // claim id is the value of the first of "claim_id", "claim-id",
 // "proposition_id" that is present. It must be a string with something
 // other than white space in it. "entity_id" is never consulted. Any other
 // case is an error wrapping ErrMissingClaimID that names the key.
-func ClaimID(doc map[string]any) (string, error) {
+func claimIDOf(doc map[string]any) (string, error) {
 	for _, k := range claimIDKeys {
 		v, present := doc[k]
 		if !present {
@@ -84,9 +63,9 @@ func jsonKind(v any) string {
 }
 
 // Evidence is validation evidence that has passed Guards 1 and 2: it
-// carries no speculative marker anywhere and names its claim. The only way
-// to obtain one is ParseEvidence, so holding an Evidence is proof of both
-// guards.
+// carries no speculative marker anywhere and names its claim. The only ways
+// to obtain one are DecodeEvidence and the Steward, so holding an Evidence
+// is proof of both guards.
 type Evidence struct {
 	claimID     string
 	success     bool
@@ -94,7 +73,7 @@ type Evidence struct {
 	variance    float64
 	hasVariance bool
 	doc         []byte // canonical JSON
-	id          Digest
+	id          trace.Hash
 }
 
 // ClaimID is the claim the evidence is for.
@@ -114,70 +93,79 @@ func (e Evidence) Document() []byte { return bytes.Clone(e.doc) }
 
 // ID is the SHA-256 of the canonical document: evidence is
 // content-addressed, so the same document always has the same id.
-func (e Evidence) ID() Digest { return e.id }
+func (e Evidence) ID() trace.Hash { return e.id }
 
-// ParseEvidence applies the guards to a validation-evidence document and
-// returns the Evidence, or a *ValidationError listing every violation:
+// DecodeEvidence applies the guards to a validation-evidence document, a
+// JSON text, and returns the Evidence, or a *ValidationError listing every
+// violation:
 //
 //   - Guard 1 (hard): the document carries no speculative marker at any
 //     depth, in any JSON-in-string layer (Check); a marker is a violation
 //     at its path wrapping a *SpeculativeError, a limit a *LimitError;
 //   - the document is a JSON object that canonical JSON accepts;
-//   - Guard 2 (hard): ClaimID succeeds;
+//   - Guard 2 (hard): the claim id is the value of the first of
+//     "claim_id", "claim-id", "proposition_id" that is present, a string
+//     that is not blank; "entity_id" is never consulted;
 //   - "success", when present, is a boolean; "outcome", when present, is
 //     supports, contradicts or refutes (any case); "variance", when
 //     present, is a finite number ≥ 0.
 //
-// doc is anything Detect accepts: a decoded object, json.RawMessage or
-// []byte holding one, or a Go value encoding/json turns into one.
-func ParseEvidence(doc any) (Evidence, error) {
-	var vs []Violation
+// Steward.PersistEvidence applies the same rules to a document given as a
+// decoded value or a Go value.
+func DecodeEvidence(doc []byte) (Evidence, error) { return evidenceOf(doc) }
+
+// evidenceOf is DecodeEvidence for anything Detect accepts: a decoded
+// object, json.RawMessage or []byte holding one, or a Go value
+// encoding/json turns into one.
+func evidenceOf(doc any) (Evidence, error) {
+	const subject = "validation evidence"
+	var vs violations
 	if err := Check(doc); err != nil {
-		path := ""
+		path, msg := "", detail(err)
 		var se *SpeculativeError
 		var le *LimitError
 		if errors.As(err, &se) {
-			path = se.Finding.Path
+			path, msg = se.Finding.Path, se.Finding.what()+se.Finding.layers()
 		} else if errors.As(err, &le) {
 			path = le.Path
 		}
-		vs = append(vs, Violation{Path: path, Rule: "guard-1", Message: err.Error(), err: err})
+		vs.add(path, "guard-1", err, "%s", msg)
 	}
 	b, err := canonical(doc)
 	if err != nil {
-		vs = append(vs, Violation{Rule: "json", Message: err.Error(), err: ErrMalformed})
-		return Evidence{}, newValidationError("validation evidence", vs)
+		vs.add("", "json", ErrMalformed, "%v", err)
+		return Evidence{}, vs.err(subject)
 	}
 	var obj map[string]any
 	if json.Unmarshal(b, &obj) != nil || obj == nil {
-		vs = append(vs, Violation{Rule: "json", Message: "validation evidence must be a JSON object", err: ErrMalformed})
-		return Evidence{}, newValidationError("validation evidence", vs)
+		vs.add("", "json", ErrMalformed, "validation evidence must be a JSON object")
+		return Evidence{}, vs.err(subject)
 	}
 	ev := Evidence{doc: b, id: sha256.Sum256(b), outcome: OutcomeSupports}
-	if ev.claimID, err = ClaimID(obj); err != nil {
-		vs = append(vs, Violation{Rule: "guard-2", Message: err.Error(), err: ErrMissingClaimID})
+	if ev.claimID, err = claimIDOf(obj); err != nil {
+		vs.add("", "guard-2", ErrMissingClaimID, "%s", detail(err))
 	}
 	if v, ok := obj["success"]; ok {
 		if ev.success, ok = v.(bool); !ok {
-			vs = append(vs, Violation{Path: "success", Rule: "type", Message: "must be a boolean, got " + jsonKind(v), err: ErrMalformed})
+			vs.add("/success", "type", ErrMalformed, "must be a boolean, got %s", jsonKind(v))
 		}
 	}
 	if v, ok := obj["outcome"]; ok {
 		s, isString := v.(string)
 		o, known := parseOutcome(s)
 		if !isString || !known {
-			vs = append(vs, Violation{Path: "outcome", Rule: "enum", Message: "must be supports, contradicts or refutes", err: ErrMalformed})
+			vs.add("/outcome", "enum", ErrMalformed, "must be supports, contradicts or refutes")
 		}
 		ev.outcome = o
 	}
 	if v, ok := obj["variance"]; ok {
 		f, isNum := v.(float64)
 		if !isNum || f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
-			vs = append(vs, Violation{Path: "variance", Rule: "range", Message: "must be a finite number ≥ 0", err: ErrMalformed})
+			vs.add("/variance", "range", ErrMalformed, "must be a finite number ≥ 0")
 		}
 		ev.variance, ev.hasVariance = f, true
 	}
-	if err := newValidationError("validation evidence", vs); err != nil {
+	if err := vs.err(subject); err != nil {
 		return Evidence{}, err
 	}
 	return ev, nil

@@ -10,7 +10,7 @@ import (
 	"github.com/verity-go/verity/trace"
 )
 
-func ExampleIsSpeculative() {
+func ExampleCheck() {
 	docs := []string{
 		`{"claim_id":"c1","lane":"grounded","note":"an earlier idea was speculative"}`,
 		`{"claim_id":"c1","meta":{"EpistemicStatus":" Speculative "}}`,
@@ -18,7 +18,8 @@ func ExampleIsSpeculative() {
 		`{"claim_id":"c1","note":"the agent called it \"speculative\""}`,
 	}
 	for _, d := range docs {
-		fmt.Println(speculative.IsSpeculative(json.RawMessage(d)))
+		err := speculative.Check(json.RawMessage(d))
+		fmt.Println(errors.Is(err, speculative.ErrSpeculative))
 	}
 	// Output:
 	// false
@@ -35,27 +36,16 @@ func ExampleDetect() {
 	fmt.Println(f.Path, f.Marker, f.Rule)
 	// Output:
 	// true <nil>
-	// params.l[0].alternatives alternatives artifact
+	// /params/l/0/alternatives alternatives artifact
 }
 
-func ExampleNormalizeKey() {
-	for _, k := range []string{"epistemicStatus", "Epistemic-Status", "EPISTEMIC_STATUS", "speculativeContextID"} {
-		fmt.Println(speculative.NormalizeKey(k))
-	}
-	// Output:
-	// epistemic_status
-	// epistemic_status
-	// epistemic_status
-	// speculative_context_id
-}
-
-func ExampleClaimID() {
-	id, err := speculative.ClaimID(map[string]any{"claim-id": "c7", "entity_id": "ev1"})
-	fmt.Println(id, err)
-	_, err = speculative.ClaimID(map[string]any{"entity_id": "ev1"})
+func ExampleDecodeEvidence() {
+	e, err := speculative.DecodeEvidence([]byte(`{"claim-id":"c7","entity_id":"ev1","success":true}`))
+	fmt.Println(e.ClaimID(), e.Success(), err)
+	_, err = speculative.DecodeEvidence([]byte(`{"entity_id":"ev1","success":true}`))
 	fmt.Println(errors.Is(err, speculative.ErrMissingClaimID))
 	// Output:
-	// c7 <nil>
+	// c7 true <nil>
 	// true
 }
 
@@ -69,11 +59,8 @@ func ExampleExperimentHints_Digest() {
 	h.CandidateMechanisms = []string{"convection", "impurities"} // order does not matter
 	d2, _ := h.Digest()
 	fmt.Println(d == d2)
-	doc, _ := h.DigestDocument()
-	fmt.Println(string(doc))
 	// Output:
 	// true
-	// {"candidate_mechanisms":["convection","impurities"],"claim_id":"c1","discriminative_predictions":[],"epistemic_status":"speculative","falsification_criteria":[],"prior_suggestions":[],"sensitivity_axes":["pressure"]}
 }
 
 func ExampleDecodeExperimentSpec() {
@@ -91,8 +78,8 @@ func ExampleDecodeExperimentSpec() {
 	}
 	// Output:
 	// true
-	// params.l[0].alternatives
-	// params.note.lane
+	// /params/l/0/alternatives
+	// /params/note/lane
 }
 
 func ExampleDesign() {
@@ -119,7 +106,7 @@ func ExampleDeriveStatus() {
 		`{"claim_id":"c1","success":true,"variance":0.05}`,
 		`{"claim_id":"c1","success":false}`,
 	} {
-		e, _ := speculative.ParseEvidence([]byte(d))
+		e, _ := speculative.DecodeEvidence([]byte(d))
 		evs = append(evs, e)
 	}
 	fmt.Println(speculative.DeriveStatus(evs[:1]), speculative.DeriveStatus(evs))
@@ -127,7 +114,7 @@ func ExampleDeriveStatus() {
 }
 
 func ExamplePromote() {
-	e, _ := speculative.ParseEvidence([]byte(`{"claim_id":"c1","success":true,"variance":0.02}`))
+	e, _ := speculative.DecodeEvidence([]byte(`{"claim_id":"c1","success":true,"variance":0.02}`))
 	_, err := speculative.Promote(speculative.PromotionRequest{
 		ClaimID: "c1", From: speculative.StatusSpeculative, To: speculative.StatusProven,
 		Evidence: []speculative.Evidence{e},
@@ -147,13 +134,20 @@ func ExamplePromote() {
 	// downgrade <nil>
 }
 
-func ExampleSteward() {
+// Example is the package's usage: the Steward refuses speculative
+// evidence, persists grounded evidence, and promotes a claim once a person
+// approves; every step is in the log as a typed entry.
+func Example() {
 	ctx := context.Background()
 	log := trace.NewMemoryLog()
-	st, _ := speculative.NewSteward(speculative.NewMemory(), log)
+	st, err := speculative.NewSteward(ctx, log, speculative.NewMemory())
+	if err != nil {
+		panic(err)
+	}
 
-	// Guard 1: speculative content never becomes evidence.
-	_, err := st.PersistEvidence(ctx, map[string]any{"claim_id": "c1", "success": true, "payload": `{"lane":"speculative"}`})
+	// Guard 1: speculative content never becomes evidence, however deep.
+	_, err = st.PersistEvidence(ctx, map[string]any{"claim_id": "c1", "success": true, "payload": `{"lane":"speculative"}`})
+	fmt.Println(errors.Is(err, speculative.ErrSpeculative))
 	fmt.Println(err)
 
 	// Grounded evidence is persisted, then a promotion is proposed,
@@ -164,18 +158,20 @@ func ExampleSteward() {
 	t, err := st.Execute(ctx, id)
 	fmt.Println(t.From, "→", t.To, err)
 
-	for e, _ := range log.Entries(ctx, 0) {
-		fmt.Println(e.Kind)
+	for e := range log.Entries(ctx, 0) {
+		entry, _ := speculative.DecodeEntry(e)
+		fmt.Printf("%s %T\n", e.Kind, entry)
 	}
 	// Output:
-	// speculative: invalid validation evidence: guard-1 at payload.lane: speculative: speculative content where grounded content is required: "lane" is speculative at payload.lane (inside 1 JSON-in-string layer)
+	// true
+	// speculative: invalid validation evidence: 1 violation: /payload/lane: guard-1: "lane" is speculative (inside 1 JSON-in-string layer)
 	// speculative → supported <nil>
-	// speculative.intent
-	// speculative.reject
-	// speculative.intent
-	// speculative.approve
-	// speculative.persist
-	// speculative.intent
-	// speculative.approve
-	// speculative.persist
+	// speculative.intent speculative.IntentEntry
+	// speculative.reject speculative.RejectEntry
+	// speculative.intent speculative.IntentEntry
+	// speculative.approve speculative.ApproveEntry
+	// speculative.persist speculative.PersistEntry
+	// speculative.intent speculative.IntentEntry
+	// speculative.approve speculative.ApproveEntry
+	// speculative.persist speculative.PersistEntry
 }

@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 )
 
-// NormalizeKey returns the normal form of a JSON object key as the
+// normalizeKey returns the normal form of a JSON object key as the
 // specification's vocabulary compares it: camelCase boundaries become '_'
 // ("epistemicStatus" → "epistemic_status", "HTTPServer" → "http_server"),
 // '-' becomes '_', and everything is lower-cased
@@ -21,7 +21,7 @@ import (
 // function maps to a marker is a marker, and so are "epistemic__status",
 // "ePiStEmIc_StAtUs", "@lane", "epistemic:status" and
 // "epistemic\u200bstatus".
-func NormalizeKey(key string) string {
+func normalizeKey(key string) string {
 	var b strings.Builder
 	b.Grow(len(key) + 4)
 	runes := []rune(key)

@@ -36,7 +36,7 @@ func FuzzIsSpeculative(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		raw := IsSpeculative(json.RawMessage(data))
+		raw := isSpeculative(json.RawMessage(data))
 		_, _, err := Detect(data)
 		if err != nil && !raw {
 			t.Fatalf("error %v but not rejected", err)
@@ -53,12 +53,12 @@ func FuzzIsSpeculative(f *testing.F) {
 		if specReference(v, 0) && !raw {
 			t.Fatalf("the specification's algorithm flags %q, detection does not", data)
 		}
-		if dec := IsSpeculative(v); dec != raw {
+		if dec := isSpeculative(v); dec != raw {
 			t.Fatalf("raw %v, decoded %v for %q", raw, dec, data)
 		}
 		s := strings.TrimSpace(string(data))
 		if raw && (strings.HasPrefix(s, "{") || strings.HasPrefix(s, "[")) {
-			if !IsSpeculative(map[string]any{"hidden": string(data)}) {
+			if !isSpeculative(map[string]any{"hidden": string(data)}) {
 				t.Fatalf("lost when hidden in a string: %q", data)
 			}
 		}
@@ -79,10 +79,10 @@ func FuzzDecodeExperimentSpec(f *testing.F) {
 			}
 			return
 		}
-		if IsSpeculative(json.RawMessage(data)) {
+		if isSpeculative(json.RawMessage(data)) {
 			t.Fatalf("accepted a speculative spec: %q", data)
 		}
-		if err := spec.Validate(); err != nil {
+		if err := spec.validate(); err != nil {
 			t.Fatalf("accepted spec does not validate: %v", err)
 		}
 		b, _ := json.Marshal(spec)
@@ -100,11 +100,11 @@ func FuzzParseEvidence(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		e, err := ParseEvidence(data)
+		e, err := evidenceOf(data)
 		if err != nil {
 			return
 		}
-		if IsSpeculative(data) || strings.TrimSpace(e.ClaimID()) == "" {
+		if isSpeculative(data) || strings.TrimSpace(e.ClaimID()) == "" {
 			t.Fatalf("accepted %q", data)
 		}
 		if canon.Valid(e.Document()) != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/verity-go/verity/internal/canon"
+	"github.com/verity-go/verity/trace"
 )
 
 // PriorSuggestion is a prior an analogy suggests for one parameter.
@@ -22,8 +23,9 @@ type PriorSuggestion struct {
 
 // ExperimentHints is the context the speculative lane hands to experiment
 // design, and nothing more: it is never persisted, only its Digest goes
-// into the audit trail, and its epistemic status is always speculative
-// (its JSON form says so, so that Guard 1 catches it wherever it leaks).
+// into the audit trail, and its epistemic status is always speculative:
+// its JSON form says "epistemic_status": "speculative", so that Guard 1
+// catches it wherever it leaks.
 type ExperimentHints struct {
 	ClaimID                   string            `json:"claim_id"`
 	CandidateMechanisms       []string          `json:"candidate_mechanisms"`       // from alternatives
@@ -32,9 +34,6 @@ type ExperimentHints struct {
 	PriorSuggestions          []PriorSuggestion `json:"prior_suggestions"`          // from analogies
 	FalsificationCriteria     []string          `json:"falsification_criteria"`     // what would refute
 }
-
-// EpistemicStatus is always StatusSpeculative.
-func (h ExperimentHints) EpistemicStatus() Status { return StatusSpeculative }
 
 // hintsWire is the JSON form: the fields plus the guard marker.
 type hintsWire struct {
@@ -54,13 +53,12 @@ func (h ExperimentHints) MarshalJSON() ([]byte, error) {
 	return json.Marshal(w)
 }
 
-// UnmarshalJSON reads the hints. Unknown fields are errors, and so is an
+// UnmarshalJSON reads the hints strictly (canonical JSON's rules, see
+// internal/canon). Unknown fields are errors, and so is an
 // epistemic_status other than speculative (absent is fine).
 func (h *ExperimentHints) UnmarshalJSON(b []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var w hintsWire
-	if err := dec.Decode(&w); err != nil {
+	if err := canon.DecodeInto(b, &w, true); err != nil {
 		return fmt.Errorf("%w: experiment hints: %v", ErrMalformed, err)
 	}
 	if w.EpistemicStatus != "" && !isSpeculativeValue(w.EpistemicStatus) {
@@ -111,20 +109,8 @@ func clonePriorParams(m map[string]float64) map[string]float64 {
 	return out
 }
 
-// DigestDocument returns the exact bytes Digest hashes: the RFC 8785
-// canonical JSON of
-//
-//	{"candidate_mechanisms":[…],"claim_id":"…","discriminative_predictions":[…],
-//	 "epistemic_status":"speculative","falsification_criteria":[…],
-//	 "prior_suggestions":[{…},…],"sensitivity_axes":[…]}
-//
-// where every string list is sorted by its UTF-8 bytes (duplicates kept),
-// and prior_suggestions holds each suggestion as a whole object (all of
-// its fields; params, source and rationale only when not empty, as in the
-// JSON form), the list sorted by the canonical bytes of the objects. Lists
-// are always present (empty, never null). Strings must be valid UTF-8 and
-// numbers finite.
-func (h ExperimentHints) DigestDocument() ([]byte, error) {
+// digestDocument returns the exact bytes Digest hashes (see Digest).
+func (h ExperimentHints) digestDocument() ([]byte, error) {
 	w := h.sorted(true)
 	priors := make([]json.RawMessage, 0, len(w.PriorSuggestions))
 	for i, p := range w.PriorSuggestions {
@@ -173,15 +159,28 @@ func rawList(rs []json.RawMessage) []any {
 	return out
 }
 
-// Digest is the SHA-256 of DigestDocument. It does not depend on the order
-// of any list, and two hints that differ in anything else — a string, a
-// duplicate, any field of any prior suggestion — have different digests
-// (canonical JSON is injective). The digest, never the hints, goes into the
-// audit trail. The package documentation lists test vectors.
-func (h ExperimentHints) Digest() (Digest, error) {
-	b, err := h.DigestDocument()
+// Digest is the SHA-256 of the RFC 8785 canonical JSON of the hints'
+// JSON form with every list sorted:
+//
+//	{"candidate_mechanisms":[…],"claim_id":"…","discriminative_predictions":[…],
+//	 "epistemic_status":"speculative","falsification_criteria":[…],
+//	 "prior_suggestions":[{…},…],"sensitivity_axes":[…]}
+//
+// Every string list is sorted by its UTF-8 bytes (duplicates kept), and
+// prior_suggestions holds each suggestion as a whole object (params,
+// source and rationale only when not empty, as in the JSON form), sorted
+// by the canonical bytes of the objects; lists are always present (empty,
+// never null). Strings must be valid UTF-8 and numbers finite.
+//
+// So the digest does not depend on the order of any list, and two hints
+// that differ in anything else — a string, a duplicate, any field of any
+// prior suggestion — have different digests (canonical JSON is
+// injective). The digest, never the hints, goes into the audit trail.
+// DESIGN.md lists test vectors.
+func (h ExperimentHints) Digest() (trace.Hash, error) {
+	b, err := h.digestDocument()
 	if err != nil {
-		return Digest{}, err
+		return trace.Hash{}, err
 	}
 	return sha256.Sum256(b), nil
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
+
+	"github.com/verity-go/verity/trace"
 )
 
 // sampleHintsDigest is the digest of sampleHints, checked independently of
@@ -37,7 +39,7 @@ func TestExperimentHintsDigestVectors(t *testing.T) {
 			`{"candidate_mechanisms":["a","a","é","ｚ","😀"],"claim_id":"c2","discriminative_predictions":[],"epistemic_status":"speculative","falsification_criteria":[],"prior_suggestions":[{"distribution":"beta","parameter":"k","params":{"a":0.5,"b":2.5},"rationale":"small \"n\""}],"sensitivity_axes":["x"]}`,
 			"13b0790ea9d3597fd11d5f41457f63aa2b76da669a75c27f795d9d8df68316b9"},
 	} {
-		doc, err := tc.hints.DigestDocument()
+		doc, err := tc.hints.digestDocument()
 		require.NoError(t, err)
 		assert.Equal(t, tc.doc, string(doc))
 		d, err := tc.hints.Digest()
@@ -57,7 +59,7 @@ func TestDigestKeepsPriorSuggestionsWhole(t *testing.T) {
 		{Parameter: "p", Distribution: "normal", Params: map[string]float64{"mu": 0}, Rationale: "r"},
 		{Parameter: "p", Distribution: "normal"},
 	}
-	seen := map[Digest]bool{}
+	seen := map[trace.Hash]bool{}
 	d, err := base.Digest()
 	require.NoError(t, err)
 	seen[d] = true
@@ -82,7 +84,7 @@ func TestExperimentHintsJSON(t *testing.T) {
 	b, err := json.Marshal(sampleHints())
 	require.NoError(t, err)
 	assert.Contains(t, string(b), `"epistemic_status":"speculative"`)
-	assert.True(t, IsSpeculative(json.RawMessage(b)), "hints are always caught")
+	assert.True(t, isSpeculative(json.RawMessage(b)), "hints are always caught")
 	var back ExperimentHints
 	require.NoError(t, json.Unmarshal(b, &back))
 	assert.Equal(t, sampleHints(), back)
@@ -164,8 +166,8 @@ func must[T any](v T, err error) T {
 func TestDigestCollisionSafe(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		a, b := genHints(t), genHints(t)
-		da, _ := a.DigestDocument()
-		db, _ := b.DigestDocument()
+		da, _ := a.digestDocument()
+		db, _ := b.digestDocument()
 		same := sortedHints(a) == sortedHints(b)
 		if same != (string(da) == string(db)) {
 			t.Fatalf("digest documents %s / %s, same=%v", da, db, same)

@@ -27,7 +27,7 @@ func newRig(t tb) rig {
 	mem := NewMemory()
 	log := trace.NewMemoryLog()
 	n := 0
-	st, err := NewSteward(mem, log, WithIDs(func() string { n++; return fmt.Sprintf("id-%03d", n) }))
+	st, err := NewSteward(context.Background(), log, mem, WithIDs(func() string { n++; return fmt.Sprintf("id-%03d", n) }))
 	require.NoError(t, err)
 	return rig{st: st, mem: mem, log: log}
 }
@@ -65,7 +65,7 @@ func assertHardFail(t *testing.T, r rig, err error, want error) {
 	t.Helper()
 	require.Error(t, err)
 	assert.ErrorIs(t, err, want)
-	ev, hy, _, _ := r.mem.Counts()
+	ev, hy, _, _ := r.mem.counts()
 	assert.Zero(t, ev, "nothing persisted")
 	assert.Zero(t, hy)
 	assert.Equal(t, []string{KindIntent, KindReject}, r.kinds(t))
@@ -81,7 +81,7 @@ func TestV22P11GuardSpeculativeEvidence(t *testing.T) {
 	assert.Contains(t, err.Error(), "epistemic_status", "says where")
 	var se *SpeculativeError
 	require.ErrorAs(t, err, &se)
-	assert.Equal(t, "epistemic_status", se.Finding.Path)
+	assert.Equal(t, "/epistemic_status", se.Finding.Path)
 }
 
 // Row "No nested speculative".
@@ -92,7 +92,7 @@ func TestV22P11GuardNestedSpeculative(t *testing.T) {
 	assertHardFail(t, r, err, ErrSpeculative)
 	var se *SpeculativeError
 	require.ErrorAs(t, err, &se)
-	assert.Equal(t, "runs[0].meta.provenance.epistemic_status", se.Finding.Path)
+	assert.Equal(t, "/runs/0/meta/provenance/epistemic_status", se.Finding.Path)
 }
 
 // Row "No JSON string bypass".
@@ -104,7 +104,7 @@ func TestV22P11GuardJSONStringSpeculative(t *testing.T) {
 	assertHardFail(t, r, err, ErrSpeculative)
 	var se *SpeculativeError
 	require.ErrorAs(t, err, &se)
-	assert.Equal(t, "payload.epistemic_status", se.Finding.Path)
+	assert.Equal(t, "/payload/epistemic_status", se.Finding.Path)
 	assert.Equal(t, 1, se.Finding.Encodings)
 }
 
@@ -146,7 +146,7 @@ func TestV22P11MissingClaimIDDoesNotFallbackToEntityID(t *testing.T) {
 	_, err := r.st.PersistEvidence(context.Background(), map[string]any{"entity_id": "ev-1", "success": true})
 	assertHardFail(t, r, err, ErrMissingClaimID)
 	assert.Contains(t, err.Error(), "entity_id")
-	_, err = ClaimID(map[string]any{"entity_id": "ev-1"})
+	_, err = claimIDOf(map[string]any{"entity_id": "ev-1"})
 	require.ErrorIs(t, err, ErrMissingClaimID)
 }
 
@@ -166,13 +166,13 @@ func TestV22P11ClaimIDKebabCaseAccepted(t *testing.T) {
 	assert.Equal(t, "c-kebab", es[2].Payload["claim_id"])
 
 	// Precedence: claim_id, then claim-id, then proposition_id.
-	id, err := ClaimID(map[string]any{"proposition_id": "p", "claim-id": "k", "claim_id": "s"})
+	id, err := claimIDOf(map[string]any{"proposition_id": "p", "claim-id": "k", "claim_id": "s"})
 	require.NoError(t, err)
 	assert.Equal(t, "s", id)
-	id, err = ClaimID(map[string]any{"proposition_id": "p", "claim-id": "k"})
+	id, err = claimIDOf(map[string]any{"proposition_id": "p", "claim-id": "k"})
 	require.NoError(t, err)
 	assert.Equal(t, "k", id)
-	id, err = ClaimID(map[string]any{"proposition_id": "p", "entity_id": "e"})
+	id, err = claimIDOf(map[string]any{"proposition_id": "p", "entity_id": "e"})
 	require.NoError(t, err)
 	assert.Equal(t, "p", id)
 }
@@ -210,7 +210,7 @@ func TestV22P11SpeculativeNoPropositionNoLink(t *testing.T) {
 	assert.Len(t, rc.Links, 1)
 	require.Len(t, rc.SoftFailures, 1)
 	assert.Contains(t, rc.SoftFailures[0], "no such proposition")
-	_, hy, links, _ := r.mem.Counts()
+	_, hy, links, _ := r.mem.counts()
 	assert.Equal(t, 1, hy, "the hypothesis persisted")
 	assert.Zero(t, links)
 	assert.Equal(t, []string{KindIntent, KindApprove, KindPersist, KindSoftFail}, r.kinds(t))
@@ -227,7 +227,7 @@ func TestV22P11SpeculativeSegregation(t *testing.T) {
 	evs, err := r.st.Evidence(ctx, "c1")
 	require.NoError(t, err)
 	assert.Len(t, evs, 0)
-	ev, hy, _, _ := r.mem.Counts()
+	ev, hy, _, _ := r.mem.counts()
 	assert.Zero(t, ev)
 	assert.Equal(t, 1, hy)
 	other, err := r.st.Hypotheses(ctx, "sess-2")
@@ -265,7 +265,7 @@ func TestExperimentSpecRejectsExperimentHintsField(t *testing.T) {
 	require.ErrorIs(t, err, ErrResidue)
 	var ve *ValidationError
 	require.ErrorAs(t, err, &ve)
-	assert.Equal(t, "experiment_hints", ve.Violations[0].Path)
+	assert.Equal(t, "/experiment_hints", ve.Violations[0].Path)
 }
 
 // Row "Bridge: No residue nested".
@@ -279,8 +279,8 @@ func TestExperimentSpecRejectsNestedSpeculativeContent(t *testing.T) {
 	for _, v := range ve.Violations {
 		paths = append(paths, v.Path)
 	}
-	assert.Equal(t, []string{"params.l[0].alternatives", "params.m.speculative_context", "params.s.epistemic_status"}, paths)
-	assert.Contains(t, err.Error(), "params.l[0].alternatives")
+	assert.Equal(t, []string{"/params/l/0/alternatives", "/params/m/speculative_context", "/params/s/epistemic_status"}, paths)
+	assert.Contains(t, err.Error(), "/params/l/0/alternatives")
 }
 
 // Row "Bridge: Hints extraction".
@@ -294,7 +294,9 @@ func TestSpeculativeAgentExtractExperimentHints(t *testing.T) {
 	assert.Equal(t, []string{"pressure", "salinity"}, h.SensitivityAxes)
 	require.Len(t, h.PriorSuggestions, 1)
 	assert.Equal(t, PriorSuggestion{Parameter: "pressure", Distribution: "normal", Params: map[string]float64{"mu": 101.3, "sigma": 2}, Source: "meteorology"}, h.PriorSuggestions[0])
-	assert.Equal(t, StatusSpeculative, h.EpistemicStatus())
+	b, err := json.Marshal(h)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"epistemic_status":"speculative"`, "hints say they are speculative")
 	_, err = ExtractHints(Brainstorm{})
 	require.ErrorIs(t, err, ErrMalformed)
 }
@@ -316,10 +318,10 @@ func TestStewardRejectsExperimentHintsInEvidenceViaEpistemicStatus(t *testing.T)
 			var se *SpeculativeError
 			require.ErrorAs(t, err, &se)
 			assert.Equal(t, "epistemic_status", se.Finding.Marker)
-			assert.Equal(t, "context.epistemic_status", se.Finding.Path)
+			assert.Equal(t, "/context/epistemic_status", se.Finding.Path)
 		})
 	}
-	ev, _, _, _ := r.mem.Counts()
+	ev, _, _, _ := r.mem.counts()
 	assert.Zero(t, ev)
 }
 
@@ -330,7 +332,7 @@ func TestVerifyAgentDesignUsesHintsForTemplateSelection(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, TemplateSensitivitySuite, spec.TemplateQID)
 	assert.Equal(t, []any{"Pressure", "salinity"}, spec.Params["vary"])
-	require.NoError(t, spec.Validate())
+	require.NoError(t, spec.validate())
 }
 
 // Row "Bridge: VerifyAgent fallback".

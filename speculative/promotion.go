@@ -1,45 +1,67 @@
 package speculative
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/verity-go/verity/internal/violation"
+	"github.com/verity-go/verity/trace"
 )
 
-// Direction says which way a transition moves a claim.
+// Direction says which way a transition moves a claim. The zero value is
+// not a direction.
 type Direction uint8
 
 const (
-	Unchanged Direction = iota
-	Upgrade
-	Downgrade
+	DirectionUnchanged Direction = iota + 1 // From == To
+	DirectionUpgrade                        // up the order of statuses: the promotion policy applies
+	DirectionDowngrade                      // down the order: always allowed, always recorded
 )
 
+var directionNames = [...]string{"", "unchanged", "upgrade", "downgrade"}
+
+func (d Direction) valid() bool { return d >= DirectionUnchanged && d <= DirectionDowngrade }
+
 func (d Direction) String() string {
-	switch d {
-	case Upgrade:
-		return "upgrade"
-	case Downgrade:
-		return "downgrade"
+	if d.valid() {
+		return directionNames[d]
 	}
-	return "unchanged"
+	return "Direction(" + strconv.Itoa(int(d)) + ")"
 }
 
-// MarshalText writes the lower-case name.
-func (d Direction) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+// MarshalText writes the lower-case name; the zero Direction is an error.
+func (d Direction) MarshalText() ([]byte, error) {
+	if !d.valid() {
+		return nil, fmt.Errorf("%w: direction %v", ErrMalformed, d)
+	}
+	return []byte(directionNames[d]), nil
+}
+
+// UnmarshalText reads the lower-case name.
+func (d *Direction) UnmarshalText(b []byte) error {
+	i := slices.Index(directionNames[1:], string(b))
+	if i < 0 {
+		return fmt.Errorf("%w: unknown direction %q", ErrMalformed, b)
+	}
+	*d = Direction(i + 1)
+	return nil
+}
 
 // NonFragility is the outcome of the checks that a result is not an
 // artefact of one lucky setting: the Feynman checks, and the sensitivity
 // suite (every axis that flipped the result is a failure).
 type NonFragility struct {
-	FeynmanPassed       bool
-	SensitivityFailures []string
+	FeynmanPassed       bool     `json:"feynman_passed"`
+	SensitivityFailures []string `json:"sensitivity_failures"`
 }
 
 // Approval is the approval of a write intent.
 type Approval struct {
-	By    string // who approved
-	Human bool   // a person, not a policy
+	By    string `json:"by"`    // who approved
+	Human bool   `json:"human"` // a person, not a policy
 }
 
 // PromotionRequest is everything the promotion policy looks at.
@@ -50,7 +72,7 @@ type PromotionRequest struct {
 	Evidence []Evidence
 	// Known lists the evidence that was already on record when the claim
 	// was refuted; only evidence outside it is new.
-	Known []Digest
+	Known []trace.Hash
 	// Checks are the non-fragility checks of the evidence.
 	Checks NonFragility
 	// Approval is the approval of the write intent; nil when there is none.
@@ -64,10 +86,10 @@ type Transition struct {
 	To        Status    `json:"to"`
 	Direction Direction `json:"direction"`
 	// Derived is the status the evidence supports on its own (upgrades).
-	Derived Status `json:"derived,omitempty"`
+	Derived Status `json:"derived,omitzero"`
 	// Evidence lists the ids of the successful evidence the upgrade rests
 	// on, sorted.
-	Evidence []Digest `json:"evidence,omitempty"`
+	Evidence []trace.Hash `json:"evidence,omitempty"`
 }
 
 // Promote is the promotion policy, a pure function. It returns the
@@ -88,10 +110,9 @@ type Transition struct {
 //   - leaving refuted also needs new evidence (successful evidence not in
 //     Known) and the approval of a human.
 func Promote(req PromotionRequest) (Transition, error) {
-	var vs []Violation
-	bad := func(rule, format string, args ...any) {
-		vs = append(vs, Violation{Rule: rule, Message: fmt.Sprintf(format, args...), err: ErrPromotion})
-	}
+	const subject = "promotion"
+	var vs violations
+	bad := func(rule, format string, args ...any) { vs.add("", rule, ErrPromotion, format, args...) }
 	if strings.TrimSpace(req.ClaimID) == "" {
 		bad("claim", "claim id is blank")
 	}
@@ -101,25 +122,26 @@ func Promote(req PromotionRequest) (Transition, error) {
 	if !req.To.Valid() {
 		bad("status", "to is not a status: %v", req.To)
 	}
-	if len(vs) > 0 {
-		return Transition{}, newValidationError("promotion", vs)
+	if err := vs.err(subject); err != nil {
+		return Transition{}, err
 	}
 	t := Transition{ClaimID: req.ClaimID, From: req.From, To: req.To}
 	switch {
 	case req.To == req.From:
+		t.Direction = DirectionUnchanged
 		return t, nil
 	case req.To < req.From:
-		t.Direction = Downgrade
+		t.Direction = DirectionDowngrade
 		return t, nil
 	}
-	t.Direction = Upgrade
+	t.Direction = DirectionUpgrade
 	if req.From == StatusSpeculative && req.To == StatusProven {
 		bad("no-direct-proof", "speculative → proven is never allowed directly; promote to supported first")
 	}
 	var ok []Evidence
 	for i, e := range req.Evidence {
 		if e.claimID != req.ClaimID {
-			vs = append(vs, Violation{Path: fmt.Sprintf("evidence[%d]", i), Rule: "claim", Message: fmt.Sprintf("evidence is for claim %q, not %q", e.claimID, req.ClaimID), err: ErrPromotion})
+			vs.add(violation.Index("/evidence", i), "claim", ErrPromotion, "evidence is for claim %q, not %q", e.claimID, req.ClaimID)
 			continue
 		}
 		if e.success && e.doc != nil {
@@ -137,7 +159,7 @@ func Promote(req PromotionRequest) (Transition, error) {
 	for _, e := range ok {
 		t.Evidence = append(t.Evidence, e.id)
 	}
-	slices.SortFunc(t.Evidence, func(a, b Digest) int { return strings.Compare(string(a[:]), string(b[:])) })
+	slices.SortFunc(t.Evidence, func(a, b trace.Hash) int { return bytes.Compare(a[:], b[:]) })
 	t.Evidence = slices.Compact(t.Evidence) // the same document is one experiment
 	if !req.Checks.FeynmanPassed {
 		bad("non-fragility", "the Feynman checks have not passed")
@@ -162,7 +184,7 @@ func Promote(req PromotionRequest) (Transition, error) {
 			bad("refuted", "leaving refuted needs the approval of a human")
 		}
 	}
-	if err := newValidationError("promotion", vs); err != nil {
+	if err := vs.err(subject); err != nil {
 		return Transition{}, err
 	}
 	return t, nil

@@ -179,13 +179,13 @@ func TestRemovingEveryMarkerMakesClean(t *testing.T) {
 		rawWith, _ := json.Marshal(with)
 		rawWithout, _ := json.Marshal(without)
 		if n.hasMarker() {
-			if !IsSpeculative(with) || !IsSpeculative(json.RawMessage(rawWith)) {
+			if !isSpeculative(with) || !isSpeculative(json.RawMessage(rawWith)) {
 				t.Fatalf("marker missed: %s", rawWith)
 			}
-		} else if IsSpeculative(with) {
+		} else if isSpeculative(with) {
 			t.Fatalf("clean document flagged: %s", rawWith)
 		}
-		if IsSpeculative(without) || IsSpeculative(json.RawMessage(rawWithout)) {
+		if isSpeculative(without) || isSpeculative(json.RawMessage(rawWithout)) {
 			f, _, err := Detect(without)
 			t.Fatalf("document without markers flagged: %s (%v, %v)", rawWithout, f, err)
 		}
@@ -206,10 +206,10 @@ func genSpeculative(t *rapid.T) any {
 	}
 }
 
-// wrap puts v inside a random container: an object under a clean key with
+// wrapIn puts v inside a random container: an object under a clean key with
 // clean siblings, an array at a random index among clean elements, or a
 // JSON encoding of it (counted against the encoding budget).
-func wrap(t *rapid.T, v any, i int, enc *int) any {
+func wrapIn(t *rapid.T, v any, i int, enc *int) any {
 	label := fmt.Sprintf("wrap%d", i)
 	kind := rapid.IntRange(0, 2).Draw(t, label)
 	if kind == 2 && *enc >= MaxEncodings {
@@ -248,10 +248,10 @@ func TestWrappingKeepsDetected(t *testing.T) {
 			enc = 0
 		}
 		for i := range rapid.IntRange(0, 12).Draw(t, "layers") {
-			v = wrap(t, v, i, &enc)
+			v = wrapIn(t, v, i, &enc)
 		}
 		raw, _ := json.Marshal(v)
-		if !IsSpeculative(v) || !IsSpeculative(json.RawMessage(raw)) {
+		if !isSpeculative(v) || !isSpeculative(json.RawMessage(raw)) {
 			t.Fatalf("lost after wrapping: %s", raw)
 		}
 	})
@@ -296,13 +296,13 @@ func TestExceedingALimitIsARejection(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		d := rapid.IntRange(MaxDepth-3, MaxDepth+3).Draw(t, "depth")
 		doc := nest(d, "1")
-		if got := IsSpeculative(json.RawMessage(doc)); got != (d > MaxDepth) {
+		if got := isSpeculative(json.RawMessage(doc)); got != (d > MaxDepth) {
 			t.Fatalf("depth %d: speculative=%v", d, got)
 		}
 		n := rapid.IntRange(1, MaxEncodings+3).Draw(t, "encodings")
 		v := map[string]any{"p": encodeN(map[string]any{"x": cleanWord.Draw(t, "w")}, n)}
 		_, _, err := Detect(v)
-		if (err != nil) != (n > MaxEncodings) || IsSpeculative(v) != (n > MaxEncodings) {
+		if (err != nil) != (n > MaxEncodings) || isSpeculative(v) != (n > MaxEncodings) {
 			t.Fatalf("%d encodings: %v", n, err)
 		}
 	})

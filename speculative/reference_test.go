@@ -32,7 +32,7 @@ func specReference(obj any, depth int) bool {
 			strings.Contains(l, `"speculative-context"`)
 	case map[string]any:
 		for k, v := range x {
-			n := NormalizeKey(k)
+			n := normalizeKey(k)
 			if (n == "epistemic_status" || n == "lane") && isString(v) && strings.ToLower(strings.TrimSpace(v.(string))) == "speculative" {
 				return true
 			}
@@ -63,7 +63,7 @@ func isString(v any) bool { _, ok := v.(string); return ok }
 func TestDetectCoversSpecReference(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		v := genNode(t, 0, 0, "root").render(true)
-		if specReference(v, 0) && !IsSpeculative(v) {
+		if specReference(v, 0) && !isSpeculative(v) {
 			b, _ := json.Marshal(v)
 			t.Fatalf("reference flags, detection does not: %s", b)
 		}

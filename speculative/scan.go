@@ -55,7 +55,7 @@ func newWalker(all, strict bool, max int) *walker {
 
 func (w *walker) limit(name string, max int) bool {
 	if w.err == nil {
-		w.err = &LimitError{Limit: name, Path: string(appendPath(nil, w.path)), Max: max}
+		w.err = &LimitError{Limit: name, Path: pointer(w.path), Max: max}
 	}
 	return true
 }
@@ -75,7 +75,7 @@ func (w *walker) hit(rule Rule, marker, key string) bool {
 		return false
 	}
 	w.found = append(w.found, Finding{
-		Path:      string(appendPath(nil, w.path)),
+		Path:      pointer(w.path),
 		Marker:    marker,
 		Key:       key,
 		Rule:      rule,
@@ -177,7 +177,7 @@ func (w *walker) value(v any, depth int, status string) bool {
 		b, err := json.Marshal(v)
 		if err != nil {
 			if w.err == nil {
-				w.err = fmt.Errorf("%w: %T at %q cannot be encoded as JSON: %v", ErrMalformed, v, appendPath(nil, w.path), err)
+				w.err = fmt.Errorf("%w: %T at %q cannot be encoded as JSON: %v", ErrMalformed, v, pointer(w.path), err)
 			}
 			return true
 		}

@@ -1,7 +1,6 @@
 package speculative
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,11 +8,12 @@ import (
 	"strings"
 
 	"github.com/verity-go/verity/internal/canon"
+	"github.com/verity-go/verity/internal/violation"
 )
 
-// MaxSpecBytes is the largest ExperimentSpec document DecodeExperimentSpec
-// reads.
-const MaxSpecBytes = 1 << 20
+// maxSpecBytes is the largest ExperimentSpec document DecodeExperimentSpec
+// reads: 1 MiB.
+const maxSpecBytes = 1 << 20
 
 // maxResidueFindings caps how many residue violations one decode reports.
 const maxResidueFindings = 64
@@ -39,14 +39,14 @@ var specFields = map[string]bool{
 // DecodeExperimentSpec reads an ExperimentSpec from JSON and returns it, or
 // a *ValidationError listing every violation sorted by path:
 //
-//   - the document is at most MaxSpecBytes and one JSON object that
+//   - the document is at most 1 MiB and one JSON object that
 //     canonical JSON accepts (no duplicate keys, no lone surrogates, no
 //     integers beyond ±(2^53−1));
 //   - residue (ErrResidue): no speculative marker at any depth, with the
-//     vocabulary of IsSpeculative — including inside strings that hold
-//     JSON — and, stricter than IsSpeculative, no epistemic_status key
-//     with any value; each violation names the path
-//     (params.l[0].alternatives);
+//     vocabulary of Detect — including inside strings that hold JSON —
+//     and, stricter than Detect, no epistemic_status key with any value;
+//     each violation names the marker's JSON Pointer
+//     (/params/l/0/alternatives);
 //   - no top-level field other than claim_id, template_qid,
 //     scope_lock_id, params, assumptions;
 //   - claim_id and scope_lock_id are strings that are not blank;
@@ -54,17 +54,16 @@ var specFields = map[string]bool{
 //   - params, when present, is an object; assumptions, when present, an
 //     array of strings.
 func DecodeExperimentSpec(b []byte) (ExperimentSpec, error) {
-	var vs []Violation
-	bad := func(path, rule string, err error, format string, args ...any) {
-		vs = append(vs, Violation{Path: path, Rule: rule, Message: fmt.Sprintf(format, args...), err: err})
+	const subject = "experiment spec"
+	var vs violations
+	if len(b) > maxSpecBytes {
+		vs.add("", "size", ErrLimit, "document is %d bytes, more than %d", len(b), maxSpecBytes)
+		return ExperimentSpec{}, vs.err(subject)
 	}
-	if len(b) > MaxSpecBytes {
-		bad("", "size", ErrLimit, "document is %d bytes, more than %d", len(b), MaxSpecBytes)
-		return ExperimentSpec{}, newValidationError("experiment spec", vs)
-	}
-	if _, err := canon.Transform(b); err != nil {
-		bad("", "json", ErrMalformed, "%v", err)
-		return ExperimentSpec{}, newValidationError("experiment spec", vs)
+	tree, err := canon.Decode(b)
+	if err != nil {
+		vs.add("", "json", ErrMalformed, "%v", err)
+		return ExperimentSpec{}, vs.err(subject)
 	}
 	findings, err := detectAll(json.RawMessage(b), true, maxResidueFindings)
 	if err != nil {
@@ -73,60 +72,61 @@ func DecodeExperimentSpec(b []byte) (ExperimentSpec, error) {
 		if errors.As(err, &le) {
 			path = le.Path
 		}
-		vs = append(vs, Violation{Path: path, Rule: "limit", Message: err.Error(), err: err})
+		vs.add(path, "limit", err, "%s", detail(err))
 	}
 	for _, f := range findings {
-		bad(f.Path, "residue", ErrResidue, "%s", f.String())
+		vs.add(f.Path, "residue", ErrResidue, "%s", f.what()+f.layers())
 	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(b, &top); err != nil || top == nil {
-		bad("", "json", ErrMalformed, "an experiment spec is a JSON object")
-		return ExperimentSpec{}, newValidationError("experiment spec", vs)
+	top, ok := tree.(map[string]any)
+	if !ok {
+		vs.add("", "json", ErrMalformed, "an experiment spec is a JSON object")
+		return ExperimentSpec{}, vs.err(subject)
 	}
 	for k := range top {
 		if !specFields[k] {
-			bad(string(appendPath(nil, []seg{{kind: segString, str: k}})), "unknown-field", ErrInvalidSpec, "unknown field %q", k)
+			vs.add(violation.Join("", k), "unknown-field", ErrInvalidSpec, "unknown field %q", k)
 		}
 	}
 	var spec ExperimentSpec
 	str := func(key string, dst *string) {
-		raw, ok := top[key]
-		if !ok {
-			bad(key, "required", ErrInvalidSpec, "%s is required", key)
+		v, present := top[key]
+		if !present {
+			vs.add("/"+key, "required", ErrInvalidSpec, "%s is required", key)
 			return
 		}
-		if json.Unmarshal(raw, dst) != nil {
-			bad(key, "type", ErrInvalidSpec, "%s must be a string", key)
+		s, isString := v.(string)
+		switch {
+		case !isString:
+			vs.add("/"+key, "type", ErrInvalidSpec, "%s must be a string", key)
+		case key != "template_qid" && strings.TrimSpace(s) == "":
+			vs.add("/"+key, "blank", ErrInvalidSpec, "%s is blank", key)
+		case key == "template_qid" && !templateQID.MatchString(s):
+			vs.add("/"+key, "pattern", ErrInvalidSpec, "%q does not match %s", s, templateQID)
 		}
+		*dst = s
 	}
 	str("claim_id", &spec.ClaimID)
 	str("template_qid", &spec.TemplateQID)
 	str("scope_lock_id", &spec.ScopeLockID)
-	if _, ok := top["claim_id"]; ok && strings.TrimSpace(spec.ClaimID) == "" {
-		bad("claim_id", "blank", ErrInvalidSpec, "claim_id is blank")
+	if v, present := top["params"]; present {
+		params, isObject := v.(map[string]any)
+		if !isObject {
+			vs.add("/params", "type", ErrInvalidSpec, "params must be an object")
+		}
+		spec.Params = params
 	}
-	if _, ok := top["scope_lock_id"]; ok && strings.TrimSpace(spec.ScopeLockID) == "" {
-		bad("scope_lock_id", "blank", ErrInvalidSpec, "scope_lock_id is blank")
-	}
-	if _, ok := top["template_qid"]; ok && !templateQID.MatchString(spec.TemplateQID) {
-		bad("template_qid", "pattern", ErrInvalidSpec, "%q does not match %s", spec.TemplateQID, templateQID)
-	}
-	if raw, ok := top["params"]; ok {
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		var params map[string]any
-		if dec.Decode(&params) != nil || params == nil {
-			bad("params", "type", ErrInvalidSpec, "params must be an object")
-		} else {
-			spec.Params = params
+	if v, present := top["assumptions"]; present {
+		list, isArray := v.([]any)
+		for _, a := range list {
+			s, isString := a.(string)
+			isArray = isArray && isString
+			spec.Assumptions = append(spec.Assumptions, s)
+		}
+		if !isArray {
+			vs.add("/assumptions", "type", ErrInvalidSpec, "assumptions must be an array of strings")
 		}
 	}
-	if raw, ok := top["assumptions"]; ok {
-		if json.Unmarshal(raw, &spec.Assumptions) != nil || spec.Assumptions == nil {
-			bad("assumptions", "type", ErrInvalidSpec, "assumptions must be an array of strings")
-		}
-	}
-	if err := newValidationError("experiment spec", vs); err != nil {
+	if err := vs.err(subject); err != nil {
 		return ExperimentSpec{}, err
 	}
 	// Empty and absent are the same spec; keep one form so that decoding
@@ -140,8 +140,8 @@ func DecodeExperimentSpec(b []byte) (ExperimentSpec, error) {
 	return spec, nil
 }
 
-// Validate applies the rules of DecodeExperimentSpec to a spec value.
-func (s ExperimentSpec) Validate() error {
+// validate applies the rules of DecodeExperimentSpec to a spec value.
+func (s ExperimentSpec) validate() error {
 	b, err := json.Marshal(s)
 	if err != nil {
 		return fmt.Errorf("%w: experiment spec: %v", ErrMalformed, err)

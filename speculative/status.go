@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/verity-go/verity/trace"
 )
 
 // Status is the epistemic status of a claim. The zero value is not a
-// status; every method treats it as invalid.
+// status: every method treats it as invalid, Promote refuses it, and it
+// never counts as grounded.
 //
 // Statuses are ordered by how far a claim stands from refutation:
 // refuted < speculative < unresolved < supported < proven. A move up this
@@ -25,8 +28,8 @@ const (
 
 var statusNames = [...]string{"", "refuted", "speculative", "unresolved", "supported", "proven"}
 
-// Statuses lists the five statuses in order.
-func Statuses() []Status {
+// statuses lists the five statuses in order.
+func statuses() []Status {
 	return []Status{StatusRefuted, StatusSpeculative, StatusUnresolved, StatusSupported, StatusProven}
 }
 
@@ -44,7 +47,7 @@ func (s Status) String() string {
 // space. Anything else is ErrUnknownStatus.
 func ParseStatus(text string) (Status, error) {
 	t := strings.TrimSpace(text)
-	for _, s := range Statuses() {
+	for _, s := range statuses() {
 		if strings.EqualFold(t, statusNames[s]) {
 			return s, nil
 		}
@@ -115,7 +118,7 @@ const ProvenVariance = 0.1
 //  5. otherwise (at least one supporting experiment) → StatusSupported.
 //
 // Evidence is grounded by construction: an Evidence value exists only
-// after ParseEvidence has applied Guards 1 and 2. Evidence is
+// after DecodeEvidence (or the Steward) has applied Guards 1 and 2. Evidence is
 // content-addressed, so a document listed more than once (same ID) is one
 // experiment and counts once.
 //
@@ -133,7 +136,7 @@ const ProvenVariance = 0.1
 func DeriveStatus(evidence []Evidence) Status {
 	var ok, lowVariance int
 	var refuted, contradicted bool
-	seen := make(map[Digest]bool, len(evidence))
+	seen := make(map[trace.Hash]bool, len(evidence))
 	for _, e := range evidence {
 		if !e.success || seen[e.id] {
 			continue

@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
+
+	"github.com/verity-go/verity/trace"
 )
 
 func TestParseStatus(t *testing.T) {
@@ -32,7 +34,7 @@ func TestParseStatus(t *testing.T) {
 	assert.Equal(t, `"supported"`, string(b))
 	_, err = json.Marshal(Status(0))
 	require.Error(t, err)
-	assert.Len(t, Statuses(), 5)
+	assert.Len(t, statuses(), 5)
 }
 
 // tb is what both *testing.T and *rapid.T offer.
@@ -51,7 +53,7 @@ func ev(t tb, claim string, success bool, outcome string, variance any) Evidence
 	if variance != nil {
 		doc["variance"] = variance
 	}
-	e, err := ParseEvidence(doc)
+	e, err := evidenceOf(doc)
 	require.NoError(t, err)
 	return e
 }
@@ -78,7 +80,7 @@ func TestDeriveStatus(t *testing.T) {
 }
 
 func TestParseEvidence(t *testing.T) {
-	e, err := ParseEvidence([]byte(`{"claim_id":"c1","success":true,"outcome":"supports","variance":0.05,"entity_id":"ev1"}`))
+	e, err := evidenceOf([]byte(`{"claim_id":"c1","success":true,"outcome":"supports","variance":0.05,"entity_id":"ev1"}`))
 	require.NoError(t, err)
 	assert.Equal(t, "c1", e.ClaimID())
 	assert.True(t, e.Success())
@@ -90,7 +92,7 @@ func TestParseEvidence(t *testing.T) {
 	doc := e.Document()
 	doc[0] = 'X'
 	assert.Equal(t, byte('{'), e.Document()[0], "Document returns a copy")
-	same, err := ParseEvidence(map[string]any{"variance": 0.05, "success": true, "outcome": "supports", "claim_id": "c1", "entity_id": "ev1"})
+	same, err := evidenceOf(map[string]any{"variance": 0.05, "success": true, "outcome": "supports", "claim_id": "c1", "entity_id": "ev1"})
 	require.NoError(t, err)
 	assert.Equal(t, e.ID(), same.ID(), "content-addressed")
 
@@ -106,7 +108,7 @@ func TestParseEvidence(t *testing.T) {
 		{`{"claim_id":`, []error{ErrMalformed}},
 		{`{"lane":"speculative"}`, []error{ErrSpeculative, ErrMissingClaimID}},
 	} {
-		_, err := ParseEvidence([]byte(tc.doc))
+		_, err := evidenceOf([]byte(tc.doc))
 		for _, w := range tc.want {
 			assert.ErrorIs(t, err, w, tc.doc)
 		}
@@ -127,7 +129,7 @@ func goodUpgrade(t testing.TB) PromotionRequest {
 func TestPromoteRules(t *testing.T) {
 	tr, err := Promote(goodUpgrade(t))
 	require.NoError(t, err)
-	assert.Equal(t, Upgrade, tr.Direction)
+	assert.Equal(t, DirectionUpgrade, tr.Direction)
 	assert.Equal(t, StatusProven, tr.Derived)
 	assert.Len(t, tr.Evidence, 2)
 
@@ -175,13 +177,13 @@ func TestPromoteRules(t *testing.T) {
 	// Leaving refuted with new evidence and a human approval is allowed.
 	req := goodUpgrade(t)
 	req.From, req.To = StatusRefuted, StatusSupported
-	req.Known = []Digest{req.Evidence[0].ID()}
+	req.Known = []trace.Hash{req.Evidence[0].ID()}
 	_, err = Promote(req)
 	require.NoError(t, err)
 }
 
 func genStatus() *rapid.Generator[Status] {
-	return rapid.SampledFrom(Statuses())
+	return rapid.SampledFrom(statuses())
 }
 
 // genRequest draws any promotion request over claim "c".
@@ -203,7 +205,7 @@ func genRequest(t *rapid.T) PromotionRequest {
 		req.Approval = &Approval{By: "x", Human: rapid.Bool().Draw(t, "human")}
 	}
 	if len(evs) > 0 && rapid.Bool().Draw(t, "known") {
-		req.Known = []Digest{evs[0].ID()}
+		req.Known = []trace.Hash{evs[0].ID()}
 	}
 	return req
 }
@@ -229,7 +231,7 @@ func TestDowngradesAlwaysAllowed(t *testing.T) {
 			t.Skip()
 		}
 		tr, err := Promote(req)
-		if err != nil || tr.Direction != Downgrade {
+		if err != nil || tr.Direction != DirectionDowngrade {
 			t.Fatalf("downgrade %v → %v refused: %v", req.From, req.To, err)
 		}
 	})

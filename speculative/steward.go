@@ -5,99 +5,94 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/verity-go/verity/trace"
 )
 
-// Trace kinds the Steward records. Every payload but speculative.design's
-// has "intent" (the intent id), and all but speculative.approve's and
-// speculative.design's have "write" (the WriteKind); speculative.design
-// has "claim_id", "template_qid", "scope_lock_id" and "hints_digest". Evidence is identified by "claim_id" and "digest" (its ID),
-// hypotheses by "id", "session_id" and the "digest" of their content —
-// never the content itself; status intents carry "claim_id", "to",
-// "feynman_passed" and "sensitivity_failures", and their persist entry
-// "from", "to", "direction", the "evidence" digests and the approval;
-// rejections carry "reasons", soft failures a "reason", approvals "by"
-// and "human".
-const (
-	KindIntent   = "speculative.intent"    // a write intent was made
-	KindApprove  = "speculative.approve"   // an intent was approved (by a person or by policy)
-	KindReject   = "speculative.reject"    // an intent was refused: a hard failure, nothing persisted
-	KindPersist  = "speculative.persist"   // an artifact was persisted
-	KindSoftFail = "speculative.soft_fail" // a best-effort step failed; the artifact persisted
-	KindDesign   = "speculative.design"    // an experiment was designed; only the hints digest is recorded
-)
-
-// PolicyApprover is the approver the Steward records when its own policy
-// approves a write that needs no human (evidence, hypotheses,
-// propositions, downgrades).
-const PolicyApprover = "steward-policy"
-
-// IntentState is where a status write intent stands.
-type IntentState uint8
+// intentState is where a status write intent stands.
+type intentState uint8
 
 const (
-	IntentPending IntentState = iota + 1
-	IntentApproved
-	IntentExecuted
-	IntentRejected
+	intentPending intentState = iota + 1
+	intentApproved
+	intentExecuted
+	intentRejected
 )
 
-func (s IntentState) String() string {
-	switch s {
-	case IntentPending:
-		return "pending"
-	case IntentApproved:
-		return "approved"
-	case IntentExecuted:
-		return "executed"
-	case IntentRejected:
-		return "rejected"
+var intentStateNames = [...]string{"", "pending", "approved", "executed", "rejected"}
+
+func (s intentState) String() string {
+	if s >= intentPending && s <= intentRejected {
+		return intentStateNames[s]
 	}
-	return fmt.Sprintf("IntentState(%d)", uint8(s))
+	return fmt.Sprintf("intentState(%d)", uint8(s))
 }
 
-// Intent is a status write intent as the Steward holds it.
-type Intent struct {
-	ID       string
-	ClaimID  string
-	To       Status
-	Checks   NonFragility
-	Approval *Approval
-	State    IntentState
+// intent is a status write intent as the Steward holds it.
+type intent struct {
+	id       string
+	claimID  string
+	to       Status
+	checks   NonFragility
+	approval *Approval
+	state    intentState
 }
 
 // Steward is the only executor of write intents (Guard 3). It checks every
 // write with the guards and the promotion policy, issues the Write values a
 // Backend accepts (nothing else can make them), and records every intent,
-// approval, rejection, soft failure and persisted artifact in a trace.Log.
-// Hard failures abort the write; soft failures are reported in the receipt
-// and in the log. It is safe for concurrent use; calls are serialised.
+// approval, rejection, soft failure and persisted artifact in a trace.Log
+// as typed entries (IntentEntry, …). Hard failures abort the write; soft
+// failures are reported in the receipt and in the log. Each call reads the
+// clock once and stamps every entry it records with that instant. It is
+// safe for concurrent use; calls are serialised.
 type Steward struct {
 	mu      sync.Mutex
 	backend Backend
 	log     *trace.Log
+	now     func() time.Time
 	newID   func() string
-	intents map[string]*Intent
+	intents map[string]*intent
 }
 
-// StewardOption configures a Steward.
-type StewardOption func(*Steward)
+// Option configures a Steward.
+type Option func(*Steward)
 
-// WithIDs replaces the id source (UUIDv7 by default).
-func WithIDs(newID func() string) StewardOption { return func(s *Steward) { s.newID = newID } }
+// WithClock replaces the clock (time.Now by default); nil keeps it.
+func WithClock(now func() time.Time) Option {
+	return func(s *Steward) {
+		if now != nil {
+			s.now = now
+		}
+	}
+}
+
+// WithIDs replaces the id source of intents and hypotheses (UUIDv7 by
+// default); nil keeps it.
+func WithIDs(newID func() string) Option {
+	return func(s *Steward) {
+		if newID != nil {
+			s.newID = newID
+		}
+	}
+}
 
 // NewSteward returns a Steward writing through backend and recording into
 // log.
-func NewSteward(backend Backend, log *trace.Log, opts ...StewardOption) (*Steward, error) {
-	if backend == nil || log == nil {
-		return nil, fmt.Errorf("%w: a steward needs a backend and a log", ErrMalformed)
+func NewSteward(ctx context.Context, log *trace.Log, backend Backend, opts ...Option) (*Steward, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, wrap("new steward", err)
 	}
-	s := &Steward{backend: backend, log: log, intents: map[string]*Intent{}, newID: func() string {
+	if backend == nil || log == nil {
+		return nil, fmt.Errorf("%w: a steward needs a log and a backend", ErrMalformed)
+	}
+	s := &Steward{backend: backend, log: log, intents: map[string]*intent{}, now: time.Now, newID: func() string {
 		return uuid.Must(uuid.NewV7()).String()
 	}}
 	for _, o := range opts {
@@ -106,70 +101,77 @@ func NewSteward(backend Backend, log *trace.Log, opts ...StewardOption) (*Stewar
 	return s, nil
 }
 
-func (s *Steward) record(ctx context.Context, kind string, payload map[string]any) error {
-	if _, err := s.log.AppendValue(ctx, kind, payload); err != nil {
-		return fmt.Errorf("speculative: recording %s: %w", kind, err)
+// record appends e stamped with at.
+func (s *Steward) record(ctx context.Context, at time.Time, e Entry) error {
+	if _, err := s.log.AppendValue(ctx, e.kind(), e, trace.At(at)); err != nil {
+		return wrap("recording "+e.kind(), err)
 	}
 	return nil
 }
 
-func reasons(err error) []any {
+// reasons lists why err refused a write: one line per violation of a
+// *ValidationError, else the error's message.
+func reasons(err error) []string {
 	var ve *ValidationError
 	if errors.As(err, &ve) {
-		out := make([]any, len(ve.Violations))
+		out := make([]string, len(ve.Violations))
 		for i, v := range ve.Violations {
 			out[i] = v.String()
 		}
 		return out
 	}
-	return []any{err.Error()}
+	return []string{err.Error()}
 }
 
-// reject records a hard failure and returns err (joined with a recording
-// failure, if any).
-func (s *Steward) reject(ctx context.Context, intent string, kind WriteKind, err error) error {
-	rerr := s.record(ctx, KindReject, map[string]any{"intent": intent, "write": kind.String(), "reasons": reasons(err)})
-	return errors.Join(err, rerr)
+// reject records a hard failure and returns err (with a recording failure,
+// if any).
+func (s *Steward) reject(ctx context.Context, at time.Time, intent string, kind WriteKind, err error) error {
+	rerr := s.record(ctx, at, RejectEntry{Intent: intent, Write: kind, Reasons: reasons(err)})
+	if rerr == nil {
+		return err
+	}
+	return &wrapped{msg: err.Error() + "; and " + detail(rerr), errs: []error{err, rerr}}
 }
 
-func (s *Steward) approveByPolicy(ctx context.Context, intent string) error {
-	return s.record(ctx, KindApprove, map[string]any{"intent": intent, "by": PolicyApprover, "human": false})
+func (s *Steward) approveByPolicy(ctx context.Context, at time.Time, intent string) error {
+	return s.record(ctx, at, ApproveEntry{Intent: intent, By: PolicyApprover})
 }
 
 // EvidenceReceipt describes persisted validation evidence.
 type EvidenceReceipt struct {
 	Intent  string
-	ID      Digest
+	ID      trace.Hash
 	ClaimID string
 }
 
-// PersistEvidence persists validation evidence. Guards 1 and 2 are hard
-// failures: a speculative marker anywhere, or a missing or blank claim id,
-// aborts the write with the *ValidationError of ParseEvidence, and the
-// rejection is recorded.
+// PersistEvidence persists validation evidence, given as anything Detect
+// accepts (a JSON text, a decoded object, a Go value). Guards 1 and 2 are
+// hard failures: a speculative marker anywhere, or a missing or blank
+// claim id, aborts the write with the *ValidationError of DecodeEvidence,
+// and the rejection is recorded.
 func (s *Steward) PersistEvidence(ctx context.Context, doc any) (EvidenceReceipt, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	intent := s.newID()
-	ev, perr := ParseEvidence(doc)
-	p := map[string]any{"intent": intent, "write": WriteEvidence.String()}
+	at, intent := s.now(), s.newID()
+	ev, perr := evidenceOf(doc)
+	in := IntentEntry{Intent: intent, Write: WriteKindEvidence}
 	if perr == nil {
-		p["claim_id"], p["digest"] = ev.claimID, ev.id.String()
+		in.ClaimID, in.Digest = ev.claimID, ev.id
 	}
-	if err := s.record(ctx, KindIntent, p); err != nil {
+	if err := s.record(ctx, at, in); err != nil {
 		return EvidenceReceipt{}, err
 	}
 	if perr != nil {
-		return EvidenceReceipt{}, s.reject(ctx, intent, WriteEvidence, perr)
+		return EvidenceReceipt{}, s.reject(ctx, at, intent, WriteKindEvidence, perr)
 	}
-	if err := s.approveByPolicy(ctx, intent); err != nil {
+	if err := s.approveByPolicy(ctx, at, intent); err != nil {
 		return EvidenceReceipt{}, err
 	}
-	w := Write{kind: WriteEvidence, intent: intent, id: ev.id.String(), claimID: ev.claimID, doc: ev.doc}
+	w := Write{kind: WriteKindEvidence, intent: intent, id: ev.id.String(), claimID: ev.claimID, doc: ev.doc}
 	if err := s.backend.Apply(ctx, w); err != nil {
-		return EvidenceReceipt{}, s.reject(ctx, intent, WriteEvidence, fmt.Errorf("speculative: persisting evidence: %w", err))
+		return EvidenceReceipt{}, s.reject(ctx, at, intent, WriteKindEvidence, wrap("persisting evidence", err))
 	}
-	if err := s.record(ctx, KindPersist, map[string]any{"intent": intent, "write": WriteEvidence.String(), "claim_id": ev.claimID, "digest": ev.id.String()}); err != nil {
+	if err := s.record(ctx, at, PersistEntry{Intent: intent, Write: WriteKindEvidence, ClaimID: ev.claimID, Digest: ev.id}); err != nil {
 		return EvidenceReceipt{}, err
 	}
 	return EvidenceReceipt{Intent: intent, ID: ev.id, ClaimID: ev.claimID}, nil
@@ -181,8 +183,8 @@ func (s *Steward) PersistEvidence(ctx context.Context, doc any) (EvidenceReceipt
 func (s *Steward) RegisterProposition(ctx context.Context, claimID string, doc any) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	intent := s.newID()
-	if err := s.record(ctx, KindIntent, map[string]any{"intent": intent, "write": WriteProposition.String(), "claim_id": claimID}); err != nil {
+	at, intent := s.now(), s.newID()
+	if err := s.record(ctx, at, IntentEntry{Intent: intent, Write: WriteKindProposition, ClaimID: claimID}); err != nil {
 		return err
 	}
 	var err error
@@ -198,15 +200,15 @@ func (s *Steward) RegisterProposition(ctx context.Context, claimID string, doc a
 		}
 	}
 	if err != nil {
-		return s.reject(ctx, intent, WriteProposition, err)
+		return s.reject(ctx, at, intent, WriteKindProposition, err)
 	}
-	if err := s.approveByPolicy(ctx, intent); err != nil {
+	if err := s.approveByPolicy(ctx, at, intent); err != nil {
 		return err
 	}
-	if err := s.backend.Apply(ctx, Write{kind: WriteProposition, intent: intent, claimID: claimID, doc: b}); err != nil {
-		return s.reject(ctx, intent, WriteProposition, fmt.Errorf("speculative: persisting proposition: %w", err))
+	if err := s.backend.Apply(ctx, Write{kind: WriteKindProposition, intent: intent, claimID: claimID, doc: b}); err != nil {
+		return s.reject(ctx, at, intent, WriteKindProposition, wrap("persisting proposition", err))
 	}
-	return s.record(ctx, KindPersist, map[string]any{"intent": intent, "write": WriteProposition.String(), "claim_id": claimID})
+	return s.record(ctx, at, PersistEntry{Intent: intent, Write: WriteKindProposition, ClaimID: claimID})
 }
 
 // Hypothesis is a speculative hypothesis to store: its content (any JSON)
@@ -248,42 +250,41 @@ type HypothesisReceipt struct {
 func (s *Steward) PersistHypothesis(ctx context.Context, sessionID string, h Hypothesis) (HypothesisReceipt, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	intent := s.newID()
-	id := s.newID()
-	if err := s.record(ctx, KindIntent, map[string]any{"intent": intent, "write": WriteHypothesis.String(), "session_id": sessionID, "claim_id": h.ClaimID}); err != nil {
+	at, intent, id := s.now(), s.newID(), s.newID()
+	if err := s.record(ctx, at, IntentEntry{Intent: intent, Write: WriteKindHypothesis, SessionID: sessionID, ClaimID: h.ClaimID}); err != nil {
 		return HypothesisReceipt{}, err
 	}
 	if strings.TrimSpace(sessionID) == "" {
-		return HypothesisReceipt{}, s.reject(ctx, intent, WriteHypothesis, ErrSession)
+		return HypothesisReceipt{}, s.reject(ctx, at, intent, WriteKindHypothesis, ErrSession)
 	}
 	doc, err := canonical(h.Content)
 	if err != nil {
-		return HypothesisReceipt{}, s.reject(ctx, intent, WriteHypothesis, fmt.Errorf("%w: hypothesis content: %v", ErrMalformed, err))
+		return HypothesisReceipt{}, s.reject(ctx, at, intent, WriteKindHypothesis, fmt.Errorf("%w: hypothesis content: %v", ErrMalformed, err))
 	}
-	if err := s.approveByPolicy(ctx, intent); err != nil {
+	if err := s.approveByPolicy(ctx, at, intent); err != nil {
 		return HypothesisReceipt{}, err
 	}
-	w := Write{kind: WriteHypothesis, intent: intent, id: id, claimID: h.ClaimID, sessionID: sessionID, doc: doc}
+	w := Write{kind: WriteKindHypothesis, intent: intent, id: id, claimID: h.ClaimID, sessionID: sessionID, doc: doc}
 	if err := s.backend.Apply(ctx, w); err != nil {
-		return HypothesisReceipt{}, s.reject(ctx, intent, WriteHypothesis, fmt.Errorf("speculative: persisting hypothesis: %w", err))
+		return HypothesisReceipt{}, s.reject(ctx, at, intent, WriteKindHypothesis, wrap("persisting hypothesis", err))
 	}
 	r := HypothesisReceipt{Intent: intent, ID: id, SessionID: sessionID, Links: []Link{{Role: "session", Target: sessionID}}}
-	digest := sha256.Sum256(doc)
-	if err := s.record(ctx, KindPersist, map[string]any{"intent": intent, "write": WriteHypothesis.String(), "id": id, "session_id": sessionID, "digest": Digest(digest).String()}); err != nil {
+	if err := s.record(ctx, at, PersistEntry{Intent: intent, Write: WriteKindHypothesis, ID: id, SessionID: sessionID, Digest: sha256.Sum256(doc)}); err != nil {
 		return r, err
 	}
 	if strings.TrimSpace(h.ClaimID) == "" {
 		return r, nil
 	}
 	r.PropositionLinks.Attempted++
-	link := Write{kind: WriteLink, intent: intent, id: id, claimID: h.ClaimID, sessionID: sessionID}
+	link := Write{kind: WriteKindLink, intent: intent, id: id, claimID: h.ClaimID, sessionID: sessionID}
 	if err := s.backend.Apply(ctx, link); err != nil {
-		r.SoftFailures = append(r.SoftFailures, fmt.Sprintf("proposition link to %q: %v", h.ClaimID, err))
-		return r, s.record(ctx, KindSoftFail, map[string]any{"intent": intent, "write": WriteLink.String(), "id": id, "claim_id": h.ClaimID, "reason": err.Error()})
+		reason := fmt.Sprintf("proposition link to %q: %s", h.ClaimID, detail(err))
+		r.SoftFailures = append(r.SoftFailures, reason)
+		return r, s.record(ctx, at, SoftFailEntry{Intent: intent, Write: WriteKindLink, ID: id, ClaimID: h.ClaimID, Reason: detail(err)})
 	}
 	r.PropositionLinks.Created++
 	r.Links = append(r.Links, Link{Role: "proposition", Target: h.ClaimID})
-	return r, s.record(ctx, KindPersist, map[string]any{"intent": intent, "write": WriteLink.String(), "id": id, "claim_id": h.ClaimID})
+	return r, s.record(ctx, at, PersistEntry{Intent: intent, Write: WriteKindLink, ID: id, ClaimID: h.ClaimID})
 }
 
 // ProposeStatus makes a write intent to move a claim to status to, with
@@ -298,48 +299,42 @@ func (s *Steward) ProposeStatus(ctx context.Context, claimID string, to Status, 
 	if !to.Valid() {
 		return "", fmt.Errorf("%w: %v", ErrUnknownStatus, to)
 	}
-	in := &Intent{ID: s.newID(), ClaimID: claimID, To: to, State: IntentPending,
-		Checks: NonFragility{FeynmanPassed: checks.FeynmanPassed, SensitivityFailures: append([]string(nil), checks.SensitivityFailures...)}}
-	failures := make([]any, len(in.Checks.SensitivityFailures))
-	for i, f := range in.Checks.SensitivityFailures {
-		failures[i] = f
-	}
-	if err := s.record(ctx, KindIntent, map[string]any{"intent": in.ID, "write": WriteStatus.String(), "claim_id": claimID, "to": to.String(),
-		"feynman_passed": checks.FeynmanPassed, "sensitivity_failures": failures}); err != nil {
+	in := &intent{id: s.newID(), claimID: claimID, to: to, state: intentPending,
+		checks: NonFragility{FeynmanPassed: checks.FeynmanPassed, SensitivityFailures: slices.Clone(checks.SensitivityFailures)}}
+	c := in.checks
+	if err := s.record(ctx, s.now(), IntentEntry{Intent: in.id, Write: WriteKindStatus, ClaimID: claimID, To: to, Checks: &c}); err != nil {
 		return "", err
 	}
-	s.intents[in.ID] = in
-	return in.ID, nil
+	s.intents[in.id] = in
+	return in.id, nil
 }
 
-func (s *Steward) intent(id string, states ...IntentState) (*Intent, error) {
+func (s *Steward) intent(id string, states ...intentState) (*intent, error) {
 	in, ok := s.intents[id]
 	if !ok {
 		return nil, fmt.Errorf("%w: unknown intent %q", ErrIntent, id)
 	}
-	for _, st := range states {
-		if in.State == st {
-			return in, nil
-		}
+	if !slices.Contains(states, in.state) {
+		return nil, fmt.Errorf("%w: intent %q is %v", ErrIntent, id, in.state)
 	}
-	return nil, fmt.Errorf("%w: intent %q is %v", ErrIntent, id, in.State)
+	return in, nil
 }
 
 // Approve approves a pending status intent.
 func (s *Steward) Approve(ctx context.Context, intentID string, a Approval) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	in, err := s.intent(intentID, IntentPending)
+	in, err := s.intent(intentID, intentPending)
 	if err != nil {
 		return err
 	}
 	if strings.TrimSpace(a.By) == "" {
 		return fmt.Errorf("%w: an approval names its approver", ErrIntent)
 	}
-	if err := s.record(ctx, KindApprove, map[string]any{"intent": intentID, "by": a.By, "human": a.Human}); err != nil {
+	if err := s.record(ctx, s.now(), ApproveEntry{Intent: intentID, By: a.By, Human: a.Human}); err != nil {
 		return err
 	}
-	in.Approval, in.State = &a, IntentApproved
+	in.approval, in.state = &a, intentApproved
 	return nil
 }
 
@@ -347,32 +342,15 @@ func (s *Steward) Approve(ctx context.Context, intentID string, a Approval) erro
 func (s *Steward) Reject(ctx context.Context, intentID, reason string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	in, err := s.intent(intentID, IntentPending, IntentApproved)
+	in, err := s.intent(intentID, intentPending, intentApproved)
 	if err != nil {
 		return err
 	}
-	if err := s.record(ctx, KindReject, map[string]any{"intent": intentID, "write": WriteStatus.String(), "reasons": []any{reason}}); err != nil {
+	if err := s.record(ctx, s.now(), RejectEntry{Intent: intentID, Write: WriteKindStatus, Reasons: []string{reason}}); err != nil {
 		return err
 	}
-	in.State = IntentRejected
+	in.state = intentRejected
 	return nil
-}
-
-// Intent returns a copy of a status intent.
-func (s *Steward) Intent(id string) (Intent, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	in, ok := s.intents[id]
-	if !ok {
-		return Intent{}, false
-	}
-	c := *in
-	c.Checks.SensitivityFailures = append([]string(nil), in.Checks.SensitivityFailures...)
-	if in.Approval != nil {
-		a := *in.Approval
-		c.Approval = &a
-	}
-	return c, true
 }
 
 // Execute executes a pending or approved status intent. The claim's
@@ -384,65 +362,69 @@ func (s *Steward) Intent(id string) (Intent, bool) {
 func (s *Steward) Execute(ctx context.Context, intentID string) (Transition, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	in, err := s.intent(intentID, IntentPending, IntentApproved)
+	in, err := s.intent(intentID, intentPending, intentApproved)
 	if err != nil {
 		return Transition{}, err
 	}
+	at := s.now()
 	fail := func(err error) (Transition, error) {
-		in.State = IntentRejected
-		return Transition{}, s.reject(ctx, in.ID, WriteStatus, err)
+		in.state = intentRejected
+		return Transition{}, s.reject(ctx, at, in.id, WriteKindStatus, err)
 	}
-	rec, err := s.backend.Status(ctx, in.ClaimID)
-	if err != nil {
-		return fail(fmt.Errorf("speculative: reading status: %w", err))
-	}
-	from := rec.Status
-	if from == 0 {
-		from = StatusSpeculative
-	}
-	evidence, err := s.evidence(ctx, in.ClaimID)
+	from, known, err := s.status(ctx, in.claimID)
 	if err != nil {
 		return fail(err)
 	}
-	req := PromotionRequest{ClaimID: in.ClaimID, From: from, To: in.To, Evidence: evidence, Checks: in.Checks, Approval: in.Approval}
+	evidence, err := s.evidence(ctx, in.claimID)
+	if err != nil {
+		return fail(err)
+	}
+	req := PromotionRequest{ClaimID: in.claimID, From: from, To: in.to, Evidence: evidence, Checks: in.checks, Approval: in.approval}
 	if from == StatusRefuted {
-		req.Known = rec.Evidence
+		req.Known = known
 	}
 	t, err := Promote(req)
 	if err != nil {
 		return fail(err)
 	}
-	ids := make([]Digest, len(evidence))
+	ids := make([]trace.Hash, len(evidence))
 	for i, e := range evidence {
 		ids[i] = e.id
 	}
-	w := Write{kind: WriteStatus, intent: in.ID, claimID: in.ClaimID, from: from, to: in.To, evidence: ids}
+	w := Write{kind: WriteKindStatus, intent: in.id, claimID: in.claimID, from: from, to: in.to, evidence: ids}
 	if err := s.backend.Apply(ctx, w); err != nil {
-		return fail(fmt.Errorf("speculative: persisting status: %w", err))
+		return fail(wrap("persisting status", err))
 	}
-	in.State = IntentExecuted
-	evs := make([]any, len(t.Evidence))
-	for i, d := range t.Evidence {
-		evs[i] = d.String()
+	in.state = intentExecuted
+	return t, s.record(ctx, at, PersistEntry{Intent: in.id, Write: WriteKindStatus, ClaimID: in.claimID,
+		From: from, To: in.to, Direction: t.Direction, Evidence: t.Evidence, Approval: in.approval})
+}
+
+// status reads a claim's status record: speculative when none was ever
+// set (the zero Status), an error when the backend holds no status.
+func (s *Steward) status(ctx context.Context, claimID string) (Status, []trace.Hash, error) {
+	rec, err := s.backend.Status(ctx, claimID)
+	switch {
+	case err != nil:
+		return 0, nil, wrap("reading status", err)
+	case rec.Status == 0:
+		return StatusSpeculative, rec.Evidence, nil
+	case !rec.Status.Valid():
+		return 0, nil, fmt.Errorf("%w: stored status of %q: %v", ErrUnknownStatus, claimID, rec.Status)
 	}
-	p := map[string]any{"intent": in.ID, "write": WriteStatus.String(), "claim_id": in.ClaimID,
-		"from": from.String(), "to": in.To.String(), "direction": t.Direction.String(), "evidence": evs}
-	if in.Approval != nil {
-		p["approved_by"], p["human"] = in.Approval.By, in.Approval.Human
-	}
-	return t, s.record(ctx, KindPersist, p)
+	return rec.Status, rec.Evidence, nil
 }
 
 func (s *Steward) evidence(ctx context.Context, claimID string) ([]Evidence, error) {
 	docs, err := s.backend.Evidence(ctx, claimID)
 	if err != nil {
-		return nil, fmt.Errorf("speculative: reading evidence: %w", err)
+		return nil, wrap("reading evidence", err)
 	}
 	out := make([]Evidence, 0, len(docs))
 	for i, d := range docs {
-		ev, err := ParseEvidence(d)
+		ev, err := evidenceOf(d)
 		if err != nil {
-			return nil, fmt.Errorf("speculative: stored evidence %d for %q: %w", i, claimID, err)
+			return nil, wrap(fmt.Sprintf("stored evidence %d for %q", i, claimID), err)
 		}
 		if ev.claimID != claimID {
 			return nil, fmt.Errorf("%w: stored evidence %d filed under %q names claim %q", ErrMalformed, i, claimID, ev.claimID)
@@ -471,35 +453,27 @@ func (s *Steward) Hypotheses(ctx context.Context, sessionID string) ([]Hypothesi
 func (s *Steward) Status(ctx context.Context, claimID string) (Status, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rec, err := s.backend.Status(ctx, claimID)
-	if err != nil {
-		return 0, err
-	}
-	if rec.Status == 0 {
-		return StatusSpeculative, nil
-	}
-	return rec.Status, nil
+	st, _, err := s.status(ctx, claimID)
+	return st, err
 }
 
-// Design runs Design and records the crossing in the log: the claim, the
-// template chosen and, when hints were given, their Digest — never the
-// hints themselves.
+// Design runs Design and records the crossing in the log (a DesignEntry):
+// the claim, the template chosen and, when hints were given, their Digest —
+// never the hints themselves.
 func (s *Steward) Design(ctx context.Context, claim Claim, hints *ExperimentHints, scopeLockID string) (ExperimentSpec, error) {
 	spec, err := Design(claim, hints, scopeLockID)
 	if err != nil {
 		return ExperimentSpec{}, err
 	}
-	p := map[string]any{"claim_id": claim.ID, "template_qid": spec.TemplateQID, "scope_lock_id": scopeLockID}
+	e := DesignEntry{ClaimID: claim.ID, TemplateQID: spec.TemplateQID, ScopeLockID: scopeLockID}
 	if hints != nil {
-		d, err := hints.Digest()
-		if err != nil {
+		if e.HintsDigest, err = hints.Digest(); err != nil {
 			return ExperimentSpec{}, err
 		}
-		p["hints_digest"] = d.String()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.record(ctx, KindDesign, p); err != nil {
+	if err := s.record(ctx, s.now(), e); err != nil {
 		return ExperimentSpec{}, err
 	}
 	return spec, nil

@@ -22,11 +22,11 @@ import (
 func TestGuard3OnlyStewardWrites(t *testing.T) {
 	mem := NewMemory()
 	require.ErrorIs(t, mem.Apply(context.Background(), Write{}), ErrNotSteward)
-	ev, hy, links, props := mem.Counts()
+	ev, hy, links, props := mem.counts()
 	assert.Zero(t, ev+hy+links+props)
-	_, err := NewSteward(nil, trace.NewMemoryLog())
+	_, err := NewSteward(context.Background(), trace.NewMemoryLog(), nil)
 	require.ErrorIs(t, err, ErrMalformed)
-	_, err = NewSteward(mem, nil)
+	_, err = NewSteward(context.Background(), nil, mem)
 	require.ErrorIs(t, err, ErrMalformed)
 }
 
@@ -62,7 +62,7 @@ func TestRegisterPropositionGuards(t *testing.T) {
 	require.ErrorIs(t, r.st.RegisterProposition(ctx, "c1", map[string]any{"lane": "speculative"}), ErrSpeculative)
 	require.ErrorIs(t, r.st.RegisterProposition(ctx, "", map[string]any{"text": "t"}), ErrMissingClaimID)
 	require.NoError(t, r.st.RegisterProposition(ctx, "c1", map[string]any{"text": "t"}))
-	_, _, _, props := r.mem.Counts()
+	_, _, _, props := r.mem.counts()
 	assert.Equal(t, 1, props)
 }
 
@@ -79,8 +79,7 @@ func TestStatusLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	_, err = r.st.Execute(ctx, id)
 	require.ErrorIs(t, err, ErrPromotion)
-	in, _ := r.st.Intent(id)
-	assert.Equal(t, IntentRejected, in.State)
+	assert.Equal(t, intentRejected, r.st.intents[id].state)
 	_, err = r.st.Execute(ctx, id)
 	require.ErrorIs(t, err, ErrIntent)
 
@@ -91,7 +90,7 @@ func TestStatusLifecycle(t *testing.T) {
 	require.ErrorIs(t, r.st.Approve(ctx, id, human), ErrIntent, "approved once")
 	tr, err := r.st.Execute(ctx, id)
 	require.NoError(t, err)
-	assert.Equal(t, Transition{ClaimID: "c1", From: StatusSpeculative, To: StatusSupported, Direction: Upgrade, Derived: StatusSupported, Evidence: tr.Evidence}, tr)
+	assert.Equal(t, Transition{ClaimID: "c1", From: StatusSpeculative, To: StatusSupported, Direction: DirectionUpgrade, Derived: StatusSupported, Evidence: tr.Evidence}, tr)
 	st, _ := r.st.Status(ctx, "c1")
 	assert.Equal(t, StatusSupported, st)
 
@@ -99,7 +98,7 @@ func TestStatusLifecycle(t *testing.T) {
 	id, _ = r.st.ProposeStatus(ctx, "c1", StatusRefuted, NonFragility{})
 	tr, err = r.st.Execute(ctx, id)
 	require.NoError(t, err)
-	assert.Equal(t, Downgrade, tr.Direction)
+	assert.Equal(t, DirectionDowngrade, tr.Direction)
 	es := r.entries(t)
 	last := es[len(es)-1]
 	assert.Equal(t, KindPersist, last.Kind)
@@ -183,7 +182,7 @@ func TestDesignNothingOfHintsSurvives(t *testing.T) {
 		if strings.Contains(string(b), "hint") || strings.Contains(string(b), "3.25") {
 			t.Fatalf("hint content in spec: %s", b)
 		}
-		if IsSpeculative(json.RawMessage(b)) {
+		if isSpeculative(json.RawMessage(b)) {
 			t.Fatalf("spec is speculative: %s", b)
 		}
 		wantSuite := slices.ContainsFunc(claim.Variables, func(v string) bool { return slices.Contains(h.SensitivityAxes, v) })
@@ -208,7 +207,7 @@ type modelIntent struct {
 	feynman  bool
 	approved bool
 	human    bool
-	state    IntentState
+	state    intentState
 }
 
 func (m *stewardModel) allowed(in *modelIntent) bool {
@@ -219,7 +218,7 @@ func (m *stewardModel) allowed(in *modelIntent) bool {
 	var ok []Evidence
 	fresh := false
 	for _, d := range m.evidence {
-		e, _ := ParseEvidence([]byte(d))
+		e, _ := evidenceOf([]byte(d))
 		if e.Success() {
 			ok = append(ok, e)
 			if !slices.Contains(m.known, d) {
@@ -293,14 +292,14 @@ func TestStewardStateMachine(t *testing.T) {
 				m.props = true
 			},
 			"propose": func(t *rapid.T) {
-				to := rapid.SampledFrom(Statuses()).Draw(t, "to")
+				to := rapid.SampledFrom(statuses()).Draw(t, "to")
 				feynman := rapid.Bool().Draw(t, "feynman")
 				id, err := r.st.ProposeStatus(ctx, "c", to, NonFragility{FeynmanPassed: feynman})
 				if err != nil {
 					t.Fatal(err)
 				}
 				ids = append(ids, id)
-				m.intents[id] = &modelIntent{to: to, feynman: feynman, state: IntentPending}
+				m.intents[id] = &modelIntent{to: to, feynman: feynman, state: intentPending}
 			},
 			"approve": func(t *rapid.T) {
 				if len(ids) == 0 {
@@ -310,11 +309,11 @@ func TestStewardStateMachine(t *testing.T) {
 				human := rapid.Bool().Draw(t, "human")
 				err := r.st.Approve(ctx, id, Approval{By: "a", Human: human})
 				in := m.intents[id]
-				if (in.state == IntentPending) != (err == nil) {
+				if (in.state == intentPending) != (err == nil) {
 					t.Fatalf("approve in state %v: %v", in.state, err)
 				}
 				if err == nil {
-					in.approved, in.human, in.state = true, human, IntentApproved
+					in.approved, in.human, in.state = true, human, intentApproved
 				}
 			},
 			"reject": func(t *rapid.T) {
@@ -324,12 +323,12 @@ func TestStewardStateMachine(t *testing.T) {
 				id := pick(t)
 				err := r.st.Reject(ctx, id, "no")
 				in := m.intents[id]
-				open := in.state == IntentPending || in.state == IntentApproved
+				open := in.state == intentPending || in.state == intentApproved
 				if open != (err == nil) {
 					t.Fatalf("reject in state %v: %v", in.state, err)
 				}
 				if err == nil {
-					in.state = IntentRejected
+					in.state = intentRejected
 				}
 			},
 			"execute": func(t *rapid.T) {
@@ -339,7 +338,7 @@ func TestStewardStateMachine(t *testing.T) {
 				id := pick(t)
 				in := m.intents[id]
 				_, err := r.st.Execute(ctx, id)
-				if in.state != IntentPending && in.state != IntentApproved {
+				if in.state != intentPending && in.state != intentApproved {
 					if !errors.Is(err, ErrIntent) {
 						t.Fatalf("execute in state %v: %v", in.state, err)
 					}
@@ -350,10 +349,10 @@ func TestStewardStateMachine(t *testing.T) {
 					t.Fatalf("execute %v → %v: model allows=%v, got %v", m.status, in.to, want, err)
 				}
 				if err != nil {
-					in.state = IntentRejected
+					in.state = intentRejected
 					return
 				}
-				in.state = IntentExecuted
+				in.state = intentExecuted
 				m.status = in.to
 				m.known = slices.Clone(m.evidence)
 			},
@@ -365,7 +364,7 @@ func TestStewardStateMachine(t *testing.T) {
 				got := make([]string, len(docs))
 				for i, d := range docs {
 					got[i] = string(d)
-					if IsSpeculative(d) {
+					if isSpeculative(d) {
 						t.Fatalf("speculative evidence stored: %s", d)
 					}
 				}
@@ -403,7 +402,7 @@ type appendOnly struct {
 }
 
 func (a *appendOnly) Apply(ctx context.Context, w Write) error {
-	if w.Kind() == WriteEvidence {
+	if w.Kind() == WriteKindEvidence {
 		a.docs[w.ClaimID()] = append(a.docs[w.ClaimID()], w.Document())
 	}
 	return a.Memory.Apply(ctx, w)
@@ -419,7 +418,7 @@ func (a *appendOnly) Evidence(_ context.Context, claimID string) ([][]byte, erro
 func TestStewardOneExperimentPersistedTwiceIsNotProof(t *testing.T) {
 	ctx := context.Background()
 	b := &appendOnly{Memory: NewMemory(), docs: map[string][][]byte{}}
-	st, err := NewSteward(b, trace.NewMemoryLog())
+	st, err := NewSteward(ctx, trace.NewMemoryLog(), b)
 	require.NoError(t, err)
 	checks := NonFragility{FeynmanPassed: true}
 	human := Approval{By: "alice", Human: true}

@@ -212,7 +212,7 @@ func act(ctx context.Context, w io.Writer, sess *kernel.Session) error {
 }
 
 func firewall(ctx context.Context, w io.Writer, log *trace.Log) error {
-	steward, err := speculative.NewSteward(speculative.NewMemory(), log, speculative.WithIDs(ids("intent")))
+	steward, err := speculative.NewSteward(ctx, log, speculative.NewMemory(), speculative.WithIDs(ids("intent")))
 	if err != nil {
 		return err
 	}

@@ -33,7 +33,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) speculative.Backend) {
 func steward(t *testing.T, b speculative.Backend) *speculative.Steward {
 	t.Helper()
 	n := 0
-	st, err := speculative.NewSteward(b, trace.NewMemoryLog(), speculative.WithIDs(func() string { n++; return fmt.Sprintf("id-%d", n) }))
+	st, err := speculative.NewSteward(context.Background(), trace.NewMemoryLog(), b, speculative.WithIDs(func() string { n++; return fmt.Sprintf("id-%d", n) }))
 	if err != nil {
 		t.Fatal(err)
 	}
