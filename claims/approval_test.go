@@ -1,3 +1,16 @@
+// Approvals: the guarantees of RecordApproval and of re-evaluating an
+// approved bundle, and the tests that check them.
+//
+//   - Approvals publish when every required approver approves and refuse on
+//     any rejection, against a naive model: TestApprovalStateMachine (rapid),
+//     TestApprovalFlowPublishes, TestApprovalRejectionRefuses.
+//   - Only a required approver who has not decided may approve, with a
+//     time and a decision; an approval counts only if it was asked for
+//     before it was given: TestRecordApprovalRejectsBadApprovals,
+//     TestApprovalsMustBeAskedFor, TestBundleRequiredApprovalsAreKept.
+//   - Complete fills the specification's defaults and nothing else:
+//     TestComplete.
+
 package claims
 
 import (

@@ -1,3 +1,26 @@
+// Strict, lossless JSON: the guarantees of the decoders and encoders, and
+// the tests in this file that check them.
+//
+//   - The decoders reject everything the specification does not allow
+//     (syntax, duplicate keys, invalid UTF-8, unknown members, unknown or
+//     mis-cased enum values, numbers outside [0,1], wrong types, missing
+//     members, timestamps that are not RFC 3339), every problem at once
+//     with its JSON Pointer: TestDecodeRejects, TestDecodeUnitBoundaries.
+//   - The specification's examples decode and its defaults fill omitted
+//     members; times are normalised to UTC: TestDecodeSpecExamples,
+//     TestDecodeDefaults, TestDecodeNormalisesTimesToUTC.
+//   - Decode* is the one reading route: TestDecodeIsTheOnlyReadingRoute.
+//   - Marshalling writes the specification's shape and refuses unknown enum
+//     values: TestMarshalShape, TestMarshalRefusesUnknownEnums; an evaluated
+//     bundle reads back as itself: TestRoundTripEvaluatedBundle (and the
+//     rapid property TestJSONRoundTripLossless in property_test.go).
+//   - The decoders never panic, and whatever they accept marshals and
+//     decodes back to the same value and bytes: FuzzDecodeBundle,
+//     FuzzDecodeClaim, FuzzDecodeEvidencePointer, FuzzDecodeUncertainty,
+//     FuzzDecodeApproval. The gate chain never panics on a decoded bundle,
+//     is deterministic and never publishes an empty or invalid one:
+//     FuzzEvaluate.
+
 package claims
 
 import (

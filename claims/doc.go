@@ -1,45 +1,72 @@
-// Package claims implements the ClaimBundle contract: the form in which an
-// agent states what it asserts, with the evidence, uncertainty and risk of
-// each assertion, and the gate chain that decides whether the bundle may be
-// published (PUBLISH), must wait for a human (DEFER, ESCALATE) or is
-// rejected (REFUSE).
+// Package claims checks what an AI agent asserts before anyone acts on it.
+// The agent states its output as a ClaimBundle: claims of type FACT,
+// INFERENCE or DECISION, each with its evidence, its uncertainty and the
+// risk tier of what it would change. A chain of gates decides whether the
+// bundle may be published (PUBLISH), must wait for a human (DEFER,
+// ESCALATE) or is rejected (REFUSE); a Session records every decision on
+// a trace.Log before it returns it.
+//
+// # Usage
+//
+//	policy := claims.DefaultPolicy()
+//	policy.Approvers = map[claims.RiskTier][]string{claims.TierDelete: {"dba"}}
+//	s, err := claims.NewSession(ctx, log, policy)
+//
+//	b, err := claims.DecodeBundle(agentOutput) // strict: every problem, with its JSON Pointer
+//	ev, err := s.Evaluate(ctx, b, claims.Context{Actor: "db-agent", Clearance: claims.TierDelete})
+//	switch ev.Decision {
+//	case claims.DecisionPublish:  // act; show ev.Caveats with the output
+//	case claims.DecisionEscalate: // ask ev.Pending, then s.Approve(ctx, ev.Bundle, …)
+//	case claims.DecisionDefer:    // queue for a human; the agent must do better
+//	case claims.DecisionRefuse:   // log ev.Reason; never act
+//	}
+//
+// The package example runs this flow from the agent's JSON to the
+// published bundle on the log. Evaluate is the same gate chain as a pure
+// function, for callers that record elsewhere or only want the answer.
 //
 // # The contract
 //
-// A ClaimBundle holds Claims of three types — FACT, INFERENCE and
-// DECISION — each with EvidencePointers, an Uncertainty (method, value in
-// [0,1], interpretation, gate recommendation) and a RiskTier. After
-// evaluation it also carries the decision, its reason, the required
+// A ClaimBundle holds Claims of three types (ClaimFact, ClaimInference,
+// ClaimDecision), each with EvidencePointers, an Uncertainty (method,
+// value in [0,1], interpretation, gate recommendation) and a RiskTier.
+// After evaluation it also carries the decision, its reason, the required
 // approvals and an AuditTrail (gates passed and failed, human approvals).
 // The JSON field names are those of the specification, in snake_case.
 //
 // Every enum is closed and case-sensitive: "FACT" is a claim type, "fact"
-// is not. Risk tiers are ordered by Rank (READ_ONLY < WRITE_LIMITED <
-// MODIFY < DELETE < PRIVILEGE) and always compared by rank, never as
-// strings ("MODIFY" > "DELETE" as strings, yet MODIFY ranks lower).
+// is not, and the empty string is no value of any enum, so a zero value
+// never passes a gate. Risk tiers are ordered by Rank (READ_ONLY <
+// WRITE_LIMITED < MODIFY < DELETE < PRIVILEGE) and always compared by
+// rank, never as strings ("MODIFY" > "DELETE" as strings, yet MODIFY ranks
+// lower).
 //
 // # Decoding and validation
 //
 // DecodeBundle (and DecodeClaim, DecodeEvidencePointer, DecodeUncertainty,
-// DecodeApproval, and the UnmarshalJSON methods that call them) are strict.
-// They reject text that is not exactly one JSON value, duplicate keys,
-// invalid UTF-8, unknown members (names are matched case-sensitively),
-// unknown enum values, numbers outside [0,1], wrong JSON types, missing
-// required members and timestamps that are not RFC 3339 — all of them at
-// once, each with its path, in a *DecodeError. Members that have a default
-// in the specification's reference implementation may be omitted: decision
+// DecodeApproval and DecodeRecord) are the one way to read the package's
+// JSON, and they are strict. They reject text that is not exactly one
+// JSON value, duplicate keys, invalid UTF-8, unknown members (names are
+// matched case-sensitively), unknown enum values, numbers outside [0,1],
+// wrong JSON types, missing required members and timestamps that are not
+// RFC 3339: all of them at once, each with its RFC 6901 JSON Pointer, in
+// a *ValidationError wrapping ErrMalformed. Members that have a default in
+// the specification's reference implementation may be omitted: decision
 // DEFER, empty reason, lists and audit trail, gate_recommendation EXECUTE.
 // Timestamps are normalised to UTC. Marshalling writes the specification's
 // shape (empty lists as [], never null) and refuses unknown enum values.
+// (json.Unmarshal into these types checks nothing the decoders check.)
 //
 // Decoding checks shape; Validate checks the rules, again reporting every
-// violation with its path and rule, sorted: a bundle needs an id, a time,
-// an origin agent and at least one claim; claim ids are unique; a FACT
-// claim needs at least one evidence pointer with source_confidence ≥ 0.60
-// (0.60 passes); every pointer carries an evidence_hash of 64 lower-case
-// hex digits (a SHA-256 — the specification's own 32-digit example is
-// rejected) and a retrieved_at time; INFERENCE evidence is optional but,
-// when present, meets the same standard.
+// violation with its path and rule, sorted, in a *ValidationError wrapping
+// ErrInvalid: a bundle needs an id, a time, an origin agent and at least
+// one claim; claim ids are unique; a FACT claim needs at least one
+// evidence pointer with source_confidence ≥ 0.60 (0.60 passes); every
+// pointer carries an evidence_hash of 64 lower-case hex digits (a SHA-256:
+// the specification's own 32-digit example is rejected) and a retrieved_at
+// time; INFERENCE evidence is optional but, when present, meets the same
+// standard. Violation and ValidationError are the types every Verity
+// validator reports with.
 //
 // # The gate chain
 //
@@ -61,11 +88,13 @@
 //  4. clearance: the Context's clearance must rank at least as high as
 //     every claim's tier, else REFUSE.
 //  5. the policy's own gates (the Gate interface, or GateFunc), in order.
+//     A gate answers with a GateResult; any recommendation other than
+//     EXECUTE, EXPLAIN, DEFER and REFUSE, the zero value included, refuses.
 //  6. human_approval: a DELETE or PRIVILEGE claim requires the approvers
 //     the policy names for that tier (ESCALATE, waiting for a policy that
-//     names some, if it names none). Any
-//     rejection → REFUSE; anyone pending → ESCALATE; all approved → pass.
-//     MODIFY claims pass automatically and are flagged (a Note in Flags).
+//     names some, if it names none). Any rejection → REFUSE; anyone
+//     pending → ESCALATE; all approved → pass. MODIFY claims pass
+//     automatically and are flagged (a Note in Flags).
 //
 // If every gate passes the decision is PUBLISH, with the caveats recorded
 // in the audit trail so that they travel with the output. Gate names go to
@@ -81,6 +110,39 @@
 // it was given. REFUSE is final: a bundle whose decision is REFUSE stays
 // refused when evaluated again (evaluate the original bundle to judge the
 // same claims under another policy or context).
+//
+// # Recording
+//
+// Session is the thin shell: it fills missing ids (UUIDv7) and times,
+// evaluates with its policy, and appends every evaluation (kind
+// "claims.evaluate") and every approval with the re-evaluation it caused
+// (kind "claims.approve") to a trace.Log as canonical JSON, before
+// returning the result; a decision that could not be recorded is not
+// returned. One reading of the session's clock stamps both what a step
+// records (the bundle's missing timestamp, the approval's time) and its
+// trace entry. DecodeRecord reads an entry back.
+//
+// Every evaluation the gate chain returns can be recorded, whatever the
+// bundle held: the record form (see Record) writes a valid bundle as the
+// specification's JSON and the values the specification cannot hold
+// (empty or unknown enum values, numbers outside [0,1], NaN, strings that
+// are not UTF-8, times outside the years 0000-9999) without loss, each in
+// one form. The evaluated bundle itself is in the form its JSON reads back
+// as (times in UTC, no nil lists), so the entry decodes to exactly the
+// bundle the caller got. A bundle the validation gate refuses is recorded
+// like any other, and the Session returns its REFUSE together with a
+// *ValidationError listing the violations with their paths.
+//
+// # What it does not cover
+//
+// The package does not authenticate anyone. Human approvals inside a
+// bundle are data: a host must only evaluate bundles whose audit trail it
+// built (for instance through Session, whose log shows who approved what
+// and when), or strip approvals from bundles it receives. It does not
+// fetch or hash evidence (evidence_hash is checked for form, not against
+// the source), and it does not estimate uncertainty: the uncertainty
+// package produces the Uncertainty values claims carry. The Context's
+// clearance is taken as given.
 //
 // # Where the rules come from
 //
@@ -108,92 +170,7 @@
 // policy's gates where the reference has its adversarial gate), the
 // 64-digit evidence_hash, and the caveat and flag members.
 //
-// # Recording
-//
-// Session is the thin shell: it fills missing ids (UUIDv7) and times from
-// its clock, evaluates with its policy, and appends every evaluation
-// (kind "claims.evaluate") and every approval with the re-evaluation it
-// caused (kind "claims.approve") to a trace.Log as canonical JSON, before
-// returning the result; a decision that could not be recorded is not
-// returned. DecodeRecord reads such an entry back.
-//
-// Every evaluation the gate chain returns can be recorded, whatever the
-// bundle held: the record form (see Record) writes a valid bundle as the
-// specification's JSON and the values the specification cannot hold —
-// empty or unknown enum values, numbers outside [0,1], NaN, strings that
-// are not UTF-8, times outside the years 0000-9999 — without loss, each in
-// one form. The evaluated bundle itself is in the form its JSON reads back
-// as (times in UTC, no nil lists), so the entry decodes to exactly the
-// bundle the caller got. A bundle the validation gate refuses is recorded
-// like any other, and the Session returns its REFUSE together with a
-// *ValidationError listing the violations with their paths.
-//
-// # Guarantees and the tests that check them
-//
-//   - Strict, lossless JSON: TestDecodeRejects, TestDecodeDefaults,
-//     TestDecodeSpecExamples, TestJSONRoundTripLossless (rapid),
-//     TestRoundTripEvaluatedBundle, and the fuzz targets FuzzDecodeBundle,
-//     FuzzDecodeClaim, FuzzDecodeEvidencePointer, FuzzDecodeUncertainty,
-//     FuzzDecodeApproval (never panic; whatever is accepted marshals and
-//     decodes back to the same value and bytes).
-//   - Every violation, with its path: TestValidateRules,
-//     TestValidateReportsEveryViolationSorted.
-//   - Each gate rule and boundary (0.60, 0.50, 0.75, tier mixes such as
-//     [READ_ONLY, PRIVILEGE]): TestEvidenceGate, TestUncertaintyGate,
-//     TestClearanceGate, TestHumanApprovalGate, TestGateChainOrder,
-//     TestUserGates.
-//   - An empty bundle is never published: TestEmptyBundleNeverPublished,
-//     TestEmptyBundleNeverPublishedProperty.
-//   - Adding a stronger claim never turns REFUSE into PUBLISH:
-//     TestAddingStrongerClaimNeverTurnsRefuseIntoPublish.
-//   - The decision is independent of claim order:
-//     TestDecisionIndependentOfClaimOrder.
-//   - Evaluation is deterministic and never modifies its input:
-//     TestEvaluationDeterministic, TestEvaluateDoesNotModifyInput,
-//     FuzzEvaluate; re-evaluation is a fixed point:
-//     TestReevaluationIsAFixedPoint.
-//   - PUBLISH only after every gate and every required approval:
-//     TestPublishRequiresEveryGate; valid in, valid out:
-//     TestEvaluatedBundleStaysValid.
-//   - Approvals: TestApprovalStateMachine (rapid state machine against a
-//     map of decisions), TestApprovalFlowPublishes,
-//     TestApprovalRejectionRefuses, TestRefuseIsFinal.
-//   - Every decision the Session returns is on the log:
-//     TestSessionRecordsEvaluationsAndApprovals,
-//     TestSessionReturnsNoUnrecordedDecision.
-//   - The Session records exactly what the gate chain returns, for any
-//     bundle, policy and context it returns a result for (zero and unknown
-//     enum values, NaN, invalid UTF-8 included), and likewise for
-//     approvals: TestSessionRecordsExactlyWhatTheCoreReturns (rapid),
-//     TestSessionRecordsRefusalOfZeroUncertainty,
-//     TestEvaluatedBundleReadsBackAsItself; the record form is lossless and
-//     has one spelling per value: TestRecordForm,
-//     TestDecodeRecordRejectsOtherForms, TestDecodeRecordRejects and
-//     FuzzDecodeRecord.
-//
-// # What it does not cover
-//
-// The package does not authenticate anyone. Human approvals inside a
-// bundle are data: a host must only evaluate bundles whose audit trail it
-// built (for instance through Session, whose log shows who approved what
-// and when), or strip approvals from bundles it receives. It does not
-// fetch or hash evidence — evidence_hash is checked for form, not against
-// the source — and it does not estimate uncertainty: the uncertainty
-// package produces the Uncertainty values claims carry. The Context's
-// clearance is taken as given.
-//
-// # Usage
-//
-//	policy := claims.DefaultPolicy()
-//	policy.Approvers = map[claims.RiskTier][]string{claims.Delete: {"dba"}}
-//	s, _ := claims.NewSession(trace.NewMemoryLog(), policy)
-//
-//	b, err := claims.DecodeBundle(agentOutput)   // strict: every problem, with its path
-//	ev, err := s.Evaluate(ctx, b, claims.Context{Actor: "db-agent", Clearance: claims.Delete})
-//	switch ev.Decision {
-//	case claims.DecisionPublish:  // act; show ev.Caveats with the output
-//	case claims.DecisionEscalate: // ask ev.Pending; then s.Approve(ctx, ev.Bundle, …)
-//	case claims.DecisionDefer:    // queue for a human; the agent must do better
-//	case claims.DecisionRefuse:   // log ev.Reason; never act
-//	}
+// The guarantees and the tests that check them are listed at the top of
+// each test file (decode_test.go, validate_test.go, gate_test.go,
+// property_test.go, approval_test.go, session_test.go, record_test.go).
 package claims

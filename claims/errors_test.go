@@ -1,3 +1,6 @@
+// Errors are prefixed once: every error the package returns starts with
+// "claims: " and says it once: TestErrorsArePrefixedOnce.
+
 package claims
 
 import (
@@ -16,8 +19,9 @@ import (
 // "claims" ("/claims: unknown_field: …").
 var prefix = regexp.MustCompile(`(^|[^/\w])claims: `)
 
-// TestErrorsArePrefixedOnce: every error the package returns starts with
-// "claims: " and says it once, however many layers wrapped it.
+// TestErrorsArePrefixedOnce walks the package's error paths: decoders,
+// validators, policy and context checks, approvals, the Session and the
+// enum encoders.
 func TestErrorsArePrefixedOnce(t *testing.T) {
 	ctx := context.Background()
 	var errs []error

@@ -29,6 +29,52 @@ func exampleFact(id string, uncertainty float64) claims.Claim {
 	}
 }
 
+// Example is the flow of the package documentation: the agent's JSON is
+// decoded strictly, evaluated and recorded by a Session; a DELETE claim
+// waits for its approver, and the approval publishes it.
+func Example() {
+	ctx := context.Background()
+	log := trace.NewMemoryLog()
+	policy := claims.DefaultPolicy()
+	policy.Approvers = map[claims.RiskTier][]string{claims.TierDelete: {"dba"}}
+	s, err := claims.NewSession(ctx, log, policy, claims.WithClock(func() time.Time { return when }))
+	if err != nil {
+		panic(err)
+	}
+
+	agentOutput := []byte(`{"origin_agent":"db-agent","claims":[{"id":"drop-table",
+		"statement":"drop the unused audit_old table","claim_type":"DECISION",
+		"uncertainty":{"method":"model_disagreement","value":0.1},"risk_tier":"DELETE"}]}`)
+	b, err := claims.DecodeBundle(agentOutput)
+	if err != nil {
+		panic(err)
+	}
+	actor := claims.Context{Actor: "db-agent", Clearance: claims.TierDelete}
+	ev, err := s.Evaluate(ctx, b, actor)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(ev.Decision, ev.Pending)
+	if ev.Decision == claims.DecisionEscalate {
+		ev, err = s.Approve(ctx, ev.Bundle, actor, "dba", claims.ApprovalApproved, "backup verified")
+		if err != nil {
+			panic(err)
+		}
+	}
+	fmt.Println(ev.Decision, "-", ev.Reason)
+	for e, err := range log.Entries(ctx, 0) {
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(e.Seq, e.Kind, e.Time.Format(time.RFC3339))
+	}
+	// Output:
+	// ESCALATE [dba]
+	// PUBLISH - all gates passed
+	// 0 claims.evaluate 2026-01-02T03:04:05Z
+	// 1 claims.approve 2026-01-02T03:04:05Z
+}
+
 func ExampleEvaluate() {
 	b := claims.NewBundle("bundle-1", when, "monitor", exampleFact("latency", 0.62))
 	ev, err := claims.Evaluate(b, claims.DefaultPolicy(), claims.Context{Actor: "reporter", Clearance: claims.TierReadOnly})

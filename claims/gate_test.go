@@ -1,3 +1,21 @@
+// The gate chain, gate by gate: the guarantees of Evaluate and the tests
+// in this file that check them (the properties over many inputs are in
+// property_test.go).
+//
+//   - Each gate rule and boundary (0.60, 0.50, 0.75, tier mixes such as
+//     [READ_ONLY, PRIVILEGE]): TestEvidenceGate, TestUncertaintyGate,
+//     TestUncertaintyThresholdsConfigurable, TestCaveatText,
+//     TestClearanceGate, TestHumanApprovalGate, TestGateChainOrder,
+//     TestUserGates, TestValidationGateRefusesInvalidBundles.
+//   - An empty bundle is never published: TestEmptyBundleNeverPublished.
+//   - Zero values fail closed: the empty enum value, a zero Uncertainty, a
+//     zero clearance and a zero GateResult never pass:
+//     TestZeroEnumValuesFailClosed.
+//   - A bad policy or context is an error, never a decision:
+//     TestPolicyValidate, TestInvalidContext.
+//   - Evaluate never modifies its input: TestEvaluateDoesNotModifyInput;
+//     REFUSE is final: TestRefuseIsFinal.
+
 package claims
 
 import (
@@ -331,7 +349,7 @@ func TestUserGates(t *testing.T) {
 			claims: []Claim{fact("a")}, want: DecisionRefuse, stoppedAt: "g", reason: "g: no"},
 		{name: "unknown recommendation fails closed", policy: withGates(mk("g", GateResult{Recommendation: "execute"})),
 			claims: []Claim{fact("a")}, want: DecisionRefuse, stoppedAt: "g"},
-		{name: "zero verdict fails closed", policy: withGates(mk("g", GateResult{})),
+		{name: "zero GateResult fails closed", policy: withGates(mk("g", GateResult{})),
 			claims: []Claim{fact("a")}, want: DecisionRefuse, stoppedAt: "g"},
 		{name: "later gate not reached", policy: withGates(mk("g1", GateResult{Recommendation: RecommendDefer}), mk("g2", GateResult{Recommendation: RecommendRefuse})),
 			claims: []Claim{fact("a")}, want: DecisionDefer, stoppedAt: "g1"},
@@ -454,4 +472,46 @@ func TestRefuseIsFinal(t *testing.T) {
 	again, err = Evaluate(ev.Bundle, DefaultPolicy(), clearance(TierPrivilege))
 	require.NoError(t, err)
 	assert.Equal(t, ev, again)
+}
+
+// TestZeroEnumValuesFailClosed: the empty string is no value of any enum,
+// and wherever an enum is read its zero value refuses: a claim with a
+// zero type, tier, method or recommendation is refused, a zero clearance
+// is no context, a zero approval decision is not recorded, and a gate's
+// zero GateResult refuses.
+func TestZeroEnumValuesFailClosed(t *testing.T) {
+	for _, e := range []interface {
+		Valid() bool
+		MarshalText() ([]byte, error)
+	}{ClaimType(""), UncertaintyMethod(""), GateRecommendation(""), RiskTier(""), Decision(""), ApprovalDecision("")} {
+		assert.False(t, e.Valid(), "%T", e)
+		_, err := e.MarshalText()
+		assert.ErrorIs(t, err, ErrUnknownValue, "%T", e)
+	}
+	for name, zero := range map[string]func(*Claim){
+		"claim type":     func(c *Claim) { c.ClaimType = "" },
+		"risk tier":      func(c *Claim) { c.RiskTier = "" },
+		"method":         func(c *Claim) { c.Uncertainty.Method = "" },
+		"recommendation": func(c *Claim) { c.Uncertainty.GateRecommendation = "" },
+		"uncertainty":    func(c *Claim) { c.Uncertainty = Uncertainty{} },
+	} {
+		c := fact("a")
+		zero(&c)
+		ev, err := Evaluate(mkBundle(c), DefaultPolicy(), clearance(TierPrivilege))
+		require.NoError(t, err, name)
+		assert.Equal(t, DecisionRefuse, ev.Decision, name)
+	}
+	_, err := Evaluate(mkBundle(fact("a")), DefaultPolicy(), Context{})
+	assert.ErrorIs(t, err, ErrInvalidContext)
+
+	pending, err := Evaluate(mkBundle(mkClaim("d", ClaimDecision, TierDelete, 0, RecommendExecute)), approverPolicy(), clearance(TierDelete))
+	require.NoError(t, err)
+	_, err = RecordApproval(pending.Bundle, Approval{Approver: "dba", Timestamp: t0})
+	assert.ErrorIs(t, err, ErrInvalid)
+
+	zeroGate := DefaultPolicy()
+	zeroGate.Gates = []Gate{GateFunc("g", func(ClaimBundle, Context) GateResult { return GateResult{} })}
+	ev, err := Evaluate(mkBundle(fact("a")), zeroGate, clearance(TierReadOnly))
+	require.NoError(t, err)
+	assert.Equal(t, DecisionRefuse, ev.Decision)
 }

@@ -1,3 +1,19 @@
+// Properties of the gate chain over generated bundles, policies and
+// contexts (pgregory.net/rapid), each test named after its guarantee:
+//
+//   - An empty bundle is never published: TestEmptyBundleNeverPublishedProperty.
+//   - Adding a stronger claim never turns REFUSE into PUBLISH:
+//     TestAddingStrongerClaimNeverTurnsRefuseIntoPublish.
+//   - The decision is independent of claim order:
+//     TestDecisionIndependentOfClaimOrder.
+//   - Evaluation is deterministic and never modifies its input:
+//     TestEvaluationDeterministic; re-evaluation is a fixed point:
+//     TestReevaluationIsAFixedPoint.
+//   - PUBLISH only after every gate and every required approval:
+//     TestPublishRequiresEveryGate; valid in, valid out:
+//     TestEvaluatedBundleStaysValid.
+//   - JSON round-trips losslessly: TestJSONRoundTripLossless.
+
 package claims
 
 import (

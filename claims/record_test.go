@@ -1,3 +1,16 @@
+// The record form: the Session records exactly what the gate chain
+// returns, and the tests that check it.
+//
+//   - For any bundle, policy, context and clock reading for which the core
+//     returns a result (zero and unknown enum values, NaN, invalid UTF-8
+//     and far times included), the Session returns that result and records
+//     it, stamped with its clock reading, and likewise for approvals:
+//     TestSessionRecordsExactlyWhatTheCoreReturns (rapid),
+//     TestSessionRecordsRefusalOfZeroUncertainty,
+//     TestEvaluatedBundleReadsBackAsItself.
+//   - The record form is lossless and has one spelling per value:
+//     TestRecordForm, TestDecodeRecordRejectsOtherForms, FuzzDecodeRecord.
+
 package claims
 
 import (

@@ -1,3 +1,16 @@
+// The Session: the guarantees of the shell and the tests that check them
+// (the record form and the property over any input are in record_test.go).
+//
+//   - Every decision the Session returns is on the log, and one that could
+//     not be recorded is not returned: TestSessionRecordsEvaluationsAndApprovals,
+//     TestSessionReturnsNoUnrecordedDecision, TestSessionConcurrentUse.
+//   - One clock: a single reading stamps what a step records and its trace
+//     entry; a reading no entry can hold is an error and nothing is
+//     recorded: TestSessionStampsRecordAndEntryWithOneInstant,
+//     TestSessionRefusesAClockItCannotRecord.
+//   - A bad setup or context is an error: TestSessionRejectsBadSetup;
+//     DecodeRecord is strict: TestDecodeRecordRejects.
+
 package claims
 
 import (

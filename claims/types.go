@@ -313,12 +313,12 @@ func (b ClaimBundle) Clone() ClaimBundle {
 		b.Claims = cs
 	}
 	b.RequiredApprovals = cloneSlice(b.RequiredApprovals)
-	b.AuditTrail = b.AuditTrail.Clone()
+	b.AuditTrail = b.AuditTrail.clone()
 	return b
 }
 
-// Clone returns a deep copy of a.
-func (a AuditTrail) Clone() AuditTrail {
+// clone returns a deep copy of a.
+func (a AuditTrail) clone() AuditTrail {
 	a.GatesPassed = cloneSlice(a.GatesPassed)
 	a.GatesFailed = cloneSlice(a.GatesFailed)
 	a.HumanApprovals = cloneSlice(a.HumanApprovals)

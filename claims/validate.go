@@ -285,7 +285,7 @@ func (v *validator) evidence(e EvidencePointer) {
 	switch {
 	case e.EvidenceHash == "":
 		v.add("evidence_hash", RuleRequired, "must not be empty")
-	case !IsSHA256Hex(e.EvidenceHash):
+	case !isSHA256Hex(e.EvidenceHash):
 		v.add("evidence_hash", RuleEvidenceHash, "want 64 lower-case hex digits (SHA-256), got %d characters", len(e.EvidenceHash))
 	}
 	v.time("retrieved_at", e.RetrievedAt)
@@ -298,9 +298,9 @@ func (v *validator) uncertainty(u Uncertainty) {
 	enumCheck(v, "gate_recommendation", u.GateRecommendation, GateRecommendation.Valid)
 }
 
-// IsSHA256Hex reports whether s is exactly 64 lower-case hexadecimal
+// isSHA256Hex reports whether s is exactly 64 lower-case hexadecimal
 // digits, the form of evidence_hash.
-func IsSHA256Hex(s string) bool {
+func isSHA256Hex(s string) bool {
 	if len(s) != 64 {
 		return false
 	}

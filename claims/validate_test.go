@@ -1,3 +1,14 @@
+// Every violation, with its path: the guarantees of Validate,
+// ValidateClaim and ValidateUncertainty, and the tests that check them.
+//
+//   - Each rule of the specification (and of Verity's choices: the 64-digit
+//     evidence_hash, times within the years 0000-9999, valid UTF-8) is
+//     reported at its JSON Pointer with its rule name, the 0.60 evidence
+//     boundary included: TestValidateRules, TestValidateAcceptsValidBundle,
+//     TestValidateClaimAndUncertainty, TestIsSHA256Hex.
+//   - Every violation is reported, sorted (array indices numerically):
+//     TestValidateReportsEveryViolationSorted.
+
 package claims
 
 import (
@@ -161,9 +172,9 @@ func TestValidateClaimAndUncertainty(t *testing.T) {
 }
 
 func TestIsSHA256Hex(t *testing.T) {
-	assert.True(t, IsSHA256Hex(hashOf))
-	assert.True(t, IsSHA256Hex(strings.Repeat("0", 64)))
+	assert.True(t, isSHA256Hex(hashOf))
+	assert.True(t, isSHA256Hex(strings.Repeat("0", 64)))
 	for _, s := range []string{"", "bd24c2aaef2ef37ae95f0f9e5f7d9e7c", strings.Repeat("g", 64), strings.Repeat("A", 64), hashOf[:63], hashOf + "a", " " + hashOf[1:]} {
-		assert.False(t, IsSHA256Hex(s), s)
+		assert.False(t, isSHA256Hex(s), s)
 	}
 }
