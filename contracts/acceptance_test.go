@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/verity-go/verity/contracts/rule"
+	"github.com/verity-go/verity/internal/violation"
 )
 
 // decodeAny runs the typed decoder of kind and returns the value and error.
@@ -31,17 +33,17 @@ func decodeAny(kind Kind, data []byte, opts ...Option) (any, error) {
 	panic("unknown kind " + kind)
 }
 
-// walk calls f for every value of a decoded JSON document with its pointer.
-func walk(p pointer, v any, f func(p pointer, v any)) {
+// walk calls f for every value of a decoded JSON document with its string.
+func walk(p string, v any, f func(p string, v any)) {
 	f(p, v)
 	switch x := v.(type) {
 	case map[string]any:
 		for k, c := range x {
-			walk(p.key(k), c, f)
+			walk(violation.Join(p, k), c, f)
 		}
 	case []any:
 		for i, c := range x {
-			walk(p.index(i), c, f)
+			walk(violation.Index(p, i), c, f)
 		}
 	}
 }
@@ -50,11 +52,11 @@ func walk(p pointer, v any, f func(p pointer, v any)) {
 // returning deleteMarker removes the member.
 var deleteMarker = &struct{}{}
 
-func edit(t testing.TB, data []byte, p pointer, fn func(any) any) []byte {
+func edit(t testing.TB, data []byte, p string, fn func(any) any) []byte {
 	t.Helper()
 	var doc any
 	require.NoError(t, json.Unmarshal(data, &doc))
-	segs := strings.Split(string(p), "/")[1:]
+	segs := strings.Split(p, "/")[1:]
 	var rec func(v any, segs []string) any
 	rec = func(v any, segs []string) any {
 		if len(segs) == 0 {
@@ -116,11 +118,11 @@ var enumKeys = []string{"primary_label", "kind", "status", "run_type", "engine_t
 func TestAcceptance2InvalidEnumValuesFail(t *testing.T) {
 	n := 0
 	for _, f := range loadFixtures(t, "valid") {
-		var targets []pointer
-		walk("", generic(t, f.data), func(p pointer, v any) {
+		var targets []string
+		walk("", generic(t, f.data), func(p string, v any) {
 			s, ok := v.(string)
-			last := string(p[strings.LastIndexByte(string(p), '/')+1:])
-			inList := strings.HasSuffix(string(p), "/annotator_kinds/"+last)
+			last := string(p[strings.LastIndexByte(p, '/')+1:])
+			inList := strings.HasSuffix(p, "/annotator_kinds/"+last)
 			if ok && s != "" && (slices.Contains(enumKeys, last) || inList) {
 				targets = append(targets, p)
 			}
@@ -130,7 +132,7 @@ func TestAcceptance2InvalidEnumValuesFail(t *testing.T) {
 				doc := edit(t, f.data, p, func(v any) any { return v.(string) + bad })
 				vs, err := Check(f.kind, doc)
 				require.NoError(t, err)
-				assert.True(t, slices.ContainsFunc(vs, func(v Violation) bool { return v.Path == string(p) && v.Rule == "schema.enum" }),
+				assert.True(t, slices.ContainsFunc(vs, func(v Violation) bool { return v.Path == p && v.Rule == "schema.enum" }),
 					"%s %s: %v", f.path, p, vs)
 				n++
 			}
@@ -148,9 +150,9 @@ var evidenceKeys = []string{"evidence_refs", "evidence", "excerpt_hash", "diff_r
 func TestAcceptance3MissingRequiredEvidenceFieldsFail(t *testing.T) {
 	n := 0
 	for _, f := range loadFixtures(t, "valid") {
-		var targets []pointer
-		walk("", generic(t, f.data), func(p pointer, v any) {
-			last := string(p[strings.LastIndexByte(string(p), '/')+1:])
+		var targets []string
+		walk("", generic(t, f.data), func(p string, v any) {
+			last := string(p[strings.LastIndexByte(p, '/')+1:])
 			if slices.Contains(evidenceKeys, last) {
 				targets = append(targets, p)
 			}
@@ -160,7 +162,7 @@ func TestAcceptance3MissingRequiredEvidenceFieldsFail(t *testing.T) {
 			vs, err := Check(f.kind, doc)
 			require.NoError(t, err)
 			require.NotEmpty(t, vs, "%s without %s", f.path, p)
-			assert.True(t, slices.ContainsFunc(vs, func(v Violation) bool { return underOrAt(v.Path, string(p)) }),
+			assert.True(t, slices.ContainsFunc(vs, func(v Violation) bool { return underOrAt(v.Path, p) }),
 				"%s without %s: %v", f.path, p, vs)
 			n++
 		}
@@ -170,12 +172,12 @@ func TestAcceptance3MissingRequiredEvidenceFieldsFail(t *testing.T) {
 	for _, c := range []struct {
 		kind Kind
 		file string
-		p    pointer
+		p    string
 		rule string
 	}{
-		{KindRCAReport, "valid/rca_report/tool_failure.json", "/evidence_refs", RuleRCAEvidenceNonEmpty},
-		{KindIncidentDossier, "valid/incident_dossier/config_change.json", "/representative_traces", RuleRepresentativeTraces},
-		{KindPolicyControl, "valid/policy_control/pii.json", "/required_evidence", RuleRequiredEvidence},
+		{KindRCAReport, "valid/rca_report/tool_failure.json", "/evidence_refs", rule.RCAEvidenceNonEmpty},
+		{KindIncidentDossier, "valid/incident_dossier/config_change.json", "/representative_traces", rule.RepresentativeTraces},
+		{KindPolicyControl, "valid/policy_control/pii.json", "/required_evidence", rule.RequiredEvidence},
 	} {
 		doc := edit(t, readFixture(t, c.file), c.p, func(any) any { return []any{} })
 		vs, err := Check(c.kind, doc)
@@ -192,9 +194,9 @@ func TestAcceptance4WrongIDFormatFails(t *testing.T) {
 		"compliance:c1:" + strings.Repeat("0", 63), "compliance::" + strings.Repeat("0", 64), "http://x", "tool:a\x00"}
 	n := 0
 	for _, f := range loadFixtures(t, "valid") {
-		var targets []pointer
-		walk("", generic(t, f.data), func(p pointer, v any) {
-			s := string(p)
+		var targets []string
+		walk("", generic(t, f.data), func(p string, v any) {
+			s := p
 			if strings.HasSuffix(s, "/ref") || strings.Contains(s, "/artifact_ids/") {
 				targets = append(targets, p)
 			}
@@ -205,13 +207,13 @@ func TestAcceptance4WrongIDFormatFails(t *testing.T) {
 				vs, err := Check(f.kind, doc)
 				require.NoError(t, err)
 				assert.True(t, slices.ContainsFunc(vs, func(v Violation) bool {
-					return v.Path == string(p) && (v.Rule == RuleRefFormat || v.Rule == RuleArtifactFormat || v.Rule == RuleRefKind || v.Rule == RuleRefSpan || v.Rule == RuleIDNonEmpty)
+					return v.Path == p && (v.Rule == rule.RefFormat || v.Rule == rule.ArtifactFormat || v.Rule == rule.RefKind || v.Rule == rule.RefSpan || v.Rule == rule.IDNonEmpty)
 				}), "%s %s=%q: %v", f.path, p, id, vs)
 				// The specification's own rules catch every one of them.
 				vs, err = Check(f.kind, doc, SpecOnly())
 				require.NoError(t, err)
 				assert.True(t, slices.ContainsFunc(vs, func(v Violation) bool {
-					return v.Path == string(p) && (v.Rule == RuleRefFormat || v.Rule == RuleArtifactFormat)
+					return v.Path == p && (v.Rule == rule.RefFormat || v.Rule == rule.ArtifactFormat)
 				}), "SpecOnly: %s %s=%q: %v", f.path, p, id, vs)
 				n++
 			}
@@ -231,7 +233,7 @@ func TestAcceptance5RunRecordRequiredOnFailure(t *testing.T) {
 	} {
 		vs, err := Check(KindRunRecord, edit(t, failed, "/error", mut))
 		require.NoError(t, err)
-		assert.Equal(t, []string{RuleRunErrorOnFailure}, rulesOf(vs))
+		assert.Equal(t, []string{rule.RunErrorOnFailure}, rulesOf(vs))
 	}
 	// An incomplete error object is a shape violation.
 	vs, err := Check(KindRunRecord, edit(t, failed, "/error/code", func(any) any { return deleteMarker }))
@@ -241,7 +243,7 @@ func TestAcceptance5RunRecordRequiredOnFailure(t *testing.T) {
 	succeeded := readFixture(t, "valid/run_record/succeeded.json")
 	vs, err = Check(KindRunRecord, edit(t, succeeded, "/output_ref/artifact_path", func(any) any { return nil }))
 	require.NoError(t, err)
-	assert.Equal(t, []string{RuleRunArtifactOnSuccess}, rulesOf(vs))
+	assert.Equal(t, []string{rule.RunArtifactOnSuccess}, rulesOf(vs))
 	// error is not needed by the other statuses.
 	assert.NoError(t, Validate(KindRunRecord, edit(t, succeeded, "/error", func(any) any { return nil })))
 
@@ -255,5 +257,44 @@ func TestAcceptance5RunRecordRequiredOnFailure(t *testing.T) {
 	assert.Equal(t, "/error/code", ve.Violations[0].Path)
 	_, err = run.Succeeded("")
 	require.ErrorAs(t, err, &ve)
-	assert.Equal(t, []string{RuleRunArtifactOnSuccess}, rulesOf(ve.Violations))
+	assert.Equal(t, []string{rule.RunArtifactOnSuccess}, rulesOf(ve.Violations))
+}
+
+// TestEnumZeroValuesFailClosed: the zero value of every closed vocabulary,
+// "", is no member of it. In a document every enum value set to "" is a
+// schema.enum violation at that place; in Go a zero ControlVerdict gives no
+// overall verdict, a zero Kind, RunType or EvidenceKind names no contract,
+// engine or id form.
+func TestEnumZeroValuesFailClosed(t *testing.T) {
+	n := 0
+	for _, f := range loadFixtures(t, "valid") {
+		var targets []string
+		walk("", generic(t, f.data), func(p string, v any) {
+			s, ok := v.(string)
+			last := p[strings.LastIndexByte(p, '/')+1:]
+			if ok && s != "" && (slices.Contains(enumKeys, last) || strings.HasSuffix(p, "/annotator_kinds/"+last)) {
+				targets = append(targets, p)
+			}
+		})
+		for _, p := range targets {
+			doc := edit(t, f.data, p, func(any) any { return "" })
+			vs, err := Check(f.kind, doc)
+			require.NoError(t, err)
+			assert.True(t, slices.ContainsFunc(vs, func(v Violation) bool { return v.Path == p && v.Rule == "schema.enum" }),
+				"%s %s: %v", f.path, p, vs)
+			n++
+		}
+	}
+	assert.Greater(t, n, 50)
+
+	_, ok := DeriveOverallVerdict([]ControlFinding{{ControlID: "c"}})
+	assert.False(t, ok, "a zero ControlVerdict derives no overall verdict")
+	_, err := ParseKind("")
+	assert.ErrorIs(t, err, ErrUnknownKind)
+	_, err = Check("", []byte(`{}`))
+	assert.ErrorIs(t, err, ErrUnknownKind)
+	_, ok = KindForEngine("")
+	assert.False(t, ok)
+	_, ok = formForKind("")
+	assert.False(t, ok)
 }

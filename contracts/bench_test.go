@@ -42,12 +42,3 @@ func BenchmarkValidateIncidentDossier20(b *testing.B) {
 func BenchmarkValidateRunRecord(b *testing.B) {
 	benchValidate(b, KindRunRecord, "valid/run_record/succeeded.json")
 }
-
-func BenchmarkParseID(b *testing.B) {
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := ParseID("retrieval:b7ad6b7169203331:3:kb/returns-policy.md:chunk=12"); err != nil {
-			b.Fatal(err)
-		}
-	}
-}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/verity-go/verity/contracts/ids"
 	"github.com/verity-go/verity/internal/canon"
 )
 
@@ -34,15 +35,15 @@ func build[T any](kind Kind, v T, check func(*checker, *T)) (T, error) {
 		return zero, err
 	}
 	if len(vs) > 0 {
-		return zero, &ValidationError{Kind: kind, Violations: vs}
+		return zero, newValidationError(string(kind), vs)
 	}
 	return out, nil
 }
 
 // EvidenceInput are the parts of an EvidenceRef. Ref may be left empty for
 // SPAN and MESSAGE (it is then the span id) and for TOOL_IO (tool:<span_id>);
-// RETRIEVAL_CHUNK and CONFIG_DIFF refs come from RetrievalID and
-// ConfigDiffID. Excerpt is the text that influenced the verdict; its hash is
+// RETRIEVAL_CHUNK and CONFIG_DIFF refs come from ids.Retrieval and
+// ids.ConfigDiff. Excerpt is the text that influenced the verdict; its hash is
 // computed. A zero TS is written as null.
 type EvidenceInput struct {
 	TraceID string
@@ -60,20 +61,20 @@ func NewEvidenceRef(in EvidenceInput) (EvidenceRef, error) {
 	ref := in.Ref
 	if ref == "" {
 		switch in.Kind {
-		case EvidenceSpan, EvidenceMessage:
+		case EvidenceKindSpan, EvidenceKindMessage:
 			ref = in.SpanID
-		case EvidenceToolIO:
-			ref, _ = ToolID(in.SpanID) // a bad span id is reported below
+		case EvidenceKindToolIO:
+			ref, _ = ids.Tool(in.SpanID) // a bad span id is reported below
 		}
 	}
-	r := EvidenceRef{TraceID: in.TraceID, SpanID: in.SpanID, Kind: in.Kind, Ref: ref, ExcerptHash: ExcerptHash(in.Excerpt)}
+	r := EvidenceRef{TraceID: in.TraceID, SpanID: in.SpanID, Kind: in.Kind, Ref: ref, ExcerptHash: ids.ExcerptHash(in.Excerpt)}
 	if !in.TS.IsZero() {
 		ts := in.TS.UTC()
 		r.TS = &ts
 	}
 	// An RCAReport holding just this reference checks every EvidenceRef
 	// rule, schema and semantic; paths are then mapped back.
-	rep := RCAReport{SchemaVersion: SchemaVersion, TraceID: "t", PrimaryLabel: LabelToolFailure,
+	rep := RCAReport{SchemaVersion: SchemaVersion, TraceID: "t", PrimaryLabel: PrimaryLabelToolFailure,
 		EvidenceRefs: []EvidenceRef{r}, Remediation: []string{}, Gaps: []string{}}
 	got, err := build(KindRCAReport, rep, checkRCAReport)
 	if err != nil {
@@ -83,7 +84,7 @@ func NewEvidenceRef(in EvidenceInput) (EvidenceRef, error) {
 				v.Path = trimPrefix(v.Path, "/evidence_refs/0")
 				vs = append(vs, v)
 			}
-			return EvidenceRef{}, &ValidationError{Kind: "evidence_ref", Violations: SortViolations(vs)}
+			return EvidenceRef{}, newValidationError("evidence_ref", vs)
 		}
 		return EvidenceRef{}, err
 	}
@@ -152,12 +153,12 @@ func (r Run) withArtifact(rec RunRecord, artifactPath string) RunRecord {
 // Succeeded returns the RunRecord of a run that wrote its artifact to
 // artifactPath. The artifact type follows the run type.
 func (r Run) Succeeded(artifactPath string) (RunRecord, error) {
-	return build(KindRunRecord, r.withArtifact(r.record(StatusSucceeded), artifactPath), checkRunRecord)
+	return build(KindRunRecord, r.withArtifact(r.record(RunStatusSucceeded), artifactPath), checkRunRecord)
 }
 
 // Failed returns the RunRecord of a failed run.
 func (r Run) Failed(e RunError) (RunRecord, error) {
-	rec := r.record(StatusFailed)
+	rec := r.record(RunStatusFailed)
 	rec.Error = &e
 	return build(KindRunRecord, rec, checkRunRecord)
 }
@@ -165,12 +166,12 @@ func (r Run) Failed(e RunError) (RunRecord, error) {
 // Partial returns the RunRecord of a run that stopped early with a partial
 // artifact at artifactPath ("" for none). Usage may exceed the budget.
 func (r Run) Partial(artifactPath string) (RunRecord, error) {
-	return build(KindRunRecord, r.withArtifact(r.record(StatusPartial), artifactPath), checkRunRecord)
+	return build(KindRunRecord, r.withArtifact(r.record(RunStatusPartial), artifactPath), checkRunRecord)
 }
 
 // TerminatedBudget returns the RunRecord of a run its budget ended.
 func (r Run) TerminatedBudget() (RunRecord, error) {
-	return build(KindRunRecord, r.record(StatusTerminatedBudget), checkRunRecord)
+	return build(KindRunRecord, r.record(RunStatusTerminatedBudget), checkRunRecord)
 }
 
 // NewRCAReport returns a valid RCAReport or a *ValidationError. An empty
@@ -198,7 +199,7 @@ func NewComplianceReport(traceID, controlsVersion string, findings []ControlFind
 		f.MissingEvidence = nonNil(f.MissingEvidence)
 		fs[i] = f
 	}
-	verdict, _ := OverallVerdict(fs) // an unknown verdict is reported by build
+	verdict, _ := DeriveOverallVerdict(fs) // an unknown verdict is reported by build
 	r := ComplianceReport{
 		SchemaVersion:     SchemaVersion,
 		TraceID:           traceID,
@@ -289,17 +290,17 @@ func NewAnnotation(in AnnotationInput, report any) (Annotation, error) {
 	}
 	switch r := report.(type) {
 	case RCAReport:
-		engine, version = RunRCA, r.SchemaVersion
+		engine, version = RunTypeRCA, r.SchemaVersion
 	case *RCAReport:
-		engine, version = RunRCA, r.SchemaVersion
+		engine, version = RunTypeRCA, r.SchemaVersion
 	case ComplianceReport:
-		engine, version = RunPolicyCompliance, r.SchemaVersion
+		engine, version = RunTypePolicyCompliance, r.SchemaVersion
 	case *ComplianceReport:
-		engine, version = RunPolicyCompliance, r.SchemaVersion
+		engine, version = RunTypePolicyCompliance, r.SchemaVersion
 	case IncidentDossier:
-		engine, version = RunIncidentDossier, r.SchemaVersion
+		engine, version = RunTypeIncidentDossier, r.SchemaVersion
 	case *IncidentDossier:
-		engine, version = RunIncidentDossier, r.SchemaVersion
+		engine, version = RunTypeIncidentDossier, r.SchemaVersion
 	default:
 		return Annotation{}, fmt.Errorf("%w: an annotation explains an RCAReport, ComplianceReport or IncidentDossier, not %T", ErrUnknownKind, report)
 	}

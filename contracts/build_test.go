@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/verity-go/verity/contracts/ids"
+	"github.com/verity-go/verity/contracts/rule"
 	"pgregory.net/rapid"
 )
 
@@ -27,28 +29,28 @@ func mustRef(t testing.TB, in EvidenceInput) EvidenceRef {
 
 func TestNewEvidenceRef(t *testing.T) {
 	ts := time.Date(2026, 3, 2, 11, 15, 4, 0, time.FixedZone("CET", 3600))
-	r := mustRef(t, EvidenceInput{TraceID: traceA, SpanID: spanA, Kind: EvidenceToolIO, Excerpt: "HTTP 503", TS: ts})
+	r := mustRef(t, EvidenceInput{TraceID: traceA, SpanID: spanA, Kind: EvidenceKindToolIO, Excerpt: "HTTP 503", TS: ts})
 	assert.Equal(t, "tool:"+spanA, r.Ref)
-	assert.Equal(t, ExcerptHash("HTTP 503"), r.ExcerptHash)
+	assert.Equal(t, ids.ExcerptHash("HTTP 503"), r.ExcerptHash)
 	require.NotNil(t, r.TS)
 	assert.Equal(t, time.UTC, r.TS.Location())
 	assert.True(t, r.TS.Equal(ts))
 
-	r = mustRef(t, EvidenceInput{TraceID: traceA, SpanID: spanA, Kind: EvidenceMessage, Excerpt: "hi"})
+	r = mustRef(t, EvidenceInput{TraceID: traceA, SpanID: spanA, Kind: EvidenceKindMessage, Excerpt: "hi"})
 	assert.Equal(t, spanA, r.Ref)
 	assert.Nil(t, r.TS)
 
-	ret, err := RetrievalID(spanB, 3, "kb/a.md", "12")
+	ret, err := ids.Retrieval(spanB, 3, "kb/a.md", "12")
 	require.NoError(t, err)
-	r = mustRef(t, EvidenceInput{TraceID: traceA, SpanID: spanB, Kind: EvidenceRetrievalChunk, Ref: ret, Excerpt: "chunk text"})
+	r = mustRef(t, EvidenceInput{TraceID: traceA, SpanID: spanB, Kind: EvidenceKindRetrievalChunk, Ref: ret, Excerpt: "chunk text"})
 	assert.Equal(t, ret, r.Ref)
 
 	for name, in := range map[string]EvidenceInput{
-		RuleRefKind:    {TraceID: traceA, SpanID: spanA, Kind: EvidenceRetrievalChunk, Ref: "tool:" + spanA},
-		RuleRefSpan:    {TraceID: traceA, SpanID: spanA, Kind: EvidenceToolIO, Ref: "tool:" + spanB},
-		RuleRefFormat:  {TraceID: traceA, SpanID: spanA, Kind: EvidenceConfigDiff, Ref: "configdiff:xyz"},
-		RuleIDNonEmpty: {TraceID: "", SpanID: spanA, Kind: EvidenceSpan},
-		"schema.enum":  {TraceID: traceA, SpanID: spanA, Kind: "LOG", Ref: spanA},
+		rule.RefKind:    {TraceID: traceA, SpanID: spanA, Kind: EvidenceKindRetrievalChunk, Ref: "tool:" + spanA},
+		rule.RefSpan:    {TraceID: traceA, SpanID: spanA, Kind: EvidenceKindToolIO, Ref: "tool:" + spanB},
+		rule.RefFormat:  {TraceID: traceA, SpanID: spanA, Kind: EvidenceKindConfigDiff, Ref: "configdiff:xyz"},
+		rule.IDNonEmpty: {TraceID: "", SpanID: spanA, Kind: EvidenceKindSpan},
+		"schema.enum":   {TraceID: traceA, SpanID: spanA, Kind: "LOG", Ref: spanA},
 	} {
 		_, err := NewEvidenceRef(in)
 		var ve *ValidationError
@@ -59,11 +61,11 @@ func TestNewEvidenceRef(t *testing.T) {
 }
 
 func sampleFindings(t testing.TB) []ControlFinding {
-	ref := mustRef(t, EvidenceInput{TraceID: traceA, SpanID: spanA, Kind: EvidenceToolIO, Excerpt: "card 4111..."})
+	ref := mustRef(t, EvidenceInput{TraceID: traceA, SpanID: spanA, Kind: EvidenceKindToolIO, Excerpt: "card 4111..."})
 	return []ControlFinding{
-		{ControlID: "PII-001", PassFail: Fail, Severity: SeverityCritical, Confidence: 0.9,
+		{ControlID: "PII-001", PassFail: ControlVerdictFail, Severity: SeverityCritical, Confidence: 0.9,
 			Evidence: ControlEvidence{TraceID: traceA, EvidenceRefs: []EvidenceRef{ref}}, Remediation: "mask PANs"},
-		{ControlID: "SEC-004", PassFail: Pass, Severity: SeverityHigh, Confidence: 0.8,
+		{ControlID: "SEC-004", PassFail: ControlVerdictPass, Severity: SeverityHigh, Confidence: 0.8,
 			Evidence: ControlEvidence{TraceID: traceA, SpanIDs: []string{spanB}}},
 	}
 }
@@ -72,21 +74,21 @@ func TestNewComplianceReportDerivesVerdict(t *testing.T) {
 	fs := sampleFindings(t)
 	r, err := NewComplianceReport(traceA, "2026.03", fs, 0.85, nil)
 	require.NoError(t, err)
-	assert.Equal(t, NonCompliant, r.OverallVerdict)
+	assert.Equal(t, OverallVerdictNonCompliant, r.OverallVerdict)
 	assert.Equal(t, SchemaVersion, r.SchemaVersion)
 	assert.NotNil(t, r.Gaps)
 
-	fs[0].PassFail = InsufficientEvidence
+	fs[0].PassFail = ControlVerdictInsufficientEvidence
 	fs[0].MissingEvidence = []string{"redaction log"}
 	r, err = NewComplianceReport(traceA, "2026.03", fs, 0.85, nil)
 	require.NoError(t, err)
-	assert.Equal(t, NeedsReview, r.OverallVerdict)
+	assert.Equal(t, OverallVerdictNeedsReview, r.OverallVerdict)
 
 	fs[0].MissingEvidence = nil
 	_, err = NewComplianceReport(traceA, "2026.03", fs, 0.85, nil)
 	var ve *ValidationError
 	require.ErrorAs(t, err, &ve)
-	assert.Equal(t, []string{RuleInsufficientNeedsMissing}, rulesOf(ve.Violations))
+	assert.Equal(t, []string{rule.InsufficientNeedsMissing}, rulesOf(ve.Violations))
 
 	_, err = NewComplianceReport(traceA, "2026.03", sampleFindings(t), math.NaN(), nil)
 	require.Error(t, err, "NaN confidence")
@@ -96,10 +98,10 @@ func TestNewComplianceReportDerivesVerdict(t *testing.T) {
 }
 
 func TestNewIncidentDossierSortsTimelineByInstant(t *testing.T) {
-	ref := mustRef(t, EvidenceInput{TraceID: traceA, SpanID: spanA, Kind: EvidenceToolIO, Excerpt: "503"})
-	diffID, err := ConfigDiffID(ExcerptHash("diff"))
+	ref := mustRef(t, EvidenceInput{TraceID: traceA, SpanID: spanA, Kind: EvidenceKindToolIO, Excerpt: "503"})
+	diffID, err := ids.ConfigDiff(ids.ExcerptHash("diff"))
 	require.NoError(t, err)
-	diff := mustRef(t, EvidenceInput{TraceID: traceA, SpanID: spanB, Kind: EvidenceConfigDiff, Ref: diffID, Excerpt: "diff"})
+	diff := mustRef(t, EvidenceInput{TraceID: traceA, SpanID: spanB, Kind: EvidenceKindConfigDiff, Ref: diffID, Excerpt: "diff"})
 	ev := EvidenceSet{EvidenceRefs: []EvidenceRef{ref}}
 	cet := time.FixedZone("CET", 3600)
 	d, err := NewIncidentDossier(IncidentDossier{
@@ -109,7 +111,7 @@ func TestNewIncidentDossierSortsTimelineByInstant(t *testing.T) {
 			{Timestamp: time.Date(2026, 3, 2, 9, 30, 0, 0, time.UTC), Event: "a", Evidence: ev},
 		},
 		RepresentativeTraces: []RepresentativeTrace{{TraceID: traceA, WhySelected: "first"}},
-		SuspectedChange:      &SuspectedChange{ChangeType: ChangeConfig, ChangeRef: "cfg@1", DiffRef: &diff},
+		SuspectedChange:      &SuspectedChange{ChangeType: ChangeTypeConfig, ChangeRef: "cfg@1", DiffRef: &diff},
 		Hypotheses:           []Hypothesis{{Rank: 1, Statement: "s", Confidence: 0.5, Evidence: ev}},
 		Confidence:           0.5,
 	})
@@ -118,10 +120,10 @@ func TestNewIncidentDossierSortsTimelineByInstant(t *testing.T) {
 	assert.Equal(t, time.UTC, d.Timeline[1].Timestamp.Location())
 
 	_, err = NewIncidentDossier(IncidentDossier{IncidentID: "INC-1", RepresentativeTraces: []RepresentativeTrace{{TraceID: traceA}},
-		SuspectedChange: &SuspectedChange{ChangeType: ChangeDeploy}})
+		SuspectedChange: &SuspectedChange{ChangeType: ChangeTypeDeploy}})
 	var ve *ValidationError
 	require.ErrorAs(t, err, &ve)
-	assert.Equal(t, []string{RuleDiffRefRequired}, rulesOf(ve.Violations))
+	assert.Equal(t, []string{rule.DiffRefRequired}, rulesOf(ve.Violations))
 }
 
 func TestNewPolicyControlLibrary(t *testing.T) {
@@ -135,29 +137,29 @@ func TestNewPolicyControlLibrary(t *testing.T) {
 	_, err = NewPolicyControlLibrary(pc, pc)
 	var ve *ValidationError
 	require.ErrorAs(t, err, &ve)
-	assert.Equal(t, []Violation{{Path: "/1", Rule: RuleControlVersion, Message: `control "PII-001" version "1" already defined at /0`}}, ve.Violations)
+	assert.Equal(t, []Violation{{Path: "/1", Rule: rule.ControlVersion, Message: `control "PII-001" version "1" already defined at /0`}}, ve.Violations)
 	_, err = NewPolicyControl(PolicyControl{ControlID: "X", Version: "1", Severity: SeverityLow})
 	require.ErrorAs(t, err, &ve)
-	assert.Equal(t, []string{RuleRequiredEvidence}, rulesOf(ve.Violations))
+	assert.Equal(t, []string{rule.RequiredEvidence}, rulesOf(ve.Violations))
 }
 
 func TestNewAnnotation(t *testing.T) {
-	rep, err := NewRCAReport(RCAReport{TraceID: traceA, PrimaryLabel: LabelToolFailure, Summary: "503", Confidence: 0.8,
-		EvidenceRefs: []EvidenceRef{mustRef(t, EvidenceInput{TraceID: traceA, SpanID: spanA, Kind: EvidenceToolIO, Excerpt: "503"})}})
+	rep, err := NewRCAReport(RCAReport{TraceID: traceA, PrimaryLabel: PrimaryLabelToolFailure, Summary: "503", Confidence: 0.8,
+		EvidenceRefs: []EvidenceRef{mustRef(t, EvidenceInput{TraceID: traceA, SpanID: spanA, Kind: EvidenceKindToolIO, Excerpt: "503"})}})
 	require.NoError(t, err)
 	score := 0.8
-	a, err := NewAnnotation(AnnotationInput{RunID: "run-1", Name: "rca_primary_label", AnnotatorKind: AnnotatorLLM, Label: string(rep.PrimaryLabel), Score: &score}, &rep)
+	a, err := NewAnnotation(AnnotationInput{RunID: "run-1", Name: "rca_primary_label", AnnotatorKind: AnnotatorKindLLM, Label: string(rep.PrimaryLabel), Score: &score}, &rep)
 	require.NoError(t, err)
-	assert.Equal(t, RunRCA, a.EngineType)
+	assert.Equal(t, RunTypeRCA, a.EngineType)
 	back, err := DecodeRCAReport([]byte(a.ExplanationJSON))
 	require.NoError(t, err)
 	assert.Equal(t, rep, back)
 
-	_, err = NewAnnotation(AnnotationInput{Name: "n", AnnotatorKind: AnnotatorLLM}, rep)
+	_, err = NewAnnotation(AnnotationInput{Name: "n", AnnotatorKind: AnnotatorKindLLM}, rep)
 	var ve *ValidationError
 	require.ErrorAs(t, err, &ve)
 	assert.Equal(t, "/run_id", ve.Violations[0].Path)
-	_, err = NewAnnotation(AnnotationInput{RunID: "r", Name: "n", AnnotatorKind: AnnotatorLLM}, "not a report")
+	_, err = NewAnnotation(AnnotationInput{RunID: "r", Name: "n", AnnotatorKind: AnnotatorKindLLM}, "not a report")
 	assert.ErrorIs(t, err, ErrUnknownKind)
 }
 
@@ -165,13 +167,13 @@ func TestNewAnnotation(t *testing.T) {
 // constructor either refuses or returns a value whose canonical JSON
 // validates without a single violation.
 func TestBuildersOnlyProduceValidDocuments(t *testing.T) {
-	ids := rapid.SampledFrom([]string{"", traceA, spanA, spanB, "a:b", "x"})
+	idList := rapid.SampledFrom([]string{"", traceA, spanA, spanB, "a:b", "x"})
 	texts := rapid.SampledFrom([]string{"", "503", "card 4111"})
 	conf := rapid.OneOf(rapid.Float64Range(-0.5, 1.5), rapid.SampledFrom([]float64{0, 1, math.NaN(), math.Inf(1)}))
-	kinds := rapid.SampledFrom([]EvidenceKind{EvidenceSpan, EvidenceToolIO, EvidenceRetrievalChunk, EvidenceMessage, EvidenceConfigDiff, "LOG"})
-	refs := rapid.SampledFrom([]string{"", "tool:" + spanA, "retrieval:" + spanB + ":1:doc", "configdiff:" + ExcerptHash("d"), spanA, "bad:id"})
+	kinds := rapid.SampledFrom([]EvidenceKind{EvidenceKindSpan, EvidenceKindToolIO, EvidenceKindRetrievalChunk, EvidenceKindMessage, EvidenceKindConfigDiff, "LOG"})
+	refs := rapid.SampledFrom([]string{"", "tool:" + spanA, "retrieval:" + spanB + ":1:doc", "configdiff:" + ids.ExcerptHash("d"), spanA, "bad:id"})
 	genRef := rapid.Custom(func(t *rapid.T) EvidenceInput {
-		return EvidenceInput{TraceID: ids.Draw(t, "trace"), SpanID: ids.Draw(t, "span"), Kind: kinds.Draw(t, "kind"),
+		return EvidenceInput{TraceID: idList.Draw(t, "trace"), SpanID: idList.Draw(t, "span"), Kind: kinds.Draw(t, "kind"),
 			Ref: refs.Draw(t, "ref"), Excerpt: texts.Draw(t, "excerpt")}
 	})
 	built := map[Kind]int{}
@@ -193,7 +195,7 @@ func TestBuildersOnlyProduceValidDocuments(t *testing.T) {
 				evs = append(evs, r)
 			}
 		}
-		rca, err := NewRCAReport(RCAReport{TraceID: ids.Draw(t, "rtrace"), PrimaryLabel: rapid.SampledFrom([]PrimaryLabel{LabelToolFailure, "oops"}).Draw(t, "label"),
+		rca, err := NewRCAReport(RCAReport{TraceID: idList.Draw(t, "rtrace"), PrimaryLabel: rapid.SampledFrom([]PrimaryLabel{PrimaryLabelToolFailure, "oops"}).Draw(t, "label"),
 			Confidence: conf.Draw(t, "rconf"), EvidenceRefs: evs})
 		if err == nil {
 			valid(t, KindRCAReport, rca)
@@ -202,19 +204,19 @@ func TestBuildersOnlyProduceValidDocuments(t *testing.T) {
 		for i := range rapid.IntRange(0, 4).Draw(t, "nf") {
 			fs = append(fs, ControlFinding{
 				ControlID: rapid.SampledFrom([]string{"C1", "C2", ""}).Draw(t, "cid"),
-				PassFail:  rapid.SampledFrom([]PassFail{Pass, Fail, NotApplicable, InsufficientEvidence}).Draw(t, "pf"),
+				PassFail:  rapid.SampledFrom([]ControlVerdict{ControlVerdictPass, ControlVerdictFail, ControlVerdictNotApplicable, ControlVerdictInsufficientEvidence}).Draw(t, "pf"),
 				Severity:  SeverityLow, Confidence: conf.Draw(t, "fconf"),
 				Evidence:        ControlEvidence{TraceID: traceA, EvidenceRefs: evs[:min(i, len(evs))]},
 				MissingEvidence: rapid.SliceOfN(rapid.Just("log"), 0, 1).Draw(t, "missing"),
 			})
 		}
-		cr, err := NewComplianceReport(ids.Draw(t, "ctrace"), "v1", fs, conf.Draw(t, "oconf"), nil)
+		cr, err := NewComplianceReport(idList.Draw(t, "ctrace"), "v1", fs, conf.Draw(t, "oconf"), nil)
 		if err == nil {
 			valid(t, KindComplianceReport, cr)
 		}
 		run := sampleRun()
-		run.RunID = ids.Draw(t, "run")
-		run.RunType = rapid.SampledFrom([]RunType{RunRCA, RunPolicyCompliance, RunIncidentDossier, "x"}).Draw(t, "rt")
+		run.RunID = idList.Draw(t, "run")
+		run.RunType = rapid.SampledFrom([]RunType{RunTypeRCA, RunTypePolicyCompliance, RunTypeIncidentDossier, "x"}).Draw(t, "rt")
 		run.CompletedAt = run.StartedAt.Add(time.Duration(rapid.IntRange(-10, 400).Draw(t, "secs")) * time.Second)
 		run.Runtime.Usage.ToolCalls = int64(rapid.IntRange(0, 300).Draw(t, "calls"))
 		for _, outcome := range []func() (RunRecord, error){
@@ -234,7 +236,7 @@ func TestBuildersOnlyProduceValidDocuments(t *testing.T) {
 			}
 		}
 		if err == nil {
-			if a, err := NewAnnotation(AnnotationInput{RunID: ids.Draw(t, "arun"), Name: "n", AnnotatorKind: AnnotatorCode}, cr); err == nil {
+			if a, err := NewAnnotation(AnnotationInput{RunID: idList.Draw(t, "arun"), Name: "n", AnnotatorKind: AnnotatorKindCode}, cr); err == nil {
 				valid(t, KindAnnotation, a)
 			}
 		}
@@ -258,7 +260,7 @@ func TestBuildersOnlyProduceValidDocuments(t *testing.T) {
 // TestNewAnnotationNilReport: a nil report pointer is an error, not a
 // panic (bad input is never a panic).
 func TestNewAnnotationNilReport(t *testing.T) {
-	in := AnnotationInput{RunID: "run-1", Name: "rca", AnnotatorKind: AnnotatorLLM}
+	in := AnnotationInput{RunID: "run-1", Name: "rca", AnnotatorKind: AnnotatorKindLLM}
 	for _, report := range []any{nil, (*RCAReport)(nil), (*ComplianceReport)(nil), (*IncidentDossier)(nil)} {
 		require.NotPanics(t, func() {
 			_, err := NewAnnotation(in, report)

@@ -47,7 +47,7 @@
 //
 // # Specification and extensions
 //
-// Rules() lists every named rule with its Description, its Source and an
+// rule.All() lists every named rule with its Description, its Source and an
 // Extension mark. Source says where the rule comes from: the section of
 // specification 002 that states it ("spec, Contract 3 (ComplianceReport)
 // rules: ..."), or "Verity's choice", naming the reference implementation
@@ -112,14 +112,14 @@
 //
 // # Canonical ids
 //
-// ParseID is a real parser for the spec's artifact ids: tool:<span_id>,
+// ids.Parse is a real parser for the spec's artifact ids: tool:<span_id>,
 // retrieval:<span_id>:<document_position>:<document_id>[:chunk=<chunk_id>],
 // configdiff:<sha256> and compliance:<control_id>:<sha256>, plus a bare span
 // id. A span id contains no ':'; a position is a decimal integer without
 // sign or leading zero; a document id runs to the first ":chunk=" (it may
 // contain ':' — URLs do); a control id runs to the last ':'; digests are 64
 // lower-case hex digits; no part is empty or holds control characters.
-// ToolID, RetrievalID, ConfigDiffID and ComplianceID build ids from their
+// ids.Tool, ids.Retrieval, ids.ConfigDiff and ids.Compliance build ids from their
 // parts and refuse parts that would not parse back (TestIDRoundTrip).
 //
 // An EvidenceRef's ref must parse and match its kind: TOOL_IO → tool:,

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/verity-go/verity/contracts"
+	"github.com/verity-go/verity/contracts/rule"
 )
 
 func ExampleValidate() {
@@ -60,30 +61,20 @@ func ExampleDecodeRunRecord() {
 	fmt.Println(err)
 	// Output:
 	// run-1 failed
-	// contracts: invalid run_record: 1 violation(s); /error: run_record.error_required_on_failure: a run with status failed must carry error
-}
-
-func ExampleParseID() {
-	id, err := contracts.ParseID("retrieval:b7ad6b7169203331:3:kb/returns-policy.md:chunk=12")
-	fmt.Println(id.Form, id.SpanID, id.Position, id.DocumentID, id.ChunkID, err)
-	_, err = contracts.ParseID("retrieval:b7ad6b7169203331:03:kb/returns-policy.md")
-	fmt.Println(err)
-	// Output:
-	// retrieval b7ad6b7169203331 3 kb/returns-policy.md 12 <nil>
-	// contracts: bad canonical id "retrieval:b7ad6b7169203331:03:kb/returns-policy.md": document position has a leading zero
+	// contracts: invalid run_record: 1 violation: /error: run_record.error_required_on_failure: a run with status failed must carry error
 }
 
 func ExampleRun_Failed() {
 	start := time.Date(2026, 3, 2, 10, 20, 0, 0, time.UTC)
 	run := contracts.Run{
-		RunID: "run-1", RunType: contracts.RunRCA,
+		RunID: "run-1", RunType: contracts.RunTypeRCA,
 		StartedAt: start, CompletedAt: start.Add(31 * time.Second),
 		Input: contracts.InputRef{TraceIDs: []string{"4bf92f3577b34da6a3ce929d0e0e4736"}},
 		Runtime: contracts.RuntimeRef{
 			EngineVersion: "0.4.1", ModelProvider: "openai", ModelName: "gpt-4o-mini",
-			Budget: contracts.DefaultBudget(),
+			Budget: contracts.DefaultRunBudget(),
 		},
-		Writeback: contracts.WritebackRef{WritebackStatus: contracts.WritebackFailed},
+		Writeback: contracts.WritebackRef{WritebackStatus: contracts.WritebackStatusFailed},
 	}
 	rec, err := run.Failed(contracts.RunError{Code: "TRACE_FETCH_TIMEOUT", Message: "Phoenix did not answer", Stage: "collect", Retryable: true})
 	fmt.Println(rec.Status, rec.Error.Code, err)
@@ -91,18 +82,18 @@ func ExampleRun_Failed() {
 	fmt.Println(err)
 	// Output:
 	// failed TRACE_FETCH_TIMEOUT <nil>
-	// contracts: invalid run_record: 1 violation(s); /output_ref/artifact_path: run_record.artifact_path_required_on_success: a run with status succeeded must carry output_ref.artifact_path
+	// contracts: invalid run_record: 1 violation: /output_ref/artifact_path: run_record.artifact_path_required_on_success: a run with status succeeded must carry output_ref.artifact_path
 }
 
 func ExampleNewComplianceReport() {
 	ref, _ := contracts.NewEvidenceRef(contracts.EvidenceInput{
 		TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", SpanID: "00f067aa0ba902b7",
-		Kind: contracts.EvidenceToolIO, Excerpt: "card 4111 1111 1111 1111",
+		Kind: contracts.EvidenceKindToolIO, Excerpt: "card 4111 1111 1111 1111",
 	})
 	report, err := contracts.NewComplianceReport("4bf92f3577b34da6a3ce929d0e0e4736", "2026.03", []contracts.ControlFinding{
-		{ControlID: "PII-001", PassFail: contracts.Fail, Severity: contracts.SeverityCritical, Confidence: 0.9,
+		{ControlID: "PII-001", PassFail: contracts.ControlVerdictFail, Severity: contracts.SeverityCritical, Confidence: 0.9,
 			Evidence: contracts.ControlEvidence{EvidenceRefs: []contracts.EvidenceRef{ref}}, Remediation: "mask card numbers"},
-		{ControlID: "SEC-004", PassFail: contracts.NotApplicable, Severity: contracts.SeverityHigh, Confidence: 1},
+		{ControlID: "SEC-004", PassFail: contracts.ControlVerdictNotApplicable, Severity: contracts.SeverityHigh, Confidence: 1},
 	}, 0.9, nil)
 	fmt.Println(report.OverallVerdict, ref.Ref, err)
 	// Output:
@@ -112,14 +103,14 @@ func ExampleNewComplianceReport() {
 func ExampleNewAnnotation() {
 	ref, _ := contracts.NewEvidenceRef(contracts.EvidenceInput{
 		TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", SpanID: "00f067aa0ba902b7",
-		Kind: contracts.EvidenceToolIO, Excerpt: "HTTP 503",
+		Kind: contracts.EvidenceKindToolIO, Excerpt: "HTTP 503",
 	})
 	report, _ := contracts.NewRCAReport(contracts.RCAReport{
-		TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", PrimaryLabel: contracts.LabelToolFailure,
+		TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", PrimaryLabel: contracts.PrimaryLabelToolFailure,
 		Summary: "inventory-api answered 503", Confidence: 0.8, EvidenceRefs: []contracts.EvidenceRef{ref},
 	})
 	a, err := contracts.NewAnnotation(contracts.AnnotationInput{
-		RunID: "run-1", Name: "rca_primary_label", AnnotatorKind: contracts.AnnotatorLLM, Label: string(report.PrimaryLabel),
+		RunID: "run-1", Name: "rca_primary_label", AnnotatorKind: contracts.AnnotatorKindLLM, Label: string(report.PrimaryLabel),
 	}, report)
 	fmt.Println(a.EngineType, a.SchemaVersion, err)
 	payload, _ := contracts.Marshal(a)
@@ -129,13 +120,14 @@ func ExampleNewAnnotation() {
 	// <nil>
 }
 
-func ExampleCheckSchemaVersion() {
-	fmt.Println(contracts.CheckSchemaVersion("1.3.0"))
-	err := contracts.CheckSchemaVersion("2.0.0")
-	fmt.Println(errors.Is(err, contracts.ErrMajorVersion))
+func ExampleValidate_majorVersion() {
+	doc := []byte(`{"schema_version":"2.0.0","trace_id":"t1"}`)
+	err := contracts.Validate(contracts.KindRCAReport, doc)
+	fmt.Println(errors.Is(err, contracts.ErrMajorVersion), errors.Is(err, contracts.ErrInvalid))
+	fmt.Println(err)
 	// Output:
-	// <nil>
-	// true
+	// true true
+	// contracts: invalid rca_report: 1 violation: /schema_version: schema_version.major_mismatch: document schema_version 2.0.0 has major version 2, this library reads major version 1 (1.0.0)
 }
 
 func ExampleWithResolver() {
@@ -148,7 +140,7 @@ func ExampleWithResolver() {
 	  "confidence":0.5,"remediation":[],"gaps":[],
 	  "evidence_refs":[{"trace_id":"t-unknown","span_id":"s1","kind":"SPAN","ref":"s1",
 	    "excerpt_hash":"ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"}]}`)
-	known := contracts.NewKnownIDs([]string{"t1"}, []string{"s1"}, nil)
+	known := contracts.KnownIDs([]string{"t1"}, []string{"s1"}, nil)
 	vs, _ := contracts.Check(contracts.KindRCAReport, report, contracts.WithResolver(known))
 	for _, v := range vs {
 		fmt.Println(v)
@@ -186,8 +178,8 @@ func ExampleSpecOnly() {
 	}
 	vs, _ = contracts.Check(contracts.KindRCAReport, doc, contracts.SpecOnly())
 	fmt.Println("spec only:", len(vs), "violations")
-	for _, r := range contracts.Rules() {
-		if r.Name == contracts.RuleVerdictConsistent {
+	for _, r := range rule.All() {
+		if r.Name == rule.OverallVerdictConsistent {
 			fmt.Println(r.Extension, r.Source[:15])
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/verity-go/verity/internal/violation"
 )
 
 // FuzzDecode feeds arbitrary bytes to every decoder. None may panic; each
@@ -36,7 +38,7 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("%s: SpecOnly: %v %v (default: %v)", kind, serr, spec, err)
 		}
 		for _, v := range spec {
-			if extensions[v.Rule] {
+			if isExtension(v.Rule) {
 				t.Fatalf("%s: SpecOnly reports extension %+v", kind, v)
 			}
 		}
@@ -45,7 +47,7 @@ func FuzzDecode(f *testing.F) {
 			if !errors.As(err, &ve) {
 				t.Fatalf("%s: unexpected error %v", kind, err)
 			}
-			if len(ve.Violations) == 0 || !slices.IsSortedFunc(ve.Violations, compareViolations) {
+			if len(ve.Violations) == 0 || !slices.IsSortedFunc(ve.Violations, violation.Compare) {
 				t.Fatalf("%s: violations empty or unsorted: %v", kind, ve.Violations)
 			}
 			for _, v := range ve.Violations {

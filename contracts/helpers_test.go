@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/verity-go/verity/contracts/ids"
 )
 
 func readFixture(t testing.TB, rel string) []byte {
@@ -22,16 +23,16 @@ func sampleRun() Run {
 	project := "checkout-assistant"
 	return Run{
 		RunID:       "run-1",
-		RunType:     RunRCA,
+		RunType:     RunTypeRCA,
 		StartedAt:   t0,
 		CompletedAt: t0.Add(70 * time.Second),
 		Input:       InputRef{ProjectName: &project, TraceIDs: []string{"4bf92f3577b34da6a3ce929d0e0e4736"}},
 		Runtime: RuntimeRef{
 			EngineVersion: "0.4.1", ModelProvider: "openai", ModelName: "gpt-4o-mini",
-			PromptTemplateHash: ExcerptHash("prompt"),
-			Budget:             DefaultBudget(),
+			PromptTemplateHash: ids.ExcerptHash("prompt"),
+			Budget:             DefaultRunBudget(),
 			Usage:              Usage{Iterations: 7, DepthReached: 1, ToolCalls: 12, LLMSubcalls: 5, TokensIn: 18000, TokensOut: 2000, CostUSD: 0.02},
 		},
-		Writeback: WritebackRef{WritebackStatus: WritebackSucceeded},
+		Writeback: WritebackRef{WritebackStatus: WritebackStatusSucceeded},
 	}
 }

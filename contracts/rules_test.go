@@ -9,17 +9,20 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/verity-go/verity/contracts/ids"
+	"github.com/verity-go/verity/contracts/rule"
+	"github.com/verity-go/verity/internal/violation"
 	"pgregory.net/rapid"
 )
 
 // knownIDsOf collects every trace, span and artifact id a document names.
 func knownIDsOf(t testing.TB, data []byte) (traces, spans, artifacts []string) {
-	walk("", generic(t, data), func(p pointer, v any) {
+	walk("", generic(t, data), func(p string, v any) {
 		s, ok := v.(string)
 		if !ok {
 			return
 		}
-		path := string(p)
+		path := p
 		last := path[strings.LastIndexByte(path, '/')+1:]
 		parent := path[:max(strings.LastIndexByte(path, '/'), 0)]
 		switch {
@@ -29,11 +32,11 @@ func knownIDsOf(t testing.TB, data []byte) (traces, spans, artifacts []string) {
 			spans = append(spans, s)
 		case last == "ref":
 			// a span-form ref is the EvidenceRef's span_id, asked about once
-			if id, err := ParseID(s); err == nil && id.Form != FormSpan {
+			if id, err := ids.Parse(s); err == nil && id.Form != ids.FormSpan {
 				artifacts = append(artifacts, s)
 			}
 		case strings.HasSuffix(parent, "/artifact_ids"):
-			if id, err := ParseID(s); err == nil && id.Form == FormSpan {
+			if id, err := ids.Parse(s); err == nil && id.Form == ids.FormSpan {
 				spans = append(spans, s)
 			} else {
 				artifacts = append(artifacts, s)
@@ -43,8 +46,8 @@ func knownIDsOf(t testing.TB, data []byte) (traces, spans, artifacts []string) {
 	return traces, spans, artifacts
 }
 
-func without(ids []string, drop string) []string {
-	return slices.DeleteFunc(slices.Clone(ids), func(s string) bool { return s == drop })
+func without(idList []string, drop string) []string {
+	return slices.DeleteFunc(slices.Clone(idList), func(s string) bool { return s == drop })
 }
 
 // TestRuleTable checks, for every named rule, a valid document and an
@@ -60,7 +63,7 @@ func TestRuleTable(t *testing.T) {
 	require.NotEmpty(t, traces)
 	require.NotEmpty(t, spans)
 	require.NotEmpty(t, artifacts)
-	all := WithResolver(NewKnownIDs(traces, spans, artifacts))
+	all := WithResolver(KnownIDs(traces, spans, artifacts))
 	compliance := readFixture(t, "valid/compliance_report/three_controls.json")
 
 	cases := []struct {
@@ -70,13 +73,13 @@ func TestRuleTable(t *testing.T) {
 		valid   []Option
 		invalid []Option
 	}{
-		{RuleUnknownTrace, KindIncidentDossier, dossier, []Option{all},
-			[]Option{WithResolver(NewKnownIDs(without(traces, "0af7651916cd43dd8448eb211c80319c"), spans, artifacts))}},
-		{RuleUnknownSpan, KindIncidentDossier, dossier, []Option{all},
-			[]Option{WithResolver(NewKnownIDs(traces, without(spans, "b7ad6b7169203331"), artifacts))}},
-		{RuleUnknownArtifact, KindIncidentDossier, dossier, []Option{all},
-			[]Option{WithResolver(NewKnownIDs(traces, spans, without(artifacts, "tool:00f067aa0ba902b7")))}},
-		{RuleControlMissing, KindComplianceReport, compliance,
+		{rule.UnknownTrace, KindIncidentDossier, dossier, []Option{all},
+			[]Option{WithResolver(KnownIDs(without(traces, "0af7651916cd43dd8448eb211c80319c"), spans, artifacts))}},
+		{rule.UnknownSpan, KindIncidentDossier, dossier, []Option{all},
+			[]Option{WithResolver(KnownIDs(traces, without(spans, "b7ad6b7169203331"), artifacts))}},
+		{rule.UnknownArtifact, KindIncidentDossier, dossier, []Option{all},
+			[]Option{WithResolver(KnownIDs(traces, spans, without(artifacts, "tool:00f067aa0ba902b7")))}},
+		{rule.ControlMissing, KindComplianceReport, compliance,
 			[]Option{WithApplicableControls("CTRL-001", "CTRL-002", "CTRL-003")},
 			[]Option{WithApplicableControls("CTRL-001", "CTRL-002", "CTRL-003", "CTRL-004")}},
 	}
@@ -96,7 +99,7 @@ func TestRuleTable(t *testing.T) {
 			assert.Equal(t, vs, spec)
 		})
 	}
-	for _, r := range Rules() {
+	for _, r := range rule.All() {
 		assert.True(t, covered[r.Name], "rule %s has no invalid fixture or table case", r.Name)
 	}
 }
@@ -108,7 +111,7 @@ func TestResolverSeesEveryPointer(t *testing.T) {
 	// the explanation_json string.)
 	for _, f := range loadFixtures(t, "valid") {
 		traces, spans, artifacts := knownIDsOf(t, f.data)
-		vs, err := Check(f.kind, f.data, WithResolver(NewKnownIDs(nil, nil, nil)))
+		vs, err := Check(f.kind, f.data, WithResolver(KnownIDs(nil, nil, nil)))
 		require.NoError(t, err)
 		count := func(rule string) int {
 			n := 0
@@ -119,9 +122,9 @@ func TestResolverSeesEveryPointer(t *testing.T) {
 			}
 			return n
 		}
-		assert.Equal(t, len(traces), count(RuleUnknownTrace), f.path)
-		assert.Equal(t, len(spans), count(RuleUnknownSpan), f.path)
-		assert.Equal(t, len(artifacts), count(RuleUnknownArtifact), f.path)
+		assert.Equal(t, len(traces), count(rule.UnknownTrace), f.path)
+		assert.Equal(t, len(spans), count(rule.UnknownSpan), f.path)
+		assert.Equal(t, len(artifacts), count(rule.UnknownArtifact), f.path)
 	}
 }
 
@@ -194,8 +197,8 @@ func TestViolationsAreSortedAndDeterministic(t *testing.T) {
 		if idx == "10" {
 			idx = "0"
 		}
-		doc = edit(t, doc, pointer("/controls_evaluated/"+idx+"/severity"), func(any) any { return "urgent" })
-		doc = edit(t, doc, pointer("/controls_evaluated/"+idx+"/confidence"), func(any) any { return 7 })
+		doc = edit(t, doc, "/controls_evaluated/"+idx+"/severity", func(any) any { return "urgent" })
+		doc = edit(t, doc, "/controls_evaluated/"+idx+"/confidence", func(any) any { return 7 })
 	}
 	doc = edit(t, doc, "/overall_verdict", func(any) any { return "compliant" })
 	first, err := Check(KindComplianceReport, doc)
@@ -216,11 +219,11 @@ func TestViolationsAreSortedAndDeterministic(t *testing.T) {
 		"/controls_evaluated/9/confidence", "/controls_evaluated/9/severity",
 		"/overall_verdict",
 	}, paths)
-	assert.True(t, slices.IsSortedFunc(first, compareViolations))
+	assert.True(t, slices.IsSortedFunc(first, violation.Compare))
 }
 
 func TestSortViolationsOrder(t *testing.T) {
-	vs := SortViolations([]Violation{
+	vs := sortViolations([]Violation{
 		{Path: "/a/10", Rule: "r"}, {Path: "/a/2", Rule: "r"}, {Path: "", Rule: "z"},
 		{Path: "/a", Rule: "b"}, {Path: "/a", Rule: "a"}, {Path: "/a/2", Rule: "r"}, {Path: "/a/x", Rule: "r"},
 	})
@@ -260,7 +263,7 @@ func TestTimelineSortedByInstant(t *testing.T) {
 		}
 		got := 0
 		for _, v := range vs {
-			if v.Rule == RuleTimelineSorted {
+			if v.Rule == rule.TimelineSorted {
 				got++
 			} else {
 				t.Fatalf("unexpected violation %v", v)
@@ -277,27 +280,27 @@ func TestTimelineSortedByInstant(t *testing.T) {
 // if/elif chain) over random findings.
 func TestOverallVerdictRule(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		pfs := rapid.SliceOfN(rapid.SampledFrom([]PassFail{Pass, Fail, NotApplicable, InsufficientEvidence}), 0, 8).Draw(t, "pfs")
+		pfs := rapid.SliceOfN(rapid.SampledFrom([]ControlVerdict{ControlVerdictPass, ControlVerdictFail, ControlVerdictNotApplicable, ControlVerdictInsufficientEvidence}), 0, 8).Draw(t, "pfs")
 		var fs []ControlFinding
-		count := map[PassFail]int{}
+		count := map[ControlVerdict]int{}
 		for _, p := range pfs {
 			fs = append(fs, ControlFinding{PassFail: p})
 			count[p]++
 		}
-		var want Verdict
-		if count[Fail] > 0 {
-			want = NonCompliant
-		} else if count[InsufficientEvidence] > 0 || count[NotApplicable] == len(pfs) {
-			want = NeedsReview
+		var want OverallVerdict
+		if count[ControlVerdictFail] > 0 {
+			want = OverallVerdictNonCompliant
+		} else if count[ControlVerdictInsufficientEvidence] > 0 || count[ControlVerdictNotApplicable] == len(pfs) {
+			want = OverallVerdictNeedsReview
 		} else {
-			want = Compliant
+			want = OverallVerdictCompliant
 		}
-		got, ok := OverallVerdict(fs)
+		got, ok := DeriveOverallVerdict(fs)
 		if !ok || got != want {
 			t.Fatalf("OverallVerdict(%v) = %v, %v; want %v", pfs, got, ok, want)
 		}
 	})
-	_, ok := OverallVerdict([]ControlFinding{{PassFail: "maybe"}})
+	_, ok := DeriveOverallVerdict([]ControlFinding{{PassFail: "maybe"}})
 	assert.False(t, ok)
 }
 
@@ -308,16 +311,16 @@ func TestUsageWithinBudgetExemptions(t *testing.T) {
 	_, err := run.Succeeded("a.json")
 	var ve *ValidationError
 	require.ErrorAs(t, err, &ve)
-	assert.Equal(t, []string{RuleRunUsageWithinBudget}, rulesOf(ve.Violations))
+	assert.Equal(t, []string{rule.RunUsageWithinBudget}, rulesOf(ve.Violations))
 	assert.Len(t, ve.Violations, 2)
 	_, err = run.Failed(RunError{Code: "E", Message: "m", Stage: "s"})
 	require.ErrorAs(t, err, &ve)
 	rec, err := run.TerminatedBudget()
 	require.NoError(t, err)
-	assert.Equal(t, StatusTerminatedBudget, rec.Status)
+	assert.Equal(t, RunStatusTerminatedBudget, rec.Status)
 	rec, err = run.Partial("partial.json")
 	require.NoError(t, err)
-	assert.Equal(t, ArtifactRCAReport, *rec.OutputRef.ArtifactType)
+	assert.Equal(t, ArtifactTypeRCAReport, *rec.OutputRef.ArtifactType)
 	// No token limit, a cost limit.
 	run = sampleRun()
 	run.Runtime.Budget.MaxTokensTotal = nil
@@ -326,11 +329,11 @@ func TestUsageWithinBudgetExemptions(t *testing.T) {
 	run.Runtime.Budget.MaxCostUSD = &limit
 	_, err = run.Succeeded("a.json")
 	require.ErrorAs(t, err, &ve)
-	assert.Equal(t, []Violation{{Path: "/runtime_ref/usage/cost_usd", Rule: RuleRunUsageWithinBudget, Message: ve.Violations[0].Message}}, ve.Violations)
+	assert.Equal(t, []Violation{{Path: "/runtime_ref/usage/cost_usd", Rule: rule.RunUsageWithinBudget, Message: ve.Violations[0].Message}}, ve.Violations)
 }
 
 func TestDefaultBudget(t *testing.T) {
-	b := DefaultBudget()
+	b := DefaultRunBudget()
 	assert.Equal(t, int64(40), b.MaxIterations)
 	assert.Equal(t, int64(2), b.MaxDepth)
 	assert.Equal(t, int64(200), b.MaxToolCalls)
@@ -342,8 +345,8 @@ func TestDefaultBudget(t *testing.T) {
 	assert.Equal(t, int64(180), b.MaxWallTimeSec)
 	// Each call returns its own value.
 	*b.MaxTokensTotal = 1
-	assert.Equal(t, int64(300000), *DefaultBudget().MaxTokensTotal)
-	j, err := Marshal(DefaultBudget())
+	assert.Equal(t, int64(300000), *DefaultRunBudget().MaxTokensTotal)
+	j, err := Marshal(DefaultRunBudget())
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"max_iterations":40,"max_depth":2,"max_tool_calls":200,"max_subcalls":80,"max_tokens_total":300000,"max_cost_usd":null,"sampling_seed":null,"max_wall_time_sec":180}`, string(j))
 }
@@ -372,7 +375,7 @@ func TestConcurrentValidation(t *testing.T) {
 
 // TestMajorVersionBeyondUint64IsAMismatch: the schema's semver pattern
 // accepts components of any size, so a major version too large for
-// ParseVersion must still be rejected as another major, not let through.
+// versioning.Parse must still be rejected as another major, not let through.
 func TestMajorVersionBeyondUint64IsAMismatch(t *testing.T) {
 	for _, v := range []string{"99999999999999999999.0.0", "18446744073709551616.0.0-rc.1"} {
 		doc := edit(t, readFixture(t, "valid/rca_report/tool_failure.json"), "/schema_version", func(any) any { return v })

@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
+	"github.com/verity-go/verity/internal/violation"
 )
 
 // schemaBase is the absolute $id prefix of every embedded schema.
@@ -134,7 +135,7 @@ func leafViolations(e *jsonschema.ValidationError) []Violation {
 			out := make([]Violation, 0, len(names))
 			for _, n := range names {
 				out = append(out, Violation{
-					Path:    string(pointer(e.InstanceLocation).key(n)),
+					Path:    string(violation.Join(e.InstanceLocation, n)),
 					Rule:    rule,
 					Message: "missing required property " + quote(n),
 				})

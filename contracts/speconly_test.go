@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/verity-go/verity/contracts/rule"
 	"pgregory.net/rapid"
 )
 
@@ -14,7 +15,7 @@ import (
 // its source; an extension is Verity's choice, every other rule comes from
 // specification 002 (or is how the document is read).
 func TestRuleSources(t *testing.T) {
-	for _, r := range Rules() {
+	for _, r := range rule.All() {
 		if r.Extension {
 			assert.True(t, strings.HasPrefix(r.Source, "Verity's choice"), "%s: %s", r.Name, r.Source)
 			continue
@@ -43,7 +44,7 @@ func TestSpecOnlyLeavesOutExactlyTheExtensions(t *testing.T) {
 			require.NoError(t, err)
 			spec, err := Check(f.kind, f.data, SpecOnly())
 			require.NoError(t, err)
-			if extensions[f.rule] {
+			if isExtension(f.rule) {
 				covered[f.rule] = true
 				assert.Equal(t, []string{f.rule}, rulesOf(strict))
 				assert.Empty(t, spec)
@@ -53,7 +54,7 @@ func TestSpecOnlyLeavesOutExactlyTheExtensions(t *testing.T) {
 			assert.Equal(t, strict, spec)
 		})
 	}
-	for _, r := range Rules() {
+	for _, r := range rule.All() {
 		if r.Extension {
 			assert.True(t, covered[r.Name], "extension %s has no invalid fixture", r.Name)
 		}
@@ -73,24 +74,24 @@ func TestSpecOnlyStillChecksWhatAnExtensionFlagged(t *testing.T) {
 	})
 	vs, err := Check(KindIncidentDossier, bad, SpecOnly())
 	require.NoError(t, err)
-	assert.Equal(t, []string{RuleRefFormat}, rulesOf(vs), "%v", vs)
+	assert.Equal(t, []string{rule.RefFormat}, rulesOf(vs), "%v", vs)
 	vs, err = Check(KindIncidentDossier, bad)
 	require.NoError(t, err)
-	assert.Equal(t, []string{RuleRefFormat, RuleDiffRefKind}, rulesOf(vs), "%v", vs)
+	assert.Equal(t, []string{rule.RefFormat, rule.DiffRefKind}, rulesOf(vs), "%v", vs)
 
 	// A ref of the wrong form for its kind still has to be known.
 	rca := edit(t, readFixture(t, "valid/rca_report/tool_failure.json"), "/evidence_refs/0/kind",
-		func(any) any { return string(EvidenceRetrievalChunk) })
-	none := WithResolver(NewKnownIDs([]string{fxTrace}, []string{fxSpanTool, fxSpanMessage}, nil))
+		func(any) any { return string(EvidenceKindRetrievalChunk) })
+	none := WithResolver(KnownIDs([]string{fxTrace}, []string{fxSpanTool, fxSpanMessage}, nil))
 	vs, err = Check(KindRCAReport, rca, none, SpecOnly())
 	require.NoError(t, err)
-	assert.Equal(t, []string{RuleUnknownArtifact}, rulesOf(vs), "%v", vs)
+	assert.Equal(t, []string{rule.UnknownArtifact}, rulesOf(vs), "%v", vs)
 
 	// An empty id is still no canonical id.
 	vs, err = Check(KindRCAReport, edit(t, readFixture(t, "valid/rca_report/tool_failure.json"), "/evidence_refs/0/ref",
 		func(any) any { return "" }), SpecOnly())
 	require.NoError(t, err)
-	assert.Equal(t, []string{RuleRefFormat}, rulesOf(vs), "%v", vs)
+	assert.Equal(t, []string{rule.RefFormat}, rulesOf(vs), "%v", vs)
 
 	// RFC 3339 UTC: ±00:00 is UTC, any other offset is not.
 	run := readFixture(t, "valid/run_record/succeeded.json")
@@ -117,14 +118,14 @@ func TestSpecOnlyReportsDefaultMinusExtensions(t *testing.T) {
 		"tool:" + fxSpanTool, fxSpanTool, "configdiff:" + fxDiff, -1, 0, 0.5, 2, []any{}, []any{"x"},
 		map[string]any{}, "1.1.0"}
 	fromDefault := func(v Violation) bool {
-		if extensions[v.Rule] {
+		if isExtension(v.Rule) {
 			return true
 		}
 		// An annotation reports its explanation's violations, extensions
 		// among them, under its own rule.
-		if v.Rule == RuleExplanation {
-			for name := range extensions {
-				if strings.Contains(v.Message, ": "+name+": ") {
+		if v.Rule == rule.Explanation {
+			for _, r := range rule.All() {
+				if r.Extension && strings.Contains(v.Message, ": "+r.Name+": ") {
 					return true
 				}
 			}
@@ -136,8 +137,8 @@ func TestSpecOnlyReportsDefaultMinusExtensions(t *testing.T) {
 		doc := f.data
 		if f.rule != "json" && !strings.HasPrefix(f.rule, "json.") {
 			for range rapid.IntRange(0, 3).Draw(rt, "edits") {
-				var paths []pointer
-				walk("", generic(t, doc), func(p pointer, _ any) {
+				var paths []string
+				walk("", generic(t, doc), func(p string, _ any) {
 					if p != "" {
 						paths = append(paths, p)
 					}
@@ -164,7 +165,7 @@ func TestSpecOnlyReportsDefaultMinusExtensions(t *testing.T) {
 			assert.Contains(rt, spec, v, "a non-extension violation is left out")
 		}
 		for _, v := range spec {
-			assert.False(rt, extensions[v.Rule], "SpecOnly reports extension %v", v)
+			assert.False(rt, isExtension(v.Rule), "SpecOnly reports extension %v", v)
 			if slices.Contains(strict, v) {
 				continue
 			}

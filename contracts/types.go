@@ -16,15 +16,15 @@ const (
 	SeverityLow      Severity = "low"
 )
 
-// PassFail is the per-control verdict vocabulary.
-type PassFail string
+// ControlVerdict is the per-control verdict vocabulary.
+type ControlVerdict string
 
 // Per-control verdicts.
 const (
-	Pass                 PassFail = "pass"
-	Fail                 PassFail = "fail"
-	NotApplicable        PassFail = "not_applicable"
-	InsufficientEvidence PassFail = "insufficient_evidence"
+	ControlVerdictPass                 ControlVerdict = "pass"
+	ControlVerdictFail                 ControlVerdict = "fail"
+	ControlVerdictNotApplicable        ControlVerdict = "not_applicable"
+	ControlVerdictInsufficientEvidence ControlVerdict = "insufficient_evidence"
 )
 
 // AnnotatorKind says who wrote an annotation.
@@ -32,9 +32,9 @@ type AnnotatorKind string
 
 // Annotator kinds.
 const (
-	AnnotatorLLM   AnnotatorKind = "LLM"
-	AnnotatorHuman AnnotatorKind = "HUMAN"
-	AnnotatorCode  AnnotatorKind = "CODE"
+	AnnotatorKindLLM   AnnotatorKind = "LLM"
+	AnnotatorKindHuman AnnotatorKind = "HUMAN"
+	AnnotatorKindCode  AnnotatorKind = "CODE"
 )
 
 // RunType is the evaluator engine type; annotations call it engine_type.
@@ -42,9 +42,9 @@ type RunType string
 
 // Run (engine) types.
 const (
-	RunRCA              RunType = "rca"
-	RunPolicyCompliance RunType = "policy_compliance"
-	RunIncidentDossier  RunType = "incident_dossier"
+	RunTypeRCA              RunType = "rca"
+	RunTypePolicyCompliance RunType = "policy_compliance"
+	RunTypeIncidentDossier  RunType = "incident_dossier"
 )
 
 // RunStatus is how an evaluator invocation ended.
@@ -52,10 +52,10 @@ type RunStatus string
 
 // Run statuses.
 const (
-	StatusSucceeded        RunStatus = "succeeded"
-	StatusFailed           RunStatus = "failed"
-	StatusPartial          RunStatus = "partial"
-	StatusTerminatedBudget RunStatus = "terminated_budget"
+	RunStatusSucceeded        RunStatus = "succeeded"
+	RunStatusFailed           RunStatus = "failed"
+	RunStatusPartial          RunStatus = "partial"
+	RunStatusTerminatedBudget RunStatus = "terminated_budget"
 )
 
 // WritebackStatus is how the annotation write-back ended.
@@ -63,9 +63,9 @@ type WritebackStatus string
 
 // Write-back statuses.
 const (
-	WritebackSucceeded WritebackStatus = "succeeded"
-	WritebackPartial   WritebackStatus = "partial"
-	WritebackFailed    WritebackStatus = "failed"
+	WritebackStatusSucceeded WritebackStatus = "succeeded"
+	WritebackStatusPartial   WritebackStatus = "partial"
+	WritebackStatusFailed    WritebackStatus = "failed"
 )
 
 // ArtifactType names the formal output contract a run produced.
@@ -73,9 +73,9 @@ type ArtifactType string
 
 // Artifact types.
 const (
-	ArtifactRCAReport        ArtifactType = "RCAReport"
-	ArtifactComplianceReport ArtifactType = "ComplianceReport"
-	ArtifactIncidentDossier  ArtifactType = "IncidentDossier"
+	ArtifactTypeRCAReport        ArtifactType = "RCAReport"
+	ArtifactTypeComplianceReport ArtifactType = "ComplianceReport"
+	ArtifactTypeIncidentDossier  ArtifactType = "IncidentDossier"
 )
 
 // PrimaryLabel is the root-cause class of an RCAReport.
@@ -83,11 +83,11 @@ type PrimaryLabel string
 
 // Primary labels.
 const (
-	LabelRetrievalFailure          PrimaryLabel = "retrieval_failure"
-	LabelToolFailure               PrimaryLabel = "tool_failure"
-	LabelInstructionFailure        PrimaryLabel = "instruction_failure"
-	LabelUpstreamDependencyFailure PrimaryLabel = "upstream_dependency_failure"
-	LabelDataSchemaMismatch        PrimaryLabel = "data_schema_mismatch"
+	PrimaryLabelRetrievalFailure          PrimaryLabel = "retrieval_failure"
+	PrimaryLabelToolFailure               PrimaryLabel = "tool_failure"
+	PrimaryLabelInstructionFailure        PrimaryLabel = "instruction_failure"
+	PrimaryLabelUpstreamDependencyFailure PrimaryLabel = "upstream_dependency_failure"
+	PrimaryLabelDataSchemaMismatch        PrimaryLabel = "data_schema_mismatch"
 )
 
 // EvidenceKind is what an EvidenceRef points at.
@@ -95,11 +95,11 @@ type EvidenceKind string
 
 // Evidence kinds.
 const (
-	EvidenceSpan           EvidenceKind = "SPAN"
-	EvidenceToolIO         EvidenceKind = "TOOL_IO"
-	EvidenceRetrievalChunk EvidenceKind = "RETRIEVAL_CHUNK"
-	EvidenceMessage        EvidenceKind = "MESSAGE"
-	EvidenceConfigDiff     EvidenceKind = "CONFIG_DIFF"
+	EvidenceKindSpan           EvidenceKind = "SPAN"
+	EvidenceKindToolIO         EvidenceKind = "TOOL_IO"
+	EvidenceKindRetrievalChunk EvidenceKind = "RETRIEVAL_CHUNK"
+	EvidenceKindMessage        EvidenceKind = "MESSAGE"
+	EvidenceKindConfigDiff     EvidenceKind = "CONFIG_DIFF"
 )
 
 // ChangeType classifies a suspected change.
@@ -107,11 +107,11 @@ type ChangeType string
 
 // Change types.
 const (
-	ChangeDeploy     ChangeType = "deploy"
-	ChangeConfig     ChangeType = "config"
-	ChangePrompt     ChangeType = "prompt"
-	ChangeDependency ChangeType = "dependency"
-	ChangeUnknown    ChangeType = "unknown"
+	ChangeTypeDeploy     ChangeType = "deploy"
+	ChangeTypeConfig     ChangeType = "config"
+	ChangeTypePrompt     ChangeType = "prompt"
+	ChangeTypeDependency ChangeType = "dependency"
+	ChangeTypeUnknown    ChangeType = "unknown"
 )
 
 // Priority of a recommended action.
@@ -119,9 +119,9 @@ type Priority string
 
 // Priorities.
 const (
-	P0 Priority = "P0"
-	P1 Priority = "P1"
-	P2 Priority = "P2"
+	PriorityP0 Priority = "P0"
+	PriorityP1 Priority = "P1"
+	PriorityP2 Priority = "P2"
 )
 
 // ActionType of a recommended action.
@@ -129,23 +129,23 @@ type ActionType string
 
 // Action types.
 const (
-	ActionMitigation  ActionType = "mitigation"
-	ActionFollowUpFix ActionType = "follow_up_fix"
+	ActionTypeMitigation  ActionType = "mitigation"
+	ActionTypeFollowUpFix ActionType = "follow_up_fix"
 )
 
-// Verdict is a ComplianceReport's overall verdict.
-type Verdict string
+// OverallVerdict is a ComplianceReport's overall verdict.
+type OverallVerdict string
 
 // Overall verdicts.
 const (
-	Compliant    Verdict = "compliant"
-	NonCompliant Verdict = "non_compliant"
-	NeedsReview  Verdict = "needs_review"
+	OverallVerdictCompliant    OverallVerdict = "compliant"
+	OverallVerdictNonCompliant OverallVerdict = "non_compliant"
+	OverallVerdictNeedsReview  OverallVerdict = "needs_review"
 )
 
 // EvidenceRef is the canonical evidence pointer. Ref is a canonical id whose
-// form matches Kind (see ParseRef); ExcerptHash is the SHA-256 (hex) of the
-// excerpt that influenced a verdict (see ExcerptHash).
+// form matches Kind (see package ids); ExcerptHash is the SHA-256 (hex) of the
+// excerpt that influenced a verdict (see ids.ExcerptHash).
 type EvidenceRef struct {
 	TraceID     string       `json:"trace_id"`
 	SpanID      string       `json:"span_id"`
@@ -199,17 +199,17 @@ type RuntimeRef struct {
 	ModelName          string            `json:"model_name"`
 	Temperature        float64           `json:"temperature"`
 	PromptTemplateHash string            `json:"prompt_template_hash"`
-	Budget             Budget            `json:"budget"`
+	Budget             RunBudget         `json:"budget"`
 	Usage              Usage             `json:"usage"`
 	StateTrajectory    []string          `json:"state_trajectory"`
 	SubcallMetadata    []json.RawMessage `json:"subcall_metadata"`
 	ReplTrajectory     []json.RawMessage `json:"repl_trajectory"`
 }
 
-// Budget is the limit set on a run. Nil pointers mean "no limit" (or, for
-// SamplingSeed, "no seed"). DefaultBudget returns the reference
+// RunBudget is the limit set on a run. Nil pointers mean "no limit" (or, for
+// SamplingSeed, "no seed"). DefaultRunBudget returns the reference
 // implementation's defaults (specification 002 gives no values).
-type Budget struct {
+type RunBudget struct {
 	MaxIterations  int64    `json:"max_iterations"`
 	MaxDepth       int64    `json:"max_depth"`
 	MaxToolCalls   int64    `json:"max_tool_calls"`
@@ -272,7 +272,7 @@ type ComplianceReport struct {
 	TraceID           string           `json:"trace_id"`
 	ControlsVersion   string           `json:"controls_version"`
 	ControlsEvaluated []ControlFinding `json:"controls_evaluated"`
-	OverallVerdict    Verdict          `json:"overall_verdict"`
+	OverallVerdict    OverallVerdict   `json:"overall_verdict"`
 	OverallConfidence float64          `json:"overall_confidence"`
 	Gaps              []string         `json:"gaps"`
 }
@@ -280,7 +280,7 @@ type ComplianceReport struct {
 // ControlFinding is the verdict on one control.
 type ControlFinding struct {
 	ControlID       string          `json:"control_id"`
-	PassFail        PassFail        `json:"pass_fail"`
+	PassFail        ControlVerdict  `json:"pass_fail"`
 	Severity        Severity        `json:"severity"`
 	Confidence      float64         `json:"confidence"`
 	Evidence        ControlEvidence `json:"evidence"`

@@ -1,13 +1,11 @@
 package contracts
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 
+	"github.com/verity-go/verity/contracts/rule"
 	"github.com/verity-go/verity/internal/canon"
 )
 
@@ -24,31 +22,25 @@ type Resolver interface {
 	HasArtifact(artifactID string) bool
 }
 
-// KnownIDs is a Resolver over fixed sets of ids.
-type KnownIDs struct {
-	Traces, Spans, Artifacts map[string]bool
+// KnownIDs returns a Resolver that knows exactly the given ids (it keeps
+// its own copies).
+func KnownIDs(traces, spans, artifacts []string) Resolver {
+	return knownIDs{traces: setOf(traces), spans: setOf(spans), artifacts: setOf(artifacts)}
 }
 
-// NewKnownIDs returns a KnownIDs resolver holding copies of the given ids.
-func NewKnownIDs(traces, spans, artifacts []string) KnownIDs {
-	set := func(ids []string) map[string]bool {
-		m := make(map[string]bool, len(ids))
-		for _, id := range ids {
-			m[id] = true
-		}
-		return m
+type knownIDs struct{ traces, spans, artifacts map[string]bool }
+
+func setOf(list []string) map[string]bool {
+	m := make(map[string]bool, len(list))
+	for _, id := range list {
+		m[id] = true
 	}
-	return KnownIDs{Traces: set(traces), Spans: set(spans), Artifacts: set(artifacts)}
+	return m
 }
 
-// HasTrace implements Resolver.
-func (k KnownIDs) HasTrace(id string) bool { return k.Traces[id] }
-
-// HasSpan implements Resolver.
-func (k KnownIDs) HasSpan(id string) bool { return k.Spans[id] }
-
-// HasArtifact implements Resolver.
-func (k KnownIDs) HasArtifact(id string) bool { return k.Artifacts[id] }
+func (k knownIDs) HasTrace(id string) bool    { return k.traces[id] }
+func (k knownIDs) HasSpan(id string) bool     { return k.spans[id] }
+func (k knownIDs) HasArtifact(id string) bool { return k.artifacts[id] }
 
 // Option configures a validation.
 type Option func(*config)
@@ -61,7 +53,7 @@ type config struct {
 }
 
 // SpecOnly validates by the rules of specification 002 alone: the rules
-// Rules marks as extensions (Verity's additions, such as
+// rule.All marks as extensions (Verity's additions, such as
 // compliance_report.overall_verdict_consistent, incident_dossier.diff_ref_kind
 // or time.z_suffix) are not checked, and nothing else changes. Without it
 // every rule is checked. The document is still read strictly (json.* rules:
@@ -73,9 +65,16 @@ type config struct {
 func SpecOnly() Option { return func(c *config) { c.specOnly = true } }
 
 // skips reports whether the configuration leaves the rule out.
-func (c *config) skips(rule string) bool { return c.specOnly && extensions[rule] }
+func (c *config) skips(name string) bool { return c.specOnly && isExtension(name) }
 
-// WithResolver checks every evidence pointer against r (rules
+// isExtension reports whether the rule called name is one specification
+// 002 does not state.
+func isExtension(name string) bool {
+	info, _ := rule.Lookup(name)
+	return info.Extension
+}
+
+// WithResolver checks every evidence string against r (rules
 // evidence.unknown_trace, evidence.unknown_span, evidence.unknown_artifact).
 func WithResolver(r Resolver) Option { return func(c *config) { c.resolver = r } }
 
@@ -84,8 +83,8 @@ func WithResolver(r Resolver) Option { return func(c *config) { c.resolver = r }
 // compliance_report.control_missing). Without it only "at most once" is
 // checked, since applicability is not part of the report.
 func WithApplicableControls(controlIDs ...string) Option {
-	ids := append([]string(nil), controlIDs...)
-	return func(c *config) { c.applicable, c.hasApplic = ids, true }
+	idList := append([]string(nil), controlIDs...)
+	return func(c *config) { c.applicable, c.hasApplic = idList, true }
 }
 
 func newConfig(opts []Option) *config {
@@ -100,14 +99,14 @@ func newConfig(opts []Option) *config {
 
 // Validate checks a document of the given kind against its schema and every
 // semantic rule. It returns nil for a valid document, a *ValidationError
-// (errors.Is ErrInvalid) carrying all violations sorted by SortViolations,
+// (errors.Is ErrInvalid) carrying all violations sorted,
 // or an error wrapping ErrUnknownKind.
 func Validate(kind Kind, data []byte, opts ...Option) error {
 	vs, err := Check(kind, data, opts...)
 	if err != nil {
 		return err
 	}
-	return asError(kind, vs)
+	return newValidationError(string(kind), vs)
 }
 
 // Check is Validate returning the violations themselves (empty when the
@@ -186,14 +185,7 @@ func decodeTyped[T any](kind Kind, data []byte, opts []Option, check func(*check
 	if err != nil {
 		return v, err
 	}
-	return v, asError(kind, vs)
-}
-
-func asError(kind Kind, vs []Violation) error {
-	if len(vs) == 0 {
-		return nil
-	}
-	return &ValidationError{Kind: kind, Violations: vs}
+	return v, newValidationError(string(kind), vs)
 }
 
 // decode runs the whole pipeline: strict JSON (RFC 8785 parser: no
@@ -202,83 +194,40 @@ func asError(kind Kind, vs []Violation) error {
 // at or under a schema violation are dropped: the schema message already
 // says what is wrong there.
 func decode[T any](kind Kind, data []byte, cfg *config, check func(*checker, *T)) (T, []Violation, error) {
-	var zero T
-	canonical, err := canon.Transform(data)
+	var out T
+	tree, err := canon.Decode(data)
 	if err != nil {
-		rule := RuleJSONSyntax
+		name := rule.JSONSyntax
 		if errors.Is(err, canon.ErrDuplicateKey) {
-			rule = RuleDuplicateKey
+			name = rule.DuplicateKey
 		}
-		return zero, []Violation{{Path: "", Rule: rule, Message: err.Error()}}, nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(canonical))
-	dec.UseNumber()
-	var generic any
-	if err := dec.Decode(&generic); err != nil {
-		return zero, []Violation{{Path: "", Rule: RuleJSONSyntax, Message: err.Error()}}, nil
+		return out, []Violation{{Path: "", Rule: name, Message: err.Error()}}, nil
 	}
 	if kind.versioned() {
-		if v := majorMismatch(generic); v != nil {
-			return zero, []Violation{*v}, nil
+		if v := majorMismatch(tree); v != nil {
+			return out, []Violation{*v}, nil
 		}
 	}
-	schemaVs, err := schemaViolations(kind, generic)
+	schemaVs, err := schemaViolations(kind, tree)
 	if err != nil {
-		return zero, nil, err
+		return out, nil, err
 	}
 	schemaVs = slices.DeleteFunc(schemaVs, func(v Violation) bool { return cfg.skips(v.Rule) })
-	var out T
-	if err := json.Unmarshal(canonical, &out); err != nil {
+	if v := fromTree(tree, &out); v != nil {
 		if len(schemaVs) == 0 {
-			schemaVs = append(schemaVs, Violation{Path: "", Rule: RuleDecode, Message: err.Error()})
+			schemaVs = append(schemaVs, *v)
 		}
-		return out, SortViolations(schemaVs), nil
+		return out, sortViolations(schemaVs), nil
 	}
 	c := &checker{cfg: cfg}
 	check(c, &out)
 	all := schemaVs
 	for _, v := range c.out {
-		shadowed := false
-		for _, s := range schemaVs {
-			if underOrAt(v.Path, s.Path) {
-				shadowed = true
-				break
-			}
-		}
-		if !shadowed {
+		if !slices.ContainsFunc(schemaVs, func(s Violation) bool { return underOrAt(v.Path, s.Path) }) {
 			all = append(all, v)
 		}
 	}
-	return out, SortViolations(all), nil
-}
-
-// majorMismatch returns the major-version violation of a document whose
-// schema_version is a semantic version of another major, or nil.
-func majorMismatch(generic any) *Violation {
-	obj, ok := generic.(map[string]any)
-	if !ok {
-		return nil
-	}
-	s, ok := obj["schema_version"].(string)
-	if !ok {
-		return nil
-	}
-	v, err := ParseVersion(s)
-	if err != nil {
-		// The schema reports a malformed version. One that is well formed
-		// but has a component too large for ParseVersion passes the
-		// schema's pattern, so its major is compared as text here.
-		if m := semverRE.FindStringSubmatch(s); m != nil && m[1] != strconv.FormatUint(libraryVersion.Major, 10) {
-			return &Violation{Path: "/schema_version", Rule: RuleMajorVersion, Message: fmt.Sprintf(
-				"%v: document schema_version %s has major version %s, this library reads major version %d (%s)",
-				ErrMajorVersion, s, m[1], libraryVersion.Major, libraryVersion)}
-		}
-		return nil
-	}
-	if err := Compatible(libraryVersion, v); err != nil {
-		return &Violation{Path: "/schema_version", Rule: RuleMajorVersion, Message: err.Error()}
-	}
-	return nil
+	return out, sortViolations(all), nil
 }
 
 // checker collects semantic violations.
@@ -287,9 +236,9 @@ type checker struct {
 	out []Violation
 }
 
-func (c *checker) add(p pointer, rule, format string, args ...any) {
+func (c *checker) add(p string, rule, format string, args ...any) {
 	if c.cfg.skips(rule) {
 		return
 	}
-	c.out = append(c.out, Violation{Path: string(p), Rule: rule, Message: fmt.Sprintf(format, args...)})
+	c.out = append(c.out, Violation{Path: p, Rule: rule, Message: fmt.Sprintf(format, args...)})
 }

@@ -1,220 +1,56 @@
 package contracts
 
 import (
-	"cmp"
+	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/verity-go/verity/contracts/rule"
+	"github.com/verity-go/verity/contracts/versioning"
 )
 
 // SchemaVersion is the version of the formal contracts this library
 // implements. Documents whose schema_version has a different major version
 // are rejected; a newer minor or patch of the same major is accepted, because
-// the spec's compatibility rules only allow additive, optional changes
-// within a major version (unknown fields are never rejected).
+// the spec's compatibility rules only allow additive, optional changes within
+// a major version (unknown fields are never rejected). Package versioning
+// holds the rules.
 const SchemaVersion = "1.0.0"
 
-var semverRE = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(?:-((?:0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$`)
-
-// Version is a parsed Semantic Versioning 2.0.0 version.
-type Version struct {
-	Major, Minor, Patch uint64
-	Prerelease          string // without the leading '-'
-	Build               string // without the leading '+'
-}
-
-// ParseVersion parses a semantic version ("1.0.0", "1.2.3-rc.1+build.5").
-// The error wraps ErrBadVersion.
-func ParseVersion(s string) (Version, error) {
-	m := semverRE.FindStringSubmatch(s)
-	if m == nil {
-		return Version{}, fmt.Errorf("%w: %q is not a semantic version (MAJOR.MINOR.PATCH)", ErrBadVersion, s)
-	}
-	var v Version
-	var err error
-	for i, dst := range []*uint64{&v.Major, &v.Minor, &v.Patch} {
-		if *dst, err = strconv.ParseUint(m[i+1], 10, 64); err != nil {
-			return Version{}, fmt.Errorf("%w: %q: component out of range", ErrBadVersion, s)
-		}
-	}
-	v.Prerelease, v.Build = m[4], m[5]
-	return v, nil
-}
-
-// String formats the version.
-func (v Version) String() string {
-	s := fmt.Sprintf("%d.%d.%d", v.Major, v.Minor, v.Patch)
-	if v.Prerelease != "" {
-		s += "-" + v.Prerelease
-	}
-	if v.Build != "" {
-		s += "+" + v.Build
-	}
-	return s
-}
-
-// Compare orders versions by semver precedence (build metadata ignored):
-// -1, 0 or +1.
-func (v Version) Compare(w Version) int {
-	if c := cmp.Compare(v.Major, w.Major); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(v.Minor, w.Minor); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(v.Patch, w.Patch); c != 0 {
-		return c
-	}
-	switch {
-	case v.Prerelease == w.Prerelease:
-		return 0
-	case v.Prerelease == "":
-		return 1
-	case w.Prerelease == "":
-		return -1
-	}
-	a, b := strings.Split(v.Prerelease, "."), strings.Split(w.Prerelease, ".")
-	for i := 0; i < len(a) && i < len(b); i++ {
-		if c := comparePrereleaseField(a[i], b[i]); c != 0 {
-			return c
-		}
-	}
-	return cmp.Compare(len(a), len(b))
-}
-
-func comparePrereleaseField(a, b string) int {
-	na, ea := strconv.ParseUint(a, 10, 64)
-	nb, eb := strconv.ParseUint(b, 10, 64)
-	switch {
-	case ea == nil && eb == nil:
-		return cmp.Compare(na, nb)
-	case ea == nil:
-		return -1
-	case eb == nil:
-		return 1
-	}
-	return strings.Compare(a, b)
-}
-
-// Compatible reports whether a document of version doc can be read by a
-// library implementing version lib: same major version. A newer minor or
-// patch is compatible (only optional fields and explicitly versioned enum
-// extensions may have been added); an older one is too. The error wraps
-// ErrMajorVersion.
-func Compatible(lib, doc Version) error {
-	if lib.Major != doc.Major {
-		return fmt.Errorf("%w: document schema_version %s has major version %d, this library reads major version %d (%s)",
-			ErrMajorVersion, doc, doc.Major, lib.Major, lib)
-	}
-	return nil
-}
-
-// CheckSchemaVersion parses s and checks it against SchemaVersion.
-func CheckSchemaVersion(s string) error {
-	doc, err := ParseVersion(s)
-	if err != nil {
-		return err
-	}
-	return Compatible(libraryVersion, doc)
-}
-
-var libraryVersion = func() Version {
-	v, err := ParseVersion(SchemaVersion)
+var libraryVersion = func() versioning.Version {
+	v, err := versioning.Parse(SchemaVersion)
 	if err != nil {
 		panic(err) // SchemaVersion is a constant; a test parses it.
 	}
 	return v
 }()
 
-// Change is a kind of change to a contract, as the spec's "Compatibility and
-// Versioning" section classifies them.
-type Change int
-
-// Changes.
-const (
-	// AddOptionalField is backward compatible: a minor bump.
-	AddOptionalField Change = iota + 1
-	// ExtendEnum is backward compatible but needs an explicit bump: minor.
-	ExtendEnum
-	// Clarification leaves the shape identical: a patch bump.
-	Clarification
-	// RemoveRequiredField is breaking: a major bump.
-	RemoveRequiredField
-	// ChangeEnumSemantics is breaking: a major bump.
-	ChangeEnumSemantics
-	// ChangeIDFormat is breaking: a major bump.
-	ChangeIDFormat
-)
-
-// Bump is the version component a change requires.
-type Bump int
-
-// Bumps, in increasing order.
-const (
-	BumpNone Bump = iota
-	BumpPatch
-	BumpMinor
-	BumpMajor
-)
-
-func (b Bump) String() string {
-	return [...]string{"none", "patch", "minor", "major"}[min(max(int(b), 0), 3)]
-}
-
-// RequiredBump returns the smallest bump that publishes all the changes.
-func RequiredBump(changes ...Change) Bump {
-	need := BumpNone
-	for _, c := range changes {
-		var b Bump
-		switch c {
-		case Clarification:
-			b = BumpPatch
-		case AddOptionalField, ExtendEnum:
-			b = BumpMinor
-		default: // RemoveRequiredField, ChangeEnumSemantics, ChangeIDFormat and anything unknown
-			b = BumpMajor
-		}
-		need = max(need, b)
+// majorMismatch returns the major-version violation of a document whose
+// schema_version is a semantic version of another major, or nil.
+func majorMismatch(tree any) *Violation {
+	obj, ok := tree.(map[string]any)
+	if !ok {
+		return nil
 	}
-	return need
-}
-
-// BumpBetween returns which component changed from old to new, or an error
-// wrapping ErrBadVersion if new does not follow old (a lower version, or a
-// bump that does not reset the lower components).
-func BumpBetween(old, new Version) (Bump, error) {
+	s, ok := obj["schema_version"].(string)
+	if !ok {
+		return nil
+	}
+	v, err := versioning.Parse(s)
+	major := strconv.FormatUint(v.Major, 10)
 	switch {
-	case new.Major > old.Major:
-		if new.Minor != 0 || new.Patch != 0 {
-			return 0, fmt.Errorf("%w: %s → %s: a major bump resets minor and patch", ErrBadVersion, old, new)
-		}
-		return BumpMajor, nil
-	case new.Major < old.Major:
-	case new.Minor > old.Minor:
-		if new.Patch != 0 {
-			return 0, fmt.Errorf("%w: %s → %s: a minor bump resets patch", ErrBadVersion, old, new)
-		}
-		return BumpMinor, nil
-	case new.Minor < old.Minor:
-	case new.Patch > old.Patch:
-		return BumpPatch, nil
-	case new.Patch == old.Patch:
-		return BumpNone, nil
+	case errors.Is(err, strconv.ErrRange):
+		// Well formed, so the schema's pattern passes it, but with a
+		// component beyond uint64: its major is compared as text.
+		major, _, _ = strings.Cut(s, ".")
+	case err != nil:
+		return nil // the schema reports a malformed version
 	}
-	return 0, fmt.Errorf("%w: %s → %s goes backwards", ErrBadVersion, old, new)
-}
-
-// CheckRelease checks that publishing the changes as new after old follows
-// the versioning rules: the bump is at least RequiredBump(changes...). A
-// larger bump is allowed. The error wraps ErrBadVersion.
-func CheckRelease(old, new Version, changes ...Change) error {
-	got, err := BumpBetween(old, new)
-	if err != nil {
-		return err
+	if major == strconv.FormatUint(libraryVersion.Major, 10) {
+		return nil
 	}
-	if need := RequiredBump(changes...); got < need {
-		return fmt.Errorf("%w: %s → %s is a %s bump, the changes need a %s bump", ErrBadVersion, old, new, got, need)
-	}
-	return nil
+	return &Violation{Path: "/schema_version", Rule: rule.MajorVersion, Message: fmt.Sprintf(
+		"document schema_version %s has major version %s, this library reads major version %d (%s)",
+		s, major, libraryVersion.Major, libraryVersion)}
 }

@@ -1,4 +1,4 @@
-package contracts
+package ids
 
 import (
 	"errors"
@@ -27,7 +27,7 @@ func TestParseID(t *testing.T) {
 		{"compliance:pci:3.4:" + digest, ID{Form: FormCompliance, ControlID: "pci:3.4", SHA256: digest}},
 	}
 	for _, c := range good {
-		got, err := ParseID(c.in)
+		got, err := Parse(c.in)
 		require.NoError(t, err, c.in)
 		assert.Equal(t, c.want, got, c.in)
 		assert.Equal(t, c.in, got.String())
@@ -57,41 +57,41 @@ func TestParseID(t *testing.T) {
 		"tool:\xff":                             "invalid UTF-8",
 	}
 	for in, reason := range bad {
-		_, err := ParseID(in)
+		_, err := Parse(in)
 		require.Error(t, err, "%q", in)
-		assert.ErrorIs(t, err, ErrBadID)
-		var ie *IDError
+		assert.ErrorIs(t, err, ErrInvalid)
+		var ie *Error
 		require.True(t, errors.As(err, &ie))
 		assert.Contains(t, ie.Reason, reason, "%q", in)
 	}
 }
 
 func TestIDBuilders(t *testing.T) {
-	s, err := ToolID("s1")
+	s, err := Tool("s1")
 	require.NoError(t, err)
 	assert.Equal(t, "tool:s1", s)
-	s, err = RetrievalID("s1", 3, "kb/a.md", "")
+	s, err = Retrieval("s1", 3, "kb/a.md", "")
 	require.NoError(t, err)
 	assert.Equal(t, "retrieval:s1:3:kb/a.md", s)
-	s, err = RetrievalID("s1", 3, "kb/a.md", "12")
+	s, err = Retrieval("s1", 3, "kb/a.md", "12")
 	require.NoError(t, err)
 	assert.Equal(t, "retrieval:s1:3:kb/a.md:chunk=12", s)
-	s, err = ConfigDiffID(ExcerptHash("diff"))
+	s, err = ConfigDiff(ExcerptHash("diff"))
 	require.NoError(t, err)
 	assert.Equal(t, "configdiff:"+ExcerptHash("diff"), s)
-	s, err = ComplianceID("PII-001", digest)
+	s, err = Compliance("PII-001", digest)
 	require.NoError(t, err)
 	assert.Equal(t, "compliance:PII-001:"+digest, s)
 
 	for _, err := range []error{
-		func() error { _, err := ToolID("a:b"); return err }(),
-		func() error { _, err := ToolID(""); return err }(),
-		func() error { _, err := RetrievalID("s1", 0, "a:chunk=b", ""); return err }(),
-		func() error { _, err := RetrievalID("s1", 0, "", ""); return err }(),
-		func() error { _, err := ConfigDiffID("xyz"); return err }(),
-		func() error { _, err := ComplianceID("", digest); return err }(),
+		func() error { _, err := Tool("a:b"); return err }(),
+		func() error { _, err := Tool(""); return err }(),
+		func() error { _, err := Retrieval("s1", 0, "a:chunk=b", ""); return err }(),
+		func() error { _, err := Retrieval("s1", 0, "", ""); return err }(),
+		func() error { _, err := ConfigDiff("xyz"); return err }(),
+		func() error { _, err := Compliance("", digest); return err }(),
 	} {
-		assert.ErrorIs(t, err, ErrBadID)
+		assert.ErrorIs(t, err, ErrInvalid)
 	}
 }
 
@@ -127,12 +127,12 @@ func TestIDRoundTrip(t *testing.T) {
 		}
 		for _, id := range cases {
 			s := id.String()
-			got, err := ParseID(s)
+			got, err := Parse(s)
 			if err != nil {
-				t.Fatalf("ParseID(%q): %v", s, err)
+				t.Fatalf("Parse(%q): %v", s, err)
 			}
 			if got != id {
-				t.Fatalf("ParseID(%q) = %+v, want %+v", s, got, id)
+				t.Fatalf("Parse(%q) = %+v, want %+v", s, got, id)
 			}
 		}
 	})
@@ -141,9 +141,9 @@ func TestIDRoundTrip(t *testing.T) {
 			rapid.StringMatching(`(tool|retrieval|configdiff|compliance|x)?:?[a-f0-9:]{0,8}(:[0-9]{1,3})?(:[a-z:]{0,6})?(:chunk=[a-z:]{0,3})?`),
 			rapid.String(),
 		).Draw(t, "s")
-		id, err := ParseID(s)
+		id, err := Parse(s)
 		if err == nil && id.String() != s {
-			t.Fatalf("ParseID(%q).String() = %q", s, id.String())
+			t.Fatalf("Parse(%q).String() = %q", s, id.String())
 		}
 	})
 }
@@ -153,15 +153,31 @@ func FuzzParseID(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		id, err := ParseID(s)
+		id, err := Parse(s)
 		if err != nil {
-			if !errors.Is(err, ErrBadID) {
-				t.Fatalf("error does not wrap ErrBadID: %v", err)
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error does not wrap ErrInvalid: %v", err)
 			}
 			return
 		}
 		if id.String() != s {
-			t.Fatalf("ParseID(%q).String() = %q", s, id.String())
+			t.Fatalf("Parse(%q).String() = %q", s, id.String())
 		}
 	})
+}
+
+func BenchmarkParse(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse("retrieval:b7ad6b7169203331:3:kb/returns-policy.md:chunk=12"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestZeroFormIsNoForm: the zero Form is none of the id forms, and the zero
+// ID formats as no id.
+func TestZeroFormIsNoForm(t *testing.T) {
+	assert.Equal(t, "Form(0)", Form(0).String())
+	assert.Equal(t, "", ID{}.String())
 }

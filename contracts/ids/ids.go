@@ -1,28 +1,45 @@
-package contracts
+// Package ids parses and builds the canonical artifact ids of
+// specification 002 (Formal Contracts) and computes excerpt hashes.
+//
+//	id, err := ids.Parse("retrieval:b7ad6b7169203331:3:kb/returns-policy.md:chunk=12")
+//	// id.Form == ids.FormRetrieval, id.SpanID == "b7ad6b7169203331", id.Position == 3, …
+//	ref, err := ids.Tool("b7ad6b7169203331") // "tool:b7ad6b7169203331"
+//
+// The forms are tool:<span_id>,
+// retrieval:<span_id>:<document_position>:<document_id>[:chunk=<chunk_id>],
+// configdiff:<sha256> and compliance:<control_id>:<sha256>, plus a bare
+// span id. A span id contains no ':'; a position is a decimal integer
+// without sign or leading zero; a document id runs to the first ":chunk="
+// (it may contain ':' — URLs do); a control id runs to the last ':';
+// digests are 64 lower-case hex digits; no part is empty or holds control
+// characters. Tool, Retrieval, ConfigDiff and Compliance build ids from
+// their parts and refuse parts that would not parse back.
+package ids
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 )
 
-// IDForm is the form of a canonical artifact id.
-type IDForm int
+// Form is the form of a canonical artifact id.
+type Form int
 
 // Canonical id forms. FormSpan is a bare Phoenix span id, which is what the
 // ref of a SPAN or MESSAGE EvidenceRef is.
 const (
-	FormSpan IDForm = iota + 1
+	FormSpan Form = iota + 1
 	FormTool
 	FormRetrieval
 	FormConfigDiff
 	FormCompliance
 )
 
-func (f IDForm) String() string {
+func (f Form) String() string {
 	switch f {
 	case FormSpan:
 		return "span"
@@ -35,7 +52,7 @@ func (f IDForm) String() string {
 	case FormCompliance:
 		return "compliance"
 	}
-	return "IDForm(" + strconv.Itoa(int(f)) + ")"
+	return "Form(" + strconv.Itoa(int(f)) + ")"
 }
 
 // ID is a parsed canonical id. Which fields are set depends on Form:
@@ -49,7 +66,7 @@ func (f IDForm) String() string {
 //
 // ChunkID is empty when the retrieval id has no chunk part.
 type ID struct {
-	Form       IDForm
+	Form       Form
 	SpanID     string
 	Position   uint64
 	DocumentID string
@@ -58,28 +75,31 @@ type ID struct {
 	SHA256     string
 }
 
-// IDError reports why a string is not a canonical id. It wraps ErrBadID.
-type IDError struct {
+// Error reports why a string is not a canonical id. It wraps ErrInvalid.
+type Error struct {
 	ID     string
 	Reason string
 }
 
-func (e *IDError) Error() string {
-	return fmt.Sprintf("contracts: bad canonical id %q: %s", e.ID, e.Reason)
+func (e *Error) Error() string {
+	return fmt.Sprintf("ids: bad canonical id %q: %s", e.ID, e.Reason)
 }
 
-func (e *IDError) Unwrap() error { return ErrBadID }
+func (e *Error) Unwrap() error { return ErrInvalid }
+
+// ErrInvalid is wrapped by every *Error: a string is not a canonical id.
+var ErrInvalid = errors.New("ids: bad canonical id")
 
 const chunkMarker = ":chunk="
 
-// ParseID parses any canonical id, including a bare span id. The grammar is
+// Parse parses any canonical id, including a bare span id. The grammar is
 // unambiguous: span ids contain no ':'; a retrieval document id runs up to
 // the first ":chunk=" (so it may contain ':' but not ":chunk="); a compliance
 // control id runs up to the last ':' (the digest has none). No component may
 // be empty or contain control characters or invalid UTF-8; a document
 // position is a non-negative decimal integer without leading zeros.
-func ParseID(s string) (ID, error) {
-	bad := func(reason string) (ID, error) { return ID{}, &IDError{ID: s, Reason: reason} }
+func Parse(s string) (ID, error) {
+	bad := func(reason string) (ID, error) { return ID{}, &Error{ID: s, Reason: reason} }
 	if s == "" {
 		return bad("empty")
 	}
@@ -145,7 +165,7 @@ func ParseID(s string) (ID, error) {
 	return bad(fmt.Sprintf("unknown prefix %q (want tool, retrieval, configdiff or compliance)", prefix))
 }
 
-// String formats the id in its canonical form. For an ID returned by ParseID,
+// String formats the id in its canonical form. For an ID returned by Parse,
 // String returns the parsed text; Build* functions check their parts first.
 func (id ID) String() string {
 	switch id.Form {
@@ -167,39 +187,39 @@ func (id ID) String() string {
 	return ""
 }
 
-// ToolID returns "tool:<span_id>" after checking the span id.
-func ToolID(spanID string) (string, error) {
+// Tool returns "tool:<span_id>" after checking the span id.
+func Tool(spanID string) (string, error) {
 	return buildID(ID{Form: FormTool, SpanID: spanID})
 }
 
-// RetrievalID returns "retrieval:<span_id>:<position>:<document_id>" with
+// Retrieval returns "retrieval:<span_id>:<position>:<document_id>" with
 // ":chunk=<chunk_id>" appended when chunkID is not empty.
-func RetrievalID(spanID string, position uint64, documentID, chunkID string) (string, error) {
+func Retrieval(spanID string, position uint64, documentID, chunkID string) (string, error) {
 	if strings.Contains(documentID, chunkMarker) {
-		return "", &IDError{ID: documentID, Reason: "a document id may not contain \":chunk=\""}
+		return "", &Error{ID: documentID, Reason: "a document id may not contain \":chunk=\""}
 	}
 	return buildID(ID{Form: FormRetrieval, SpanID: spanID, Position: position, DocumentID: documentID, ChunkID: chunkID})
 }
 
-// ConfigDiffID returns "configdiff:<sha256>" for a hex digest.
-func ConfigDiffID(sha string) (string, error) {
+// ConfigDiff returns "configdiff:<sha256>" for a hex digest.
+func ConfigDiff(sha string) (string, error) {
 	return buildID(ID{Form: FormConfigDiff, SHA256: sha})
 }
 
-// ComplianceID returns "compliance:<control_id>:<sha256>".
-func ComplianceID(controlID, sha string) (string, error) {
+// Compliance returns "compliance:<control_id>:<sha256>".
+func Compliance(controlID, sha string) (string, error) {
 	return buildID(ID{Form: FormCompliance, ControlID: controlID, SHA256: sha})
 }
 
 // buildID formats id and accepts the result only if it parses back to id.
 func buildID(id ID) (string, error) {
 	s := id.String()
-	got, err := ParseID(s)
+	got, err := Parse(s)
 	if err != nil {
 		return "", err
 	}
 	if got != id {
-		return "", &IDError{ID: s, Reason: "parts do not round-trip"}
+		return "", &Error{ID: s, Reason: "parts do not round-trip"}
 	}
 	return s, nil
 }
@@ -209,21 +229,6 @@ func buildID(id ID) (string, error) {
 func ExcerptHash(excerpt string) string {
 	sum := sha256.Sum256([]byte(excerpt))
 	return hex.EncodeToString(sum[:])
-}
-
-// formForKind is the id form an EvidenceRef of the given kind must carry.
-func formForKind(k EvidenceKind) (IDForm, bool) {
-	switch k {
-	case EvidenceSpan, EvidenceMessage:
-		return FormSpan, true
-	case EvidenceToolIO:
-		return FormTool, true
-	case EvidenceRetrievalChunk:
-		return FormRetrieval, true
-	case EvidenceConfigDiff:
-		return FormConfigDiff, true
-	}
-	return 0, false
 }
 
 func checkSpanID(s string) string {

@@ -1,4 +1,4 @@
-package contracts
+package versioning
 
 import (
 	"fmt"
@@ -10,17 +10,14 @@ import (
 )
 
 func TestParseVersion(t *testing.T) {
-	v, err := ParseVersion("1.2.3-rc.1+build.5")
+	v, err := Parse("1.2.3-rc.1+build.5")
 	require.NoError(t, err)
 	assert.Equal(t, Version{Major: 1, Minor: 2, Patch: 3, Prerelease: "rc.1", Build: "build.5"}, v)
 	assert.Equal(t, "1.2.3-rc.1+build.5", v.String())
 	for _, bad := range []string{"", "1", "1.0", "v1.0.0", "01.0.0", "1.0.0-", "1.0.0+", "1.0.0-01", " 1.0.0", "99999999999999999999.0.0"} {
-		_, err := ParseVersion(bad)
-		assert.ErrorIs(t, err, ErrBadVersion, bad)
+		_, err := Parse(bad)
+		assert.ErrorIs(t, err, ErrInvalid, bad)
 	}
-	lib, err := ParseVersion(SchemaVersion)
-	require.NoError(t, err)
-	assert.Equal(t, uint64(1), lib.Major)
 }
 
 func TestVersionPrecedence(t *testing.T) {
@@ -29,8 +26,8 @@ func TestVersionPrecedence(t *testing.T) {
 		"1.0.0-beta.11", "1.0.0-rc.1", "1.0.0", "1.0.1", "1.1.0", "2.0.0"}
 	for i := range chain {
 		for j := range chain {
-			a, _ := ParseVersion(chain[i])
-			b, _ := ParseVersion(chain[j])
+			a, _ := Parse(chain[i])
+			b, _ := Parse(chain[j])
 			assert.Equal(t, cmpInt(i, j), a.Compare(b), "%s vs %s", chain[i], chain[j])
 		}
 	}
@@ -58,21 +55,19 @@ func TestCompatibilityMajorOnly(t *testing.T) {
 			t.Fatalf("Compatible(%s, %s) = %v", lib, doc, err)
 		}
 	})
-	assert.NoError(t, CheckSchemaVersion("1.9.0"))
-	assert.ErrorIs(t, CheckSchemaVersion("2.0.0"), ErrMajorVersion)
-	assert.ErrorIs(t, CheckSchemaVersion("one"), ErrBadVersion)
+	assert.ErrorIs(t, Compatible(Version{Major: 1}, Version{Major: 2}), ErrIncompatible)
 }
 
 func TestVersioningRules(t *testing.T) {
 	assert.Equal(t, BumpNone, RequiredBump())
-	assert.Equal(t, BumpPatch, RequiredBump(Clarification))
-	assert.Equal(t, BumpMinor, RequiredBump(AddOptionalField, Clarification))
-	assert.Equal(t, BumpMinor, RequiredBump(ExtendEnum))
-	for _, c := range []Change{RemoveRequiredField, ChangeEnumSemantics, ChangeIDFormat} {
-		assert.Equal(t, BumpMajor, RequiredBump(AddOptionalField, c))
+	assert.Equal(t, BumpPatch, RequiredBump(ChangeClarification))
+	assert.Equal(t, BumpMinor, RequiredBump(ChangeAddOptionalField, ChangeClarification))
+	assert.Equal(t, BumpMinor, RequiredBump(ChangeExtendEnum))
+	for _, c := range []Change{ChangeRemoveRequiredField, ChangeEnumSemantics, ChangeIDFormat} {
+		assert.Equal(t, BumpMajor, RequiredBump(ChangeAddOptionalField, c))
 	}
 	v := func(s string) Version {
-		x, err := ParseVersion(s)
+		x, err := Parse(s)
 		require.NoError(t, err)
 		return x
 	}
@@ -81,23 +76,23 @@ func TestVersioningRules(t *testing.T) {
 		changes  []Change
 		ok       bool
 	}{
-		{"1.0.0", "1.1.0", []Change{AddOptionalField}, true},
-		{"1.0.0", "1.0.1", []Change{AddOptionalField}, false},
-		{"1.0.0", "1.0.0", []Change{ExtendEnum}, false}, // an enum extension needs an explicit bump
-		{"1.0.0", "1.0.1", []Change{Clarification}, true},
-		{"1.0.0", "2.0.0", []Change{Clarification}, true}, // a larger bump is allowed
+		{"1.0.0", "1.1.0", []Change{ChangeAddOptionalField}, true},
+		{"1.0.0", "1.0.1", []Change{ChangeAddOptionalField}, false},
+		{"1.0.0", "1.0.0", []Change{ChangeExtendEnum}, false}, // an enum extension needs an explicit bump
+		{"1.0.0", "1.0.1", []Change{ChangeClarification}, true},
+		{"1.0.0", "2.0.0", []Change{ChangeClarification}, true}, // a larger bump is allowed
 		{"1.4.2", "2.0.0", []Change{ChangeIDFormat}, true},
-		{"1.4.2", "1.5.0", []Change{RemoveRequiredField}, false},
-		{"1.4.2", "2.1.0", []Change{RemoveRequiredField}, false}, // a major bump resets minor
-		{"1.4.2", "1.3.0", nil, false},                           // backwards
-		{"1.4.2", "1.5.1", []Change{AddOptionalField}, false},    // a minor bump resets patch
+		{"1.4.2", "1.5.0", []Change{ChangeRemoveRequiredField}, false},
+		{"1.4.2", "2.1.0", []Change{ChangeRemoveRequiredField}, false}, // a major bump resets minor
+		{"1.4.2", "1.3.0", nil, false},                                 // backwards
+		{"1.4.2", "1.5.1", []Change{ChangeAddOptionalField}, false},    // a minor bump resets patch
 	}
 	for _, c := range cases {
 		err := CheckRelease(v(c.old), v(c.new), c.changes...)
 		if c.ok {
 			assert.NoError(t, err, fmt.Sprintf("%s→%s %v", c.old, c.new, c.changes))
 		} else {
-			assert.ErrorIs(t, err, ErrBadVersion, fmt.Sprintf("%s→%s %v", c.old, c.new, c.changes))
+			assert.ErrorIs(t, err, ErrInvalid, fmt.Sprintf("%s→%s %v", c.old, c.new, c.changes))
 		}
 	}
 }
@@ -107,9 +102,19 @@ func FuzzParseVersion(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		v, err := ParseVersion(s)
+		v, err := Parse(s)
 		if err == nil && v.String() != s {
-			t.Fatalf("ParseVersion(%q).String() = %q", s, v.String())
+			t.Fatalf("Parse(%q).String() = %q", s, v.String())
 		}
 	})
+}
+
+// TestZeroValuesFailClosed: the zero Change is no known change and needs
+// the most restrictive bump; the zero Bump is none of the bumps.
+func TestZeroValuesFailClosed(t *testing.T) {
+	assert.Equal(t, BumpMajor, RequiredBump(Change(0)))
+	for _, b := range []Bump{BumpNone, BumpPatch, BumpMinor, BumpMajor} {
+		assert.NotEqual(t, Bump(0), b)
+	}
+	assert.Equal(t, "Bump(0)", Bump(0).String())
 }
