@@ -3,6 +3,8 @@ package kernel
 import (
 	"fmt"
 	"sync/atomic"
+
+	"github.com/verity-go/verity/internal/hamt"
 )
 
 // Budget is the budget controller of T1 and T4 as an immutable value: a
@@ -137,9 +139,9 @@ func (b Budget) rollbackEntry(h uint64, id string, l ledgerEntry) (Budget, Cost)
 }
 
 // ledger is the persistent map execution id → ledgerEntry under a Budget:
-// a hash array mapped trie (root) of older entries plus a short tail of
-// the most recent puts, newest last. A key may appear in both and more
-// than once in the tail; the newest occurrence wins.
+// a persistent map (m) of older entries plus a short tail of the most
+// recent puts, newest last. A key may appear in both and more than once in
+// the tail; the newest occurrence wins.
 //
 // The tail array is shared by successive versions: a version sees its
 // first n items only, and a put from the version that owns the array's
@@ -147,14 +149,19 @@ func (b Budget) rollbackEntry(h uint64, id string, l ledgerEntry) (Budget, Cost)
 // the same version only one extends the array in place) writes item n and
 // returns a version with n+1; any other put copies the n items first. So
 // no item a version can see is ever written again, a put costs O(1) and
-// not a path copy of the trie, and once the tail is full its items go into
-// the trie in one batch (an owning builder, so a trie node is copied once
-// per batch rather than once per put).
+// not a path copy of the map, and once the tail is full its items go into
+// the map in one batch (one hamt.Builder, so a node is copied once per
+// batch rather than once per put).
 type ledger struct {
-	root *hnode[ledgerEntry]
+	m    ledgerMap
 	tail *ledgerTail
 	n    int // items of tail this version sees
 }
+
+type ledgerMap = hamt.Map[string, ledgerEntry, hamt.Seeded[string]]
+
+// keyHash is the hash of an execution id in the ledger's tail.
+func keyHash(id string) uint64 { return hamt.Seeded[string]{}.Hash(id) }
 
 const ledgerTailCap = 32
 
@@ -164,7 +171,7 @@ type ledgerTail struct {
 }
 
 // newTail allocates a tail of at least n items (one allocation, the items
-// array rounded up to a size class, like newNode).
+// array rounded up to a size class).
 func newTail(n int) *ledgerTail {
 	var t *ledgerTail
 	switch {
@@ -212,10 +219,7 @@ func (l ledger) get(h uint64, key string) (ledgerEntry, bool) {
 			return it.val, true
 		}
 	}
-	if lf := hamtGet(l.root, h, key); lf != nil {
-		return lf.val, true
-	}
-	return ledgerEntry{}, false
+	return l.m.Get(key)
 }
 
 func (l ledger) put(h uint64, key string, val ledgerEntry) ledger {
@@ -224,17 +228,16 @@ func (l ledger) put(h uint64, key string, val ledgerEntry) ledger {
 		l.n++
 		return l
 	}
-	root := l.root
+	m := l.m
 	var nt *ledgerTail
 	n := 0
 	if l.n == ledgerTailCap {
-		tok := new(byte)
-		leaves := make([]hleaf[ledgerEntry], l.n) // one allocation for the batch
-		for i := range l.n {
-			it, nl := &l.tail.items[i], &leaves[i]
-			nl.hash, nl.key, nl.val = it.hash, it.key, it.val
-			root, _ = hamtPutLeaf(root, nl, tok)
+		b := m.Builder()
+		b.Grow(l.n)
+		for _, it := range l.tail.items[:l.n] {
+			b.Set(it.key, it.val)
 		}
+		m = b.Map()
 		nt = newTail(ledgerTailCap)
 	} else {
 		nt = newTail(2 * (l.n + 1))
@@ -242,7 +245,7 @@ func (l ledger) put(h uint64, key string, val ledgerEntry) ledger {
 	}
 	nt.items[n] = ledgerItem{hash: h, key: key, val: val}
 	nt.used.Store(int32(n) + 1)
-	return ledger{root: root, tail: nt, n: n + 1}
+	return ledger{m: m, tail: nt, n: n + 1}
 }
 
 func (t *ledgerTail) itemsTo(n int) []ledgerItem {

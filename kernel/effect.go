@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/verity-go/verity/internal/hamt"
 )
 
 // Op is an effect operation.
@@ -119,7 +121,7 @@ func (e Effect) validate() error {
 // never changed.
 func ApplyEffects(s State, effects []Effect) (State, error) {
 	b := newBuilder(s)
-	b.ownFor(len(effects))
+	b.grow(len(effects))
 	for i, e := range effects {
 		if err := e.validate(); err != nil {
 			return s, fmt.Errorf("effect %d: %w", i, err)
@@ -164,20 +166,13 @@ func InverseEffects(s State, effects []Effect) ([]Effect, error) {
 // from before to after, and costs time proportional to the changed paths
 // of the persistent map, not to the size of the states.
 func DiffInverse(before, after State) []Effect {
-	var a, b *hnode[stateVal]
-	if before.d != nil {
-		a = before.d.root
-	}
-	if after.d != nil {
-		b = after.d.root
-	}
 	var inv []Effect
-	hamtDiff(a, b, func(key string, la, lb *hleaf[stateVal]) {
+	hamt.Diff(before.stateMap(), after.stateMap(), func(key string, a, b *stateVal) {
 		switch {
-		case la == nil:
+		case a == nil:
 			inv = append(inv, Delete(key))
-		case lb == nil || !la.val.v.Equal(lb.val.v):
-			inv = append(inv, Set(key, la.val.v))
+		case b == nil || !a.v.Equal(b.v):
+			inv = append(inv, Set(key, a.v))
 		}
 	})
 	slices.SortFunc(inv, func(x, y Effect) int { return strings.Compare(x.Key, y.Key) })

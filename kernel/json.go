@@ -142,7 +142,6 @@ func ParseState(b []byte) (State, error) {
 		return State{}, fmt.Errorf("%w: a state is a JSON object", ErrDecode)
 	}
 	bl := newBuilder(State{})
-	bl.own()
 	for k, it := range m {
 		v, err := fromJSON(it, 1)
 		if err != nil {

@@ -302,7 +302,7 @@ func (k *Kernel) evaluate(ks KernelState, s State, a Action, checks []CheckResul
 		add(CheckResult{Check: CheckEffects, Status: Skipped, Reason: "action is not well formed"})
 	} else {
 		b := newBuilder(s)
-		b.ownFor(len(a.Effects))
+		b.grow(len(a.Effects))
 		inv := make([]Effect, 0, len(a.Effects)+spare)
 		var effErr error
 		for i, e := range a.Effects {

@@ -89,7 +89,6 @@ func replayStart(k *Kernel, log *trace.Log, p map[string]any, sid string, opts [
 		return nil, fmt.Errorf("state is not an object")
 	}
 	b := newBuilder(State{})
-	b.own()
 	for key, raw := range st {
 		v, err := fromJSON(raw, 1)
 		if err != nil {

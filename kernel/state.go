@@ -9,6 +9,8 @@ import (
 	"math/bits"
 	"slices"
 	"unicode/utf8"
+
+	"github.com/verity-go/verity/internal/hamt"
 )
 
 // Fingerprint identifies a State: equal states have equal fingerprints, and
@@ -46,12 +48,13 @@ type stateVal struct {
 	eh [32]byte // SHA-256 of the (key, value) entry, kept for O(1) removal from the sum
 }
 
+// stateMap is the persistent map under a State.
+type stateMap = hamt.Map[string, stateVal, hamt.Seeded[string]]
+
 type stateData struct {
-	root *hnode[stateVal]
-	n    int
-	sum  [4]uint64 // Σ entry hashes mod 2^256, little-endian limbs
-	fp   Fingerprint
-	tok  byte // the edit token of the builder that made it (see builder.own)
+	m   stateMap
+	sum [4]uint64 // Σ entry hashes mod 2^256, little-endian limbs
+	fp  Fingerprint
 }
 
 // State is an immutable map from variable names to Values: the world model
@@ -68,7 +71,6 @@ var emptyFingerprint = finishFingerprint(0, [4]uint64{})
 // NewState builds a State from Go values (see ValueOf).
 func NewState(vars map[string]any) (State, error) {
 	b := newBuilder(State{})
-	b.own()
 	keys := make([]string, 0, len(vars))
 	for k := range vars {
 		keys = append(keys, k)
@@ -99,7 +101,7 @@ func (s State) Len() int {
 	if s.d == nil {
 		return 0
 	}
-	return s.d.n
+	return s.d.m.Len()
 }
 
 // Get returns the value of a variable and whether it is present. A variable
@@ -108,11 +110,8 @@ func (s State) Get(key string) (Value, bool) {
 	if s.d == nil {
 		return Value{}, false
 	}
-	l := hamtGet(s.d.root, keyHash(key), key)
-	if l == nil {
-		return Value{}, false
-	}
-	return l.val.v, true
+	sv, ok := s.d.m.Get(key)
+	return sv.v, ok
 }
 
 // Has reports whether the variable is present (possibly holding null).
@@ -145,7 +144,9 @@ func (s State) Without(key string) State {
 func (s State) Keys() []string {
 	keys := make([]string, 0, s.Len())
 	if s.d != nil {
-		hamtEach(s.d.root, func(l *hleaf[stateVal]) bool { keys = append(keys, l.key); return true })
+		for k := range s.d.m.All() {
+			keys = append(keys, k)
+		}
 	}
 	slices.Sort(keys)
 	return keys
@@ -167,7 +168,9 @@ func (s State) All() iter.Seq2[string, Value] {
 func (s State) Map() map[string]any {
 	m := make(map[string]any, s.Len())
 	if s.d != nil {
-		hamtEach(s.d.root, func(l *hleaf[stateVal]) bool { m[l.key] = l.val.v.Go(); return true })
+		for k, sv := range s.d.m.All() {
+			m[k] = sv.v.Go()
+		}
 	}
 	return m
 }
@@ -242,19 +245,19 @@ func (s State) Equal(t State) bool {
 		return false
 	}
 	equal := true
-	var a, b *hnode[stateVal]
-	if s.d != nil {
-		a = s.d.root
-	}
-	if t.d != nil {
-		b = t.d.root
-	}
-	hamtDiff(a, b, func(_ string, la, lb *hleaf[stateVal]) {
-		if la == nil || lb == nil || !la.val.v.Equal(lb.val.v) {
+	hamt.Diff(s.stateMap(), t.stateMap(), func(_ string, a, b *stateVal) {
+		if a == nil || b == nil || !a.v.Equal(b.v) {
 			equal = false
 		}
 	})
 	return equal
+}
+
+func (s State) stateMap() stateMap {
+	if s.d == nil {
+		return stateMap{}
+	}
+	return s.d.m
 }
 
 // String returns the typed canonical JSON of the State.
@@ -286,113 +289,60 @@ func (s *State) UnmarshalJSON(b []byte) error {
 // builder applies a sequence of changes to a State, keeping the multiset
 // sum up to date, and computes the fingerprint once at the end.
 type builder struct {
-	root  *hnode[stateVal]
-	n     int
+	m     hamt.Builder[string, stateVal, hamt.Seeded[string]]
 	sum   [4]uint64
 	orig  *stateData
 	dirty bool
-	tok   *byte      // edit token: nodes this builder made and may change in place
-	sd    *stateData // preallocated result; tok points into it
-	// leaves preallocated for set (see ownFor)
-	leaves []hleaf[stateVal]
 }
 
-// own lets the builder change the nodes it creates in place, which saves
-// copying when it makes several changes. state() gives the token up. The
-// token is a field of the stateData the builder will publish (one
-// allocation for both); no other builder ever holds a pointer to it.
-func (b *builder) own() {
-	b.sd = new(stateData)
-	b.tok = &b.sd.tok
-}
-
-// ownFor is own for a builder about to make at most k changes: the
-// stateData and the leaves of up to four sets share one allocation.
-func (b *builder) ownFor(k int) {
-	switch {
-	case k <= 2:
-		x := new(struct {
-			sd stateData
-			lv [2]hleaf[stateVal]
-		})
-		b.sd, b.leaves = &x.sd, x.lv[:k]
-	case k <= 4:
-		x := new(struct {
-			sd stateData
-			lv [4]hleaf[stateVal]
-		})
-		b.sd, b.leaves = &x.sd, x.lv[:k]
-	default:
-		b.sd = new(stateData)
+// grow prepares the builder for at most k changes: the entries of k sets
+// share one allocation.
+func (b *builder) grow(k int) {
+	if k > 1 {
+		b.m.Grow(k)
 	}
-	b.tok = &b.sd.tok
 }
 
 func newBuilder(s State) builder {
 	if s.d == nil {
 		return builder{}
 	}
-	return builder{root: s.d.root, n: s.d.n, sum: s.d.sum, orig: s.d}
+	return builder{m: s.d.m.Builder(), sum: s.d.sum, orig: s.d}
 }
 
 func (b *builder) get(key string) (Value, bool) {
-	l := hamtGet(b.root, keyHash(key), key)
-	if l == nil {
-		return Value{}, false
-	}
-	return l.val.v, true
+	sv, ok := b.m.Get(key)
+	return sv.v, ok
 }
 
 func (b *builder) set(key string, v Value) {
 	eh := entryHash(key, v)
-	var root *hnode[stateVal]
-	var old *hleaf[stateVal]
-	if len(b.leaves) > 0 {
-		nl := &b.leaves[0]
-		b.leaves = b.leaves[1:]
-		*nl = hleaf[stateVal]{hash: keyHash(key), key: key, val: stateVal{v: v, eh: eh}}
-		root, old = hamtPutLeaf(b.root, nl, b.tok)
-	} else {
-		root, old = hamtPut(b.root, keyHash(key), key, stateVal{v: v, eh: eh}, b.tok)
-	}
-	b.root = root
-	if old != nil {
-		subSum(&b.sum, &old.val.eh)
-	} else {
-		b.n++
+	if old, replaced := b.m.Set(key, stateVal{v: v, eh: eh}); replaced {
+		subSum(&b.sum, &old.eh)
 	}
 	addSum(&b.sum, &eh)
 	b.dirty = true
 }
 
 func (b *builder) del(key string) {
-	root, old := hamtDel(b.root, keyHash(key), key)
-	if old == nil {
+	old, deleted := b.m.Delete(key)
+	if !deleted {
 		return
 	}
-	b.root = root
-	b.n--
-	subSum(&b.sum, &old.val.eh)
+	subSum(&b.sum, &old.eh)
 	b.dirty = true
 }
 
 func (b *builder) state() State {
-	b.tok = nil // nodes reachable from a State are immutable from here on
-	b.leaves = nil
+	m := b.m.Map()
 	if !b.dirty {
 		if b.orig == nil {
 			return State{}
 		}
 		return State{b.orig}
 	}
-	if b.n == 0 {
+	if m.Len() == 0 {
 		return State{}
 	}
-	d := b.sd
-	if d == nil {
-		d = new(stateData)
-	}
-	b.sd = nil
-	d.root, d.n, d.sum, d.fp = b.root, b.n, b.sum, finishFingerprint(b.n, b.sum)
-	return State{d}
+	return State{&stateData{m: m, sum: b.sum, fp: finishFingerprint(m.Len(), b.sum)}}
 }

@@ -8,12 +8,12 @@ import (
 	"pgregory.net/rapid"
 )
 
-// TestPersistentMapAgainstGoMap runs random puts and deletes on the
-// persistent map and on a naive copied Go map, keeping every old version,
-// and checks that every version still matches its model (persistence),
-// that the fingerprint equals one computed from scratch (incrementality),
-// and that the shape is canonical (equal key sets give equal shapes).
-func TestPersistentMapAgainstGoMap(t *testing.T) {
+// TestStatePersistentAgainstGoMap runs random puts and deletes on a State
+// and on a naive copied Go map, keeping every old version, and checks that
+// every version still matches its model (persistence) and that the
+// fingerprint equals one computed from scratch (incrementality). The map
+// under State has its own tests in internal/hamt.
+func TestStatePersistentAgainstGoMap(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		keys := rapid.SliceOfNDistinct(rapid.String(), 1, 60, rapid.ID).Draw(t, "keys")
 		var versions []State
@@ -61,21 +61,11 @@ func TestPersistentMapAgainstGoMap(t *testing.T) {
 			if !fresh.Equal(s) || !s.Equal(fresh) {
 				t.Fatalf("version %d: Equal disagrees with the model", i)
 			}
-			if !sameShape(fresh.root(), s.root()) {
-				t.Fatalf("version %d: shape depends on history", i)
-			}
 			if !slices.Equal(s.Keys(), slices.Sorted(maps.Keys(m))) {
 				t.Fatalf("version %d: keys", i)
 			}
 		}
 	})
-}
-
-func (s State) root() *hnode[stateVal] {
-	if s.d == nil {
-		return nil
-	}
-	return s.d.root
 }
 
 func toAny(m map[string]int64) map[string]any {
@@ -84,63 +74,6 @@ func toAny(m map[string]int64) map[string]any {
 		out[k] = v
 	}
 	return out
-}
-
-func sameShape(a, b *hnode[stateVal]) bool {
-	if a == nil || b == nil {
-		return (a == nil || len(a.slots) == 0) && (b == nil || len(b.slots) == 0)
-	}
-	if a.bitmap != b.bitmap || len(a.slots) != len(b.slots) {
-		return false
-	}
-	for i := range a.slots {
-		sa, sb := a.slots[i], b.slots[i]
-		if (sa.node == nil) != (sb.node == nil) {
-			return false
-		}
-		if sa.node != nil {
-			if !sameShape(sa.node, sb.node) {
-				return false
-			}
-			continue
-		}
-		for la, lb := sa.leaf, sb.leaf; la != nil || lb != nil; la, lb = la.next, lb.next {
-			if la == nil || lb == nil || la.key != lb.key {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// TestHashCollisionsChain forces full 64-bit hash collisions through the
-// internal functions and checks puts, gets and deletes on the chain.
-func TestHashCollisionsChain(t *testing.T) {
-	var root *hnode[int]
-	const h = 0xdeadbeef
-	for i, k := range []string{"b", "a", "c"} {
-		root, _ = hamtPut(root, h, k, i, nil)
-	}
-	root, _ = hamtPut(root, 0xdeadbeef^(1<<40), "d", 9, nil)
-	for i, k := range []string{"b", "a", "c"} {
-		l := hamtGet(root, h, k)
-		if l == nil || l.val != i {
-			t.Fatalf("get %q: %v", k, l)
-		}
-	}
-	root, old := hamtDel(root, h, "a")
-	if old == nil || old.val != 1 || hamtGet(root, h, "a") != nil || hamtGet(root, h, "c") == nil {
-		t.Fatal("delete from a collision chain")
-	}
-	root, old = hamtPut(root, h, "c", 7, nil)
-	if old == nil || old.val != 2 || hamtGet(root, h, "c").val != 7 {
-		t.Fatal("replace in a collision chain")
-	}
-	n := 0
-	hamtEach(root, func(*hleaf[int]) bool { n++; return true })
-	if n != 3 {
-		t.Fatalf("%d leaves, want 3", n)
-	}
 }
 
 // TestOwnedBuildersNeverChangePublishedStates: builders that change their
