@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/verity-go/verity/internal/canon"
+	"github.com/verity-go/verity/internal/hamt"
 )
 
 // State is the value of one belief session: the declared hypothesis space
@@ -28,6 +29,25 @@ type obligation struct {
 	atEntry int // total eliminations when the obligation was entered
 	active  bool
 }
+
+// obsKey is the idempotence key of ELIMINATE: the pair (source id,
+// observation id), compared field by field and never concatenated.
+type obsKey struct {
+	source, observation string
+}
+
+// obsRecord is what the first ELIMINATE with a key produced.
+type obsRecord struct {
+	fingerprint Hash // of the request body (eliminated set + justification)
+	applied     []string
+	ignored     []string
+	eventID     string
+}
+
+// obsMap is the idempotence index: a persistent map, so a session value is
+// extended in O(log n) while every older value stays valid (the
+// order-independence and replay properties compare such branches).
+type obsMap = hamt.Map[obsKey, obsRecord, hamt.Seeded[obsKey]]
 
 type state struct {
 	id          string
@@ -441,7 +461,7 @@ func (s State) eliminate(req EliminateRequest, st Stamp) (State, EliminateResult
 	idx = slices.Compact(idx)
 	fp := fingerprint(p.sp, idx, just)
 	key := obsKey{req.SourceID, req.ObservationID}
-	if rec, ok := p.obs.get(key); ok {
+	if rec, ok := p.obs.Get(key); ok {
 		if rec.fingerprint != fp {
 			return s, EliminateResult{}, nil, &Error{Err: ErrConflict,
 				Message: "observation already recorded with a different body",
@@ -493,7 +513,7 @@ func (s State) eliminate(req EliminateRequest, st Stamp) (State, EliminateResult
 	if err != nil {
 		return s, EliminateResult{}, nil, err
 	}
-	next.obs = p.obs.put(obsRecord{key: key, fingerprint: fp, applied: slices.Clone(applied),
+	next.obs = p.obs.Set(key, obsRecord{fingerprint: fp, applied: slices.Clone(applied),
 		ignored: slices.Clone(ignored), eventID: e.EventID})
 	// applied is the recorded delta (e.Eliminated): the caller gets a copy.
 	return State{&next}, EliminateResult{Applied: slices.Clone(applied), Ignored: ignored, AuditEventID: e.EventID},
