@@ -69,7 +69,7 @@ func BenchmarkMemoryAppend(b *testing.B) {
 	b.SetBytes(int64(len(payload200)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := l.AppendCanonical(ctx, "bench.entry", payload200); err != nil {
+		if _, err := l.Append(ctx, "bench.entry", payload200); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -82,11 +82,11 @@ func BenchmarkFileAppendSyncEvery(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	l, _ := New(s)
+	l, _ := NewLog(s)
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := l.AppendCanonical(ctx, "bench.entry", payload200); err != nil {
+		if _, err := l.Append(ctx, "bench.entry", payload200); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -101,7 +101,7 @@ func BenchmarkFileAppendGroup64(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	l, _ := New(s)
+	l, _ := NewLog(s)
 	ctx := context.Background()
 	b.ReportAllocs()
 	const writers = 64
@@ -114,7 +114,7 @@ func BenchmarkFileAppendGroup64(b *testing.B) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < per; i++ {
-				if _, err := l.AppendCanonical(ctx, "bench.entry", payload200); err != nil {
+				if _, err := l.Append(ctx, "bench.entry", payload200); err != nil {
 					b.Error(err)
 					return
 				}

@@ -15,7 +15,7 @@ import (
 func ExampleLog() {
 	ctx := context.Background()
 	clock := func() time.Time { return time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC) }
-	log, _ := trace.New(trace.NewMemory(), trace.WithClock(clock))
+	log, _ := trace.NewLog(trace.NewMemory(), trace.WithClock(clock))
 
 	e, _ := log.AppendValue(ctx, "kernel.execute", map[string]any{"action": "deploy", "cost": 1500})
 	fmt.Println(e.Seq, e.Kind, string(e.Payload))
@@ -57,7 +57,7 @@ func ExampleRepairFile() {
 	path := filepath.Join(dir, "log")
 
 	store, _ := trace.OpenFile(path, trace.FileOptions{})
-	log, _ := trace.New(store)
+	log, _ := trace.NewLog(store)
 	for i := 0; i < 3; i++ {
 		_, _ = log.AppendValue(context.Background(), "example.step", map[string]int{"i": i})
 	}

@@ -32,7 +32,7 @@ func WithClock(clock func() time.Time) Option { return func(l *Log) { l.clock = 
 
 // WithConflictRetries sets how many times Append re-reads the store's head
 // and tries again when another writer appended first (default 8). It does
-// not affect AppendAfter, which never retries.
+// not affect an append with After, which never retries.
 func WithConflictRetries(n int) Option { return func(l *Log) { l.retries = n } }
 
 // NewLog opens a Log over store, reading its current head. It does not
@@ -52,6 +52,8 @@ func NewLog(store Store, opts ...Option) (*Log, error) {
 }
 
 // New is NewLog.
+//
+// Deprecated: use NewLog.
 func New(store Store, opts ...Option) (*Log, error) { return NewLog(store, opts...) }
 
 // NewMemoryLog returns a Log over a new Memory store with the real clock.
@@ -90,12 +92,17 @@ func After(expected Head) AppendOption {
 	return func(o *appendOptions) { o.expected = &expected }
 }
 
+// collect applies opts; without any it allocates nothing (an options value
+// the option functions write to escapes to the heap).
 func collect(opts []AppendOption) appendOptions {
-	var o appendOptions
-	for _, f := range opts {
-		f(&o)
+	if len(opts) == 0 {
+		return appendOptions{}
 	}
-	return o
+	o := new(appendOptions)
+	for _, f := range opts {
+		f(o)
+	}
+	return *o
 }
 
 // Store returns the store behind the log.
@@ -136,8 +143,10 @@ func (l *Log) AppendValue(ctx context.Context, kind string, v any, opts ...Appen
 }
 
 // AppendCanonical appends a payload that is already canonical JSON (it is
-// checked, not rewritten). Hot paths build payloads with the canon
-// encoders and use this to skip a second encoding pass.
+// checked, not rewritten).
+//
+// Deprecated: use Append, which checks a canonical payload in one pass and
+// copies it as this does (and canonicalises any other JSON text).
 func (l *Log) AppendCanonical(ctx context.Context, kind string, payload []byte) (Entry, error) {
 	if err := canon.Valid(payload); err != nil {
 		return Entry{}, fmt.Errorf("%w: payload: %w", ErrMalformed, err)
@@ -145,20 +154,17 @@ func (l *Log) AppendCanonical(ctx context.Context, kind string, payload []byte) 
 	return l.appendOwned(ctx, nil, time.Time{}, kind, append([]byte(nil), payload...))
 }
 
-// AppendAfter appends only if the log's head is expected; otherwise it
-// returns an error wrapping ErrConflict and appends nothing. It re-reads the
-// store's head first, so it also sees entries other processes appended.
-// This is the primitive for optimistic concurrency over a shared store.
+// AppendAfter appends only if the log's head is expected.
+//
+// Deprecated: use Append with After(expected).
 func (l *Log) AppendAfter(ctx context.Context, expected Head, kind string, payload []byte) (Entry, error) {
-	c, err := canon.Transform(payload)
-	if err != nil {
-		return Entry{}, fmt.Errorf("%w: payload: %w", ErrMalformed, err)
-	}
-	return l.appendOwned(ctx, &expected, time.Time{}, kind, c)
+	return l.Append(ctx, kind, payload, After(expected))
 }
 
 // AppendCanonicalAfter is AppendAfter for a payload that is already
-// canonical JSON (checked, not rewritten), as AppendCanonical is to Append.
+// canonical JSON (checked, not rewritten).
+//
+// Deprecated: use Append with After(expected).
 func (l *Log) AppendCanonicalAfter(ctx context.Context, expected Head, kind string, payload []byte) (Entry, error) {
 	if err := canon.Valid(payload); err != nil {
 		return Entry{}, fmt.Errorf("%w: payload: %w", ErrMalformed, err)

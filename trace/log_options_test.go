@@ -47,3 +47,23 @@ func TestAppendCopiesACanonicalPayload(t *testing.T) {
 	_, err = l.Verify(context.Background())
 	assert.NoError(t, err, "changing the caller's bytes after Append cannot change the log")
 }
+
+// TestAppendWithoutOptionsAllocatesOnlyItsCopy: an Append of a canonical
+// payload with no options allocates one thing, the copy of the payload
+// the store keeps (the options of an Append that has none cost nothing).
+func TestAppendWithoutOptionsAllocatesOnlyItsCopy(t *testing.T) {
+	ctx := context.Background()
+	l, err := NewLog(NewMemory())
+	require.NoError(t, err)
+	p := []byte(`{"a":1}`)
+	for i := 0; i < memChunk+10; i++ { // past the first chunk's growth
+		_, err := l.Append(ctx, "test.alloc", p)
+		require.NoError(t, err)
+	}
+	allocs := testing.AllocsPerRun(1000, func() {
+		if _, err := l.Append(ctx, "test.alloc", p); err != nil {
+			t.Fatal(err)
+		}
+	})
+	assert.Equal(t, 1.0, allocs)
+}

@@ -244,8 +244,8 @@ func TestLogAppendCanonicalises(t *testing.T) {
 	e, err := l.Append(context.Background(), "a.b", []byte(`{ "z": 1.50, "a": "<x>" }`))
 	require.NoError(t, err)
 	assert.Equal(t, `{"a":"<x>","z":1.5}`, string(e.Payload))
-	_, err = l.AppendCanonical(context.Background(), "a.b", []byte(`{ "z": 1}`))
-	assert.ErrorIs(t, err, ErrMalformed)
+	_, err = l.Append(context.Background(), "a.b", []byte(`{"z":`))
+	assert.ErrorIs(t, err, ErrMalformed, "a payload that is not JSON")
 	e, err = l.AppendValue(context.Background(), "a.b", map[string]any{"k": []int{1, 2}})
 	require.NoError(t, err)
 	assert.Equal(t, `{"k":[1,2]}`, string(e.Payload))
@@ -265,7 +265,7 @@ func TestLogConcurrentAppendsNeverFork(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			l, err := New(mk(t))
+			l, err := NewLog(mk(t))
 			require.NoError(t, err)
 			const g, n = 32, 50
 			var wg sync.WaitGroup
@@ -301,22 +301,20 @@ func TestLogConcurrentAppendsNeverFork(t *testing.T) {
 	}
 }
 
-func TestAppendAfterConflict(t *testing.T) {
+func TestAfterConflictRefreshesTheHead(t *testing.T) {
 	store := NewMemory()
-	a, err := New(store)
+	a, err := NewLog(store)
 	require.NoError(t, err)
-	b, err := New(store)
+	b, err := NewLog(store)
 	require.NoError(t, err)
 	h0 := a.Head()
-	_, err = a.AppendAfter(context.Background(), h0, "x.a", []byte(`{}`))
+	_, err = a.Append(context.Background(), "x.a", []byte(`{}`), After(h0))
 	require.NoError(t, err)
-	_, err = b.AppendAfter(context.Background(), h0, "x.b", []byte(`{}`))
+	_, err = b.Append(context.Background(), "x.b", []byte(`{}`), After(h0))
 	require.ErrorIs(t, err, ErrConflict, "b's expected head is stale")
-	assert.Equal(t, a.Head(), b.Head(), "a failed AppendAfter refreshes the head")
-	_, err = b.AppendCanonicalAfter(context.Background(), h0, "x.b", []byte(`{}`))
-	require.ErrorIs(t, err, ErrConflict)
-	_, err = b.AppendCanonicalAfter(context.Background(), b.Head(), "x.b", []byte(`{ }`))
-	require.ErrorIs(t, err, ErrMalformed, "the canonical variant checks its payload")
+	assert.Equal(t, a.Head(), b.Head(), "an append refused by After refreshes the head")
+	_, err = b.Append(context.Background(), "x.b", []byte(`{`), After(b.Head()))
+	require.ErrorIs(t, err, ErrMalformed, "the payload is checked with After too")
 	// plain Append retries through the conflict
 	_, err = a.Append(context.Background(), "x.a", []byte(`{}`))
 	require.NoError(t, err)
@@ -345,7 +343,7 @@ func TestFileReopenKeepsEverything(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "log")
 	s, err := OpenFile(path, FileOptions{})
 	require.NoError(t, err)
-	l, err := New(s)
+	l, err := NewLog(s)
 	require.NoError(t, err)
 	for i := 0; i < 20; i++ {
 		_, err := l.AppendValue(context.Background(), "x.y", map[string]int{"i": i})
@@ -356,7 +354,7 @@ func TestFileReopenKeepsEverything(t *testing.T) {
 	s2, err := OpenFile(path, FileOptions{})
 	require.NoError(t, err)
 	defer s2.Close()
-	l2, err := New(s2)
+	l2, err := NewLog(s2)
 	require.NoError(t, err)
 	assert.Equal(t, want, l2.Head())
 	_, err = l2.VerifyAgainst(context.Background(), want)

@@ -36,7 +36,7 @@ func run(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log, err := trace.New(store)
+	log, err := trace.NewLog(store)
 	if err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ func run(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log, err = trace.New(store)
+	log, err = trace.NewLog(store)
 	if err != nil {
 		return err
 	}

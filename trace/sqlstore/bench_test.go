@@ -18,7 +18,7 @@ func benchLog(b *testing.B, logs *sqlstore.Logs) *trace.Log {
 	if err != nil {
 		b.Fatal(err)
 	}
-	lg, err := trace.New(s)
+	lg, err := trace.NewLog(s)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func BenchmarkAppend(b *testing.B) {
 			lg := benchLog(b, logs)
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := lg.AppendCanonical(ctx, "bench.append", benchPayload); err != nil {
+				if _, err := lg.Append(ctx, "bench.append", benchPayload); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -63,7 +63,7 @@ func BenchmarkAppend(b *testing.B) {
 					go func() {
 						defer wg.Done()
 						for j := 0; j < each; j++ {
-							if _, err := lg.AppendCanonical(ctx, "bench.append", benchPayload); err != nil {
+							if _, err := lg.Append(ctx, "bench.append", benchPayload); err != nil {
 								b.Error(err)
 								return
 							}

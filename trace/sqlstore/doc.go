@@ -20,7 +20,7 @@
 // wraps them in a trace.Log:
 //
 //	st, _ := logs.Create(ctx, "session-42") // or logs.Open, logs.OpenOrCreate
-//	lg, _ := trace.New(st)
+//	lg, _ := trace.NewLog(st)
 //	lg.AppendValue(ctx, "app.event", payload)
 //
 // # Schema

@@ -35,7 +35,7 @@ func ExampleOpen() {
 		panic(err)
 	}
 	clock := func() time.Time { return time.Date(2026, 11, 22, 6, 0, 0, 0, time.UTC) }
-	lg, _ := trace.New(st, trace.WithClock(clock))
+	lg, _ := trace.NewLog(st, trace.WithClock(clock))
 	for i := 1; i <= 3; i++ {
 		if _, err := lg.AppendValue(ctx, "example.step", map[string]int{"step": i}); err != nil {
 			panic(err)

@@ -265,7 +265,7 @@ func TestEntriesHoldNoConnection(t *testing.T) {
 		defer cancel()
 		db, s := openLog(t, b, sqlstore.WithPageSize(4))
 		db.SetMaxOpenConns(1)
-		lg, err := trace.New(s)
+		lg, err := trace.NewLog(s)
 		require.NoError(t, err)
 		for i := 0; i < 10; i++ {
 			_, err := lg.AppendValue(ctx, "sqlstore.seed", i)
@@ -418,7 +418,7 @@ func TestHelperAppender(t *testing.T) {
 	require.NoError(t, err)
 	s, err := logs.Open(ctx, os.Getenv("HELPER_LOG"))
 	require.NoError(t, err)
-	lg, err := trace.New(s, trace.WithConflictRetries(100000))
+	lg, err := trace.NewLog(s, trace.WithConflictRetries(100000))
 	require.NoError(t, err)
 	for i := 0; i < helperAppends; i++ {
 		_, err := lg.AppendValue(ctx, "sqlstore.process", map[string]any{"pid": os.Getpid(), "i": i})

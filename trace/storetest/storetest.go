@@ -379,7 +379,7 @@ func testConcurrentLogs(t *testing.T, newStore NewStore) {
 	var wg sync.WaitGroup
 	errs := make(chan error, logs*writers)
 	for l := 0; l < logs; l++ {
-		lg, err := trace.New(s, trace.WithConflictRetries(10000))
+		lg, err := trace.NewLog(s, trace.WithConflictRetries(10000))
 		if err != nil {
 			t.Fatal(err)
 		}
