@@ -132,8 +132,8 @@ type Gate interface {
 
 // GateResult is a gate's answer. EXECUTE passes; EXPLAIN passes and adds the
 // caveats (or, if there are none, the reason as a caveat); DEFER and REFUSE
-// stop the chain with that decision. Any other recommendation is treated
-// as REFUSE, so a faulty gate fails closed.
+// stop the chain with that decision. Any other recommendation, the zero
+// value included, is treated as REFUSE, so a faulty gate fails closed.
 type GateResult struct {
 	Recommendation GateRecommendation
 	Reason         string

@@ -69,7 +69,7 @@ const (
 	TierPrivilege    RiskTier = "PRIVILEGE"
 )
 
-// Decision is the verdict of the gate chain on a whole bundle.
+// Decision is what the gate chain decides about a whole bundle.
 type Decision string
 
 // The bundle decisions of the specification.
@@ -80,7 +80,7 @@ const (
 	DecisionRefuse   Decision = "REFUSE"
 )
 
-// ApprovalDecision is a human approver's verdict.
+// ApprovalDecision is what a human approver decides.
 type ApprovalDecision string
 
 // The approval decisions of the specification.
