@@ -1,3 +1,19 @@
+/*
+This file checks the detection vocabulary:
+
+	the false-positive profile: prose, other values, tags     TestFalsePositiveProfile
+	every spelling of a marker key is a marker                 TestKeyNormalisationMatches
+	payloads that hide markers are caught, with their path     TestBypassCases, TestMarkerInsideAKey,
+	                                                           TestDetectBytesInTypedGoValues, TestQuotedTokenAcrossAStringLayer
+	a Go map's answer does not depend on its iteration order   TestGoMapFindingIsDeterministic
+	bounded work; exceeding a limit is a rejection             TestLimitDepth, TestLimitEncodings, TestLimitWork,
+	                                                           TestNestedEncodingsAreLinear, TestUnencodableValueIsRejected
+
+The properties over generated documents are in prop_test.go; that the
+specification's own algorithm is covered, in reference_test.go
+(TestDetectCoversSpecReference) and FuzzDetect.
+*/
+
 package speculative
 
 import (
@@ -457,7 +473,7 @@ func TestMarkerInsideAKey(t *testing.T) {
 // still look at the text as written: in "\"0\"speculative" the token
 // "speculative" is quoted only at the outer layer (the closing quote of
 // the literal closes it), and the specification's algorithm flags it.
-// Found by FuzzIsSpeculative.
+// Found by FuzzDetect.
 func TestQuotedTokenAcrossAStringLayer(t *testing.T) {
 	for _, doc := range []string{
 		`{"":"\"\\\"0\\\"speCulAtive\""}`,

@@ -2,11 +2,13 @@ package speculative
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/verity-go/verity/internal/canon"
+	"github.com/verity-go/verity/trace"
 )
 
 var fuzzSeeds = []string{
@@ -27,11 +29,11 @@ var fuzzSeeds = []string{
 	"{\"a\":\"\\ud800\"}", "\xff", `{"a":1,}`, `{"a":01}`,
 }
 
-// FuzzIsSpeculative: no input panics; a JSON text and its decoded value
+// FuzzDetect: no input panics; a JSON text and its decoded value
 // get the same answer; whatever the specification's algorithm flags is
 // flagged; and a JSON object or array that is speculative
 // stays speculative when it is hidden in a string.
-func FuzzIsSpeculative(f *testing.F) {
+func FuzzDetect(f *testing.F) {
 	for _, s := range fuzzSeeds {
 		f.Add([]byte(s))
 	}
@@ -93,14 +95,14 @@ func FuzzDecodeExperimentSpec(f *testing.F) {
 	})
 }
 
-// FuzzParseEvidence: no input panics; accepted evidence is grounded,
+// FuzzDecodeEvidence: no input panics; accepted evidence is grounded,
 // names a claim and carries its canonical document.
-func FuzzParseEvidence(f *testing.F) {
+func FuzzDecodeEvidence(f *testing.F) {
 	for _, s := range fuzzSeeds {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		e, err := evidenceOf(data)
+		e, err := DecodeEvidence(data)
 		if err != nil {
 			return
 		}
@@ -109,6 +111,40 @@ func FuzzParseEvidence(f *testing.F) {
 		}
 		if canon.Valid(e.Document()) != nil {
 			t.Fatalf("document not canonical: %s", e.Document())
+		}
+	})
+}
+
+// FuzzDecodeEntry: no payload panics; an accepted entry encodes back to
+// canonical JSON that decodes to the same entry.
+func FuzzDecodeEntry(f *testing.F) {
+	kinds := []string{KindIntent, KindApprove, KindReject, KindPersist, KindSoftFail, KindDesign}
+	for i, s := range []string{
+		`{"intent":"i","write":"status","claim_id":"c","to":"supported","checks":{"feynman_passed":true,"sensitivity_failures":[]}}`,
+		`{"by":"steward-policy","human":false,"intent":"i"}`,
+		`{"intent":"i","reasons":["r"],"write":"evidence"}`,
+		`{"approval":{"by":"a","human":true},"claim_id":"c","direction":"upgrade","from":"speculative","intent":"i","to":"supported","write":"status"}`,
+		`{"claim_id":"c","id":"h","intent":"i","reason":"r","write":"link"}`,
+		`{"claim_id":"c","hints_digest":"4fa8abe0135263e8807b1bfc433e2856b7e811ceb99992deb4e479662725939c","scope_lock_id":"L","template_qid":"t@1.0.0"}`,
+	} {
+		f.Add(uint8(i), []byte(s))
+	}
+	f.Fuzz(func(t *testing.T, k uint8, payload []byte) {
+		kind := kinds[int(k)%len(kinds)]
+		e, err := DecodeEntry(trace.Entry{Kind: kind, Payload: payload})
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error without ErrMalformed: %v", err)
+			}
+			return
+		}
+		b, err := canon.Marshal(e)
+		if err != nil {
+			t.Fatalf("accepted entry does not encode: %v", err)
+		}
+		back, err := DecodeEntry(trace.Entry{Kind: kind, Payload: b})
+		if err != nil || !reflect.DeepEqual(back, e) {
+			t.Fatalf("round trip: %v\n%#v\n%#v", err, e, back)
 		}
 	})
 }

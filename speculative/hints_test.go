@@ -1,3 +1,12 @@
+/*
+This file checks the hints digest (the vectors are in DESIGN.md):
+
+	stable, with independently computed vectors           TestExperimentHintsDigestVectors
+	independent of the order of every list                TestDigestOrderIndependent
+	different hints, different digests                    TestDigestCollisionSafe, TestDigestKeepsPriorSuggestionsWhole
+	kept through the JSON form, which says speculative    TestDigestSurvivesJSON, TestExperimentHintsJSON
+*/
+
 package speculative
 
 import (

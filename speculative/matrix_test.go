@@ -1,3 +1,27 @@
+/*
+The tests in this file are the rows of the specification's
+test-to-invariant traceability matrix (specification 001, section G), one
+Go test per row, named after the row's test:
+
+	No speculative → evidence        TestV22P11GuardSpeculativeEvidence
+	No nested speculative            TestV22P11GuardNestedSpeculative
+	No JSON string bypass            TestV22P11GuardJSONStringSpeculative
+	Kebab-case JSON bypass           TestV22P11GuardJSONStringKebabSpeculative
+	claim_id required                TestV22P11GuardMissingClaimID
+	No entity_id fallback            TestV22P11MissingClaimIDDoesNotFallbackToEntityID
+	kebab claim-id accepted          TestV22P11ClaimIDKebabCaseAccepted
+	Session link created             TestV22P11SpeculativeHappyPathWithProposition
+	Proposition link conditional     TestV22P11SpeculativeNoPropositionNoLink
+	No evidence from speculative     TestV22P11SpeculativeSegregation
+	Bridge: Hints have digest        TestExperimentHintsDigestIsStable
+	Bridge: No residue top-level     TestExperimentSpecRejectsExperimentHintsField
+	Bridge: No residue nested        TestExperimentSpecRejectsNestedSpeculativeContent
+	Bridge: Hints extraction         TestSpeculativeAgentExtractExperimentHints
+	Bridge: Steward catches hints    TestStewardRejectsExperimentHintsInEvidenceViaEpistemicStatus
+	Bridge: VerifyAgent uses hints   TestVerifyAgentDesignUsesHintsForTemplateSelection
+	Bridge: VerifyAgent fallback     TestVerifyAgentDesignFallsBackWithoutHints
+*/
+
 package speculative
 
 import (
@@ -11,10 +35,6 @@ import (
 
 	"github.com/verity-go/verity/trace"
 )
-
-// The tests in this file are the rows of the specification's
-// test-to-invariant traceability matrix (section G), one Go test per row,
-// named after the row's test.
 
 type rig struct {
 	st  *Steward

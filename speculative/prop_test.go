@@ -1,3 +1,14 @@
+/*
+This file checks the detection guarantees as properties of generated
+documents:
+
+	removing every marker makes a document clean           TestRemovingEveryMarkerMakesClean
+	wrapping a speculative value keeps it detected         TestWrappingKeepsDetected
+	JSON-encoding it, up to MaxEncodings times, too         TestJSONEncodingKeepsDetected
+	a JSON text and its decoded value get the same answer  TestDetectRawAgreesWithDecoded
+	exceeding a limit is a rejection, never a pass         TestExceedingALimitIsARejection
+*/
+
 package speculative
 
 import (

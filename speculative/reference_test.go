@@ -9,7 +9,7 @@ import (
 )
 
 // specReference is the specification's is_speculative, translated line by
-// line, with the key and value normalisation of NormalizeKey and
+// line, with the key and value normalisation of normalizeKey and
 // strings.TrimSpace/ToLower and the artifact keys added. Detection must
 // flag everything it flags (the converse does not hold: the package's
 // vocabulary is wider).
@@ -59,7 +59,7 @@ func specReference(obj any, depth int) bool {
 func isString(v any) bool { _, ok := v.(string); return ok }
 
 // TestDetectCoversSpecReference: whatever the specification's algorithm
-// flags, IsSpeculative flags.
+// flags, Detect flags.
 func TestDetectCoversSpecReference(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		v := genNode(t, 0, 0, "root").render(true)

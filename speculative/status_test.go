@@ -1,3 +1,16 @@
+/*
+This file checks epistemic status and the promotion policy:
+
+	speculative → proven is never allowed directly             TestSpeculativeNeverProvenDirectly
+	downgrades are always allowed                              TestDowngradesAlwaysAllowed
+	upgrades need grounded evidence, checks and approval       TestUpgradeNeedsGroundedEvidenceChecksAndApproval, TestPromoteRules
+	one document is one experiment                             TestDuplicateEvidenceIsOneExperiment
+	evidence passes Guards 1 and 2 before it counts            TestDecodeEvidence
+
+The Steward's state machine against a naive model is in steward_test.go
+(TestStewardStateMachine).
+*/
+
 package speculative
 
 import (
@@ -79,7 +92,7 @@ func TestDeriveStatus(t *testing.T) {
 	}
 }
 
-func TestParseEvidence(t *testing.T) {
+func TestDecodeEvidence(t *testing.T) {
 	e, err := evidenceOf([]byte(`{"claim_id":"c1","success":true,"outcome":"supports","variance":0.05,"entity_id":"ev1"}`))
 	require.NoError(t, err)
 	assert.Equal(t, "c1", e.ClaimID())

@@ -1,3 +1,15 @@
+/*
+This file checks the Steward:
+
+	only the Steward writes (Guard 3)                         TestGuard3OnlyStewardWrites (and backendtest.Run)
+	hypotheses are session-scoped, never evidence (Guard 4)   TestGuard4HypothesesAreSessionScoped
+	random call sequences match a naive model                 TestStewardStateMachine
+	only the hints digest is recorded; hints never travel     TestDesignRecordsOnlyTheDigest, TestDesignNothingOfHintsSurvives
+
+Its entries and clock are checked in entry_test.go, its errors in
+errors_test.go.
+*/
+
 package speculative
 
 import (
