@@ -1,3 +1,18 @@
+// The acceptance checks of specification 002 (Formal Contracts) and the
+// tests that carry them out:
+//
+//	1 every contract fixture parses and validates   TestAcceptance1ContractFixturesParseAndValidate
+//	2 invalid enum values fail                      TestAcceptance2InvalidEnumValuesFail
+//	  (and the zero value of every enum fails)       TestEnumZeroValuesFailClosed
+//	3 missing required evidence fields fail         TestAcceptance3MissingRequiredEvidenceFieldsFail
+//	4 a wrong id format fails                       TestAcceptance4WrongIDFormatFails
+//	5 a RunRecord is required on failure            TestAcceptance5RunRecordRequiredOnFailure
+//
+// The package's other guarantees are listed at the top of the test file
+// that checks them: fixtures_test.go, rules_test.go, speconly_test.go,
+// build_test.go, fuzz_test.go, errors_test.go, and ids/ids_test.go and
+// versioning/versioning_test.go for the sub-packages.
+
 package contracts
 
 import (

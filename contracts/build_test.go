@@ -1,3 +1,8 @@
+// Guarantees checked here: the builders only produce valid documents
+// (TestBuildersOnlyProduceValidDocuments, rapid); NewComplianceReport
+// derives the overall verdict, NewIncidentDossier orders the timeline by
+// instant, NewEvidenceRef derives refs and excerpt hashes.
+
 package contracts
 
 import (

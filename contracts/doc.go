@@ -1,33 +1,55 @@
-// Package contracts implements the Formal Contracts specification: the
-// machine-checked shapes of what an evaluator run leaves behind — RunRecord,
-// RCAReport, ComplianceReport, IncidentDossier, PolicyControl (and control
-// libraries) and the annotation payload written back to the trace store.
+// Package contracts checks and builds the documents an evaluator run leaves
+// behind, in the shapes specification 002 (Formal Contracts) gives them:
+// RunRecord, RCAReport, ComplianceReport, IncidentDossier, PolicyControl
+// (and control libraries) and the annotation payload written back to the
+// trace store. A document is checked against its published JSON Schema and
+// against the rules a schema cannot state; a builder only returns documents
+// that pass both.
 //
-// Every contract exists three times, kept in step by tests: as Go types
-// (RunRecord, RCAReport, ...), as a published JSON Schema (draft 2020-12,
-// one file per kind in contracts/schemas/, so that programs in other
-// languages can check the same shapes), and as semantic rules in Go for what
-// a schema cannot say (cross-field rules, id grammar, ordering by instant).
+// # Usage
+//
+//	report, err := contracts.DecodeComplianceReport(data) // read and check
+//	var ve *contracts.ValidationError
+//	if errors.As(err, &ve) {
+//		for _, v := range ve.Violations {
+//			fmt.Println(v.Path, v.Rule) // /overall_verdict compliance_report.overall_verdict_consistent
+//		}
+//	}
+//
+//	// Build: the overall verdict is derived, the result validated.
+//	report, err = contracts.NewComplianceReport(traceID, "controls-v3", findings, 0.9, nil)
+//	data, err = contracts.Marshal(report) // canonical JSON (RFC 8785)
+//
+// Validate and Check do the same for a kind named at run time (the
+// examples/validate command). Package rule names the rules a Violation
+// reports, package ids parses and builds canonical artifact ids, package
+// versioning holds the compatibility rules of schema versions.
 //
 // # Kinds
 //
-// A Kind names a contract everywhere — API, the examples/validate command and
-// schema file names: run_record, rca_report, compliance_report,
+// A Kind names a contract everywhere — the API, the examples/validate
+// command and the schema files: run_record, rca_report, compliance_report,
 // incident_dossier, policy_control, policy_control_library (a JSON array of
-// controls) and annotation.
+// controls) and annotation. Every contract exists three times, kept in
+// step by tests: as Go types, as a JSON Schema (draft 2020-12, one file per
+// kind in contracts/schemas/, so that programs in other languages can check
+// the same shapes), and as semantic rules in Go for what a schema cannot
+// say (cross-field rules, id grammar, ordering by instant).
 //
 // # Validating
 //
-// Validate(kind, data) returns nil or a *ValidationError carrying every
-// Violation: a JSON Pointer (RFC 6901) into the document, a rule name and a
-// message, sorted by path (array indices numerically), rule, message. Check
-// returns the same list without the error wrapper. DecodeRunRecord,
-// DecodeRCAReport, ... return the typed value as well. Rule names are stable:
+// Validate(kind, data) returns nil or a *ValidationError (errors.Is
+// ErrInvalid) carrying every Violation: an RFC 6901 JSON Pointer into the
+// document, a rule name and a message, sorted by path (array indices
+// numerically), rule, message — the one Violation type every Verity
+// validator reports. Check returns the same list without the error
+// wrapper; DecodeRunRecord, DecodeRCAReport, ... return the typed value as
+// well. Rule names are stable (package rule lists them):
 //
 //   - json.syntax, json.duplicate_key, json.decode: the bytes are not the
-//     JSON the contract needs. Documents are read by the RFC 8785 parser of
-//     internal/canon, so duplicate keys and integers beyond ±(2^53−1) are
-//     refused rather than silently resolved or rounded.
+//     JSON the contract needs. Documents are read by the strict reader of
+//     internal/canon, so duplicate keys and integers a reader would round
+//     are refused rather than silently resolved or rounded.
 //   - schema_version.major_mismatch: see Versioning. When it fires it is the
 //     only violation reported, since the rest of the document follows
 //     another contract.
@@ -47,7 +69,7 @@
 //
 // # Specification and extensions
 //
-// rule.All() lists every named rule with its Description, its Source and an
+// rule.All lists every named rule with its Description, its Source and an
 // Extension mark. Source says where the rule comes from: the section of
 // specification 002 that states it ("spec, Contract 3 (ComplianceReport)
 // rules: ..."), or "Verity's choice", naming the reference implementation
@@ -91,47 +113,40 @@
 // when succeeded) and suspected_change.diff_ref (required whenever
 // suspected_change is present, change_type unknown included: the spec's
 // rule has no exception); suspected_change itself is optional ("if
-// asserted"). Closed vocabularies are exactly the spec's enums. Times are
-// RFC 3339 in UTC — Z, +00:00 or -00:00; other offsets are refused — and
-// spelled with Z (time.z_suffix); upper-case T and Z only, and no leap
-// second, since time.Time cannot read either (under every option).
-// Confidences are numbers in [0, 1] (booleans and strings are refused;
-// JSON has no NaN and the builders refuse it); schema_version is a
-// semantic version. Ids and names are non-empty (id.non_empty), excerpt
-// hashes 64 lower-case hex digits (excerpt_hash.sha256), counts
-// non-negative and ranks positive (number.range). model_provider is any
-// non-empty string ("openai" in the spec's shape is an example value, not
-// a vocabulary). Unknown keys are accepted: a newer minor version may add
-// optional fields.
+// asserted"). Closed vocabularies are exactly the spec's enums; the empty
+// string is in none of them, so the zero value of every enum type (Kind,
+// RunStatus, ControlVerdict, ...) is invalid. Times are RFC 3339 in UTC —
+// Z, +00:00 or -00:00; other offsets are refused — and spelled with Z
+// (time.z_suffix); upper-case T and Z only, and no leap second, since
+// time.Time cannot read either (under every option). Confidences are
+// numbers in [0, 1] (booleans and strings are refused; JSON has no NaN and
+// the builders refuse it); schema_version is a semantic version. Ids and
+// names are non-empty (id.non_empty), excerpt hashes 64 lower-case hex
+// digits (excerpt_hash.sha256), counts non-negative and ranks positive
+// (number.range). model_provider is any non-empty string ("openai" in the
+// spec's shape is an example value, not a vocabulary). Unknown keys are
+// accepted: a newer minor version may add optional fields; the Go types
+// read a member only under its exact name, as the schema does.
 //
 // The schemas carry absolute $ids under
 // https://github.com/verity-go/verity/contracts/schemas/, are embedded with
-// go:embed and compiled once. The compiler's loader refuses every URL, so
-// only the embedded $ids resolve: a $ref to a remote or file URL fails with
-// ErrRefused instead of being fetched (TestSchemaRefusesExternalRefs).
+// go:embed and compiled once (Schema returns their text). The compiler's
+// loader refuses every URL, so only the embedded $ids resolve: a $ref to a
+// remote or file URL fails with ErrRefused instead of being fetched.
 //
-// # Canonical ids
+// # Evidence pointers
 //
-// ids.Parse is a real parser for the spec's artifact ids: tool:<span_id>,
-// retrieval:<span_id>:<document_position>:<document_id>[:chunk=<chunk_id>],
-// configdiff:<sha256> and compliance:<control_id>:<sha256>, plus a bare span
-// id. A span id contains no ':'; a position is a decimal integer without
-// sign or leading zero; a document id runs to the first ":chunk=" (it may
-// contain ':' — URLs do); a control id runs to the last ':'; digests are 64
-// lower-case hex digits; no part is empty or holds control characters.
-// ids.Tool, ids.Retrieval, ids.ConfigDiff and ids.Compliance build ids from their
-// parts and refuse parts that would not parse back (TestIDRoundTrip).
-//
-// An EvidenceRef's ref must parse and match its kind: TOOL_IO → tool:,
-// RETRIEVAL_CHUNK → retrieval:, CONFIG_DIFF → configdiff:. SPAN and MESSAGE
-// evidence points at a span (a message is carried by the span that logged
-// it), so their ref is the bare span id, equal to the EvidenceRef's span_id;
-// likewise a tool: or retrieval: ref names the EvidenceRef's own span.
-// compliance: ids have no EvidenceRef kind; they appear in artifact_ids
-// lists. ExcerptHash computes excerpt_hash from the excerpt's text.
+// An EvidenceRef's ref must be a canonical id (package ids) matching its
+// kind: TOOL_IO → tool:, RETRIEVAL_CHUNK → retrieval:, CONFIG_DIFF →
+// configdiff:. SPAN and MESSAGE evidence points at a span (a message is
+// carried by the span that logged it), so their ref is the bare span id,
+// equal to the EvidenceRef's span_id; likewise a tool: or retrieval: ref
+// names the EvidenceRef's own span. compliance: ids have no EvidenceRef
+// kind; they appear in artifact_ids lists. ids.ExcerptHash computes
+// excerpt_hash from the excerpt's text.
 //
 // With WithResolver, every trace, span and artifact id a document points at
-// must be known to the Resolver (KnownIDs is a ready-made one). The
+// must be known to the Resolver (KnownIDs returns one over fixed sets). The
 // specification states that a ref is a canonical id; that its form matches
 // its kind and names its own span is Verity's (extensions
 // evidence_ref.kind_mismatch and evidence_ref.span_mismatch; the reference
@@ -147,10 +162,10 @@
 // tokens_in+tokens_out, cost, and completed_at−started_at against
 // max_wall_time_sec) unless status is terminated_budget or partial; [ext]
 // completed_at not before started_at; [ext] time window in order; [ext]
-// artifact_type the contract of run_type. DefaultBudget returns a default
-// budget (40, 2, 200, 80, 300000 tokens, no cost limit, no seed, 180 s):
-// the specification gives the budget's fields, not values; these are the
-// defaults of the reference implementation's RuntimeBudget.
+// artifact_type the contract of run_type. DefaultRunBudget returns a
+// default budget (40, 2, 200, 80, 300000 tokens, no cost limit, no seed,
+// 180 s): the specification gives the budget's fields, not values; these
+// are the defaults of the reference implementation's RuntimeBudget.
 //
 // RCAReport: at least one evidence ref. ComplianceReport: each control at
 // most once (and, with WithApplicableControls, every applicable control
@@ -159,21 +174,22 @@
 // insufficient_evidence needs missing_evidence; [ext] listing
 // missing_evidence requires insufficient_evidence (the reference
 // implementation lists missing evidence only with that verdict); [ext]
-// overall_verdict as OverallVerdict derives it (any fail → non_compliant;
-// otherwise any insufficient_evidence or all not_applicable, including none
-// → needs_review; otherwise compliant) — the specification lists the three
-// verdicts without a rule; this is the reference implementation's
-// derivation. IncidentDossier: a representative trace; evidence on every
-// hypothesis; a timeline non-decreasing as instants (not as strings:
-// "10:15:04.5Z" sorts before "10:15:04Z" as text); a diff_ref for every
-// suspected change; [ext] of kind CONFIG_DIFF. PolicyControl:
-// required_evidence non-empty — the contract has no way to say a control
-// cannot fail, so every control can; in a library, (control_id, version)
-// unique. Annotation: explanation_json is a valid document of the contract
-// matching engine_type (rca → rca_report, policy_compliance →
-// compliance_report, incident_dossier → incident_dossier), its violations
-// reported under annotation.explanation_json; [ext] the annotation's
-// schema_version is the explanation's.
+// overall_verdict as DeriveOverallVerdict derives it (any fail →
+// non_compliant; otherwise any insufficient_evidence or all
+// not_applicable, including none → needs_review; otherwise compliant) —
+// the specification lists the three verdicts without a rule; this is the
+// reference implementation's derivation. IncidentDossier: a representative
+// trace; evidence on every hypothesis; a timeline non-decreasing as
+// instants (not as strings: "10:15:04.5Z" sorts before "10:15:04Z" as
+// text); a diff_ref for every suspected change; [ext] of kind CONFIG_DIFF.
+// PolicyControl: required_evidence non-empty — the contract has no way to
+// say a control cannot fail, so every control can; in a library,
+// (control_id, version) unique. Annotation: explanation_json is a valid
+// document of the contract matching engine_type (rca → rca_report,
+// policy_compliance → compliance_report, incident_dossier →
+// incident_dossier), its violations reported under
+// annotation.explanation_json; [ext] the annotation's schema_version is the
+// explanation's.
 //
 // Where the spec contradicts itself the rule wins and the example becomes an
 // invalid fixture: the RunRecord shape lists error among "required fields"
@@ -189,59 +205,19 @@
 // (errors.Is works on the *ValidationError); a newer minor or patch is
 // accepted, because the spec allows only additive, optional changes within
 // a major version and unknown keys are accepted. PolicyControl has no
-// schema_version (its version is the control's own). RequiredBump,
-// BumpBetween and CheckRelease implement the spec's compatibility rules for
-// publishing a new version: optional fields and enum extensions need a
-// minor bump, clarifications a patch, removed required fields, changed enum
-// semantics and changed id formats a major one.
+// schema_version (its version is the control's own). Package versioning
+// implements the spec's rules for publishing a new version.
 //
 // # Building documents
 //
 // The constructors only return valid documents: each one marshals its
 // result, validates it with every rule and returns a *ValidationError
-// instead if anything fails (TestBuildersOnlyProduceValidDocuments).
-// Run.Succeeded, Run.Failed, Run.Partial and Run.TerminatedBudget write the
-// RunRecord of each outcome; NewEvidenceRef derives refs and excerpt hashes;
-// NewComplianceReport derives the overall verdict; NewIncidentDossier orders
-// the timeline by instant; NewAnnotation embeds a report as canonical JSON.
-// Marshal writes canonical JSON (RFC 8785).
-//
-//	rec, err := run.Failed(contracts.RunError{Code: "TIMEOUT", Message: "...", Stage: "collect"})
-//	...
-//	if err := contracts.Validate(contracts.KindRunRecord, data, contracts.WithResolver(ids)); err != nil {
-//		var ve *contracts.ValidationError
-//		errors.As(err, &ve) // ve.Violations: every broken rule, sorted
-//	}
-//
-// # Guarantees and their tests
-//
-//   - The spec's acceptance checks: TestAcceptance1ContractFixturesParseAndValidate,
-//     TestAcceptance2InvalidEnumValuesFail, TestAcceptance3MissingRequiredEvidenceFieldsFail,
-//     TestAcceptance4WrongIDFormatFails, TestAcceptance5RunRecordRequiredOnFailure.
-//   - Every fixture in testdata/ is validated; each invalid fixture breaks
-//     exactly the rule in its name: TestFixtures. Every rule has a valid and
-//     an invalid case: TestRuleTable.
-//   - The fixtures are generated by the tables in fixturegen_test.go and
-//     match them byte for byte: TestFixturesUpToDate
-//     (go test ./contracts -run TestFixturesUpToDate -update rewrites them).
-//   - Canonical ids round-trip: TestIDRoundTrip, FuzzParseID.
-//   - Builders only produce valid documents: TestBuildersOnlyProduceValidDocuments.
-//   - Timeline order is by instant: TestTimelineSortedByInstant.
-//   - The overall verdict follows the reference implementation's
-//     derivation: TestOverallVerdictRule.
-//   - Every rule names its source; SpecOnly leaves out exactly the
-//     extensions (each extension fixture is valid under it, every other
-//     fixture reports the same violations) and still checks what an
-//     extension flagged: TestRuleSources,
-//     TestSpecOnlyLeavesOutExactlyTheExtensions,
-//     TestSpecOnlyStillChecksWhatAnExtensionFlagged,
-//     TestSpecOnlyReportsDefaultMinusExtensions (rapid).
-//   - Violations are complete, sorted and deterministic:
-//     TestViolationsAreSortedAndDeterministic, TestConcurrentValidation.
-//   - Decoders never panic on any input: FuzzDecode.
-//   - Major mismatch rejected, newer minor accepted: TestMajorVersionMismatchIsAClearError,
-//     TestCompatibilityMajorOnly, TestVersioningRules.
-//   - No schema outside the embedded set is loaded: TestSchemaRefusesExternalRefs.
+// instead if anything fails. Run.Succeeded, Run.Failed, Run.Partial and
+// Run.TerminatedBudget write the RunRecord of each outcome; NewEvidenceRef
+// derives refs and excerpt hashes; NewComplianceReport derives the overall
+// verdict; NewIncidentDossier orders the timeline by instant; NewAnnotation
+// embeds a report as canonical JSON. Marshal writes canonical JSON (RFC
+// 8785).
 //
 // # What it does not cover
 //
@@ -258,4 +234,5 @@
 // comparing a report against its controls' required_evidence is the
 // evaluator's job. The package is a pure core: no clock, I/O or state, so
 // it has no Session shell; hosts record validated documents themselves.
+// DESIGN.md says how a document is read and where the time goes.
 package contracts

@@ -1,3 +1,6 @@
+// Guarantee checked here: every error message of the package starts with
+// "contracts: " and says it once: TestErrorsPrefixedOnce.
+
 package contracts
 
 import (

@@ -1,3 +1,7 @@
+// Guarantee checked here: the decoders never panic on any input, report
+// well-formed sorted violations, and a document they accept re-encodes to
+// one they accept, under every option: FuzzDecode.
+
 package contracts
 
 import (

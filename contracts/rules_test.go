@@ -1,3 +1,19 @@
+// Guarantees checked here:
+//
+//   - Every named rule has a valid and an invalid case: TestRuleTable.
+//   - Timeline order is by instant, not by string: TestTimelineSortedByInstant.
+//   - The overall verdict follows the reference implementation's
+//     derivation: TestOverallVerdictRule.
+//   - Violations are complete, sorted and deterministic:
+//     TestViolationsAreSortedAndDeterministic, TestSortViolationsOrder,
+//     TestConcurrentValidation.
+//   - A major version mismatch is rejected, a newer minor accepted:
+//     TestMajorVersionMismatchIsAClearError,
+//     TestMajorVersionBeyondUint64IsAMismatch (and versioning's
+//     TestCompatibilityMajorOnly, TestVersioningRules).
+//   - No schema outside the embedded set is loaded:
+//     TestSchemaRefusesExternalRefs.
+
 package contracts
 
 import (
@@ -332,7 +348,7 @@ func TestUsageWithinBudgetExemptions(t *testing.T) {
 	assert.Equal(t, []Violation{{Path: "/runtime_ref/usage/cost_usd", Rule: rule.RunUsageWithinBudget, Message: ve.Violations[0].Message}}, ve.Violations)
 }
 
-func TestDefaultBudget(t *testing.T) {
+func TestDefaultRunBudget(t *testing.T) {
 	b := DefaultRunBudget()
 	assert.Equal(t, int64(40), b.MaxIterations)
 	assert.Equal(t, int64(2), b.MaxDepth)

@@ -1,3 +1,11 @@
+// Guarantees checked here: every rule names its source; SpecOnly leaves
+// out exactly the extensions (each extension fixture is valid under it,
+// every other fixture reports the same violations) and still checks what
+// an extension flagged: TestRuleSources,
+// TestSpecOnlyLeavesOutExactlyTheExtensions,
+// TestSpecOnlyStillChecksWhatAnExtensionFlagged,
+// TestSpecOnlyReportsDefaultMinusExtensions (rapid).
+
 package contracts
 
 import (

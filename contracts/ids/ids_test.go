@@ -1,3 +1,8 @@
+// Guarantees checked here: canonical ids parse by the grammar of
+// specification 002 (TestParse) and round-trip through their builders
+// (TestIDRoundTrip, rapid; FuzzParse); the zero Form is no form
+// (TestZeroFormIsNoForm).
+
 package ids
 
 import (
@@ -12,7 +17,7 @@ import (
 
 var digest = strings.Repeat("ab", 32)
 
-func TestParseID(t *testing.T) {
+func TestParse(t *testing.T) {
 	good := []struct {
 		in   string
 		want ID
@@ -148,7 +153,7 @@ func TestIDRoundTrip(t *testing.T) {
 	})
 }
 
-func FuzzParseID(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	for _, s := range []string{"tool:s1", "retrieval:s1:3:doc:chunk=1", "configdiff:" + digest, "compliance:c:" + digest, "s1", "retrieval:s1:01:d", ""} {
 		f.Add(s)
 	}

@@ -1,3 +1,10 @@
+// Guarantees checked here: semantic versions parse and order as Semantic
+// Versioning 2.0.0 says (TestParse, TestVersionPrecedence,
+// FuzzParse); a document is readable iff its major version is the
+// reader's (TestCompatibilityMajorOnly, rapid); releases follow the
+// specification's bump rules (TestVersioningRules); zero values fail
+// closed (TestZeroValuesFailClosed).
+
 package versioning
 
 import (
@@ -9,7 +16,7 @@ import (
 	"pgregory.net/rapid"
 )
 
-func TestParseVersion(t *testing.T) {
+func TestParse(t *testing.T) {
 	v, err := Parse("1.2.3-rc.1+build.5")
 	require.NoError(t, err)
 	assert.Equal(t, Version{Major: 1, Minor: 2, Patch: 3, Prerelease: "rc.1", Build: "build.5"}, v)
@@ -97,7 +104,7 @@ func TestVersioningRules(t *testing.T) {
 	}
 }
 
-func FuzzParseVersion(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	for _, s := range []string{"1.0.0", "1.2.3-rc.1+b.5", "01.0.0", "1.0", ""} {
 		f.Add(s)
 	}
