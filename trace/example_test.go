@@ -69,7 +69,7 @@ func ExampleRepairFile() {
 
 	_, err := trace.OpenFile(path, trace.FileOptions{})
 	fmt.Println(errors.Is(err, trace.ErrTornTail))
-	res, _ := trace.RepairFile(path, nil)
+	res, _ := trace.RepairFile(path)
 	fmt.Println("kept", res.Entries, "entries; saved", res.CutBytes, "bytes to", filepath.Base(res.SideFile))
 	store, err = trace.OpenFile(path, trace.FileOptions{})
 	fmt.Println(err)

@@ -8,7 +8,7 @@ import (
 	"sync"
 )
 
-// faultFS is an in-memory FS that remembers what has been fsynced, so a
+// faultFS is an in-memory fileSystem that remembers what has been fsynced, so a
 // test can "crash" the process and see only durable bytes (plus, if it
 // likes, a torn piece of what was not synced), and can make writes short
 // and fsyncs fail on demand.
@@ -34,7 +34,7 @@ var errInjected = errors.New("injected fault")
 
 func newFaultFS() *faultFS { return &faultFS{files: map[string]*faultFile{}} }
 
-func (fs *faultFS) OpenFile(name string) (FSFile, error) {
+func (fs *faultFS) OpenFile(name string) (fsFile, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if _, ok := fs.files[name]; !ok {

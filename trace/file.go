@@ -13,6 +13,7 @@ import (
 	"iter"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -48,13 +49,14 @@ const (
 	SyncManual
 )
 
-// FileOptions configures OpenFile. The zero value is the safe default:
-// the operating system's file system and an fsync per append.
+// FileOptions configures OpenFile. The zero value is the safe default: an
+// fsync per append.
 type FileOptions struct {
-	FS            FS            // default OSFS{}
 	Sync          SyncPolicy    // default SyncEveryAppend
 	GroupMaxBatch int           // SyncGroup: this many waiting records start a sync at once (default 64)
 	GroupMaxDelay time.Duration // SyncGroup: longest wait before a sync (default 2ms)
+
+	fs fileSystem // nil: the operating system's; the crash tests inject faults here
 }
 
 // TornTailError reports a final record that was cut short or damaged,
@@ -112,11 +114,11 @@ func (e *NotLogError) Unwrap() []error { return []error{ErrNotLog, ErrCorrupt} }
 // processes must not open the same file for writing.
 type File struct {
 	path string
-	fs   FS
+	fs   fileSystem
 	opts FileOptions
 
 	mu      sync.Mutex
-	f       FSFile
+	f       fsFile
 	head    Head
 	offsets []int64 // frame offset of each entry
 	size    int64   // end of the last complete record
@@ -142,8 +144,30 @@ type File struct {
 // verifies is fsynced, and so is its directory (an earlier open may have
 // created the file and failed before syncing it).
 func OpenFile(path string, opts FileOptions) (*File, error) {
-	if opts.FS == nil {
-		opts.FS = OSFS{}
+	s, err := openFile(path, opts)
+	if err != nil {
+		return nil, ioError(err)
+	}
+	return s, nil
+}
+
+// ioError gives an error of the file system (which names the operation and
+// the file) the package's prefix; the package's own errors carry it and
+// pass unchanged.
+func ioError(err error) error {
+	if err == nil || strings.HasPrefix(err.Error(), "trace: ") {
+		return err
+	}
+	return fmt.Errorf("trace: %w", err)
+}
+
+// reason is err as the Reason of a *TornTailError or *CorruptRecordError,
+// whose own message carries the package's prefix.
+func reason(err error) string { return strings.TrimPrefix(err.Error(), "trace: ") }
+
+func openFile(path string, opts FileOptions) (*File, error) {
+	if opts.fs == nil {
+		opts.fs = osFS{}
 	}
 	if opts.GroupMaxBatch <= 0 {
 		opts.GroupMaxBatch = 64
@@ -151,11 +175,11 @@ func OpenFile(path string, opts FileOptions) (*File, error) {
 	if opts.GroupMaxDelay <= 0 {
 		opts.GroupMaxDelay = 2 * time.Millisecond
 	}
-	f, err := opts.FS.OpenFile(path)
+	f, err := opts.fs.OpenFile(path)
 	if err != nil {
 		return nil, err
 	}
-	s := &File{path: path, fs: opts.FS, opts: opts, f: f}
+	s := &File{path: path, fs: opts.fs, opts: opts, f: f}
 	size, err := f.Size()
 	if err != nil {
 		f.Close()
@@ -296,9 +320,9 @@ func scanFile(path string, r io.ReaderAt, size int64) (scanResult, error) {
 			// written: at the end of the file, or followed only by zeros (a
 			// crash kept the new size, not every new page).
 			if end := off + frameHeaderLen + int64(n); end == size || allZero(r, end, size) {
-				return torn(err.Error())
+				return torn(reason(err))
 			}
-			return corrupt(err.Error())
+			return corrupt(reason(err))
 		}
 		res.offsets = append(res.offsets, off)
 		head = Head{Size: idx + 1, Hash: h}
@@ -416,9 +440,6 @@ func decodeBody(b []byte) (Entry, error) {
 	}
 	return Entry{Seq: r.seq, Prev: r.prev, Kind: string(r.kind), Payload: bytes.Clone(r.payload), Time: r.time, Hash: r.hash}, nil
 }
-
-// Path returns the file's path.
-func (s *File) Path() string { return s.path }
 
 // Head implements Store.
 func (s *File) Head(ctx context.Context) (Head, error) {
@@ -658,7 +679,7 @@ func (s *File) Entries(ctx context.Context, from uint64) iter.Seq2[Entry, error]
 			}
 			e, err := decodeBody(frame)
 			if err != nil {
-				yield(Entry{}, &CorruptRecordError{Path: s.path, Offset: off, Reason: err.Error()})
+				yield(Entry{}, &CorruptRecordError{Path: s.path, Offset: off, Reason: reason(err)})
 				return
 			}
 			if !yield(e, nil) {
@@ -696,7 +717,7 @@ func (s *File) Close() error {
 	if cerr := s.f.Close(); err == nil {
 		err = cerr
 	}
-	return err
+	return ioError(err)
 }
 
 // RepairResult says what RepairFile did.
@@ -714,11 +735,13 @@ type RepairResult struct {
 // repaired: the *CorruptRecordError or *ChainBreakError is returned and the
 // file is left alone. A log with no torn tail (an empty file too) is left
 // alone, and a missing one is an error wrapping fs.ErrNotExist.
-func RepairFile(path string, fsys FS) (RepairResult, error) {
-	if fsys == nil {
-		fsys = OSFS{}
-	}
-	// FS.OpenFile creates a missing file; repairing one must not.
+func RepairFile(path string) (RepairResult, error) {
+	res, err := repairFile(path, osFS{})
+	return res, ioError(err)
+}
+
+func repairFile(path string, fsys fileSystem) (RepairResult, error) {
+	// fileSystem.OpenFile creates a missing file; repairing one must not.
 	if ok, err := fsys.Exists(path); err != nil {
 		return RepairResult{}, err
 	} else if !ok {

@@ -23,7 +23,7 @@ func faultFSWith(data []byte) *faultFS {
 // openBytes opens a log file holding data (in memory) and returns the
 // error of OpenFile.
 func openBytes(data []byte) error {
-	s, err := OpenFile("log", FileOptions{FS: faultFSWith(data)})
+	s, err := OpenFile("log", FileOptions{fs: faultFSWith(data)})
 	if err == nil {
 		s.Close()
 	}
@@ -55,12 +55,12 @@ func TestFileOpenRefusesOversizePayload(t *testing.T) {
 func TestFileOpenRejectsNotALog(t *testing.T) {
 	for _, data := range [][]byte{[]byte("VTRACE2\n"), []byte("hello"), make([]byte, 20), []byte("VTRACE1\r\n")} {
 		fs := faultFSWith(data)
-		_, err := OpenFile("log", FileOptions{FS: fs})
+		_, err := OpenFile("log", FileOptions{fs: fs})
 		var nl *NotLogError
 		require.ErrorAs(t, err, &nl, "%q", data)
 		assert.ErrorIs(t, err, ErrNotLog)
 		assert.ErrorIs(t, err, ErrCorrupt, "never repaired, like a corrupt record")
-		_, err = RepairFile("log", fs)
+		_, err = repairFile("log", fs)
 		require.ErrorIs(t, err, ErrNotLog)
 		assert.Equal(t, data, fs.bytes("log"))
 	}
@@ -195,7 +195,7 @@ func TestFileReaderAcceptsExactlyWhatTheWriterWrites(t *testing.T) {
 // canonical among them), so it never writes a log that reads as damaged.
 func TestFileAppendWritesWhatOpenReads(t *testing.T) {
 	fs := newFaultFS()
-	s, err := OpenFile("log", FileOptions{FS: fs})
+	s, err := OpenFile("log", FileOptions{fs: fs})
 	require.NoError(t, err)
 	good := buildChain(t, 1)[0]
 	for _, p := range badPayloads {
@@ -206,7 +206,7 @@ func TestFileAppendWritesWhatOpenReads(t *testing.T) {
 	}
 	require.NoError(t, s.Append(context.Background(), good))
 	require.NoError(t, s.Close())
-	s, err = OpenFile("log", FileOptions{FS: fs})
+	s, err = OpenFile("log", FileOptions{fs: fs})
 	require.NoError(t, err)
 	h, _ := s.Head(context.Background())
 	assert.Equal(t, Head{Size: 1, Hash: good.Hash}, h)

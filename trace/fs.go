@@ -6,20 +6,21 @@ import (
 	"path/filepath"
 )
 
-// FS is the small slice of a file system the File store uses. OSFS is the
-// real one; tests substitute a fault-injecting implementation to simulate
-// short writes, failed fsyncs and crashes that drop unsynced bytes.
-type FS interface {
+// fileSystem is the small slice of a file system the File store uses.
+// osFS is the real one; tests substitute a fault-injecting implementation
+// to simulate short writes, failed fsyncs and crashes that drop unsynced
+// bytes.
+type fileSystem interface {
 	// OpenFile opens name for reading and writing, creating it if missing.
-	OpenFile(name string) (FSFile, error)
+	OpenFile(name string) (fsFile, error)
 	// Exists reports whether name exists.
 	Exists(name string) (bool, error)
 	// SyncDir fsyncs a directory so that a file created in it survives a crash.
 	SyncDir(dir string) error
 }
 
-// FSFile is an open file: random-access reads, appending writes.
-type FSFile interface {
+// fsFile is an open file: random-access reads, appending writes.
+type fsFile interface {
 	io.ReaderAt
 	// Write appends at the end of the file.
 	Write(p []byte) (int, error)
@@ -29,8 +30,8 @@ type FSFile interface {
 	Close() error
 }
 
-// OSFS is the operating system's file system.
-type OSFS struct{}
+// osFS is the operating system's file system.
+type osFS struct{}
 
 type osFile struct{ *os.File }
 
@@ -42,8 +43,8 @@ func (f osFile) Size() (int64, error) {
 	return st.Size(), nil
 }
 
-// OpenFile implements FS with O_RDWR|O_CREATE|O_APPEND and mode 0o600.
-func (OSFS) OpenFile(name string) (FSFile, error) {
+// OpenFile opens name with O_RDWR|O_CREATE|O_APPEND and mode 0o600.
+func (osFS) OpenFile(name string) (fsFile, error) {
 	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
@@ -51,8 +52,7 @@ func (OSFS) OpenFile(name string) (FSFile, error) {
 	return osFile{f}, nil
 }
 
-// Exists implements FS.
-func (OSFS) Exists(name string) (bool, error) {
+func (osFS) Exists(name string) (bool, error) {
 	_, err := os.Stat(name)
 	if err == nil {
 		return true, nil
@@ -63,8 +63,7 @@ func (OSFS) Exists(name string) (bool, error) {
 	return false, err
 }
 
-// SyncDir implements FS.
-func (OSFS) SyncDir(dir string) error {
+func (osFS) SyncDir(dir string) error {
 	d, err := os.Open(filepath.Clean(dir))
 	if err != nil {
 		return err

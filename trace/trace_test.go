@@ -365,7 +365,7 @@ func TestFileReopenKeepsEverything(t *testing.T) {
 
 func fileWith(t *testing.T, n int) (*faultFS, []byte) {
 	fs := newFaultFS()
-	s, err := OpenFile("log", FileOptions{FS: fs})
+	s, err := OpenFile("log", FileOptions{fs: fs})
 	require.NoError(t, err)
 	require.NoError(t, s.Append(context.Background(), buildChain(t, n)...))
 	require.NoError(t, s.Close())
@@ -383,7 +383,7 @@ func TestFileEveryByteFlipDetected(t *testing.T) {
 			bad := bytes.Clone(good)
 			bad[i] ^= mask
 			fs.setBytes("log", bad)
-			s, err := OpenFile("log", FileOptions{FS: fs})
+			s, err := OpenFile("log", FileOptions{fs: fs})
 			if err == nil {
 				s.Close()
 				t.Fatalf("flip 0x%02x at byte %d not detected", mask, i)
@@ -411,17 +411,17 @@ func TestFileTornTailRepair(t *testing.T) {
 	_ = fs2
 	for cut := len(two) + 1; cut < len(good); cut++ {
 		fs.setBytes("log", good[:cut])
-		_, err := OpenFile("log", FileOptions{FS: fs})
+		_, err := OpenFile("log", FileOptions{fs: fs})
 		var torn *TornTailError
 		require.ErrorAs(t, err, &torn, "cut at %d", cut)
 		assert.Equal(t, uint64(2), torn.Index)
 		assert.Equal(t, int64(len(two)), torn.Offset)
-		res, err := RepairFile("log", fs)
+		res, err := repairFile("log", fs)
 		require.NoError(t, err)
 		assert.Equal(t, uint64(2), res.Entries)
 		assert.Equal(t, int64(cut-len(two)), res.CutBytes)
 		assert.Equal(t, good[len(two):cut], fs.bytes(res.SideFile), "the cut bytes are kept aside")
-		s, err := OpenFile("log", FileOptions{FS: fs})
+		s, err := OpenFile("log", FileOptions{fs: fs})
 		require.NoError(t, err)
 		h, _ := s.Head(context.Background())
 		assert.Equal(t, uint64(2), h.Size)
@@ -429,7 +429,7 @@ func TestFileTornTailRepair(t *testing.T) {
 	}
 	// a zero-filled tail (preallocated, never written) is torn too
 	fs.setBytes("log", append(bytes.Clone(two), make([]byte, 100)...))
-	_, err := OpenFile("log", FileOptions{FS: fs})
+	_, err := OpenFile("log", FileOptions{fs: fs})
 	require.ErrorIs(t, err, ErrTornTail)
 }
 
@@ -438,18 +438,18 @@ func TestFileMidCorruptionNeverRepaired(t *testing.T) {
 	bad := bytes.Clone(good)
 	bad[len(fileMagic)+frameHeaderLen+50] ^= 0x10 // inside entry 0's payload area
 	fs.setBytes("log", bad)
-	_, err := OpenFile("log", FileOptions{FS: fs})
+	_, err := OpenFile("log", FileOptions{fs: fs})
 	var ce *CorruptRecordError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, uint64(0), ce.Index)
-	_, err = RepairFile("log", fs)
+	_, err = repairFile("log", fs)
 	require.ErrorIs(t, err, ErrCorrupt)
 	assert.Equal(t, bad, fs.bytes("log"), "repair refused and left the file alone")
 }
 
 func TestFileShortWriteRollsBack(t *testing.T) {
 	fs := newFaultFS()
-	s, err := OpenFile("log", FileOptions{FS: fs})
+	s, err := OpenFile("log", FileOptions{fs: fs})
 	require.NoError(t, err)
 	es := buildChain(t, 3)
 	require.NoError(t, s.Append(context.Background(), es[0]))
@@ -460,7 +460,7 @@ func TestFileShortWriteRollsBack(t *testing.T) {
 	assert.Equal(t, uint64(1), h.Size)
 	require.NoError(t, s.Append(context.Background(), es[1]), "the store recovers from a short write")
 	require.NoError(t, s.Close())
-	s, err = OpenFile("log", FileOptions{FS: fs})
+	s, err = OpenFile("log", FileOptions{fs: fs})
 	require.NoError(t, err)
 	h, _ = s.Head(context.Background())
 	assert.Equal(t, uint64(2), h.Size)
@@ -468,7 +468,7 @@ func TestFileShortWriteRollsBack(t *testing.T) {
 
 func TestFileFailedSyncBreaksStore(t *testing.T) {
 	fs := newFaultFS()
-	s, err := OpenFile("log", FileOptions{FS: fs})
+	s, err := OpenFile("log", FileOptions{fs: fs})
 	require.NoError(t, err)
 	es := buildChain(t, 2)
 	fs.failSyncs = 1
@@ -501,12 +501,12 @@ type crashMachine struct {
 }
 
 func (m *crashMachine) open(t *rapid.T) {
-	s, err := OpenFile("log", FileOptions{FS: m.fs, Sync: m.policy})
+	s, err := OpenFile("log", FileOptions{fs: m.fs, Sync: m.policy})
 	if errors.Is(err, ErrTornTail) {
-		if _, rerr := RepairFile("log", m.fs); rerr != nil {
+		if _, rerr := repairFile("log", m.fs); rerr != nil {
 			t.Fatalf("repair: %v", rerr)
 		}
-		s, err = OpenFile("log", FileOptions{FS: m.fs, Sync: m.policy})
+		s, err = OpenFile("log", FileOptions{fs: m.fs, Sync: m.policy})
 	}
 	if err != nil {
 		t.Fatalf("reopen: %v", err)
@@ -614,7 +614,7 @@ func (m *crashMachine) Check(t *rapid.T) {
 
 func FuzzOpenFile(f *testing.F) {
 	fs := newFaultFS()
-	s, _ := OpenFile("seed", FileOptions{FS: fs})
+	s, _ := OpenFile("seed", FileOptions{fs: fs})
 	_ = s.Append(context.Background(), buildChain(f, 3)...)
 	_ = s.Close()
 	good := fs.bytes("seed")
@@ -627,13 +627,13 @@ func FuzzOpenFile(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fs := faultFSWith(data)
-		s, err := OpenFile("log", FileOptions{FS: fs})
+		s, err := OpenFile("log", FileOptions{fs: fs})
 		if err != nil {
 			if errors.Is(err, ErrTornTail) {
-				if _, err := RepairFile("log", fs); err != nil {
+				if _, err := repairFile("log", fs); err != nil {
 					t.Fatalf("repair of a torn tail failed: %v", err)
 				}
-				s, err = OpenFile("log", FileOptions{FS: fs})
+				s, err = OpenFile("log", FileOptions{fs: fs})
 				if err != nil {
 					t.Fatalf("open after repair: %v", err)
 				}
@@ -700,7 +700,7 @@ func TestVerifyRejectsTimeOutsideWireForm(t *testing.T) {
 // once must not panic; one of them gets ErrClosed.
 func TestFileConcurrentClose(t *testing.T) {
 	for i := 0; i < 200; i++ {
-		s, err := OpenFile("log", FileOptions{FS: newFaultFS(), Sync: SyncGroup})
+		s, err := OpenFile("log", FileOptions{fs: newFaultFS(), Sync: SyncGroup})
 		require.NoError(t, err)
 		var wg sync.WaitGroup
 		errs := make([]error, 2)
@@ -730,14 +730,14 @@ func TestFileConcurrentClose(t *testing.T) {
 func TestFileRetriedCreateSyncsDir(t *testing.T) {
 	fs := newFaultFS()
 	fs.failSyncs = 1
-	_, err := OpenFile("log", FileOptions{FS: fs})
+	_, err := OpenFile("log", FileOptions{fs: fs})
 	require.Error(t, err, "the injected fsync failure fails the create")
-	s, err := OpenFile("log", FileOptions{FS: fs})
+	s, err := OpenFile("log", FileOptions{fs: fs})
 	require.NoError(t, err)
 	es := buildChain(t, 1)
 	require.NoError(t, s.Append(context.Background(), es[0]), "acknowledged as durable")
 	fs.crash(0)
-	s, err = OpenFile("log", FileOptions{FS: fs})
+	s, err = OpenFile("log", FileOptions{fs: fs})
 	require.NoError(t, err)
 	h, err := s.Head(context.Background())
 	require.NoError(t, err)
@@ -748,14 +748,14 @@ func TestFileRetriedCreateSyncsDir(t *testing.T) {
 // missing or empty file, so RepairFile creates neither it nor a side file.
 func TestRepairFileLeavesMissingAndEmptyAlone(t *testing.T) {
 	fs := newFaultFS()
-	_, err := RepairFile("missing", fs)
+	_, err := repairFile("missing", fs)
 	require.ErrorIs(t, err, iofs.ErrNotExist)
 	ok, _ := fs.Exists("missing")
 	assert.False(t, ok, "RepairFile created the log")
 
 	fs.OpenFile("empty")
 	fs.setBytes("empty", nil)
-	res, err := RepairFile("empty", fs)
+	res, err := repairFile("empty", fs)
 	require.NoError(t, err)
 	assert.Equal(t, RepairResult{}, res)
 	ok, _ = fs.Exists("empty.torn-0")
@@ -774,12 +774,12 @@ func TestFileTornRecordBeforeZeroTail(t *testing.T) {
 	clear(bad[len(bad)-20:]) // the end of record 2 never reached the disk
 	bad = append(bad, make([]byte, 100)...)
 	fs.setBytes("log", bad)
-	_, err := OpenFile("log", FileOptions{FS: fs})
+	_, err := OpenFile("log", FileOptions{fs: fs})
 	var torn *TornTailError
 	require.ErrorAs(t, err, &torn)
 	assert.Equal(t, uint64(2), torn.Index)
 	assert.Equal(t, int64(len(two)), torn.Offset)
-	res, err := RepairFile("log", fs)
+	res, err := repairFile("log", fs)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(2), res.Entries)
 	assert.Equal(t, bad[len(two):], fs.bytes(res.SideFile))
@@ -790,7 +790,7 @@ func TestFileTornRecordBeforeZeroTail(t *testing.T) {
 	mid := bytes.Clone(good)
 	clear(mid[len(two)-20 : len(two)])
 	fs.setBytes("log", mid)
-	_, err = OpenFile("log", FileOptions{FS: fs})
+	_, err = OpenFile("log", FileOptions{fs: fs})
 	require.ErrorIs(t, err, ErrCorrupt)
 }
 
@@ -799,7 +799,7 @@ func TestFileTornRecordBeforeZeroTail(t *testing.T) {
 // stores it rejects the entry with ErrMalformed and stores nothing.
 func TestFileAppendRejectsMalformed(t *testing.T) {
 	fs := newFaultFS()
-	s, err := OpenFile("log", FileOptions{FS: fs})
+	s, err := OpenFile("log", FileOptions{fs: fs})
 	require.NoError(t, err)
 	good := buildChain(t, 1)[0]
 	badKind := good
@@ -813,7 +813,7 @@ func TestFileAppendRejectsMalformed(t *testing.T) {
 	}
 	require.NoError(t, s.Append(context.Background(), good))
 	require.NoError(t, s.Close())
-	s, err = OpenFile("log", FileOptions{FS: fs})
+	s, err = OpenFile("log", FileOptions{fs: fs})
 	require.NoError(t, err)
 	h, _ := s.Head(context.Background())
 	assert.Equal(t, Head{Size: 1, Hash: good.Hash}, h)
@@ -829,12 +829,12 @@ func TestFileRemovedRecordIsNotATornTail(t *testing.T) {
 	_, two := fileWith(t, 2)
 	bad := append(bytes.Clone(two), good[len(three):]...) // entry 2 removed
 	fs.setBytes("log", bad)
-	_, err := OpenFile("log", FileOptions{FS: fs})
+	_, err := OpenFile("log", FileOptions{fs: fs})
 	var cb *ChainBreakError
 	require.ErrorAs(t, err, &cb)
 	assert.Equal(t, uint64(2), cb.Index)
 	assert.NotErrorIs(t, err, ErrTornTail)
-	_, err = RepairFile("log", fs)
+	_, err = repairFile("log", fs)
 	require.ErrorIs(t, err, ErrChainBreak)
 	assert.Equal(t, bad, fs.bytes("log"), "repair refused and left the file alone")
 }
@@ -848,7 +848,7 @@ func TestFileDamagedPrevIsCorrupt(t *testing.T) {
 	bad := bytes.Clone(good)
 	bad[len(one)+frameHeaderLen+8] ^= 1 // first byte of entry 1's prev
 	fs.setBytes("log", bad)
-	_, err := OpenFile("log", FileOptions{FS: fs})
+	_, err := OpenFile("log", FileOptions{fs: fs})
 	var ce *CorruptRecordError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, uint64(1), ce.Index)
@@ -866,7 +866,7 @@ func TestRepairFileKeepsEarlierSideFiles(t *testing.T) {
 	var sides []string
 	for _, cut := range [][]byte{first, second} {
 		fs.setBytes("log", cut)
-		res, err := RepairFile("log", fs)
+		res, err := repairFile("log", fs)
 		require.NoError(t, err)
 		sides = append(sides, res.SideFile)
 	}

@@ -466,7 +466,7 @@ func TestVectorsUpToDate(t *testing.T) {
 // or of the records before the torn one, read after RepairFile).
 func outcome(t *testing.T, data []byte) (string, *Head) {
 	fs := faultFSWith(data)
-	s, err := OpenFile("log", FileOptions{FS: fs})
+	s, err := OpenFile("log", FileOptions{fs: fs})
 	var (
 		torn    *TornTailError
 		corrupt *CorruptRecordError
@@ -481,9 +481,9 @@ func outcome(t *testing.T, data []byte) (string, *Head) {
 	case errors.Is(err, ErrNotLog):
 		return "not_a_log", nil
 	case errors.As(err, &torn):
-		_, err := RepairFile("log", fs)
+		_, err := repairFile("log", fs)
 		require.NoError(t, err)
-		s, err := OpenFile("log", FileOptions{FS: fs})
+		s, err := OpenFile("log", FileOptions{fs: fs})
 		require.NoError(t, err, "a repaired log opens")
 		h, err := s.Head(context.Background())
 		require.NoError(t, err)

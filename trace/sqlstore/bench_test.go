@@ -25,7 +25,7 @@ func benchLog(b *testing.B, logs *sqlstore.Logs) *trace.Log {
 	return lg
 }
 
-var benchPageSize = sqlstore.DefaultPageSize
+var benchPageSize = 256 // the default
 
 var benchPayload = []byte(`{"action":"deploy","cost":"1.5","session":"0192f2c4-7b1e-7c3a-9a51-2f6d0c1e9b42","step":42}`)
 

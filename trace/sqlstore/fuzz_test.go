@@ -67,17 +67,17 @@ func FuzzParseWireTime(f *testing.F) {
 	})
 }
 
-// FuzzValidID: ValidID never panics and accepts exactly 1..MaxIDLen bytes
+// FuzzValidID: validID never panics and accepts exactly 1..MaxIDLen bytes
 // of valid UTF-8 without NUL.
 func FuzzValidID(f *testing.F) {
 	for _, s := range []string{"", "a", "session-1", "é", "\x00", "\xff", strings.Repeat("x", MaxIDLen), strings.Repeat("x", MaxIDLen+1)} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, id string) {
-		err := ValidID(id)
+		err := validID(id)
 		want := len(id) >= 1 && len(id) <= MaxIDLen && utf8.ValidString(id) && !strings.ContainsRune(id, 0)
 		if (err == nil) != want {
-			t.Fatalf("ValidID(%q) = %v, want ok = %v", id, err, want)
+			t.Fatalf("validID(%q) = %v, want ok = %v", id, err, want)
 		}
 	})
 }

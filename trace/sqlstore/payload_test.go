@@ -92,3 +92,68 @@ func TestReaderRefusesWhatAppendRefuses(t *testing.T) {
 		}
 	})
 }
+
+// TestErrorsPrefixedOnce walks the package's error-producing paths and
+// checks that each message names its origin once: "sqlstore: " for the
+// package's own errors, "trace: " for the trace.Store contract's (conflict,
+// malformed entry, closed store, corrupt row), never both, never twice.
+func TestErrorsPrefixedOnce(t *testing.T) {
+	sqltest.ForEach(t, func(t *testing.T, b sqltest.Backend) {
+		ctx := context.Background()
+		db, logs := open(t, b)
+		var errs []error
+		add := func(err error) {
+			t.Helper()
+			require.Error(t, err)
+			errs = append(errs, err)
+		}
+		second := func(_ any, err error) error { return err }
+
+		add(second(sqlstore.Open(ctx, db, "mysql")))
+		add(second(sqlstore.Open(ctx, nil, b.Dialect)))
+		add(second(logs.Create(ctx, "")))
+		add(second(logs.Open(ctx, "nul\x00")))
+		add(second(logs.Open(ctx, newID())))
+		s, err := logs.Create(ctx, newID())
+		require.NoError(t, err)
+		add(second(logs.Create(ctx, s.ID())))
+		es := entries(t, trace.Head{}, 3, "a")
+		add(s.Append(ctx, es[1]))
+		require.NoError(t, s.Append(ctx, es[0]))
+		add(s.Append(ctx, es[0]))
+		add(s.Append(ctx, es[2]))
+		add(s.Append(ctx, es[1], es[0]))
+		bad := trace.Entry{Seq: 1, Prev: es[0].Hash, Kind: "a", Payload: []byte(`{ }`)}
+		add(s.Append(ctx, bad))
+		bad.Kind = "A"
+		add(s.Append(ctx, bad))
+
+		row, err := logs.Create(ctx, newID())
+		require.NoError(t, err)
+		_, err = db.ExecContext(ctx, b.Rebind("INSERT INTO "+sqlstore.EntriesTable+
+			" (log_id, seq, prev, kind, payload, time, hash) VALUES (?, ?, ?, ?, ?, ?, ?)"),
+			row.ID(), int64(0), es[0].Prev[:], "a", []byte(`{ }`), "not a time", es[0].Hash[:])
+		require.NoError(t, err)
+		for _, err := range row.Entries(ctx, 0) {
+			add(err)
+		}
+		_, err = db.ExecContext(ctx, b.Rebind("UPDATE "+sqlstore.EntriesTable+" SET time = ? WHERE log_id = ?"),
+			trace.FormatTime(es[0].Time), row.ID())
+		require.NoError(t, err)
+		for _, err := range row.Entries(ctx, 0) {
+			add(err)
+		}
+
+		require.NoError(t, s.Close())
+		add(s.Close())
+		add(s.Append(ctx, es[1]))
+		add(second(s.Head(ctx)))
+
+		for _, err := range errs {
+			msg := err.Error()
+			own, contract := strings.Count(msg, "sqlstore: "), strings.Count(msg, "trace: ")
+			require.True(t, strings.HasPrefix(msg, "sqlstore: ") || strings.HasPrefix(msg, "trace: "), "no prefix: %s", msg)
+			require.Equal(t, 1, own+contract, "prefix repeated: %s", msg)
+		}
+	})
+}

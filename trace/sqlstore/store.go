@@ -27,8 +27,9 @@ const (
 // MaxIDLen is the longest log id, in bytes.
 const MaxIDLen = 256
 
-// DefaultPageSize is how many entries a read fetches per query.
-const DefaultPageSize = 256
+// defaultPageSize is how many entries a read fetches per query unless
+// WithPageSize says otherwise.
+const defaultPageSize = 256
 
 // maxRowsPerInsert bounds the rows of one multi-row INSERT (7 parameters a
 // row stays far below every driver's parameter limit).
@@ -84,7 +85,7 @@ type Logs struct {
 type Option func(*Logs)
 
 // WithPageSize sets how many entries (and log ids) a read fetches per
-// query (default DefaultPageSize). Memory used by a read is bounded by one
+// query (default 256). Memory used by a read is bounded by one
 // page of entries.
 func WithPageSize(n int) Option {
 	return func(l *Logs) {
@@ -107,7 +108,7 @@ func Open(ctx context.Context, db *sql.DB, d Dialect, opts ...Option) (*Logs, er
 	if err := Migrate(ctx, db, d); err != nil {
 		return nil, err
 	}
-	l := &Logs{db: db, d: sqlmigrate.Dialect(d), pageSize: DefaultPageSize}
+	l := &Logs{db: db, d: sqlmigrate.Dialect(d), pageSize: defaultPageSize}
 	for _, o := range opts {
 		o(l)
 	}
@@ -166,11 +167,9 @@ func buildInsert(d sqlmigrate.Dialect, rows int) string {
 	return d.Rebind(string(b))
 }
 
-// Dialect returns the database's dialect.
-func (l *Logs) Dialect() Dialect { return Dialect(l.d) }
-
-// ValidID checks a log id: 1 to MaxIDLen bytes of valid UTF-8 without NUL.
-func ValidID(id string) error {
+// validID checks a log id: 1 to MaxIDLen bytes of valid UTF-8 without
+// NUL. Create and Open refuse another with ErrInvalidID.
+func validID(id string) error {
 	if len(id) == 0 || len(id) > MaxIDLen {
 		return fmt.Errorf("%w: must be 1 to %d bytes, got %d", ErrInvalidID, MaxIDLen, len(id))
 	}
@@ -188,7 +187,7 @@ func ValidID(id string) error {
 // Create registers a new, empty log and returns its store. It fails with
 // ErrExists if the id is taken (by this or any other process).
 func (l *Logs) Create(ctx context.Context, id string) (*Store, error) {
-	if err := ValidID(id); err != nil {
+	if err := validID(id); err != nil {
 		return nil, err
 	}
 	res, err := l.execReadCommitted(ctx, l.qCreate, id)
@@ -207,7 +206,7 @@ func (l *Logs) Create(ctx context.Context, id string) (*Store, error) {
 
 // Open returns the store of an existing log, or ErrNotFound.
 func (l *Logs) Open(ctx context.Context, id string) (*Store, error) {
-	if err := ValidID(id); err != nil {
+	if err := validID(id); err != nil {
 		return nil, err
 	}
 	var one int
@@ -224,7 +223,7 @@ func (l *Logs) Open(ctx context.Context, id string) (*Store, error) {
 // OpenOrCreate returns the store of log id, registering it first if it
 // does not exist yet.
 func (l *Logs) OpenOrCreate(ctx context.Context, id string) (*Store, error) {
-	if err := ValidID(id); err != nil {
+	if err := validID(id); err != nil {
 		return nil, err
 	}
 	if _, err := l.execReadCommitted(ctx, l.qCreate, id); err != nil {
