@@ -20,7 +20,8 @@ import (
 // from the same tree. It follows encoding/json's rules for the contract
 // types — null leaves a value as it is and empties a pointer or slice; a
 // JSON string, number or bool must meet a Go value of its kind; a number
-// must fit the Go type exactly (1.0 is no int64); time.Time and
+// must fit the Go type (an integer field reads it by its value, as in
+// canonical JSON: 1.0 is 1, 1.5 no integer); time.Time and
 // json.RawMessage read their own JSON — except that object members match
 // the json tag exactly, as the schema reads them. A value of the wrong
 // shape is skipped and reading goes on, so *dst is decoded as far as it
@@ -140,14 +141,14 @@ func (d *treeDecoder) number(n json.Number, dst reflect.Value) {
 	s := string(n)
 	switch dst.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		i, err := strconv.ParseInt(s, 10, 64)
+		i, err := strconv.ParseInt(canonicalNumber(s), 10, 64)
 		if err != nil || dst.OverflowInt(i) {
 			d.fail("the number %s is not a %s", s, dst.Type())
 			return
 		}
 		dst.SetInt(i)
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		u, err := strconv.ParseUint(s, 10, 64)
+		u, err := strconv.ParseUint(canonicalNumber(s), 10, 64)
 		if err != nil || dst.OverflowUint(u) {
 			d.fail("the number %s is not a %s", s, dst.Type())
 			return
@@ -164,6 +165,23 @@ func (d *treeDecoder) number(n json.Number, dst reflect.Value) {
 		d.mismatch("number", dst)
 	}
 }
+
+// canonicalNumber returns the RFC 8785 text of a number literal, which is
+// how an integer field reads it: by its value, so 1.0 and 1e0 are 1 and
+// 1.5 is no integer. Plain digits of at most 15 places are their own
+// canonical text.
+func canonicalNumber(s string) string {
+	if len(s) <= 15 && (s == "0" || s[0] >= '1' && s[0] <= '9' && !strings.ContainsFunc(s, notDigit)) {
+		return s
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return s
+	}
+	return string(canon.AppendFloat(nil, f))
+}
+
+func notDigit(r rune) bool { return r < '0' || r > '9' }
 
 func (d *treeDecoder) array(a []any, dst reflect.Value) {
 	if dst.Kind() != reflect.Slice {

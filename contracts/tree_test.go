@@ -65,3 +65,20 @@ func TestTreeDecodingLocatesFailure(t *testing.T) {
 	require.NotNil(t, v)
 	assert.Equal(t, "/timestamp", v.Path)
 }
+
+// TestIntegersReadAsTheirValue: an integer field reads a number by its
+// value, as it reads in canonical JSON — 1.0, 1e0 and 10E-1 are the rank 1
+// — and a number that is no integer is still json.decode.
+func TestIntegersReadAsTheirValue(t *testing.T) {
+	base := readFixture(t, "valid/incident_dossier/config_change.json")
+	for _, lit := range []string{"1.0", "1e0", "10E-1", "0.1e1"} {
+		doc := edit(t, base, "/hypotheses/0/rank", func(any) any { return json.Number(lit) })
+		d, err := DecodeIncidentDossier(doc)
+		require.NoError(t, err, lit)
+		assert.Equal(t, int64(1), d.Hypotheses[0].Rank, lit)
+	}
+	doc := edit(t, base, "/hypotheses/0/rank", func(any) any { return json.Number("1.5") })
+	vs, err := Check(KindIncidentDossier, doc)
+	require.NoError(t, err)
+	assert.NotEmpty(t, vs)
+}
