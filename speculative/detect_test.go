@@ -25,6 +25,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
+
+	"github.com/verity-go/verity/internal/violation"
 )
 
 // isSpeculative is the guards' reading of Detect: a marker, or a value
@@ -486,4 +488,32 @@ func TestQuotedTokenAcrossAStringLayer(t *testing.T) {
 		assert.True(t, isSpeculative(json.RawMessage(doc)), doc)
 		assert.True(t, isSpeculative(v), doc)
 	}
+}
+
+// TestPointerMatchesViolationJoin: the detector's own pointer rendering
+// builds what violation.Join and violation.Index build.
+func TestPointerMatchesViolationJoin(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var path []seg
+		want := ""
+		for range rapid.IntRange(0, 8).Draw(t, "n") {
+			switch rapid.IntRange(0, 2).Draw(t, "kind") {
+			case 0:
+				n := rapid.IntRange(0, 1<<20).Draw(t, "index")
+				path = append(path, seg{kind: segIndex, idx: n})
+				want = violation.Index(want, n)
+			case 1:
+				k := rapid.StringMatching(`[a/~b0]{0,6}`).Draw(t, "key")
+				path = append(path, seg{kind: segBytes, key: []byte(k)})
+				want = violation.Join(want, k)
+			default:
+				k := rapid.String().Draw(t, "name")
+				path = append(path, seg{kind: segString, str: k})
+				want = violation.Join(want, k)
+			}
+		}
+		if got := pointer(path); got != want {
+			t.Fatalf("pointer %q, violation.Join %q", got, want)
+		}
+	})
 }
