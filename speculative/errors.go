@@ -3,6 +3,7 @@ package speculative
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/verity-go/verity/internal/violation"
@@ -74,18 +75,8 @@ func (vs *violations) err(subject string) error {
 	if e == nil {
 		return nil
 	}
-	e.Violations = compact(e.Violations)
+	e.Violations = slices.Compact(e.Violations)
 	return e
-}
-
-func compact(vs []Violation) []Violation {
-	out := vs[:0]
-	for i, v := range vs {
-		if i == 0 || v != vs[i-1] {
-			out = append(out, v)
-		}
-	}
-	return out
 }
 
 // detail is err's message without the package prefix, for quoting an
