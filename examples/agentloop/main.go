@@ -91,7 +91,7 @@ func run(ctx context.Context, w io.Writer) error {
 	}
 
 	fmt.Fprintln(w, "\n== 2. speculative: a hunch is not evidence")
-	if err := firewall(ctx, w, log); err != nil {
+	if err := firewall(ctx, w, log, clk.now); err != nil {
 		return err
 	}
 
@@ -211,8 +211,8 @@ func act(ctx context.Context, w io.Writer, sess *kernel.Session) error {
 	return nil
 }
 
-func firewall(ctx context.Context, w io.Writer, log *trace.Log) error {
-	steward, err := speculative.NewSteward(ctx, log, speculative.NewMemory(), speculative.WithIDs(ids("intent")))
+func firewall(ctx context.Context, w io.Writer, log *trace.Log, now func() time.Time) error {
+	steward, err := speculative.NewSteward(ctx, log, speculative.NewMemory(), speculative.WithClock(now), speculative.WithIDs(ids("intent")))
 	if err != nil {
 		return err
 	}
