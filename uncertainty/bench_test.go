@@ -31,7 +31,7 @@ func BenchmarkConformalQuantile(b *testing.B) {
 func BenchmarkCalibrate(b *testing.B) {
 	r := rand.New(rand.NewPCG(2, 2))
 	data := synthSet(r, 10, 100_000)
-	for _, score := range []uncertainty.Score{uncertainty.LAC, uncertainty.APS} {
+	for _, score := range []uncertainty.Score{uncertainty.ScoreLAC, uncertainty.ScoreAPS} {
 		for _, mondrian := range []bool{false, true} {
 			name := score.String()
 			if mondrian {
@@ -56,7 +56,7 @@ func BenchmarkPredict(b *testing.B) {
 	const k = 1000
 	data := synthSet(r, k, 2000)
 	probs, _ := synthExample(r, k)
-	for _, score := range []uncertainty.Score{uncertainty.LAC, uncertainty.APS} {
+	for _, score := range []uncertainty.Score{uncertainty.ScoreLAC, uncertainty.ScoreAPS} {
 		p, err := uncertainty.Calibrate(data, uncertainty.ConformalOptions{Score: score, Alpha: 0.1})
 		if err != nil {
 			b.Fatal(err)

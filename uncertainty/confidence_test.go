@@ -1,5 +1,12 @@
 package uncertainty_test
 
+// The guarantees of the confidence score and its calibrators:
+//
+//   - Calibrated confidences stay in [0, 1], Platt scaling is monotone:
+//     TestCalibratorsStayInUnitInterval.
+//   - Calibration reduces ECE on held-out data:
+//     TestCalibrationReducesECEOnHeldOutData.
+
 import (
 	"math"
 	"math/rand/v2"

@@ -14,29 +14,31 @@ import (
 // Larger scores mean the class conforms less to the model's prediction.
 type Score int
 
-// The conformity scores.
+// The conformity scores. The zero Score is none of them; in
+// ConformalOptions it stands for ScoreLAC.
 const (
-	// LAC (least ambiguous set-valued classifier; Sadinle, Lei &
-	// Wasserman, 2019): s(x, y) = 1 − p̂_y. Gives the smallest sets on
-	// average; coverage is marginal, so hard inputs may be under-covered.
-	LAC Score = iota + 1
-	// APS (adaptive prediction sets; Romano, Sesia & Candès, 2020): the
-	// probability mass of the classes at least as likely as y,
+	// ScoreLAC is LAC (least ambiguous set-valued classifier; Sadinle,
+	// Lei & Wasserman, 2019): s(x, y) = 1 − p̂_y. Gives the smallest sets
+	// on average; coverage is marginal, so hard inputs may be
+	// under-covered.
+	ScoreLAC Score = iota + 1
+	// ScoreAPS is APS (adaptive prediction sets; Romano, Sesia & Candès,
+	// 2020): the probability mass of the classes at least as likely as y,
 	// s(x, y) = Σ_{j: p̂_j ≥ p̂_y} p̂_j. Sets grow with the model's
 	// uncertainty about the input. With ConformalOptions.Randomized the
 	// score is Σ_{j: p̂_j > p̂_y} p̂_j + u·p̂_y for a caller-supplied uniform
 	// u in [0, 1]: the class at the set's boundary then enters with the
 	// right probability rather than always, which gives smaller sets on
 	// average (Romano et al.).
-	APS
+	ScoreAPS
 )
 
 // String returns "LAC" or "APS".
 func (s Score) String() string {
 	switch s {
-	case LAC:
+	case ScoreLAC:
 		return "LAC"
-	case APS:
+	case ScoreAPS:
 		return "APS"
 	}
 	return fmt.Sprintf("Score(%d)", int(s))
@@ -48,7 +50,7 @@ const SumTolerance = 1e-4
 
 // ConformalOptions configure Calibrate.
 type ConformalOptions struct {
-	// Score is the conformity score; zero means LAC.
+	// Score is the conformity score; zero means ScoreLAC.
 	Score Score
 	// Alpha is the miscoverage: prediction sets contain the true class
 	// with probability at least 1−Alpha. In (0, 1).
@@ -95,16 +97,17 @@ type Predictor struct {
 // ⌈(n+1)(1−α)⌉-th smallest (ConformalQuantile), either over all n examples
 // or, with ClassConditional, per class. When a set is too small for α
 // Calibrate refuses with a *TooSmallError (errors.Is
-// ErrCalibrationTooSmall; with ClassConditional, one per short class,
-// joined). Malformed input is an *InputError.
+// ErrCalibrationTooSmall; with ClassConditional, one error naming every
+// short class, in which errors.As finds each class's *TooSmallError).
+// Malformed input is an *InputError.
 func Calibrate(data CalibrationSet, opts ConformalOptions) (Predictor, error) {
 	if opts.Score == 0 {
-		opts.Score = LAC
+		opts.Score = ScoreLAC
 	}
-	if opts.Score != LAC && opts.Score != APS {
+	if opts.Score != ScoreLAC && opts.Score != ScoreAPS {
 		return Predictor{}, invalid("Score", -1, "unknown score %v", opts.Score)
 	}
-	if opts.Randomized && opts.Score != APS {
+	if opts.Randomized && opts.Score != ScoreAPS {
 		return Predictor{}, invalid("Randomized", -1, "randomisation applies to APS only")
 	}
 	if err := checkAlpha(opts.Alpha); err != nil {
@@ -165,22 +168,23 @@ func Calibrate(data CalibrationSet, opts ConformalOptions) (Predictor, error) {
 	}
 	p.classQ = make([]float64, k)
 	p.classN = make([]int, k)
-	var short []error
+	var short tooSmallErrors
 	for y, s := range byClass {
 		p.classN[y] = len(s)
 		r, err := conformalRank(len(s), opts.Alpha, a)
-		if err != nil {
-			var ts *TooSmallError
-			if errors.As(err, &ts) {
-				ts.Class = y
-			}
-			short = append(short, err)
+		var ts *TooSmallError
+		if errors.As(err, &ts) {
+			ts.Class = y
+			short = append(short, ts)
 			continue
+		}
+		if err != nil {
+			return Predictor{}, err
 		}
 		p.classQ[y] = kthSmallest(s, r-1)
 	}
 	if len(short) > 0 {
-		return Predictor{}, errors.Join(short...)
+		return Predictor{}, short
 	}
 	// The marginal threshold of a Mondrian predictor is the largest class
 	// threshold: the most permissive one any class uses.
@@ -231,7 +235,7 @@ func (p Predictor) predict(probs []float64, u float64) (PredictionSet, error) {
 	}
 	var labels []int
 	switch p.opts.Score {
-	case LAC:
+	case ScoreLAC:
 		n := 0
 		for y, py := range probs {
 			if 1-py <= threshold(y) {
@@ -244,7 +248,7 @@ func (p Predictor) predict(probs []float64, u float64) (PredictionSet, error) {
 				labels = append(labels, y)
 			}
 		}
-	case APS:
+	case ScoreAPS:
 		var sc scorer
 		labels = sc.apsSet(make([]int, 0, 8), probs, u, p.opts.Randomized, threshold, p.classQ == nil)
 	}
@@ -289,7 +293,7 @@ type scorer struct {
 // sequence of additions as the prefix sums of sort, so the result is
 // bit-identical to what prediction computes for the same row.
 func (sc *scorer) score(opts ConformalOptions, probs []float64, y int, u float64) float64 {
-	if opts.Score == LAC {
+	if opts.Score == ScoreLAC {
 		return 1 - probs[y]
 	}
 	v := probs[y]

@@ -1,5 +1,25 @@
 package uncertainty_test
 
+// The guarantees of split conformal prediction:
+//
+//   - The conformal rank is exactly ⌈(n+1)(1−α)⌉, and a too-small
+//     calibration set is refused with the smallest workable size:
+//     TestConformalRankIsFiniteSampleQuantile, TestCalibrationTooSmallRefuses,
+//     TestMondrianRefusesShortClasses.
+//   - The conformal quantile is the order statistic, duplicates included:
+//     TestConformalQuantileIsOrderStatistic; it is monotone in α:
+//     TestConformalQuantileMonotoneInAlpha; prediction sets are nested in
+//     α: TestPredictionSetsNestedInAlpha.
+//   - Prediction sets are exactly {y : s(x, y) ≤ q̂}, ties included:
+//     TestPredictionSetMatchesScoreDefinition.
+//   - Coverage ≥ 1 − α and ≤ 1 − α + 1/(n+1) (within binomial tolerance) on
+//     synthetic exchangeable data, for LAC, APS and randomised APS:
+//     TestConformalCoverage; per-class coverage under Mondrian calibration,
+//     where marginal calibration under-covers a hard class:
+//     TestMondrianClassConditionalCoverage.
+//   - The set-to-value mapping, empty set = maximal uncertainty:
+//     TestPredictionSetUncertaintyMapping.
+
 import (
 	"errors"
 	"fmt"
@@ -166,7 +186,7 @@ func TestPredictionSetsNestedInAlpha(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		r := rand.New(rand.NewPCG(rapid.Uint64().Draw(t, "seed"), 1))
 		k := rapid.IntRange(2, 8).Draw(t, "classes")
-		score := rapid.SampledFrom([]uncertainty.Score{uncertainty.LAC, uncertainty.APS}).Draw(t, "score")
+		score := rapid.SampledFrom([]uncertainty.Score{uncertainty.ScoreLAC, uncertainty.ScoreAPS}).Draw(t, "score")
 		cal := synthSet(r, k, 200)
 		a1 := rapid.Float64Range(0.02, 0.5).Draw(t, "alpha1")
 		a2 := rapid.Float64Range(a1, 0.9).Draw(t, "alpha2")
@@ -237,7 +257,7 @@ func TestConformalCoverage(t *testing.T) {
 		score      uncertainty.Score
 		randomized bool
 	}{
-		{uncertainty.LAC, false}, {uncertainty.APS, false}, {uncertainty.APS, true},
+		{uncertainty.ScoreLAC, false}, {uncertainty.ScoreAPS, false}, {uncertainty.ScoreAPS, true},
 	} {
 		name := tc.score.String()
 		if tc.randomized {
@@ -363,7 +383,7 @@ func TestPredictLACByHand(t *testing.T) {
 	assert.InDelta(t, 0.40, pred.Threshold(), 1e-12)
 	assert.Equal(t, 9, pred.N())
 	assert.Equal(t, 2, pred.Classes())
-	assert.Equal(t, uncertainty.LAC, pred.Options().Score)
+	assert.Equal(t, uncertainty.ScoreLAC, pred.Options().Score)
 	for _, tc := range []struct {
 		probs []float64
 		want  []int
@@ -396,7 +416,7 @@ func TestAPSScoreAndTies(t *testing.T) {
 		Probs:  [][]float64{{0.5, 0.3, 0.2}, {0.5, 0.3, 0.2}, {0.5, 0.3, 0.2}},
 		Labels: []int{0, 1, 2},
 	}
-	pred, err := uncertainty.Calibrate(cal, uncertainty.ConformalOptions{Score: uncertainty.APS, Alpha: 0.5})
+	pred, err := uncertainty.Calibrate(cal, uncertainty.ConformalOptions{Score: uncertainty.ScoreAPS, Alpha: 0.5})
 	require.NoError(t, err)
 	// ⌈4·0.5⌉ = 2nd smallest of {0.5, 0.8, 1.0}
 	assert.InDelta(t, 0.8, pred.Threshold(), 1e-12)
@@ -416,7 +436,7 @@ func TestAPSScoreAndTies(t *testing.T) {
 	// Randomised: the score of the class is the mass above it plus u times
 	// its own probability.
 	cal.U = []float64{0, 0, 0}
-	rp, err := uncertainty.Calibrate(cal, uncertainty.ConformalOptions{Score: uncertainty.APS, Alpha: 0.5, Randomized: true})
+	rp, err := uncertainty.Calibrate(cal, uncertainty.ConformalOptions{Score: uncertainty.ScoreAPS, Alpha: 0.5, Randomized: true})
 	require.NoError(t, err)
 	assert.InDelta(t, 0.5, rp.Threshold(), 1e-12) // scores 0, 0.5, 0.8
 	set, err = rp.PredictRandomized([]float64{0.6, 0.3, 0.1}, 0.5)
@@ -496,10 +516,10 @@ func TestCalibrateRejectsBadInput(t *testing.T) {
 		"NaN probability":     {uncertainty.CalibrationSet{Probs: [][]float64{{0.6, 0.4}, {math.NaN(), 0.7}, {0.5, 0.5}}, Labels: labels}, uncertainty.ConformalOptions{Alpha: 0.5}},
 		"negative prob":       {uncertainty.CalibrationSet{Probs: [][]float64{{1.2, -0.2}, {0.3, 0.7}, {0.5, 0.5}}, Labels: labels}, uncertainty.ConformalOptions{Alpha: 0.5}},
 		"not summing to 1":    {uncertainty.CalibrationSet{Probs: [][]float64{{0.6, 0.6}, {0.3, 0.7}, {0.5, 0.5}}, Labels: labels}, uncertainty.ConformalOptions{Alpha: 0.5}},
-		"U without randomise": {uncertainty.CalibrationSet{Probs: good, Labels: labels, U: []float64{0, 0, 0}}, uncertainty.ConformalOptions{Alpha: 0.5, Score: uncertainty.APS}},
-		"U missing":           {uncertainty.CalibrationSet{Probs: good, Labels: labels}, uncertainty.ConformalOptions{Alpha: 0.5, Score: uncertainty.APS, Randomized: true}},
-		"U short":             {uncertainty.CalibrationSet{Probs: good, Labels: labels, U: []float64{0}}, uncertainty.ConformalOptions{Alpha: 0.5, Score: uncertainty.APS, Randomized: true}},
-		"U outside [0,1]":     {uncertainty.CalibrationSet{Probs: good, Labels: labels, U: []float64{0, 2, 0}}, uncertainty.ConformalOptions{Alpha: 0.5, Score: uncertainty.APS, Randomized: true}},
+		"U without randomise": {uncertainty.CalibrationSet{Probs: good, Labels: labels, U: []float64{0, 0, 0}}, uncertainty.ConformalOptions{Alpha: 0.5, Score: uncertainty.ScoreAPS}},
+		"U missing":           {uncertainty.CalibrationSet{Probs: good, Labels: labels}, uncertainty.ConformalOptions{Alpha: 0.5, Score: uncertainty.ScoreAPS, Randomized: true}},
+		"U short":             {uncertainty.CalibrationSet{Probs: good, Labels: labels, U: []float64{0}}, uncertainty.ConformalOptions{Alpha: 0.5, Score: uncertainty.ScoreAPS, Randomized: true}},
+		"U outside [0,1]":     {uncertainty.CalibrationSet{Probs: good, Labels: labels, U: []float64{0, 2, 0}}, uncertainty.ConformalOptions{Alpha: 0.5, Score: uncertainty.ScoreAPS, Randomized: true}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := uncertainty.Calibrate(tc.data, tc.opts)
@@ -524,7 +544,7 @@ func TestPredictRejectsBadInput(t *testing.T) {
 	assert.ErrorIs(t, err, uncertainty.ErrInvalidInput, "zero Predictor")
 
 	cal.U = []float64{0.1, 0.2, 0.3}
-	rp, err := uncertainty.Calibrate(cal, uncertainty.ConformalOptions{Alpha: 0.5, Score: uncertainty.APS, Randomized: true})
+	rp, err := uncertainty.Calibrate(cal, uncertainty.ConformalOptions{Alpha: 0.5, Score: uncertainty.ScoreAPS, Randomized: true})
 	require.NoError(t, err)
 	_, err = rp.Predict([]float64{0.5, 0.5})
 	assert.ErrorIs(t, err, uncertainty.ErrInvalidInput, "randomised predictor needs u")
@@ -571,7 +591,7 @@ func TestPredictorIsImmutable(t *testing.T) {
 }
 
 func ExampleScore_String() {
-	fmt.Println(uncertainty.LAC, uncertainty.APS, uncertainty.Score(7))
+	fmt.Println(uncertainty.ScoreLAC, uncertainty.ScoreAPS, uncertainty.Score(7))
 	// Output: LAC APS Score(7)
 }
 
@@ -613,8 +633,8 @@ func TestPredictionSetMatchesScoreDefinition(t *testing.T) {
 			}
 			return p
 		}
-		score := rapid.SampledFrom([]uncertainty.Score{uncertainty.LAC, uncertainty.APS}).Draw(t, "score")
-		randomized := score == uncertainty.APS && rapid.Bool().Draw(t, "randomized")
+		score := rapid.SampledFrom([]uncertainty.Score{uncertainty.ScoreLAC, uncertainty.ScoreAPS}).Draw(t, "score")
+		randomized := score == uncertainty.ScoreAPS && rapid.Bool().Draw(t, "randomized")
 		mondrian := rapid.Bool().Draw(t, "mondrian")
 		n := rapid.IntRange(30, 60).Draw(t, "n")
 		var cal uncertainty.CalibrationSet
@@ -640,7 +660,7 @@ func TestPredictionSetMatchesScoreDefinition(t *testing.T) {
 		want := []int{}
 		for y := range probs {
 			s := 1 - probs[y]
-			if score == uncertainty.APS {
+			if score == uncertainty.ScoreAPS {
 				s = naiveAPS(probs, y, u, randomized)
 			}
 			th := p.Threshold()

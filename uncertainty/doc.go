@@ -4,9 +4,32 @@
 // a person can read, and a gate recommendation (EXECUTE, EXPLAIN, DEFER or
 // REFUSE) for the claim gate chain.
 //
-// It implements the four methods the specification names, each the way
-// the literature defines it, plus the tools to check them on your own
-// data.
+// # Usage
+//
+// Sample and score a claim with semantic entropy (sampler wraps the host's
+// LLM client, nli its entailment model):
+//
+//	res, err := uncertainty.SemanticEntropy(ctx, sampler, uncertainty.Bidirectional(nli),
+//		question, uncertainty.SemanticEntropyOptions{})
+//	if err != nil {
+//		return err
+//	}
+//	claim.Uncertainty = res.Uncertainty
+//
+// Calibrate a classifier once on held-out data, then attach conformal
+// uncertainty to each claim it supports:
+//
+//	pred, err := uncertainty.Calibrate(uncertainty.CalibrationSet{Probs: p, Labels: y},
+//		uncertainty.ConformalOptions{Score: uncertainty.ScoreAPS, Alpha: 0.1})
+//	...
+//	set, err := pred.Predict(probs)
+//	...
+//	claim.Uncertainty, err = set.UncertaintyFor(claimedClass, uncertainty.DefaultThresholds())
+//
+// Before trusting a method, measure it: AUROC(values, wrong) on your own
+// labelled answers. The package implements the four methods the
+// specification names, each the way the literature defines it, plus the
+// tools to check them on your own data.
 //
 // # Model access
 //
@@ -98,49 +121,9 @@
 // of 0.78–0.81 for semantic entropy; that figure belongs to the paper's
 // models and datasets, and yours must be measured.
 //
-// # Guarantees and the tests that check them
-//
-//   - Discrete semantic entropy matches the reference vectors:
-//     TestSemanticEntropyVectors.
-//   - 0 ≤ SE ≤ ln k, normalised SE in [0, 1], SE equals −Σ p ln p:
-//     TestSemanticEntropyBounds.
-//   - The likelihood-weighted SE lies in [0, ln m] and equals the discrete
-//     SE when all likelihoods are equal: TestLikelihoodEntropyBounds.
-//   - SE is invariant under permutation of the answers:
-//     TestSemanticEntropyPermutationInvariance.
-//   - Disagreement lies in [0, 1], is 0 iff all answers agree and 1 iff
-//     none do: TestDisagreementBounds.
-//   - Clustering is greedy by bidirectional entailment:
-//     TestClusterGreedyByBidirectionalEntailment,
-//     TestBidirectionalNeedsBothDirections.
-//   - The conformal rank is exactly ⌈(n+1)(1−α)⌉, and a too-small
-//     calibration set is refused with the smallest workable size:
-//     TestConformalRankIsFiniteSampleQuantile, TestCalibrationTooSmallRefuses.
-//   - The conformal quantile is the order statistic, duplicates included:
-//     TestConformalQuantileIsOrderStatistic; it is monotone in α:
-//     TestConformalQuantileMonotoneInAlpha; prediction sets are nested in
-//     α: TestPredictionSetsNestedInAlpha.
-//   - Prediction sets are exactly {y : s(x, y) ≤ q̂}, ties included:
-//     TestPredictionSetMatchesScoreDefinition.
-//   - Coverage ≥ 1 − α and ≤ 1 − α + 1/(n+1) (within binomial tolerance) on
-//     synthetic exchangeable data, for LAC, APS and randomised APS:
-//     TestConformalCoverage; per-class coverage under Mondrian calibration,
-//     where marginal calibration under-covers a hard class:
-//     TestMondrianClassConditionalCoverage.
-//   - The set-to-value mapping, empty set = maximal uncertainty:
-//     TestPredictionSetUncertaintyMapping.
-//   - Calibrated confidences stay in [0, 1], Platt scaling is monotone:
-//     TestCalibratorsStayInUnitInterval; calibration reduces ECE on held-out
-//     data: TestCalibrationReducesECEOnHeldOutData.
-//   - AUROC equals the pairwise definition: TestAUROCIsMannWhitney.
-//   - Every estimator's value is a valid claims.Uncertainty that survives
-//     the claims decoder: TestUncertaintyPlugsIntoClaims; the default
-//     thresholds are the claim gate's: TestDefaultThresholdsMatchTheClaimGate.
-//   - Bad input (NaN, probabilities outside [0, 1], mismatched lengths) is
-//     an *InputError wrapping ErrInvalidInput, never a panic: the Reject
-//     tests and the Fuzz targets (FuzzConformal, FuzzCalibration,
-//     FuzzAUROC, FuzzConformalQuantile, FuzzClusterEntropy,
-//     FuzzLikelihoodEntropy, FuzzSemanticEntropyOf).
+// The guarantees and the tests that check them are listed at the top of
+// each test file (entropy_test.go, semantic_test.go, conformal_test.go,
+// confidence_test.go, metrics_test.go, claims_test.go, fuzz_test.go).
 //
 // # What it does not cover
 //
@@ -157,23 +140,4 @@
 //     coverage, not per-input).
 //   - The package decides nothing: it returns values and recommendations;
 //     the claims package's gate chain makes the decision.
-//
-// # Usage
-//
-// Sample and score a claim with semantic entropy:
-//
-//	res, err := uncertainty.SemanticEntropy(ctx, sampler, uncertainty.Bidirectional(nli),
-//		question, uncertainty.SemanticEntropyOptions{})
-//	claim.Uncertainty = res.Uncertainty
-//
-// Calibrate a classifier once on held-out data, then attach conformal
-// uncertainty to each claim it supports:
-//
-//	pred, err := uncertainty.Calibrate(uncertainty.CalibrationSet{Probs: p, Labels: y},
-//		uncertainty.ConformalOptions{Score: uncertainty.APS, Alpha: 0.1})
-//	set, err := pred.Predict(probs)
-//	claim.Uncertainty, err = set.UncertaintyFor(claimedClass, uncertainty.Thresholds{})
-//
-// Before trusting a method, measure it: AUROC(values, wrong) on your own
-// labelled answers.
 package uncertainty

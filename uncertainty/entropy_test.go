@@ -1,5 +1,18 @@
 package uncertainty_test
 
+// The guarantees of the entropy and disagreement measures:
+//
+//   - Discrete semantic entropy matches the reference vectors:
+//     TestSemanticEntropyVectors.
+//   - 0 ≤ SE ≤ ln k, normalised SE in [0, 1], SE equals −Σ p ln p:
+//     TestSemanticEntropyBounds.
+//   - The likelihood-weighted SE lies in [0, ln m] and equals the discrete
+//     SE when all likelihoods are equal: TestLikelihoodEntropyBounds.
+//   - SE is invariant under permutation of the answers:
+//     TestSemanticEntropyPermutationInvariance.
+//   - Disagreement lies in [0, 1], is 0 iff all answers agree and 1 iff
+//     none do: TestDisagreementBounds.
+
 import (
 	"context"
 	"errors"

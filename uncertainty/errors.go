@@ -3,6 +3,7 @@ package uncertainty
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Sentinel errors. Every error the package returns wraps one of them (test
@@ -59,12 +60,34 @@ type TooSmallError struct {
 }
 
 func (e *TooSmallError) Error() string {
+	return fmt.Sprintf("%v: %s", ErrCalibrationTooSmall, e.detail())
+}
+
+func (e *TooSmallError) detail() string {
 	if e.Class >= 0 {
-		return fmt.Sprintf("%v: class %d has %d calibration scores, alpha %g needs at least %d",
-			ErrCalibrationTooSmall, e.Class, e.N, e.Alpha, e.Need)
+		return fmt.Sprintf("class %d has %d calibration scores, alpha %g needs at least %d", e.Class, e.N, e.Alpha, e.Need)
 	}
-	return fmt.Sprintf("%v: %d calibration scores, alpha %g needs at least %d",
-		ErrCalibrationTooSmall, e.N, e.Alpha, e.Need)
+	return fmt.Sprintf("%d calibration scores, alpha %g needs at least %d", e.N, e.Alpha, e.Need)
 }
 
 func (e *TooSmallError) Unwrap() error { return ErrCalibrationTooSmall }
+
+// tooSmallErrors reports every class too short for α at once, with the
+// package's prefix once; errors.As finds each *TooSmallError.
+type tooSmallErrors []*TooSmallError
+
+func (es tooSmallErrors) Error() string {
+	parts := make([]string, len(es))
+	for i, e := range es {
+		parts[i] = e.detail()
+	}
+	return fmt.Sprintf("%v: %s", ErrCalibrationTooSmall, strings.Join(parts, "; "))
+}
+
+func (es tooSmallErrors) Unwrap() []error {
+	out := make([]error, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
+}

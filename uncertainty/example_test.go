@@ -117,7 +117,7 @@ func ExampleCalibrate() {
 		data.Probs = append(data.Probs, []float64{p, (1 - p) / 2, (1 - p) / 2})
 		data.Labels = append(data.Labels, 0)
 	}
-	pred, err := uncertainty.Calibrate(data, uncertainty.ConformalOptions{Score: uncertainty.LAC, Alpha: 0.1})
+	pred, err := uncertainty.Calibrate(data, uncertainty.ConformalOptions{Score: uncertainty.ScoreLAC, Alpha: 0.1})
 	if err != nil {
 		fmt.Println(err)
 		return

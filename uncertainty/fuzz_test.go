@@ -1,5 +1,12 @@
 package uncertainty_test
 
+// Bad input (NaN, probabilities outside [0, 1], mismatched lengths) is an
+// *InputError wrapping ErrInvalidInput, never a panic: the Reject tests of
+// each file and the Fuzz targets here (FuzzConformal, FuzzCalibration,
+// FuzzAUROC, FuzzConformalQuantile, FuzzClusterEntropy,
+// FuzzLikelihoodEntropy, FuzzSemanticEntropyOf). Every error says
+// "uncertainty: " once: TestErrorsPrefixedOnce (errors_test.go).
+
 import (
 	"context"
 	"encoding/binary"
@@ -209,9 +216,9 @@ func FuzzConformal(f *testing.F) {
 		opts := uncertainty.ConformalOptions{Alpha: alpha, ClassConditional: mondrian}
 		switch mode % 4 {
 		case 1:
-			opts.Score = uncertainty.APS
+			opts.Score = uncertainty.ScoreAPS
 		case 2:
-			opts.Score = uncertainty.APS
+			opts.Score = uncertainty.ScoreAPS
 			opts.Randomized = true
 			for i := range data.Probs {
 				data.U = append(data.U, float64(i%7)/6)

@@ -1,5 +1,8 @@
 package uncertainty_test
 
+// AUROC equals the pairwise (Mann–Whitney) definition, ties counting
+// half: TestAUROCIsMannWhitney.
+
 import (
 	"math"
 	"testing"

@@ -1,5 +1,13 @@
 package uncertainty_test
 
+// The guarantees of the sampling estimators:
+//
+//   - Clustering is greedy by bidirectional entailment:
+//     TestClusterGreedyByBidirectionalEntailment,
+//     TestBidirectionalNeedsBothDirections.
+//   - The default thresholds are the claim gate's:
+//     TestDefaultThresholdsMatchTheClaimGate.
+
 import (
 	"context"
 	"errors"
