@@ -1,5 +1,29 @@
 package canon
 
+// The guarantees of the package and the tests that check them:
+//
+//   - Transform agrees with the public RFC 8785 vectors in testdata/jcs
+//     (TestRFC8785Vectors) and with Appendix B's number table
+//     (TestRFC8785AppendixBNumbers in number_test.go).
+//   - Every rejection named in the package documentation happens, with its
+//     sentinel (TestRejections, TestMaxDepthAccepted, TestMarshalMaxDepth);
+//     an integer literal is refused exactly when a double would round it
+//     (TestIntegerLiteralBoundaries, TestIntegerLiteralRefusedIffRounded),
+//     and every double is accepted as its canonical text
+//     (TestEveryDoubleIsAcceptedAsItsCanonicalText).
+//   - Transform is idempotent and never panics; its output is valid and it
+//     never accepts what encoding/json rejects (TestTransformIdempotent,
+//     FuzzTransform).
+//   - Valid's one-pass fast path agrees with a full Transform
+//     (TestValidFastPathAgrees), and Canonical aliases its input only when
+//     that input is canonical (TestCanonicalAliasesOnlyCanonicalInput).
+//   - Marshal writes what Transform would write for the same value
+//     (TestMarshal, TestMarshalIntegersThatAreDoubles,
+//     TestMarshalFloat32AgreesWithTransform).
+//   - Decode and DecodeInto refuse what canonical JSON refuses, and
+//     DecodeInto's strict mode refuses unknown fields (TestDecodeIsStrict,
+//     TestDecodeIntoStrictFields in decode_test.go).
+
 import (
 	"encoding/json"
 	"errors"

@@ -1,5 +1,23 @@
 // Package canon implements RFC 8785, the JSON Canonicalization Scheme (JCS):
-// the one byte form of a JSON value that every hash in Verity is taken over.
+// the one byte form of a JSON value that every hash in Verity is taken over,
+// and the one strict way Verity's decoders read JSON.
+//
+// # Usage
+//
+//	b, err := canon.Marshal(record)          // a Go value → canonical bytes
+//	b, err = canon.Transform([]byte(`{ "b": 1.50, "a": [1e3] }`)) // → {"a":[1000],"b":1.5}
+//	err = canon.Valid(b)                      // nil iff b is already canonical
+//	b, err = canon.Canonical(input)           // input itself when canonical, else Transform
+//
+//	var rec Record
+//	err = canon.DecodeInto(data, &rec, true)  // strict: unknown fields refused too
+//	tree, err := canon.Decode(data)           // map[string]any, numbers as json.Number
+//
+// A writer hashes what Marshal, Transform or Canonical return; a verifier
+// checks stored bytes with Valid; a decoder reads untrusted JSON with
+// Decode or DecodeInto, which refuse whatever canonical JSON refuses
+// (duplicate keys, bad UTF-8, rounded integers, too deep) before
+// encoding/json sees it.
 //
 // # What canonical means
 //
@@ -9,8 +27,7 @@
 // -0 → 0) and strings with the minimal escaping of RFC 8785 §3.2.2.2 (only
 // '"', '\\' and control characters; "<", "/" and non-ASCII stay literal).
 // Marshal does the same for Go values without ever going through
-// encoding/json's HTML escaping. Valid reports whether bytes are already
-// canonical, which is what a verifier needs.
+// encoding/json's HTML escaping.
 //
 // # What is rejected
 //
@@ -40,7 +57,6 @@
 // the double's exact value, so that every text Transform writes, Transform
 // accepts again, and every double has its one RFC 8785 form. Numbers
 // written with a fraction or an exponent are IEEE-754 doubles as
-// RFC 8785 says. The package is tested against the public RFC 8785 vectors
-// in testdata/jcs and fuzzed for: no panics, valid output, idempotence, and
-// never accepting what encoding/json rejects.
+// RFC 8785 says. A value whose integers must survive exactly beyond
+// MaxSafeInteger (2^53−1) carries them as strings.
 package canon
