@@ -7,9 +7,8 @@
 // valid and unchanged. The shape depends only on the key set (a node left
 // with a single entry is collapsed into its parent), never on the order of
 // updates; the one exception is the order of keys whose full 64-bit hashes
-// are equal, which share a chain in the order they were first set. So two
-// maps built differently from equal contents share structure wherever they
-// share history, and Diff skips the shared part.
+// are equal, which share a chain in the order they were first set. So Diff
+// can walk two maps node by node, skipping the subtrees they share.
 //
 // A Builder making many changes at once changes the nodes it created itself
 // in place, as Clojure's transients do, and stops doing so once it hands
@@ -469,8 +468,9 @@ func Diff[K comparable, V any, H Hasher[K]](a, b Map[K, V, H], f func(key K, va,
 
 // Builder makes a series of changes to a Map, changing in place the nodes
 // it created itself since it last handed out a Map, which saves copying
-// the same path over and over. Make one with Map.Builder; a Builder is not
-// safe for concurrent use.
+// the same path over and over. Make one with Map.Builder. A Builder is not
+// safe for concurrent use and must not be copied once it has made a change
+// (the copies would change each other's nodes).
 type Builder[K comparable, V any, H Hasher[K]] struct {
 	m     Map[K, V, H]
 	owner uint64        // 0 until the first change after a Map was handed out
