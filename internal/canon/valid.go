@@ -2,6 +2,7 @@ package canon
 
 import (
 	"bytes"
+	"encoding/binary"
 	"strconv"
 	"unicode/utf8"
 )
@@ -134,6 +135,17 @@ var plainASCII = func() (t [256]bool) {
 	return t
 }()
 
+// plainWord reports whether all eight bytes of w are plainASCII (the bit
+// tricks of "Bit Twiddling Hacks": x-0x01…01 &^ x sets a byte's high bit
+// when the byte is zero, x-0x20…20 &^ x when it is below 0x20, each exact
+// for bytes below 0x80, and a byte from 0x80 has its high bit already).
+// str uses it to pass over eight plain bytes at a time.
+func plainWord(w uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	q, b := w^(ones*'"'), w^(ones*'\\') // a zero byte where w has '"', '\\'
+	return (w|(w-ones*0x20)&^w|(q-ones)&^q|(b-ones)&^b)&highs == 0
+}
+
 // str checks a canonical string at c.pos. It returns the decoded bytes:
 // a slice of the input when there are no escapes, else a new buffer.
 func (c *checker) str() ([]byte, bool) {
@@ -143,6 +155,9 @@ func (c *checker) str() ([]byte, bool) {
 	runStart := start
 	in := c.in
 	for {
+		for c.pos+8 <= len(in) && plainWord(binary.LittleEndian.Uint64(in[c.pos:])) {
+			c.pos += 8
+		}
 		for c.pos < len(in) && plainASCII[in[c.pos]] {
 			c.pos++
 		}
