@@ -1,24 +1,43 @@
 // Package trace is Verity's one log: append-only, hash-chained, verifiable
-// by anyone, and replayable. Every shell in the library — kernel actions,
-// belief audit events, claim decisions, speculative-lane write intents —
+// by anyone, and replayable. Every shell in the library (kernel actions,
+// belief audit events, claim decisions, speculative-lane write intents)
 // records into a trace.Log, so one verifier and one replayer serve them all.
+//
+// # Usage
+//
+//	store, err := trace.OpenFile("agent.log", trace.FileOptions{}) // verifies what it opens
+//	if err != nil {
+//		return err
+//	}
+//	log, err := trace.NewLog(store)
+//	if err != nil {
+//		return err
+//	}
+//	defer log.Close()
+//	e, err := log.AppendValue(ctx, "agent.step", map[string]any{"action": "deploy"})
+//	if err != nil {
+//		return err
+//	}
+//	head := log.Head() // keep it where the log's writer cannot change it
+//	...
+//	_, err = log.VerifyAgainst(ctx, head) // a changed or cut-off log fails
+//
+// Append takes any JSON text and stores its canonical form; At(t) stamps
+// the entry with the caller's instant (so a shell's record and its entry
+// agree), After(head) appends only if the head is still head. Memory is
+// the in-memory store (NewMemoryLog is a Log over one), File the embedded
+// default, and trace/sqlstore keeps logs in PostgreSQL or SQLite.
 //
 // # Entries and the chain
 //
 // An Entry has a sequence number (from 0), the previous entry's hash (the
 // Genesis hash, 32 zero bytes, for entry 0), a kind (a short dotted name
-// such as "kernel.execute"), a payload in RFC 8785 canonical JSON
-// (internal/canon), a UTC time with nanoseconds, and its own hash. The hash
-// is SHA-256 over a domain-separated, length-prefixed byte layout that
-// covers every other field:
-//
-//	hash = SHA-256( 0x00 ‖ seq:u64be ‖ prev:32 ‖ len(kind):u32be ‖ kind ‖
-//	                time:30 ‖ len(payload):u32be ‖ payload )
-//
-// where time is "YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ" (always 30 bytes) and the
-// leading 0x00 is the entry tag (RFC 6962 style domain separation).
-// FORMAT.md in this directory specifies the layout, the file format and a
-// worked example precisely enough to verify a log in another language.
+// such as "kernel.execute"), a payload in RFC 8785 canonical JSON, a UTC
+// time with nanoseconds, and its own hash: SHA-256 over a domain-separated,
+// length-prefixed byte layout that covers every other field. FORMAT.md in
+// this directory specifies the layout, the file format and worked examples
+// precisely enough to verify a log in another language; ValidFields states
+// the field rules every store applies.
 //
 // # Pure core
 //
@@ -30,65 +49,29 @@
 // (*TruncatedError) as well as changing them (*ChainBreakError, carrying
 // the index and the expected and actual values).
 //
-// # Shell
+// # Log and stores
 //
 // Log wraps a Store: it serialises appends (the chain never forks, however
-// many goroutines append), stamps entries with its clock, and streams
-// entries back (Entries, from any sequence number). AppendAfter appends only
-// if the head is what the caller expects, the primitive for optimistic
-// concurrency when several processes share a store; Append re-reads the head
-// and retries when another writer got there first.
+// many goroutines append), stamps entries with its clock unless At says
+// otherwise, and streams entries back (Entries, from any sequence number).
+// An Append with After is the primitive for optimistic concurrency when
+// several processes share a store; without it, Append re-reads the head and
+// retries when another writer got there first.
 //
 // Stores implement the small Store interface, whose contract (ownership,
-// ordering, atomic batches, ErrConflict on a batch that does not continue
-// the head, durability) is documented on the type and checked by the
-// conformance suite in trace/storetest:
-//
-//   - Memory is the reference store.
-//   - File is the embedded default: an append-only file of length-prefixed,
-//     self-checking records. Its SyncPolicy fsyncs every append, or shares
-//     one fsync among concurrent appenders (group commit, bounded by batch
-//     size and delay), or leaves syncing to the caller. The directory is
-//     fsynced when the file is created. OpenFile verifies the whole chain
-//     and applies the field rules Append applies (kind, time, payload in
-//     canonical JSON), so it reads exactly what Append writes; a file that
-//     does not begin with the format's magic is a *NotLogError.
-//     A final record cut short by a crash is a *TornTailError, and
-//     RepairFile cuts it off after saving the cut bytes in a side file;
-//     damage anywhere before the final record is a *CorruptRecordError or
-//     *ChainBreakError naming the entry, and is never repaired; nor is an
-//     intact final record that does not link (a *ChainBreakError: a crash
-//     cannot make one, a removed or forged record can). After an
-//     fsync fails the store refuses further work (ErrBroken): the kernel may
-//     have dropped the dirty pages, so the only safe continuation is to
-//     reopen and re-read what is really on disk.
-//
-// # Guarantees and the tests that check them
-//
-//   - Tamper evidence: changing any field of any entry is detected at or
-//     before that entry (TestTamperEvidence, TestChainBreakReportsWhere).
-//   - Truncation is detected against a trusted head
-//     (TestVerifyAgainstDetectsTruncation).
-//   - No fork under concurrency (TestLogConcurrentAppendsNeverFork,
-//     storetest ConcurrentLogsNeverFork, run with -race).
-//   - Crash safety of File: after any sequence of appends, syncs, injected
-//     short writes and failed fsyncs, crashes and reopens, the log is a
-//     prefix of what was appended, holds everything acknowledged as
-//     durable, and verifies (TestFileCrashRecovery, a rapid state machine).
-//   - Every single-byte change of a log file is detected on open
-//     (TestFileEveryByteFlipDetected); torn tails are repaired without loss
-//     (TestFileTornTailRepair); mid-log damage never is
-//     (TestFileMidCorruptionNeverRepaired).
-//   - The byte layout is pinned by TestHashWorkedExample, whose hashes were
-//     checked independently of this code.
-//   - The reader holds what the writer holds: a record opens if and only if
-//     the writer accepts its fields (TestFileReaderAcceptsExactlyWhatTheWriterWrites,
-//     FuzzOpenFile), and File.Append refuses what a reopen would refuse
-//     (TestFileAppendWritesWhatOpenReads).
-//   - The language-neutral test vectors in testdata/vectors (FORMAT.md §7)
-//     give each reading outcome; TestVectors checks OpenFile against them,
-//     TestVectorsUpToDate that they are what the generator writes, and
-//     TestVectorsWriterAgrees that the writer writes the valid ones.
+// ordering, field rules, atomic batches, ErrConflict on a batch that does
+// not continue the head, durability) is documented on the type and checked
+// by the conformance suite in trace/storetest. File is an append-only file
+// of length-prefixed, self-checking records; its SyncPolicy fsyncs every
+// append, shares one fsync among concurrent appenders, or leaves syncing to
+// the caller. OpenFile verifies the whole chain and applies the field rules
+// the writer applies, so it reads exactly what Append writes. A final
+// record cut short by a crash is a *TornTailError, which RepairFile cuts
+// off after saving the bytes in a side file; damage anywhere else is a
+// *CorruptRecordError or *ChainBreakError naming the entry and is never
+// repaired; a file without the format's magic is a *NotLogError. After an
+// fsync fails the store refuses further work (ErrBroken) until reopened.
+// DESIGN.md explains these choices and gives the performance figures.
 //
 // # What it does not cover
 //

@@ -11,6 +11,50 @@ import (
 	"github.com/verity-go/verity/trace"
 )
 
+// Open a log file, append to it, close it; reopen it (which verifies every
+// record) and check it against the head kept from the first session.
+func ExampleOpenFile() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "trace-example-")
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "agent.log")
+
+	store, err := trace.OpenFile(path, trace.FileOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	log, _ := trace.NewLog(store)
+	at := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+	for i, action := range []string{"plan", "deploy"} {
+		e, err := log.AppendValue(ctx, "agent.step", map[string]any{"action": action}, trace.At(at.Add(time.Duration(i)*time.Second)))
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println(e.Seq, e.Kind, string(e.Payload))
+	}
+	head := log.Head()
+	if err := log.Close(); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	store, err = trace.OpenFile(path, trace.FileOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	log, _ = trace.NewLog(store)
+	defer log.Close()
+	verified, err := log.VerifyAgainst(ctx, head)
+	fmt.Println(verified.Size, verified == head, err)
+	// Output:
+	// 0 agent.step {"action":"plan"}
+	// 1 agent.step {"action":"deploy"}
+	// 2 true <nil>
+}
+
 // A Log stamps, chains and stores entries; Verify checks the whole chain.
 func ExampleLog() {
 	ctx := context.Background()

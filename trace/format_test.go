@@ -1,5 +1,26 @@
 package trace
 
+// This file checks that a log file's reader and writer agree; the
+// language-neutral test vectors (vectors_test.go, FORMAT.md §7) pin the
+// same rules for readers in other languages.
+//
+//   - The reader holds what the writer holds: a record opens if and only if
+//     the writer accepts its fields (TestFileReaderAcceptsExactlyWhatTheWriterWrites,
+//     FuzzOpenFile in trace_test.go), and File.Append refuses what a reopen
+//     would refuse (TestFileAppendWritesWhatOpenReads,
+//     TestFileOpenRefusesOversizePayload).
+//   - Record lengths outside the format's bounds are refused
+//     (TestFileRecordLengthBounds); a file without the magic is a
+//     *NotLogError (TestFileOpenRejectsNotALog).
+//   - A Verifier checks the field rules it can check in constant time (kind,
+//     time, payload length) (TestVerifierChecksKindAndPayloadLength).
+//   - Every store refuses to append what the reader refuses: storetest
+//     RefusesInvalidPayload and RefusesInvalidKindOrTime, run on Memory and
+//     File by conformance_test.go and on the SQL stores by trace/sqlstore.
+//   - The vectors: TestVectors checks OpenFile against each outcome,
+//     TestVectorsUpToDate that they are what the generator writes, and
+//     TestVectorsWriterAgrees that the writer writes the valid ones.
+
 import (
 	"bytes"
 	"context"

@@ -1,5 +1,33 @@
 package trace
 
+// This file checks the guarantees of the log itself; format_test.go and
+// vectors_test.go check that a log file's reader and writer agree, and
+// conformance_test.go runs the trace/storetest suite on Memory and File.
+//
+//   - Tamper evidence: changing any field of any entry is detected at or
+//     before that entry (TestTamperEvidence, TestChainBreakReportsWhere,
+//     TestVerifyRejectsTimeOutsideWireForm).
+//   - Truncation is detected against a trusted head
+//     (TestVerifyAgainstDetectsTruncation).
+//   - No fork under concurrency: however many goroutines append through one
+//     Log, the result is one gap-free chain (TestLogConcurrentAppendsNeverFork;
+//     storetest ConcurrentLogsNeverFork for several Logs over one store; run
+//     with -race).
+//   - Crash safety of File: after any sequence of appends, syncs, injected
+//     short writes and failed fsyncs, crashes and reopens, the log is a
+//     prefix of what was appended, holds everything acknowledged as
+//     durable, and verifies (TestFileCrashRecovery, a rapid state machine;
+//     TestFileShortWriteRollsBack, TestFileFailedSyncBreaksStore).
+//   - Every single-byte change of a log file is detected on open
+//     (TestFileEveryByteFlipDetected, FuzzOpenFile); a torn tail is repaired
+//     without loss (TestFileTornTailRepair, TestRepairFileKeepsEarlierSideFiles);
+//     damage before the final record never is (TestFileMidCorruptionNeverRepaired,
+//     TestFileRemovedRecordIsNotATornTail, TestFileDamagedPrevIsCorrupt).
+//   - The byte layout is pinned by TestHashWorkedExample, whose hashes were
+//     checked independently of this code.
+//   - The JSON form of an entry reads back as the same entry
+//     (TestEntryJSONRoundTrip, TestEntryJSONSeqIsExact, FuzzEntryJSON).
+
 import (
 	"bytes"
 	"context"

@@ -1,5 +1,40 @@
 package sqlstore_test
 
+// The guarantees of the SQL store and the tests that check them, on
+// PostgreSQL and on a SQLite file (sqltest.ForEach runs each on both):
+//
+//   - The trace.Store contract: TestConformance, TestConformanceSmallPages
+//     (storetest.Run), including that Append refuses what a reader refuses;
+//     an empty payload is refused on every write path and a one-byte one
+//     round-trips: TestEmptyPayloadRefused (payload_test.go).
+//   - The store reads back only what its Append could have written:
+//     TestReaderRefusesWhatAppendRefuses, FuzzDecodeRow (fuzz_test.go).
+//   - The database itself refuses a fork: TestDatabaseRejectsFork.
+//   - Racing appends: one wins, the other gets trace.ErrConflict and
+//     nothing is stored: TestAppendRaceLoserGetsConflict.
+//   - Several OS processes appending to one log never fork it and lose no
+//     entry: TestProcessesNeverFork.
+//   - The same holds, and migrations still run concurrently, on a
+//     PostgreSQL database whose default isolation is serializable:
+//     TestSerializableDefaultIsolation, TestSerializableDefaultIsolationCreate
+//     (isolation_test.go).
+//   - Behaviour under random appends, stale and forged batches, reads and
+//     reopenings matches a naive model: TestStoreStateMachine (model_test.go).
+//   - Reads stream and hold no connection: TestEntriesHoldNoConnection.
+//   - Tampering in the database is detected on read: TestTamperingDetected.
+//   - Row decoding and id validation never panic and accept exactly the
+//     stored shapes; the allocation-free time decoder agrees with
+//     trace.ParseTime: FuzzDecodeRow, FuzzParseWireTime, FuzzValidID.
+//   - Migration is idempotent, concurrent-safe, all-or-nothing, and
+//     refuses newer schemas: TestMigrateIdempotentAndConcurrent, and
+//     TestMigrateRunsStepsOnce in internal/sqlmigrate.
+//   - Errors name their origin once: TestErrorsPrefixedOnce (payload_test.go).
+//
+// The PostgreSQL tests need a server: set VERITY_PG_DSN to a postgres://
+// URL, or run them under the repository's .ci/with-postgres script, which
+// starts a throwaway server. Without it they skip, naming the variable;
+// the SQLite tests always run.
+
 import (
 	"context"
 	"database/sql"
