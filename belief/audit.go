@@ -1,16 +1,17 @@
 package belief
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/verity-go/verity/internal/canon"
+	"github.com/verity-go/verity/trace"
 )
 
 // AuditEntry is one event of a session's append-only audit log (§1.1).
@@ -31,32 +32,32 @@ type AuditEntry struct {
 	Verb                Verb
 	Payload             json.RawMessage
 	Outcome             json.RawMessage
-	SurvivorsBeforeHash Hash
-	SurvivorsAfterHash  Hash
+	SurvivorsBeforeHash trace.Hash
+	SurvivorsAfterHash  trace.Hash
 	Eliminated          []string // delta.eliminated, sorted by code point
 	Notes               string
-	PrevEventHash       Hash
-	EventHash           Hash
+	PrevEventHash       trace.Hash
+	EventHash           trace.Hash
 
 	raw []byte // canonical bytes as built by the transition
 }
 
-// TimeFormat is the wire form of an event's time: RFC 3339 in UTC with
+// timeFormat is the wire form of an event's time: RFC 3339 in UTC with
 // the shortest exact fraction of a second.
-const TimeFormat = time.RFC3339Nano
+const timeFormat = time.RFC3339Nano
 
 type auditWire struct {
 	Delta               deltaWire       `json:"delta"`
-	EventHash           *Hash           `json:"event_hash,omitempty"`
+	EventHash           *trace.Hash     `json:"event_hash,omitempty"`
 	EventID             string          `json:"event_id"`
 	Notes               string          `json:"notes,omitempty"`
 	Outcome             json.RawMessage `json:"outcome"`
 	Payload             json.RawMessage `json:"payload"`
-	PrevEventHash       Hash            `json:"prev_event_hash"`
+	PrevEventHash       trace.Hash      `json:"prev_event_hash"`
 	Seq                 uint64          `json:"seq"`
 	SessionID           string          `json:"session_id"`
-	SurvivorsAfterHash  Hash            `json:"survivors_after_hash"`
-	SurvivorsBeforeHash Hash            `json:"survivors_before_hash"`
+	SurvivorsAfterHash  trace.Hash      `json:"survivors_after_hash"`
+	SurvivorsBeforeHash trace.Hash      `json:"survivors_before_hash"`
 	TS                  string          `json:"ts"`
 	Verb                Verb            `json:"verb"`
 }
@@ -173,7 +174,7 @@ func (e *AuditEntry) appendTail(b []byte) []byte {
 	b = append(b, `","survivors_before_hash":"`...)
 	b = hex.AppendEncode(b, e.SurvivorsBeforeHash[:])
 	b = append(b, `","ts":"`...)
-	b = e.Time.UTC().AppendFormat(b, TimeFormat)
+	b = e.Time.UTC().AppendFormat(b, timeFormat)
 	b = append(b, `","verb":`...)
 	b = canon.AppendString(b, string(e.Verb))
 	return append(b, '}')
@@ -192,10 +193,10 @@ func appendRaw(b []byte, raw json.RawMessage) ([]byte, error) {
 
 // ComputeHash returns SHA-256 over Canonical, which is what EventHash must
 // be.
-func (e AuditEntry) ComputeHash() (Hash, error) {
+func (e AuditEntry) ComputeHash() (trace.Hash, error) {
 	b, err := e.Canonical()
 	if err != nil {
-		return Hash{}, err
+		return trace.Hash{}, err
 	}
 	return sha256.Sum256(b), nil
 }
@@ -206,22 +207,20 @@ func (e AuditEntry) MarshalJSON() ([]byte, error) {
 	return e.appendCanonical(make([]byte, 0, 600+len(e.Payload)+len(e.Outcome)), true)
 }
 
-// UnmarshalJSON reads the AUDIT_TRACE wire form (event_hash optional, so
-// that a trace payload decodes too). Unknown members are rejected. It does
-// not verify anything; Replay does.
-func (e *AuditEntry) UnmarshalJSON(b []byte) error {
+// DecodeAuditEntry reads one entry in the AUDIT_TRACE wire form, or a
+// trace payload, which is the same without event_hash (the hash is then
+// computed). The JSON must be strict (canon.Decode: no duplicate keys,
+// valid UTF-8, safe integers) and unknown members are rejected. It does
+// not verify anything; Replay does. It is the one way to read an entry:
+// AuditEntry has no UnmarshalJSON.
+func DecodeAuditEntry(b []byte) (AuditEntry, error) {
 	var w auditWire
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&w); err != nil {
-		return fmt.Errorf("%w: audit entry: %v", ErrInvalidRequest, err)
+	if err := canon.DecodeInto(b, &w, true); err != nil {
+		return AuditEntry{}, fmt.Errorf("%w: audit entry: %s", ErrInvalidRequest, canonReason(err))
 	}
-	if dec.More() {
-		return fmt.Errorf("%w: audit entry: trailing data", ErrInvalidRequest)
-	}
-	t, err := time.Parse(TimeFormat, w.TS)
+	t, err := time.Parse(timeFormat, w.TS)
 	if err != nil {
-		return fmt.Errorf("%w: audit entry ts: %v", ErrInvalidRequest, err)
+		return AuditEntry{}, fmt.Errorf("%w: audit entry ts: %v", ErrInvalidRequest, err)
 	}
 	out := AuditEntry{
 		Seq:                 w.Seq,
@@ -240,18 +239,29 @@ func (e *AuditEntry) UnmarshalJSON(b []byte) error {
 	if w.EventHash != nil {
 		out.EventHash = *w.EventHash
 	} else if out.EventHash, err = out.ComputeHash(); err != nil {
-		return fmt.Errorf("%w: audit entry: %v", ErrInvalidRequest, err)
-	}
-	*e = out
-	return nil
-}
-
-// ParseAuditEntry decodes one entry from its canonical bytes (a trace
-// payload, which has no event_hash member: the hash is computed).
-func ParseAuditEntry(b []byte) (AuditEntry, error) {
-	var e AuditEntry
-	if err := e.UnmarshalJSON(b); err != nil {
 		return AuditEntry{}, err
 	}
-	return e, nil
+	return out, nil
 }
+
+// DecodeAuditLog reads a JSON array of entries in the AUDIT_TRACE wire
+// form (the events member of its response), each as DecodeAuditEntry
+// does; an error names the index of the entry it is about.
+func DecodeAuditLog(b []byte) ([]AuditEntry, error) {
+	var raws []json.RawMessage
+	if err := canon.DecodeInto(b, &raws, true); err != nil {
+		return nil, fmt.Errorf("%w: audit log: %s", ErrInvalidRequest, canonReason(err))
+	}
+	out := make([]AuditEntry, len(raws))
+	for i, raw := range raws {
+		e, err := DecodeAuditEntry(raw)
+		if err != nil {
+			return nil, fmt.Errorf("entry %d: %w", i, err)
+		}
+		out[i] = e
+	}
+	return out, nil
+}
+
+// canonReason is a strict-decoding error without canon's package prefix.
+func canonReason(err error) string { return strings.ReplaceAll(err.Error(), "canon: ", "") }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/verity-go/verity/trace"
 )
 
 func benchHyps(n int) []string {
@@ -29,7 +31,7 @@ func BenchmarkSurvivorsHash(b *testing.B) {
 			b.SetBytes(int64(len(sp.enc)))
 			b.ReportAllocs()
 			for b.Loop() {
-				survivorsHash(sp, set, "0190f3c4-6a1e-7c3b-9d2e-5f6a7b8c9d0e", Hash{1})
+				survivorsHash(sp, set, "0190f3c4-6a1e-7c3b-9d2e-5f6a7b8c9d0e", trace.Hash{1})
 			}
 		})
 	}
@@ -163,7 +165,7 @@ func medianHashNs(sp *space, set []uint64) float64 {
 	deadline := time.Now().Add(300 * time.Millisecond)
 	for len(samples) < 101 && (len(samples) < 5 || time.Now().Before(deadline)) {
 		start := time.Now()
-		survivorsHash(sp, set, "0190f3c4-6a1e-7c3b-9d2e-5f6a7b8c9d0e", Hash{1})
+		survivorsHash(sp, set, "0190f3c4-6a1e-7c3b-9d2e-5f6a7b8c9d0e", trace.Hash{1})
 		samples = append(samples, time.Since(start))
 	}
 	slices.Sort(samples)

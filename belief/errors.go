@@ -3,7 +3,9 @@ package belief
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"strings"
+
+	"github.com/verity-go/verity/internal/violation"
 )
 
 // Code is the protocol error code of the specification's error model (§3.2).
@@ -60,10 +62,11 @@ func CodeOf(err error) Code {
 	return CodeInternal
 }
 
-// Error is a rejected request: the sentinel naming the condition, a human
-// message and machine-readable details (for INVALID_HYPOTHESIS_ID, the
-// offending ids under "unknown_ids"). A rejected transition leaves the
-// session value untouched and records nothing.
+// Error is a rejected request other than an invalid one: the sentinel
+// naming the condition, a human message and machine-readable details (for
+// INVALID_HYPOTHESIS_ID, the offending ids under "unknown_ids"). An
+// invalid request is a *ValidationError instead. A rejected transition
+// leaves the session value untouched and records nothing.
 type Error struct {
 	Err     error // one of the sentinel errors above
 	Message string
@@ -79,42 +82,48 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Code returns the protocol code of the error.
-func (e *Error) Code() Code { return CodeOf(e.Err) }
-
 func reject(sentinel error, format string, args ...any) *Error {
 	return &Error{Err: sentinel, Message: fmt.Sprintf(format, args...)}
 }
 
-// Violation is one problem found in a request: the field path and what is
-// wrong with it.
-type Violation struct {
-	Path    string `json:"path"`
-	Message string `json:"message"`
-}
+// Rules name what a Violation breaks. They are stable strings that callers
+// may branch on; belief/server sends them in details.violations.
+const (
+	RuleSyntax       = "syntax"        // not one JSON text that RFC 8785 accepts (duplicate keys, lone surrogates, unsafe integers, too deep), or an unreadable query string
+	RuleType         = "type"          // the wrong JSON type (a number for a string, an array for an object, a string for force)
+	RuleRequired     = "required"      // a required member missing, null or empty
+	RuleRange        = "range"         // a number or time outside its range (min_total_eliminations, an event's year)
+	RuleUTF8         = "utf8"          // a string that is not valid UTF-8
+	RuleUnknownField = "unknown_field" // a member or query parameter the protocol does not define
+	RulePathMismatch = "path_mismatch" // a body session_id or obligation_id that disagrees with the URL path
+	RuleDuplicate    = "duplicate"     // a query parameter given more than once
+)
 
-// invalid builds an INVALID_REQUEST error carrying all violations, sorted
-// by path then message, or nil when there are none.
+// Violation is one problem found in a request: an RFC 6901 JSON Pointer
+// into the request ("" for the whole body, "/hypotheses/0"), the rule it
+// breaks and a message for people. It is the type every Verity validator
+// reports.
+type Violation = violation.Violation
+
+// ValidationError is an INVALID_REQUEST: every violation found in one
+// request, sorted by path (array indices numerically), then rule, then
+// message. It wraps ErrInvalidRequest, so CodeOf maps it to
+// CodeInvalidRequest. It is the same type as the ValidationError of every
+// other Verity package.
+type ValidationError = violation.ValidationError
+
+// invalid returns a *ValidationError wrapping ErrInvalidRequest for the
+// violations, or nil when there are none.
 func invalid(vs []Violation) error {
 	if len(vs) == 0 {
 		return nil
 	}
-	sort.Slice(vs, func(i, j int) bool {
-		if vs[i].Path != vs[j].Path {
-			return vs[i].Path < vs[j].Path
-		}
-		return vs[i].Message < vs[j].Message
-	})
-	msg := vs[0].Path + ": " + vs[0].Message
-	if len(vs) > 1 {
-		msg = fmt.Sprintf("%s (and %d more)", msg, len(vs)-1)
-	}
-	list := make([]any, len(vs))
-	for i, v := range vs {
-		list[i] = map[string]any{"path": v.Path, "message": v.Message}
-	}
-	return &Error{Err: ErrInvalidRequest, Message: msg, Details: map[string]any{"violations": list}}
+	return violation.New("belief", "request", vs, ErrInvalidRequest)
 }
+
+// reason is the message of err without the package prefix, for use inside
+// another belief error.
+func reason(err error) string { return strings.TrimPrefix(err.Error(), "belief: ") }
 
 // ReplayError reports the event at which a replay stopped: its position in
 // the log, its event id (empty if it could not be read) and why.

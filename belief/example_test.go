@@ -55,8 +55,7 @@ func ExampleReplay() {
 	s, r, e3, _ := s.RequestTermination(belief.TerminationRequest{}, belief.Policy{}, belief.Stamp{EventID: "ev-3", Time: at})
 
 	wire, _ := json.Marshal([]belief.AuditEntry{*e1, *e2, *e3}) // what AUDIT_TRACE returns
-	var log []belief.AuditEntry
-	_ = json.Unmarshal(wire, &log)
+	log, _ := belief.DecodeAuditLog(wire)
 	rebuilt, err := belief.Replay(log)
 	fmt.Println(r.Approved, err, rebuilt.Survivors(), rebuilt.Terminated())
 

@@ -24,8 +24,8 @@ func FuzzReplayLog(f *testing.F) {
 	f.Add([]byte(`[{"seq":0}]`))
 	f.Add([]byte(`[{"delta":{"eliminated":[]},"event_id":"e","outcome":{},"payload":{"hypotheses":["a"],"ontology":{}},"prev_event_hash":"0000000000000000000000000000000000000000000000000000000000000000","seq":0,"session_id":"s","survivors_after_hash":"0000000000000000000000000000000000000000000000000000000000000000","survivors_before_hash":"0000000000000000000000000000000000000000000000000000000000000000","ts":"2026-01-01T00:00:00Z","verb":"DECLARE_SESSION"}]`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var log []belief.AuditEntry
-		if err := json.Unmarshal(b, &log); err != nil {
+		log, err := belief.DecodeAuditLog(b)
+		if err != nil {
 			return
 		}
 		s, err := belief.Replay(log)

@@ -203,8 +203,8 @@ func TestReplayability(t *testing.T) {
 		}
 		wire, err := json.Marshal(ss.log)
 		require.NoError(t, err)
-		var back []belief.AuditEntry
-		require.NoError(t, json.Unmarshal(wire, &back))
+		back, err := belief.DecodeAuditLog(wire)
+		require.NoError(t, err)
 		r2, err := belief.Replay(back)
 		if err != nil {
 			t.Fatalf("replay from JSON: %v", err)

@@ -5,6 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+
+	"github.com/verity-go/verity/internal/canon"
+	"github.com/verity-go/verity/trace"
 )
 
 // Replay rebuilds a session from its audit log. Each event is verified
@@ -46,9 +49,9 @@ func (s State) Apply(e AuditEntry) (State, error) {
 	}
 	recRaw, err := e.Canonical()
 	if err != nil {
-		return fail("the entry cannot be canonicalised: %v", err)
+		return fail("the entry cannot be canonicalised: %s", reason(err))
 	}
-	h := Hash(sha256.Sum256(recRaw))
+	h := trace.Hash(sha256.Sum256(recRaw))
 	if h != e.EventHash {
 		return fail("event_hash %s does not match the entry (computed %s)", e.EventHash, h)
 	}
@@ -111,7 +114,7 @@ func (s State) Apply(e AuditEntry) (State, error) {
 		return fail("unknown verb %q", e.Verb)
 	}
 	if err != nil {
-		return fail("re-executing the event failed: %v", err)
+		return fail("re-executing the event failed: %s", reason(err))
 	}
 	if produced == nil {
 		return fail("the event is an idempotent repeat, which is never recorded")
@@ -126,14 +129,11 @@ func (s State) Apply(e AuditEntry) (State, error) {
 	return next, nil
 }
 
+// decodePayload reads a recorded request strictly (canon.DecodeInto:
+// unknown members, duplicate keys and lossy integers are refused).
 func decodePayload(b json.RawMessage, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("payload: %v", err)
-	}
-	if dec.More() {
-		return fmt.Errorf("payload: trailing data")
+	if err := canon.DecodeInto(b, v, true); err != nil {
+		return fmt.Errorf("payload: %s", canonReason(err))
 	}
 	return nil
 }

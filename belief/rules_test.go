@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/verity-go/verity/belief"
 	"github.com/verity-go/verity/internal/canon"
+	"github.com/verity-go/verity/trace"
 )
 
 func requireCode(t *testing.T, err error, code belief.Code) {
@@ -66,15 +67,19 @@ func TestDeclareRules(t *testing.T) {
 }
 
 func TestDeclareReportsAllViolationsSorted(t *testing.T) {
-	_, _, err := belief.Declare("", belief.DeclareRequest{Metadata: json.RawMessage(`1`)}, belief.Stamp{})
-	var be *belief.Error
-	require.ErrorAs(t, err, &be)
-	vs := be.Details["violations"].([]any)
-	var paths []string
-	for _, v := range vs {
-		paths = append(paths, v.(map[string]any)["path"].(string))
-	}
-	assert.Equal(t, []string{"event_id", "hypotheses", "metadata", "session_id"}, paths)
+	_, _, err := belief.Declare("", belief.DeclareRequest{Metadata: json.RawMessage(`1`),
+		Hypotheses: []string{"a", "\xff", "b", "\xfe"}}, belief.Stamp{})
+	var ve *belief.ValidationError
+	require.ErrorAs(t, err, &ve)
+	assert.ErrorIs(t, err, belief.ErrInvalidRequest)
+	assert.Equal(t, belief.CodeInvalidRequest, belief.CodeOf(err))
+	assert.Equal(t, []belief.Violation{
+		{Path: "/event_id", Rule: belief.RuleRequired, Message: "must not be empty"},
+		{Path: "/hypotheses/1", Rule: belief.RuleUTF8, Message: "must be valid UTF-8"},
+		{Path: "/hypotheses/3", Rule: belief.RuleUTF8, Message: "must be valid UTF-8"},
+		{Path: "/metadata", Rule: belief.RuleType, Message: "must be a JSON object"},
+		{Path: "/session_id", Rule: belief.RuleRequired, Message: "must not be empty"},
+	}, ve.Violations)
 }
 
 func TestEliminateRules(t *testing.T) {
@@ -446,12 +451,12 @@ func TestSnapshotFormat(t *testing.T) {
 }
 
 func TestSurvivorsHashIsCanonicalJSON(t *testing.T) {
-	prev := belief.Hash(sha256.Sum256([]byte("prev")))
+	prev := trace.Hash(sha256.Sum256([]byte("prev")))
 	for _, surv := range [][]string{{}, {"a"}, {"b", "a", "a"}, {"😀", "\u2028", "\"", "\\", "\x01", "é"}} {
 		ref := map[string]any{"prev_event_hash": prev.String(), "session_id": "sid\n\"x\"", "survivors": sortedUnique(surv)}
 		b, err := canon.Marshal(ref)
 		require.NoError(t, err)
-		assert.Equal(t, belief.Hash(sha256.Sum256(b)), belief.SurvivorsHash(surv, "sid\n\"x\"", prev))
+		assert.Equal(t, trace.Hash(sha256.Sum256(b)), belief.SurvivorsHash(surv, "sid\n\"x\"", prev))
 	}
 }
 
@@ -459,7 +464,7 @@ func TestSurvivorsHashIsCanonicalJSON(t *testing.T) {
 // sketch (ids joined by "\n", then concatenated with the session id and
 // the previous hash) collides; the canonical encoding keeps them apart.
 func TestSurvivorsHashInjective(t *testing.T) {
-	var zero belief.Hash
+	var zero trace.Hash
 	pairs := []struct {
 		a, b []string
 		sa   string
@@ -550,8 +555,8 @@ func TestAuditChain(t *testing.T) {
 	for _, k := range []string{"event_id", "ts", "verb", "payload", "survivors_before_hash", "survivors_after_hash", "delta", "event_hash", "prev_event_hash"} {
 		assert.Contains(t, m, k)
 	}
-	var back belief.AuditEntry
-	require.NoError(t, json.Unmarshal(b, &back))
+	back, err := belief.DecodeAuditEntry(b)
+	require.NoError(t, err)
 	c1, _ := back.Canonical()
 	c2, _ := last.Canonical()
 	assert.Equal(t, c2, c1)
@@ -597,7 +602,7 @@ func TestReplayErrorsNameTheEvent(t *testing.T) {
 			return l
 		}, 1, "event_hash"},
 		{"ChainBroken", func(l []belief.AuditEntry) []belief.AuditEntry {
-			l[2].PrevEventHash = belief.Hash{1}
+			l[2].PrevEventHash = trace.Hash{1}
 			rehash(l[2:3], 0)
 			return l
 		}, 2, "prev_event_hash"},
@@ -613,7 +618,7 @@ func TestReplayErrorsNameTheEvent(t *testing.T) {
 			return l
 		}, 1, "recorded delta"},
 		{"SurvivorsHashDisagrees", func(l []belief.AuditEntry) []belief.AuditEntry {
-			l[3].SurvivorsAfterHash = belief.Hash{2}
+			l[3].SurvivorsAfterHash = trace.Hash{2}
 			rehash(l, 3)
 			return l
 		}, 3, "survivors_after_hash"},
@@ -625,7 +630,7 @@ func TestReplayErrorsNameTheEvent(t *testing.T) {
 		{"FirstIsNotDeclaration", func(l []belief.AuditEntry) []belief.AuditEntry {
 			l = l[1:]
 			l[0].Seq = 0
-			l[0].PrevEventHash = belief.Hash{}
+			l[0].PrevEventHash = trace.Hash{}
 			rehash(l, 0)
 			return l
 		}, 0, "not DECLARE_SESSION"},

@@ -81,7 +81,7 @@ func NewServer(ctx context.Context, storage Storage, opts ...Option) (*Server, e
 		}
 		if err != nil {
 			srv.Close()
-			return nil, fmt.Errorf("belief: session %s: %w", id, err)
+			return nil, inSession(id, err)
 		}
 		srv.sessions[id] = sess
 	}
@@ -95,12 +95,12 @@ func (srv *Server) Policy() Policy { return srv.policy }
 func (srv *Server) open(ctx context.Context, id string) (*Session, error) {
 	store, err := srv.storage.Open(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, inSession(id, err)
 	}
 	sess, err := srv.newSession(id, store)
 	if err != nil {
 		store.Close()
-		return nil, err
+		return nil, inSession(id, err)
 	}
 	sess.mu.Lock()
 	err = sess.catchUp(ctx)
@@ -116,13 +116,11 @@ func (srv *Server) open(ctx context.Context, id string) (*Session, error) {
 }
 
 func (srv *Server) newSession(id string, store trace.Store) (*Session, error) {
-	sess := &Session{id: id, srv: srv}
-	log, err := trace.New(store, trace.WithClock(func() time.Time { return sess.stampTime }))
+	log, err := trace.NewLog(store)
 	if err != nil {
 		return nil, err
 	}
-	sess.log = log
-	return sess, nil
+	return &Session{id: id, srv: srv, log: log}, nil
 }
 
 // Sessions returns the ids of the sessions this Server has open, sorted.
@@ -193,12 +191,12 @@ func (srv *Server) Declare(ctx context.Context, req DeclareRequest) (*Session, S
 	}
 	store, err := srv.storage.Create(ctx, id)
 	if err != nil {
-		return nil, State{}, err
+		return nil, State{}, inSession(id, err)
 	}
 	sess, err := srv.newSession(id, store)
 	if err != nil {
 		store.Close()
-		return nil, State{}, err
+		return nil, State{}, inSession(id, err)
 	}
 	if err := sess.append(ctx, ev, at); err != nil {
 		store.Close()
@@ -234,11 +232,34 @@ type Session struct {
 	id  string
 	srv *Server
 
-	mu        sync.Mutex
-	log       *trace.Log
-	state     State
-	head      trace.Head // the trace head that state reflects
-	stampTime time.Time  // time of the event being appended (the log's clock)
+	mu    sync.Mutex
+	log   *trace.Log
+	state State
+	head  trace.Head // the trace head that state reflects
+}
+
+// sessionError names the session a storage, trace or replay failure is
+// about.
+type sessionError struct {
+	id  string
+	err error
+}
+
+func (e *sessionError) Error() string {
+	return fmt.Sprintf("belief: session %s: %s", e.id, reason(e.err))
+}
+
+func (e *sessionError) Unwrap() error { return e.err }
+
+// inSession returns a failure (an error without a protocol code) naming
+// session id, unless it already does. A protocol answer, nil included, is
+// returned as it is.
+func inSession(id string, err error) error {
+	var se *sessionError
+	if err == nil || CodeOf(err) != CodeInternal || errors.As(err, &se) && se.id == id {
+		return err
+	}
+	return &sessionError{id: id, err: err}
 }
 
 // CallOption modifies one call.
@@ -265,6 +286,11 @@ func (s *Session) Log() *trace.Log { return s.log }
 // s.head. Each is verified as a trace entry (trace.Verifier) and replayed
 // as an audit event (State.Apply). s.mu must be held.
 func (s *Session) catchUp(ctx context.Context) error {
+	return inSession(s.id, s.catchUpHead(ctx))
+}
+
+// catchUpHead is catchUp without naming the session in its errors.
+func (s *Session) catchUpHead(ctx context.Context) error {
 	// Fast path: when the store's head is the one s.state reflects there
 	// is nothing to read. Head is one cheap call (a read lock for memory,
 	// one query for SQL) where Entries would set up an iteration.
@@ -282,7 +308,7 @@ func (s *Session) catchUp(ctx context.Context) error {
 		// Not an extension of what s.state reflects: the log was cut back
 		// or rewritten. Reading from s.head.Size would find nothing and
 		// keep serving events the store no longer holds.
-		return fmt.Errorf("belief: session %s: %w", s.id, &trace.TruncatedError{Want: s.head, Got: h})
+		return &trace.TruncatedError{Want: s.head, Got: h}
 	}
 	return s.catchUpEntries(ctx)
 }
@@ -297,15 +323,15 @@ func (s *Session) catchUpEntries(ctx context.Context) error {
 			return err
 		}
 		if err := v.Add(e); err != nil {
-			return fmt.Errorf("belief: session %s: %w", s.id, err)
+			return err
 		}
 		verb, ok := verbOfKind(e.Kind)
 		if !ok {
 			return &ReplayError{Index: int(e.Seq), Reason: fmt.Sprintf("trace kind %q is not a belief verb", e.Kind)}
 		}
-		ae, err := ParseAuditEntry(e.Payload)
+		ae, err := DecodeAuditEntry(e.Payload)
 		if err != nil {
-			return &ReplayError{Index: int(e.Seq), Reason: err.Error()}
+			return &ReplayError{Index: int(e.Seq), Reason: reason(err)}
 		}
 		if ae.Verb != verb {
 			return &ReplayError{Index: int(e.Seq), EventID: ae.EventID, Reason: fmt.Sprintf("trace kind %q holds a %s event", e.Kind, ae.Verb)}
@@ -325,13 +351,14 @@ func (s *Session) catchUpEntries(ctx context.Context) error {
 	return nil
 }
 
-// append records ev after s.head with trace.Log.AppendCanonicalAfter (ev.raw
-// is canonical as built). s.mu must be held.
+// append records ev after s.head (trace.After), stamping the trace entry
+// with at, the instant the event itself records (trace.At): one clock for
+// both. ev.raw is canonical as built, so the log checks it in one pass.
+// s.mu must be held.
 func (s *Session) append(ctx context.Context, ev *AuditEntry, at time.Time) error {
-	s.stampTime = at
-	e, err := s.log.AppendCanonicalAfter(ctx, s.head, ev.Verb.Kind(), ev.raw)
+	e, err := s.log.Append(ctx, ev.Verb.Kind(), ev.raw, trace.After(s.head), trace.At(at))
 	if err != nil {
-		return err
+		return inSession(s.id, err)
 	}
 	s.head = trace.Head{Size: e.Seq + 1, Hash: e.Hash}
 	return nil

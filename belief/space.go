@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/verity-go/verity/internal/canon"
+	"github.com/verity-go/verity/trace"
 )
 
 // space is the immutable hypothesis space of a session: the declared ids
@@ -104,11 +105,11 @@ func nextClear(set []uint64, i, n int) int {
 // Canonical JSON (RFC 8785) is an injective encoding, so two different
 // (survivors, session id, previous hash) triples never share the hashed
 // bytes whatever characters the ids contain.
-func survivorsHash(sp *space, set []uint64, sessionID string, prev Hash) Hash {
+func survivorsHash(sp *space, set []uint64, sessionID string, prev trace.Hash) trace.Hash {
 	sh := survivorsHashers.Get().(*survivorsHasher)
 	sh.h.Reset()
 	sh.buf = writeSurvivors(sh.h, sh.buf[:0], sp, set, sessionID, prev)
-	var out Hash
+	var out trace.Hash
 	sh.buf = sh.h.Sum(sh.buf[:0]) // into the pooled buffer: out would escape
 	copy(out[:], sh.buf)
 	if cap(sh.buf) <= 1024 { // keep only small prefix buffers
@@ -129,7 +130,7 @@ var survivorsHashers = sync.Pool{New: func() any { return &survivorsHasher{h: sh
 
 // writeSurvivors writes the canonical survivors object to h, building its
 // prefix in buf, which it returns for reuse.
-func writeSurvivors(h hash.Hash, buf []byte, sp *space, set []uint64, sessionID string, prev Hash) []byte {
+func writeSurvivors(h hash.Hash, buf []byte, sp *space, set []uint64, sessionID string, prev trace.Hash) []byte {
 	buf = append(buf, `{"prev_event_hash":"`...)
 	buf = hex.AppendEncode(buf, prev[:])
 	buf = append(buf, `","session_id":`...)
@@ -158,7 +159,7 @@ func writeSurvivors(h hash.Hash, buf []byte, sp *space, set []uint64, sessionID 
 // of the previous event. It is the reference a verifier in another
 // language reproduces: SHA-256 over the canonical JSON object with members
 // prev_event_hash (64 lower-case hex digits), session_id and survivors.
-func SurvivorsHash(survivors []string, sessionID string, prev Hash) Hash {
+func SurvivorsHash(survivors []string, sessionID string, prev trace.Hash) trace.Hash {
 	sp := newSpace(survivors)
 	return survivorsHash(sp, newFullSet(len(sp.ids)), sessionID, prev)
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/verity-go/verity/internal/canon"
 	"github.com/verity-go/verity/internal/hamt"
+	"github.com/verity-go/verity/internal/violation"
+	"github.com/verity-go/verity/trace"
 )
 
 // State is the value of one belief session: the declared hypothesis space
@@ -38,7 +40,7 @@ type obsKey struct {
 
 // obsRecord is what the first ELIMINATE with a key produced.
 type obsRecord struct {
-	fingerprint Hash // of the request body (eliminated set + justification)
+	fingerprint trace.Hash // of the request body (eliminated set + justification)
 	applied     []string
 	ignored     []string
 	eventID     string
@@ -61,8 +63,8 @@ type state struct {
 	obs         obsMap
 	events      *eventNode
 	seq         uint64 // number of events recorded
-	headHash    Hash
-	survHash    Hash // survivors_after_hash of the head event
+	headHash    trace.Hash
+	survHash    trace.Hash // survivors_after_hash of the head event
 }
 
 type eventNode struct {
@@ -145,9 +147,9 @@ func (s State) Len() uint64 {
 
 // Head returns the event id and event hash of the last audit event (empty
 // and zero for the zero State).
-func (s State) Head() (eventID string, hash Hash) {
+func (s State) Head() (eventID string, hash trace.Hash) {
 	if s.p == nil || s.p.events == nil {
-		return "", Hash{}
+		return "", trace.Hash{}
 	}
 	return s.p.events.e.EventID, s.p.headHash
 }
@@ -224,10 +226,10 @@ func cloneEntry(e AuditEntry) AuditEntry {
 // not valid UTF-8.
 func checkString(vs []Violation, path, v string, required bool) []Violation {
 	if required && v == "" {
-		return append(vs, Violation{path, "must not be empty"})
+		return append(vs, Violation{Path: path, Rule: RuleRequired, Message: "must not be empty"})
 	}
 	if !utf8.ValidString(v) {
-		return append(vs, Violation{path, "must be valid UTF-8"})
+		return append(vs, Violation{Path: path, Rule: RuleUTF8, Message: "must be valid UTF-8"})
 	}
 	return vs
 }
@@ -241,19 +243,19 @@ func checkObject(vs []Violation, path string, raw json.RawMessage) (json.RawMess
 	}
 	c, err := canon.Transform(t)
 	if err != nil {
-		return nil, append(vs, Violation{path, err.Error()})
+		return nil, append(vs, Violation{Path: path, Rule: RuleSyntax, Message: canonReason(err)})
 	}
 	if c[0] != '{' {
-		return nil, append(vs, Violation{path, "must be a JSON object"})
+		return nil, append(vs, Violation{Path: path, Rule: RuleType, Message: "must be a JSON object"})
 	}
 	return c, vs
 }
 
 func checkStamp(vs []Violation, st Stamp) []Violation {
 	if y := st.Time.UTC().Year(); y < 0 || y > 9999 {
-		vs = append(vs, Violation{"ts", "year must be within 0000–9999"})
+		vs = append(vs, Violation{Path: "/ts", Rule: RuleRange, Message: "year must be within 0000–9999"})
 	}
-	return checkString(vs, "event_id", st.EventID, true)
+	return checkString(vs, "/event_id", st.EventID, true)
 }
 
 // commit records one event: next is the state after the transition (its
@@ -262,11 +264,11 @@ func checkStamp(vs []Violation, st Stamp) []Violation {
 func (p *state) commit(next *state, verb Verb, payload, outcome map[string]any, delta []string, notes string, st Stamp) (AuditEntry, error) {
 	pb, err := canon.Marshal(payload)
 	if err != nil {
-		return AuditEntry{}, &Error{Err: ErrInvalidRequest, Message: err.Error()}
+		return AuditEntry{}, &Error{Err: ErrInvalidRequest, Message: canonReason(err)}
 	}
 	ob, err := canon.Marshal(outcome)
 	if err != nil {
-		return AuditEntry{}, &Error{Err: ErrInvalidRequest, Message: err.Error()}
+		return AuditEntry{}, &Error{Err: ErrInvalidRequest, Message: canonReason(err)}
 	}
 	return p.commitRaw(next, verb, pb, ob, delta, notes, st)
 }
@@ -290,7 +292,7 @@ func (p *state) commitRaw(next *state, verb Verb, pb, ob []byte, delta []string,
 	e.SurvivorsAfterHash = survivorsHash(next.sp, next.alive, next.id, p.headHash)
 	raw, oAt, pAt, err := e.appendCanonicalTrusted(make([]byte, 0, 480+len(pb)+len(ob)+len(next.id)), ob, pb)
 	if err != nil {
-		return AuditEntry{}, &Error{Err: ErrInvalidRequest, Message: err.Error()}
+		return AuditEntry{}, err // wraps ErrInvalidRequest
 	}
 	// Payload and outcome are copied verbatim into raw: the entry points
 	// at them there (capacity-limited), so pb and ob may be scratch space.
@@ -320,28 +322,28 @@ func published(e AuditEntry) *AuditEntry {
 // string (empty, spaces, emoji) is a valid hypothesis id.
 func Declare(sessionID string, req DeclareRequest, st Stamp) (State, *AuditEntry, error) {
 	var vs []Violation
-	vs = checkString(vs, "session_id", sessionID, true)
+	vs = checkString(vs, "/session_id", sessionID, true)
 	if len(req.Hypotheses) == 0 {
-		vs = append(vs, Violation{"hypotheses", "must not be empty"})
+		vs = append(vs, Violation{Path: "/hypotheses", Rule: RuleRequired, Message: "must not be empty"})
 	}
 	for i, h := range req.Hypotheses {
 		if !utf8.ValidString(h) { // the path is formatted only for a violation
-			vs = checkString(vs, fmt.Sprintf("hypotheses[%d]", i), h, false)
+			vs = checkString(vs, violation.Index("/hypotheses", i), h, false)
 		}
 	}
 	o := req.Ontology
-	vs = checkString(vs, "ontology.hypothesis_space_id", o.HypothesisSpaceID, false)
-	vs = checkString(vs, "ontology.hypothesis_version", o.HypothesisVersion, false)
-	vs = checkString(vs, "ontology.causal_graph_ref", o.CausalGraphRef, false)
-	vs = checkString(vs, "ontology.causal_graph_version", o.CausalGraphVersion, false)
-	meta, vs := checkObject(vs, "metadata", req.Metadata)
+	vs = checkString(vs, "/ontology/hypothesis_space_id", o.HypothesisSpaceID, false)
+	vs = checkString(vs, "/ontology/hypothesis_version", o.HypothesisVersion, false)
+	vs = checkString(vs, "/ontology/causal_graph_ref", o.CausalGraphRef, false)
+	vs = checkString(vs, "/ontology/causal_graph_version", o.CausalGraphVersion, false)
+	meta, vs := checkObject(vs, "/metadata", req.Metadata)
 	vs = checkStamp(vs, st)
 	if err := invalid(vs); err != nil {
 		return State{}, nil, err
 	}
 	sp := newSpace(req.Hypotheses)
 	pre := &state{id: sessionID, ontology: o, sp: sp, alive: make([]uint64, (len(sp.ids)+63)/64)}
-	pre.survHash = survivorsHash(sp, pre.alive, sessionID, Hash{})
+	pre.survHash = survivorsHash(sp, pre.alive, sessionID, trace.Hash{})
 	next := *pre
 	next.alive = newFullSet(len(sp.ids))
 	next.n = len(sp.ids)
@@ -367,7 +369,7 @@ func Declare(sessionID string, req DeclareRequest, st Stamp) (State, *AuditEntry
 // fingerprint identifies an ELIMINATE body for the idempotence check:
 // SHA-256 over the canonical {"eliminated":[the ids as a sorted set],
 // "justification":<canonical object or null>}.
-func fingerprint(sp *space, idx []int32, just json.RawMessage) Hash {
+func fingerprint(sp *space, idx []int32, just json.RawMessage) trace.Hash {
 	var scratch [256]byte // on the stack unless the body outgrows it
 	b := scratch[:0]
 	b = append(b, `{"eliminated":[`...)
@@ -425,14 +427,14 @@ func (s State) eliminate(req EliminateRequest, st Stamp) (State, EliminateResult
 		return s, EliminateResult{}, nil, err
 	}
 	var vs []Violation
-	vs = checkString(vs, "source_id", req.SourceID, true)
-	vs = checkString(vs, "observation_id", req.ObservationID, true)
+	vs = checkString(vs, "/source_id", req.SourceID, true)
+	vs = checkString(vs, "/observation_id", req.ObservationID, true)
 	for i, h := range req.Eliminated {
 		if !utf8.ValidString(h) { // the path is formatted only for a violation
-			vs = checkString(vs, fmt.Sprintf("eliminated[%d]", i), h, false)
+			vs = checkString(vs, violation.Index("/eliminated", i), h, false)
 		}
 	}
-	just, vs := checkObject(vs, "justification", req.Justification)
+	just, vs := checkObject(vs, "/justification", req.Justification)
 	vs = checkStamp(vs, st)
 	if err := invalid(vs); err != nil {
 		return s, EliminateResult{}, nil, err
@@ -531,11 +533,11 @@ func (s State) EnterObligation(req ObligationRequest, st Stamp) (State, *AuditEn
 		return s, nil, err
 	}
 	var vs []Violation
-	vs = checkString(vs, "obligation_id", req.ObligationID, true)
+	vs = checkString(vs, "/obligation_id", req.ObligationID, true)
 	if req.MinTotalEliminations < 0 {
-		vs = append(vs, Violation{"min_total_eliminations", "must be ≥ 0"})
+		vs = append(vs, Violation{Path: "/min_total_eliminations", Rule: RuleRange, Message: "must be ≥ 0"})
 	} else if req.MinTotalEliminations > canon.MaxSafeInteger {
-		vs = append(vs, Violation{"min_total_eliminations", "must be ≤ 2^53−1"})
+		vs = append(vs, Violation{Path: "/min_total_eliminations", Rule: RuleRange, Message: "must be ≤ 2^53−1"})
 	}
 	vs = checkStamp(vs, st)
 	if err := invalid(vs); err != nil {
@@ -578,8 +580,8 @@ func (s State) RequestExit(req ExitRequest, st Stamp) (State, ExitResult, *Audit
 		return s, ExitResult{}, nil, err
 	}
 	var vs []Violation
-	vs = checkString(vs, "obligation_id", req.ObligationID, true)
-	ctx, vs := checkObject(vs, "context", req.Context)
+	vs = checkString(vs, "/obligation_id", req.ObligationID, true)
+	ctx, vs := checkObject(vs, "/context", req.Context)
 	vs = checkStamp(vs, st)
 	if err := invalid(vs); err != nil {
 		return s, ExitResult{}, nil, err
@@ -629,8 +631,8 @@ func (s State) DeclareConclusion(req ConclusionRequest, st Stamp) (State, Conclu
 		return s, ConclusionResult{}, nil, err
 	}
 	var vs []Violation
-	vs = checkString(vs, "conclusion_id", req.ConclusionID, true)
-	ctx, vs := checkObject(vs, "context", req.Context)
+	vs = checkString(vs, "/conclusion_id", req.ConclusionID, true)
+	ctx, vs := checkObject(vs, "/context", req.Context)
 	vs = checkStamp(vs, st)
 	if err := invalid(vs); err != nil {
 		return s, ConclusionResult{}, nil, err
@@ -664,7 +666,7 @@ func forceOf(vs []Violation, ctx json.RawMessage) (bool, []Violation) {
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(ctx, &m); err != nil {
-		return false, append(vs, Violation{"context", err.Error()})
+		return false, append(vs, Violation{Path: "/context", Rule: RuleSyntax, Message: err.Error()})
 	}
 	f, ok := m["force"]
 	if !ok {
@@ -676,7 +678,7 @@ func forceOf(vs []Violation, ctx json.RawMessage) (bool, []Violation) {
 	case "false":
 		return false, vs
 	}
-	return false, append(vs, Violation{"context.force", "must be a JSON boolean"})
+	return false, append(vs, Violation{Path: "/context/force", Rule: RuleType, Message: "must be a JSON boolean"})
 }
 
 // RequestTermination performs REQUEST_TERMINATION: approved iff no
@@ -690,7 +692,7 @@ func (s State) RequestTermination(req TerminationRequest, pol Policy, st Stamp) 
 		return s, TerminationResult{}, nil, err
 	}
 	var vs []Violation
-	ctx, vs := checkObject(vs, "context", req.Context)
+	ctx, vs := checkObject(vs, "/context", req.Context)
 	force, vs := forceOf(vs, ctx)
 	vs = checkStamp(vs, st)
 	if err := invalid(vs); err != nil {

@@ -1,40 +1,10 @@
 package belief
 
 import (
-	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"time"
 )
-
-// Hash is a SHA-256 digest. Its text form is 64 lower-case hex digits.
-type Hash [32]byte
-
-// String returns the lower-case hex form of h.
-func (h Hash) String() string { return hex.EncodeToString(h[:]) }
-
-// IsZero reports whether h is all zero bytes (the "previous event" of the
-// first event of a session).
-func (h Hash) IsZero() bool { return h == Hash{} }
-
-// MarshalText encodes h as 64 lower-case hex digits.
-func (h Hash) MarshalText() ([]byte, error) {
-	out := make([]byte, 64)
-	hex.Encode(out, h[:])
-	return out, nil
-}
-
-// UnmarshalText accepts exactly 64 lower-case hex digits.
-func (h *Hash) UnmarshalText(b []byte) error {
-	if len(b) != 64 || strings.ToLower(string(b)) != string(b) {
-		return fmt.Errorf("%w: hash must be 64 lower-case hex digits", ErrInvalidRequest)
-	}
-	if _, err := hex.Decode(h[:], b); err != nil {
-		return fmt.Errorf("%w: hash: %v", ErrInvalidRequest, err)
-	}
-	return nil
-}
 
 // Verb names a message of the belief protocol (§2.1).
 type Verb string

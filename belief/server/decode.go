@@ -3,65 +3,65 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/verity-go/verity/belief"
 	"github.com/verity-go/verity/internal/canon"
+	"github.com/verity-go/verity/internal/violation"
 )
 
 // object is a decoded JSON object whose members are read one by one with
-// strict types; every problem is collected as a violation, and members
-// nobody asked for are reported as unknown.
+// strict types; every problem is collected as a violation located by a
+// JSON Pointer, and members nobody asked for are reported as unknown.
 type object struct {
-	prefix  string
+	at      string // the object's JSON Pointer ("" for the body)
 	members map[string]json.RawMessage
 	seen    map[string]bool
 	vs      *[]belief.Violation
 }
 
-// parseBody checks that body is one JSON object that canonicalises (no
-// duplicate keys, valid UTF-8, no lone surrogates, integers within
-// ±(2^53−1), nesting ≤ 512) and returns it for member-by-member reading.
-// An empty body reads as {}.
+// parseBody reads body strictly (canon.DecodeInto: no duplicate keys,
+// valid UTF-8, no lone surrogates, integers within ±(2^53−1), nesting ≤
+// 512, one value) as one JSON object for member-by-member reading. An
+// empty body reads as {}.
 func parseBody(body []byte, vs *[]belief.Violation) (*object, bool) {
-	if len(bytes.TrimSpace(body)) == 0 {
-		body = []byte("{}")
-	}
-	if _, err := canon.Transform(body); err != nil {
-		*vs = append(*vs, belief.Violation{Path: "$", Message: err.Error()})
-		return nil, false
-	}
-	return asObject("", json.RawMessage(body), vs)
-}
-
-func asObject(prefix string, raw json.RawMessage, vs *[]belief.Violation) (*object, bool) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '{' {
-		*vs = append(*vs, belief.Violation{Path: pathOf(prefix, "$"), Message: "must be a JSON object"})
-		return nil, false
+	t := bytes.TrimSpace(body)
+	if len(t) == 0 {
+		t = []byte("{}")
 	}
 	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
-		*vs = append(*vs, belief.Violation{Path: pathOf(prefix, "$"), Message: err.Error()})
+	err := canon.DecodeInto(t, &m, false)
+	var se *canon.SyntaxError
+	switch {
+	case errors.As(err, &se):
+		*vs = append(*vs, belief.Violation{Rule: belief.RuleSyntax, Message: strings.TrimPrefix(se.Error(), "canon: ")})
+		return nil, false
+	case err != nil || m == nil: // valid JSON, but not an object (null included)
+		*vs = append(*vs, belief.Violation{Rule: belief.RuleType, Message: "must be a JSON object"})
 		return nil, false
 	}
-	return &object{prefix: prefix, members: m, seen: map[string]bool{}, vs: vs}, true
+	return &object{members: m, seen: map[string]bool{}, vs: vs}, true
 }
 
-func pathOf(prefix, name string) string {
-	if prefix == "" {
-		return name
+// asObject reads a member already checked by parseBody as an object.
+func asObject(at string, raw json.RawMessage, vs *[]belief.Violation) (*object, bool) {
+	var m map[string]json.RawMessage
+	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
+		*vs = append(*vs, belief.Violation{Path: at, Rule: belief.RuleType, Message: "must be a JSON object"})
+		return nil, false
 	}
-	if name == "$" {
-		return prefix
-	}
-	return prefix + "." + name
+	return &object{at: at, members: m, seen: map[string]bool{}, vs: vs}, true
 }
 
-func (o *object) bad(name, msg string) {
-	*o.vs = append(*o.vs, belief.Violation{Path: pathOf(o.prefix, name), Message: msg})
+func (o *object) bad(path, rule, msg string) {
+	*o.vs = append(*o.vs, belief.Violation{Path: path, Rule: rule, Message: msg})
 }
+
+// badMember reports a violation at member name.
+func (o *object) badMember(name, rule, msg string) { o.bad(violation.Join(o.at, name), rule, msg) }
 
 // get returns a member that is present and not null.
 func (o *object) get(name string, required bool) (json.RawMessage, bool) {
@@ -69,7 +69,7 @@ func (o *object) get(name string, required bool) (json.RawMessage, bool) {
 	raw, ok := o.members[name]
 	if !ok || string(bytes.TrimSpace(raw)) == "null" {
 		if required {
-			o.bad(name, "is required")
+			o.badMember(name, belief.RuleRequired, "is required")
 		}
 		return nil, false
 	}
@@ -83,7 +83,7 @@ func (o *object) str(name string, required bool) (string, bool) {
 	}
 	var s string
 	if raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
-		o.bad(name, "must be a string")
+		o.badMember(name, belief.RuleType, "must be a string")
 		return "", false
 	}
 	return s, true
@@ -96,14 +96,14 @@ func (o *object) strList(name string, required bool) ([]string, bool) {
 	}
 	var items []json.RawMessage
 	if raw[0] != '[' || json.Unmarshal(raw, &items) != nil {
-		o.bad(name, "must be an array of strings")
+		o.badMember(name, belief.RuleType, "must be an array of strings")
 		return nil, false
 	}
 	out := make([]string, len(items))
 	good := true
 	for i, it := range items {
 		if len(it) == 0 || it[0] != '"' || json.Unmarshal(it, &out[i]) != nil {
-			o.bad(fmt.Sprintf("%s[%d]", name, i), "must be a string")
+			o.bad(violation.Index(violation.Join(o.at, name), i), belief.RuleType, "must be a string")
 			good = false
 		}
 	}
@@ -118,7 +118,7 @@ func (o *object) obj(name string) json.RawMessage {
 		return nil
 	}
 	if raw[0] != '{' {
-		o.bad(name, "must be a JSON object")
+		o.badMember(name, belief.RuleType, "must be a JSON object")
 		return nil
 	}
 	return raw
@@ -137,17 +137,17 @@ func (o *object) integer(name string, required bool) (int64, bool) {
 	}
 	for i := 0; i < len(digits); i++ {
 		if digits[i] < '0' || digits[i] > '9' {
-			o.bad(name, "must be an integer")
+			o.badMember(name, belief.RuleType, "must be an integer")
 			return 0, false
 		}
 	}
 	if digits == "" {
-		o.bad(name, "must be an integer")
+		o.badMember(name, belief.RuleType, "must be an integer")
 		return 0, false
 	}
 	v, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
-		o.bad(name, "integer out of range")
+		o.badMember(name, belief.RuleRange, "integer out of range")
 		return 0, false
 	}
 	return v, true
@@ -157,7 +157,7 @@ func (o *object) integer(name string, required bool) (int64, bool) {
 func (o *object) done() {
 	for k := range o.members {
 		if !o.seen[k] {
-			o.bad(k, "unknown field")
+			o.badMember(k, belief.RuleUnknownField, "unknown field")
 		}
 	}
 }
@@ -165,7 +165,7 @@ func (o *object) done() {
 // pathSessionID checks an optional body session_id against the path.
 func (o *object) pathSessionID(fromPath string) {
 	if id, ok := o.str("session_id", false); ok && id != fromPath {
-		o.bad("session_id", fmt.Sprintf("%q does not match the session id in the path", id))
+		o.badMember("session_id", belief.RulePathMismatch, fmt.Sprintf("%q does not match the session id in the path", id))
 	}
 }
 
@@ -177,7 +177,7 @@ func decodeDeclare(body []byte) (belief.DeclareRequest, []belief.Violation) {
 	}
 	var req belief.DeclareRequest
 	if raw, ok := o.get("ontology", true); ok {
-		if on, ok := asObject("ontology", raw, &vs); ok {
+		if on, ok := asObject("/ontology", raw, &vs); ok {
 			req.Ontology.HypothesisSpaceID, _ = on.str("hypothesis_space_id", true)
 			req.Ontology.HypothesisVersion, _ = on.str("hypothesis_version", true)
 			req.Ontology.CausalGraphRef, _ = on.str("causal_graph_ref", true)
@@ -230,7 +230,7 @@ func decodeExit(body []byte, sessionID, obligationID string) (belief.ExitRequest
 	req := belief.ExitRequest{ObligationID: obligationID}
 	o.pathSessionID(sessionID)
 	if id, ok := o.str("obligation_id", false); ok && id != obligationID {
-		o.bad("obligation_id", fmt.Sprintf("%q does not match the obligation id in the path", id))
+		o.badMember("obligation_id", belief.RulePathMismatch, fmt.Sprintf("%q does not match the obligation id in the path", id))
 	}
 	req.Context = o.obj("context")
 	o.done()
@@ -264,7 +264,7 @@ func decodeTermination(body []byte, sessionID string) (belief.TerminationRequest
 		var m map[string]json.RawMessage
 		if json.Unmarshal(req.Context, &m) == nil {
 			if f, ok := m["force"]; ok && string(f) != "true" && string(f) != "false" {
-				o.bad("context.force", "must be a JSON boolean")
+				o.bad("/context/force", belief.RuleType, "must be a JSON boolean")
 			}
 		}
 	}

@@ -59,7 +59,7 @@
 //
 // # Errors
 //
-// Every error is {"error":{"code","message","details"}} (StatusOf):
+// Every error is {"error":{"code","message","details"}} (statusOf):
 // INVALID_REQUEST and INVALID_HYPOTHESIS_ID 400; SESSION_NOT_FOUND,
 // OBLIGATION_NOT_FOUND and EVENT_NOT_FOUND 404; SESSION_TERMINATED and
 // CONFLICT 409; stale If-Match 412 CONFLICT; a body over the limit 413

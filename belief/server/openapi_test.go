@@ -197,7 +197,7 @@ func TestOpenAPIRequestSchemas(t *testing.T) {
 		}
 		for c := range candidates {
 			b, _ := json.Marshal(map[string]any{c: nil})
-			unknown := slices.Contains(decode(b), belief.Violation{Path: c, Message: "unknown field"})
+			unknown := slices.Contains(decode(b), belief.Violation{Path: "/" + c, Rule: belief.RuleUnknownField, Message: "unknown field"})
 			assert.Equal(t, !slices.Contains(props, c), unknown, "%s: member %q documented=%v but decoder unknown=%v", name, c, slices.Contains(props, c), unknown)
 		}
 		// Every member null: only "is required" complaints, for exactly the required ones.
@@ -208,15 +208,16 @@ func TestOpenAPIRequestSchemas(t *testing.T) {
 		b, _ := json.Marshal(body)
 		var missing []string
 		for _, v := range decode(b) {
+			assert.Equal(t, belief.RuleRequired, v.Rule, "%s: %s", name, v.Path)
 			assert.Equal(t, "is required", v.Message, "%s: %s", name, v.Path)
-			missing = append(missing, v.Path)
+			missing = append(missing, strings.TrimPrefix(v.Path, "/"))
 		}
 		slices.Sort(missing)
 		assert.Equal(t, required, missing, name)
 		// An undocumented member is rejected.
 		body["undocumented"] = 1
 		b, _ = json.Marshal(body)
-		assert.Contains(t, decode(b), belief.Violation{Path: "undocumented", Message: "unknown field"}, name)
+		assert.Contains(t, decode(b), belief.Violation{Path: "/undocumented", Rule: belief.RuleUnknownField, Message: "unknown field"}, name)
 	}
 }
 
@@ -258,6 +259,22 @@ func TestOpenAPIResponseSchemas(t *testing.T) {
 	}
 	nf := e.do("GET", "/v1/sessions/nope", "", nil)
 	checkKeys("Error", nf.body)
+	// An INVALID_REQUEST: every violation is path, rule and message, and
+	// the documented rules are exactly belief's.
+	bad := e.do("POST", "/v1/sessions", `{"ontology":[],"hypotheses":["a",1],"x":1}`, nil)
+	checkKeys("Error", bad.body)
+	details := bad.body["error"].(map[string]any)["details"].(map[string]any)
+	assert.Equal(t, []string{"violations"}, spec.get(t, "components", "schemas", "Error", "properties", "error", "properties", "details", "properties").keys())
+	assert.Equal(t, "#/components/schemas/Violation", strings.Trim(spec.get(t, "components", "schemas", "Error", "properties", "error",
+		"properties", "details", "properties", "violations", "items", "$ref").value, `'"`))
+	require.NotEmpty(t, details["violations"])
+	for _, v := range details["violations"].([]any) {
+		checkKeys("Violation", v.(map[string]any))
+	}
+	rules := []string{belief.RuleSyntax, belief.RuleType, belief.RuleRequired, belief.RuleRange, belief.RuleUTF8,
+		belief.RuleUnknownField, belief.RulePathMismatch, belief.RuleDuplicate}
+	slices.Sort(rules)
+	assert.Equal(t, rules, flowList(spec.get(t, "components", "schemas", "Violation", "properties", "rule", "enum").value))
 	codes := flowList(spec.get(t, "components", "schemas", "Error", "properties", "error", "properties", "code", "enum").value)
 	for _, c := range []belief.Code{belief.CodeInvalidRequest, belief.CodeInvalidHypothesisID, belief.CodeSessionNotFound,
 		belief.CodeSessionTerminated, belief.CodeObligationNotFound, belief.CodeEventNotFound, belief.CodeConflict,

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/verity-go/verity/belief"
+	"github.com/verity-go/verity/internal/violation"
 )
 
 // DefaultMaxBodyBytes is the largest request body accepted (1 MiB); a
@@ -182,12 +183,12 @@ func writeError(w http.ResponseWriter, status int, code belief.Code, msg string,
 	writeJSON(w, status, errorBody{errorDetail{Code: code, Message: msg, Details: details}})
 }
 
-// StatusOf maps an error to its HTTP status: INVALID_REQUEST and
+// statusOf maps an error to its HTTP status: INVALID_REQUEST and
 // INVALID_HYPOTHESIS_ID 400; SESSION_NOT_FOUND, OBLIGATION_NOT_FOUND and
 // EVENT_NOT_FOUND 404; SESSION_TERMINATED and CONFLICT 409, except a
 // failed expected head (If-Match), which is 412 with code CONFLICT;
 // anything else 500.
-func StatusOf(err error) int {
+func statusOf(err error) int {
 	switch belief.CodeOf(err) {
 	case belief.CodeInvalidRequest, belief.CodeInvalidHypothesisID:
 		return http.StatusBadRequest
@@ -205,7 +206,7 @@ func StatusOf(err error) int {
 }
 
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
-	status := StatusOf(err)
+	status := statusOf(err)
 	code := belief.CodeOf(err)
 	if status == http.StatusInternalServerError {
 		h.log.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
@@ -214,31 +215,20 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	msg, details := err.Error(), map[string]any(nil)
 	var be *belief.Error
-	if errors.As(err, &be) {
+	var ve *belief.ValidationError
+	switch {
+	case errors.As(err, &ve):
+		details = map[string]any{"violations": ve.Violations}
+	case errors.As(err, &be):
 		details = be.Details
 	}
 	writeError(w, status, code, msg, details)
 }
 
+// invalid is the INVALID_REQUEST of a request the transport refused: a
+// *belief.ValidationError, as the core returns for one it refuses.
 func invalid(vs []belief.Violation) error {
-	list := make([]any, len(vs))
-	sortViolations(vs)
-	for i, v := range vs {
-		list[i] = map[string]any{"path": v.Path, "message": v.Message}
-	}
-	msg := vs[0].Path + ": " + vs[0].Message
-	if len(vs) > 1 {
-		msg = fmt.Sprintf("%s (and %d more)", msg, len(vs)-1)
-	}
-	return &belief.Error{Err: belief.ErrInvalidRequest, Message: msg, Details: map[string]any{"violations": list}}
-}
-
-func sortViolations(vs []belief.Violation) {
-	for i := 1; i < len(vs); i++ {
-		for j := i; j > 0 && (vs[j].Path < vs[j-1].Path || vs[j].Path == vs[j-1].Path && vs[j].Message < vs[j-1].Message); j-- {
-			vs[j], vs[j-1] = vs[j-1], vs[j]
-		}
-	}
+	return violation.New("belief", "request", vs, belief.ErrInvalidRequest)
 }
 
 // readBody reads the request body. A body over h.maxBody is answered
@@ -421,18 +411,20 @@ func (h *Handler) snapshot(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) audit(w http.ResponseWriter, r *http.Request) {
 	q, err := url.ParseQuery(r.URL.RawQuery)
+	// The query reads as an object of parameters: a violation's path
+	// names the parameter ("/since_event_id"), "" the whole query.
 	var vs []belief.Violation
 	if err != nil {
-		vs = append(vs, belief.Violation{Path: "query", Message: err.Error()})
+		vs = append(vs, belief.Violation{Rule: belief.RuleSyntax, Message: err.Error()})
 	}
 	for k, v := range q {
 		switch {
 		case k != "since_event_id":
-			vs = append(vs, belief.Violation{Path: "query." + k, Message: "unknown query parameter"})
+			vs = append(vs, belief.Violation{Path: violation.Join("", k), Rule: belief.RuleUnknownField, Message: "unknown query parameter"})
 		case len(v) != 1:
-			vs = append(vs, belief.Violation{Path: "query.since_event_id", Message: "must be given once"})
+			vs = append(vs, belief.Violation{Path: "/since_event_id", Rule: belief.RuleDuplicate, Message: "must be given once"})
 		case v[0] == "":
-			vs = append(vs, belief.Violation{Path: "query.since_event_id", Message: "must not be empty"})
+			vs = append(vs, belief.Violation{Path: "/since_event_id", Rule: belief.RuleRequired, Message: "must not be empty"})
 		}
 	}
 	if len(vs) > 0 {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -142,12 +143,23 @@ var oversize = strings.Repeat(" ", testBodyLimit+1)
 // padTo pads a JSON text with trailing spaces to n bytes.
 func padTo(s string, n int) string { return s + strings.Repeat(" ", n-len(s)) }
 
-func violationPaths(r response) []string {
+// violations returns the details.violations of an error response, each
+// as "path rule".
+func violations(r response) []string {
 	var out []string
 	d, _ := r.body["error"].(map[string]any)["details"].(map[string]any)
 	vs, _ := d["violations"].([]any)
 	for _, v := range vs {
-		out = append(out, v.(map[string]any)["path"].(string))
+		m := v.(map[string]any)
+		out = append(out, fmt.Sprintf("%s %s", m["path"], m["rule"]))
+	}
+	return out
+}
+
+func violationPaths(r response) []string {
+	var out []string
+	for _, v := range violations(r) {
+		out = append(out, strings.Fields(v + " ")[0])
 	}
 	return out
 }
@@ -163,16 +175,18 @@ var httpCases = []httpCase{
 		}},
 	{name: "DeclareMalformedJSON", method: "POST", path: "/v1/sessions", body: `{"hypotheses":`, status: 400, code: belief.CodeInvalidRequest},
 	{name: "DeclareUnknownField", method: "POST", path: "/v1/sessions", body: `{` + ontoJSON + `,"hypotheses":["a"],"extra":1}`, status: 400, code: belief.CodeInvalidRequest,
-		check: func(t *testing.T, e *env, r response) { assert.Equal(t, []string{"extra"}, violationPaths(r)) }},
+		check: func(t *testing.T, e *env, r response) {
+			assert.Equal(t, []string{"/extra unknown_field"}, violations(r))
+		}},
 	{name: "DeclareUnknownOntologyField", method: "POST", path: "/v1/sessions", body: `{"ontology":{"hypothesis_space_id":"hs","hypothesis_version":"v1","causal_graph_ref":"g","causal_graph_version":"v1","x":1},"hypotheses":["a"]}`, status: 400, code: belief.CodeInvalidRequest},
 	{name: "DeclareWrongTypes", method: "POST", path: "/v1/sessions", body: `{"ontology":[],"hypotheses":["a",1,null],"metadata":"m"}`, status: 400, code: belief.CodeInvalidRequest,
 		check: func(t *testing.T, e *env, r response) {
-			assert.Equal(t, []string{"hypotheses[1]", "hypotheses[2]", "metadata", "ontology"}, violationPaths(r), "all violations, sorted")
+			assert.Equal(t, []string{"/hypotheses/1 type", "/hypotheses/2 type", "/metadata type", "/ontology type"}, violations(r), "all violations, sorted")
 		}},
 	{name: "DeclareEmptyList", method: "POST", path: "/v1/sessions", body: `{` + ontoJSON + `,"hypotheses":[]}`, status: 400, code: belief.CodeInvalidRequest},
 	{name: "DeclareMissingEverything", method: "POST", path: "/v1/sessions", body: ``, status: 400, code: belief.CodeInvalidRequest,
 		check: func(t *testing.T, e *env, r response) {
-			assert.Equal(t, []string{"hypotheses", "ontology"}, violationPaths(r))
+			assert.Equal(t, []string{"/hypotheses required", "/ontology required"}, violations(r))
 		}},
 	{name: "DeclareDuplicateKey", method: "POST", path: "/v1/sessions", body: `{` + ontoJSON + `,"hypotheses":["a"],"hypotheses":["b"]}`, status: 400, code: belief.CodeInvalidRequest},
 	{name: "DeclareTopLevelArray", method: "POST", path: "/v1/sessions", body: `[1]`, status: 400, code: belief.CodeInvalidRequest},
@@ -222,14 +236,16 @@ var httpCases = []httpCase{
 			assert.Equal(t, []any{"a", "b", "c"}, snap.body["survivors"], "nothing applied")
 		}},
 	{name: "EliminateSessionIDMismatch", method: "POST", path: "/v1/sessions/{sid}/eliminate", body: `{"session_id":"other","source_id":"s","observation_id":"o1","eliminated":["a"]}`, status: 400, code: belief.CodeInvalidRequest,
-		check: func(t *testing.T, e *env, r response) { assert.Equal(t, []string{"session_id"}, violationPaths(r)) }},
+		check: func(t *testing.T, e *env, r response) {
+			assert.Equal(t, []string{"/session_id path_mismatch"}, violations(r))
+		}},
 	{name: "EliminateMissingFields", method: "POST", path: "/v1/sessions/{sid}/eliminate", body: `{}`, status: 400, code: belief.CodeInvalidRequest,
 		check: func(t *testing.T, e *env, r response) {
-			assert.Equal(t, []string{"eliminated", "observation_id", "source_id"}, violationPaths(r))
+			assert.Equal(t, []string{"/eliminated", "/observation_id", "/source_id"}, violationPaths(r))
 		}},
 	{name: "EliminateWrongTypes", method: "POST", path: "/v1/sessions/{sid}/eliminate", body: `{"source_id":1,"observation_id":"o","eliminated":"a","justification":[]}`, status: 400, code: belief.CodeInvalidRequest,
 		check: func(t *testing.T, e *env, r response) {
-			assert.Equal(t, []string{"eliminated", "justification", "source_id"}, violationPaths(r))
+			assert.Equal(t, []string{"/eliminated", "/justification", "/source_id"}, violationPaths(r))
 		}},
 	{name: "EliminateEmptySourceID", method: "POST", path: "/v1/sessions/{sid}/eliminate", body: `{"source_id":"","observation_id":"o","eliminated":[]}`, status: 400, code: belief.CodeInvalidRequest},
 	{name: "EliminateUnknownSession", method: "POST", path: "/v1/sessions/nope/eliminate", body: elimA, status: 404, code: belief.CodeSessionNotFound},
@@ -342,7 +358,9 @@ var httpCases = []httpCase{
 	{name: "TerminateForced", policy: belief.Policy{AllowForce: true}, method: "POST", path: "/v1/sessions/{sid}/terminate", body: `{"context":{"force":true}}`, status: 200,
 		check: func(t *testing.T, e *env, r response) { assert.Equal(t, true, r.body["approved"]) }},
 	{name: "TerminateForceNotBoolean", method: "POST", path: "/v1/sessions/{sid}/terminate", body: `{"context":{"force":"yes"}}`, status: 400, code: belief.CodeInvalidRequest,
-		check: func(t *testing.T, e *env, r response) { assert.Equal(t, []string{"context.force"}, violationPaths(r)) }},
+		check: func(t *testing.T, e *env, r response) {
+			assert.Equal(t, []string{"/context/force type"}, violations(r))
+		}},
 	{name: "TerminateUnknownSession", method: "POST", path: "/v1/sessions/nope/terminate", body: `{}`, status: 404, code: belief.CodeSessionNotFound},
 	{name: "TerminateTwice", setup: (*env).terminate, method: "POST", path: "/v1/sessions/{sid}/terminate", body: `{}`, status: 409, code: belief.CodeSessionTerminated},
 	{name: "TerminateIfMatchStale", method: "POST", path: "/v1/sessions/{sid}/terminate", body: `{}`, header: map[string]string{"If-Match": `W/"x"`}, status: 412, code: belief.CodeConflict},
@@ -464,8 +482,8 @@ func TestHTTPConcurrent(t *testing.T) {
 		assert.Equal(t, float64(0), snap.body["n_survivors"])
 		audit := e.do("GET", "/v1/sessions/{sid}/audit", "", nil)
 		raw, _ := json.Marshal(audit.body["events"])
-		var evs []belief.AuditEntry
-		require.NoError(t, json.Unmarshal(raw, &evs))
+		evs, err := belief.DecodeAuditLog(raw)
+		require.NoError(t, err)
 		assert.Len(t, evs, 1+workers*per)
 		st, err := belief.Replay(evs)
 		require.NoError(t, err)
@@ -510,11 +528,15 @@ func TestHTTPRestartFileStorage(t *testing.T) {
 }
 
 func TestStatusOf(t *testing.T) {
+	invalid := belief.Declare
+	_, _, verr := invalid("", belief.DeclareRequest{}, belief.Stamp{})
+	require.ErrorAs(t, verr, new(*belief.ValidationError))
 	for _, c := range []struct {
 		err    error
 		status int
 	}{
 		{belief.ErrInvalidRequest, 400},
+		{verr, 400},
 		{belief.ErrInvalidHypothesisID, 400},
 		{belief.ErrSessionNotFound, 404},
 		{belief.ErrObligationNotFound, 404},
@@ -525,7 +547,7 @@ func TestStatusOf(t *testing.T) {
 		{errors.New("disk"), 500},
 		{&belief.ReplayError{}, 500},
 	} {
-		assert.Equal(t, c.status, StatusOf(c.err), "%v", c.err)
+		assert.Equal(t, c.status, statusOf(c.err), "%v", c.err)
 	}
 }
 

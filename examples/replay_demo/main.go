@@ -124,18 +124,25 @@ func run(ctx context.Context, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "4. snapshot: survivors %v, entropy_proxy %.3f bits\n", snap.Survivors, snap.EntropyProxy)
 
-	// 4. Fetch the audit log.
-	var audit server.AuditResponse
+	// 4. Fetch the audit log. Its events are read with belief.DecodeAuditLog,
+	// which checks them strictly; an AuditEntry has no UnmarshalJSON.
+	var audit struct {
+		Events json.RawMessage `json:"events"`
+	}
 	if err := c.do(ctx, "GET", "/v1/sessions/"+sid+"/audit", nil, http.StatusOK, &audit); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "5. audit log: %d events\n", len(audit.Events))
-	for _, e := range audit.Events {
+	events, err := belief.DecodeAuditLog(audit.Events)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "5. audit log: %d events\n", len(events))
+	for _, e := range events {
 		fmt.Fprintf(out, "   #%d %-15s delta %v survivors_after_hash %s…\n", e.Seq, e.Verb, e.Eliminated, e.SurvivorsAfterHash.String()[:12])
 	}
 
 	// 5. Replay it and compare.
-	replayed, err := belief.Replay(audit.Events)
+	replayed, err := belief.Replay(events)
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
@@ -151,7 +158,7 @@ func run(ctx context.Context, out io.Writer) error {
 	fmt.Fprintf(out, "6. replayed survivors %v match the server's snapshot exactly\n", got.Survivors)
 
 	// A tampered log does not replay: drop the first elimination.
-	tampered := append(slices.Clone(audit.Events[:1]), audit.Events[2:]...)
+	tampered := append(slices.Clone(events[:1]), events[2:]...)
 	_, err = belief.Replay(tampered)
 	var re *belief.ReplayError
 	if !errors.As(err, &re) {
