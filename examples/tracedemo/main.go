@@ -57,7 +57,7 @@ func run(w io.Writer) error {
 		fmt.Fprintf(w, "appended #%d %-16s %s  hash %s…\n", e.Seq, e.Kind, e.Payload, e.Hash.String()[:16])
 	}
 	head := log.Head()
-	if err := store.Close(); err != nil {
+	if err := log.Close(); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "kept head: size %d, hash %s…\n", head.Size, head.Hash.String()[:16])
@@ -75,7 +75,7 @@ func run(w io.Writer) error {
 		return fmt.Errorf("fresh log does not verify: %w", err)
 	}
 	fmt.Fprintln(w, "reopened: chain verified against the kept head")
-	if err := store.Close(); err != nil {
+	if err := log.Close(); err != nil {
 		return err
 	}
 
