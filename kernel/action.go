@@ -6,18 +6,6 @@ import (
 	"unicode/utf8"
 )
 
-// Risk is the risk level an agent attaches to an action. The kernel does
-// not act on it; it is recorded and available to preconditions.
-type Risk string
-
-// Risk levels. The empty Risk means "not stated".
-const (
-	RiskLow      Risk = "low"
-	RiskMedium   Risk = "medium"
-	RiskHigh     Risk = "high"
-	RiskCritical Risk = "critical"
-)
-
 // Action is a proposed change to the world: what it does to the model
 // (Effects), what it costs, and the metadata agents reason with. An Action
 // is a plain value; the kernel copies what it keeps.
@@ -29,7 +17,6 @@ type Action struct {
 	Cost        Cost     // exact, in thousandths of a unit
 
 	Category      string
-	Risk          Risk
 	Reversible    bool
 	Precondition  string // the precondition in words (checks are kernel Preconditions)
 	Postcondition string // the postcondition in words
@@ -45,16 +32,11 @@ func (a Action) Validate() error {
 	}
 	for _, f := range []struct{ name, v string }{
 		{"id", a.ID}, {"name", a.Name}, {"description", a.Description}, {"category", a.Category},
-		{"risk", string(a.Risk)}, {"precondition", a.Precondition}, {"postcondition", a.Postcondition},
+		{"precondition", a.Precondition}, {"postcondition", a.Postcondition},
 	} {
 		if !utf8.ValidString(f.v) {
 			errs = append(errs, fmt.Errorf("%w: %s is not valid UTF-8", ErrInvalidAction, f.name))
 		}
-	}
-	switch a.Risk {
-	case "", RiskLow, RiskMedium, RiskHigh, RiskCritical:
-	default:
-		errs = append(errs, fmt.Errorf("%w: unknown risk level %q", ErrInvalidAction, a.Risk))
 	}
 	for i, t := range a.Tags {
 		if !utf8.ValidString(t) {
@@ -66,16 +48,10 @@ func (a Action) Validate() error {
 	}
 	for i, e := range a.Effects {
 		if err := e.validate(); err != nil {
-			errs = append(errs, fmt.Errorf("effect %d: %w", i, err))
+			errs = append(errs, within(err, "effect %d", i))
 		}
 	}
-	switch len(errs) {
-	case 0:
-		return nil
-	case 1:
-		return errs[0]
-	}
-	return joinErrors(errs)
+	return joinErrors(errs...)
 }
 
 // clone returns a copy that shares no slices with a (Values are immutable
@@ -85,20 +61,3 @@ func (a Action) clone() Action {
 	a.Tags = slices.Clone(a.Tags)
 	return a
 }
-
-type joined []error
-
-func joinErrors(errs []error) error { return joined(errs) }
-
-func (j joined) Error() string {
-	s := ""
-	for i, e := range j {
-		if i > 0 {
-			s += "; "
-		}
-		s += e.Error()
-	}
-	return s
-}
-
-func (j joined) Unwrap() []error { return j }

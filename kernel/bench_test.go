@@ -53,7 +53,6 @@ var benchAction = kernel.Action{
 	Effects:     []kernel.Effect{kernel.Decrement("var1", kernel.Int(1)), kernel.Increment("var2", kernel.Int(1))},
 	Cost:        1,
 	Category:    "ledger",
-	Risk:        kernel.RiskLow,
 	Reversible:  true,
 	Tags:        []string{"bench"},
 }
@@ -73,7 +72,7 @@ func BenchmarkSessionExecute(b *testing.B) {
 		b.Run(fmt.Sprintf("vars=%d", n), func(b *testing.B) {
 			k := benchKernel(b)
 			s := benchState(b, n+2)
-			sess, err := kernel.NewSession(ctx, k, s, trace.NewMemoryLog())
+			sess, err := kernel.NewSession(ctx, trace.NewMemoryLog(), k, s)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -165,7 +164,7 @@ func BenchmarkBuildState(b *testing.B) {
 func BenchmarkVerify100k(b *testing.B) {
 	k := benchKernel(b)
 	log := trace.NewMemoryLog()
-	sess, err := kernel.NewSession(ctx, k, benchState(b, 12), log)
+	sess, err := kernel.NewSession(ctx, log, k, benchState(b, 12))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -188,7 +187,7 @@ func BenchmarkVerify100k(b *testing.B) {
 func BenchmarkTraceShare(b *testing.B) {
 	k := benchKernel(b)
 	log := trace.NewMemoryLog()
-	sess, err := kernel.NewSession(ctx, k, benchState(b, 12), log)
+	sess, err := kernel.NewSession(ctx, log, k, benchState(b, 12))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -21,7 +21,7 @@ func catalogue(t *rapid.T) kerneltest.Setup {
 		MinActionCost: eps,
 		Invariants: []kernel.Invariant{
 			nonNegative(keys[0]),
-			{Name: "small list", Enforcement: kernel.Monitoring, Check: func(s kernel.State) bool {
+			{Name: "small list", Enforcement: kernel.EnforcementMonitoring, Check: func(s kernel.State) bool {
 				v, _ := s.Get(keys[len(keys)-1])
 				return v.Len() < 3
 			}},

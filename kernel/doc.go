@@ -65,7 +65,7 @@
 //
 // A Kernel is an immutable configuration (B0, ε, invariants,
 // preconditions, emergency action ids). Its methods are pure functions of
-// a KernelState (budget and step counters) and a State:
+// a Meter (budget and step counters) and a State:
 //
 //   - Evaluate returns a Verdict with one CheckResult per check, in this
 //     order: well_formed, min_cost, budget, step_limit, effects, one
@@ -73,11 +73,11 @@
 //     precondition check per precondition (on the current state); and the
 //     simulated next state. All checks are run and reported.
 //   - Execute commits an allowed action: it returns the next State, the
-//     next KernelState and the Record to log, or the old values and a
+//     next Meter and the Record to log, or the old values and a
 //     *RejectedError. Everything is computed before the commit and nothing
 //     is checked after it.
 //   - Commit is Execute for a Verdict already in hand; it accepts only a
-//     Verdict this kernel made for exactly that State and KernelState
+//     Verdict this kernel made for exactly that State and Meter
 //     (ErrStaleVerdict otherwise), and trusts only the Verdict's private
 //     record of the decision, so editing a Verdict cannot force a commit.
 //   - Rollback checks that it is given the state the execution produced,
@@ -86,7 +86,7 @@
 //
 // # Session: the thin shell
 //
-// A Session owns the current State and KernelState, runs evaluate and
+// A Session owns the current State and Meter, runs evaluate and
 // commit under one mutex (the specification's atomic path), and records
 // every start, execution, rejection and rollback in a trace.Log with all
 // their fields (kinds kernel.start, kernel.execute, kernel.reject,
@@ -145,7 +145,7 @@
 //     invariant, so does every reached state. Conditional: the kernel does
 //     not check the initial state (kerneltest.CheckTheorems does), and
 //     predicates must be pure and deterministic. A panicking predicate is
-//     recovered and counts as a violation. Monitoring invariants are
+//     recovered and counts as a violation. EnforcementMonitoring invariants are
 //     reported (Verdict.Warnings, the trace) and never block; T3 does not
 //     cover them. TestT3InvariantSafety, TestEvaluateChecks.
 //   - T4 Monotone gross spend — gross spend never decreases. By
@@ -181,7 +181,7 @@
 //
 // TestCheckTheoremsOnGeneratedCatalogues and TestSessionStateMachine run
 // all of them together over generated kernels and catalogues, and the Fuzz
-// targets (FuzzParseAction, FuzzParseState, FuzzParseCost, FuzzEvaluate)
+// targets (FuzzDecodeAction, FuzzDecodeState, FuzzParseCost, FuzzEvaluate)
 // check that no input panics or is silently rounded.
 //
 // # What is not covered
@@ -216,10 +216,10 @@
 //		Invariants:       []kernel.Invariant{{Name: "balance >= 0", Check: balanceNonNegative}},
 //		EmergencyActions: []string{"safe_hover"},
 //	})
-//	sess, err := kernel.NewSession(ctx, k, initial, trace.NewMemoryLog())
+//	sess, err := kernel.NewSession(ctx, trace.NewMemoryLog(), k, initial)
 //	rec, err := sess.Execute(ctx, action)      // *RejectedError explains a refusal
 //	_, err = sess.Rollback(ctx, rec.ExecID)    // exact undo, refunded once
-//	again, err := kernel.Replay(ctx, k, log, sess.ID())
+//	again, err := kernel.Replay(ctx, log, k, sess.ID())
 //
 // Hosts with their own concurrency model use Kernel.Evaluate, Execute and
 // Rollback directly: they are pure, and safe to call from any goroutine.

@@ -124,7 +124,7 @@ func ApplyEffects(s State, effects []Effect) (State, error) {
 	b.grow(len(effects))
 	for i, e := range effects {
 		if err := e.validate(); err != nil {
-			return s, fmt.Errorf("effect %d: %w", i, err)
+			return s, within(err, "effect %d", i)
 		}
 		if _, err := b.apply(i, e); err != nil {
 			return s, err
@@ -145,7 +145,7 @@ func InverseEffects(s State, effects []Effect) ([]Effect, error) {
 	inv := make([]Effect, 0, len(effects))
 	for i, e := range effects {
 		if err := e.validate(); err != nil {
-			return nil, fmt.Errorf("effect %d: %w", i, err)
+			return nil, within(err, "effect %d", i)
 		}
 		ie, err := b.apply(i, e)
 		if err != nil {

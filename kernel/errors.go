@@ -24,10 +24,10 @@ var (
 	// (minimum action cost not positive, negative budget, ...).
 	ErrInvalidConfig = errors.New("kernel: invalid configuration")
 	// ErrStaleVerdict: Commit was given a Verdict made by another kernel or
-	// for another state or kernel state.
+	// for another state or meter.
 	ErrStaleVerdict = errors.New("kernel: verdict does not belong to this state")
-	// ErrForeignState: a kernel state that was not produced by this kernel.
-	ErrForeignState = errors.New("kernel: kernel state belongs to another kernel")
+	// ErrForeignState: a Meter that was not produced by this kernel.
+	ErrForeignState = errors.New("kernel: meter belongs to another kernel")
 
 	// ErrRejected: Execute refused the action; the *RejectedError carries
 	// the Verdict, and errors.Is also matches each failed check's sentinel.
@@ -71,6 +71,60 @@ var (
 	// ErrReplay: a log that does not replay to a consistent Session.
 	ErrReplay = errors.New("kernel: replay failed")
 )
+
+// prefix starts every error message of the package, exactly once.
+const prefix = "kernel: "
+
+// unprefixed returns msg without the package prefix.
+func unprefixed(msg string) string { return strings.TrimPrefix(msg, prefix) }
+
+// within wraps err with where it happened, keeping the package prefix at
+// the front only: within(err, "effect %d", 2) reads "kernel: effect 2:
+// invalid action: …", and errors.Is still finds err's sentinels.
+func within(err error, format string, args ...any) error {
+	return &contextError{where: fmt.Sprintf(format, args...), err: err}
+}
+
+type contextError struct {
+	where string
+	err   error
+}
+
+func (e *contextError) Error() string { return prefix + e.where + ": " + unprefixed(e.err.Error()) }
+func (e *contextError) Unwrap() error { return e.err }
+
+// joined is several errors reported together: "kernel: a; b; c".
+type joined []error
+
+func joinErrors(errs ...error) error {
+	var j joined
+	for _, e := range errs {
+		if e != nil {
+			j = append(j, e)
+		}
+	}
+	switch len(j) {
+	case 0:
+		return nil
+	case 1:
+		return j[0]
+	}
+	return j
+}
+
+func (j joined) Error() string {
+	var b strings.Builder
+	b.WriteString(prefix)
+	for i, e := range j {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(unprefixed(e.Error()))
+	}
+	return b.String()
+}
+
+func (j joined) Unwrap() []error { return j }
 
 // EffectError reports the effect of an action that does not fit the state.
 type EffectError struct {
@@ -140,7 +194,7 @@ func (e *RejectedError) Error() string {
 	fmt.Fprintf(&b, "%q rejected", e.Verdict.ActionID)
 	for _, c := range e.Verdict.Failures() {
 		b.WriteString("; ")
-		b.WriteString(c.Reason)
+		b.WriteString(unprefixed(c.Reason))
 	}
 	return b.String()
 }

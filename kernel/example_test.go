@@ -87,7 +87,7 @@ func ExampleSession() {
 	k, _ := kernel.New(kernel.Config{Budget: 3 * kernel.Unit, MinActionCost: kernel.Unit, EmergencyActions: []string{"halt"}})
 	log := trace.NewMemoryLog()
 	s0, _ := kernel.NewState(map[string]any{"sent": 0})
-	sess, _ := kernel.NewSession(ctx, k, s0, log)
+	sess, _ := kernel.NewSession(ctx, log, k, s0)
 
 	send := kernel.Action{ID: "send", Cost: kernel.Unit, Effects: []kernel.Effect{kernel.Increment("sent", kernel.Int(1))}}
 	for range 4 {
@@ -102,7 +102,7 @@ func ExampleSession() {
 	head, _ := log.Verify(ctx)
 	fmt.Println("entries:", head.Size, "state:", sess.State())
 
-	replayed, _ := kernel.Replay(ctx, k, log, sess.ID())
+	replayed, _ := kernel.Replay(ctx, log, k, sess.ID())
 	fmt.Println("replayed equal:", replayed.State().Equal(sess.State()))
 	// Output:
 	// rejected: budget exceeded
@@ -116,7 +116,7 @@ func ExampleSession() {
 func ExampleValue_MarshalJSON() {
 	s, _ := kernel.NewState(map[string]any{"i": 1, "f": 1.0, "s": "1", "big": int64(1) << 60, "n": nil})
 	fmt.Println(s)
-	back, _ := kernel.ParseState([]byte(s.String()))
+	back, _ := kernel.DecodeState([]byte(s.String()))
 	fmt.Println(back.Equal(s))
 	// Output:
 	// {"big":{"$int":"1152921504606846976"},"f":{"$float":"1"},"i":1,"n":null,"s":"1"}

@@ -11,20 +11,20 @@ import (
 var actionSeeds = []string{
 	`{"id":"a","cost":"1.5","effects":[{"op":"increment","key":"x","value":1}]}`,
 	`{"id":"a","cost":0.001,"effects":[{"op":"set","key":"x","value":{"$float":"1"}},{"op":"delete","key":"y"}]}`,
-	`{"id":"a","cost":1e-3,"risk":"high","reversible":true,"tags":["t"],"category":"c","name":"n","description":"d","precondition":"p","postcondition":"q"}`,
+	`{"id":"a","cost":1e-3,"reversible":true,"tags":["t"],"category":"c","name":"n","description":"d","precondition":"p","postcondition":"q"}`,
 	`{"id":"a","effects":[{"op":"append","key":"l","value":[1,1.0,"1",null]},{"op":"remove","key":"l","value":{"$int":"9223372036854775807"}}]}`,
 	`{"id":"a","cost":0.0005}`, `{"id":"a","cost":-1}`, `{"id":"a","id":"b"}`, `{"id":"\ud800"}`, `[`, `{}`,
 	`{"id":"a","effects":[{"op":"set","key":"x","value":{"$object":{"$int":"1"}}}]}`,
 }
 
-// FuzzParseAction: decoding never panics; what decodes is valid, and its
+// FuzzDecodeAction: decoding never panics; what decodes is valid, and its
 // canonical JSON decodes to the same action.
-func FuzzParseAction(f *testing.F) {
+func FuzzDecodeAction(f *testing.F) {
 	for _, s := range actionSeeds {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		a, err := kernel.ParseAction(b)
+		a, err := kernel.DecodeAction(b)
 		if err != nil {
 			return
 		}
@@ -38,7 +38,7 @@ func FuzzParseAction(f *testing.F) {
 		if err := canon.Valid(out); err != nil {
 			t.Fatalf("non-canonical output %s: %v", out, err)
 		}
-		a2, err := kernel.ParseAction(out)
+		a2, err := kernel.DecodeAction(out)
 		if err != nil {
 			t.Fatalf("re-decoding %s: %v", out, err)
 		}
@@ -49,15 +49,15 @@ func FuzzParseAction(f *testing.F) {
 	})
 }
 
-// FuzzParseState: decoding never panics; a decoded state round-trips with
+// FuzzDecodeState: decoding never panics; a decoded state round-trips with
 // the same fingerprint.
-func FuzzParseState(f *testing.F) {
+func FuzzDecodeState(f *testing.F) {
 	for _, s := range []string{`{}`, `{"x":1,"y":1.0,"z":"1","n":null}`, `{"l":[1,[2,{"a":{"$float":"-0"}}]]}`,
 		`{"b":{"$int":"-9223372036854775808"}}`, `{"\ue000":1,"😀":2}`, `{"x":1,"x":2}`, `[]`, `{"x":1e400}`, `{"$int":"1"}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		s, err := kernel.ParseState(b)
+		s, err := kernel.DecodeState(b)
 		if err != nil {
 			if !errors.Is(err, kernel.ErrDecode) {
 				t.Fatalf("error without ErrDecode: %v", err)
@@ -68,7 +68,7 @@ func FuzzParseState(f *testing.F) {
 		if err := canon.Valid(out); err != nil {
 			t.Fatalf("non-canonical state %s: %v", out, err)
 		}
-		s2, err := kernel.ParseState(out)
+		s2, err := kernel.DecodeState(out)
 		if err != nil || !s2.Equal(s) || s2.Fingerprint() != s.Fingerprint() {
 			t.Fatalf("round trip of %s: %v", out, err)
 		}
@@ -109,12 +109,12 @@ func FuzzEvaluate(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	s, err := kernel.ParseState([]byte(`{"x":1,"y":2.5,"l":[1,1],"s":"str","n":null}`))
+	s, err := kernel.DecodeState([]byte(`{"x":1,"y":2.5,"l":[1,1],"s":"str","n":null}`))
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		a, err := kernel.ParseAction(b)
+		a, err := kernel.DecodeAction(b)
 		if err != nil {
 			return
 		}

@@ -25,7 +25,7 @@ func TestIntJSONIsLossless(t *testing.T) {
 		math.MaxInt64: `{"$int":"9223372036854775807"}`,
 	} {
 		assert.Equal(t, want, kernel.Int(i).String())
-		back, err := kernel.ParseValue([]byte(want))
+		back, err := kernel.DecodeValue([]byte(want))
 		require.NoError(t, err, want)
 		assert.True(t, back.Equal(kernel.Int(i)), want)
 	}
@@ -39,12 +39,12 @@ func TestIntJSONIsLossless(t *testing.T) {
 		`{"$float":"1e+21"}`:    kernel.Float(1e21),
 		`{"$int":"1152921504"}`: kernel.Int(1152921504),
 	} {
-		v, err := kernel.ParseValue([]byte(in))
+		v, err := kernel.DecodeValue([]byte(in))
 		require.NoError(t, err, in)
 		assert.True(t, v.Equal(want), "%s read as %s", in, v)
 	}
 	for _, in := range []string{`9007199254740993`, `100000000000000000000`, `9223372036854775807`} {
-		_, err := kernel.ParseValue([]byte(in))
+		_, err := kernel.DecodeValue([]byte(in))
 		assert.ErrorIs(t, err, kernel.ErrDecode, in)
 	}
 }

@@ -9,20 +9,22 @@ import (
 type Enforcement uint8
 
 const (
-	// Blocking (the zero value) rejects any action whose simulated next
-	// state violates the invariant (T3).
-	Blocking Enforcement = iota
-	// Monitoring reports the violation in the Verdict and the trace but
-	// does not reject. T3 says nothing about monitoring invariants.
-	Monitoring
+	// EnforcementBlocking rejects any action whose simulated next state
+	// violates the invariant (T3). It is the zero value: an invariant
+	// that does not say blocks, the restrictive outcome.
+	EnforcementBlocking Enforcement = iota
+	// EnforcementMonitoring reports the violation in the Verdict and the
+	// trace but does not reject. T3 says nothing about monitoring
+	// invariants.
+	EnforcementMonitoring
 )
 
 // String returns "blocking" or "monitoring".
 func (e Enforcement) String() string {
 	switch e {
-	case Blocking:
+	case EnforcementBlocking:
 		return "blocking"
-	case Monitoring:
+	case EnforcementMonitoring:
 		return "monitoring"
 	}
 	return "enforcement(" + strconv.Itoa(int(e)) + ")"
@@ -86,7 +88,7 @@ func (p Precondition) Holds(s State, a Action) (ok bool, err error) {
 }
 
 func (e Enforcement) valid() error {
-	if e != Blocking && e != Monitoring {
+	if e != EnforcementBlocking && e != EnforcementMonitoring {
 		return fmt.Errorf("%w: unknown enforcement %d", ErrInvalidConfig, e)
 	}
 	return nil

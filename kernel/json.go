@@ -1,7 +1,6 @@
 package kernel
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -12,19 +11,13 @@ import (
 	"github.com/verity-go/verity/internal/canon"
 )
 
-// decodeJSON parses one JSON text strictly: canon's parser rejects
-// duplicate keys, invalid UTF-8, lone surrogates, integer literals that a
-// double would round and excessive depth; then the original text is decoded
-// keeping number literals as written (so "1" and "1.0" stay
-// distinguishable, and an int is read from its exact digits).
+// decodeJSON parses one JSON text strictly (canon.Decode: no duplicate
+// keys, valid UTF-8, no integer literal a double would round, bounded
+// depth), keeping number literals as written, so "1" and "1.0" stay
+// distinguishable and an int is read from its exact digits.
 func decodeJSON(b []byte) (any, error) {
-	if _, err := canon.Transform(b); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrDecode, err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var x any
-	if err := dec.Decode(&x); err != nil {
+	x, err := canon.Decode(b)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrDecode, err)
 	}
 	return x, nil
@@ -124,15 +117,18 @@ func numberValue(s string) (Value, error) {
 	return Int(i), nil
 }
 
-// ParseValue decodes typed JSON into a Value (see Value.MarshalJSON).
-func ParseValue(b []byte) (Value, error) {
-	var v Value
-	err := v.UnmarshalJSON(b)
-	return v, err
+// DecodeValue decodes typed JSON into a Value (see Value.MarshalJSON).
+func DecodeValue(b []byte) (Value, error) {
+	x, err := decodeJSON(b)
+	if err != nil {
+		return Value{}, err
+	}
+	return fromJSON(x, 0)
 }
 
-// ParseState decodes a JSON object of variable → typed value.
-func ParseState(b []byte) (State, error) {
+// DecodeState decodes a JSON object of variable → typed value (the form
+// State.MarshalJSON writes).
+func DecodeState(b []byte) (State, error) {
 	x, err := decodeJSON(b)
 	if err != nil {
 		return State{}, err
@@ -145,7 +141,7 @@ func ParseState(b []byte) (State, error) {
 	for k, it := range m {
 		v, err := fromJSON(it, 1)
 		if err != nil {
-			return State{}, fmt.Errorf("variable %q: %w", k, err)
+			return State{}, within(err, "variable %q", k)
 		}
 		bl.set(k, v)
 	}
@@ -154,17 +150,17 @@ func ParseState(b []byte) (State, error) {
 
 // Action JSON: an object with "id" (required), "name", "description",
 // "effects" (a list of {"op", "key", "value"}), "cost" (a decimal number
-// or string, exact), "category", "risk", "reversible", "precondition",
+// or string, exact), "category", "reversible", "precondition",
 // "postcondition" and "tags". Unknown fields are errors.
 
 var actionFields = map[string]bool{
 	"id": true, "name": true, "description": true, "effects": true, "cost": true, "category": true,
-	"risk": true, "reversible": true, "precondition": true, "postcondition": true, "tags": true,
+	"reversible": true, "precondition": true, "postcondition": true, "tags": true,
 }
 
-// ParseAction decodes and validates an action. Every problem found is
+// DecodeAction decodes and validates an action. Every problem found is
 // reported (joined); nothing is guessed or rounded.
-func ParseAction(b []byte) (Action, error) {
+func DecodeAction(b []byte) (Action, error) {
 	x, err := decodeJSON(b)
 	if err != nil {
 		return Action{}, err
@@ -172,23 +168,13 @@ func ParseAction(b []byte) (Action, error) {
 	return actionFromJSON(x)
 }
 
-// MarshalJSON writes the action's canonical JSON (the form ParseAction
+// MarshalJSON writes the action's canonical JSON (the form DecodeAction
 // reads and the trace records).
 func (a Action) MarshalJSON() ([]byte, error) {
 	if err := a.Validate(); err != nil {
 		return nil, err
 	}
 	return a.appendJSON(nil), nil
-}
-
-// UnmarshalJSON is ParseAction.
-func (a *Action) UnmarshalJSON(b []byte) error {
-	v, err := ParseAction(b)
-	if err != nil {
-		return err
-	}
-	*a = v
-	return nil
 }
 
 func actionFromJSON(x any) (Action, error) {
@@ -218,7 +204,7 @@ func actionFromJSON(x any) (Action, error) {
 	}
 	a := Action{
 		ID: str("id"), Name: str("name"), Description: str("description"), Category: str("category"),
-		Risk: Risk(str("risk")), Precondition: str("precondition"), Postcondition: str("postcondition"),
+		Precondition: str("precondition"), Postcondition: str("postcondition"),
 	}
 	if r, present := m["reversible"]; present {
 		if bv, ok := r.(bool); ok {
@@ -269,7 +255,7 @@ func actionFromJSON(x any) (Action, error) {
 		for i, it := range list {
 			eff, err := effectFromJSON(it)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("effect %d: %w", i, err))
+				errs = append(errs, within(err, "effect %d", i))
 				continue
 			}
 			a.Effects = append(a.Effects, eff)
@@ -281,7 +267,7 @@ func actionFromJSON(x any) (Action, error) {
 		}
 		return a, nil
 	}
-	return Action{}, joinErrors(errs)
+	return Action{}, joinErrors(errs...)
 }
 
 func effectFromJSON(x any) (Effect, error) {
@@ -341,8 +327,6 @@ func (a Action) appendJSON(dst []byte) []byte {
 	dst = canon.AppendString(dst, a.Precondition)
 	dst = append(dst, `,"reversible":`...)
 	dst = strconv.AppendBool(dst, a.Reversible)
-	dst = append(dst, `,"risk":`...)
-	dst = canon.AppendString(dst, string(a.Risk))
 	dst = append(dst, `,"tags":[`...)
 	for i, t := range a.Tags {
 		if i > 0 {
@@ -380,20 +364,6 @@ func (e Effect) MarshalJSON() ([]byte, error) {
 	}
 	b := appendEffects(nil, []Effect{e})
 	return b[1 : len(b)-1], nil
-}
-
-// UnmarshalJSON decodes an effect.
-func (e *Effect) UnmarshalJSON(b []byte) error {
-	x, err := decodeJSON(b)
-	if err != nil {
-		return err
-	}
-	eff, err := effectFromJSON(x)
-	if err != nil {
-		return err
-	}
-	*e = eff
-	return nil
 }
 
 // validUTF8 replaces invalid UTF-8 so that a diagnostic can be recorded.

@@ -3,6 +3,7 @@ package kernel
 import (
 	"fmt"
 	"slices"
+	"strconv"
 )
 
 // Config configures a Kernel.
@@ -23,7 +24,7 @@ type Config struct {
 }
 
 // Kernel is the immutable safety configuration: the pure functions
-// Evaluate, Execute and Rollback take a KernelState and a State and return
+// Evaluate, Execute and Rollback take a Meter and a State and return
 // new ones. A Kernel is safe for concurrent use.
 type Kernel struct {
 	budget     Cost
@@ -32,7 +33,7 @@ type Kernel struct {
 	invariants []Invariant
 	preconds   []Precondition
 	emergency  map[string]struct{}
-	tag        *byte // identity, to recognise this kernel's KernelStates
+	tag        *byte // identity, to recognise its Meters
 }
 
 // New validates cfg and returns a Kernel. MinActionCost must be positive
@@ -56,7 +57,7 @@ func New(cfg Config) (*Kernel, error) {
 		}
 		seen[inv.Name] = true
 		if err := inv.Enforcement.valid(); err != nil {
-			errs = append(errs, fmt.Errorf("invariant %q: %w", inv.Name, err))
+			errs = append(errs, within(err, "invariant %q", inv.Name))
 		}
 	}
 	for i, p := range cfg.Preconditions {
@@ -65,7 +66,7 @@ func New(cfg Config) (*Kernel, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return nil, joinErrors(errs)
+		return nil, joinErrors(errs...)
 	}
 	k := &Kernel{
 		budget:     cfg.Budget,
@@ -97,28 +98,37 @@ func (k *Kernel) IsEmergency(id string) bool {
 // Invariants returns a copy of the kernel's invariants.
 func (k *Kernel) Invariants() []Invariant { return slices.Clone(k.invariants) }
 
-// KernelState is the kernel's own state as an immutable value: the budget
-// and the step counters. Obtain the first one from Kernel.Start.
-type KernelState struct {
+// Meter is what the kernel counts, as an immutable value: the budget and
+// the step counters. Obtain the first one from Kernel.Start; Execute,
+// Commit and Rollback return the next one.
+type Meter struct {
 	budget    Budget
 	steps     uint64 // non-emergency executions; never decremented (not even by rollback)
 	emergency uint64 // emergency executions
 	tag       *byte
 }
 
-// Start returns the initial KernelState: nothing spent, no steps.
-func (k *Kernel) Start() KernelState {
-	return KernelState{budget: Budget{limit: k.budget}, tag: k.tag}
+// Start returns the initial Meter: nothing spent, no steps.
+func (k *Kernel) Start() Meter {
+	return Meter{budget: Budget{limit: k.budget}, tag: k.tag}
 }
 
 // Budget returns the budget.
-func (ks KernelState) Budget() Budget { return ks.budget }
+func (m Meter) Budget() Budget { return m.budget }
 
 // Steps returns the number of non-emergency executions (T2 counts these).
-func (ks KernelState) Steps() uint64 { return ks.steps }
+func (m Meter) Steps() uint64 { return m.steps }
 
 // EmergencySteps returns the number of emergency executions.
-func (ks KernelState) EmergencySteps() uint64 { return ks.emergency }
+func (m Meter) EmergencySteps() uint64 { return m.emergency }
+
+// String returns the meter in words: "spent 1.5 of 10 (gross 2,
+// refunded 0.5), 3 steps, 0 emergency steps".
+func (m Meter) String() string {
+	b := m.budget
+	return fmt.Sprintf("spent %s of %s (gross %s, refunded %s), %d steps, %d emergency steps",
+		b.Net(), b.limit, b.gross, b.refunded, m.steps, m.emergency)
+}
 
 // CheckName names a check in a Verdict.
 type CheckName string
@@ -134,29 +144,31 @@ const (
 	CheckPrecondition CheckName = "precondition" // one per precondition, on the current state
 )
 
-// Status is the outcome of one check.
+// Status is the outcome of one check. The zero Status is invalid: it is
+// never taken for a check that passed.
 type Status uint8
 
 const (
-	// Passed: the check holds.
-	Passed Status = iota
-	// Failed: the check fails and the action is rejected.
-	Failed
-	// Warned: a monitoring invariant is violated; reported, not rejected.
-	Warned
-	// Skipped: the check does not apply (emergency bypass) or could not
-	// run (no simulated state because an effect did not fit).
-	Skipped
+	// StatusPassed: the check holds.
+	StatusPassed Status = iota + 1
+	// StatusFailed: the check fails and the action is rejected.
+	StatusFailed
+	// StatusWarned: a monitoring invariant is violated; reported, not
+	// rejected.
+	StatusWarned
+	// StatusSkipped: the check does not apply (emergency bypass) or could
+	// not run (no simulated state because an effect did not fit).
+	StatusSkipped
 )
 
-var statusNames = [...]string{"passed", "failed", "warned", "skipped"}
+var statusNames = [...]string{"", "passed", "failed", "warned", "skipped"}
 
 // String returns "passed", "failed", "warned" or "skipped".
 func (s Status) String() string {
-	if int(s) < len(statusNames) {
+	if s >= StatusPassed && s <= StatusSkipped {
 		return statusNames[s]
 	}
-	return "status?"
+	return "status(" + strconv.Itoa(int(s)) + ")"
 }
 
 // CheckResult is the outcome of one check.
@@ -165,7 +177,7 @@ type CheckResult struct {
 	Name   string // the invariant or precondition name
 	Status Status
 	Reason string // why it failed, warned or was skipped
-	Err    error  // for Failed and Warned: the error (wraps a sentinel)
+	Err    error  // for StatusFailed and StatusWarned: the error (wraps a sentinel)
 }
 
 // Verdict is what Evaluate decides, with one CheckResult per check in the
@@ -183,20 +195,20 @@ type Verdict struct {
 	// exported fields above cannot make Commit accept anything.
 	ok        bool
 	emergency bool
-	warnings  []CheckResult // the Warned checks (nil if none)
+	warnings  []CheckResult // the StatusWarned checks (nil if none)
 	next      State
 	inverse   []Effect
 	action    Action
 	tag       *byte
 	from      *stateData
-	fromKS    KernelState
+	fromKS    Meter
 }
 
 // Failures returns the failed checks.
 func (v Verdict) Failures() []CheckResult {
 	var out []CheckResult
 	for _, c := range v.Checks {
-		if c.Status == Failed {
+		if c.Status == StatusFailed {
 			out = append(out, c)
 		}
 	}
@@ -207,7 +219,7 @@ func (v Verdict) Failures() []CheckResult {
 func (v Verdict) Warnings() []CheckResult {
 	var out []CheckResult
 	for _, c := range v.Checks {
-		if c.Status == Warned {
+		if c.Status == StatusWarned {
 			out = append(out, c)
 		}
 	}
@@ -235,7 +247,7 @@ func (v Verdict) Err() error {
 //  7. precondition: each precondition on (s, a), in order.
 //
 // The action is allowed iff no check failed.
-func (k *Kernel) Evaluate(ks KernelState, s State, a Action) Verdict {
+func (k *Kernel) Evaluate(ks Meter, s State, a Action) Verdict {
 	// The Verdict keeps its own copy of the action: changing the caller's
 	// slices afterwards cannot change what Commit records.
 	return k.evaluate(ks, s, a.clone(), nil, 0)
@@ -244,7 +256,7 @@ func (k *Kernel) Evaluate(ks KernelState, s State, a Action) Verdict {
 // evaluate is Evaluate with the Checks appended to checks[:0] (a scratch
 // buffer the caller owns; nil for a fresh one) and spare capacity for
 // spare more effects after the inverse.
-func (k *Kernel) evaluate(ks KernelState, s State, a Action, checks []CheckResult, spare int) Verdict {
+func (k *Kernel) evaluate(ks Meter, s State, a Action, checks []CheckResult, spare int) Verdict {
 	emergency := k.IsEmergency(a.ID)
 	if n := 5 + len(k.invariants) + len(k.preconds); cap(checks) < n {
 		checks = make([]CheckResult, 0, n)
@@ -259,7 +271,7 @@ func (k *Kernel) evaluate(ks KernelState, s State, a Action, checks []CheckResul
 	failed := false
 	fail := func(name CheckName, err error) {
 		failed = true
-		add(CheckResult{Check: name, Status: Failed, Reason: err.Error(), Err: err})
+		add(CheckResult{Check: name, Status: StatusFailed, Reason: err.Error(), Err: err})
 	}
 
 	wellFormed := true
@@ -270,36 +282,36 @@ func (k *Kernel) evaluate(ks KernelState, s State, a Action, checks []CheckResul
 		wellFormed = false
 		fail(CheckWellFormed, err)
 	} else {
-		add(CheckResult{Check: CheckWellFormed})
+		add(CheckResult{Check: CheckWellFormed, Status: StatusPassed})
 	}
 
 	switch {
 	case emergency:
-		add(CheckResult{Check: CheckMinCost, Status: Skipped, Reason: "emergency action"})
+		add(CheckResult{Check: CheckMinCost, Status: StatusSkipped, Reason: "emergency action"})
 	case a.Cost < k.minCost:
 		fail(CheckMinCost, fmt.Errorf("%w: cost %s < minimum %s", ErrBelowMinCost, a.Cost, k.minCost))
 	default:
-		add(CheckResult{Check: CheckMinCost})
+		add(CheckResult{Check: CheckMinCost, Status: StatusPassed})
 	}
 
 	if ks.budget.CanAfford(a.Cost) {
-		add(CheckResult{Check: CheckBudget})
+		add(CheckResult{Check: CheckBudget, Status: StatusPassed})
 	} else {
 		fail(CheckBudget, fmt.Errorf("%w: cost %s, remaining %s", ErrBudgetExceeded, a.Cost, ks.budget.Remaining()))
 	}
 
 	switch {
 	case emergency:
-		add(CheckResult{Check: CheckStepLimit, Status: Skipped, Reason: "emergency action"})
+		add(CheckResult{Check: CheckStepLimit, Status: StatusSkipped, Reason: "emergency action"})
 	case ks.steps >= k.maxSteps:
 		fail(CheckStepLimit, fmt.Errorf("%w: %d of %d steps taken", ErrStepLimit, ks.steps, k.maxSteps))
 	default:
-		add(CheckResult{Check: CheckStepLimit})
+		add(CheckResult{Check: CheckStepLimit, Status: StatusPassed})
 	}
 
 	simulated := false
 	if !wellFormed {
-		add(CheckResult{Check: CheckEffects, Status: Skipped, Reason: "action is not well formed"})
+		add(CheckResult{Check: CheckEffects, Status: StatusSkipped, Reason: "action is not well formed"})
 	} else {
 		b := newBuilder(s)
 		b.grow(len(a.Effects))
@@ -318,7 +330,7 @@ func (k *Kernel) evaluate(ks KernelState, s State, a Action, checks []CheckResul
 		if effErr != nil {
 			fail(CheckEffects, effErr)
 		} else {
-			add(CheckResult{Check: CheckEffects})
+			add(CheckResult{Check: CheckEffects, Status: StatusPassed})
 			slices.Reverse(inv)
 			v.Next, v.inverse, simulated = b.state(), inv, true
 		}
@@ -326,18 +338,18 @@ func (k *Kernel) evaluate(ks KernelState, s State, a Action, checks []CheckResul
 
 	for _, inv := range k.invariants {
 		if !simulated {
-			add(CheckResult{Check: CheckInvariant, Name: inv.Name, Status: Skipped, Reason: "no simulated next state"})
+			add(CheckResult{Check: CheckInvariant, Name: inv.Name, Status: StatusSkipped, Reason: "no simulated next state"})
 			continue
 		}
 		ok, err := inv.Holds(v.Next)
 		switch {
 		case ok:
-			add(CheckResult{Check: CheckInvariant, Name: inv.Name})
-		case inv.Enforcement == Monitoring:
-			add(CheckResult{Check: CheckInvariant, Name: inv.Name, Status: Warned, Reason: err.Error(), Err: err})
+			add(CheckResult{Check: CheckInvariant, Name: inv.Name, Status: StatusPassed})
+		case inv.Enforcement == EnforcementMonitoring:
+			add(CheckResult{Check: CheckInvariant, Name: inv.Name, Status: StatusWarned, Reason: err.Error(), Err: err})
 		default:
 			failed = true
-			add(CheckResult{Check: CheckInvariant, Name: inv.Name, Status: Failed, Reason: err.Error(), Err: err})
+			add(CheckResult{Check: CheckInvariant, Name: inv.Name, Status: StatusFailed, Reason: err.Error(), Err: err})
 		}
 	}
 
@@ -347,21 +359,21 @@ func (k *Kernel) evaluate(ks KernelState, s State, a Action, checks []CheckResul
 	}
 	for _, p := range k.preconds {
 		if !wellFormed {
-			add(CheckResult{Check: CheckPrecondition, Name: p.Name, Status: Skipped, Reason: "action is not well formed"})
+			add(CheckResult{Check: CheckPrecondition, Name: p.Name, Status: StatusSkipped, Reason: "action is not well formed"})
 			continue
 		}
 		if ok, err := p.Holds(s, pa); ok {
-			add(CheckResult{Check: CheckPrecondition, Name: p.Name})
+			add(CheckResult{Check: CheckPrecondition, Name: p.Name, Status: StatusPassed})
 		} else {
 			failed = true
-			add(CheckResult{Check: CheckPrecondition, Name: p.Name, Status: Failed, Reason: err.Error(), Err: err})
+			add(CheckResult{Check: CheckPrecondition, Name: p.Name, Status: StatusFailed, Reason: err.Error(), Err: err})
 		}
 	}
 
 	v.Allowed = !failed
 	v.ok, v.emergency, v.next, v.action, v.tag, v.from, v.fromKS = !failed, emergency, v.Next, a, k.tag, s.d, ks
 	for _, c := range v.Checks {
-		if c.Status == Warned {
+		if c.Status == StatusWarned {
 			v.warnings = append(v.warnings, c)
 		}
 	}
@@ -386,7 +398,7 @@ type Record struct {
 	Before, After  Fingerprint
 	Inverse        []Effect // algebraic inverse (InverseEffects), applied in order by Rollback
 	Budget         BudgetSnapshot
-	Steps          uint64 // KernelState.Steps after the execution
+	Steps          uint64 // Meter.Steps after the execution
 	EmergencySteps uint64
 	Warnings       []CheckResult // monitoring invariants violated by the next state
 }
@@ -419,13 +431,13 @@ func (r Record) packedClone() Record {
 }
 
 // Execute evaluates a and, if it is allowed, commits it: it returns the
-// next world state, the next kernel state (charged, step counted) and the
+// next world state, the next Meter (charged, step counted) and the
 // Record. If anything fails it returns s and ks themselves with an error
 // (a *RejectedError for a rejection, ErrDuplicateExecution or ErrOverflow
 // from the ledger): nothing changes (T5). Everything is computed before
 // the commit and nothing is checked after it, so no predicate can split an
 // action.
-func (k *Kernel) Execute(ks KernelState, s State, a Action, execID string) (State, KernelState, Record, error) {
+func (k *Kernel) Execute(ks Meter, s State, a Action, execID string) (State, Meter, Record, error) {
 	v := k.evaluate(ks, s, a, nil, 0) // Commit copies the action
 	return k.Commit(ks, s, v, execID)
 }
@@ -434,11 +446,11 @@ func (k *Kernel) Execute(ks KernelState, s State, a Action, execID string) (Stat
 // returned for exactly (ks, s): Execute without the evaluation, for
 // callers that want to look at the Verdict first. A rejecting Verdict is
 // returned as a *RejectedError; a Verdict from another kernel, state or
-// kernel state is refused with ErrStaleVerdict (so a decision cannot be
+// meter is refused with ErrStaleVerdict (so a decision cannot be
 // applied to a state it was not made for). Commit uses the Verdict's own
 // unexported record of the decision: editing its exported fields changes
 // nothing.
-func (k *Kernel) Commit(ks KernelState, s State, v Verdict, execID string) (State, KernelState, Record, error) {
+func (k *Kernel) Commit(ks Meter, s State, v Verdict, execID string) (State, Meter, Record, error) {
 	next, nks, rec, err := k.commit(ks, s, &v, execID)
 	if err == nil {
 		rec.Action = rec.Action.clone()
@@ -450,7 +462,7 @@ func (k *Kernel) Commit(ks KernelState, s State, v Verdict, execID string) (Stat
 // commit is Commit without copying the action: the Record's Action shares
 // its slices with the Verdict's (the caller copies it before handing it
 // out). Its Inverse is the Verdict's private one and Warnings is fresh.
-func (k *Kernel) commit(ks KernelState, s State, v *Verdict, execID string) (State, KernelState, Record, error) {
+func (k *Kernel) commit(ks Meter, s State, v *Verdict, execID string) (State, Meter, Record, error) {
 	if v.tag != k.tag || v.from != s.d || v.fromKS != ks {
 		return s, ks, Record{}, fmt.Errorf("%w: evaluate again", ErrStaleVerdict)
 	}
@@ -464,7 +476,7 @@ func (k *Kernel) commit(ks KernelState, s State, v *Verdict, execID string) (Sta
 	if err != nil {
 		return s, ks, Record{}, err
 	}
-	next := KernelState{budget: budget, steps: ks.steps, emergency: ks.emergency, tag: ks.tag}
+	next := Meter{budget: budget, steps: ks.steps, emergency: ks.emergency, tag: ks.tag}
 	if v.emergency {
 		next.emergency++
 	} else {
@@ -502,7 +514,7 @@ type RollbackRecord struct {
 // is refunded exactly once (ErrAlreadyRolledBack, ErrUnknownExecution).
 // The step counters are never decremented. On error s and ks are returned
 // unchanged.
-func (k *Kernel) Rollback(ks KernelState, s State, rec Record) (State, KernelState, RollbackRecord, error) {
+func (k *Kernel) Rollback(ks Meter, s State, rec Record) (State, Meter, RollbackRecord, error) {
 	if ks.tag != k.tag {
 		return s, ks, RollbackRecord{}, fmt.Errorf("%w: use Kernel.Start", ErrForeignState)
 	}
@@ -525,7 +537,7 @@ func (k *Kernel) Rollback(ks KernelState, s State, rec Record) (State, KernelSta
 		return s, ks, RollbackRecord{}, fmt.Errorf("%w: restored %s, expected %s", ErrRollbackInexact, restored.Fingerprint(), rec.Before)
 	}
 	budget, charged := ks.budget.rollbackEntry(h, rec.ExecID, l)
-	next := KernelState{budget: budget, steps: ks.steps, emergency: ks.emergency, tag: ks.tag}
+	next := Meter{budget: budget, steps: ks.steps, emergency: ks.emergency, tag: ks.tag}
 	rr := RollbackRecord{
 		ExecID:  rec.ExecID,
 		Refund:  charged,

@@ -28,7 +28,7 @@ import (
 // emergency ids, invariant and precondition names are compared with the
 // kernel.start entry); its predicates are re-run, so a nondeterministic
 // predicate makes replay fail rather than diverge silently.
-func Replay(ctx context.Context, k *Kernel, log *trace.Log, sessionID string, opts ...SessionOption) (*Session, error) {
+func Replay(ctx context.Context, log *trace.Log, k *Kernel, sessionID string, opts ...Option) (*Session, error) {
 	var s *Session
 	var v trace.Verifier
 	for e, err := range log.Entries(ctx, 0) {
@@ -83,7 +83,7 @@ func replayErr(e trace.Entry, format string, args ...any) error {
 	return fmt.Errorf("%w: entry %d (%s): %s", ErrReplay, e.Seq, e.Kind, fmt.Sprintf(format, args...))
 }
 
-func replayStart(k *Kernel, log *trace.Log, p map[string]any, sid string, opts []SessionOption) (*Session, error) {
+func replayStart(k *Kernel, log *trace.Log, p map[string]any, sid string, opts []Option) (*Session, error) {
 	st, ok := p["state"].(map[string]any)
 	if !ok {
 		return nil, fmt.Errorf("state is not an object")
@@ -96,7 +96,7 @@ func replayStart(k *Kernel, log *trace.Log, p map[string]any, sid string, opts [
 		}
 		b.set(key, v)
 	}
-	s, err := newSession(k, b.state(), log, append(slices.Clone(opts), WithSessionID(sid)))
+	s, err := newSession(log, k, b.state(), append(slices.Clone(opts), WithSessionID(sid)))
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,7 @@ import (
 func TestReplayRejectsDisagreeingFields(t *testing.T) {
 	k := sessionKernel(t)
 	log := trace.NewMemoryLog()
-	sess, err := kernel.NewSession(ctx, k, mustState(t, map[string]any{"x": 0}), log)
+	sess, err := kernel.NewSession(ctx, log, k, mustState(t, map[string]any{"x": 0}))
 	require.NoError(t, err)
 	rec, err := sess.Execute(ctx, incX)
 	require.NoError(t, err)
@@ -51,7 +51,7 @@ func TestReplayRejectsDisagreeingFields(t *testing.T) {
 		return tl
 	}
 	// The untouched log replays.
-	_, err = kernel.Replay(ctx, k, rechain(t, kernel.KindStart, `"session"`, `"session"`), "")
+	_, err = kernel.Replay(ctx, rechain(t, kernel.KindStart, `"session"`, `"session"`), k, "")
 	require.NoError(t, err)
 
 	for _, tc := range []struct{ name, kind, old, new string }{
@@ -65,7 +65,7 @@ func TestReplayRejectsDisagreeingFields(t *testing.T) {
 		{"reject steps", kernel.KindReject, `"steps":1`, `"steps":0`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := kernel.Replay(ctx, k, rechain(t, tc.kind, tc.old, tc.new), "")
+			_, err := kernel.Replay(ctx, rechain(t, tc.kind, tc.old, tc.new), k, "")
 			require.ErrorIs(t, err, kernel.ErrReplay)
 		})
 	}
@@ -74,14 +74,14 @@ func TestReplayRejectsDisagreeingFields(t *testing.T) {
 // TestReplayRejectsDisagreeingWarnings: the monitoring violations an
 // execute entry records must be the ones the replay finds.
 func TestReplayRejectsDisagreeingWarnings(t *testing.T) {
-	warn := kernel.Invariant{Name: "small", Enforcement: kernel.Monitoring, Check: func(s kernel.State) bool {
+	warn := kernel.Invariant{Name: "small", Enforcement: kernel.EnforcementMonitoring, Check: func(s kernel.State) bool {
 		v, _ := s.Get("x")
 		i, _ := v.AsInt()
 		return i < 1
 	}}
 	k := mustKernel(t, kernel.Config{Budget: 10 * kernel.Unit, MinActionCost: kernel.Unit, Invariants: []kernel.Invariant{warn}})
 	log := trace.NewMemoryLog()
-	sess, err := kernel.NewSession(ctx, k, mustState(t, map[string]any{"x": 0}), log)
+	sess, err := kernel.NewSession(ctx, log, k, mustState(t, map[string]any{"x": 0}))
 	require.NoError(t, err)
 	rec, err := sess.Execute(ctx, incX)
 	require.NoError(t, err)
@@ -98,8 +98,8 @@ func TestReplayRejectsDisagreeingWarnings(t *testing.T) {
 		_, err = tl.AppendCanonical(ctx, e.Kind, []byte(p))
 		require.NoError(t, err)
 	}
-	_, err = kernel.Replay(ctx, k, log, "")
+	_, err = kernel.Replay(ctx, log, k, "")
 	require.NoError(t, err)
-	_, err = kernel.Replay(ctx, k, tl, "")
+	_, err = kernel.Replay(ctx, tl, k, "")
 	require.ErrorIs(t, err, kernel.ErrReplay)
 }

@@ -103,12 +103,12 @@ func TestEvaluateChecks(t *testing.T) {
 		}
 		return true
 	}}
-	monitor := kernel.Invariant{Name: "x small", Enforcement: kernel.Monitoring, Check: func(s kernel.State) bool {
+	monitor := kernel.Invariant{Name: "x small", Enforcement: kernel.EnforcementMonitoring, Check: func(s kernel.State) bool {
 		v, _ := s.Get("x")
 		i, _ := v.AsInt()
 		return i < 10
 	}}
-	pre := kernel.Precondition{Name: "not high risk", Check: func(_ kernel.State, a kernel.Action) bool { return a.Risk != kernel.RiskHigh }}
+	pre := kernel.Precondition{Name: "not dangerous", Check: func(_ kernel.State, a kernel.Action) bool { return a.Category != "dangerous" }}
 	prePanics := kernel.Precondition{Name: "tag check", Check: func(_ kernel.State, a kernel.Action) bool { return a.Tags[0] != "" }}
 	k := mustKernel(t, kernel.Config{
 		Budget: 10 * kernel.Unit, MinActionCost: kernel.Unit,
@@ -125,7 +125,7 @@ func TestEvaluateChecks(t *testing.T) {
 	tests := []struct {
 		name   string
 		action kernel.Action
-		ks     kernel.KernelState
+		ks     kernel.Meter
 		err    error // nil: allowed
 		failed kernel.CheckName
 		warned bool
@@ -133,8 +133,8 @@ func TestEvaluateChecks(t *testing.T) {
 		{"allowed", ok, ks, nil, "", false},
 		{"well_formed: empty id", with(func(a *kernel.Action) { a.ID = "" }), ks, kernel.ErrInvalidAction, kernel.CheckWellFormed, false},
 		{"well_formed: negative cost", with(func(a *kernel.Action) { a.Cost = -1 }), ks, kernel.ErrInvalidCost, kernel.CheckWellFormed, false},
-		{"well_formed: unknown risk", with(func(a *kernel.Action) { a.Risk = "extreme" }), ks, kernel.ErrInvalidAction, kernel.CheckWellFormed, false},
-		{"well_formed: foreign kernel state", ok, mustKernel(t, kernel.Config{Budget: 10 * kernel.Unit, MinActionCost: 1}).Start(), kernel.ErrForeignState, kernel.CheckWellFormed, false},
+		{"well_formed: name not UTF-8", with(func(a *kernel.Action) { a.Name = "\xff" }), ks, kernel.ErrInvalidAction, kernel.CheckWellFormed, false},
+		{"well_formed: foreign meter", ok, mustKernel(t, kernel.Config{Budget: 10 * kernel.Unit, MinActionCost: 1}).Start(), kernel.ErrForeignState, kernel.CheckWellFormed, false},
 		{"min_cost", with(func(a *kernel.Action) { a.Cost = kernel.Unit - 1 }), ks, kernel.ErrBelowMinCost, kernel.CheckMinCost, false},
 		{"budget", with(func(a *kernel.Action) { a.Cost = 11 * kernel.Unit }), ks, kernel.ErrBudgetExceeded, kernel.CheckBudget, false},
 		{"step_limit", ok, exhaust(t, k, s, 10), kernel.ErrStepLimit, kernel.CheckStepLimit, false},
@@ -142,7 +142,7 @@ func TestEvaluateChecks(t *testing.T) {
 		{"invariant: blocking", with(func(a *kernel.Action) { a.Effects = []kernel.Effect{kernel.Decrement("x", kernel.Int(6))} }), ks, kernel.ErrInvariantViolated, kernel.CheckInvariant, false},
 		{"invariant: panicking predicate is a violation", with(func(a *kernel.Action) { a.Effects = []kernel.Effect{kernel.Set("boom", kernel.Null())} }), ks, kernel.ErrInvariantViolated, kernel.CheckInvariant, false},
 		{"invariant: monitoring only warns", with(func(a *kernel.Action) { a.Effects = []kernel.Effect{kernel.Set("x", kernel.Int(50))} }), ks, nil, "", true},
-		{"precondition", with(func(a *kernel.Action) { a.Risk = kernel.RiskHigh }), ks, kernel.ErrPreconditionFailed, kernel.CheckPrecondition, false},
+		{"precondition", with(func(a *kernel.Action) { a.Category = "dangerous" }), ks, kernel.ErrPreconditionFailed, kernel.CheckPrecondition, false},
 		{"precondition: panicking predicate fails", with(func(a *kernel.Action) { a.Tags = nil }), ks, kernel.ErrPreconditionFailed, kernel.CheckPrecondition, false},
 		{"emergency bypasses min cost and step limit", kernel.Action{ID: "hover", Tags: []string{"t"}}, exhaust(t, k, s, 10), nil, "", false},
 	}
@@ -176,7 +176,7 @@ func TestEvaluateChecks(t *testing.T) {
 }
 
 // exhaust runs n cheap actions so that the step counter reaches the limit.
-func exhaust(t *testing.T, k *kernel.Kernel, s kernel.State, n int) kernel.KernelState {
+func exhaust(t *testing.T, k *kernel.Kernel, s kernel.State, n int) kernel.Meter {
 	ks := k.Start()
 	a := kernel.Action{ID: "tick", Cost: kernel.Unit, Tags: []string{"t"}}
 	for i := range n {
@@ -318,7 +318,7 @@ func TestStrictValues(t *testing.T) {
 		s1 := mustState(t, map[string]any{"k": a})
 		s2 := mustState(t, map[string]any{"k": vals[(i+1)%len(vals)]})
 		assert.NotEqual(t, s1.Fingerprint(), s2.Fingerprint())
-		back, err := kernel.ParseValue([]byte(a.String()))
+		back, err := kernel.DecodeValue([]byte(a.String()))
 		require.NoError(t, err)
 		assert.True(t, back.Equal(a), "%s round-trips", a)
 	}
@@ -375,19 +375,19 @@ func TestJSONRoundTrip(t *testing.T) {
 	})
 	b, err := s.MarshalJSON()
 	require.NoError(t, err)
-	back, err := kernel.ParseState(b)
+	back, err := kernel.DecodeState(b)
 	require.NoError(t, err)
 	assert.True(t, back.Equal(s), "state round-trips: %s", b)
 	assert.Equal(t, s.Fingerprint(), back.Fingerprint())
 	// UTF-16 key order: U+1F600 (surrogates D83D…) sorts before U+E000.
 	assert.Less(t, indexOf(b, "😀"), indexOf(b, "\uE000"))
 
-	a := kernel.Action{ID: "a", Name: "n", Description: "d", Cost: 1500, Category: "c", Risk: kernel.RiskHigh, Reversible: true,
+	a := kernel.Action{ID: "a", Name: "n", Description: "d", Cost: 1500, Category: "c", Reversible: true,
 		Precondition: "p", Postcondition: "q", Tags: []string{"x"},
 		Effects: []kernel.Effect{kernel.Set("k", kernel.Float(2)), kernel.Delete("z"), kernel.Append("l", kernel.Int(1<<60))}}
 	ab, err := a.MarshalJSON()
 	require.NoError(t, err)
-	a2, err := kernel.ParseAction(ab)
+	a2, err := kernel.DecodeAction(ab)
 	require.NoError(t, err)
 	assert.Equal(t, a, a2)
 
@@ -397,11 +397,11 @@ func TestJSONRoundTrip(t *testing.T) {
 		`{"id":"a","effects":[{"op":"increment","key":"x","value":"1"}]}`, `{"id":""}`, `[]`, `{"id":"a","effects":[{"op":"set","key":"x"}]}`,
 		`{"id":"a","effects":[{"op":"set","key":"x","value":9007199254740993}]}`, `{"id":"a","tags":[1]}`,
 	} {
-		_, err := kernel.ParseAction([]byte(bad))
+		_, err := kernel.DecodeAction([]byte(bad))
 		require.Error(t, err, bad)
 	}
 	for _, bad := range []string{`{"$int":"01"}`, `{"$int":1}`, `{"$float":"Inf"}`, `{"$float":"0x1p3"}`, `{"$object":1}`, `1e400`} {
-		_, err := kernel.ParseValue([]byte(bad))
+		_, err := kernel.DecodeValue([]byte(bad))
 		require.ErrorIs(t, err, kernel.ErrDecode, bad)
 	}
 }
@@ -416,7 +416,7 @@ func indexOf(b []byte, s string) int {
 }
 
 // TestCommitRefusesForgedOrStaleVerdicts: a Verdict applies only to the
-// state and kernel state it was made for, and editing its exported fields
+// state and meter it was made for, and editing its exported fields
 // does not turn a rejection into a commit.
 func TestCommitRefusesForgedOrStaleVerdicts(t *testing.T) {
 	k := mustKernel(t, kernel.Config{Budget: 10 * kernel.Unit, MinActionCost: 1, Invariants: []kernel.Invariant{nonNegative("x")}})
@@ -440,7 +440,7 @@ func TestCommitRefusesForgedOrStaleVerdicts(t *testing.T) {
 	_, ks2, _, err := k.Execute(ks, s, good, "first")
 	require.NoError(t, err)
 	_, _, _, err = k.Commit(ks2, s, v, "e")
-	require.ErrorIs(t, err, kernel.ErrStaleVerdict, "a verdict is not reusable on a later kernel state")
+	require.ErrorIs(t, err, kernel.ErrStaleVerdict, "a verdict is not reusable on a later meter")
 	k2 := mustKernel(t, kernel.Config{Budget: 10 * kernel.Unit, MinActionCost: 1})
 	_, _, _, err = k2.Commit(ks, s, v, "e")
 	require.ErrorIs(t, err, kernel.ErrStaleVerdict)
@@ -459,7 +459,7 @@ func TestDiagnosticsNeverPanic(t *testing.T) {
 		assert.NotEmpty(t, v.String())
 		_, err := v.MarshalJSON()
 		require.ErrorIs(t, err, kernel.ErrInvalidValue)
-		_, err = kernel.ParseValue([]byte(v.String()))
+		_, err = kernel.DecodeValue([]byte(v.String()))
 		require.Error(t, err)
 		_, err = kernel.State{}.With("x", v)
 		require.ErrorIs(t, err, kernel.ErrInvalidValue)
@@ -468,7 +468,7 @@ func TestDiagnosticsNeverPanic(t *testing.T) {
 		Name: "bad\xffname", Check: func(kernel.State) bool { panic("\xfe") },
 	}}})
 	log := trace.NewMemoryLog()
-	sess, err := kernel.NewSession(ctx, k, kernel.State{}, log)
+	sess, err := kernel.NewSession(ctx, log, k, kernel.State{})
 	require.NoError(t, err)
 	_, err = sess.Execute(ctx, kernel.Action{ID: "a", Cost: 1})
 	require.ErrorIs(t, err, kernel.ErrInvariantViolated)

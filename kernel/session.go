@@ -2,7 +2,6 @@ package kernel
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -37,8 +36,8 @@ type SharedBudget interface {
 	Refund(ctx context.Context, actionID string, amount int64) error
 }
 
-// SessionOption configures a Session.
-type SessionOption func(*sessionConfig)
+// Option configures a Session.
+type Option func(*sessionConfig)
 
 type sessionConfig struct {
 	shared    SharedBudget
@@ -48,27 +47,27 @@ type sessionConfig struct {
 
 // WithSharedBudget makes the Session charge and refund sb as well as its
 // own budget (see SharedBudget).
-func WithSharedBudget(sb SharedBudget) SessionOption {
+func WithSharedBudget(sb SharedBudget) Option {
 	return func(c *sessionConfig) { c.shared = sb }
 }
 
 // WithSessionID sets the session id (default: a new UUIDv7).
-func WithSessionID(id string) SessionOption {
+func WithSessionID(id string) Option {
 	return func(c *sessionConfig) { c.sessionID = id }
 }
 
-// WithExecIDs sets the source of execution ids; they must never repeat
+// WithIDs sets the source of execution ids; they must never repeat
 // (a SharedBudget may see them from many sessions). The default is a
 // prefix, "/" and a counter advanced by every committed or attempted
 // execution: the prefix is the session id for the Session NewSession
 // returns, and a fresh UUIDv7 for each Session Replay returns, so ids never
 // repeat even for attempts that a failed trace append left unrecorded.
-func WithExecIDs(next func() string) SessionOption {
+func WithIDs(next func() string) Option {
 	return func(c *sessionConfig) { c.execID = next }
 }
 
 // Session is the thin shell around the pure kernel: it owns the current
-// world State and KernelState, serialises evaluate-and-commit under one
+// world State and Meter, serialises evaluate-and-commit under one
 // mutex (the specification's atomic path, so concurrent callers can never
 // act on the same snapshot, overspend, or fork the trace), and records
 // every execution, rejection and rollback in a trace.Log. It is safe for
@@ -76,7 +75,7 @@ func WithExecIDs(next func() string) SessionOption {
 type Session struct {
 	mu      sync.Mutex
 	k       *Kernel
-	ks      KernelState
+	ks      Meter
 	world   State
 	log     *trace.Log
 	shared  SharedBudget
@@ -91,8 +90,8 @@ type Session struct {
 
 // NewSession starts a session of k from initial, recording a kernel.start
 // entry (the configuration and the full initial state) in log.
-func NewSession(ctx context.Context, k *Kernel, initial State, log *trace.Log, opts ...SessionOption) (*Session, error) {
-	s, err := newSession(k, initial, log, opts)
+func NewSession(ctx context.Context, log *trace.Log, k *Kernel, initial State, opts ...Option) (*Session, error) {
+	s, err := newSession(log, k, initial, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +101,7 @@ func NewSession(ctx context.Context, k *Kernel, initial State, log *trace.Log, o
 	return s, nil
 }
 
-func newSession(k *Kernel, initial State, log *trace.Log, opts []SessionOption) (*Session, error) {
+func newSession(log *trace.Log, k *Kernel, initial State, opts []Option) (*Session, error) {
 	if k == nil || log == nil {
 		return nil, fmt.Errorf("%w: a session needs a kernel and a log", ErrInvalidConfig)
 	}
@@ -140,8 +139,8 @@ func (s *Session) State() State {
 	return s.world
 }
 
-// KernelState returns the current kernel state (an immutable value).
-func (s *Session) KernelState() KernelState {
+// Meter returns the current Meter (an immutable value).
+func (s *Session) Meter() Meter {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.ks
@@ -208,7 +207,7 @@ func (s *Session) Execute(ctx context.Context, a Action) (Record, error) {
 		err = fmt.Errorf("kernel: recording execution (nothing committed): %w", err)
 		if charged {
 			if rerr := s.shared.Refund(ctx, id, int64(rec.Action.Cost)); rerr != nil {
-				err = errors.Join(err, fmt.Errorf("kernel: compensating shared refund failed: %w", rerr))
+				err = joinErrors(err, fmt.Errorf("kernel: compensating shared refund failed: %w", rerr))
 			}
 		}
 		return Record{}, err
@@ -243,12 +242,12 @@ func (s *Session) recordReject(ctx context.Context, a Action, v Verdict, sharedE
 	var rej error = &RejectedError{Verdict: v}
 	if sharedErr != nil {
 		v.Allowed = false
-		v.Checks = append(slices.Clone(v.Checks), CheckResult{Check: CheckSharedBudget, Status: Failed, Reason: sharedErr.Error(), Err: sharedErr})
+		v.Checks = append(slices.Clone(v.Checks), CheckResult{Check: CheckSharedBudget, Status: StatusFailed, Reason: sharedErr.Error(), Err: sharedErr})
 		rej = &RejectedError{Verdict: v}
 	}
 	s.buf = appendRejectPayload(s.buf[:0], s.id, a, v, s.world.Fingerprint(), s.ks)
 	if _, err := s.log.AppendCanonical(ctx, KindReject, s.buf); err != nil {
-		return errors.Join(rej, fmt.Errorf("kernel: recording rejection: %w", err))
+		return joinErrors(rej, fmt.Errorf("kernel: recording rejection: %w", err))
 	}
 	return rej
 }
@@ -378,7 +377,7 @@ func appendChecks(dst []byte, checks []CheckResult, onlyNotPassed bool) []byte {
 	dst = append(dst, '[')
 	n := 0
 	for _, c := range checks {
-		if onlyNotPassed && c.Status == Passed {
+		if onlyNotPassed && c.Status == StatusPassed {
 			continue
 		}
 		if n > 0 {
@@ -424,7 +423,7 @@ func appendExecutePayload(dst []byte, session string, r *Record) []byte {
 	return append(dst, '}')
 }
 
-func appendRejectPayload(dst []byte, session string, a Action, v Verdict, state Fingerprint, ks KernelState) []byte {
+func appendRejectPayload(dst []byte, session string, a Action, v Verdict, state Fingerprint, ks Meter) []byte {
 	dst = append(dst, `{"action":`...)
 	if a.Validate() == nil {
 		dst = a.appendJSON(dst)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -110,7 +111,7 @@ func TestSessionSharedBudget(t *testing.T) {
 	log, err := trace.New(store)
 	require.NoError(t, err)
 	shared := newFakeShared(int64(3 * kernel.Unit))
-	sess, err := kernel.NewSession(ctx, k, mustState(t, map[string]any{"x": 0}), log, kernel.WithSharedBudget(shared))
+	sess, err := kernel.NewSession(ctx, log, k, mustState(t, map[string]any{"x": 0}), kernel.WithSharedBudget(shared))
 	require.NoError(t, err)
 
 	// 1. Local checks pass, shared charge succeeds.
@@ -119,7 +120,7 @@ func TestSessionSharedBudget(t *testing.T) {
 	assert.Equal(t, int64(kernel.Unit), shared.Balance())
 
 	// 2. The shared budget refuses: rejected, nothing changes, recorded.
-	s0, ks0, head0 := sess.State(), sess.KernelState(), log.Head()
+	s0, ks0, head0 := sess.State(), sess.Meter(), log.Head()
 	_, err = sess.Execute(ctx, incX)
 	require.ErrorIs(t, err, kernel.ErrRejected)
 	require.ErrorIs(t, err, kernel.ErrBudgetExceeded)
@@ -127,7 +128,7 @@ func TestSessionSharedBudget(t *testing.T) {
 	require.ErrorAs(t, err, &rej)
 	assert.Equal(t, kernel.CheckSharedBudget, rej.Verdict.Failures()[0].Check)
 	assert.Equal(t, s0, sess.State())
-	assert.Equal(t, ks0, sess.KernelState())
+	assert.Equal(t, ks0, sess.Meter())
 	assert.Equal(t, head0.Size+1, log.Head().Size)
 	last := lastEntry(t, log)
 	assert.Equal(t, kernel.KindReject, last.Kind)
@@ -143,7 +144,7 @@ func TestSessionSharedBudget(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, calls, shared.charges)
 	shared.failCharge = false
-	s0, ks0 = sess.State(), sess.KernelState()
+	s0, ks0 = sess.State(), sess.Meter()
 
 	// 4. Recording fails after a successful charge: compensated by Refund.
 	store.fail.Store(true)
@@ -151,7 +152,7 @@ func TestSessionSharedBudget(t *testing.T) {
 	require.ErrorIs(t, err, errDisk)
 	assert.Equal(t, int64(kernel.Unit), shared.Balance(), "the charge was refunded")
 	assert.Equal(t, s0, sess.State())
-	assert.Equal(t, ks0, sess.KernelState())
+	assert.Equal(t, ks0, sess.Meter())
 	// ... and a failing compensation is reported too.
 	shared.failRefund = true
 	_, err = sess.Execute(ctx, kernel.Action{ID: "inc", Cost: kernel.Unit})
@@ -165,7 +166,7 @@ func TestSessionSharedBudget(t *testing.T) {
 	_, err = sess.Rollback(ctx, rec.ExecID)
 	require.NoError(t, err)
 	assert.Equal(t, int64(3*kernel.Unit), shared.Balance())
-	assert.Equal(t, kernel.Cost(0), sess.KernelState().Budget().Net())
+	assert.Equal(t, kernel.Cost(0), sess.Meter().Budget().Net())
 
 	// 6. A recording failure during rollback changes nothing.
 	rec2, err := sess.Execute(ctx, incX)
@@ -198,7 +199,7 @@ func lastEntry(t *testing.T, log *trace.Log) trace.Entry {
 func TestSessionConcurrentNeverOverspends(t *testing.T) {
 	k := sessionKernel(t)
 	log := trace.NewMemoryLog()
-	sess, err := kernel.NewSession(ctx, k, mustState(t, map[string]any{"x": 0}), log)
+	sess, err := kernel.NewSession(ctx, log, k, mustState(t, map[string]any{"x": 0}))
 	require.NoError(t, err)
 	var ok, rejected atomic.Int64
 	var wg sync.WaitGroup
@@ -210,7 +211,7 @@ func TestSessionConcurrentNeverOverspends(t *testing.T) {
 				} else {
 					rejected.Add(1)
 				}
-				if b := sess.KernelState().Budget(); b.Net() > b.Limit() {
+				if b := sess.Meter().Budget(); b.Net() > b.Limit() {
 					t.Errorf("overspent: %s", b.Net())
 				}
 			}
@@ -223,10 +224,10 @@ func TestSessionConcurrentNeverOverspends(t *testing.T) {
 	head, err := log.Verify(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(1+160), head.Size)
-	re, err := kernel.Replay(ctx, k, log, sess.ID())
+	re, err := kernel.Replay(ctx, log, k, sess.ID())
 	require.NoError(t, err)
 	assert.True(t, re.State().Equal(sess.State()))
-	assert.Equal(t, sess.KernelState().Budget().Net(), re.KernelState().Budget().Net())
+	assert.Equal(t, sess.Meter().Budget().Net(), re.Meter().Budget().Net())
 }
 
 // TestSharedBudgetAcrossSessions: two sessions (as two processes would)
@@ -237,7 +238,7 @@ func TestSharedBudgetAcrossSessions(t *testing.T) {
 	shared := newFakeShared(int64(6 * kernel.Unit))
 	var sessions []*kernel.Session
 	for range 2 {
-		s, err := kernel.NewSession(ctx, k, mustState(t, map[string]any{"x": 0}), trace.NewMemoryLog(), kernel.WithSharedBudget(shared))
+		s, err := kernel.NewSession(ctx, trace.NewMemoryLog(), k, mustState(t, map[string]any{"x": 0}), kernel.WithSharedBudget(shared))
 		require.NoError(t, err)
 		sessions = append(sessions, s)
 	}
@@ -255,16 +256,16 @@ func TestSharedBudgetAcrossSessions(t *testing.T) {
 	wg.Wait()
 	assert.Equal(t, int64(3), ok.Load())
 	assert.Equal(t, int64(0), shared.Balance())
-	total := sessions[0].KernelState().Budget().Net() + sessions[1].KernelState().Budget().Net()
+	total := sessions[0].Meter().Budget().Net() + sessions[1].Meter().Budget().Net()
 	assert.Equal(t, 6*kernel.Unit, total)
 }
 
 func TestSessionRecordsEveryTransition(t *testing.T) {
 	k := sessionKernel(t)
 	log := fixedClockLog(t)
-	sess, err := kernel.NewSession(ctx, k, mustState(t, map[string]any{"x": 0, "l": []any{1, 1}}), log, kernel.WithSessionID("s1"))
+	sess, err := kernel.NewSession(ctx, log, k, mustState(t, map[string]any{"x": 0, "l": []any{1, 1}}), kernel.WithSessionID("s1"))
 	require.NoError(t, err)
-	a := kernel.Action{ID: "act", Name: "n", Description: "d", Cost: 1500, Category: "c", Risk: kernel.RiskLow, Tags: []string{"t"},
+	a := kernel.Action{ID: "act", Name: "n", Description: "d", Cost: 1500, Category: "c", Tags: []string{"t"},
 		Effects: []kernel.Effect{kernel.Append("l", kernel.Int(1)), kernel.Set("f", kernel.Float(2))}}
 	rec, err := sess.Execute(ctx, a)
 	require.NoError(t, err)
@@ -291,7 +292,7 @@ func TestSessionRecordsEveryTransition(t *testing.T) {
 		assert.Contains(t, exec, f)
 	}
 	assert.Equal(t, "s1/1", exec["exec"])
-	act, err := kernel.ParseAction(mustJSON(t, exec["action"]))
+	act, err := kernel.DecodeAction(mustJSON(t, exec["action"]))
 	require.NoError(t, err)
 	assert.Equal(t, a, act, "the recorded action is the action, exactly (the float 2 stays a float)")
 	assert.Equal(t, rec.After.String(), exec["after"])
@@ -312,25 +313,25 @@ func mustJSON(t *testing.T, v any) []byte {
 func TestReplayDetectsMismatch(t *testing.T) {
 	k := sessionKernel(t)
 	log := trace.NewMemoryLog()
-	sess, err := kernel.NewSession(ctx, k, mustState(t, map[string]any{"x": 0}), log)
+	sess, err := kernel.NewSession(ctx, log, k, mustState(t, map[string]any{"x": 0}))
 	require.NoError(t, err)
 	_, err = sess.Execute(ctx, incX)
 	require.NoError(t, err)
 
 	// A kernel with another configuration cannot replay the log.
 	other := mustKernel(t, kernel.Config{Budget: 11 * kernel.Unit, MinActionCost: kernel.Unit, Invariants: []kernel.Invariant{nonNegative("x")}, EmergencyActions: []string{"hover"}})
-	_, err = kernel.Replay(ctx, other, log, sess.ID())
+	_, err = kernel.Replay(ctx, log, other, sess.ID())
 	require.ErrorIs(t, err, kernel.ErrReplay)
 	// An unknown session id is an error.
-	_, err = kernel.Replay(ctx, k, log, "nope")
+	_, err = kernel.Replay(ctx, log, k, "nope")
 	require.ErrorIs(t, err, kernel.ErrReplay)
 	// A replayed session continues the same log and counter.
-	re, err := kernel.Replay(ctx, k, log, "")
+	re, err := kernel.Replay(ctx, log, k, "")
 	require.NoError(t, err)
 	rec, err := re.Execute(ctx, incX)
 	require.NoError(t, err)
 	assert.NotEqual(t, sess.History()[0].ExecID, rec.ExecID, "a replayed session never reuses an execution id")
-	re2, err := kernel.Replay(ctx, k, log, sess.ID())
+	re2, err := kernel.Replay(ctx, log, k, sess.ID())
 	require.NoError(t, err)
 	assert.True(t, re2.State().Equal(re.State()))
 
@@ -341,11 +342,11 @@ func TestReplayDetectsMismatch(t *testing.T) {
 		entries = append(entries, e)
 	}
 	m := trace.NewMemory()
-	entries[1].Payload = []byte(string(entries[1].Payload[:len(entries[1].Payload)-1]) + " }")
+	entries[1].Payload = []byte(strings.Replace(string(entries[1].Payload), `"inc"`, `"ind"`, 1))
 	require.NoError(t, m.Append(ctx, entries...))
 	tl, err := trace.New(m)
 	require.NoError(t, err)
-	_, err = kernel.Replay(ctx, k, tl, "")
+	_, err = kernel.Replay(ctx, tl, k, "")
 	require.ErrorIs(t, err, kernel.ErrReplay)
 }
 
@@ -353,7 +354,7 @@ func TestReplayDetectsMismatch(t *testing.T) {
 // change what the session rolls back with.
 func TestSessionRecordsAreNotAliased(t *testing.T) {
 	k := sessionKernel(t)
-	sess, err := kernel.NewSession(ctx, k, mustState(t, map[string]any{"x": 0}), trace.NewMemoryLog())
+	sess, err := kernel.NewSession(ctx, trace.NewMemoryLog(), k, mustState(t, map[string]any{"x": 0}))
 	require.NoError(t, err)
 	rec, err := sess.Execute(ctx, incX)
 	require.NoError(t, err)

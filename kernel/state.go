@@ -82,7 +82,7 @@ func NewState(vars map[string]any) (State, error) {
 		}
 		v, err := ValueOf(vars[k])
 		if err != nil {
-			return State{}, fmt.Errorf("variable %q: %w", k, err)
+			return State{}, within(err, "variable %q", k)
 		}
 		b.set(k, v)
 	}
@@ -126,7 +126,7 @@ func (s State) With(key string, v Value) (State, error) {
 		return s, err
 	}
 	if err := v.validate(0); err != nil {
-		return s, fmt.Errorf("variable %q: %w", key, err)
+		return s, within(err, "variable %q", key)
 	}
 	b := newBuilder(s)
 	b.set(key, v)
@@ -274,16 +274,6 @@ func (s State) AppendJSON(dst []byte) []byte {
 		v, _ := s.Get(keys[i])
 		return v.appendJSON(dst)
 	})
-}
-
-// UnmarshalJSON decodes a JSON object of variable → typed value.
-func (s *State) UnmarshalJSON(b []byte) error {
-	st, err := ParseState(b)
-	if err != nil {
-		return err
-	}
-	*s = st
-	return nil
 }
 
 // builder applies a sequence of changes to a State, keeping the multiset

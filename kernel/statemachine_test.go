@@ -159,7 +159,7 @@ func TestSessionStateMachine(t *testing.T) {
 		k := mustKernel(t, kernel.Config{Budget: limit, MinActionCost: eps, Invariants: []kernel.Invariant{nonNegative("x")}, EmergencyActions: []string{"hover"}})
 		initial := mustState(t, map[string]any{"x": 3, "y": 1.5, "l": []any{1, 1}})
 		log := trace.NewMemoryLog()
-		sess, err := kernel.NewSession(ctx, k, initial, log)
+		sess, err := kernel.NewSession(ctx, log, k, initial)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,7 +216,7 @@ func TestSessionStateMachine(t *testing.T) {
 				}
 			},
 			"": func(t *rapid.T) {
-				ks := sess.KernelState()
+				ks := sess.Meter()
 				b := ks.Budget()
 				if !sameVars(sess.State(), m.vars) {
 					t.Fatalf("state %s differs from the model", sess.State())
@@ -227,11 +227,11 @@ func TestSessionStateMachine(t *testing.T) {
 				}
 			},
 		})
-		re, err := kernel.Replay(ctx, k, log, sess.ID())
+		re, err := kernel.Replay(ctx, log, k, sess.ID())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !re.State().Equal(sess.State()) || re.KernelState().Budget().Net() != sess.KernelState().Budget().Net() || re.KernelState().Steps() != sess.KernelState().Steps() {
+		if !re.State().Equal(sess.State()) || re.Meter().Budget().Net() != sess.Meter().Budget().Net() || re.Meter().Steps() != sess.Meter().Steps() {
 			t.Fatal("replay differs from the live session")
 		}
 	})

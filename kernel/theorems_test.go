@@ -16,7 +16,7 @@ import (
 // on the pure core, calling check after every transition with the states
 // before and after it.
 type step struct {
-	ks0, ks1 kernel.KernelState
+	ks0, ks1 kernel.Meter
 	s0, s1   kernel.State
 	action   kernel.Action
 	verdict  kernel.Verdict
@@ -134,7 +134,7 @@ func TestT3InvariantSafety(t *testing.T) {
 		run(t, setup, 40, func(st step) {
 			for _, inv := range invs {
 				ok, _ := inv.Holds(st.s1)
-				if !ok && inv.Enforcement == kernel.Blocking {
+				if !ok && inv.Enforcement == kernel.EnforcementBlocking {
 					t.Fatalf("blocking invariant %q violated after %s", inv.Name, st.action.ID)
 				}
 			}
@@ -166,7 +166,7 @@ func TestT4MonotoneGrossSpend(t *testing.T) {
 }
 
 // TestT5Atomicity: a transition is all or nothing. A rejection returns the
-// very same state and kernel state; a commit changes the state to exactly
+// very same state and meter; a commit changes the state to exactly
 // the simulated next state and the budget by exactly the cost.
 func TestT5Atomicity(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
@@ -197,24 +197,24 @@ func TestT5Atomicity(t *testing.T) {
 }
 
 // TestRejectionChangesNothing: every rejected action leaves the session's
-// state, kernel state and history untouched (the trace gains exactly one
+// state, meter and history untouched (the trace gains exactly one
 // kernel.reject entry), whatever check rejected it.
 func TestRejectionChangesNothing(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		setup := catalogue(t)
 		log := trace.NewMemoryLog()
-		sess, err := kernel.NewSession(ctx, setup.Kernel, setup.Initial, log)
+		sess, err := kernel.NewSession(ctx, log, setup.Kernel, setup.Initial)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for range 30 {
-			s0, ks0, h0, head0 := sess.State(), sess.KernelState(), len(sess.History()), log.Head()
+			s0, ks0, h0, head0 := sess.State(), sess.Meter(), len(sess.History()), log.Head()
 			a := setup.Actions.Draw(t, "action")
 			if _, err := sess.Execute(ctx, a); err != nil {
 				if !errors.Is(err, kernel.ErrRejected) {
 					t.Fatalf("unexpected error %v", err)
 				}
-				if sess.State() != s0 || sess.KernelState() != ks0 || len(sess.History()) != h0 {
+				if sess.State() != s0 || sess.Meter() != ks0 || len(sess.History()) != h0 {
 					t.Fatal("rejection changed the session")
 				}
 				if log.Head().Size != head0.Size+1 {
@@ -232,7 +232,7 @@ func TestT6TraceIntegrity(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		setup := catalogue(t)
 		log := trace.NewMemoryLog()
-		sess, err := kernel.NewSession(ctx, setup.Kernel, setup.Initial, log)
+		sess, err := kernel.NewSession(ctx, log, setup.Kernel, setup.Initial)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -347,7 +347,7 @@ func TestT8EmergencyEscape(t *testing.T) {
 				t.Fatalf("emergency refused: %v", v.Err())
 			}
 			for _, c := range v.Checks {
-				if (c.Check == kernel.CheckMinCost || c.Check == kernel.CheckStepLimit) != (c.Status == kernel.Skipped) {
+				if (c.Check == kernel.CheckMinCost || c.Check == kernel.CheckStepLimit) != (c.Status == kernel.StatusSkipped) {
 					t.Fatalf("check %s status %s", c.Check, c.Status)
 				}
 			}

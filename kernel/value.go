@@ -395,20 +395,6 @@ func (v Value) MarshalJSON() ([]byte, error) {
 	return v.appendJSON(nil), nil
 }
 
-// UnmarshalJSON decodes typed JSON (see MarshalJSON).
-func (v *Value) UnmarshalJSON(b []byte) error {
-	x, err := decodeJSON(b)
-	if err != nil {
-		return err
-	}
-	nv, err := fromJSON(x, 0)
-	if err != nil {
-		return err
-	}
-	*v = nv
-	return nil
-}
-
 // maxSafe is 2^53−1, the largest magnitude of an int written as a plain
 // number literal. Beyond it an int is written {"$int":"…"} even when it is
 // exactly a double, which canonical JSON would accept as a literal: RFC

@@ -56,7 +56,7 @@ func TestCommitRecordsDoNotShareInverse(t *testing.T) {
 // would keep the step counter still and break T2 through rollbacks) or
 // editing its checks changes neither the counters nor the Record.
 func TestEditedVerdictCannotChangeTheCommit(t *testing.T) {
-	warn := kernel.Invariant{Name: "small", Enforcement: kernel.Monitoring, Check: func(s kernel.State) bool {
+	warn := kernel.Invariant{Name: "small", Enforcement: kernel.EnforcementMonitoring, Check: func(s kernel.State) bool {
 		v, _ := s.Get("x")
 		i, _ := v.AsInt()
 		return i < 1
@@ -76,7 +76,7 @@ func TestEditedVerdictCannotChangeTheCommit(t *testing.T) {
 		require.Len(t, v.Warnings(), 1)
 		v.Emergency = true
 		for j := range v.Checks {
-			v.Checks[j].Status = kernel.Passed
+			v.Checks[j].Status = kernel.StatusPassed
 		}
 		next, nks, rec, err := k.Commit(ks, s, v, "e"+string(rune('0'+i)))
 		require.NoError(t, err)

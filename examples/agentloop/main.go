@@ -128,15 +128,15 @@ func run(ctx context.Context, w io.Writer) error {
 	for _, kind := range slices.Sorted(maps.Keys(kinds)) {
 		fmt.Fprintf(w, "  %-22s %d\n", kind, kinds[kind])
 	}
-	replayed, err := kernel.Replay(ctx, k, log, sess.ID())
+	replayed, err := kernel.Replay(ctx, log, k, sess.ID())
 	if err != nil {
 		return err
 	}
-	if !replayed.State().Equal(sess.State()) || replayed.KernelState().Budget().Net() != sess.KernelState().Budget().Net() {
+	if !replayed.State().Equal(sess.State()) || replayed.Meter().Budget().Net() != sess.Meter().Budget().Net() {
 		return errors.New("replayed kernel session differs from the live one")
 	}
 	fmt.Fprintf(w, "replayed kernel session: state %s, net spend %s — equal to the live session\n",
-		replayed.State(), replayed.KernelState().Budget().Net())
+		replayed.State(), replayed.Meter().Budget().Net())
 	return nil
 }
 
@@ -152,7 +152,7 @@ func startKernel(ctx context.Context, log *trace.Log) (*kernel.Kernel, *kernel.S
 				n, isInt := v.AsInt()
 				return ok && isInt && n >= 2
 			},
-			Enforcement: kernel.Blocking,
+			Enforcement: kernel.EnforcementBlocking,
 			Suggestion:  "scale out before removing replicas",
 		}},
 	})
@@ -163,7 +163,7 @@ func startKernel(ctx context.Context, log *trace.Log) (*kernel.Kernel, *kernel.S
 	if err != nil {
 		return nil, nil, err
 	}
-	sess, err := kernel.NewSession(ctx, k, initial, log, kernel.WithSessionID("oncall-7"), kernel.WithExecIDs(ids("exec")))
+	sess, err := kernel.NewSession(ctx, log, k, initial, kernel.WithSessionID("oncall-7"), kernel.WithIDs(ids("exec")))
 	return k, sess, err
 }
 
@@ -180,16 +180,16 @@ func act(ctx context.Context, w io.Writer, sess *kernel.Session) error {
 			return rec, err
 		default:
 			fmt.Fprintf(w, "committed %-16s cost %s, state %s, net spend %s\n",
-				a.ID, a.Cost, sess.State(), sess.KernelState().Budget().Net())
+				a.ID, a.Cost, sess.State(), sess.Meter().Budget().Net())
 		}
 		return rec, nil
 	}
 	steps := []kernel.Action{
-		{ID: "scale-out", Name: "Scale out", Cost: 1500, Risk: kernel.RiskLow, Reversible: true,
+		{ID: "scale-out", Name: "Scale out", Cost: 1500, Reversible: true,
 			Effects: []kernel.Effect{kernel.Increment("replicas", kernel.Int(2))}},
-		{ID: "drain-all", Name: "Drain every replica", Cost: 500, Risk: kernel.RiskHigh,
+		{ID: "drain-all", Name: "Drain every replica", Cost: 500,
 			Effects: []kernel.Effect{kernel.Set("replicas", kernel.Int(0))}},
-		{ID: "full-rebuild", Name: "Rebuild the cluster", Cost: 9 * kernel.Unit, Risk: kernel.RiskHigh,
+		{ID: "full-rebuild", Name: "Rebuild the cluster", Cost: 9 * kernel.Unit,
 			Effects: []kernel.Effect{kernel.Set("version", kernel.String("v42"))}},
 	}
 	for _, a := range steps {
@@ -207,7 +207,7 @@ func act(ctx context.Context, w io.Writer, sess *kernel.Session) error {
 		return err
 	}
 	fmt.Fprintf(w, "rolled back enable-canary: state %s, net spend %s (refunded %s)\n",
-		sess.State(), sess.KernelState().Budget().Net(), canary.Cost)
+		sess.State(), sess.Meter().Budget().Net(), canary.Cost)
 	return nil
 }
 

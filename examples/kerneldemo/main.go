@@ -46,11 +46,11 @@ func run(ctx context.Context, w io.Writer) error {
 		return err
 	}
 	log := trace.NewMemoryLog()
-	sess, err := kernel.NewSession(ctx, k, initial, log)
+	sess, err := kernel.NewSession(ctx, log, k, initial)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "budget %s units, minimum cost %s, at most %d steps\n", sess.KernelState().Budget().Limit(), k.MinActionCost(), k.MaxSteps())
+	fmt.Fprintf(w, "budget %s units, minimum cost %s, at most %d steps\n", sess.Meter().Budget().Limit(), k.MinActionCost(), k.MaxSteps())
 
 	cost, err := kernel.ParseCost("1.25")
 	if err != nil {
@@ -59,7 +59,7 @@ func run(ctx context.Context, w io.Writer) error {
 	send := func(to string) kernel.Action {
 		return kernel.Action{
 			ID: "send_email", Name: "send e-mail", Description: "send an e-mail to " + to, Cost: cost,
-			Category: "io", Risk: kernel.RiskMedium, Reversible: true,
+			Category: "io", Reversible: true,
 			Effects: []kernel.Effect{kernel.Increment("sent", kernel.Int(1)), kernel.Append("outbox", kernel.String(to))},
 		}
 	}
@@ -76,7 +76,7 @@ func run(ctx context.Context, w io.Writer) error {
 			return err
 		default:
 			last = rec
-			fmt.Fprintf(w, "to %s: sent, spent %s\n", to, sess.KernelState().Budget().Net())
+			fmt.Fprintf(w, "to %s: sent, spent %s\n", to, sess.Meter().Budget().Net())
 		}
 	}
 	if _, err := sess.Execute(ctx, kernel.Action{ID: "think", Cost: 3 * kernel.Unit / 2}); errors.Is(err, kernel.ErrBudgetExceeded) {
@@ -85,7 +85,7 @@ func run(ctx context.Context, w io.Writer) error {
 	if _, err := sess.Execute(ctx, kernel.Action{ID: "safe_hover", Name: "hover"}); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "safe_hover: executed (emergency action, budget left", sess.KernelState().Budget().Remaining().String()+")")
+	fmt.Fprintln(w, "safe_hover: executed (emergency action, budget left", sess.Meter().Budget().Remaining().String()+")")
 
 	// safe_hover changed nothing, so the last e-mail can still be undone.
 	rr, err := sess.Rollback(ctx, last.ExecID)
@@ -93,7 +93,7 @@ func run(ctx context.Context, w io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(w, "rollback of the last e-mail: refund %s, state %s, spent %s, steps still %d\n",
-		rr.Refund, sess.State(), sess.KernelState().Budget().Net(), sess.KernelState().Steps())
+		rr.Refund, sess.State(), sess.Meter().Budget().Net(), sess.Meter().Steps())
 	if _, err := sess.Rollback(ctx, last.ExecID); errors.Is(err, kernel.ErrFingerprintMismatch) {
 		fmt.Fprintln(w, "second rollback: refused, the state is no longer the one that e-mail produced")
 	}
@@ -103,7 +103,7 @@ func run(ctx context.Context, w io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(w, "trace: %d entries, verified\n", head.Size)
-	replayed, err := kernel.Replay(ctx, k, log, sess.ID())
+	replayed, err := kernel.Replay(ctx, log, k, sess.ID())
 	if err != nil {
 		return err
 	}

@@ -215,7 +215,6 @@ func Action(ids, keys []string, maxCost kernel.Cost) *rapid.Generator[kernel.Act
 			Effects:     rapid.SliceOfN(Effect(keys), 0, 4).Draw(t, "effects"),
 			Cost:        Cost(maxCost).Draw(t, "cost"),
 			Category:    rapid.SampledFrom([]string{"", "io", "compute"}).Draw(t, "category"),
-			Risk:        rapid.SampledFrom([]kernel.Risk{"", kernel.RiskLow, kernel.RiskHigh}).Draw(t, "risk"),
 			Reversible:  rapid.Bool().Draw(t, "reversible"),
 			Tags:        rapid.SliceOfN(rapid.SampledFrom([]string{"a", "b", "é"}), 0, 2).Draw(t, "tags"),
 		}
@@ -257,7 +256,7 @@ func CheckTheorems(t *rapid.T, s Setup) {
 		t.Fatalf("T2: minimum action cost %s is not positive", k.MinActionCost())
 	}
 	for _, inv := range k.Invariants() {
-		if ok, err := inv.Holds(s.Initial); !ok && inv.Enforcement == kernel.Blocking {
+		if ok, err := inv.Holds(s.Initial); !ok && inv.Enforcement == kernel.EnforcementBlocking {
 			t.Fatalf("T3 precondition: the initial state violates %q: %v", inv.Name, err)
 		}
 	}
@@ -266,7 +265,7 @@ func CheckTheorems(t *rapid.T, s Setup) {
 	if err != nil {
 		t.Fatalf("trace: %v", err)
 	}
-	sess, err := kernel.NewSession(ctx, k, s.Initial, log)
+	sess, err := kernel.NewSession(ctx, log, k, s.Initial)
 	if err != nil {
 		t.Fatalf("NewSession: %v", err)
 	}
@@ -275,7 +274,7 @@ func CheckTheorems(t *rapid.T, s Setup) {
 		steps = 40
 	}
 	for i := range steps {
-		beforeState, beforeKS := sess.State(), sess.KernelState()
+		beforeState, beforeKS := sess.State(), sess.Meter()
 		if s.Emergency != nil {
 			if v := sess.Evaluate(*s.Emergency); !v.Allowed {
 				t.Fatalf("T8: emergency action %q refused at step %d: %v", s.Emergency.ID, i, v.Err())
@@ -285,7 +284,7 @@ func CheckTheorems(t *rapid.T, s Setup) {
 		if len(history) > 0 && rapid.IntRange(0, 4).Draw(t, "rollback?") == 0 {
 			last := history[len(history)-1]
 			rr, err := sess.Rollback(ctx, last.ExecID)
-			after, afterKS := sess.State(), sess.KernelState()
+			after, afterKS := sess.State(), sess.Meter()
 			if err != nil {
 				// Only an execution that is not the latest state, or was
 				// already rolled back, may be refused.
@@ -314,7 +313,7 @@ func CheckTheorems(t *rapid.T, s Setup) {
 		a := s.Actions.Draw(t, fmt.Sprintf("action %d", i))
 		verdict := k.Evaluate(beforeKS, beforeState, a)
 		rec, err := sess.Execute(ctx, a)
-		after, afterKS := sess.State(), sess.KernelState()
+		after, afterKS := sess.State(), sess.Meter()
 		if err != nil {
 			if verdict.Allowed {
 				t.Fatalf("T5: Evaluate allowed %q but Execute failed: %v", a.ID, err)
@@ -362,18 +361,18 @@ func CheckTheorems(t *rapid.T, s Setup) {
 			t.Fatalf("T6: a tampered entry %d verified", i)
 		}
 	}
-	replayed, err := kernel.Replay(ctx, k, log, sess.ID())
+	replayed, err := kernel.Replay(ctx, log, k, sess.ID())
 	if err != nil {
 		t.Fatalf("replay: %v", err)
 	}
-	if !replayed.State().Equal(sess.State()) || replayed.KernelState().Budget().Net() != sess.KernelState().Budget().Net() ||
-		replayed.KernelState().Budget().Gross() != sess.KernelState().Budget().Gross() || replayed.KernelState().Steps() != sess.KernelState().Steps() {
+	if !replayed.State().Equal(sess.State()) || replayed.Meter().Budget().Net() != sess.Meter().Budget().Net() ||
+		replayed.Meter().Budget().Gross() != sess.Meter().Budget().Gross() || replayed.Meter().Steps() != sess.Meter().Steps() {
 		t.Fatalf("replay: rebuilt session differs from the live one")
 	}
 }
 
-func checkStep(t *rapid.T, k *kernel.Kernel, before kernel.KernelState, sess *kernel.Session) {
-	ks, st := sess.KernelState(), sess.State()
+func checkStep(t *rapid.T, k *kernel.Kernel, before kernel.Meter, sess *kernel.Session) {
+	ks, st := sess.Meter(), sess.State()
 	b := ks.Budget()
 	if b.Net() > b.Limit() || b.Net() < 0 {
 		t.Fatalf("T1: net spend %s outside [0, %s]", b.Net(), b.Limit())
@@ -385,7 +384,7 @@ func checkStep(t *rapid.T, k *kernel.Kernel, before kernel.KernelState, sess *ke
 		t.Fatalf("T4: gross spend decreased %s → %s", before.Budget().Gross(), b.Gross())
 	}
 	for _, inv := range k.Invariants() {
-		if inv.Enforcement != kernel.Blocking {
+		if inv.Enforcement != kernel.EnforcementBlocking {
 			continue
 		}
 		if ok, err := inv.Holds(st); !ok {

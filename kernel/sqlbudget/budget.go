@@ -24,7 +24,7 @@ const (
 const MaxIDLen = 256
 
 // Errors of the package. Charge and Refund also return errors wrapping
-// the kernel's sentinels (see Budget).
+// the kernel's sentinels (see SharedBudget).
 var (
 	ErrNotFound      = errors.New("sqlbudget: budget not found")
 	ErrExists        = errors.New("sqlbudget: budget already exists")
@@ -60,9 +60,9 @@ var budgetMigration = sqlmigrate.Migration{
 	},
 }
 
-// Budgets is a database of shared budgets. It is safe for concurrent use,
+// Store is a database of shared budgets. It is safe for concurrent use,
 // and any number of processes may open the same database.
-type Budgets struct {
+type Store struct {
 	db *sql.DB
 	d  sqlmigrate.Dialect
 	// writers serialises this process's SQLite write transactions:
@@ -78,7 +78,7 @@ type Budgets struct {
 // creating or migrating the budget tables (component "budget", versioned
 // and migrated as the trace tables are: see sqlstore.Migrate). It does
 // not take ownership of db.
-func Open(ctx context.Context, db *sql.DB, d sqlstore.Dialect) (*Budgets, error) {
+func Open(ctx context.Context, db *sql.DB, d sqlstore.Dialect) (*Store, error) {
 	if err := d.Valid(); err != nil {
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func Open(ctx context.Context, db *sql.DB, d sqlstore.Dialect) (*Budgets, error)
 		return nil, err
 	}
 	rebind := md.Rebind
-	return &Budgets{
+	return &Store{
 		db: db, d: md,
 		qCreate: rebind("INSERT INTO " + BudgetsTable + " (budget_id, limit_amount, gross, refunded) VALUES (?, ?, 0, 0) " +
 			"ON CONFLICT (budget_id) DO NOTHING"),
@@ -115,7 +115,7 @@ func Open(ctx context.Context, db *sql.DB, d sqlstore.Dialect) (*Budgets, error)
 }
 
 // lockWriters takes the SQLite writer mutex and returns its release.
-func (bs *Budgets) lockWriters() func() {
+func (bs *Store) lockWriters() func() {
 	if bs.d != sqlmigrate.SQLite {
 		return func() {}
 	}
@@ -140,7 +140,7 @@ func validID(what, id string) error {
 
 // Create makes a new budget with nothing spent. It fails with ErrExists
 // if the id is taken.
-func (bs *Budgets) Create(ctx context.Context, id string, limit kernel.Cost) (*Budget, error) {
+func (bs *Store) Create(ctx context.Context, id string, limit kernel.Cost) (*SharedBudget, error) {
 	if err := validID("budget id", id); err != nil {
 		return nil, err
 	}
@@ -158,14 +158,14 @@ func (bs *Budgets) Create(ctx context.Context, id string, limit kernel.Cost) (*B
 	if n == 0 {
 		return nil, fmt.Errorf("%w: %q", ErrExists, id)
 	}
-	return &Budget{bs: bs, id: id}, nil
+	return &SharedBudget{bs: bs, id: id}, nil
 }
 
 // create inserts the budget's row, in a READ COMMITTED transaction on
 // PostgreSQL (see sqlmigrate.Dialect.TxOptions) so that a racing insert of
 // the same id stores nothing instead of failing with a serialization
 // error when the database's default isolation is higher.
-func (bs *Budgets) create(ctx context.Context, id string, limit int64) (sql.Result, error) {
+func (bs *Store) create(ctx context.Context, id string, limit int64) (sql.Result, error) {
 	if bs.d != sqlmigrate.Postgres {
 		return bs.db.ExecContext(ctx, bs.qCreate, id, limit)
 	}
@@ -182,11 +182,11 @@ func (bs *Budgets) create(ctx context.Context, id string, limit int64) (sql.Resu
 }
 
 // Open returns an existing budget, or ErrNotFound.
-func (bs *Budgets) Open(ctx context.Context, id string) (*Budget, error) {
+func (bs *Store) Open(ctx context.Context, id string) (*SharedBudget, error) {
 	if err := validID("budget id", id); err != nil {
 		return nil, err
 	}
-	b := &Budget{bs: bs, id: id}
+	b := &SharedBudget{bs: bs, id: id}
 	if _, err := b.Snapshot(ctx); err != nil {
 		return nil, err
 	}
@@ -197,12 +197,12 @@ func (bs *Budgets) Open(ctx context.Context, id string) (*Budget, error) {
 // exist. Every process of a deployment can call it with the same
 // configuration; an existing budget with a different limit is an error
 // (ErrLimitMismatch), never silently resized.
-func (bs *Budgets) OpenOrCreate(ctx context.Context, id string, limit kernel.Cost) (*Budget, error) {
+func (bs *Store) OpenOrCreate(ctx context.Context, id string, limit kernel.Cost) (*SharedBudget, error) {
 	b, err := bs.Create(ctx, id, limit)
 	if !errors.Is(err, ErrExists) {
 		return b, err
 	}
-	b = &Budget{bs: bs, id: id}
+	b = &SharedBudget{bs: bs, id: id}
 	s, err := b.Snapshot(ctx)
 	if err != nil {
 		return nil, err
@@ -213,8 +213,8 @@ func (bs *Budgets) OpenOrCreate(ctx context.Context, id string, limit kernel.Cos
 	return b, nil
 }
 
-// Budget is one shared budget; it implements kernel.SharedBudget. Amounts
-// are kernel.Cost units (thousandths). Every process holding a Budget
+// SharedBudget is one shared budget; it implements kernel.SharedBudget.
+// are kernel.Cost units (thousandths). Every process holding a SharedBudget
 // with the same id draws on the same balance.
 //
 // Charge fails with an error wrapping kernel.ErrBudgetExceeded when the
@@ -226,22 +226,22 @@ func (bs *Budgets) OpenOrCreate(ctx context.Context, id string, limit kernel.Cos
 // kernel.ErrRefundTooLarge when the amount exceeds what the action was
 // charged minus what it was already refunded. A failed call changes
 // nothing.
-type Budget struct {
-	bs *Budgets
+type SharedBudget struct {
+	bs *Store
 	id string
 }
 
-var _ kernel.SharedBudget = (*Budget)(nil)
+var _ kernel.SharedBudget = (*SharedBudget)(nil)
 
 // ID returns the budget's id.
-func (b *Budget) ID() string { return b.id }
+func (b *SharedBudget) ID() string { return b.id }
 
 // Charge takes cost from the shared balance for actionID, atomically: one
 // transaction whose decision is a single conditional UPDATE of the
 // budget's row (the cost must fit the remaining balance), followed by the
 // insert of the action's ledger row. Across any number of processes the
 // net spend never exceeds the limit (T1) and the gross total only grows.
-func (b *Budget) Charge(ctx context.Context, actionID string, cost int64) error {
+func (b *SharedBudget) Charge(ctx context.Context, actionID string, cost int64) error {
 	if err := validID("action id", actionID); err != nil {
 		return err
 	}
@@ -277,7 +277,7 @@ func (b *Budget) Charge(ctx context.Context, actionID string, cost int64) error 
 }
 
 // chargeRefused explains why the conditional UPDATE matched no row.
-func (b *Budget) chargeRefused(ctx context.Context, cost int64) error {
+func (b *SharedBudget) chargeRefused(ctx context.Context, cost int64) error {
 	s, err := b.Snapshot(ctx)
 	if err != nil {
 		return err
@@ -295,7 +295,7 @@ func (b *Budget) chargeRefused(ctx context.Context, cost int64) error {
 // charged − refunded); if either matches no row, both are rolled back.
 // Gross spend is untouched (T4), and no action is ever refunded more than
 // it was charged.
-func (b *Budget) Refund(ctx context.Context, actionID string, amount int64) error {
+func (b *SharedBudget) Refund(ctx context.Context, actionID string, amount int64) error {
 	if err := validID("action id", actionID); err != nil {
 		return err
 	}
@@ -333,7 +333,7 @@ func (b *Budget) Refund(ctx context.Context, actionID string, amount int64) erro
 
 // refundRefused explains why a conditional UPDATE of a refund matched no
 // row.
-func (b *Budget) refundRefused(ctx context.Context, actionID string, amount int64) error {
+func (b *SharedBudget) refundRefused(ctx context.Context, actionID string, amount int64) error {
 	if _, err := b.Snapshot(ctx); err != nil {
 		return err
 	}
@@ -350,7 +350,7 @@ func (b *Budget) refundRefused(ctx context.Context, actionID string, amount int6
 }
 
 // Snapshot returns the budget's totals as they are in the database now.
-func (b *Budget) Snapshot(ctx context.Context) (kernel.BudgetSnapshot, error) {
+func (b *SharedBudget) Snapshot(ctx context.Context) (kernel.BudgetSnapshot, error) {
 	var limit, gross, refunded int64
 	err := b.bs.db.QueryRowContext(ctx, b.bs.qGet, b.id).Scan(&limit, &gross, &refunded)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -363,7 +363,7 @@ func (b *Budget) Snapshot(ctx context.Context) (kernel.BudgetSnapshot, error) {
 }
 
 // Charged returns what actionID was charged and refunded so far.
-func (b *Budget) Charged(ctx context.Context, actionID string) (charged, refunded kernel.Cost, ok bool, err error) {
+func (b *SharedBudget) Charged(ctx context.Context, actionID string) (charged, refunded kernel.Cost, ok bool, err error) {
 	var c, r int64
 	err = b.bs.db.QueryRowContext(ctx, b.bs.qCharged, b.id, actionID).Scan(&c, &r)
 	if errors.Is(err, sql.ErrNoRows) {

@@ -28,9 +28,9 @@ import (
 	"github.com/verity-go/verity/trace/sqlstore/sqltest"
 )
 
-// budgets opens a pool on dsn (what one process would hold) and Budgets
+// budgets opens a pool on dsn (what one process would hold) and Store
 // over it.
-func budgets(t testing.TB, b sqltest.Backend, dsn string) (*sql.DB, *sqlbudget.Budgets) {
+func budgets(t testing.TB, b sqltest.Backend, dsn string) (*sql.DB, *sqlbudget.Store) {
 	t.Helper()
 	db := b.Open(t, dsn)
 	bs, err := sqlbudget.Open(context.Background(), db, b.Dialect)
@@ -42,7 +42,7 @@ var ctx = context.Background()
 
 // helperBudget opens, in a helper process that parent started, the
 // budget HELPER_BUDGET names.
-func helperBudget(t testing.TB, parent string) *sqlbudget.Budget {
+func helperBudget(t testing.TB, parent string) *sqlbudget.SharedBudget {
 	t.Helper()
 	db, dialect := sqltest.OpenFromEnv(t, parent)
 	bs, err := sqlbudget.Open(ctx, db, dialect)
@@ -198,7 +198,7 @@ func TestT1BudgetSafety(t *testing.T) {
 				rt.Fatal(err)
 			}
 			m := model{limit: limit, charged: map[string]int64{}, refundedBy: map[string]int64{}}
-			pick := func(rt *rapid.T) *sqlbudget.Budget {
+			pick := func(rt *rapid.T) *sqlbudget.SharedBudget {
 				if rapid.Bool().Draw(rt, "second pool") {
 					return bud2
 				}
@@ -286,7 +286,7 @@ func TestT1ConcurrentPools(t *testing.T) {
 	sqltest.ForEach(t, func(t *testing.T, b sqltest.Backend) {
 		dsn := b.NewDSN(t)
 		const pools = 3
-		var all []*sqlbudget.Budgets
+		var all []*sqlbudget.Store
 		for i := 0; i < pools; i++ {
 			_, bs := budgets(t, b, dsn)
 			all = append(all, bs)

@@ -14,7 +14,7 @@
 //	db, _ := sql.Open("pgx", os.Getenv("DATABASE_URL"))
 //	budgets, _ := sqlbudget.Open(ctx, db, sqlstore.Postgres)
 //	shared, _ := budgets.OpenOrCreate(ctx, "team-alpha", 500*kernel.Unit)
-//	sess, _ := kernel.NewSession(ctx, k, initial, log, kernel.WithSharedBudget(shared))
+//	sess, _ := kernel.NewSession(ctx, log, k, initial, kernel.WithSharedBudget(shared))
 //
 // The session's own budget still applies; the shared one is consulted
 // inside the session's atomic path after the local checks pass. A refused
@@ -51,7 +51,7 @@
 // (gross − refunded ≤ limit, refunded ≤ charged, no negative amounts), so
 // even a statement from outside this package cannot break them.
 //
-// With SQLite, the charges and refunds of one process (one Budgets) queue
+// With SQLite, the charges and refunds of one process (one Store) queue
 // on a mutex, since SQLite admits one writer at a time anyway; other
 // processes wait on SQLite's busy timeout.
 //

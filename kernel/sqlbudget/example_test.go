@@ -18,7 +18,7 @@ import (
 
 // A kernel session whose spending is also limited by a budget kept in a
 // database that other processes share.
-func ExampleBudgets_OpenOrCreate() {
+func ExampleStore_OpenOrCreate() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "sqlbudget-example")
 	defer os.RemoveAll(dir)
@@ -39,7 +39,7 @@ func ExampleBudgets_OpenOrCreate() {
 
 	k, _ := kernel.New(kernel.Config{Budget: 100 * kernel.Unit, MinActionCost: kernel.Unit})
 	initial, _ := kernel.NewState(map[string]any{"calls": 0})
-	sess, err := kernel.NewSession(ctx, k, initial, trace.NewMemoryLog(), kernel.WithSharedBudget(shared))
+	sess, err := kernel.NewSession(ctx, trace.NewMemoryLog(), k, initial, kernel.WithSharedBudget(shared))
 	if err != nil {
 		panic(err)
 	}

@@ -17,11 +17,11 @@ import (
 
 // serializablePools opens n pools, standing in for n processes, on a new
 // PostgreSQL database whose default isolation is serializable, and
-// Budgets over each.
-func serializablePools(t *testing.T, n int) []*sqlbudget.Budgets {
+// a Store over each.
+func serializablePools(t *testing.T, n int) []*sqlbudget.Store {
 	t.Helper()
 	dsn := sqltest.SerializablePostgresSchema(t)
-	all := make([]*sqlbudget.Budgets, n)
+	all := make([]*sqlbudget.Store, n)
 	for i := range all {
 		var err error
 		all[i], err = sqlbudget.Open(ctx, sqltest.Open(t, sqltest.PostgresDriver, dsn), sqlstore.Postgres)

@@ -34,7 +34,7 @@ func TestSessionsShareSQLBudget(t *testing.T) {
 
 		type worker struct {
 			sess   *kernel.Session
-			budget *sqlbudget.Budget
+			budget *sqlbudget.SharedBudget
 			store  *sqlstore.Store
 		}
 		var workers []worker
@@ -48,7 +48,7 @@ func TestSessionsShareSQLBudget(t *testing.T) {
 			require.NoError(t, err)
 			lg, err := trace.New(st)
 			require.NoError(t, err)
-			sess, err := kernel.NewSession(ctx, k, initial, lg, kernel.WithSharedBudget(bud), kernel.WithSessionID(st.ID()))
+			sess, err := kernel.NewSession(ctx, lg, k, initial, kernel.WithSharedBudget(bud), kernel.WithSessionID(st.ID()))
 			require.NoError(t, err)
 			workers = append(workers, worker{sess, bud, st})
 		}
@@ -80,7 +80,7 @@ func TestSessionsShareSQLBudget(t *testing.T) {
 		assert.Equal(t, kernel.Cost(total)*cost, s.Gross)
 		assert.LessOrEqual(t, s.Gross-s.Refunded, s.Limit)
 		for i, w := range workers {
-			assert.Equal(t, kernel.Cost(executed[i])*cost, w.sess.KernelState().Budget().Net(), "local budget of worker %d", i)
+			assert.Equal(t, kernel.Cost(executed[i])*cost, w.sess.Meter().Budget().Net(), "local budget of worker %d", i)
 		}
 
 		// A refused shared charge is a recorded rejection naming the check
