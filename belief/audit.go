@@ -256,7 +256,7 @@ func DecodeAuditLog(b []byte) ([]AuditEntry, error) {
 	for i, raw := range raws {
 		e, err := DecodeAuditEntry(raw)
 		if err != nil {
-			return nil, fmt.Errorf("entry %d: %w", i, err)
+			return nil, fmt.Errorf("%w (entry %d of the log)", err, i)
 		}
 		out[i] = e
 	}

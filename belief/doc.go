@@ -95,7 +95,7 @@
 // Before every operation a Session catches up with entries another
 // process appended to its store (by Apply) and appends with
 // trace.Log.AppendAfter; on trace.ErrConflict it catches up and retries
-// (MaxAppendRetries times, then CONFLICT). A store whose head no longer
+// (32 times, then CONFLICT). A store whose head no longer
 // extends the session's (cut back or rewritten) is an error wrapping
 // trace.ErrTruncated.
 // A caller may pass the audit head it expects (ExpectHead); a mismatch is

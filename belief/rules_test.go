@@ -18,6 +18,7 @@ func requireCode(t *testing.T, err error, code belief.Code) {
 	t.Helper()
 	require.Error(t, err)
 	assert.Equal(t, code, belief.CodeOf(err), "error %v", err)
+	assertPrefixedOnce(t, err)
 }
 
 func TestDeclareRules(t *testing.T) {

@@ -19,10 +19,10 @@ var ErrStaleHead = fmt.Errorf("%w: audit head is not the expected one", ErrConfl
 // ErrServerClosed is returned by a Server after Close.
 var ErrServerClosed = errors.New("belief: server closed")
 
-// MaxAppendRetries bounds how often a mutation catches up and retries
+// maxAppendRetries bounds how often a mutation catches up and retries
 // when another writer appended to the session's store first; after that
 // the mutation is CONFLICT and records nothing.
-const MaxAppendRetries = 32
+const maxAppendRetries = 32
 
 // Server is the shell around the core: a registry of Sessions over a
 // Storage, with a clock, an id source and a Policy. It is safe for
@@ -87,9 +87,6 @@ func NewServer(ctx context.Context, storage Storage, opts ...Option) (*Server, e
 	}
 	return srv, nil
 }
-
-// Policy returns the server's termination policy.
-func (srv *Server) Policy() Policy { return srv.policy }
 
 // open reads and replays one session's log.
 func (srv *Server) open(ctx context.Context, id string) (*Session, error) {
@@ -396,12 +393,12 @@ func (s *Session) mutate(ctx context.Context, opts []CallOption, step func(State
 		}
 		err = s.append(ctx, ev, at)
 		if errors.Is(err, trace.ErrConflict) {
-			if attempt < MaxAppendRetries {
+			if attempt < maxAppendRetries {
 				continue
 			}
 			// Contention, not a fault: the caller may retry later.
 			return s.state, &Error{Err: ErrConflict,
-				Message: fmt.Sprintf("other writers kept appending to the session; gave up after %d retries: %v", MaxAppendRetries, err)}
+				Message: fmt.Sprintf("other writers kept appending to the session; gave up after %d retries: %s", maxAppendRetries, reason(err))}
 		}
 		if err != nil {
 			return s.state, err

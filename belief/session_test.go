@@ -236,7 +236,7 @@ func TestCatchUpRejectsForeignEntries(t *testing.T) {
 	require.NoError(t, err)
 	store, err := shared.Open(ctx, sess.ID())
 	require.NoError(t, err)
-	intruder, err := trace.New(store)
+	intruder, err := trace.NewLog(store)
 	require.NoError(t, err)
 	_, err = intruder.Append(ctx, "kernel.execute", []byte(`{"x":1}`))
 	require.NoError(t, err)
@@ -261,7 +261,7 @@ func TestServerRestartRefusesTamperedLog(t *testing.T) {
 	// event: its verb does not match its kind.
 	store, err := fs.Open(ctx, id)
 	require.NoError(t, err)
-	l, err := trace.New(store)
+	l, err := trace.NewLog(store)
 	require.NoError(t, err)
 	_, err = l.Append(ctx, "belief.eliminate", []byte(`{"not":"an audit entry"}`))
 	require.NoError(t, err)
@@ -368,7 +368,7 @@ func TestCatchUpRefusesAStoreThatDoesNotExtendTheSession(t *testing.T) {
 			require.NoError(t, err)
 			if name == "SameSizeRewritten" {
 				// A different second event in the backup: same size, another head.
-				l, err := trace.New(backup)
+				l, err := trace.NewLog(backup)
 				require.NoError(t, err)
 				_, err = l.Append(ctx, "kernel.execute", []byte(`{"x":1}`))
 				require.NoError(t, err)
@@ -408,7 +408,7 @@ func (b *busyStorage) Open(ctx context.Context, id string) (trace.Store, error) 
 }
 
 // TestAppendRetriesExhaustedIsConflict: a mutation that keeps losing the
-// append race gives up after MaxAppendRetries with CONFLICT (retry later),
+// append race gives up after 32 retries (maxAppendRetries) with CONFLICT (retry later),
 // not an internal error, and records nothing.
 func TestAppendRetriesExhaustedIsConflict(t *testing.T) {
 	ctx := context.Background()

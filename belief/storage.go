@@ -17,8 +17,8 @@ import (
 // Storage hands out one trace.Store per session: the session's audit log.
 // Implementations must be safe for concurrent use. Several Servers (in one
 // process or several) may share one Storage whose stores are shared; the
-// Session shell catches up and appends with trace.Log.AppendAfter, so they
-// never fork a log.
+// Session shell catches up and appends only after the head it has seen
+// (trace.After), so they never fork a log.
 type Storage interface {
 	// Create makes the empty store of a new session; an existing one is
 	// an error wrapping ErrConflict.
@@ -95,8 +95,8 @@ type FileStorage struct {
 	opts trace.FileOptions
 }
 
-// FileSuffix is the file name suffix of a session log.
-const FileSuffix = ".trace"
+// fileSuffix is the file name suffix of a session log.
+const fileSuffix = ".trace"
 
 // NewFileStorage returns a FileStorage over dir, creating it if needed.
 // opts is passed to trace.OpenFile (the zero value fsyncs every append).
@@ -120,7 +120,7 @@ func safeID(id string) bool {
 	return true
 }
 
-func (f *FileStorage) path(id string) string { return filepath.Join(f.dir, id+FileSuffix) }
+func (f *FileStorage) path(id string) string { return filepath.Join(f.dir, id+fileSuffix) }
 
 // Create implements Storage.
 func (f *FileStorage) Create(ctx context.Context, sessionID string) (trace.Store, error) {
@@ -165,8 +165,8 @@ func (f *FileStorage) List(ctx context.Context) ([]string, error) {
 	var out []string
 	for _, de := range des {
 		name := de.Name()
-		if de.Type().IsRegular() && strings.HasSuffix(name, FileSuffix) {
-			if id := strings.TrimSuffix(name, FileSuffix); safeID(id) {
+		if de.Type().IsRegular() && strings.HasSuffix(name, fileSuffix) {
+			if id := strings.TrimSuffix(name, fileSuffix); safeID(id) {
 				out = append(out, id)
 			}
 		}

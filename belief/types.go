@@ -6,15 +6,15 @@ import (
 	"time"
 )
 
-// Verb names a message of the belief protocol (§2.1).
+// Verb names a recorded message of the belief protocol (§2.1). The reads,
+// QUERY_BELIEF and AUDIT_TRACE, are never recorded and have no Verb. The
+// zero Verb is none of them: Replay refuses an event that carries it.
 type Verb string
 
-// The verbs. QUERY_BELIEF and AUDIT_TRACE are reads and never recorded.
+// The recorded verbs.
 const (
 	VerbDeclareSession     Verb = "DECLARE_SESSION"
 	VerbEliminate          Verb = "ELIMINATE"
-	VerbQueryBelief        Verb = "QUERY_BELIEF"
-	VerbAuditTrace         Verb = "AUDIT_TRACE"
 	VerbEnterObligation    Verb = "ENTER_OBLIGATION"
 	VerbRequestExit        Verb = "REQUEST_EXIT"
 	VerbDeclareConclusion  Verb = "DECLARE_CONCLUSION"

@@ -107,7 +107,7 @@ func (e *env) mustPost(path, body string) response {
 func (e *env) breakLog() {
 	store, err := e.storage.Open(context.Background(), e.sid)
 	require.NoError(e.t, err)
-	l, err := trace.New(store)
+	l, err := trace.NewLog(store)
 	require.NoError(e.t, err)
 	_, err = l.Append(context.Background(), "kernel.execute", []byte(`{"x":1}`))
 	require.NoError(e.t, err)
@@ -391,6 +391,12 @@ func TestHTTPErrorModel(t *testing.T) {
 				assert.Equal(t, string(c.code), envelope["code"])
 				assert.NotEmpty(t, envelope["message"])
 				assert.Len(t, r.body, 1, "only the error member")
+				if msg, _ := envelope["message"].(string); strings.HasPrefix(msg, "belief: ") {
+					assert.Equal(t, 1, strings.Count(msg, "belief: "), "a belief error is prefixed once: %q", msg)
+				}
+				for _, v := range violations(r) {
+					assert.Regexp(t, `^(/\S*)? [a-z_0-9]+$`, v, "a violation is a JSON Pointer and a rule")
+				}
 			}
 			if c.check != nil {
 				c.check(t, e, r)

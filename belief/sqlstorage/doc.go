@@ -23,7 +23,7 @@
 // if it continues the log's head (the primary key on (log id, sequence)
 // refuses a second entry at a position), and a server that lost a race
 // catches up by replaying the other server's events before it decides
-// again (belief.Session's catch-up and retry over trace.Log.AppendAfter).
+// again (belief.Session catches up and retries an append with trace.After).
 // So two servers never fork a session, each sees the other's eliminations,
 // idempotent repeats and obligations, and ExpectHead conflicts work
 // across them. Because every event is in the database, a server that

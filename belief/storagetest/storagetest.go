@@ -94,7 +94,7 @@ func testContract(t *testing.T, newStorage NewStorage, _ Reopen) {
 	// What is appended through Create's store is there through Open's.
 	store, err := st.Open(ctx, "s1")
 	require.NoError(t, err)
-	lg, err := trace.New(store)
+	lg, err := trace.NewLog(store)
 	require.NoError(t, err)
 	_, err = lg.Append(ctx, "storagetest.entry", []byte(`{"n":1}`))
 	require.NoError(t, err)
@@ -126,9 +126,9 @@ func testContract(t *testing.T, newStorage NewStorage, _ Reopen) {
 }
 
 // testTwoServers plays two processes over one backend: each catches up
-// with the other's events before it mutates, appends with AppendAfter and
-// retries on a conflict, so the log never forks and both end in the same
-// state.
+// with the other's events before it mutates, appends only after that
+// head (trace.After) and retries on a conflict, so the log never forks and
+// both end in the same state.
 // testConcurrentCreate: of many concurrent Creates of one id exactly one
 // succeeds; the others get ErrConflict (Storage is safe for concurrent use).
 func testConcurrentCreate(t *testing.T, newStorage NewStorage, _ Reopen) {
