@@ -1,3 +1,11 @@
+// Errors and zero values, and the tests that check them.
+//
+//   - Every error says "belief: " once, at its start: TestErrorsPrefixedOnce
+//     (decoding, replay, storage, the shell) and requireCode (every
+//     rejection the rule tests see).
+//   - The zero value of every enum-like input is the most restrictive:
+//     TestZeroValuesFailClosed.
+
 package belief_test
 
 import (

@@ -95,11 +95,36 @@ func ExampleNewServer() {
 	t, st, _ := sess.RequestTermination(ctx, belief.TerminationRequest{})
 	fmt.Println(t.Approved, st.Snapshot().Survivors)
 
+	evs, _ := sess.Events(ctx, "") // AUDIT_TRACE
+	rebuilt, err := belief.Replay(evs)
+	fmt.Println(len(evs), rebuilt.Survivors(), err)
+
 	verified, err := sess.Log().Verify(ctx) // the trace chain of the session
 	fmt.Println(verified.Size, err)
 	// Output:
 	// [disk network] <nil>
 	// CONFLICT
 	// true [config]
+	// 3 [config] <nil>
 	// 3 <nil>
+}
+
+// An invalid request is one *ValidationError listing every violation, each
+// located by a JSON Pointer and named by a rule.
+func ExampleValidationError() {
+	_, _, err := belief.Declare("sess-1", belief.DeclareRequest{
+		Hypotheses: []string{"ok", "\xff"},
+		Metadata:   []byte(`[1]`),
+	}, belief.Stamp{EventID: "ev-1", Time: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)})
+	var ve *belief.ValidationError
+	if errors.As(err, &ve) {
+		for _, v := range ve.Violations {
+			fmt.Println(v.Path, v.Rule)
+		}
+	}
+	fmt.Println(belief.CodeOf(err))
+	// Output:
+	// /hypotheses/1 utf8
+	// /metadata type
+	// INVALID_REQUEST
 }

@@ -1,3 +1,8 @@
+// Fuzz targets: the audit-log decoder and Replay (FuzzReplayLog), and
+// ELIMINATE with arbitrary ids, keys and justifications (FuzzEliminate).
+// Neither may panic; what replays replays again to the same snapshot; a
+// rejected call changes nothing.
+
 package belief_test
 
 import (

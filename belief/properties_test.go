@@ -1,3 +1,13 @@
+// The protocol's properties (§4.1), checked with rapid over random
+// sessions, and the tests that check them.
+//
+//   - Monotonicity, survivors_next ⊆ survivors_prev: TestMonotonicity.
+//   - Idempotence of ELIMINATE: TestIdempotence.
+//   - Order independence of eliminations: TestOrderIndependence.
+//   - Replayability, the log rebuilds the snapshot (also from its wire
+//     form through DecodeAuditLog): TestReplayability.
+//   - All verbs against a naive model: TestStateMachine.
+
 package belief_test
 
 import (

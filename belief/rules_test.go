@@ -1,3 +1,21 @@
+// The decisions the specification leaves open (see the package doc), the
+// audit log's format and chaining, and the tests that check them.
+//
+//   - Declare, eliminate, obligations, conclusions, termination, and a
+//     terminated session: TestDeclareRules, TestEliminateRules,
+//     TestObligationRules, TestConclusionRules, TestTerminationRules,
+//     TestTerminatedSessionRejectsMutations. Every rejection they see is
+//     checked for its code and its single "belief: " prefix (requireCode).
+//   - An invalid request is one *ValidationError with every violation,
+//     JSON Pointer paths and rules, sorted: TestDeclareReportsAllViolationsSorted.
+//   - The §2.2 snapshot: TestSnapshotFormat.
+//   - Injective, canonical survivors hash (§4.2): TestSurvivorsHashInjective,
+//     TestSurvivorsHashIsCanonicalJSON.
+//   - The audit chain and its wire form (DecodeAuditEntry reads back what
+//     MarshalJSON writes): TestAuditChain, TestEventsSince.
+//   - Replay names the event it stops at, for every way a log can be
+//     wrong: TestReplayErrorsNameTheEvent.
+
 package belief_test
 
 import (

@@ -1,3 +1,20 @@
+// The shell: Server and Session over a Storage, and the tests that check
+// them.
+//
+//   - Every event recorded in the session's trace log, its payload the
+//     canonical event, its time the event's own (one clock, trace.At):
+//     TestServerRecordsEveryEventInTrace.
+//   - Many goroutines over many sessions (-race): TestServerConcurrent.
+//   - Optimistic concurrency on the audit head: TestExpectHead.
+//   - Two servers over one store: a session opened by many goroutines is
+//     one Session (TestConcurrentOpenKeepsOneSession); a lost append race
+//     catches up and retries, and gives up as CONFLICT
+//     (TestAppendRetriesExhaustedIsConflict).
+//   - A store that does not hold a belief log, or no longer extends the
+//     session, is refused: TestCatchUpRejectsForeignEntries,
+//     TestServerRestartRefusesTamperedLog,
+//     TestCatchUpRefusesAStoreThatDoesNotExtendTheSession.
+
 package belief_test
 
 import (

@@ -1,3 +1,10 @@
+// The Storage conformance suite (belief/storagetest) over the storages of
+// this package: two servers over one store stay consistent, a restart
+// replays every session. belief/sqlstorage runs it for SQL.
+//
+//   - MemoryStorage: TestMemoryStorageConformance.
+//   - FileStorage, restart included: TestFileStorageConformance.
+
 package belief_test
 
 import (

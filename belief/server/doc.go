@@ -1,5 +1,26 @@
 // Package server serves belief sessions over HTTP/JSON: the endpoints of
-// the specification's §3.1 on top of a belief.Server, using net/http only.
+// the specification's §3.1 on top of a belief.Server, with net/http only
+// and an OpenAPI 3.1 document (api/openapi.yaml) that the tests hold to
+// the handler.
+//
+// # Usage
+//
+//	b, err := belief.NewServer(ctx, belief.NewMemoryStorage())
+//	defer b.Close()
+//	h := server.New(b, server.WithLogger(slog.Default()))
+//	err = http.ListenAndServe("127.0.0.1:8080", h)
+//
+// Then, from any client:
+//
+//	POST /v1/sessions {"ontology":{…},"hypotheses":["disk","network","config"]}
+//	  → 201 {"session_id":"…","snapshot":{…}}
+//	POST /v1/sessions/{id}/eliminate {"source_id":"adapter://sre","observation_id":"probe-1","eliminated":["disk"]}
+//	  → 200 {"applied_eliminated":["disk"],"ignored_eliminated":[],"snapshot":{…},"audit_event_id":"…"}
+//	GET  /v1/sessions/{id}/audit
+//	  → 200 {"events":[…]} (read them with belief.DecodeAuditLog, check them with belief.Replay)
+//
+// ExampleNew runs such a session end to end; examples/beliefserver is a
+// complete server (memory or file storage, flags, graceful shutdown).
 //
 // # Endpoints
 //
@@ -26,7 +47,12 @@
 // ±(2^53−1)); members have strict types (a string is never a number, null
 // is "absent"); unknown members are rejected; a body session_id (or exit
 // obligation_id) that disagrees with the path is rejected. All problems are
-// reported at once in details.violations, sorted by path.
+// reported at once: the answer is 400 INVALID_REQUEST with
+// details.violations, a list of {"path","rule","message"} sorted by path,
+// where path is an RFC 6901 JSON Pointer into the body ("" for all of
+// it, "/hypotheses/1"; for the audit query, "/since_event_id") and rule
+// one of belief's stable rule names (belief.RuleSyntax, "syntax", and the
+// others). The core's own checks answer in the same form.
 //
 // If-Match carries the audit head event id a mutation expects (quoted,
 // bare, or "*"); every response about a session has ETag set to its audit
@@ -59,7 +85,7 @@
 //
 // # Errors
 //
-// Every error is {"error":{"code","message","details"}} (statusOf):
+// Every error is {"error":{"code","message","details"}}:
 // INVALID_REQUEST and INVALID_HYPOTHESIS_ID 400; SESSION_NOT_FOUND,
 // OBLIGATION_NOT_FOUND and EVENT_NOT_FOUND 404; SESSION_TERMINATED and
 // CONFLICT 409; stale If-Match 412 CONFLICT; a body over the limit 413
@@ -67,26 +93,8 @@
 // 500 INTERNAL (logged, not sent). Bad input is never a 500: FuzzHandler
 // and FuzzDecoders check it.
 //
-// # Guarantees and tests
-//
-//   - Every error code over HTTP: TestHTTPErrorModel, TestStatusOf.
-//   - Many goroutines over many sessions (-race): TestHTTPConcurrent.
-//   - Restart over a FileStorage: TestHTTPRestartFileStorage.
-//   - Oversized bodies over loopback (raw TCP and http.Client, declared
-//     and chunked): TestOversizedBodyIsAnswered413NotReset,
-//     TestOversizedContentLengthIsAnsweredBeforeTheBody,
-//     TestOversizedExpectContinueIsNotDrained,
-//     TestOversizedBodyDrainIsBounded.
-//   - The OpenAPI document is the handler: TestOpenAPIMatchesRoutes,
-//     TestOpenAPIRequestSchemas, TestOpenAPIResponseSchemas.
-//
 // # Not covered
 //
 // No authentication, TLS or rate limiting: mount the Handler behind what
 // the host already uses. No listing or deletion of sessions.
-//
-// # Usage
-//
-//	b, _ := belief.NewServer(ctx, belief.NewMemoryStorage())
-//	http.ListenAndServe("127.0.0.1:8080", server.New(b, server.WithLogger(slog.Default())))
 package server

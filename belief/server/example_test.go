@@ -33,6 +33,10 @@ func ExampleNew() {
 		"causal_graph_ref":"graphstore://postgres-repl","causal_graph_version":"v17"},
 		"hypotheses":["disk","network","config"]}`)
 	id := created["session_id"].(string)
+	bad := post("/v1/sessions", `{"hypotheses":["a",1],"extra":true}`)
+	for _, v := range bad["error"].(map[string]any)["details"].(map[string]any)["violations"].([]any) {
+		fmt.Println(v.(map[string]any)["path"], v.(map[string]any)["rule"])
+	}
 	r := post("/v1/sessions/"+id+"/eliminate", `{"source_id":"adapter://sre","observation_id":"probe-1","eliminated":["disk","nope"]}`)
 	fmt.Println(r["error"].(map[string]any)["code"])
 	r = post("/v1/sessions/"+id+"/eliminate", `{"source_id":"adapter://sre","observation_id":"probe-1","eliminated":["disk","network"]}`)
@@ -41,6 +45,10 @@ func ExampleNew() {
 	fmt.Println(r["approved"], r["reason"])
 	// Output:
 	// 201
+	// 400
+	// /extra unknown_field
+	// /hypotheses/1 type
+	// /ontology required
 	// 400
 	// INVALID_HYPOTHESIS_ID
 	// 200

@@ -1,8 +1,13 @@
+// Bad input is never a 500 and never a panic: FuzzDecoders (every request
+// decoder, JSON Pointer paths and rules included) and FuzzHandler (every
+// route with arbitrary bodies).
+
 package server
 
 import (
 	"encoding/json"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -25,25 +30,34 @@ func FuzzDecoders(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		if req, vs := decodeDeclare(body); len(vs) == 0 {
-			mustMarshal(t, req)
+		check := func(req any, vs []belief.Violation) {
+			if len(vs) == 0 {
+				mustMarshal(t, req)
+			}
+			checkViolations(t, vs)
 		}
-		if req, vs := decodeEliminate(body, "sid"); len(vs) == 0 {
-			mustMarshal(t, req)
-		}
-		if req, vs := decodeObligation(body, "sid"); len(vs) == 0 {
-			mustMarshal(t, req)
-		}
-		if req, vs := decodeExit(body, "sid", "ob"); len(vs) == 0 {
-			mustMarshal(t, req)
-		}
-		if req, vs := decodeConclusion(body, "sid"); len(vs) == 0 {
-			mustMarshal(t, req)
-		}
-		if req, vs := decodeTermination(body, "sid"); len(vs) == 0 {
-			mustMarshal(t, req)
-		}
+		check(decodeDeclare(body))
+		check(decodeEliminate(body, "sid"))
+		check(decodeObligation(body, "sid"))
+		check(decodeExit(body, "sid", "ob"))
+		check(decodeConclusion(body, "sid"))
+		check(decodeTermination(body, "sid"))
 	})
+}
+
+// checkViolations: each violation is located by a JSON Pointer ("" or
+// starting with "/") and names one of belief's rules.
+func checkViolations(t *testing.T, vs []belief.Violation) {
+	rules := []string{belief.RuleSyntax, belief.RuleType, belief.RuleRequired, belief.RuleRange, belief.RuleUTF8,
+		belief.RuleUnknownField, belief.RulePathMismatch, belief.RuleDuplicate}
+	for _, v := range vs {
+		if v.Path != "" && !strings.HasPrefix(v.Path, "/") {
+			t.Fatalf("path %q is not a JSON Pointer", v.Path)
+		}
+		if !slices.Contains(rules, v.Rule) || v.Message == "" {
+			t.Fatalf("violation %+v names no rule or says nothing", v)
+		}
+	}
 }
 
 func mustMarshal(t *testing.T, v any) {

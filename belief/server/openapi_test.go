@@ -1,3 +1,12 @@
+// The OpenAPI document is the handler, and the tests that check it.
+//
+//   - Paths, methods and statuses are the route table: TestOpenAPIMatchesRoutes.
+//   - Request members and required members are the decoders':
+//     TestOpenAPIRequestSchemas.
+//   - Responses, the error envelope and each violation (path, rule,
+//     message; the rule enum is belief's rules) are as documented:
+//     TestOpenAPIResponseSchemas.
+
 package server
 
 import (

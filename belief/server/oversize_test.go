@@ -1,3 +1,12 @@
+// Oversized bodies over loopback (raw TCP and http.Client, declared and
+// chunked), and the tests that check them: a 413 the client reads, not a
+// reset (TestOversizedBodyIsAnswered413NotReset), before the body when
+// Content-Length declares it (TestOversizedContentLengthIsAnsweredBeforeTheBody),
+// no drain for 100 Continue (TestOversizedExpectContinueIsNotDrained), a
+// bounded drain (TestOversizedBodyDrainIsBounded), and the limits of
+// http.MaxBytesHandler and WithMaxBodyBytes (TestMaxBytesHandlerInFrontIsAnswered413,
+// TestBodyOverLimitIs413).
+
 package server
 
 import (

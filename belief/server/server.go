@@ -346,7 +346,9 @@ type EliminateResponse struct {
 	AuditEventID string          `json:"audit_event_id"`
 }
 
-// AuditResponse is the body of 200 on GET .../audit.
+// AuditResponse is the body of 200 on GET .../audit. A client reads the
+// events back with belief.DecodeAuditLog (json.Unmarshal does not read an
+// AuditEntry).
 type AuditResponse struct {
 	Events []belief.AuditEntry `json:"events"`
 }

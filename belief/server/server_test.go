@@ -1,3 +1,15 @@
+// The HTTP transport, and the tests that check it.
+//
+//   - Every error code over HTTP, in the documented envelope; violations
+//     carry a JSON Pointer and a rule, belief errors say "belief: " once:
+//     TestHTTPErrorModel, TestStatusOf.
+//   - Every documented status is produced and nothing else:
+//     TestHTTPStatusCoverage.
+//   - Many goroutines over many sessions (-race), and the audit log read
+//     back with belief.DecodeAuditLog replays to the snapshot:
+//     TestHTTPConcurrent.
+//   - Restart over a FileStorage: TestHTTPRestartFileStorage.
+
 package server
 
 import (
