@@ -34,7 +34,7 @@ var (
 	ErrInvalidUTF8    = errors.New("canon: invalid UTF-8 in string")
 	ErrNonFinite      = errors.New("canon: number is not finite")
 	ErrTooDeep        = errors.New("canon: nesting too deep")
-	ErrUnsafeInteger  = errors.New("canon: integer literal is not exactly a double and would be rounded; send it as a decimal string")
+	ErrUnsafeInteger  = errors.New("canon: integer would not be read back as the same number; send it as a decimal string")
 	ErrNotCanonical   = errors.New("canon: not in canonical form")
 	ErrUnsupportedVal = errors.New("canon: unsupported Go value")
 )
@@ -71,7 +71,14 @@ func AppendTransform(dst, in []byte) ([]byte, error) {
 // appendTransform is AppendTransform for a text that sits inside depth
 // arrays and objects, which count towards MaxDepth.
 func appendTransform(dst, in []byte, depth int) ([]byte, error) {
-	p := parser{in: in, out: dst, depth: depth}
+	return appendTransformMode(dst, in, depth, false)
+}
+
+// appendTransformMode is appendTransform; with sameDigits, an integer
+// literal is accepted only when canonical JSON writes it with the same
+// digits and they are its double's exact value (see Marshal).
+func appendTransformMode(dst, in []byte, depth int, sameDigits bool) ([]byte, error) {
+	p := parser{in: in, out: dst, depth: depth, sameDigits: sameDigits}
 	p.skipSpace()
 	if err := p.value(); err != nil {
 		return dst, err
@@ -132,6 +139,8 @@ type parser struct {
 	depth   int
 	members []member // a stack shared by all open objects
 	scratch []byte   // reorder buffer
+
+	sameDigits bool // Marshal's rule: an integer literal is its double's exact value
 }
 
 func (p *parser) fail(err error, detail string) error {
@@ -583,7 +592,11 @@ func (p *parser) number() error {
 		if !ok {
 			return &SyntaxError{Offset: start, Err: ErrUnsafeInteger, Detail: string(lit)}
 		}
+		n := len(p.out)
 		p.out = AppendFloat(p.out, f)
+		if p.sameDigits && (!bytes.Equal(p.out[n:], lit) || !spellsItself(math.Abs(f))) {
+			return &SyntaxError{Offset: start, Err: ErrUnsafeInteger, Detail: string(lit) + " is not the exact value of the double " + string(p.out[n:]) + " stands for"}
+		}
 		return nil
 	}
 	f, err := strconv.ParseFloat(string(lit), 64)

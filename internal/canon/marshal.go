@@ -18,12 +18,17 @@ import (
 // map[string]string, []string — are encoded directly. Any other value goes
 // through encoding/json (with HTML escaping off, so "<" stays "<") and is
 // then canonicalised by Transform, so struct tags and MarshalJSON methods
-// are honoured. The same limits as Transform apply: a non-finite float is
-// an error, and so is a Go integer that is not exactly a double (2^53+1,
-// math.MaxInt64), with ErrUnsafeInteger. Every other Go integer is written
-// as RFC 8785 writes that double: its digits up to ±(2^53−1), and beyond
-// that possibly rounded digits (uint64(1)<<60 is 1152921504606847000), so
-// a value meant as an exact integer beyond MaxSafeInteger goes in a string.
+// are honoured. The limits of Transform apply (a non-finite float is an
+// error), and one more, because Go integers are meant exactly: Marshal
+// writes an integer literal only when canonical JSON spells it with the
+// same digits, so a reader that parses integers and one that parses
+// doubles read the same number. 2^53 and float64(1.5e20) are written as
+// their digits; int64(1)<<60, whose canonical text would be
+// 1152921504606847000 (24 above it), and 2^53+1 are refused with
+// ErrUnsafeInteger: send such values as decimal strings. The rule covers
+// every literal Marshal writes, including those encoding/json writes for
+// struct fields, json.Number and json.RawMessage. Transform, which reads
+// documents rather than Go values, accepts every double's canonical text.
 func Marshal(v any) ([]byte, error) {
 	return AppendMarshal(nil, v)
 }
@@ -94,9 +99,9 @@ func appendValue(dst []byte, v any, depth int) ([]byte, error) {
 		if n := len(x); n == 0 || !(x[0] == '-' || x[0] >= '0' && x[0] <= '9') || x[n-1] < '0' || x[n-1] > '9' {
 			return dst, &SyntaxError{Err: ErrSyntax, Detail: fmt.Sprintf("json.Number %q is not a number literal", string(x))}
 		}
-		return appendTransform(dst, []byte(x), depth)
+		return appendTransformMode(dst, []byte(x), depth, true)
 	case json.RawMessage:
-		return appendTransform(dst, x, depth)
+		return appendTransformMode(dst, x, depth, true)
 	case []any:
 		dst = append(dst, '[')
 		for i, e := range x {
@@ -162,7 +167,7 @@ func appendValue(dst []byte, v any, depth int) ([]byte, error) {
 		if err := enc.Encode(v); err != nil {
 			return dst, fmt.Errorf("%w: %v", ErrUnsupportedVal, err)
 		}
-		return appendTransform(dst, bytes.TrimRight(buf.Bytes(), "\n"), depth)
+		return appendTransformMode(dst, bytes.TrimRight(buf.Bytes(), "\n"), depth, true)
 	}
 }
 
@@ -180,28 +185,44 @@ func appendInt(dst []byte, v int64) ([]byte, error) {
 	if v < 0 {
 		u = -u // two's complement: right for math.MinInt64 too
 	}
-	if !isDouble(u) {
-		return dst, &SyntaxError{Err: ErrUnsafeInteger, Detail: strconv.FormatInt(v, 10)}
+	if !keepsDigits(u) {
+		return dst, &SyntaxError{Err: ErrUnsafeInteger, Detail: strconv.FormatInt(v, 10) + " would not keep its digits; send it as a string"}
 	}
 	return AppendFloat(dst, float64(v)), nil
 }
 
 func appendUint(dst []byte, v uint64) ([]byte, error) {
-	if !isDouble(v) {
-		return dst, &SyntaxError{Err: ErrUnsafeInteger, Detail: strconv.FormatUint(v, 10)}
+	if !keepsDigits(v) {
+		return dst, &SyntaxError{Err: ErrUnsafeInteger, Detail: strconv.FormatUint(v, 10) + " would not keep its digits; send it as a string"}
 	}
 	return AppendFloat(dst, float64(v)), nil
 }
 
-// isDouble reports whether u is exactly a double: its significant bits,
-// from the highest set one to the lowest, fit in the 53 of a mantissa.
-func isDouble(u uint64) bool {
-	return u == 0 || bits.Len64(u)-bits.TrailingZeros64(u) <= 53
+// keepsDigits reports whether the integer u is written with its own
+// digits: it is exactly a double whose canonical text is its value.
+func keepsDigits(u uint64) bool {
+	return u <= MaxSafeInteger || bits.Len64(u)-bits.TrailingZeros64(u) <= 53 && spellsItself(float64(u))
+}
+
+// spellsItself reports whether the canonical text of the double a ≥ 0,
+// when it is an integer literal (an integral a below 1e21), is a's exact
+// decimal value. RFC 8785 writes the shortest digits that read back as
+// the same double, so beyond 2^53 they may differ from the value:
+// 2^60 = 1152921504606846976 is written 1152921504606847000.
+func spellsItself(a float64) bool {
+	if a <= MaxSafeInteger || a >= 1e21 || a != math.Trunc(a) {
+		return true
+	}
+	var x, y [24]byte
+	return bytes.Equal(AppendFloat(x[:0], a), strconv.AppendFloat(y[:0], a, 'f', 0, 64))
 }
 
 func appendFloat(dst []byte, f float64) ([]byte, error) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return dst, &SyntaxError{Err: ErrNonFinite}
+	}
+	if !spellsItself(math.Abs(f)) {
+		return dst, &SyntaxError{Err: ErrUnsafeInteger, Detail: strconv.FormatFloat(f, 'f', 0, 64) + " would not keep its digits; send it as a string"}
 	}
 	return AppendFloat(dst, f), nil
 }
