@@ -350,12 +350,12 @@ func logit(p float64) float64 {
 	return math.Log(p) - math.Log1p(-p)
 }
 
+// sigmoid returns 1/(1+e^−z). The one formula, unlike the e^z/(1+e^z)
+// often used for z < 0, is monotone in floating point too (each step rounds
+// monotonically), so Platt scaling with A > 0 never reverses two
+// confidences; for z < −709 e^−z overflows to +Inf and the result is 0.
 func sigmoid(z float64) float64 {
-	if z >= 0 {
-		return 1 / (1 + math.Exp(-z))
-	}
-	e := math.Exp(z)
-	return e / (1 + e)
+	return 1 / (1 + math.Exp(-z))
 }
 
 // softplus returns ln(1 + e^x) without overflow.

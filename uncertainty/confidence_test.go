@@ -2,8 +2,9 @@ package uncertainty_test
 
 // The guarantees of the confidence score and its calibrators:
 //
-//   - Calibrated confidences stay in [0, 1], Platt scaling is monotone:
-//     TestCalibratorsStayInUnitInterval.
+//   - Calibrated confidences stay in [0, 1], Platt scaling is monotone,
+//     in floating point too: TestCalibratorsStayInUnitInterval,
+//     TestPlattMonotoneInFloatingPoint.
 //   - Calibration reduces ECE on held-out data:
 //     TestCalibrationReducesECEOnHeldOutData.
 
@@ -237,4 +238,27 @@ func TestConfidenceScore(t *testing.T) {
 	assert.ErrorIs(t, err, uncertainty.ErrInvalidInput)
 	_, err = uncertainty.ConfidenceScore(0.5, uncertainty.ConfidenceOptions{Thresholds: &uncertainty.Thresholds{Execute: -1}})
 	assert.ErrorIs(t, err, uncertainty.ErrInvalidInput)
+}
+
+// TestPlattMonotoneInFloatingPoint: Platt scaling with A > 0 keeps the
+// order of confidences in floating point too, down to an A so small that
+// every output differs from σ(B) by a rounding error (a fit found such a
+// Platt on all-wrong data, and e^z/(1+e^z) put f(0.25) one rounding above
+// f(0.5)).
+func TestPlattMonotoneInFloatingPoint(t *testing.T) {
+	p := uncertainty.Platt{A: 1.0821448998558299e-16, B: -1.7917594692280523}
+	assert.LessOrEqual(t, p.Calibrate(0.25), p.Calibrate(0.5))
+	for _, a := range []float64{1e-17, 1e-16, 3e-16, 1e-15, 1e-10, 1, 40} {
+		for b := -40.0; b <= 40; b += 0.37 {
+			p := uncertainty.Platt{A: a, B: b}
+			prev := p.Calibrate(0)
+			for x := 0.001; x <= 1; x += 0.001 {
+				v := p.Calibrate(x)
+				if v < prev {
+					t.Fatalf("Platt %+v: f(%v) = %v below f(%v) = %v", p, x, v, x-0.001, prev)
+				}
+				prev = v
+			}
+		}
+	}
 }
