@@ -118,7 +118,7 @@ func BenchmarkEvaluate(b *testing.B) {
 			s := benchState(b, n+2)
 			ks := k.Start()
 			loop(b, func() {
-				if v := k.Evaluate(ks, s, benchAction); !v.Allowed {
+				if v := k.Evaluate(ks, s, benchAction); !v.Allowed() {
 					b.Fatal(v.Err())
 				}
 			})
@@ -204,7 +204,7 @@ func BenchmarkTraceShare(b *testing.B) {
 	b.ReportMetric(float64(len(payload)), "payload-bytes")
 	target := trace.NewMemoryLog()
 	loop(b, func() {
-		if _, err := target.AppendCanonical(ctx, kernel.KindExecute, payload); err != nil {
+		if _, err := target.Append(ctx, kernel.KindExecute, payload); err != nil {
 			b.Fatal(err)
 		}
 	})

@@ -28,14 +28,6 @@ type ledgerEntry struct {
 	rolledBack        bool
 }
 
-// NewBudget returns a budget of limit with nothing spent.
-func NewBudget(limit Cost) (Budget, error) {
-	if limit < 0 {
-		return Budget{}, fmt.Errorf("%w: negative budget %s", ErrInvalidCost, limit)
-	}
-	return Budget{limit: limit}, nil
-}
-
 // Limit returns B0.
 func (b Budget) Limit() Cost { return b.limit }
 
@@ -51,22 +43,22 @@ func (b Budget) Net() Cost { return b.gross - b.refunded }
 // Remaining returns Limit − Net.
 func (b Budget) Remaining() Cost { return b.limit - b.Net() }
 
-// Executions returns the number of ledger entries.
-func (b Budget) Executions() int { return b.entries }
+// executions returns the number of ledger entries.
+func (b Budget) executions() int { return b.entries }
 
-// CanAfford reports whether c is a valid cost that fits the remaining
+// canAfford reports whether c is a valid cost that fits the remaining
 // budget: 0 ≤ c ≤ Limit − Net (computed without overflow).
-func (b Budget) CanAfford(c Cost) bool { return c >= 0 && c <= b.Remaining() }
+func (b Budget) canAfford(c Cost) bool { return c >= 0 && c <= b.Remaining() }
 
-// Charge records that execution id was charged c. It fails with
+// charge records that execution id was charged c. It fails with
 // ErrBudgetExceeded if c does not fit, ErrInvalidCost if c < 0,
 // ErrDuplicateExecution if id was already charged, and ErrOverflow if the
 // gross total would leave int64.
-func (b Budget) Charge(id string, c Cost) (Budget, error) {
+func (b Budget) charge(id string, c Cost) (Budget, error) {
 	if c < 0 {
 		return b, fmt.Errorf("%w: negative charge %s", ErrInvalidCost, c)
 	}
-	if !b.CanAfford(c) {
+	if !b.canAfford(c) {
 		return b, fmt.Errorf("%w: cost %s, remaining %s", ErrBudgetExceeded, c, b.Remaining())
 	}
 	gross, ok := addInt(int64(b.gross), int64(c))
@@ -89,10 +81,10 @@ func (b Budget) Charged(id string) (charged, refunded Cost, ok bool) {
 	return l.charged, l.refunded, true
 }
 
-// Refund gives back amount of what execution id was charged. It fails with
+// refund gives back amount of what execution id was charged. It fails with
 // ErrUnknownExecution for an id never charged and ErrRefundTooLarge if
 // amount exceeds the charge minus earlier refunds.
-func (b Budget) Refund(id string, amount Cost) (Budget, error) {
+func (b Budget) refund(id string, amount Cost) (Budget, error) {
 	if amount < 0 {
 		return b, fmt.Errorf("%w: negative refund %s", ErrInvalidCost, amount)
 	}

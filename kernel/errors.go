@@ -191,7 +191,7 @@ type RejectedError struct {
 func (e *RejectedError) Error() string {
 	var b strings.Builder
 	b.WriteString("kernel: action ")
-	fmt.Fprintf(&b, "%q rejected", e.Verdict.ActionID)
+	fmt.Fprintf(&b, "%q rejected", e.Verdict.ActionID())
 	for _, c := range e.Verdict.Failures() {
 		b.WriteString("; ")
 		b.WriteString(unprefixed(c.Reason))

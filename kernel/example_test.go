@@ -29,8 +29,8 @@ func ExampleKernel_Evaluate() {
 		Effects: []kernel.Effect{kernel.Decrement("balance", kernel.Int(8))}}
 
 	v := k.Evaluate(k.Start(), s, withdraw)
-	fmt.Println("allowed:", v.Allowed)
-	for _, c := range v.Checks {
+	fmt.Println("allowed:", v.Allowed())
+	for _, c := range v.Checks() {
 		fmt.Println(c.Check, c.Name, c.Status)
 	}
 	// Output:

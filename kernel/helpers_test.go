@@ -40,7 +40,7 @@ func mustKernel(t tb, cfg kernel.Config) *kernel.Kernel {
 func fixedClockLog(t testing.TB) *trace.Log {
 	t.Helper()
 	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	log, err := trace.New(trace.NewMemory(), trace.WithClock(func() time.Time { clock = clock.Add(time.Millisecond); return clock }))
+	log, err := trace.NewLog(trace.NewMemory(), trace.WithClock(func() time.Time { clock = clock.Add(time.Millisecond); return clock }))
 	require.NoError(t, err)
 	return log
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 )
 
 // Config configures a Kernel.
@@ -180,46 +181,50 @@ type CheckResult struct {
 	Err    error  // for StatusFailed and StatusWarned: the error (wraps a sentinel)
 }
 
-// Verdict is what Evaluate decides, with one CheckResult per check in the
-// documented order and the simulated next state.
+// Verdict is what Evaluate decides about one action: whether it may run,
+// one CheckResult per check in the documented order, and the simulated
+// next state. It is a value of the kernel's own making: nothing in it can
+// be edited, so Commit can trust it, and a Verdict applies only to the
+// state and Meter it was made for. The zero Verdict allows nothing.
 type Verdict struct {
-	ActionID  string
-	Allowed   bool
-	Emergency bool
-	Checks    []CheckResult
-	// Next is the simulated next state when every effect applied (whether
-	// or not the action is allowed); otherwise the current state.
-	Next State
-
-	// What Commit relies on is kept unexported, so that editing the
-	// exported fields above cannot make Commit accept anything.
-	ok        bool
+	allowed   bool
 	emergency bool
-	warnings  []CheckResult // the StatusWarned checks (nil if none)
+	checks    []CheckResult
 	next      State
-	inverse   []Effect
-	action    Action
-	tag       *byte
+	action    Action   // the kernel's own copy of the evaluated action
+	inverse   []Effect // the algebraic inverse of the action's effects
+	tag       *byte    // the kernel that made it
 	from      *stateData
-	fromKS    Meter
+	fromMeter Meter
 }
+
+// Allowed reports whether no check failed: Commit will commit the action.
+func (v Verdict) Allowed() bool { return v.allowed }
+
+// Emergency reports whether the action is a registered emergency action.
+func (v Verdict) Emergency() bool { return v.emergency }
+
+// ActionID returns the id of the evaluated action.
+func (v Verdict) ActionID() string { return v.action.ID }
+
+// Checks returns a copy of every check's result, in the documented order.
+func (v Verdict) Checks() []CheckResult { return slices.Clone(v.checks) }
+
+// Next returns the simulated next state when every effect applied
+// (whether or not the action is allowed); otherwise the current state.
+func (v Verdict) Next() State { return v.next }
 
 // Failures returns the failed checks.
-func (v Verdict) Failures() []CheckResult {
-	var out []CheckResult
-	for _, c := range v.Checks {
-		if c.Status == StatusFailed {
-			out = append(out, c)
-		}
-	}
-	return out
-}
+func (v Verdict) Failures() []CheckResult { return v.with(StatusFailed) }
 
 // Warnings returns the monitoring invariants that are violated.
-func (v Verdict) Warnings() []CheckResult {
+func (v Verdict) Warnings() []CheckResult { return v.with(StatusWarned) }
+
+// with returns the checks of status st (nil if none).
+func (v Verdict) with(st Status) []CheckResult {
 	var out []CheckResult
-	for _, c := range v.Checks {
-		if c.Status == StatusWarned {
+	for _, c := range v.checks {
+		if c.Status == st {
 			out = append(out, c)
 		}
 	}
@@ -228,13 +233,13 @@ func (v Verdict) Warnings() []CheckResult {
 
 // Err returns nil if the action is allowed, else a *RejectedError.
 func (v Verdict) Err() error {
-	if v.Allowed {
+	if v.allowed {
 		return nil
 	}
 	return &RejectedError{Verdict: v}
 }
 
-// Evaluate decides whether a may run from (ks, s), without changing
+// Evaluate decides whether a may run from (m, s), without changing
 // anything. The checks run in this order, every one of them reported:
 //
 //  1. well_formed: Action.Validate;
@@ -246,28 +251,26 @@ func (v Verdict) Err() error {
 //     configuration order (T3; skipped if effects failed);
 //  7. precondition: each precondition on (s, a), in order.
 //
-// The action is allowed iff no check failed.
-func (k *Kernel) Evaluate(ks Meter, s State, a Action) Verdict {
-	// The Verdict keeps its own copy of the action: changing the caller's
-	// slices afterwards cannot change what Commit records.
-	return k.evaluate(ks, s, a.clone(), nil, 0)
-}
-
-// evaluate is Evaluate with the Checks appended to checks[:0] (a scratch
-// buffer the caller owns; nil for a fresh one) and spare capacity for
-// spare more effects after the inverse.
-func (k *Kernel) evaluate(ks Meter, s State, a Action, checks []CheckResult, spare int) Verdict {
+// The action is allowed iff no check failed. The Verdict keeps its own
+// copy of a: changing the caller's slices afterwards changes nothing.
+func (k *Kernel) Evaluate(m Meter, s State, a Action) Verdict {
+	// The copy of the effects and the inverse share one allocation: the
+	// inverse has at most one effect per effect.
+	n := len(a.Effects)
+	buf := make([]Effect, n, 2*n)
+	copy(buf, a.Effects)
+	a.Effects, a.Tags = buf[:n:n], slices.Clone(a.Tags)
 	emergency := k.IsEmergency(a.ID)
-	if n := 5 + len(k.invariants) + len(k.preconds); cap(checks) < n {
-		checks = make([]CheckResult, 0, n)
-	}
 	v := Verdict{
-		ActionID:  a.ID,
-		Emergency: emergency,
-		Checks:    checks[:0],
-		Next:      s,
+		emergency: emergency,
+		checks:    make([]CheckResult, 0, 5+len(k.invariants)+len(k.preconds)),
+		next:      s,
+		action:    a,
+		tag:       k.tag,
+		from:      s.d,
+		fromMeter: m,
 	}
-	add := func(c CheckResult) { v.Checks = append(v.Checks, c) }
+	add := func(c CheckResult) { v.checks = append(v.checks, c) }
 	failed := false
 	fail := func(name CheckName, err error) {
 		failed = true
@@ -275,7 +278,7 @@ func (k *Kernel) evaluate(ks Meter, s State, a Action, checks []CheckResult, spa
 	}
 
 	wellFormed := true
-	if ks.tag != k.tag {
+	if m.tag != k.tag {
 		wellFormed = false
 		fail(CheckWellFormed, fmt.Errorf("%w: use Kernel.Start", ErrForeignState))
 	} else if err := a.Validate(); err != nil {
@@ -294,17 +297,17 @@ func (k *Kernel) evaluate(ks Meter, s State, a Action, checks []CheckResult, spa
 		add(CheckResult{Check: CheckMinCost, Status: StatusPassed})
 	}
 
-	if ks.budget.CanAfford(a.Cost) {
+	if m.budget.canAfford(a.Cost) {
 		add(CheckResult{Check: CheckBudget, Status: StatusPassed})
 	} else {
-		fail(CheckBudget, fmt.Errorf("%w: cost %s, remaining %s", ErrBudgetExceeded, a.Cost, ks.budget.Remaining()))
+		fail(CheckBudget, fmt.Errorf("%w: cost %s, remaining %s", ErrBudgetExceeded, a.Cost, m.budget.Remaining()))
 	}
 
 	switch {
 	case emergency:
 		add(CheckResult{Check: CheckStepLimit, Status: StatusSkipped, Reason: "emergency action"})
-	case ks.steps >= k.maxSteps:
-		fail(CheckStepLimit, fmt.Errorf("%w: %d of %d steps taken", ErrStepLimit, ks.steps, k.maxSteps))
+	case m.steps >= k.maxSteps:
+		fail(CheckStepLimit, fmt.Errorf("%w: %d of %d steps taken", ErrStepLimit, m.steps, k.maxSteps))
 	default:
 		add(CheckResult{Check: CheckStepLimit, Status: StatusPassed})
 	}
@@ -312,28 +315,11 @@ func (k *Kernel) evaluate(ks Meter, s State, a Action, checks []CheckResult, spa
 	simulated := false
 	if !wellFormed {
 		add(CheckResult{Check: CheckEffects, Status: StatusSkipped, Reason: "action is not well formed"})
+	} else if next, inv, err := simulate(s, a.Effects, buf[n:n:2*n]); err != nil {
+		fail(CheckEffects, err)
 	} else {
-		b := newBuilder(s)
-		b.grow(len(a.Effects))
-		inv := make([]Effect, 0, len(a.Effects)+spare)
-		var effErr error
-		for i, e := range a.Effects {
-			ie, err := b.apply(i, e)
-			if err != nil {
-				effErr = err
-				break
-			}
-			if ie.Op != 0 {
-				inv = append(inv, ie)
-			}
-		}
-		if effErr != nil {
-			fail(CheckEffects, effErr)
-		} else {
-			add(CheckResult{Check: CheckEffects, Status: StatusPassed})
-			slices.Reverse(inv)
-			v.Next, v.inverse, simulated = b.state(), inv, true
-		}
+		add(CheckResult{Check: CheckEffects, Status: StatusPassed})
+		v.next, v.inverse, simulated = next, inv, true
 	}
 
 	for _, inv := range k.invariants {
@@ -341,7 +327,7 @@ func (k *Kernel) evaluate(ks Meter, s State, a Action, checks []CheckResult, spa
 			add(CheckResult{Check: CheckInvariant, Name: inv.Name, Status: StatusSkipped, Reason: "no simulated next state"})
 			continue
 		}
-		ok, err := inv.Holds(v.Next)
+		ok, err := inv.Holds(v.next)
 		switch {
 		case ok:
 			add(CheckResult{Check: CheckInvariant, Name: inv.Name, Status: StatusPassed})
@@ -369,15 +355,26 @@ func (k *Kernel) evaluate(ks Meter, s State, a Action, checks []CheckResult, spa
 			add(CheckResult{Check: CheckPrecondition, Name: p.Name, Status: StatusFailed, Reason: err.Error(), Err: err})
 		}
 	}
+	v.allowed = !failed
+	return v
+}
 
-	v.Allowed = !failed
-	v.ok, v.emergency, v.next, v.action, v.tag, v.from, v.fromKS = !failed, emergency, v.Next, a, k.tag, s.d, ks
-	for _, c := range v.Checks {
-		if c.Status == StatusWarned {
-			v.warnings = append(v.warnings, c)
+// simulate applies effects to s and returns the next state and the
+// algebraic inverse, appended to inv (reversed: apply it in order).
+func simulate(s State, effects []Effect, inv []Effect) (State, []Effect, error) {
+	b := newBuilder(s)
+	b.grow(len(effects))
+	for i, e := range effects {
+		ie, err := b.apply(i, e)
+		if err != nil {
+			return s, nil, err
+		}
+		if ie.Op != 0 {
+			inv = append(inv, ie)
 		}
 	}
-	return v
+	slices.Reverse(inv)
+	return b.state(), inv, nil
 }
 
 // BudgetSnapshot is the budget totals at one moment.
@@ -401,82 +398,55 @@ type Record struct {
 	Steps          uint64 // Meter.Steps after the execution
 	EmergencySteps uint64
 	Warnings       []CheckResult // monitoring invariants violated by the next state
+	// Time is when a Session recorded the execution: the time of its
+	// trace entry. The pure Kernel leaves it zero.
+	Time time.Time
 }
 
-// clone returns a copy of r that shares no slices with it.
+// clone returns a copy of r that shares no slices with it: the action's
+// effects and the inverse in one allocation (they live and die together).
 func (r Record) clone() Record {
-	r.Action = r.Action.clone()
-	r.Inverse = slices.Clone(r.Inverse)
-	r.Warnings = slices.Clone(r.Warnings)
-	return r
-}
-
-// packedClone is clone except for the action's tags (the caller copies
-// them), with the action's effects and the inverse in one allocation
-// (they live and die together in a Session's history).
-func (r Record) packedClone() Record {
 	n, m := len(r.Action.Effects), len(r.Inverse)
-	if n == 0 || m == 0 {
-		r.Action.Effects = slices.Clone(r.Action.Effects)
-		r.Inverse = slices.Clone(r.Inverse)
-	} else {
-		buf := make([]Effect, n+m)
-		copy(buf, r.Action.Effects)
-		copy(buf[n:], r.Inverse)
-		r.Action.Effects = buf[:n:n]
-		r.Inverse = buf[n:]
-	}
+	buf := make([]Effect, n+m)
+	copy(buf, r.Action.Effects)
+	copy(buf[n:], r.Inverse)
+	r.Action.Effects, r.Inverse = buf[:n:n], buf[n:]
+	r.Action.Tags = slices.Clone(r.Action.Tags)
 	r.Warnings = slices.Clone(r.Warnings)
 	return r
 }
 
 // Execute evaluates a and, if it is allowed, commits it: it returns the
 // next world state, the next Meter (charged, step counted) and the
-// Record. If anything fails it returns s and ks themselves with an error
+// Record. If anything fails it returns s and m themselves with an error
 // (a *RejectedError for a rejection, ErrDuplicateExecution or ErrOverflow
 // from the ledger): nothing changes (T5). Everything is computed before
 // the commit and nothing is checked after it, so no predicate can split an
 // action.
-func (k *Kernel) Execute(ks Meter, s State, a Action, execID string) (State, Meter, Record, error) {
-	v := k.evaluate(ks, s, a, nil, 0) // Commit copies the action
-	return k.Commit(ks, s, v, execID)
+func (k *Kernel) Execute(m Meter, s State, a Action, execID string) (State, Meter, Record, error) {
+	return k.Commit(m, s, k.Evaluate(m, s, a), execID)
 }
 
 // Commit commits the action of a Verdict that this kernel's Evaluate
-// returned for exactly (ks, s): Execute without the evaluation, for
+// returned for exactly (m, s): Execute without the evaluation, for
 // callers that want to look at the Verdict first. A rejecting Verdict is
 // returned as a *RejectedError; a Verdict from another kernel, state or
-// meter is refused with ErrStaleVerdict (so a decision cannot be
-// applied to a state it was not made for). Commit uses the Verdict's own
-// unexported record of the decision: editing its exported fields changes
-// nothing.
-func (k *Kernel) Commit(ks Meter, s State, v Verdict, execID string) (State, Meter, Record, error) {
-	next, nks, rec, err := k.commit(ks, s, &v, execID)
-	if err == nil {
-		rec.Action = rec.Action.clone()
-		rec.Inverse = slices.Clone(rec.Inverse) // the Verdict may be committed again
+// Meter, or the zero Verdict, is refused with ErrStaleVerdict (so a
+// decision cannot be applied to a state it was not made for). The Record
+// shares nothing with the Verdict, which may be committed again (on
+// another branch of a pure kernel's history).
+func (k *Kernel) Commit(m Meter, s State, v Verdict, execID string) (State, Meter, Record, error) {
+	if v.tag != k.tag || v.from != s.d || v.fromMeter != m {
+		return s, m, Record{}, fmt.Errorf("%w: evaluate again", ErrStaleVerdict)
 	}
-	return next, nks, rec, err
-}
-
-// commit is Commit without copying the action: the Record's Action shares
-// its slices with the Verdict's (the caller copies it before handing it
-// out). Its Inverse is the Verdict's private one and Warnings is fresh.
-func (k *Kernel) commit(ks Meter, s State, v *Verdict, execID string) (State, Meter, Record, error) {
-	if v.tag != k.tag || v.from != s.d || v.fromKS != ks {
-		return s, ks, Record{}, fmt.Errorf("%w: evaluate again", ErrStaleVerdict)
+	if !v.allowed {
+		return s, m, Record{}, v.Err()
 	}
-	if !v.ok {
-		rv := *v
-		rv.Allowed = false
-		return s, ks, Record{}, rv.Err()
-	}
-	a := &v.action
-	budget, err := ks.budget.Charge(execID, a.Cost)
+	budget, err := m.budget.charge(execID, v.action.Cost)
 	if err != nil {
-		return s, ks, Record{}, err
+		return s, m, Record{}, err
 	}
-	next := Meter{budget: budget, steps: ks.steps, emergency: ks.emergency, tag: ks.tag}
+	next := Meter{budget: budget, steps: m.steps, emergency: m.emergency, tag: m.tag}
 	if v.emergency {
 		next.emergency++
 	} else {
@@ -484,7 +454,7 @@ func (k *Kernel) commit(ks Meter, s State, v *Verdict, execID string) (State, Me
 	}
 	rec := Record{
 		ExecID:         execID,
-		Action:         *a,
+		Action:         v.action,
 		Emergency:      v.emergency,
 		Before:         s.Fingerprint(),
 		After:          v.next.Fingerprint(),
@@ -493,7 +463,8 @@ func (k *Kernel) commit(ks Meter, s State, v *Verdict, execID string) (State, Me
 		Steps:          next.steps,
 		EmergencySteps: next.emergency,
 	}
-	rec.Warnings = slices.Clone(v.warnings)
+	rec = rec.clone()
+	rec.Warnings = v.Warnings()
 	return v.next, next, rec, nil
 }
 
@@ -505,6 +476,9 @@ type RollbackRecord struct {
 	Effects       []Effect    // the inverse effects applied
 	Budget        BudgetSnapshot
 	Steps         uint64 // unchanged by the rollback
+	// Time is when a Session recorded the rollback: the time of its trace
+	// entry. The pure Kernel leaves it zero.
+	Time time.Time
 }
 
 // Rollback undoes the execution rec on s (T7). s must be the state that
@@ -512,32 +486,32 @@ type RollbackRecord struct {
 // the inverse effects are applied and the result must have the fingerprint
 // the execution started from (ErrRollbackInexact); the execution's charge
 // is refunded exactly once (ErrAlreadyRolledBack, ErrUnknownExecution).
-// The step counters are never decremented. On error s and ks are returned
+// The step counters are never decremented. On error s and m are returned
 // unchanged.
-func (k *Kernel) Rollback(ks Meter, s State, rec Record) (State, Meter, RollbackRecord, error) {
-	if ks.tag != k.tag {
-		return s, ks, RollbackRecord{}, fmt.Errorf("%w: use Kernel.Start", ErrForeignState)
+func (k *Kernel) Rollback(m Meter, s State, rec Record) (State, Meter, RollbackRecord, error) {
+	if m.tag != k.tag {
+		return s, m, RollbackRecord{}, fmt.Errorf("%w: use Kernel.Start", ErrForeignState)
 	}
 	if got := s.Fingerprint(); got != rec.After {
-		return s, ks, RollbackRecord{}, fmt.Errorf("%w: have %s, the execution produced %s", ErrFingerprintMismatch, got, rec.After)
+		return s, m, RollbackRecord{}, fmt.Errorf("%w: have %s, the execution produced %s", ErrFingerprintMismatch, got, rec.After)
 	}
 	h := keyHash(rec.ExecID)
-	l, ok := ks.budget.ledger.get(h, rec.ExecID)
+	l, ok := m.budget.ledger.get(h, rec.ExecID)
 	if !ok {
-		return s, ks, RollbackRecord{}, fmt.Errorf("%w: %q", ErrUnknownExecution, rec.ExecID)
+		return s, m, RollbackRecord{}, fmt.Errorf("%w: %q", ErrUnknownExecution, rec.ExecID)
 	}
 	if l.rolledBack {
-		return s, ks, RollbackRecord{}, fmt.Errorf("%w: %q", ErrAlreadyRolledBack, rec.ExecID)
+		return s, m, RollbackRecord{}, fmt.Errorf("%w: %q", ErrAlreadyRolledBack, rec.ExecID)
 	}
 	restored, err := ApplyEffects(s, rec.Inverse)
 	if err != nil {
-		return s, ks, RollbackRecord{}, fmt.Errorf("%w: %w", ErrRollbackInexact, err)
+		return s, m, RollbackRecord{}, fmt.Errorf("%w: %w", ErrRollbackInexact, err)
 	}
 	if restored.Fingerprint() != rec.Before {
-		return s, ks, RollbackRecord{}, fmt.Errorf("%w: restored %s, expected %s", ErrRollbackInexact, restored.Fingerprint(), rec.Before)
+		return s, m, RollbackRecord{}, fmt.Errorf("%w: restored %s, expected %s", ErrRollbackInexact, restored.Fingerprint(), rec.Before)
 	}
-	budget, charged := ks.budget.rollbackEntry(h, rec.ExecID, l)
-	next := Meter{budget: budget, steps: ks.steps, emergency: ks.emergency, tag: ks.tag}
+	budget, charged := m.budget.rollbackEntry(h, rec.ExecID, l)
+	next := Meter{budget: budget, steps: m.steps, emergency: m.emergency, tag: m.tag}
 	rr := RollbackRecord{
 		ExecID:  rec.ExecID,
 		Refund:  charged,
@@ -545,7 +519,7 @@ func (k *Kernel) Rollback(ks Meter, s State, rec Record) (State, Meter, Rollback
 		After:   rec.Before,
 		Effects: slices.Clone(rec.Inverse),
 		Budget:  snapshot(budget),
-		Steps:   ks.steps,
+		Steps:   m.steps,
 	}
 	return restored, next, rr, nil
 }

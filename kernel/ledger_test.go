@@ -22,8 +22,8 @@ func (m ledgerModel) with(id string, e ledgerEntry) ledgerModel {
 
 func checkLedger(t *testing.T, b Budget, m ledgerModel, ids []string) {
 	t.Helper()
-	if b.Executions() != len(m) {
-		t.Fatalf("executions %d, model %d", b.Executions(), len(m))
+	if b.executions() != len(m) {
+		t.Fatalf("executions %d, model %d", b.executions(), len(m))
 	}
 	for _, id := range ids {
 		c, r, ok := b.Charged(id)
@@ -59,7 +59,7 @@ func TestLedgerVersionsAgainstModel(t *testing.T) {
 				id = ids[rng.IntN(len(ids))] // maybe a duplicate
 			}
 			c := Cost(rng.IntN(100))
-			b, err := from.b.Charge(id, c)
+			b, err := from.b.charge(id, c)
 			if _, dup := from.m[id]; dup {
 				if err == nil {
 					t.Fatalf("duplicate charge of %s accepted", id)
@@ -74,7 +74,7 @@ func TestLedgerVersionsAgainstModel(t *testing.T) {
 		case op == 4:
 			id := ids[rng.IntN(len(ids))]
 			e, ok := from.m[id]
-			b, err := from.b.Refund(id, 1)
+			b, err := from.b.refund(id, 1)
 			if !ok || e.charged-e.refunded < 1 {
 				if err == nil {
 					t.Fatalf("refund of %s accepted", id)
@@ -118,7 +118,7 @@ func TestLedgerVersionsAgainstModel(t *testing.T) {
 func TestLedgerConcurrentCharges(t *testing.T) {
 	base := Budget{limit: 1 << 40}
 	for i := range 40 { // a partly filled tail, and a full one below
-		base, _ = base.Charge("base"+strconv.Itoa(i), 1)
+		base, _ = base.charge("base"+strconv.Itoa(i), 1)
 	}
 	var wg sync.WaitGroup
 	results := make([]Budget, 8)
@@ -129,7 +129,7 @@ func TestLedgerConcurrentCharges(t *testing.T) {
 			b := base
 			for i := range 100 {
 				var err error
-				if b, err = b.Charge("g"+strconv.Itoa(g)+"/"+strconv.Itoa(i), 1); err != nil {
+				if b, err = b.charge("g"+strconv.Itoa(g)+"/"+strconv.Itoa(i), 1); err != nil {
 					t.Error(err)
 					return
 				}
@@ -143,8 +143,8 @@ func TestLedgerConcurrentCharges(t *testing.T) {
 	}
 	wg.Wait()
 	for g, b := range results {
-		if b.Executions() != 140 || b.Gross() != 140 {
-			t.Fatalf("goroutine %d: %d executions, gross %d", g, b.Executions(), b.Gross())
+		if b.executions() != 140 || b.Gross() != 140 {
+			t.Fatalf("goroutine %d: %d executions, gross %d", g, b.executions(), b.Gross())
 		}
 		for h := range results {
 			_, _, ok := b.Charged("g" + strconv.Itoa(h) + "/99")

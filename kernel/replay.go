@@ -3,31 +3,29 @@ package kernel
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/google/uuid"
 
-	"github.com/verity-go/verity/internal/canon"
 	"github.com/verity-go/verity/trace"
 )
 
 // Replay rebuilds a Session from its log: it verifies the hash chain while
-// streaming the entries, re-executes every recorded execution and rollback
-// of session sessionID (the first kernel.start's session if sessionID is
-// empty) with k, and checks at each step that the fingerprints, budget
-// totals, step counters, emergency flag, inverse, warnings and rollback
-// effects and refund equal the recorded ones. Entries of other kinds or other sessions
-// are skipped; a rejection is checked against the state, budget and steps
-// it was made in. The returned Session continues appending to log; its
-// states equal those of the Session that wrote the log.
+// streaming the entries, decodes every entry of session sessionID (the
+// first StartEntry's session if sessionID is empty) with DecodeEntry,
+// re-executes every execution and rollback with k, and checks at each step
+// that the fingerprints, budget totals, step counters, emergency flag,
+// inverse, warnings and rollback effects and refund equal the recorded
+// ones. Entries of other kinds or other sessions are skipped; a rejection
+// is checked against the state, budget and steps it was made in. The
+// returned Session continues appending to log; its states equal those of
+// the Session that wrote the log, and its History's Records carry the
+// times of their entries.
 //
 // k must be configured as the recording kernel was (budget, minimum cost,
 // emergency ids, invariant and precondition names are compared with the
-// kernel.start entry); its predicates are re-run, so a nondeterministic
-// predicate makes replay fail rather than diverge silently.
+// StartEntry); its predicates are re-run, so a nondeterministic predicate
+// makes replay fail rather than diverge silently.
 func Replay(ctx context.Context, log *trace.Log, k *Kernel, sessionID string, opts ...Option) (*Session, error) {
 	var s *Session
 	var v trace.Verifier
@@ -38,32 +36,25 @@ func Replay(ctx context.Context, log *trace.Log, k *Kernel, sessionID string, op
 		if err := v.Add(e); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrReplay, err)
 		}
-		if !strings.HasPrefix(e.Kind, "kernel.") {
+		switch e.Kind {
+		case KindStart, KindExecute, KindReject, KindRollback:
+		default:
 			continue
 		}
-		x, err := decodeJSON(e.Payload)
+		x, err := DecodeEntry(e)
 		if err != nil {
-			return nil, replayErr(e, "payload: %v", err)
+			return nil, replayErr(e, err)
 		}
-		p, ok := x.(map[string]any)
-		if !ok {
-			return nil, replayErr(e, "payload is not an object")
-		}
-		sid, _ := p["session"].(string)
 		if s == nil {
-			if e.Kind != KindStart || (sessionID != "" && sid != sessionID) {
-				continue
-			}
-			if s, err = replayStart(k, log, p, sid, opts); err != nil {
-				return nil, replayErr(e, "%v", err)
+			if st, ok := x.(StartEntry); ok && (sessionID == "" || st.Session == sessionID) {
+				if s, err = replayStart(log, k, st, opts); err != nil {
+					return nil, replayErr(e, err)
+				}
 			}
 			continue
 		}
-		if sid != s.id {
-			continue
-		}
-		if err := s.replayEntry(e.Kind, p); err != nil {
-			return nil, replayErr(e, "%v", err)
+		if err := s.replay(x); err != nil {
+			return nil, replayErr(e, err)
 		}
 	}
 	if s == nil {
@@ -79,145 +70,123 @@ func Replay(ctx context.Context, log *trace.Log, k *Kernel, sessionID string, op
 	return s, nil
 }
 
-func replayErr(e trace.Entry, format string, args ...any) error {
-	return fmt.Errorf("%w: entry %d (%s): %s", ErrReplay, e.Seq, e.Kind, fmt.Sprintf(format, args...))
+func replayErr(e trace.Entry, err error) error {
+	return fmt.Errorf("%w: entry %d (%s): %s", ErrReplay, e.Seq, e.Kind, unprefixed(err.Error()))
 }
 
-func replayStart(k *Kernel, log *trace.Log, p map[string]any, sid string, opts []Option) (*Session, error) {
-	st, ok := p["state"].(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("state is not an object")
-	}
-	b := newBuilder(State{})
-	for key, raw := range st {
-		v, err := fromJSON(raw, 1)
-		if err != nil {
-			return nil, fmt.Errorf("state variable %q: %w", key, err)
-		}
-		b.set(key, v)
-	}
-	s, err := newSession(log, k, b.state(), append(slices.Clone(opts), WithSessionID(sid)))
+func replayStart(log *trace.Log, k *Kernel, st StartEntry, opts []Option) (*Session, error) {
+	s, err := newSession(log, k, st.State, append(slices.Clone(opts), WithSessionID(st.Session)))
 	if err != nil {
 		return nil, err
 	}
-	want, err := decodeJSON(s.startPayload(nil))
-	if err != nil {
-		return nil, err
-	}
-	for _, f := range []string{"budget", "min_cost", "max_steps", "emergency", "invariants", "preconditions"} {
-		if !sameJSON(want.(map[string]any)[f], p[f]) {
-			return nil, fmt.Errorf("the kernel's %s differs from the recorded one", f)
-		}
+	want := s.startEntry()
+	if err := same(
+		field{"budget", appendCost(nil, st.Budget), appendCost(nil, want.Budget)},
+		field{"min_cost", appendCost(nil, st.MinCost), appendCost(nil, want.MinCost)},
+		field{"max_steps", appendCount(nil, st.MaxSteps), appendCount(nil, want.MaxSteps)},
+		field{"emergency", appendStrings(nil, st.Emergency), appendStrings(nil, want.Emergency)},
+		field{"invariants", appendInvariants(nil, st.Invariants), appendInvariants(nil, want.Invariants)},
+		field{"preconditions", appendStrings(nil, st.Preconditions), appendStrings(nil, want.Preconditions)},
+	); err != nil {
+		return nil, fmt.Errorf("the kernel's configuration differs from the recorded one: %w", err)
 	}
 	return s, nil
 }
 
-// sameJSON compares two decoded JSON values by their canonical form.
-func sameJSON(a, b any) bool {
-	ca, errA := canon.Marshal(a)
-	cb, errB := canon.Marshal(b)
-	return errA == nil && errB == nil && string(ca) == string(cb)
-}
-
-func (s *Session) replayEntry(kind string, p map[string]any) error {
-	switch kind {
-	case KindExecute:
-		a, err := actionFromJSON(p["action"])
-		if err != nil {
-			return fmt.Errorf("action: %w", err)
+// replay applies one decoded entry of any session to s: entries of other
+// sessions are skipped.
+func (s *Session) replay(x Entry) error {
+	switch e := x.(type) {
+	case StartEntry:
+		if e.Session == s.id {
+			return fmt.Errorf("second kernel.start for the same session")
 		}
-		id, _ := p["exec"].(string)
-		if fp(p["before"]) != s.world.Fingerprint().String() {
-			return fmt.Errorf("recorded state %v, replayed state %s", p["before"], s.world.Fingerprint())
+	case ExecuteEntry:
+		if e.Session == s.id {
+			return s.replayExecute(e.Record)
 		}
-		world, ks, rec, err := s.k.Execute(s.ks, s.world, a, id)
-		if err != nil {
-			return fmt.Errorf("re-execution failed: %w", err)
+	case RejectEntry:
+		if e.Session == s.id {
+			return s.replayReject(e)
 		}
-		if fp(p["after"]) != rec.After.String() {
-			return fmt.Errorf("recorded next state %v, replayed %s", p["after"], rec.After)
-		}
-		if err := sameCounters(p, rec.Budget, rec.Steps); err != nil {
-			return err
-		}
-		if err := sameFields(p, map[string][]byte{
-			"emergency":       strconv.AppendBool(nil, rec.Emergency),
-			"emergency_steps": appendCount(nil, rec.EmergencySteps),
-			"inverse":         appendEffects(nil, rec.Inverse),
-			"warnings":        appendChecks(nil, rec.Warnings, true),
-		}); err != nil {
-			return err
-		}
-		s.world, s.ks = world, ks
-		s.history.add(rec)
-	case KindReject:
-		if fp(p["state"]) != s.world.Fingerprint().String() {
-			return fmt.Errorf("rejection recorded in state %v, replayed state %s", p["state"], s.world.Fingerprint())
-		}
-		if err := sameCounters(p, snapshot(s.ks.budget), s.ks.steps); err != nil {
-			return err
-		}
-	case KindRollback:
-		id, _ := p["exec"].(string)
-		rec := s.history.find(id)
-		if rec == nil {
-			return fmt.Errorf("rollback of unknown execution %q", id)
-		}
-		world, ks, rr, err := s.k.Rollback(s.ks, s.world, *rec)
-		if err != nil {
-			return fmt.Errorf("re-rollback failed: %w", err)
-		}
-		if fp(p["after"]) != rr.After.String() {
-			return fmt.Errorf("recorded restored state %v, replayed %s", p["after"], rr.After)
-		}
-		if err := sameCounters(p, rr.Budget, rr.Steps); err != nil {
-			return err
-		}
-		if err := sameFields(p, map[string][]byte{
-			"before":  appendFP(nil, rr.Before),
-			"effects": appendEffects(nil, rr.Effects),
-			"refund":  appendCost(nil, rr.Refund),
-		}); err != nil {
-			return err
-		}
-		s.world, s.ks = world, ks
-	case KindStart:
-		return fmt.Errorf("second kernel.start for the same session")
-	}
-	return nil
-}
-
-// sameFields checks that each recorded field of p equals the JSON the
-// replay produces for it.
-func sameFields(p map[string]any, want map[string][]byte) error {
-	for _, f := range slices.Sorted(maps.Keys(want)) {
-		w, err := decodeJSON(want[f])
-		if err != nil {
-			return err
-		}
-		if !sameJSON(w, p[f]) {
-			return fmt.Errorf("recorded %s %v, replayed %s", f, p[f], want[f])
+	case RollbackEntry:
+		if e.Session == s.id {
+			return s.replayRollback(e.RollbackRecord)
 		}
 	}
 	return nil
 }
 
-func fp(x any) string { s, _ := x.(string); return s }
+func (s *Session) replayExecute(got Record) error {
+	if got.Before != s.world.Fingerprint() {
+		return fmt.Errorf("recorded state %s, replayed state %s", got.Before, s.world.Fingerprint())
+	}
+	world, meter, rec, err := s.k.Execute(s.meter, s.world, got.Action, got.ExecID)
+	if err != nil {
+		return fmt.Errorf("re-execution failed: %w", err)
+	}
+	rec.Time = got.Time
+	if err := same(
+		field{"after", appendFP(nil, got.After), appendFP(nil, rec.After)},
+		field{"budget", appendBudget(nil, got.Budget), appendBudget(nil, rec.Budget)},
+		field{"steps", appendCount(nil, got.Steps), appendCount(nil, rec.Steps)},
+		field{"emergency", fmt.Append(nil, got.Emergency), fmt.Append(nil, rec.Emergency)},
+		field{"emergency_steps", appendCount(nil, got.EmergencySteps), appendCount(nil, rec.EmergencySteps)},
+		field{"inverse", appendEffects(nil, got.Inverse), appendEffects(nil, rec.Inverse)},
+		field{"warnings", appendChecks(nil, got.Warnings), appendChecks(nil, rec.Warnings)},
+	); err != nil {
+		return err
+	}
+	s.world, s.meter = world, meter
+	s.history.add(rec)
+	return nil
+}
 
-func sameCounters(p map[string]any, b BudgetSnapshot, steps uint64) error {
-	want, err := decodeJSON(appendBudget(nil, b))
+func (s *Session) replayReject(got RejectEntry) error {
+	if got.State != s.world.Fingerprint() {
+		return fmt.Errorf("rejection recorded in state %s, replayed state %s", got.State, s.world.Fingerprint())
+	}
+	return same(
+		field{"budget", appendBudget(nil, got.Budget), appendBudget(nil, snapshot(s.meter.budget))},
+		field{"steps", appendCount(nil, got.Steps), appendCount(nil, s.meter.steps)},
+	)
+}
+
+func (s *Session) replayRollback(got RollbackRecord) error {
+	rec := s.history.find(got.ExecID)
+	if rec == nil {
+		return fmt.Errorf("rollback of unknown execution %q", got.ExecID)
+	}
+	world, meter, rr, err := s.k.Rollback(s.meter, s.world, *rec)
 	if err != nil {
+		return fmt.Errorf("re-rollback failed: %w", err)
+	}
+	if err := same(
+		field{"after", appendFP(nil, got.After), appendFP(nil, rr.After)},
+		field{"before", appendFP(nil, got.Before), appendFP(nil, rr.Before)},
+		field{"budget", appendBudget(nil, got.Budget), appendBudget(nil, rr.Budget)},
+		field{"steps", appendCount(nil, got.Steps), appendCount(nil, rr.Steps)},
+		field{"effects", appendEffects(nil, got.Effects), appendEffects(nil, rr.Effects)},
+		field{"refund", appendCost(nil, got.Refund), appendCost(nil, rr.Refund)},
+	); err != nil {
 		return err
 	}
-	if !sameJSON(want, p["budget"]) {
-		return fmt.Errorf("recorded budget %v, replayed %v", p["budget"], want)
-	}
-	wantSteps, err := decodeJSON(appendCount(nil, steps))
-	if err != nil {
-		return err
-	}
-	if !sameJSON(wantSteps, p["steps"]) {
-		return fmt.Errorf("recorded steps %v, replayed %d", p["steps"], steps)
+	s.world, s.meter = world, meter
+	return nil
+}
+
+// field is one recorded member and what the replay produced for it, both
+// in their payload form.
+type field struct {
+	name          string
+	recorded, got []byte
+}
+
+func same(fields ...field) error {
+	for _, f := range fields {
+		if string(f.recorded) != string(f.got) {
+			return fmt.Errorf("recorded %s %s, replayed %s", f.name, f.recorded, f.got)
+		}
 	}
 	return nil
 }

@@ -44,7 +44,7 @@ func TestReplayRejectsDisagreeingFields(t *testing.T) {
 				p = strings.Replace(p, old, new, 1)
 				found = true
 			}
-			_, err := tl.AppendCanonical(ctx, e.Kind, []byte(p))
+			_, err := tl.Append(ctx, e.Kind, []byte(p))
 			require.NoError(t, err)
 		}
 		require.True(t, found)
@@ -95,7 +95,7 @@ func TestReplayRejectsDisagreeingWarnings(t *testing.T) {
 			require.Positive(t, i)
 			p = p[:i] + `"warnings":[]}`
 		}
-		_, err = tl.AppendCanonical(ctx, e.Kind, []byte(p))
+		_, err = tl.Append(ctx, e.Kind, []byte(p))
 		require.NoError(t, err)
 	}
 	_, err = kernel.Replay(ctx, log, k, "")

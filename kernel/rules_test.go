@@ -149,12 +149,12 @@ func TestEvaluateChecks(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			v := k.Evaluate(tt.ks, s, tt.action)
-			names := make([]kernel.CheckName, len(v.Checks))
-			for i, c := range v.Checks {
+			names := make([]kernel.CheckName, len(v.Checks()))
+			for i, c := range v.Checks() {
 				names[i] = c.Check
 			}
 			assert.Equal(t, order, names, "one result per check, in the documented order")
-			assert.Equal(t, tt.err == nil, v.Allowed)
+			assert.Equal(t, tt.err == nil, v.Allowed())
 			assert.Equal(t, tt.warned, len(v.Warnings()) > 0)
 			s1, ks1, _, err := k.Execute(tt.ks, s, tt.action, "id-"+tt.name)
 			if tt.err == nil {
@@ -415,36 +415,50 @@ func indexOf(b []byte, s string) int {
 	return -1
 }
 
-// TestCommitRefusesForgedOrStaleVerdicts: a Verdict applies only to the
-// state and meter it was made for, and editing its exported fields
-// does not turn a rejection into a commit.
+// TestCommitRefusesForgedOrStaleVerdicts: a Verdict cannot be edited, so
+// what remains to forge is where it is used: Commit refuses the zero
+// Verdict, a Verdict made for another state, for an earlier Meter or by
+// another kernel (ErrStaleVerdict), and commits a rejecting Verdict never;
+// each refusal changes nothing.
 func TestCommitRefusesForgedOrStaleVerdicts(t *testing.T) {
 	k := mustKernel(t, kernel.Config{Budget: 10 * kernel.Unit, MinActionCost: 1, Invariants: []kernel.Invariant{nonNegative("x")}})
 	s := mustState(t, map[string]any{"x": 1})
-	ks := k.Start()
+	m := k.Start()
+	refused := func(t *testing.T, k *kernel.Kernel, m kernel.Meter, s kernel.State, v kernel.Verdict, want error) {
+		t.Helper()
+		s1, m1, rec, err := k.Commit(m, s, v, "e")
+		require.ErrorIs(t, err, want)
+		assert.Equal(t, s, s1)
+		assert.Equal(t, m, m1)
+		assert.Empty(t, rec.ExecID)
+	}
+
 	bad := kernel.Action{ID: "bad", Cost: 1, Effects: []kernel.Effect{kernel.Set("x", kernel.Int(-5))}}
-	v := k.Evaluate(ks, s, bad)
-	require.False(t, v.Allowed)
-	v.Allowed = true
-	v.Checks = nil
-	s1, ks1, _, err := k.Commit(ks, s, v, "e")
-	require.ErrorIs(t, err, kernel.ErrRejected)
-	assert.Equal(t, s, s1)
-	assert.Equal(t, ks, ks1)
+	rejected := k.Evaluate(m, s, bad)
+	require.False(t, rejected.Allowed())
+	refused(t, k, m, s, rejected, kernel.ErrRejected)
+	checks := rejected.Checks()
+	for i := range checks {
+		checks[i].Status = kernel.StatusPassed
+	}
+	assert.False(t, rejected.Allowed(), "Checks returns a copy")
+	assert.NotEmpty(t, rejected.Failures())
+
+	refused(t, k, m, s, kernel.Verdict{}, kernel.ErrStaleVerdict)
+	assert.False(t, kernel.Verdict{}.Allowed(), "the zero Verdict allows nothing")
 
 	good := kernel.Action{ID: "good", Cost: 1, Effects: []kernel.Effect{kernel.Increment("x", kernel.Int(1))}}
-	v = k.Evaluate(ks, s, good)
-	other := mustState(t, map[string]any{"x": 100})
-	_, _, _, err = k.Commit(ks, other, v, "e")
-	require.ErrorIs(t, err, kernel.ErrStaleVerdict)
-	_, ks2, _, err := k.Execute(ks, s, good, "first")
+	v := k.Evaluate(m, s, good)
+	require.True(t, v.Allowed())
+	refused(t, k, m, mustState(t, map[string]any{"x": 100}), v, kernel.ErrStaleVerdict)
+	_, m2, _, err := k.Execute(m, s, good, "first")
 	require.NoError(t, err)
-	_, _, _, err = k.Commit(ks2, s, v, "e")
-	require.ErrorIs(t, err, kernel.ErrStaleVerdict, "a verdict is not reusable on a later meter")
+	refused(t, k, m2, s, v, kernel.ErrStaleVerdict) // an earlier Meter's Verdict
 	k2 := mustKernel(t, kernel.Config{Budget: 10 * kernel.Unit, MinActionCost: 1})
-	_, _, _, err = k2.Commit(ks, s, v, "e")
-	require.ErrorIs(t, err, kernel.ErrStaleVerdict)
-	s3, _, rec, err := k.Commit(ks, s, v, "e")
+	refused(t, k2, m, s, v, kernel.ErrStaleVerdict)
+	refused(t, k2, k2.Start(), s, k.Evaluate(m, s, good), kernel.ErrStaleVerdict)
+
+	s3, _, rec, err := k.Commit(m, s, v, "e")
 	require.NoError(t, err)
 	got, _ := s3.Get("x")
 	assert.True(t, got.Equal(kernel.Int(2)))

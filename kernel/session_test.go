@@ -2,7 +2,6 @@ package kernel_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -14,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/verity-go/verity/internal/canon"
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/trace"
 )
@@ -108,7 +106,7 @@ var incX = kernel.Action{ID: "inc", Name: "increment x", Cost: 2 * kernel.Unit, 
 func TestSessionSharedBudget(t *testing.T) {
 	k := sessionKernel(t)
 	store := &flakyStore{Memory: trace.NewMemory()}
-	log, err := trace.New(store)
+	log, err := trace.NewLog(store)
 	require.NoError(t, err)
 	shared := newFakeShared(int64(3 * kernel.Unit))
 	sess, err := kernel.NewSession(ctx, log, k, mustState(t, map[string]any{"x": 0}), kernel.WithSharedBudget(shared))
@@ -260,56 +258,6 @@ func TestSharedBudgetAcrossSessions(t *testing.T) {
 	assert.Equal(t, 6*kernel.Unit, total)
 }
 
-func TestSessionRecordsEveryTransition(t *testing.T) {
-	k := sessionKernel(t)
-	log := fixedClockLog(t)
-	sess, err := kernel.NewSession(ctx, log, k, mustState(t, map[string]any{"x": 0, "l": []any{1, 1}}), kernel.WithSessionID("s1"))
-	require.NoError(t, err)
-	a := kernel.Action{ID: "act", Name: "n", Description: "d", Cost: 1500, Category: "c", Tags: []string{"t"},
-		Effects: []kernel.Effect{kernel.Append("l", kernel.Int(1)), kernel.Set("f", kernel.Float(2))}}
-	rec, err := sess.Execute(ctx, a)
-	require.NoError(t, err)
-	_, err = sess.Execute(ctx, kernel.Action{ID: "bad", Cost: kernel.Unit, Effects: []kernel.Effect{kernel.Set("x", kernel.Int(-1))}})
-	require.ErrorIs(t, err, kernel.ErrInvariantViolated)
-	_, err = sess.Rollback(ctx, rec.ExecID)
-	require.NoError(t, err)
-	_, err = sess.Rollback(ctx, "nope")
-	require.ErrorIs(t, err, kernel.ErrUnknownExecution)
-
-	var kinds []string
-	var payloads []map[string]any
-	for e, err := range log.Entries(ctx, 0) {
-		require.NoError(t, err)
-		require.NoError(t, canon.Valid(e.Payload), "payloads are canonical")
-		kinds = append(kinds, e.Kind)
-		var p map[string]any
-		require.NoError(t, json.Unmarshal(e.Payload, &p))
-		payloads = append(payloads, p)
-	}
-	assert.Equal(t, []string{kernel.KindStart, kernel.KindExecute, kernel.KindReject, kernel.KindRollback}, kinds)
-	exec := payloads[1]
-	for _, f := range []string{"action", "after", "before", "budget", "emergency", "emergency_steps", "exec", "inverse", "session", "steps", "warnings"} {
-		assert.Contains(t, exec, f)
-	}
-	assert.Equal(t, "s1/1", exec["exec"])
-	act, err := kernel.DecodeAction(mustJSON(t, exec["action"]))
-	require.NoError(t, err)
-	assert.Equal(t, a, act, "the recorded action is the action, exactly (the float 2 stays a float)")
-	assert.Equal(t, rec.After.String(), exec["after"])
-	assert.Equal(t, map[string]any{"gross": "1.5", "limit": "10", "refunded": "0"}, exec["budget"])
-	rej := payloads[2]
-	assert.Len(t, rej["checks"], 6, "every check of the verdict is recorded")
-	rb := payloads[3]
-	assert.Equal(t, "1.5", rb["refund"])
-	assert.Equal(t, rec.Before.String(), rb["after"])
-}
-
-func mustJSON(t *testing.T, v any) []byte {
-	b, err := json.Marshal(v)
-	require.NoError(t, err)
-	return b
-}
-
 func TestReplayDetectsMismatch(t *testing.T) {
 	k := sessionKernel(t)
 	log := trace.NewMemoryLog()
@@ -344,7 +292,7 @@ func TestReplayDetectsMismatch(t *testing.T) {
 	m := trace.NewMemory()
 	entries[1].Payload = []byte(strings.Replace(string(entries[1].Payload), `"inc"`, `"ind"`, 1))
 	require.NoError(t, m.Append(ctx, entries...))
-	tl, err := trace.New(m)
+	tl, err := trace.NewLog(m)
 	require.NoError(t, err)
 	_, err = kernel.Replay(ctx, tl, k, "")
 	require.ErrorIs(t, err, kernel.ErrReplay)

@@ -261,14 +261,14 @@ func (s State) stateMap() stateMap {
 }
 
 // String returns the typed canonical JSON of the State.
-func (s State) String() string { return string(s.AppendJSON(nil)) }
+func (s State) String() string { return string(s.appendJSON(nil)) }
 
 // MarshalJSON returns the typed canonical JSON of the State: an RFC 8785
 // object of variable → value (see Value.MarshalJSON).
-func (s State) MarshalJSON() ([]byte, error) { return s.AppendJSON(nil), nil }
+func (s State) MarshalJSON() ([]byte, error) { return s.appendJSON(nil), nil }
 
-// AppendJSON appends the typed canonical JSON of the State to dst.
-func (s State) AppendJSON(dst []byte) []byte {
+// appendJSON appends the typed canonical JSON of the State to dst.
+func (s State) appendJSON(dst []byte) []byte {
 	keys := s.Keys()
 	return appendMembers(dst, keys, func(dst []byte, i int) []byte {
 		v, _ := s.Get(keys[i])

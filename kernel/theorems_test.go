@@ -175,7 +175,7 @@ func TestT5Atomicity(t *testing.T) {
 				return
 			}
 			if st.err != nil {
-				if st.verdict.Allowed {
+				if st.verdict.Allowed() {
 					t.Fatalf("allowed verdict but Execute failed: %v", st.err)
 				}
 				if st.s1 != st.s0 || st.ks1 != st.ks0 {
@@ -183,7 +183,7 @@ func TestT5Atomicity(t *testing.T) {
 				}
 				return
 			}
-			if !st.s1.Equal(st.verdict.Next) {
+			if !st.s1.Equal(st.verdict.Next()) {
 				t.Fatal("committed state is not the simulated state")
 			}
 			if st.ks1.Budget().Net()-st.ks0.Budget().Net() != st.action.Cost {
@@ -343,10 +343,10 @@ func TestT8EmergencyEscape(t *testing.T) {
 		hover := *setup.Emergency
 		run(t, setup, 40, func(st step) {
 			v := k.Evaluate(st.ks1, st.s1, hover)
-			if !v.Allowed {
+			if !v.Allowed() {
 				t.Fatalf("emergency refused: %v", v.Err())
 			}
-			for _, c := range v.Checks {
+			for _, c := range v.Checks() {
 				if (c.Check == kernel.CheckMinCost || c.Check == kernel.CheckStepLimit) != (c.Status == kernel.StatusSkipped) {
 					t.Fatalf("check %s status %s", c.Check, c.Status)
 				}

@@ -82,7 +82,7 @@ func run(ctx context.Context, w io.Writer) error {
 	}
 
 	fmt.Fprintln(w, "== 1. kernel: acting under a budget and invariants")
-	k, sess, err := startKernel(ctx, log)
+	k, sess, err := startKernel(ctx, log, clk.now)
 	if err != nil {
 		return err
 	}
@@ -140,7 +140,7 @@ func run(ctx context.Context, w io.Writer) error {
 	return nil
 }
 
-func startKernel(ctx context.Context, log *trace.Log) (*kernel.Kernel, *kernel.Session, error) {
+func startKernel(ctx context.Context, log *trace.Log, now func() time.Time) (*kernel.Kernel, *kernel.Session, error) {
 	k, err := kernel.New(kernel.Config{
 		Budget:        5 * kernel.Unit,
 		MinActionCost: kernel.Unit / 10,
@@ -163,7 +163,7 @@ func startKernel(ctx context.Context, log *trace.Log) (*kernel.Kernel, *kernel.S
 	if err != nil {
 		return nil, nil, err
 	}
-	sess, err := kernel.NewSession(ctx, log, k, initial, kernel.WithSessionID("oncall-7"), kernel.WithIDs(ids("exec")))
+	sess, err := kernel.NewSession(ctx, log, k, initial, kernel.WithClock(now), kernel.WithSessionID("oncall-7"), kernel.WithIDs(ids("exec")))
 	return k, sess, err
 }
 

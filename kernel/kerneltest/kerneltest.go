@@ -261,11 +261,9 @@ func CheckTheorems(t *rapid.T, s Setup) {
 		}
 	}
 	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	log, err := trace.New(trace.NewMemory(), trace.WithClock(func() time.Time { clock = clock.Add(time.Millisecond); return clock }))
-	if err != nil {
-		t.Fatalf("trace: %v", err)
-	}
-	sess, err := kernel.NewSession(ctx, log, k, s.Initial)
+	tick := func() time.Time { clock = clock.Add(time.Millisecond); return clock }
+	log := trace.NewMemoryLog()
+	sess, err := kernel.NewSession(ctx, log, k, s.Initial, kernel.WithClock(tick))
 	if err != nil {
 		t.Fatalf("NewSession: %v", err)
 	}
@@ -276,7 +274,7 @@ func CheckTheorems(t *rapid.T, s Setup) {
 	for i := range steps {
 		beforeState, beforeKS := sess.State(), sess.Meter()
 		if s.Emergency != nil {
-			if v := sess.Evaluate(*s.Emergency); !v.Allowed {
+			if v := sess.Evaluate(*s.Emergency); !v.Allowed() {
 				t.Fatalf("T8: emergency action %q refused at step %d: %v", s.Emergency.ID, i, v.Err())
 			}
 		}
@@ -315,7 +313,7 @@ func CheckTheorems(t *rapid.T, s Setup) {
 		rec, err := sess.Execute(ctx, a)
 		after, afterKS := sess.State(), sess.Meter()
 		if err != nil {
-			if verdict.Allowed {
+			if verdict.Allowed() {
 				t.Fatalf("T5: Evaluate allowed %q but Execute failed: %v", a.ID, err)
 			}
 			if !after.Equal(beforeState) || afterKS.Budget() != beforeKS.Budget() || afterKS.Steps() != beforeKS.Steps() {
@@ -323,10 +321,10 @@ func CheckTheorems(t *rapid.T, s Setup) {
 			}
 			continue
 		}
-		if !verdict.Allowed {
+		if !verdict.Allowed() {
 			t.Fatalf("T5: Evaluate rejected %q but Execute committed it", a.ID)
 		}
-		if !after.Equal(verdict.Next) || rec.After != after.Fingerprint() || rec.Before != beforeState.Fingerprint() {
+		if !after.Equal(verdict.Next()) || rec.After != after.Fingerprint() || rec.Before != beforeState.Fingerprint() {
 			t.Fatalf("T5: committed state differs from the simulated one")
 		}
 		if afterKS.Budget().Gross() != beforeKS.Budget().Gross()+a.Cost {

@@ -46,7 +46,7 @@ func TestSessionsShareSQLBudget(t *testing.T) {
 			require.NoError(t, err)
 			st, err := logs.Create(ctx, []string{"worker-a", "worker-b"}[i])
 			require.NoError(t, err)
-			lg, err := trace.New(st)
+			lg, err := trace.NewLog(st)
 			require.NoError(t, err)
 			sess, err := kernel.NewSession(ctx, lg, k, initial, kernel.WithSharedBudget(bud), kernel.WithSessionID(st.ID()))
 			require.NoError(t, err)
