@@ -18,8 +18,7 @@ func ExampleKernel_Evaluate() {
 		Invariants: []kernel.Invariant{{
 			Name: "balance >= 0",
 			Check: func(s kernel.State) bool {
-				v, _ := s.Get("balance")
-				b, _ := v.AsInt()
+				b, _ := s.Int("balance")
 				return b >= 0
 			},
 		}},

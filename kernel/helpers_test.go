@@ -53,11 +53,7 @@ func nonNegative(key string) kernel.Invariant {
 		Name:        key + " >= 0",
 		Description: key + " never goes negative",
 		Check: func(s kernel.State) bool {
-			v, ok := s.Get(key)
-			if !ok {
-				return true
-			}
-			i, isInt := v.AsInt()
+			i, isInt := s.Int(key)
 			return !isInt || i >= 0
 		},
 		Suggestion: "spend less",

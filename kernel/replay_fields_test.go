@@ -75,8 +75,7 @@ func TestReplayRejectsDisagreeingFields(t *testing.T) {
 // execute entry records must be the ones the replay finds.
 func TestReplayRejectsDisagreeingWarnings(t *testing.T) {
 	warn := kernel.Invariant{Name: "small", Enforcement: kernel.EnforcementMonitoring, Check: func(s kernel.State) bool {
-		v, _ := s.Get("x")
-		i, _ := v.AsInt()
+		i, _ := s.Int("x")
 		return i < 1
 	}}
 	k := mustKernel(t, kernel.Config{Budget: 10 * kernel.Unit, MinActionCost: kernel.Unit, Invariants: []kernel.Invariant{warn}})

@@ -104,8 +104,7 @@ func TestEvaluateChecks(t *testing.T) {
 		return true
 	}}
 	monitor := kernel.Invariant{Name: "x small", Enforcement: kernel.EnforcementMonitoring, Check: func(s kernel.State) bool {
-		v, _ := s.Get("x")
-		i, _ := v.AsInt()
+		i, _ := s.Int("x")
 		return i < 10
 	}}
 	pre := kernel.Precondition{Name: "not dangerous", Check: func(_ kernel.State, a kernel.Action) bool { return a.Category != "dangerous" }}

@@ -114,6 +114,36 @@ func (s State) Get(key string) (Value, bool) {
 	return sv.v, ok
 }
 
+// Int returns the int a variable holds, and false if it is absent or
+// holds anything else (a float included): an invariant is one line,
+//
+//	n, ok := s.Int("sent"); return !ok || n <= 3
+func (s State) Int(key string) (int64, bool) {
+	v, _ := s.Get(key)
+	return v.AsInt()
+}
+
+// Float returns the float a variable holds, and false if it is absent or
+// holds anything else (an int included).
+func (s State) Float(key string) (float64, bool) {
+	v, _ := s.Get(key)
+	return v.AsFloat()
+}
+
+// Bool returns the bool a variable holds, and false if it is absent or
+// holds anything else.
+func (s State) Bool(key string) (value, ok bool) {
+	v, _ := s.Get(key)
+	return v.AsBool()
+}
+
+// Text returns the string a variable holds, and false if it is absent or
+// holds anything else. (String is the State's own JSON form.)
+func (s State) Text(key string) (string, bool) {
+	v, _ := s.Get(key)
+	return v.AsString()
+}
+
 // Has reports whether the variable is present (possibly holding null).
 func (s State) Has(key string) bool {
 	_, ok := s.Get(key)

@@ -58,8 +58,7 @@ func TestCommitRecordsDoNotShareInverse(t *testing.T) {
 // violation stays recorded.
 func TestVerdictCopiesCannotChangeTheCommit(t *testing.T) {
 	warn := kernel.Invariant{Name: "small", Enforcement: kernel.EnforcementMonitoring, Check: func(s kernel.State) bool {
-		v, _ := s.Get("x")
-		i, _ := v.AsInt()
+		i, _ := s.Int("x")
 		return i < 1
 	}}
 	k := mustKernel(t, kernel.Config{Budget: kernel.Unit, MinActionCost: kernel.Unit, Invariants: []kernel.Invariant{warn}})

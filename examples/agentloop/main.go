@@ -148,9 +148,8 @@ func startKernel(ctx context.Context, log *trace.Log, now func() time.Time) (*ke
 			Name:        "min-replicas",
 			Description: "at least two replicas serve traffic",
 			Check: func(s kernel.State) bool {
-				v, ok := s.Get("replicas")
-				n, isInt := v.AsInt()
-				return ok && isInt && n >= 2
+				n, ok := s.Int("replicas")
+				return ok && n >= 2
 			},
 			Enforcement: kernel.EnforcementBlocking,
 			Suggestion:  "scale out before removing replicas",

@@ -31,8 +31,7 @@ func run(ctx context.Context, w io.Writer) error {
 			Description: "the agent may not send more than three e-mails",
 			Suggestion:  "summarise instead of sending another e-mail",
 			Check: func(s kernel.State) bool {
-				v, _ := s.Get("sent")
-				n, _ := v.AsInt()
+				n, _ := s.Int("sent")
 				return n <= 3
 			},
 		}},
