@@ -35,8 +35,8 @@ func (o Op) String() string {
 	return "op(" + strconv.Itoa(int(o)) + ")"
 }
 
-// ParseOp returns the Op named s.
-func ParseOp(s string) (Op, error) {
+// parseOp returns the Op named s.
+func parseOp(s string) (Op, error) {
 	for i := OpSet; i <= OpDelete; i++ {
 		if opNames[i] == s {
 			return i, nil

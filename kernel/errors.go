@@ -66,8 +66,6 @@ var (
 	// the action started from (a forged or corrupted Record).
 	ErrRollbackInexact = errors.New("kernel: rollback did not restore the prior state")
 
-	// ErrClosed: the Session can no longer record (its log failed).
-	ErrClosed = errors.New("kernel: session closed")
 	// ErrReplay: a log that does not replay to a consistent Session.
 	ErrReplay = errors.New("kernel: replay failed")
 )

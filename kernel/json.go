@@ -284,7 +284,7 @@ func effectFromJSON(x any) (Effect, error) {
 	if !ok {
 		return Effect{}, fmt.Errorf("%w: effect op must be a string", ErrDecode)
 	}
-	op, err := ParseOp(opName)
+	op, err := parseOp(opName)
 	if err != nil {
 		return Effect{}, err
 	}

@@ -90,8 +90,8 @@ func (k *Kernel) MaxSteps() uint64 { return k.maxSteps }
 // MinActionCost returns ε.
 func (k *Kernel) MinActionCost() Cost { return k.minCost }
 
-// IsEmergency reports whether id is a registered emergency action.
-func (k *Kernel) IsEmergency(id string) bool {
+// isEmergency reports whether id is a registered emergency action.
+func (k *Kernel) isEmergency(id string) bool {
 	_, ok := k.emergency[id]
 	return ok
 }
@@ -260,7 +260,7 @@ func (k *Kernel) Evaluate(m Meter, s State, a Action) Verdict {
 	buf := make([]Effect, n, 2*n)
 	copy(buf, a.Effects)
 	a.Effects, a.Tags = buf[:n:n], slices.Clone(a.Tags)
-	emergency := k.IsEmergency(a.ID)
+	emergency := k.isEmergency(a.ID)
 	v := Verdict{
 		emergency: emergency,
 		checks:    make([]CheckResult, 0, 5+len(k.invariants)+len(k.preconds)),

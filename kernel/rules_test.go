@@ -98,7 +98,7 @@ func mustInverse(t *testing.T, s kernel.State, effects []kernel.Effect) []kernel
 // the check order and the sentinel.
 func TestEvaluateChecks(t *testing.T) {
 	panicky := kernel.Invariant{Name: "panics", Check: func(s kernel.State) bool {
-		if s.Has("boom") {
+		if _, boom := s.Get("boom"); boom {
 			panic("boom")
 		}
 		return true
@@ -325,8 +325,10 @@ func TestStrictValues(t *testing.T) {
 	empty := kernel.State{}
 	assert.False(t, withNull.Equal(empty))
 	assert.NotEqual(t, withNull.Fingerprint(), empty.Fingerprint())
-	assert.True(t, withNull.Has("k"))
-	assert.False(t, empty.Has("k"))
+	_, has := withNull.Get("k")
+	assert.True(t, has, "a variable holding null is present")
+	_, has = empty.Get("k")
+	assert.False(t, has)
 }
 
 // TestNoAliasing: values copy what they are built from and what they hand

@@ -144,11 +144,6 @@ func (s State) Text(key string) (string, bool) {
 	return v.AsString()
 }
 
-// Has reports whether the variable is present (possibly holding null).
-func (s State) Has(key string) bool {
-	_, ok := s.Get(key)
-	return ok
-}
 
 // With returns a State in which key holds v. The receiver is unchanged.
 func (s State) With(key string, v Value) (State, error) {
@@ -170,8 +165,8 @@ func (s State) Without(key string) State {
 	return b.state()
 }
 
-// Keys returns the variable names in sorted (byte) order.
-func (s State) Keys() []string {
+// keys returns the variable names in sorted (byte) order.
+func (s State) keys() []string {
 	keys := make([]string, 0, s.Len())
 	if s.d != nil {
 		for k := range s.d.m.All() {
@@ -185,7 +180,7 @@ func (s State) Keys() []string {
 // All iterates over the variables in sorted (byte) order.
 func (s State) All() iter.Seq2[string, Value] {
 	return func(yield func(string, Value) bool) {
-		for _, k := range s.Keys() {
+		for _, k := range s.keys() {
 			v, _ := s.Get(k)
 			if !yield(k, v) {
 				return
@@ -299,7 +294,7 @@ func (s State) MarshalJSON() ([]byte, error) { return s.appendJSON(nil), nil }
 
 // appendJSON appends the typed canonical JSON of the State to dst.
 func (s State) appendJSON(dst []byte) []byte {
-	keys := s.Keys()
+	keys := s.keys()
 	return appendMembers(dst, keys, func(dst []byte, i int) []byte {
 		v, _ := s.Get(keys[i])
 		return v.appendJSON(dst)

@@ -61,7 +61,7 @@ func TestStatePersistentAgainstGoMap(t *testing.T) {
 			if !fresh.Equal(s) || !s.Equal(fresh) {
 				t.Fatalf("version %d: Equal disagrees with the model", i)
 			}
-			if !slices.Equal(s.Keys(), slices.Sorted(maps.Keys(m))) {
+			if !slices.Equal(s.keys(), slices.Sorted(maps.Keys(m))) {
 				t.Fatalf("version %d: keys", i)
 			}
 		}

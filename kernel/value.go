@@ -270,9 +270,6 @@ func (v Value) validate(depth int) error {
 // Kind returns the value's kind.
 func (v Value) Kind() Kind { return v.kind }
 
-// IsNull reports whether v is the JSON null.
-func (v Value) IsNull() bool { return v.kind == KindNull }
-
 // AsBool returns the boolean and true if v is a bool.
 func (v Value) AsBool() (bool, bool) { return v.bits == 1, v.kind == KindBool }
 
