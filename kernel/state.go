@@ -144,7 +144,6 @@ func (s State) Text(key string) (string, bool) {
 	return v.AsString()
 }
 
-
 // With returns a State in which key holds v. The receiver is unchanged.
 func (s State) With(key string, v Value) (State, error) {
 	if err := checkKey(key); err != nil {
