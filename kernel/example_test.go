@@ -9,6 +9,41 @@ import (
 	"github.com/verity-go/verity/trace"
 )
 
+// An agent's actions go through a Session: each is checked against the
+// budget, the step bound and the invariants, committed atomically and
+// recorded, or refused with every reason; a committed one can be undone
+// exactly, and the log rebuilds the session.
+func Example() {
+	ctx := context.Background()
+	k, _ := kernel.New(kernel.Config{
+		Budget:        5 * kernel.Unit, // B0
+		MinActionCost: kernel.Unit / 2, // ε: at most 10 steps
+		Invariants: []kernel.Invariant{{Name: "at most 2 e-mails", Check: func(s kernel.State) bool {
+			n, _ := s.Int("sent")
+			return n <= 2
+		}}},
+	})
+	log := trace.NewMemoryLog()
+	initial, _ := kernel.NewState(map[string]any{"sent": 0})
+	sess, _ := kernel.NewSession(ctx, log, k, initial)
+
+	send := kernel.Action{ID: "send", Cost: kernel.Unit, Effects: []kernel.Effect{kernel.Increment("sent", kernel.Int(1))}}
+	rec, _ := sess.Execute(ctx, send)
+	sess.Execute(ctx, send)
+	_, err := sess.Execute(ctx, send) // a *RejectedError says why
+	fmt.Println(errors.Is(err, kernel.ErrInvariantViolated), sess.State(), sess.Meter())
+
+	_, err = sess.Rollback(ctx, rec.ExecID) // only the latest execution can be undone
+	fmt.Println(errors.Is(err, kernel.ErrFingerprintMismatch))
+
+	again, _ := kernel.Replay(ctx, log, k, sess.ID())
+	fmt.Println(again.State().Equal(sess.State()))
+	// Output:
+	// true {"sent":2} spent 2 of 5 (gross 2, refunded 0), 2 steps, 0 emergency steps
+	// true
+	// true
+}
+
 // A kernel with a budget, a minimum action cost and a blocking invariant
 // decides about an action without changing anything.
 func ExampleKernel_Evaluate() {

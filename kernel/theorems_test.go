@@ -1,3 +1,71 @@
+// This file checks the theorems T1–T8 of the specification, each by a
+// rapid property named after it. Levels: proven by construction (holds for
+// every input by the structure of the code), conditional (proven under the
+// stated assumptions), or empirical. kerneltest.CheckTheorems runs all of
+// them against a caller's own kernel and catalogue.
+//
+//   - T1 Budget safety — net spend ≤ B0 at all times. By construction: the
+//     budget's charge refuses any cost beyond Limit − Net (integer
+//     arithmetic, no overflow); Session holds its mutex across evaluate and
+//     commit. Assumes a single Session per budget, or a SharedBudget whose
+//     Charge is atomic. TestT1BudgetSafety,
+//     TestSessionConcurrentNeverOverspends, TestSharedBudgetAcrossSessions.
+//   - T2 Termination — at most floor(B0/ε) non-emergency executions.
+//     Conditional on ε > 0 (New refuses anything else) and on emergency
+//     actions terminating themselves; the bound is computed in integers,
+//     and rollback never decrements the step counter. Emergency executions
+//     are counted separately (Meter.EmergencySteps) and are not bounded.
+//     TestT2Termination, TestT2BoundIsExactInIntegers,
+//     TestVerdictCopiesCannotChangeTheCommit.
+//   - T3 Invariant safety — if the initial state satisfies every blocking
+//     invariant, so does every reached state. Conditional: the kernel does
+//     not check the initial state (kerneltest.CheckTheorems does), and
+//     predicates must be pure and deterministic. A panicking predicate is
+//     recovered and counts as a violation. Monitoring invariants are
+//     reported (Verdict.Warnings, the trace) and never block; T3 does not
+//     cover them. TestT3InvariantSafety, TestEvaluateChecks.
+//   - T4 Monotone gross spend — gross spend never decreases. By
+//     construction: only a charge adds to it; refunds add to the refunded
+//     total. TestT4MonotoneGrossSpend, TestBudgetRules.
+//   - T5 Atomicity — a transition either changes state, budget, step count
+//     and trace together or changes nothing. By construction: the core
+//     returns new values and, on rejection, the old ones themselves; a
+//     Verdict cannot be edited and Commit refuses one made for another
+//     state or Meter; the Session replaces its values only after the trace
+//     append succeeded (compensating a SharedBudget charge if it did not).
+//     Even a nondeterministic predicate cannot split an action, because
+//     there is no post-commit re-check. TestT5Atomicity,
+//     TestRejectionChangesNothing,
+//     TestNondeterministicPredicateCannotSplitAnAction,
+//     TestCommitRefusesForgedOrStaleVerdicts, TestSessionSharedBudget,
+//     TestSessionStateMachine.
+//   - T6 Trace integrity — the log is append-only and hash-chained; any
+//     change to a recorded entry is detected. Proven by package trace under
+//     SHA-256 collision resistance; the kernel's part is that every
+//     transition is recorded, as a typed Entry, before it takes effect.
+//     TestT6TraceIntegrity, TestSessionRecordsEveryTransition,
+//     TestSessionStampsOneInstant, TestReplayDetectsMismatch,
+//     TestReplayRejectsDisagreeingFields.
+//   - T7 Rollback exactness — rollback(execute(s, a)) == s exactly,
+//     including int vs float, list order and duplicates, null vs absent,
+//     -0 vs 0; the refund equals the execution's charge, once. By
+//     construction over the model, and checked at runtime (the restored
+//     fingerprint must equal the recorded one). TestT7RollbackExactness,
+//     TestEffectRules, TestStatePersistentAgainstGoMap.
+//   - T8 Emergency escape — a registered emergency action bypasses the
+//     min-cost and step-limit checks, and only those. Conditional: a
+//     zero-cost, effect-free emergency action (or one whose effects fit and
+//     keep the invariants) is executable with the budget at zero and at
+//     the step limit, and executing it keeps T1–T7 (it is charged its cost,
+//     counted in EmergencySteps, and no assertion runs after a commit).
+//     TestT8EmergencyEscape, TestT8ExhaustedBudgetAndSteps.
+//
+// TestCheckTheoremsOnGeneratedCatalogues and TestSessionStateMachine run
+// all of them together over generated kernels and catalogues, and the
+// fuzz targets (FuzzDecodeAction, FuzzDecodeState, FuzzParseCost,
+// FuzzEvaluate, FuzzDecodeEntry) check that no input panics or is
+// silently rounded.
+
 package kernel_test
 
 import (

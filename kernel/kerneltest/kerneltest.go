@@ -1,19 +1,3 @@
-// Package kerneltest provides rapid generators for kernel values and
-// CheckTheorems, a property check that a kernel configuration — your own
-// invariants, preconditions, emergency actions and action catalogue —
-// keeps the guarantees T1–T8 of package kernel on random runs.
-//
-// Typical use, in a test of your own package:
-//
-//	func TestMyAgentKeepsTheTheorems(t *testing.T) {
-//		rapid.Check(t, func(rt *rapid.T) {
-//			kerneltest.CheckTheorems(rt, kerneltest.Setup{
-//				Kernel:  myKernel,                        // your invariants and emergency ids
-//				Initial: myInitialState,                  // must satisfy the blocking invariants
-//				Actions: rapid.SampledFrom(myCatalogue),  // or kerneltest.Action(keys)
-//			})
-//		})
-//	}
 package kerneltest
 
 import (

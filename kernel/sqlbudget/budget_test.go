@@ -1,3 +1,32 @@
+// This file and the others of the package check the guarantees of
+// sqlbudget:
+//
+//   - T1 (net spend ≤ limit), T4 (gross never decreases) and refunds ≤
+//     charges, against a naive model under random charges and refunds
+//     through two connection pools: TestT1BudgetSafety (rapid state
+//     machine).
+//   - T1 under concurrency, with random costs and refunds from three
+//     pools at once; gross and refunded equal the sums of the successful
+//     calls: TestT1ConcurrentPools (rapid).
+//   - T1 across operating-system processes: four processes charge one
+//     budget at once; the total charged never exceeds it and equals
+//     successful charges × cost: TestMultiProcessCharges.
+//   - The same on a PostgreSQL database whose default isolation is
+//     serializable (charges and refunds ask for READ COMMITTED, which the
+//     re-checked conditional UPDATE relies on): no serialization failures,
+//     T1 holds: TestSerializableDefaultIsolation.
+//   - Each rule (over budget, duplicate, negative, unknown action, refund
+//     too large, partial refunds, zero cost) and that a refused call
+//     changes nothing: TestChargeRefundRules, TestStoreCreateOpen;
+//     a gross total that would leave int64 is refused with
+//     kernel.ErrOverflow: TestChargeOverflow.
+//   - Integration with kernel.Session: two sessions with their own pools
+//     and traces share one budget, rejections are recorded with the
+//     shared_budget check, rollbacks refund it: TestSessionsShareSQLBudget.
+//
+// Every test runs on PostgreSQL (when VERITY_PG_DSN is set; otherwise it
+// skips, naming the variable) and on a SQLite file.
+
 package sqlbudget_test
 
 import (
@@ -133,7 +162,7 @@ func TestChargeOverflow(t *testing.T) {
 	})
 }
 
-func TestBudgetsCreateOpen(t *testing.T) {
+func TestStoreCreateOpen(t *testing.T) {
 	sqltest.ForEach(t, func(t *testing.T, b sqltest.Backend) {
 		dsn := b.NewDSN(t)
 		_, bs := budgets(t, b, dsn)

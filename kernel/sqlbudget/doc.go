@@ -12,8 +12,8 @@
 //
 //	import _ "github.com/jackc/pgx/v5/stdlib"
 //	db, _ := sql.Open("pgx", os.Getenv("DATABASE_URL"))
-//	budgets, _ := sqlbudget.Open(ctx, db, sqlstore.Postgres)
-//	shared, _ := budgets.OpenOrCreate(ctx, "team-alpha", 500*kernel.Unit)
+//	store, _ := sqlbudget.Open(ctx, db, sqlstore.Postgres)
+//	shared, _ := store.OpenOrCreate(ctx, "team-alpha", 500*kernel.Unit)
 //	sess, _ := kernel.NewSession(ctx, log, k, initial, kernel.WithSharedBudget(shared))
 //
 // The session's own budget still applies; the shared one is consulted
@@ -62,33 +62,12 @@
 // ErrNotFound, ErrExists, ErrLimitMismatch, ErrInvalidID. A refused call
 // changes nothing.
 //
-// # Guarantees and the tests that check them
+// # Guarantees
 //
-//   - T1 (net spend ≤ limit), T4 (gross never decreases) and refunds ≤
-//     charges, against a naive model under random charges and refunds
-//     through two connection pools: TestT1BudgetSafety (rapid state
-//     machine).
-//   - T1 under concurrency, with random costs and refunds from three
-//     pools at once; gross and refunded equal the sums of the successful
-//     calls: TestT1ConcurrentPools (rapid).
-//   - T1 across operating-system processes: four processes charge one
-//     budget at once; the total charged never exceeds it and equals
-//     successful charges × cost: TestMultiProcessCharges.
-//   - The same on a PostgreSQL database whose default isolation is
-//     serializable (charges and refunds ask for READ COMMITTED, which the
-//     re-checked conditional UPDATE relies on): no serialization failures,
-//     T1 holds: TestSerializableDefaultIsolation.
-//   - Each rule (over budget, duplicate, negative, unknown action, refund
-//     too large, partial refunds, zero cost) and that a refused call
-//     changes nothing: TestChargeRefundRules, TestBudgetsCreateOpen;
-//     a gross total that would leave int64 is refused with
-//     kernel.ErrOverflow: TestChargeOverflow.
-//   - Integration with kernel.Session: two sessions with their own pools
-//     and traces share one budget, rejections are recorded with the
-//     shared_budget check, rollbacks refund it: TestSessionsShareSQLBudget.
-//
-// Every test runs on PostgreSQL (when VERITY_PG_DSN is set; otherwise it
-// skips, naming the variable) and on a SQLite file.
+// T1 (net spend ≤ limit) and T4 (gross never decreases) hold for any
+// number of connection pools and processes on one budget, and a refund
+// never exceeds its charge; the header of budget_test.go lists the tests
+// that check each, on PostgreSQL and on SQLite.
 //
 // # What it does not cover
 //
