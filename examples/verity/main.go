@@ -1,0 +1,171 @@
+// Command verity checks, reads, replays and shows a Verity log: the tool
+// an operator or an auditor holding a log reaches for.
+//
+//	go install github.com/verity-go/verity/examples/verity@latest
+//
+//	verity verify  SRC [--head SEQ:HASH]        check the whole chain (and that it extends a kept head)
+//	verity head    SRC [--json]                 the head to keep: SEQ:HASH of the last entry
+//	verity inspect SRC [--kind K] [--from N] [--to N] [--json]
+//	                                            one line per entry with a summary of its payload (or NDJSON)
+//	verity replay  SRC                          rebuild the kernel, belief and claims sessions; print their final state
+//	verity export  SRC [--format json|ndjson]   the entries in trace/FORMAT.md's JSON form
+//	verity repair  FILE                         cut a torn final record off a log file (the cut bytes are kept aside)
+//	verity view    SRC [--addr 127.0.0.1:8080] [--head SEQ:HASH]
+//	                                            serve a page showing the log
+//
+// SRC is a log file (the path), a log in a SQLite database
+// (sqlite:PATH#LOG) or in PostgreSQL (postgres://USER@HOST/DB?…#LOG). The
+// log id follows the first '#'; a database source without one lists its
+// logs, one id per line.
+//
+// Every command that reads a log verifies it as it reads (a log file is
+// verified whole when it is opened): no entry is printed, exported,
+// replayed or shown that is not part of a verified chain from entry 0.
+//
+// Exit codes:
+//
+//	0  ok: the log verifies (and extends the kept head, if one was given)
+//	1  the command failed for another reason (a missing file, a database error, a log not found)
+//	2  usage: unknown command or flag, malformed SRC or --head, a database without #LOG for verify
+//	3  torn tail: the final record of a log file was cut short (a crash mid-append); `verity repair FILE` cuts it off
+//	4  corrupt: a record or row that cannot be read, before the end of the log; never repaired
+//	5  chain break: an entry that does not verify (changed, removed, reordered or forged); never repaired
+//	6  the log does not extend the kept head: it is shorter than the head or its entry there has another hash
+//	7  not a log: the file does not begin with the trace file magic
+//	8  replay: the log verifies but disagrees with a replay of the sessions it records
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+)
+
+// Exit codes, documented above and in the README.
+const (
+	exitOK         = 0
+	exitError      = 1
+	exitUsage      = 2
+	exitTornTail   = 3
+	exitCorrupt    = 4
+	exitChainBreak = 5
+	exitNotExtends = 6
+	exitNotLog     = 7
+	exitReplay     = 8
+)
+
+// env is what a command runs against: its output streams and whether
+// stderr is a terminal (the progress bar is drawn only then).
+type env struct {
+	stdout, stderr io.Writer
+	tty            bool
+	// serve, when set, is called by view with the listening server's
+	// address instead of blocking until interrupted (tests use it).
+	serve func(addr string) error
+	// requestLog, when set, sees every request view serves (tests use it).
+	requestLog func(*http.Request)
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	e := &env{stdout: os.Stdout, stderr: os.Stderr, tty: isTerminal(os.Stderr)}
+	os.Exit(run(ctx, e, os.Args[1:]))
+}
+
+// isTerminal reports whether f is a character device (a terminal).
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+const usage = `usage: verity COMMAND SRC [flags]
+
+commands:
+  verify  SRC [--head SEQ:HASH]       check the whole chain (and that it extends a kept head)
+  head    SRC [--json]                the head to keep (SEQ:HASH of the last entry)
+  inspect SRC [--kind K] [--from N] [--to N] [--json]
+  replay  SRC                         rebuild the recorded sessions and print their final state
+  export  SRC [--format json|ndjson]  entries in trace/FORMAT.md's JSON form
+  repair  FILE                        cut a torn final record off a log file
+  view    SRC [--addr 127.0.0.1:8080] [--head SEQ:HASH]
+
+SRC: FILE | sqlite:PATH#LOG | postgres://USER@HOST/DB#LOG (without #LOG: list the logs)
+exit: 0 ok, 1 error, 2 usage, 3 torn tail, 4 corrupt, 5 chain break,
+      6 does not extend the kept head, 7 not a log, 8 replay disagrees
+`
+
+// usageError is a mistake on the command line (exit 2).
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Sprintf(format, args...)}
+}
+
+// run executes one command line and returns the exit code.
+func run(ctx context.Context, e *env, args []string) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(e.stderr, usage)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	cmds := map[string]func(context.Context, *env, []string) error{
+		"verify":  cmdVerify,
+		"head":    cmdHead,
+		"inspect": cmdInspect,
+		"replay":  cmdReplay,
+		"export":  cmdExport,
+		"repair":  cmdRepair,
+		"view":    cmdView,
+	}
+	cmd, ok := cmds[args[0]]
+	if !ok {
+		fmt.Fprintf(e.stderr, "verity: unknown command %q\n\n%s", args[0], usage)
+		return exitUsage
+	}
+	err := cmd(ctx, e, args[1:])
+	if err == nil {
+		return exitOK
+	}
+	code := exitCode(err)
+	fmt.Fprintf(e.stderr, "verity %s: %v\n", args[0], err)
+	if code == exitUsage {
+		fmt.Fprintf(e.stderr, "\n%s", usage)
+	}
+	return code
+}
+
+// exitCode maps an error to the documented exit code. The trace package's
+// typed errors decide; a *NotLogError also matches ErrCorrupt, so it is
+// looked for first.
+func exitCode(err error) int {
+	var (
+		ue *usageError
+		re *replayError
+	)
+	switch {
+	case errors.As(err, &ue):
+		return exitUsage
+	case isNotLog(err):
+		return exitNotLog
+	case isTornTail(err):
+		return exitTornTail
+	case isTruncated(err):
+		return exitNotExtends
+	case isChainBreak(err):
+		return exitChainBreak
+	case isCorrupt(err):
+		return exitCorrupt
+	case errors.As(err, &re):
+		return exitReplay
+	}
+	return exitError
+}

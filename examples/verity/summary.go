@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/verity-go/verity/belief"
+	"github.com/verity-go/verity/claims"
+	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/speculative"
+	"github.com/verity-go/verity/trace"
+)
+
+// summarizers give a one-line summary of an entry's payload, keyed by the
+// prefix of the kinds each recording package writes. Each reads the
+// payload with its package's own decoder and returns the decoded value
+// too (kernel.Entry, belief.AuditEntry, claims.Record, speculative.Entry),
+// so that a caller needing it decodes once.
+var summarizers = []struct {
+	prefix string
+	fn     func(trace.Entry) (string, any, error)
+}{
+	{"kernel.", kernelSummary},
+	{"belief.", beliefSummary},
+	{"claims.", claimsSummary},
+	{"speculative.", speculativeSummary},
+}
+
+// summarize returns the one-line summary of e. A payload its package
+// cannot read is summarised as that package's error, and a kind no
+// package claims as its payload, shortened.
+func summarize(e trace.Entry) string {
+	line, _ := describe(e)
+	return line
+}
+
+// describe returns the one-line summary of e and its payload as its
+// package decoded it (nil if it could not, or no package claims the kind).
+func describe(e trace.Entry) (string, any) {
+	for _, s := range summarizers {
+		if strings.HasPrefix(e.Kind, s.prefix) {
+			line, v, err := s.fn(e)
+			if err != nil {
+				return "unreadable payload: " + err.Error(), nil
+			}
+			return line, v
+		}
+	}
+	return shorten(string(e.Payload), 120), nil
+}
+
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xc0 == 0x80 { // do not cut a UTF-8 sequence
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// jsonObject reads a payload as a generic JSON object, numbers as
+// json.Number.
+func jsonObject(p []byte) (map[string]any, error) {
+	d := json.NewDecoder(bytes.NewReader(p))
+	d.UseNumber()
+	var m map[string]any
+	if err := d.Decode(&m); err != nil {
+		return nil, err
+	}
+	if m == nil {
+		return nil, fmt.Errorf("payload is not an object")
+	}
+	return m, nil
+}
+
+func str(x any) string {
+	switch v := x.(type) {
+	case string:
+		return v
+	case json.Number:
+		return v.String()
+	case nil:
+		return ""
+	}
+	b, _ := json.Marshal(x)
+	return string(b)
+}
+
+func kernelSummary(e trace.Entry) (string, any, error) {
+	x, err := kernel.DecodeEntry(e)
+	if err != nil {
+		return "", nil, err
+	}
+	return kernelLine(x), x, nil
+}
+
+func kernelLine(x kernel.Entry) string {
+	switch v := x.(type) {
+	case kernel.StartEntry:
+		return fmt.Sprintf("session %s starts: budget %s, min cost %s, %d invariants, %d state variables",
+			v.Session, v.Budget, v.MinCost, len(v.Invariants), v.State.Len())
+	case kernel.ExecuteEntry:
+		s := fmt.Sprintf("executed %s (exec %s) cost %s → %s, steps %d", v.Action.ID, v.ExecID, v.Action.Cost, budgetText(v.Budget), v.Steps)
+		if v.Emergency {
+			s += ", emergency"
+		}
+		for _, w := range v.Warnings {
+			s += fmt.Sprintf("; warned: %s %s", w.Check, w.Name)
+		}
+		return s
+	case kernel.RejectEntry:
+		var failed []string
+		for _, c := range v.Checks {
+			if c.Status != kernel.StatusFailed {
+				continue
+			}
+			name := string(c.Check)
+			if c.Name != "" {
+				name += " " + c.Name
+			}
+			failed = append(failed, name+": "+c.Reason)
+		}
+		return fmt.Sprintf("rejected %s (cost %s): %s", v.Action.ID, v.Action.Cost, strings.Join(failed, "; "))
+	case kernel.RollbackEntry:
+		return fmt.Sprintf("rolled back exec %s, refund %s → %s", v.ExecID, v.Refund, budgetText(v.Budget))
+	}
+	return fmt.Sprintf("%T", x)
+}
+
+func budgetText(b kernel.BudgetSnapshot) string {
+	return fmt.Sprintf("budget net %s (gross %s, refunded %s) of %s", b.Gross-b.Refunded, b.Gross, b.Refunded, b.Limit)
+}
+
+func beliefSummary(e trace.Entry) (string, any, error) {
+	a, err := belief.DecodeAuditEntry(e.Payload)
+	if err != nil {
+		return "", nil, err
+	}
+	s := fmt.Sprintf("%s session %s event %d", a.Verb, a.SessionID, a.Seq)
+	out, _ := jsonObject(a.Outcome)
+	switch a.Verb {
+	case belief.VerbEliminate:
+		s += fmt.Sprintf(": applied [%s]", strings.Join(a.Eliminated, " "))
+		if ign, ok := out["ignored_eliminated"].([]any); ok && len(ign) > 0 {
+			s += fmt.Sprintf(", ignored %d", len(ign))
+		}
+	default:
+		if len(a.Outcome) > 0 && string(a.Outcome) != "{}" {
+			s += ": " + shorten(string(a.Outcome), 100)
+		}
+	}
+	return s, a, nil
+}
+
+func claimsSummary(e trace.Entry) (string, any, error) {
+	r, err := claims.DecodeRecord(e.Payload)
+	if err != nil {
+		return "", nil, err
+	}
+	b := r.Bundle
+	s := fmt.Sprintf("bundle %s: %s", b.ID, b.Decision)
+	if b.Reason != "" {
+		s += " (" + b.Reason + ")"
+	}
+	if r.Approval != nil {
+		s = fmt.Sprintf("%s %s by %s; %s", r.Approval.Approver, r.Approval.Decision, r.Actor, s)
+	} else {
+		s += " for " + r.Actor
+	}
+	if len(b.RequiredApprovals) > 0 {
+		s += fmt.Sprintf(", approvals required: %s, given: %d", strings.Join(b.RequiredApprovals, " "), len(b.AuditTrail.HumanApprovals))
+	}
+	return s, r, nil
+}
+
+func speculativeSummary(e trace.Entry) (string, any, error) {
+	x, err := speculative.DecodeEntry(e)
+	if err != nil {
+		return "", nil, err
+	}
+	return speculativeLine(x), x, nil
+}
+
+func speculativeLine(x speculative.Entry) string {
+	switch v := x.(type) {
+	case speculative.IntentEntry:
+		return words("intent", v.Intent+":", "write", v.Write.String(), v.ClaimID)
+	case speculative.ApproveEntry:
+		return fmt.Sprintf("intent %s approved by %s", v.Intent, v.By)
+	case speculative.RejectEntry:
+		return fmt.Sprintf("REFUSED intent %s (write %s): %s", v.Intent, v.Write, strings.Join(v.Reasons, "; "))
+	case speculative.PersistEntry:
+		return words("persisted", v.Write.String(), v.ID, v.ClaimID)
+	case speculative.SoftFailEntry:
+		return fmt.Sprintf("soft failure of intent %s: %s", v.Intent, v.Reason)
+	case speculative.DesignEntry:
+		return fmt.Sprintf("experiment designed for %s: template %s", v.ClaimID, v.TemplateQID)
+	}
+	return fmt.Sprintf("%T", x)
+}
+
+// words joins the non-empty words with spaces.
+func words(ws ...string) string {
+	return strings.Join(slices.DeleteFunc(ws, func(w string) bool { return w == "" }), " ")
+}
