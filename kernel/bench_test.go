@@ -182,7 +182,7 @@ func BenchmarkVerify100k(b *testing.B) {
 }
 
 // BenchmarkTraceShare splits the Session figure: the trace's part is one
-// AppendCanonical of a kernel.execute payload of the real size into a
+// Append of a kernel.execute payload of the real size into a
 // memory log, measured here alone.
 func BenchmarkTraceShare(b *testing.B) {
 	k := benchKernel(b)
