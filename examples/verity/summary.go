@@ -62,7 +62,7 @@ func shorten(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// jsonObject reads a payload as a generic JSON object, numbers as
+// jsonObject reads JSON text as a generic object, numbers as
 // json.Number.
 func jsonObject(p []byte) (map[string]any, error) {
 	d := json.NewDecoder(bytes.NewReader(p))
@@ -75,19 +75,6 @@ func jsonObject(p []byte) (map[string]any, error) {
 		return nil, fmt.Errorf("payload is not an object")
 	}
 	return m, nil
-}
-
-func str(x any) string {
-	switch v := x.(type) {
-	case string:
-		return v
-	case json.Number:
-		return v.String()
-	case nil:
-		return ""
-	}
-	b, _ := json.Marshal(x)
-	return string(b)
 }
 
 func kernelSummary(e trace.Entry) (string, any, error) {

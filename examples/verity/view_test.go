@@ -260,7 +260,8 @@ func TestViewInChromium(t *testing.T) {
 
 	start := time.Now()
 	dom := browse(t, bin, base, "--dump-dom")
-	t.Logf("page loaded and dumped in %s", time.Since(start))
+	t.Logf("chromium started, loaded the page and dumped its DOM in %s; the page says %s", time.Since(start),
+		regexp.MustCompile(`data-load-ms="\d+"`).FindString(dom))
 	require.Contains(t, dom, `data-ready="true"`, "the page's script finished loading its data")
 	assert.Contains(t, dom, `data-status="ok"`)
 	assert.Equal(t, 1, count(dom, `class="budget-chart"`), "one budget chart per kernel session")
@@ -287,6 +288,16 @@ func TestViewInChromium(t *testing.T) {
 	}
 	checkRequests(t, base, reqs)
 
+	// A link to an entry opens its canonical payload and hash.
+	var entry map[string]any
+	getJSON(t, base+"api/entry?seq=9", &entry)
+	dom = browse(t, bin, base+"#entry=9", "--dump-dom")
+	require.Contains(t, dom, `data-ready="true"`)
+	assert.Regexp(t, `<aside id="detail" class="card wide">`, dom, "the detail pane is shown")
+	assert.Contains(t, dom, entry["hash"].(string)+"  ✓", "the hash, recomputed by the server")
+	assert.Contains(t, dom, `"session": "oncall-7"`, "the payload, indented without being parsed")
+	assert.Regexp(t, `<tr class="row  selected" data-seq="9"|<tr class="row selected" data-seq="9"`, dom)
+
 	shot := filepath.Join(t.TempDir(), "view.png")
 	browse(t, bin, base, "--screenshot="+shot)
 	checkNotBlank(t, shot)
@@ -308,6 +319,13 @@ func TestViewTamperedInChromium(t *testing.T) {
 	assert.Contains(t, dom, "entry 7: trace: hash chain broken at entry 7")
 	assert.Regexp(t, `<tr class="row unverified" data-seq="8"`, dom)
 	checkRequests(t, base, reqs)
+
+	// The bad entry's detail shows the stored hash and the recomputed one differ.
+	dom = browse(t, bin, base+"#entry=7", "--dump-dom")
+	require.Contains(t, dom, `data-ready="true"`)
+	assert.Contains(t, dom, "✗ differs")
+	assert.Contains(t, dom, "the first entry that does not verify")
+	assert.Contains(t, dom, `"forged": true`)
 
 	shot := filepath.Join(t.TempDir(), "tampered.png")
 	browse(t, bin, base, "--screenshot="+shot)

@@ -64,7 +64,7 @@ function renderStatus(s) {
 // niceStep rounds a tick step up to 1, 2 or 5 times a power of ten.
 function niceStep(raw) {
   const p = Math.pow(10, Math.floor(Math.log10(raw > 0 ? raw : 1)));
-  return [1, 2, 5, 10].map((m) => m * p).find((s) => s >= raw);
+  return [1, 2, 2.5, 5, 10].map((m) => m * p).find((s) => s >= raw);
 }
 
 // steps turns points into a step line: a value holds until the next.
@@ -82,7 +82,7 @@ function chart(title, series, yMax, kind, width) {
   const sx = (x) => L + ((x - x0) / (x1 - x0)) * (W - L - R);
   const sy = (y) => T + (1 - y / ymax) * (H - T - B);
   const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, class: kind + "-chart", role: "img", "aria-label": title });
-  const step = niceStep(ymax / 4);
+  const step = niceStep(ymax / 5);
   for (let y = 0; y <= ymax + 1e-9; y += step) {
     root.append(svg("line", { class: "grid", x1: L, x2: W - R, y1: sy(y), y2: sy(y) }));
     const t = svg("text", { x: L - 6, y: sy(y) + 3, "text-anchor": "end" });
@@ -214,6 +214,7 @@ function pretty(text) {
 
 async function showEntry(seq) {
   view.selected = seq;
+  history.replaceState(null, "", "#entry=" + seq);
   for (const tr of document.querySelectorAll("#entries tr.selected")) tr.classList.remove("selected");
   const row = document.querySelector(`#entries tr[data-seq="${seq}"]`);
   if (row) row.classList.add("selected");
@@ -274,13 +275,19 @@ async function main() {
   $("filters").addEventListener("submit", (ev) => ev.preventDefault());
   $("search").addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(readFilters, 250); });
   $("goto-bad").addEventListener("click", gotoBad);
-  $("detail-close").addEventListener("click", () => { $("detail").hidden = true; });
+  $("detail-close").addEventListener("click", () => {
+    $("detail").hidden = true;
+    history.replaceState(null, "", location.pathname);
+  });
   try {
     const [status, budget, belief] = await Promise.all([api("/api/status"), api("/api/budget"), api("/api/belief")]);
     renderStatus(status);
     renderBudget(budget);
     renderBelief(belief);
     await Promise.all([loadEntries(), loadClaims()]);
+    const linked = /^#entry=(\d+)$/.exec(location.hash);
+    if (linked) await showEntry(Number(linked[1]));
+    document.body.dataset.loadMs = Math.round(performance.now());
     document.body.dataset.ready = "true";
   } catch (err) {
     $("status").dataset.status = "bad";
