@@ -13,6 +13,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"image/png"
 	"io"
 	"net/http"
@@ -190,6 +191,29 @@ func TestViewTamperedSQLite(t *testing.T) {
 	assert.Equal(t, "unverified", page.Rows[8].State, "entries after the break are shown, not trusted")
 	getJSON(t, base+"api/entries?kinds=claims", &page)
 	assert.Equal(t, "bad", page.Rows[len(page.Rows)-1].State, "the bad entry stays in any filter")
+}
+
+func TestViewKeptHead(t *testing.T) {
+	path, _ := fileLog(t, 40)
+	head := strings.TrimSpace(verity(t, "head", path).stdout)
+	h, err := ParseHead(head)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		kept string
+		ok   bool
+	}{{head, true}, {fmt.Sprintf("%d:%s", h.Size, h.Hash), false}} {
+		base, _ := startView(t, path, "--head", c.kept)
+		var st status
+		getJSON(t, base+"api/status", &st)
+		require.NotNil(t, st.KeptOK)
+		assert.Equal(t, c.ok, *st.KeptOK, c.kept)
+		assert.Equal(t, c.ok, st.OK)
+		assert.Equal(t, c.kept, st.Kept)
+		if !c.ok {
+			assert.Equal(t, "does not extend the kept head", st.Problem)
+			assert.Contains(t, st.KeptError, "does not extend the trusted head")
+		}
+	}
 }
 
 func TestViewRefusedFile(t *testing.T) {
