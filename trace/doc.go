@@ -44,10 +44,13 @@
 // Next is the append step as a pure function: (head, kind, payload, time) →
 // (entry, new head). A Head is what a log looks like from outside: its size
 // and last hash. Verify checks a slice of entries; a Verifier checks a
-// stream in constant memory; VerifyAgainst also checks that the log extends
-// a head kept elsewhere, so cutting entries off the end is caught
-// (*TruncatedError) as well as changing them (*ChainBreakError, carrying
-// the index and the expected and actual values).
+// stream in constant memory. Both apply every rule a log file's reader
+// applies (the field rules, the chain, each entry's hash), so they accept
+// exactly the entries OpenFile would read back. VerifyAgainst also checks
+// that the log extends a head kept elsewhere, so cutting entries off the
+// end is caught (*TruncatedError) as well as changing them
+// (*ChainBreakError, carrying the index and the expected and actual
+// values).
 //
 // # Log and stores
 //

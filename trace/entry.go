@@ -342,10 +342,16 @@ func next(h Head, kind string, payload []byte, t time.Time) (Entry, Head, error)
 }
 
 // Verifier checks entries one at a time, in order, so that a log of any
-// length verifies in constant memory. The zero Verifier expects a log from
-// its first entry.
+// length verifies in constant memory. It applies every rule a log file's
+// reader applies to an entry (FORMAT.md §2): the field rules of FORMAT.md
+// §1, the chain and the entry's own hash. The zero Verifier expects a log
+// from its first entry.
 type Verifier struct {
 	head Head
+	// fieldsChecked: whoever handed over the entries has already checked
+	// their fields with ValidFields (a File parses every record it reads
+	// under those rules), so Add checks only the chain and the hash.
+	fieldsChecked bool
 }
 
 // NewVerifier returns a verifier that expects the entry following head.
@@ -353,16 +359,30 @@ type Verifier struct {
 func NewVerifier(head Head) *Verifier { return &Verifier{head: head} }
 
 // Add checks that e continues the entries seen so far: its sequence number
-// and previous hash, its kind, time and payload length (FORMAT.md §1), and
-// its own hash recomputed from its fields. It does not check that the
-// payload is canonical JSON, which costs about half as much as the hash:
-// Next, the Log's appends, File (appending and reading) and
-// Entry.UnmarshalJSON check that where payloads enter a log.
+// and previous hash, its fields (the kind grammar, a time in years
+// 0000-9999, a payload of RFC 8785 canonical JSON of at most MaxPayloadLen
+// bytes: ValidFields), and its own hash recomputed from its fields. The
+// first rule e breaks is reported as a *ChainBreakError naming the field.
 func (v *Verifier) Add(e Entry) error {
 	idx := v.head.Size
 	if err := linkError(v.head, e.Seq, e.Prev); err != nil {
 		return err
 	}
+	if !v.fieldsChecked {
+		if err := fieldError(idx, e); err != nil {
+			return err
+		}
+	}
+	if got := EntryHash(e); got != e.Hash {
+		return &ChainBreakError{Index: idx, Field: "hash", Expected: got.String(), Actual: e.Hash.String()}
+	}
+	v.head = Head{Size: idx + 1, Hash: e.Hash}
+	return nil
+}
+
+// fieldError reports, as a *ChainBreakError at index idx, the first field
+// of e that breaks the rules ValidFields applies.
+func fieldError(idx uint64, e Entry) error {
 	if err := validKind(e.Kind); err != nil {
 		return &ChainBreakError{Index: idx, Field: "kind", Expected: "1 to 128 bytes of [a-z0-9_-] in dot-separated words", Actual: fmt.Sprintf("%q", e.Kind)}
 	}
@@ -371,13 +391,10 @@ func (v *Verifier) Add(e Entry) error {
 	if err := validTime(e.Time); err != nil {
 		return &ChainBreakError{Index: idx, Field: "time", Expected: "a time in years 0000-9999", Actual: e.Time.UTC().Format(time.RFC3339Nano)}
 	}
-	if len(e.Payload) > MaxPayloadLen {
-		return &ChainBreakError{Index: idx, Field: "payload", Expected: fmt.Sprintf("at most %d bytes", MaxPayloadLen), Actual: fmt.Sprintf("%d bytes", len(e.Payload))}
+	if err := ValidPayload(e.Payload); err != nil {
+		return &ChainBreakError{Index: idx, Field: "payload", Expected: fmt.Sprintf("RFC 8785 canonical JSON of 1 to %d bytes", MaxPayloadLen),
+			Actual: fmt.Sprintf("%d bytes refused (%s)", len(e.Payload), reason(err))}
 	}
-	if got := EntryHash(e); got != e.Hash {
-		return &ChainBreakError{Index: idx, Field: "hash", Expected: got.String(), Actual: e.Hash.String()}
-	}
-	v.head = Head{Size: idx + 1, Hash: e.Hash}
 	return nil
 }
 
@@ -406,8 +423,9 @@ func checkHead(trusted, got Head, atTrusted Hash) error {
 	return nil
 }
 
-// Verify checks a whole log held in memory and returns its head. The first
-// problem is reported as a *ChainBreakError.
+// Verify checks a whole log held in memory with a Verifier (every rule a
+// log file's reader applies: fields, chain and hashes) and returns its
+// head. The first problem is reported as a *ChainBreakError.
 func Verify(entries []Entry) (Head, error) {
 	var v Verifier
 	for _, e := range entries {
@@ -418,8 +436,9 @@ func Verify(entries []Entry) (Head, error) {
 	return v.Head(), nil
 }
 
-// VerifyAgainst checks entries and that they extend the trusted head, so a
-// log cut short (or rewritten from some point on) is detected as well.
+// VerifyAgainst checks entries as Verify does and that they extend the
+// trusted head, so a log cut short (or rewritten from some point on) is
+// detected as well.
 func VerifyAgainst(entries []Entry, trusted Head) (Head, error) {
 	h, err := Verify(entries)
 	if err != nil {

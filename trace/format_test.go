@@ -12,8 +12,10 @@ package trace
 //   - Record lengths outside the format's bounds are refused
 //     (TestFileRecordLengthBounds); a file without the magic is a
 //     *NotLogError (TestFileOpenRejectsNotALog).
-//   - A Verifier checks the field rules it can check in constant time (kind,
-//     time, payload length) (TestVerifierChecksKindAndPayloadLength).
+//   - A Verifier applies every rule the reader applies: the field rules
+//     (TestVerifierChecksFieldRules), so Verify accepts an entry exactly
+//     when OpenFile accepts its record
+//     (TestFileReaderAcceptsExactlyWhatTheWriterWrites).
 //   - Every store refuses to append what the reader refuses: storetest
 //     RefusesInvalidPayload and RefusesInvalidKindOrTime, run on Memory and
 //     File by conformance_test.go and on the SQL stores by trace/sqlstore.
@@ -25,6 +27,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"iter"
 	"strings"
 	"testing"
 	"time"
@@ -107,22 +110,77 @@ func TestFileRecordLengthBounds(t *testing.T) {
 	assert.Equal(t, uint64(0), ce.Index)
 }
 
-// TestVerifierChecksKindAndPayloadLength: Verify refuses, as the file
-// reader does, an entry with an invalid kind or a payload over
-// MaxPayloadLen, even when its hash is right.
-func TestVerifierChecksKindAndPayloadLength(t *testing.T) {
+// outOfRangeTimes are instants the wire form's four-digit year cannot
+// hold: every time.Time the writer refuses.
+var outOfRangeTimes = []time.Time{
+	minTime.Add(-time.Nanosecond),
+	time.Date(-1, 6, 1, 0, 0, 0, 0, time.UTC),
+	maxTime,
+	time.Date(12345, 1, 1, 0, 0, 0, 0, time.UTC),
+}
+
+// badFieldEntries are entries with a correct hash and one field that breaks
+// a rule of FORMAT.md §1, named by that field.
+func badFieldEntries(t *testing.T) map[string][]Entry {
 	good := buildChain(t, 1)[0]
-	badKind := good
-	badKind.Kind = "Not A Kind"
-	huge := good
-	huge.Payload = make([]byte, MaxPayloadLen+1)
-	for field, e := range map[string]Entry{"kind": badKind, "payload": huge} {
+	out := map[string][]Entry{}
+	add := func(field string, e Entry) {
 		e.Hash = EntryHash(e)
-		_, err := Verify([]Entry{e})
-		var cb *ChainBreakError
-		require.ErrorAs(t, err, &cb, field)
-		assert.Equal(t, field, cb.Field)
-		assert.Equal(t, uint64(0), cb.Index)
+		out[field] = append(out[field], e)
+	}
+	for _, k := range badKinds {
+		e := good
+		e.Kind = k.kind
+		add("kind", e)
+	}
+	for _, at := range outOfRangeTimes {
+		e := good
+		e.Time = at
+		add("time", e)
+	}
+	for _, p := range append(badPayloads, struct{ name, payload string }{"over-limit", `"` + strings.Repeat("x", MaxPayloadLen-1) + `"`}) {
+		e := good
+		e.Payload = []byte(p.payload)
+		add("payload", e)
+	}
+	return out
+}
+
+// TestVerifierChecksFieldRules: Verify, and VerifyStore over a store that
+// does not check fields itself, refuse what a log file's reader refuses,
+// even when the entry's hash is right: a bad kind, a time outside years
+// 0000-9999, a payload that is empty, not JSON, not canonical or over
+// MaxPayloadLen. The *ChainBreakError names the field.
+func TestVerifierChecksFieldRules(t *testing.T) {
+	for field, entries := range badFieldEntries(t) {
+		for _, e := range entries {
+			_, err := Verify([]Entry{e})
+			var cb *ChainBreakError
+			require.ErrorAs(t, err, &cb, "%s %q %v %.40q", field, e.Kind, e.Time, e.Payload)
+			assert.Equal(t, field, cb.Field)
+			assert.Equal(t, uint64(0), cb.Index)
+
+			_, err = VerifyStore(context.Background(), uncheckedStore{e})
+			require.ErrorAs(t, err, &cb, "VerifyStore: %s %q %v %.40q", field, e.Kind, e.Time, e.Payload)
+			assert.Equal(t, field, cb.Field)
+		}
+	}
+}
+
+// uncheckedStore is a Store that hands out its entries as they are, as a
+// store written outside the library might.
+type uncheckedStore []Entry
+
+func (s uncheckedStore) Head(context.Context) (Head, error)     { return Head{}, nil }
+func (s uncheckedStore) Append(context.Context, ...Entry) error { return nil }
+func (s uncheckedStore) Close() error                           { return nil }
+func (s uncheckedStore) Entries(_ context.Context, from uint64) iter.Seq2[Entry, error] {
+	return func(yield func(Entry, error) bool) {
+		for _, e := range s[min(from, uint64(len(s))):] {
+			if !yield(e, nil) {
+				return
+			}
+		}
 	}
 }
 
@@ -166,8 +224,8 @@ func FuzzParseTime(f *testing.F) {
 
 // TestFileReaderAcceptsExactlyWhatTheWriterWrites: for any kind, time and
 // payload, a record with a correct hash opens if and only if the writer
-// (Next) accepts those fields, and then the writer writes that record byte
-// for byte.
+// (Next) accepts those fields, and if and only if Verify accepts the entry
+// it holds; the writer then writes that record byte for byte.
 func TestFileReaderAcceptsExactlyWhatTheWriterWrites(t *testing.T) {
 	kinds := []string{"a", "kernel.execute", strings.Repeat("k", MaxKindLen), strings.Repeat("k", MaxKindLen+1)}
 	for _, k := range badKinds {
@@ -189,13 +247,17 @@ func TestFileReaderAcceptsExactlyWhatTheWriterWrites(t *testing.T) {
 		}
 		payload := rapid.OneOf(rapid.SampledFrom(payloads), rapid.StringMatching(`[\[\]{}":,0-9a ]{0,8}`)).Draw(t, "payload")
 
-		frame, _ := vecRecord{kind: kind, time: tm, payload: payload}.frame()
+		frame, hash := vecRecord{kind: kind, time: tm, payload: payload}.frame()
 		readErr := openBytes(withFrames(frame))
 		parsed, timeOK := refParseTime(tm)
 		var writeErr error = ErrMalformed
 		var e Entry
 		if timeOK {
 			e, _, writeErr = Next(Head{}, kind, []byte(payload), parsed)
+			_, verifyErr := Verify([]Entry{{Kind: kind, Time: parsed, Payload: []byte(payload), Hash: hash}})
+			if (readErr == nil) != (verifyErr == nil) {
+				t.Fatalf("kind %q time %q payload %q: reader says %v, Verify says %v", kind, tm, payload, readErr, verifyErr)
+			}
 		}
 		if (readErr == nil) != (writeErr == nil) {
 			t.Fatalf("kind %q time %q payload %q: reader says %v, writer says %v", kind, tm, payload, readErr, writeErr)
