@@ -334,16 +334,16 @@ func scanFile(path string, r io.ReaderAt, size int64) (scanResult, error) {
 }
 
 // checkRecord checks one record, given as its tag byte followed by its
-// body, against the head before it: first its fields (parseBody), then its
-// own hash, then that it links to head (a *ChainBreakError). It returns the
-// record's hash.
+// body, against the head before it: first its fields (parseBody, an error
+// wrapping ErrMalformed), then its own hash (wrapping ErrCorrupt), then
+// that it links to head (a *ChainBreakError). It returns the record's hash.
 func checkRecord(pre []byte, head Head) (Hash, error) {
 	r, err := parseBody(pre[1:])
 	if err != nil {
 		return Hash{}, err
 	}
 	if sum := Hash(sha256.Sum256(pre[:len(pre)-len(Hash{})])); sum != r.hash {
-		return Hash{}, fmt.Errorf("hash mismatch: stored %s, the record's fields hash to %s", r.hash, sum)
+		return Hash{}, fmt.Errorf("%w: hash mismatch: stored %s, the record's fields hash to %s", ErrCorrupt, r.hash, sum)
 	}
 	return r.hash, linkError(head, r.seq, r.prev)
 }

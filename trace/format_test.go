@@ -110,6 +110,33 @@ func TestFileRecordLengthBounds(t *testing.T) {
 	assert.Equal(t, uint64(0), ce.Index)
 }
 
+// TestCheckRecordErrorsWrapSentinels: each way a record fails the reader's
+// check (FORMAT.md §4, step 5) wraps its own sentinel: a field rule
+// ErrMalformed, a stored hash its fields do not hash to ErrCorrupt, an
+// intact record that does not link a *ChainBreakError.
+func TestCheckRecordErrorsWrapSentinels(t *testing.T) {
+	pre := func(frame []byte) []byte { return append([]byte{entryTag}, frame[frameHeaderLen:]...) }
+	good, _ := vecRecord{kind: "test.step", time: stepEntries[0].time, payload: `{"i":0}`}.frame()
+	_, err := checkRecord(pre(good), Head{})
+	require.NoError(t, err)
+
+	badHash := pre(good)
+	badHash[len(badHash)-1] ^= 1
+	_, err = checkRecord(badHash, Head{})
+	require.ErrorIs(t, err, ErrCorrupt)
+	assert.NotErrorIs(t, err, ErrMalformed)
+	assert.NotErrorIs(t, err, ErrChainBreak)
+
+	badKind, _ := vecRecord{kind: "Test", time: stepEntries[0].time, payload: `{"i":0}`}.frame()
+	_, err = checkRecord(pre(badKind), Head{})
+	require.ErrorIs(t, err, ErrMalformed)
+
+	unlinked, _ := vecRecord{seq: 1, kind: "test.step", time: stepEntries[0].time, payload: `{"i":0}`}.frame()
+	_, err = checkRecord(pre(unlinked), Head{})
+	var cb *ChainBreakError
+	require.ErrorAs(t, err, &cb)
+}
+
 // outOfRangeTimes are instants the wire form's four-digit year cannot
 // hold: every time.Time the writer refuses.
 var outOfRangeTimes = []time.Time{

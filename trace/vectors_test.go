@@ -1,7 +1,7 @@
 package trace
 
 // The files under testdata/vectors are language-neutral test vectors for
-// the file format (FORMAT.md §6): a few valid logs and, for each, single
+// the file format (FORMAT.md §7): a few valid logs and, for each, single
 // mutations with the outcome a reader must report. This file generates
 // them and checks them. To change a vector, edit the generator and run
 //
