@@ -27,6 +27,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"strings"
 	"testing"
@@ -301,24 +302,74 @@ func TestFileReaderAcceptsExactlyWhatTheWriterWrites(t *testing.T) {
 }
 
 // TestFileAppendWritesWhatOpenReads: File.Append refuses exactly the
-// entries a reopen would refuse (payloads that are empty, not JSON or not
-// canonical among them), so it never writes a log that reads as damaged.
+// entries a reopen would not read back. Every entry with a kind, time or
+// payload that breaks a field rule, written as a record anyway, is refused
+// by the reader (or, for a time outside years 0000-9999, read back as
+// another instant), and Append refuses it with ErrMalformed and writes
+// nothing; entries at the limits of every rule are written and read back
+// unchanged.
 func TestFileAppendWritesWhatOpenReads(t *testing.T) {
+	ctx := context.Background()
 	fs := newFaultFS()
 	s, err := OpenFile("log", FileOptions{fs: fs})
 	require.NoError(t, err)
-	good := buildChain(t, 1)[0]
-	for _, p := range badPayloads {
-		bad := good
-		bad.Payload = []byte(p.payload)
-		bad.Hash = EntryHash(bad)
-		require.ErrorIs(t, s.Append(context.Background(), bad), ErrMalformed, "payload %q", p.payload)
+	for field, entries := range badFieldEntries(t) {
+		for _, e := range entries {
+			what := fmt.Sprintf("%s: kind %q time %v payload %.40q", field, e.Kind, e.Time, e.Payload)
+			if got, err := readEntries(withFrames(appendFrame(nil, e))); err == nil {
+				assert.False(t, sameEntry(got[0], e), "%s: written anyway, it reads back unchanged", what)
+			}
+			require.ErrorIs(t, s.Append(ctx, e), ErrMalformed, what)
+			require.Equal(t, []byte(fileMagic), fs.bytes("log"), "%s: nothing written", what)
+		}
 	}
-	require.NoError(t, s.Append(context.Background(), good))
+
+	var want []Entry
+	var h Head
+	for _, c := range []struct {
+		kind    string
+		at      time.Time
+		payload string
+	}{
+		{strings.Repeat("k", MaxKindLen), minTime, `0`},
+		{"a.b-c_d.0", maxTime.Add(-time.Nanosecond), `"` + strings.Repeat("x", MaxPayloadLen-2) + `"`},
+		{"a", time.Date(0, 2, 29, 0, 0, 0, 0, time.UTC), `{"a":[1.5,null,"\u001f"]}`},
+	} {
+		e, next, err := Next(h, c.kind, []byte(c.payload), c.at)
+		require.NoError(t, err)
+		require.NoError(t, s.Append(ctx, e))
+		want, h = append(want, e), next
+	}
 	require.NoError(t, s.Close())
-	s, err = OpenFile("log", FileOptions{fs: fs})
+	got, err := readEntries(fs.bytes("log"))
 	require.NoError(t, err)
-	h, _ := s.Head(context.Background())
-	assert.Equal(t, Head{Size: 1, Hash: good.Hash}, h)
-	require.NoError(t, s.Close())
+	require.Len(t, got, len(want))
+	for i := range want {
+		assert.True(t, sameEntry(got[i], want[i]), "entry %d reads back changed", i)
+	}
+}
+
+// readEntries opens a log file holding data (in memory) and returns its
+// entries.
+func readEntries(data []byte) ([]Entry, error) {
+	s, err := OpenFile("log", FileOptions{fs: faultFSWith(data)})
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	var out []Entry
+	for e, err := range s.Entries(context.Background(), 0) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// sameEntry reports whether a and b hold the same fields and the same
+// instant.
+func sameEntry(a, b Entry) bool {
+	return a.Seq == b.Seq && a.Prev == b.Prev && a.Kind == b.Kind && a.Time.Equal(b.Time) &&
+		bytes.Equal(a.Payload, b.Payload) && a.Hash == b.Hash
 }
