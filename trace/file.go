@@ -292,8 +292,14 @@ func scanFile(path string, r io.ReaderAt, size int64) (scanResult, error) {
 		}
 		n := binary.BigEndian.Uint32(fh[0:4])
 		if crc32.Checksum(fh[0:4], castagnoli) != binary.BigEndian.Uint32(fh[4:8]) {
-			if allZero(r, off, size) {
-				return torn("zero-filled tail")
+			// Only zeros after the header: a pre-allocated tail, or a crash
+			// that kept part of the final record's header (it may straddle
+			// two pages) and nothing after it.
+			if allZero(r, off+frameHeaderLen, size) {
+				if fh == [frameHeaderLen]byte{} {
+					return torn("zero-filled tail")
+				}
+				return torn("frame header checksum mismatch, only zeros after it")
 			}
 			return corrupt("frame header checksum mismatch")
 		}

@@ -19,8 +19,10 @@ package trace
 //     durable, and verifies (TestFileCrashRecovery, a rapid state machine;
 //     TestFileShortWriteRollsBack, TestFileFailedSyncBreaksStore).
 //   - Every single-byte change of a log file is detected on open
-//     (TestFileEveryByteFlipDetected, FuzzOpenFile); a torn tail is repaired
-//     without loss (TestFileTornTailRepair, TestRepairFileKeepsEarlierSideFiles);
+//     (TestFileEveryByteFlipDetected, FuzzOpenFile); a torn tail, down to a
+//     final frame header kept in part, is repaired without loss
+//     (TestFileTornTailRepair, TestFileTornFrameHeader,
+//     TestRepairFileKeepsEarlierSideFiles);
 //     damage before the final record never is (TestFileMidCorruptionNeverRepaired,
 //     TestFileRemovedRecordIsNotATornTail, TestFileDamagedPrevIsCorrupt).
 //   - The byte layout is pinned by TestHashWorkedExample, whose hashes were
@@ -32,10 +34,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	iofs "io/fs"
 	"math"
 	"path/filepath"
@@ -820,6 +824,48 @@ func TestFileTornRecordBeforeZeroTail(t *testing.T) {
 	fs.setBytes("log", mid)
 	_, err = OpenFile("log", FileOptions{fs: fs})
 	require.ErrorIs(t, err, ErrCorrupt)
+}
+
+// TestFileTornFrameHeader: a crash can keep part of the final record's
+// frame header (which may straddle a page boundary) and none of what
+// follows it. Whatever part is kept, and whatever it holds, a header whose
+// checksum fails with only zeros after it is a torn tail that RepairFile
+// cuts off; a non-zero byte anywhere after it makes it corruption.
+func TestFileTornFrameHeader(t *testing.T) {
+	fs, good := fileWith(t, 3)
+	_, two := fileWith(t, 2)
+	for kept := 1; kept < frameHeaderLen; kept++ {
+		for _, junk := range []byte{0x00, 0x5a, 0xff} {
+			for _, tail := range []int{0, 1, 100} {
+				bad := bytes.Clone(good)
+				hdr := bad[len(two) : len(two)+frameHeaderLen]
+				for i := kept; i < frameHeaderLen; i++ {
+					hdr[i] = junk // the lost part: zeros, or whatever the page held
+				}
+				clear(bad[len(two)+frameHeaderLen:])
+				bad = append(bad, make([]byte, tail)...)
+				if crc32.Checksum(hdr[:4], castagnoli) == binary.BigEndian.Uint32(hdr[4:]) {
+					continue // the header reads as written
+				}
+				what := fmt.Sprintf("%d header bytes kept, rest 0x%02x, %d zeros more", kept, junk, tail)
+				fs.setBytes("log", bad)
+				_, err := OpenFile("log", FileOptions{fs: fs})
+				var torn *TornTailError
+				require.ErrorAs(t, err, &torn, what)
+				assert.Equal(t, uint64(2), torn.Index, what)
+				assert.Equal(t, int64(len(two)), torn.Offset, what)
+				res, err := repairFile("log", fs)
+				require.NoError(t, err, what)
+				assert.Equal(t, uint64(2), res.Entries, what)
+				assert.Equal(t, two, fs.bytes("log"), what)
+
+				bad[len(bad)-1] = 0x01
+				fs.setBytes("log", bad)
+				_, err = OpenFile("log", FileOptions{fs: fs})
+				require.ErrorIs(t, err, ErrCorrupt, "%s, then a non-zero byte", what)
+			}
+		}
+	}
 }
 
 // TestFileAppendRejectsMalformed: File must not write an entry it cannot

@@ -305,6 +305,18 @@ func generateVectors() []vector {
 		clear(lastZeroed[len(lastZeroed)-10:])
 		add(name("zeroed-end-of-last"), "The last 10 bytes of the last record zeroed and zeros after it: the last record is torn.",
 			at("torn", n-1), l.head(n-1), append(lastZeroed, make([]byte, 64)...))
+		// A crash kept the first 5 bytes of the last record's frame header
+		// (the page holding the rest of the header and the body was lost):
+		// its CRC fails and only zeros follow, so it is torn; a non-zero
+		// byte after the header makes it corrupt.
+		partial := bytes.Clone(l.data)
+		clear(partial[l.offs[n-1]+5:])
+		add(name("partial-header-of-last"), "The last record keeps only the first 5 bytes of its frame header, zeros after them: the last record is torn.",
+			at("torn", n-1), l.head(n-1), partial)
+		partialThenData := bytes.Clone(partial)
+		partialThenData[len(partialThenData)-1] = 0x01
+		add(name("partial-header-of-last-then-data"), "As partial-header-of-last, but the file's last byte is 0x01: corrupt at the last record.",
+			at("corrupt", n-1), nil, partialThenData)
 		firstZeroed := bytes.Clone(l.data)
 		clear(firstZeroed[l.offs[1]-10 : l.offs[1]])
 		add(name("zeroed-end-of-0"), "The last 10 bytes of record 0 zeroed, later records intact: corrupt at entry 0.",
