@@ -115,7 +115,7 @@ var errDisk = errors.New("disk full")
 func (failingStore) Append(context.Context, ...trace.Entry) error { return errDisk }
 
 func TestSessionReturnsNoUnrecordedDecision(t *testing.T) {
-	log, err := trace.New(failingStore{trace.NewMemory()})
+	log, err := trace.NewLog(failingStore{trace.NewMemory()})
 	require.NoError(t, err)
 	s, err := NewSession(context.Background(), log, approverPolicy(), WithIDs(func() string { return "id" }))
 	require.NoError(t, err)

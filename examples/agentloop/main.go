@@ -76,10 +76,12 @@ func run(ctx context.Context, w io.Writer) error {
 		return err
 	}
 	clk := &clock{t: time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)}
-	log, err := trace.New(store, trace.WithClock(clk.now))
+	log, err := trace.NewLog(store, trace.WithClock(clk.now))
 	if err != nil {
+		store.Close()
 		return err
 	}
+	defer log.Close() // on an early return; closed in step 4 before reopening
 
 	fmt.Fprintln(w, "== 1. kernel: acting under a budget and invariants")
 	k, sess, err := startKernel(ctx, log, clk.now)
@@ -102,18 +104,19 @@ func run(ctx context.Context, w io.Writer) error {
 
 	fmt.Fprintln(w, "\n== 4. trace: verify the one log and replay the kernel session")
 	head := log.Head()
-	if err := store.Close(); err != nil {
+	if err := log.Close(); err != nil {
 		return err
 	}
 	store, err = trace.OpenFile(path, trace.FileOptions{}) // verifies the whole chain
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	log, err = trace.New(store)
+	log, err = trace.NewLog(store)
 	if err != nil {
+		store.Close()
 		return err
 	}
+	defer log.Close()
 	if _, err := log.VerifyAgainst(ctx, head); err != nil {
 		return err
 	}
