@@ -45,8 +45,8 @@
 // float whose canonical text would read as an int is written
 // {"$float":"1"}, an int beyond ±(2^53−1) {"$int":"…"}. DecodeValue,
 // DecodeState and DecodeAction are strict: duplicate keys, invalid UTF-8,
-// unknown action fields and inexact costs are errors (ErrDecode,
-// ErrInvalidCost), never guesses.
+// a plain integer literal beyond ±(2^53−1), unknown action fields and
+// inexact costs are errors (ErrDecode, ErrInvalidCost), never guesses.
 //
 // # Effects and their inverses
 //

@@ -24,7 +24,9 @@ func decodeJSON(b []byte) (any, error) {
 }
 
 // fromJSON converts a decoded typed-JSON value: a number literal with a
-// fraction or exponent is a float, otherwise an int; {"$int":"…"},
+// fraction or exponent is a float, otherwise an int within ±(2^53−1) (a
+// plain integer literal beyond is refused: a double reader would read
+// another number from the same text); {"$int":"…"},
 // {"$float":"…"} and {"$object":{…}} are the escapes MarshalJSON writes.
 func fromJSON(x any, depth int) (Value, error) {
 	if depth > maxDepth {
@@ -111,8 +113,10 @@ func numberValue(s string) (Value, error) {
 		return Float(f), nil
 	}
 	i, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return Value{}, fmt.Errorf("%w: integer %s out of range", ErrDecode, s)
+	if err != nil || i > maxSafe || i < -maxSafe {
+		// Beyond ±(2^53−1) one text would be two numbers: a double reader
+		// rounds it, so such an int is written {"$int":"…"}, never plain.
+		return Value{}, fmt.Errorf("%w: integer %s is beyond ±(2^53−1); write it {\"$int\":%q}", ErrDecode, s, s)
 	}
 	return Int(i), nil
 }
