@@ -121,6 +121,13 @@ type Backend interface {
 	// Status returns the status record of a claim; the zero record when the
 	// claim has none.
 	Status(ctx context.Context, claimID string) (StatusRecord, error)
+	// Applied reports whether the backend holds a write of kind made for
+	// intent (Write.Intent): a Steward restarted after a crash asks it to
+	// learn the outcome of a write its log shows as started but not
+	// finished. An evidence write of a document already stored stores
+	// nothing and is not applied; a link is applied once its hypothesis is
+	// linked.
+	Applied(ctx context.Context, kind WriteKind, intent string) (bool, error)
 }
 
 // HypothesisRecord is a stored speculative hypothesis.
@@ -148,6 +155,13 @@ type Memory struct {
 	hypotheses   map[string][]HypothesisRecord // by session
 	propositions map[string][]byte
 	status       map[string]StatusRecord
+	applied      map[applied]bool
+}
+
+// applied names a write a Memory applied.
+type applied struct {
+	kind   WriteKind
+	intent string
 }
 
 // NewMemory returns an empty Memory backend.
@@ -158,6 +172,7 @@ func NewMemory() *Memory {
 		hypotheses:   map[string][]HypothesisRecord{},
 		propositions: map[string][]byte{},
 		status:       map[string]StatusRecord{},
+		applied:      map[applied]bool{},
 	}
 }
 
@@ -171,10 +186,11 @@ func (m *Memory) Apply(ctx context.Context, w Write) error {
 	defer m.mu.Unlock()
 	switch w.kind {
 	case WriteKindEvidence:
-		if !m.evidenceIDs[w.id] {
-			m.evidenceIDs[w.id] = true
-			m.evidence[w.claimID] = append(m.evidence[w.claimID], bytes.Clone(w.doc))
+		if m.evidenceIDs[w.id] {
+			return nil
 		}
+		m.evidenceIDs[w.id] = true
+		m.evidence[w.claimID] = append(m.evidence[w.claimID], bytes.Clone(w.doc))
 	case WriteKindHypothesis:
 		m.hypotheses[w.sessionID] = append(m.hypotheses[w.sessionID], HypothesisRecord{
 			ID: w.id, SessionID: w.sessionID, ClaimID: w.claimID, Document: bytes.Clone(w.doc),
@@ -196,7 +212,18 @@ func (m *Memory) Apply(ctx context.Context, w Write) error {
 	default:
 		return ErrNotSteward
 	}
+	m.applied[applied{w.kind, w.intent}] = true
 	return nil
+}
+
+// Applied implements Backend.
+func (m *Memory) Applied(ctx context.Context, kind WriteKind, intent string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.applied[applied{kind, intent}], nil
 }
 
 // Evidence implements Backend.

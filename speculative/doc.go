@@ -144,6 +144,16 @@
 // status changes go through ProposeStatus, Approve or Reject, and Execute,
 // which re-reads the evidence through the guards and applies Promote.
 //
+// The log is the Steward's memory; nothing else is persisted for it. A
+// Steward opened over a log that holds entries (NewSteward) replays it:
+// status intents proposed and not finished are open again, with their
+// approvals (Pending lists them), and a write that a stop interrupted
+// between its intent and its outcome is finished from what the backend
+// holds (Backend.Applied). In memory the Steward keeps the open status
+// intents only. Compare rebuilds from the log what the backend must hold
+// and names the first disagreement (a *MismatchError). speculative/sqlbackend
+// is a Backend in SQLite or PostgreSQL.
+//
 // # What it does not cover
 //
 //   - Meaning. Detection is lexical: speculative content rephrased with no

@@ -35,11 +35,13 @@ type Entry interface {
 // IntentEntry is the payload of a KindIntent entry, recorded before any
 // guard runs. Evidence intents carry the claim id and the evidence's ID
 // (Digest) when the document could be read; proposition intents the claim
-// id; hypothesis intents the session and the claim id; status intents the
-// claim id, the target status and the non-fragility checks.
+// id; hypothesis intents the session, the claim id and the id the
+// hypothesis will have (ID); status intents the claim id, the target
+// status and the non-fragility checks.
 type IntentEntry struct {
 	Intent    string        `json:"intent"`
 	Write     WriteKind     `json:"write"`
+	ID        string        `json:"id,omitempty"`
 	ClaimID   string        `json:"claim_id,omitempty"`
 	SessionID string        `json:"session_id,omitempty"`
 	Digest    trace.Hash    `json:"digest,omitzero"`

@@ -125,16 +125,10 @@ func Promote(req PromotionRequest) (Transition, error) {
 	if err := vs.err(subject); err != nil {
 		return Transition{}, err
 	}
-	t := Transition{ClaimID: req.ClaimID, From: req.From, To: req.To}
-	switch {
-	case req.To == req.From:
-		t.Direction = DirectionUnchanged
-		return t, nil
-	case req.To < req.From:
-		t.Direction = DirectionDowngrade
+	t := Transition{ClaimID: req.ClaimID, From: req.From, To: req.To, Direction: direction(req.From, req.To)}
+	if t.Direction != DirectionUpgrade {
 		return t, nil
 	}
-	t.Direction = DirectionUpgrade
 	if req.From == StatusSpeculative && req.To == StatusProven {
 		bad("no-direct-proof", "speculative → proven is never allowed directly; promote to supported first")
 	}
@@ -188,4 +182,15 @@ func Promote(req PromotionRequest) (Transition, error) {
 		return Transition{}, err
 	}
 	return t, nil
+}
+
+// direction says which way from → to moves a claim.
+func direction(from, to Status) Direction {
+	switch {
+	case to == from:
+		return DirectionUnchanged
+	case to < from:
+		return DirectionDowngrade
+	}
+	return DirectionUpgrade
 }

@@ -42,6 +42,7 @@ type intent struct {
 	checks   NonFragility
 	approval *Approval
 	state    intentState
+	n        uint64 // the order intents were made in
 }
 
 // Steward is the only executor of write intents (Guard 3). It checks every
@@ -52,13 +53,20 @@ type intent struct {
 // failures are reported in the receipt and in the log. Each call reads the
 // clock once and stamps every entry it records with that instant. It is
 // safe for concurrent use; calls are serialised.
+//
+// The log is the Steward's memory: a Steward opened over a log that holds
+// entries continues where the last one stopped (see NewSteward). In
+// memory it keeps only the status intents still open; an intent leaves it
+// once executed or rejected, so finished work costs nothing. One Steward
+// at a time may write to a log.
 type Steward struct {
 	mu      sync.Mutex
 	backend Backend
 	log     *trace.Log
 	now     func() time.Time
 	newID   func() string
-	intents map[string]*intent
+	intents map[string]*intent // open status intents only
+	n       uint64
 }
 
 // Option configures a Steward.
@@ -84,7 +92,15 @@ func WithIDs(newID func() string) Option {
 }
 
 // NewSteward returns a Steward writing through backend and recording into
-// log.
+// log. It first reads the whole log (entries of other kinds are skipped;
+// one that does not decode is an error): status intents proposed and not
+// yet executed or rejected are open again, with their approvals. A write
+// the log shows as started and not finished — the process stopped between
+// the intent and its outcome — is finished from what the backend holds
+// (Backend.Applied): persisted if the write landed, else rejected (a link:
+// a soft failure), and a status intent whose write landed is recorded as
+// executed. After that, Compare holds for a backend and log that agreed
+// before the stop.
 func NewSteward(ctx context.Context, log *trace.Log, backend Backend, opts ...Option) (*Steward, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, wrap("new steward", err)
@@ -97,6 +113,9 @@ func NewSteward(ctx context.Context, log *trace.Log, backend Backend, opts ...Op
 	}}
 	for _, o := range opts {
 		o(s)
+	}
+	if err := s.restart(ctx); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -251,7 +270,7 @@ func (s *Steward) PersistHypothesis(ctx context.Context, sessionID string, h Hyp
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	at, intent, id := s.now(), s.newID(), s.newID()
-	if err := s.record(ctx, at, IntentEntry{Intent: intent, Write: WriteKindHypothesis, SessionID: sessionID, ClaimID: h.ClaimID}); err != nil {
+	if err := s.record(ctx, at, IntentEntry{Intent: intent, Write: WriteKindHypothesis, ID: id, SessionID: sessionID, ClaimID: h.ClaimID}); err != nil {
 		return HypothesisReceipt{}, err
 	}
 	if strings.TrimSpace(sessionID) == "" {
@@ -299,7 +318,8 @@ func (s *Steward) ProposeStatus(ctx context.Context, claimID string, to Status, 
 	if !to.Valid() {
 		return "", fmt.Errorf("%w: %v", ErrUnknownStatus, to)
 	}
-	in := &intent{id: s.newID(), claimID: claimID, to: to, state: intentPending,
+	s.n++
+	in := &intent{id: s.newID(), claimID: claimID, to: to, state: intentPending, n: s.n,
 		checks: NonFragility{FeynmanPassed: checks.FeynmanPassed, SensitivityFailures: slices.Clone(checks.SensitivityFailures)}}
 	c := in.checks
 	if err := s.record(ctx, s.now(), IntentEntry{Intent: in.id, Write: WriteKindStatus, ClaimID: claimID, To: to, Checks: &c}); err != nil {
@@ -312,7 +332,7 @@ func (s *Steward) ProposeStatus(ctx context.Context, claimID string, to Status, 
 func (s *Steward) intent(id string, states ...intentState) (*intent, error) {
 	in, ok := s.intents[id]
 	if !ok {
-		return nil, fmt.Errorf("%w: unknown intent %q", ErrIntent, id)
+		return nil, fmt.Errorf("%w: intent %q is unknown or finished", ErrIntent, id)
 	}
 	if !slices.Contains(states, in.state) {
 		return nil, fmt.Errorf("%w: intent %q is %v", ErrIntent, id, in.state)
@@ -349,7 +369,7 @@ func (s *Steward) Reject(ctx context.Context, intentID, reason string) error {
 	if err := s.record(ctx, s.now(), RejectEntry{Intent: intentID, Write: WriteKindStatus, Reasons: []string{reason}}); err != nil {
 		return err
 	}
-	in.state = intentRejected
+	delete(s.intents, in.id)
 	return nil
 }
 
@@ -368,7 +388,7 @@ func (s *Steward) Execute(ctx context.Context, intentID string) (Transition, err
 	}
 	at := s.now()
 	fail := func(err error) (Transition, error) {
-		in.state = intentRejected
+		delete(s.intents, in.id)
 		return Transition{}, s.reject(ctx, at, in.id, WriteKindStatus, err)
 	}
 	from, known, err := s.status(ctx, in.claimID)
@@ -395,7 +415,7 @@ func (s *Steward) Execute(ctx context.Context, intentID string) (Transition, err
 	if err := s.backend.Apply(ctx, w); err != nil {
 		return fail(wrap("persisting status", err))
 	}
-	in.state = intentExecuted
+	delete(s.intents, in.id)
 	return t, s.record(ctx, at, PersistEntry{Intent: in.id, Write: WriteKindStatus, ClaimID: in.claimID,
 		From: from, To: in.to, Direction: t.Direction, Evidence: t.Evidence, Approval: in.approval})
 }

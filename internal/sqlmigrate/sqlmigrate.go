@@ -1,5 +1,5 @@
 // Package sqlmigrate is what Verity's SQL packages (trace/sqlstore,
-// kernel/sqlbudget) share below their public APIs: the few spellings that
+// kernel/sqlbudget, speculative/sqlbackend, claims/sqlpending) share below their public APIs: the few spellings that
 // differ between the SQL dialects, and versioned schema migrations that
 // are idempotent and safe when several processes start at once.
 //
@@ -82,6 +82,16 @@ func (d Dialect) Key() string {
 		return `TEXT COLLATE "C"`
 	}
 	return "TEXT"
+}
+
+// Serial returns the column definition of an integer primary key the
+// database assigns in increasing order: an identity column for
+// PostgreSQL, an AUTOINCREMENT rowid for SQLite (never reused).
+func (d Dialect) Serial() string {
+	if d == Postgres {
+		return "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"
+	}
+	return "INTEGER PRIMARY KEY AUTOINCREMENT"
 }
 
 // ByteLength returns the SQL function that gives a binary value's length

@@ -25,6 +25,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) speculative.Backend) {
 		{"HypothesesBySessionOnly", hypothesesBySessionOnly},
 		{"LinkNeedsProposition", linkNeedsProposition},
 		{"StatusRecord", statusRecord},
+		{"AppliedByIntent", appliedByIntent},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newBackend(t)) })
 	}
@@ -163,4 +164,54 @@ func statusRecord(t *testing.T, b speculative.Backend) {
 	if err != nil || r.Status != speculative.StatusSupported || len(r.Evidence) != 1 || r.Evidence[0] != rc.ID {
 		t.Fatalf("Status(c1) = %+v, %v", r, err)
 	}
+}
+
+func appliedByIntent(t *testing.T, b speculative.Backend) {
+	ctx := context.Background()
+	st := steward(t, b)
+	applied := func(kind speculative.WriteKind, intent string, want bool) {
+		t.Helper()
+		got, err := b.Applied(ctx, kind, intent)
+		if err != nil || got != want {
+			t.Fatalf("Applied(%v, %q) = %v, %v; want %v", kind, intent, got, err, want)
+		}
+	}
+	doc := map[string]any{"claim_id": "c1", "success": true}
+	first, err := st.PersistEvidence(ctx, doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := st.PersistEvidence(ctx, doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied(speculative.WriteKindEvidence, first.Intent, true)
+	applied(speculative.WriteKindEvidence, again.Intent, false) // the document was stored already
+	if err := st.RegisterProposition(ctx, "c1", map[string]any{"text": "t"}); err != nil {
+		t.Fatal(err)
+	}
+	applied(speculative.WriteKindProposition, "id-3", true)
+	linked, err := st.PersistHypothesis(ctx, "s1", speculative.Hypothesis{ClaimID: "c1", Content: "idea"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alone, err := st.PersistHypothesis(ctx, "s1", speculative.Hypothesis{Content: "idea"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied(speculative.WriteKindHypothesis, linked.Intent, true)
+	applied(speculative.WriteKindLink, linked.Intent, true)
+	applied(speculative.WriteKindHypothesis, alone.Intent, true)
+	applied(speculative.WriteKindLink, alone.Intent, false)
+	id, err := st.ProposeStatus(ctx, "c1", speculative.StatusRefuted, speculative.NonFragility{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied(speculative.WriteKindStatus, id, false)
+	if _, err := st.Execute(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	applied(speculative.WriteKindStatus, id, true)
+	applied(speculative.WriteKindStatus, first.Intent, false)
+	applied(speculative.WriteKindEvidence, "unknown", false)
 }
