@@ -92,8 +92,8 @@ func newQueries(d sqlmigrate.Dialect) queries {
 		link: r("UPDATE " + HypothesesTable + " SET link_intent = ? WHERE session_id = ? AND hypothesis_id = ? " +
 			"AND EXISTS (SELECT 1 FROM " + PropositionsTable + " WHERE claim_id = ?)"),
 		hasProposition: r("SELECT COUNT(*) FROM " + PropositionsTable + " WHERE claim_id = ?"),
-		putStatus: r("INSERT INTO " + StatusTable + " (claim_id, from_status, to_status, evidence, intent) VALUES (?, ?, ?, ?, ?)"),
-		evidence:  r("SELECT document FROM " + EvidenceTable + " WHERE claim_id = ? ORDER BY seq"),
+		putStatus:      r("INSERT INTO " + StatusTable + " (claim_id, from_status, to_status, evidence, intent) VALUES (?, ?, ?, ?, ?)"),
+		evidence:       r("SELECT document FROM " + EvidenceTable + " WHERE claim_id = ? ORDER BY seq"),
 		hypotheses: r("SELECT hypothesis_id, claim_id, document, CASE WHEN link_intent IS NULL THEN 0 ELSE 1 END FROM " +
 			HypothesesTable + " WHERE session_id = ? ORDER BY seq"),
 		status: r("SELECT to_status, evidence FROM " + StatusTable + " WHERE claim_id = ? ORDER BY seq DESC LIMIT 1"),
