@@ -23,13 +23,14 @@ const (
 	OpAppend                  // list variable gets value appended
 	OpRemove                  // first item equal to value is removed from a list variable
 	OpDelete                  // variable becomes absent (no-op if absent)
+	OpCount                   // variable += value, starting from Initial when absent
 )
 
-var opNames = [...]string{"", "set", "increment", "decrement", "multiply", "append", "remove", "delete"}
+var opNames = [...]string{"", "set", "increment", "decrement", "multiply", "append", "remove", "delete", "count"}
 
 // String returns the operation's name as written in JSON ("increment").
 func (o Op) String() string {
-	if o >= OpSet && o <= OpDelete {
+	if o >= OpSet && o <= OpCount {
 		return opNames[o]
 	}
 	return "op(" + strconv.Itoa(int(o)) + ")"
@@ -37,7 +38,7 @@ func (o Op) String() string {
 
 // parseOp returns the Op named s.
 func parseOp(s string) (Op, error) {
-	for i := OpSet; i <= OpDelete; i++ {
+	for i := OpSet; i <= OpCount; i++ {
 		if opNames[i] == s {
 			return i, nil
 		}
@@ -55,11 +56,14 @@ func parseOp(s string) (Op, error) {
 // float. A float variable takes a float operand, or an int operand of
 // magnitude at most 2^53 (converted exactly); a non-finite result is a
 // rejection (ErrOverflow). Any other variable (absent, null, string, ...)
-// is a rejection.
+// is a rejection, except for OpCount, which needs no declared variable:
+// an absent one counts from Initial (Initial + Value, by the same rule),
+// and its inverse deletes it again, so rollback leaves it absent (T7).
 type Effect struct {
-	Op    Op
-	Key   string
-	Value Value // the operand; null for OpDelete
+	Op      Op
+	Key     string
+	Value   Value // the operand; null for OpDelete
+	Initial Value // OpCount only: where an absent variable starts (a number)
 }
 
 // Set returns the effect key := v.
@@ -84,17 +88,29 @@ func Remove(key string, v Value) Effect { return Effect{Op: OpRemove, Key: key, 
 // Delete returns the effect that makes key absent.
 func Delete(key string) Effect { return Effect{Op: OpDelete, Key: key} }
 
+// Count returns the effect key += by, where an absent key starts from
+// initial: a counter that needs no declaration (one per tool, say, for an
+// open-ended list of tools). Count("calls/search", Int(1), Int(0)) counts
+// calls; Count("quota", Int(-1), Int(10)) counts a quota down from 10.
+// Rolling it back where the key was absent makes it absent again.
+func Count(key string, by, initial Value) Effect {
+	return Effect{Op: OpCount, Key: key, Value: by, Initial: initial}
+}
+
 // String returns a short human-readable form ("increment x 1").
 func (e Effect) String() string {
 	if e.Op == OpDelete {
 		return "delete " + strconv.Quote(e.Key)
+	}
+	if e.Op == OpCount {
+		return "count " + strconv.Quote(e.Key) + " " + e.Value.String() + " from " + e.Initial.String()
 	}
 	return e.Op.String() + " " + strconv.Quote(e.Key) + " " + e.Value.String()
 }
 
 // validate checks the effect's shape (not whether it fits a state).
 func (e Effect) validate() error {
-	if e.Op < OpSet || e.Op > OpDelete {
+	if e.Op < OpSet || e.Op > OpCount {
 		return fmt.Errorf("%w: unknown effect operation %d", ErrInvalidAction, e.Op)
 	}
 	if err := checkKey(e.Key); err != nil {
@@ -103,10 +119,19 @@ func (e Effect) validate() error {
 	if err := e.Value.validate(0); err != nil {
 		return err
 	}
+	if err := e.Initial.validate(0); err != nil {
+		return err
+	}
+	if e.Op != OpCount && e.Initial.kind != KindNull {
+		return fmt.Errorf("%w: only count takes an initial value", ErrInvalidAction)
+	}
 	switch e.Op {
-	case OpIncrement, OpDecrement, OpMultiply:
+	case OpIncrement, OpDecrement, OpMultiply, OpCount:
 		if k := e.Value.kind; k != KindInt && k != KindFloat {
 			return fmt.Errorf("%w: %s needs a numeric operand, got %s", ErrInvalidAction, e.Op, k)
+		}
+		if k := e.Initial.kind; e.Op == OpCount && k != KindInt && k != KindFloat {
+			return fmt.Errorf("%w: count needs a numeric initial value, got %s", ErrInvalidAction, k)
 		}
 	case OpDelete:
 		if e.Value.kind != KindNull {
@@ -202,6 +227,20 @@ func (b *builder) apply(i int, e Effect) (Effect, error) {
 		}
 		b.del(e.Key)
 		return restore(), nil
+	case OpCount:
+		base := old
+		if !had {
+			base = e.Initial
+		}
+		nv, err := arith(OpCount, base, e.Value)
+		if err != nil {
+			return fail(err.err, "%s", err.msg)
+		}
+		b.set(e.Key, nv)
+		if had && old.kind == KindInt {
+			return Effect{Op: OpDecrement, Key: e.Key, Value: e.Value}, nil
+		}
+		return restore(), nil
 	case OpIncrement, OpDecrement, OpMultiply:
 		if !had {
 			return fail(ErrMissingVariable, "%s of an absent variable", e.Op)
@@ -262,7 +301,7 @@ func arith(op Op, x, y Value) (Value, *arithError) {
 		var r int64
 		var ok bool
 		switch op {
-		case OpIncrement:
+		case OpIncrement, OpCount:
 			r, ok = addInt(a, c)
 		case OpDecrement:
 			r, ok = subInt(a, c)
@@ -290,7 +329,7 @@ func arith(op Op, x, y Value) (Value, *arithError) {
 		}
 		var r float64
 		switch op {
-		case OpIncrement:
+		case OpIncrement, OpCount:
 			r = a + c
 		case OpDecrement:
 			r = a - c

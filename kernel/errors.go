@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Sentinel errors. Every error the package returns wraps one of them; test
@@ -146,7 +147,9 @@ type InvariantViolation struct {
 	Description string
 	Suggestion  string
 	Enforcement Enforcement
-	Panic       any // the recovered panic value, if the predicate panicked
+	Panic       any           // the recovered panic value, if the predicate panicked
+	TimedOut    time.Duration // the time limit, if the predicate ran past it
+	Detail      string        // the invariant's Explain of the violating state
 }
 
 func (e *InvariantViolation) Error() string {
@@ -154,6 +157,12 @@ func (e *InvariantViolation) Error() string {
 	fmt.Fprintf(&b, "kernel: invariant %q violated", e.Name)
 	if e.Panic != nil {
 		fmt.Fprintf(&b, " (predicate panicked: %v)", e.Panic)
+	}
+	if e.TimedOut > 0 {
+		fmt.Fprintf(&b, " (predicate ran past its time limit %s)", e.TimedOut)
+	}
+	if e.Detail != "" {
+		fmt.Fprintf(&b, ": %s", e.Detail)
 	}
 	if e.Suggestion != "" {
 		fmt.Fprintf(&b, "; suggestion: %s", e.Suggestion)

@@ -10,6 +10,7 @@ import (
 
 var actionSeeds = []string{
 	`{"id":"a","cost":"1.5","effects":[{"op":"increment","key":"x","value":1}]}`,
+	`{"id":"a","effects":[{"initial":0,"key":"calls/x","op":"count","value":1},{"initial":0,"key":"x","op":"set","value":1}]}`,
 	`{"id":"a","cost":0.001,"effects":[{"op":"set","key":"x","value":{"$float":"1"}},{"op":"delete","key":"y"}]}`,
 	`{"id":"a","cost":1e-3,"reversible":true,"tags":["t"],"category":"c","name":"n","description":"d","precondition":"p","postcondition":"q"}`,
 	`{"id":"a","effects":[{"op":"append","key":"l","value":[1,1.0,"1",null]},{"op":"remove","key":"l","value":{"$int":"9223372036854775807"}}]}`,

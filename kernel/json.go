@@ -280,7 +280,7 @@ func effectFromJSON(x any) (Effect, error) {
 		return Effect{}, fmt.Errorf("%w: an effect is a JSON object", ErrDecode)
 	}
 	for k := range m {
-		if k != "op" && k != "key" && k != "value" {
+		if k != "op" && k != "key" && k != "value" && k != "initial" {
 			return Effect{}, fmt.Errorf("%w: unknown effect field %q", ErrDecode, k)
 		}
 	}
@@ -307,6 +307,16 @@ func effectFromJSON(x any) (Effect, error) {
 		}
 	}
 	e := Effect{Op: op, Key: key, Value: v}
+	if raw, present := m["initial"]; present {
+		if op != OpCount {
+			return Effect{}, fmt.Errorf("%w: only count takes an initial value", ErrDecode)
+		}
+		if e.Initial, err = fromJSON(raw, 1); err != nil {
+			return Effect{}, err
+		}
+	} else if op == OpCount {
+		return Effect{}, fmt.Errorf("%w: count needs an initial value", ErrDecode)
+	}
 	return e, e.validate()
 }
 
@@ -347,7 +357,13 @@ func appendEffects(dst []byte, effects []Effect) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = append(dst, `{"key":`...)
+		dst = append(dst, '{')
+		if e.Op == OpCount {
+			dst = append(dst, `"initial":`...)
+			dst = e.Initial.appendJSON(dst)
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `"key":`...)
 		dst = canon.AppendString(dst, e.Key)
 		dst = append(dst, `,"op":"`...)
 		dst = append(dst, e.Op.String()...)
@@ -361,7 +377,8 @@ func appendEffects(dst []byte, effects []Effect) []byte {
 	return append(dst, ']')
 }
 
-// MarshalJSON writes {"key","op","value"} (no value for delete).
+// MarshalJSON writes {"key","op","value"} (no value for delete; count
+// adds "initial").
 func (e Effect) MarshalJSON() ([]byte, error) {
 	if err := e.validate(); err != nil {
 		return nil, err

@@ -22,6 +22,18 @@ type Config struct {
 	// EmergencyActions are the ids of actions that bypass the min-cost and
 	// step-limit checks, and only those (T8).
 	EmergencyActions []string
+	// InvariantTimeout bounds how long one invariant's predicate may run
+	// (Invariant.Timeout overrides it); zero means no limit. A predicate
+	// past its limit is a violation, fail closed as a panic is, so one
+	// stuck predicate cannot hold a Session's lock. Go cannot stop a
+	// goroutine: the abandoned predicate runs on until it returns, then
+	// its result is dropped; one that never returns keeps its goroutine
+	// (and what it references) for the life of the process. A limited
+	// predicate runs on its own goroutine, which costs about a
+	// microsecond; whether it finishes in time depends on the machine, so
+	// Replay, which re-runs predicates, can disagree with a recorded
+	// timeout.
+	InvariantTimeout time.Duration
 }
 
 // Kernel is the immutable safety configuration: the pure functions
@@ -34,7 +46,8 @@ type Kernel struct {
 	invariants []Invariant
 	preconds   []Precondition
 	emergency  map[string]struct{}
-	tag        *byte // identity, to recognise its Meters
+	timeout    time.Duration // Config.InvariantTimeout
+	tag        *byte         // identity, to recognise its Meters
 }
 
 // New validates cfg and returns a Kernel. MinActionCost must be positive
@@ -47,6 +60,9 @@ func New(cfg Config) (*Kernel, error) {
 	}
 	if cfg.Budget < 0 {
 		errs = append(errs, fmt.Errorf("%w: negative budget %s", ErrInvalidConfig, cfg.Budget))
+	}
+	if cfg.InvariantTimeout < 0 {
+		errs = append(errs, fmt.Errorf("%w: negative invariant timeout %s", ErrInvalidConfig, cfg.InvariantTimeout))
 	}
 	seen := map[string]bool{}
 	for i, inv := range cfg.Invariants {
@@ -76,6 +92,7 @@ func New(cfg Config) (*Kernel, error) {
 		invariants: slices.Clone(cfg.Invariants),
 		preconds:   slices.Clone(cfg.Preconditions),
 		emergency:  make(map[string]struct{}, len(cfg.EmergencyActions)),
+		timeout:    cfg.InvariantTimeout,
 		tag:        new(byte),
 	}
 	for _, id := range cfg.EmergencyActions {
@@ -327,7 +344,11 @@ func (k *Kernel) Evaluate(m Meter, s State, a Action) Verdict {
 			add(CheckResult{Check: CheckInvariant, Name: inv.Name, Status: StatusSkipped, Reason: "no simulated next state"})
 			continue
 		}
-		ok, err := inv.Holds(v.next)
+		limit := inv.Timeout
+		if limit == 0 {
+			limit = k.timeout
+		}
+		ok, err := inv.holds(v.next, limit)
 		switch {
 		case ok:
 			add(CheckResult{Check: CheckInvariant, Name: inv.Name, Status: StatusPassed})

@@ -39,7 +39,15 @@ func (m *naive) apply(effects []kernel.Effect) (map[string]kernel.Value, bool) {
 	vars := maps.Clone(m.vars)
 	for _, e := range effects {
 		old, had := vars[e.Key]
-		switch e.Op {
+		op := e.Op
+		if op == kernel.OpCount {
+			// count is increment from Initial when the variable is absent
+			op = kernel.OpIncrement
+			if !had {
+				old, had = e.Initial, true
+			}
+		}
+		switch op {
 		case kernel.OpSet:
 			vars[e.Key] = e.Value
 		case kernel.OpDelete:
@@ -55,7 +63,7 @@ func (m *naive) apply(effects []kernel.Effect) (map[string]kernel.Value, bool) {
 				}
 				var r float64
 				var ri int64
-				switch e.Op {
+				switch op {
 				case kernel.OpIncrement:
 					ri, r = oi+ei, float64(oi)+float64(ei)
 				case kernel.OpDecrement:
@@ -65,7 +73,7 @@ func (m *naive) apply(effects []kernel.Effect) (map[string]kernel.Value, bool) {
 				}
 				// Overflow iff the exact result leaves int64; compare in
 				// big-ish floats with a margin, then confirm exactly.
-				if r > 9.3e18 || r < -9.3e18 || !exactInt(oi, ei, e.Op, ri) {
+				if r > 9.3e18 || r < -9.3e18 || !exactInt(oi, ei, op, ri) {
 					return nil, false
 				}
 				vars[e.Key] = kernel.Int(ri)
@@ -86,7 +94,7 @@ func (m *naive) apply(effects []kernel.Effect) (map[string]kernel.Value, bool) {
 				ef = float64(i)
 			}
 			var r float64
-			switch e.Op {
+			switch op {
 			case kernel.OpIncrement:
 				r = of + ef
 			case kernel.OpDecrement:

@@ -110,13 +110,15 @@ func State(keys []string) *rapid.Generator[kernel.State] {
 func Effect(keys []string) *rapid.Generator[kernel.Effect] {
 	return rapid.Custom(func(t *rapid.T) kernel.Effect {
 		key := rapid.SampledFrom(keys).Draw(t, "key")
-		op := kernel.Op(rapid.IntRange(int(kernel.OpSet), int(kernel.OpDelete)).Draw(t, "op"))
+		op := kernel.Op(rapid.IntRange(int(kernel.OpSet), int(kernel.OpCount)).Draw(t, "op"))
 		num := rapid.OneOf(rapid.Map(rapid.Int64Range(-5, 5), kernel.Int), rapid.Map(Int(), kernel.Int), rapid.Map(Float(), kernel.Float))
 		switch op {
 		case kernel.OpDelete:
 			return kernel.Delete(key)
 		case kernel.OpIncrement, kernel.OpDecrement, kernel.OpMultiply:
 			return kernel.Effect{Op: op, Key: key, Value: num.Draw(t, "operand")}
+		case kernel.OpCount:
+			return kernel.Count(key, num.Draw(t, "operand"), num.Draw(t, "initial"))
 		case kernel.OpAppend, kernel.OpRemove:
 			return kernel.Effect{Op: op, Key: key, Value: rapid.OneOf(rapid.Map(rapid.Int64Range(0, 2), kernel.Int), Scalar()).Draw(t, "item")}
 		default:
@@ -159,6 +161,8 @@ func fitting(t *rapid.T, s kernel.State, keys []string) kernel.Effect {
 	switch {
 	case choice == 0:
 		return kernel.Delete(key)
+	case choice == 2 && (!ok || v.Kind() == kernel.KindInt):
+		return kernel.Count(key, kernel.Int(rapid.Int64Range(-3, 3).Draw(t, "n")), kernel.Int(rapid.Int64Range(-3, 3).Draw(t, "from")))
 	case choice == 1 || !ok:
 		return kernel.Set(key, rapid.OneOf(Scalar(), Value(2)).Draw(t, "value"))
 	}
