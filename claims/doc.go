@@ -16,7 +16,7 @@
 //	ev, err := s.Evaluate(ctx, b, claims.Context{Actor: "db-agent", Clearance: claims.TierDelete})
 //	switch ev.Decision {
 //	case claims.DecisionPublish:  // act; show ev.Caveats with the output
-//	case claims.DecisionEscalate: // ask ev.Pending, then s.Approve(ctx, ev.Bundle, …)
+//	case claims.DecisionEscalate: // ask ev.Pending, then s.Approve(ctx, ev.Bundle, …) — or, after a restart, approve what s.Pending lists
 //	case claims.DecisionDefer:    // queue for a human; the agent must do better
 //	case claims.DecisionRefuse:   // log ev.Reason; never act
 //	}
@@ -133,6 +133,20 @@
 // like any other, and the Session returns its REFUSE together with a
 // *ValidationError listing the violations with their paths.
 //
+// # Pending approvals
+//
+// A bundle evaluated DEFER or ESCALATE waits for people. The Session keeps
+// it in a PendingStore — in memory by default; WithPending gives a durable
+// one: NewLogPending keeps it in a trace.Log (a trace.File, say),
+// claims/sqlpending in SQLite or PostgreSQL — until a later evaluation
+// decides otherwise, and Approve accepts an approval only for the bundle
+// that waits (as the last evaluation returned it), refusing any other with
+// ErrNotPending. A Session restarted over a durable store lists the
+// waiting bundles (Session.Pending, with who they still await) and takes
+// their approvals. The Session's log is the source of truth: the store is
+// updated after the log, and RebuildPending replays the log into a store
+// (after a crash between the two, or to fill a new one).
+//
 // # What it does not cover
 //
 // The package does not authenticate anyone. Human approvals inside a
@@ -172,5 +186,6 @@
 //
 // The guarantees and the tests that check them are listed at the top of
 // each test file (decode_test.go, validate_test.go, gate_test.go,
-// property_test.go, approval_test.go, session_test.go, record_test.go).
+// property_test.go, approval_test.go, session_test.go, record_test.go,
+// pending_test.go).
 package claims

@@ -276,7 +276,8 @@ func TestSessionRecordsExactlyWhatTheCoreReturns(t *testing.T) {
 		c := genWildContext().Draw(t, "ctx")
 		now := genWildTime.Draw(t, "now")
 		log := trace.NewMemoryLog()
-		s, err := NewSession(context.Background(), log, p, WithClock(func() time.Time { return now }), WithIDs(counter()))
+		store := NewMemoryPending()
+		s, err := NewSession(context.Background(), log, p, WithClock(func() time.Time { return now }), WithIDs(counter()), WithPending(store))
 		if p.Validate() != nil {
 			require.ErrorIs(t, err, ErrInvalidPolicy)
 			return
@@ -331,6 +332,9 @@ func TestSessionRecordsExactlyWhatTheCoreReturns(t *testing.T) {
 		reason := wild(t, "reason", rapid.String().Draw(t, "reason"), genWildString)
 		a := Approval{Approver: approver, Timestamp: now.UTC(), Decision: d, Reason: reason}
 		nb, coreErr := RecordApproval(target, a)
+		// The target waits, whatever its decision: what is checked here
+		// is the record (TestApproveOnlyWhatWaits checks the waiting).
+		require.NoError(t, store.Put(ctx, Pending{Bundle: target, Context: c}))
 		got, err = s.Approve(ctx, target, c, approver, d, reason)
 		if coreErr != nil {
 			require.Equal(t, coreErr, err)

@@ -39,12 +39,18 @@ var ErrNoLog = errors.New("claims: session needs a trace log")
 // decision on valid claims. Errors that leave the chain without a result —
 // an invalid context, an approval RecordApproval rejects — are returned
 // and nothing is recorded.
+//
+// A bundle evaluated DEFER or ESCALATE waits for people: the Session keeps
+// it in its PendingStore (in memory unless WithPending gives another) until
+// an evaluation decides otherwise, and Approve accepts approvals only for
+// the bundle that waits.
 type Session struct {
-	mu     sync.Mutex
-	log    *trace.Log
-	policy Policy
-	clock  func() time.Time
-	newID  func() string
+	mu      sync.Mutex
+	log     *trace.Log
+	policy  Policy
+	clock   func() time.Time
+	newID   func() string
+	pending PendingStore
 }
 
 // Option configures a Session.
@@ -63,6 +69,18 @@ func WithIDs(newID func() string) Option {
 	return func(s *Session) { s.newID = newID }
 }
 
+// WithPending keeps the bundles that wait for approval in store (default:
+// a new MemoryPending). With a durable store (NewLogPending over a
+// trace.File, claims/sqlpending) a restarted Session lists them and
+// accepts their approvals; nil keeps the default.
+func WithPending(store PendingStore) Option {
+	return func(s *Session) {
+		if store != nil {
+			s.pending = store
+		}
+	}
+}
+
 // NewSession returns a session that evaluates with policy p and records to
 // log. The policy is validated once here. NewSession reads and writes
 // nothing; ctx is there for the one shape every Verity shell has.
@@ -74,10 +92,11 @@ func NewSession(ctx context.Context, log *trace.Log, p Policy, opts ...Option) (
 		return nil, err
 	}
 	s := &Session{
-		log:    log,
-		policy: p,
-		clock:  time.Now,
-		newID:  func() string { return uuid.Must(uuid.NewV7()).String() },
+		log:     log,
+		policy:  p,
+		clock:   time.Now,
+		newID:   func() string { return uuid.Must(uuid.NewV7()).String() },
+		pending: NewMemoryPending(),
 	}
 	for _, o := range opts {
 		o(s)
@@ -103,17 +122,30 @@ func (s *Session) Evaluate(ctx context.Context, b ClaimBundle, c Context) (Evalu
 	if err := s.record(ctx, KindEvaluate, rec, now); err != nil {
 		return Evaluation{}, err
 	}
+	if err := s.track(ctx, ev.Bundle, c); err != nil {
+		return Evaluation{}, err
+	}
 	return ev, invalidBundle(ev)
 }
 
 // Approve records approver's decision on b, stamped with the session
 // clock, re-evaluates the bundle and appends one KindApprove entry, stamped
 // with the same instant, holding the approval and the new evaluation. b
-// must be a bundle evaluated before (so that its required approvals are
-// known); it is not modified.
+// must be the bundle that waits — as the last evaluation returned it, or
+// as Pending lists it after a restart —, else the approval is refused
+// with ErrNotPending and nothing is recorded; b is not modified.
 func (s *Session) Approve(ctx context.Context, b ClaimBundle, c Context, approver string, d ApprovalDecision, reason string) (Evaluation, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	p, err := s.pending.Get(ctx, b.ID)
+	switch {
+	case errors.Is(err, ErrNotPending):
+		return Evaluation{}, err
+	case err != nil:
+		return Evaluation{}, pendingError("reading the pending store", err)
+	case !sameBundle(p.Bundle, b):
+		return Evaluation{}, fmt.Errorf("%w: %q waits as a later evaluation of it (approve the bundle Pending lists)", ErrNotPending, b.ID)
+	}
 	now := s.clock()
 	a := Approval{Approver: approver, Timestamp: now.UTC(), Decision: d, Reason: reason}
 	nb, err := RecordApproval(b, a)
@@ -128,7 +160,35 @@ func (s *Session) Approve(ctx context.Context, b ClaimBundle, c Context, approve
 	if err := s.record(ctx, KindApprove, rec, now); err != nil {
 		return Evaluation{}, err
 	}
+	if err := s.track(ctx, ev.Bundle, c); err != nil {
+		return Evaluation{}, err
+	}
 	return ev, invalidBundle(ev)
+}
+
+// track keeps the pending store in line with an evaluation just recorded.
+// A failure leaves the decision on the log, and RebuildPending brings the
+// store back in line.
+func (s *Session) track(ctx context.Context, b ClaimBundle, c Context) error {
+	var err error
+	if waits(b.Decision) {
+		err = s.pending.Put(ctx, Pending{Bundle: b, Context: c})
+	} else {
+		err = s.pending.Remove(ctx, b.ID)
+	}
+	if err != nil {
+		return pendingError("updating the pending store (the decision is on the log; RebuildPending catches up)", err)
+	}
+	return nil
+}
+
+// Pending lists the bundles that wait for approval, sorted by bundle id.
+func (s *Session) Pending(ctx context.Context) ([]Pending, error) {
+	ps, err := s.pending.List(ctx)
+	if err != nil {
+		return nil, pendingError("listing pending bundles", err)
+	}
+	return ps, nil
 }
 
 // record appends rec as an entry of kind stamped with now, the instant

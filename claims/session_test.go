@@ -115,19 +115,25 @@ var errDisk = errors.New("disk full")
 func (failingStore) Append(context.Context, ...trace.Entry) error { return errDisk }
 
 func TestSessionReturnsNoUnrecordedDecision(t *testing.T) {
+	ctx := context.Background()
 	log, err := trace.NewLog(failingStore{trace.NewMemory()})
 	require.NoError(t, err)
-	s, err := NewSession(context.Background(), log, approverPolicy(), WithIDs(func() string { return "id" }))
+	store := NewMemoryPending()
+	s, err := NewSession(ctx, log, approverPolicy(), WithIDs(func() string { return "id" }), WithPending(store))
 	require.NoError(t, err)
-	ev, err := s.Evaluate(context.Background(), mkBundle(fact("a")), clearance(TierReadOnly))
+	ev, err := s.Evaluate(ctx, mkBundle(fact("a")), clearance(TierReadOnly))
 	require.ErrorIs(t, err, errDisk)
 	assert.Equal(t, Evaluation{}, ev)
 
 	pending, err := Evaluate(mkBundle(mkClaim("d", ClaimDecision, TierDelete, 0, RecommendExecute)), approverPolicy(), clearance(TierDelete))
 	require.NoError(t, err)
-	ev, err = s.Approve(context.Background(), pending.Bundle, clearance(TierDelete), "dba", ApprovalApproved, "")
+	require.NoError(t, store.Put(ctx, Pending{Bundle: pending.Bundle, Context: clearance(TierDelete)}))
+	ev, err = s.Approve(ctx, pending.Bundle, clearance(TierDelete), "dba", ApprovalApproved, "")
 	require.ErrorIs(t, err, errDisk)
 	assert.Equal(t, Evaluation{}, ev)
+	p, err := store.Get(ctx, pending.Bundle.ID)
+	require.NoError(t, err, "an approval that was not recorded leaves the bundle waiting")
+	assert.Empty(t, p.Bundle.AuditTrail.HumanApprovals)
 }
 
 func TestSessionConcurrentUse(t *testing.T) {

@@ -1,0 +1,290 @@
+// Pending approvals: the guarantees and the tests that check them.
+//
+//   - Every PendingStore (memory; a trace.Log over a file) meets the
+//     contract of the interface (claims/pendingtest): TestPendingStores;
+//     claims/sqlpending runs the same suite on SQLite and PostgreSQL.
+//   - Only the bundle that waits takes approvals: a bundle decided since,
+//     never evaluated, or given as an older evaluation is refused with
+//     ErrNotPending and nothing is recorded: TestApproveOnlyWhatWaits.
+//   - After a restart, a Session over the same log and store lists the
+//     waiting bundles and accepts their approvals: TestApprovalsAfterRestart.
+//   - The store can be rebuilt from the Session's log alone:
+//     TestRebuildPendingFromTheLogAlone.
+//   - A process killed (SIGKILL) while it evaluates and approves loses no
+//     acknowledged bundle, its logs verify, and a rebuild from the log
+//     agrees with the store: TestKillDuringEvaluations.
+//   - DecodePending reads exactly what EncodePending writes: FuzzDecodePending.
+
+package claims_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+
+	"github.com/verity-go/verity/claims"
+	"github.com/verity-go/verity/claims/pendingtest"
+	"github.com/verity-go/verity/trace"
+)
+
+// openFileLog opens (or creates) a log file, cutting off a torn final
+// record a kill may have left.
+func openFileLog(t testing.TB, path string) *trace.Log {
+	t.Helper()
+	f, err := trace.OpenFile(path, trace.FileOptions{})
+	if errors.Is(err, trace.ErrTornTail) {
+		_, err = trace.RepairFile(path)
+		require.NoError(t, err)
+		f, err = trace.OpenFile(path, trace.FileOptions{})
+	}
+	require.NoError(t, err)
+	log, err := trace.NewLog(f)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = log.Close() })
+	return log
+}
+
+func TestPendingStores(t *testing.T) {
+	t.Run("memory", func(t *testing.T) {
+		pendingtest.Run(t, func(t *testing.T) (claims.PendingStore, func() claims.PendingStore) {
+			return claims.NewMemoryPending(), nil
+		})
+	})
+	t.Run("log file", func(t *testing.T) {
+		pendingtest.Run(t, func(t *testing.T) (claims.PendingStore, func() claims.PendingStore) {
+			path := filepath.Join(t.TempDir(), "pending.log")
+			log := openFileLog(t, path)
+			s, err := claims.NewLogPending(context.Background(), log)
+			require.NoError(t, err)
+			return s, func() claims.PendingStore {
+				require.NoError(t, log.Close())
+				s, err := claims.NewLogPending(context.Background(), openFileLog(t, path))
+				require.NoError(t, err)
+				return s
+			}
+		})
+	})
+}
+
+func TestApproveOnlyWhatWaits(t *testing.T) {
+	ctx := context.Background()
+	log := trace.NewMemoryLog()
+	s, err := claims.NewSession(ctx, log, pendingtest.Policy())
+	require.NoError(t, err)
+	c := pendingtest.Context
+	approve := func(b claims.ClaimBundle, who string) (claims.Evaluation, error) {
+		return s.Approve(ctx, b, c, who, claims.ApprovalApproved, "ok")
+	}
+	size := func() uint64 { return log.Head().Size }
+
+	// Never evaluated.
+	_, err = approve(pendingtest.Bundle("x"), "dba")
+	require.ErrorIs(t, err, claims.ErrNotPending)
+
+	ev, err := s.Evaluate(ctx, pendingtest.Bundle("b1"), c)
+	require.NoError(t, err)
+	require.Equal(t, claims.DecisionEscalate, ev.Decision)
+	ps, err := s.Pending(ctx)
+	require.NoError(t, err)
+	require.Len(t, ps, 1)
+	assert.Equal(t, []string{"dba"}, ps[0].Awaiting())
+
+	// An older evaluation of a bundle that waits as a later one.
+	before := size()
+	_, err = approve(pendingtest.Bundle("b1"), "dba")
+	require.ErrorIs(t, err, claims.ErrNotPending)
+	assert.Contains(t, err.Error(), "later evaluation")
+	assert.Equal(t, before, size(), "a refused approval is not recorded")
+
+	done, err := approve(ev.Bundle, "dba")
+	require.NoError(t, err)
+	require.Equal(t, claims.DecisionPublish, done.Decision)
+	ps, err = s.Pending(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, ps)
+
+	// Decided since.
+	before = size()
+	_, err = approve(ev.Bundle, "dba")
+	require.ErrorIs(t, err, claims.ErrNotPending)
+	_, err = approve(done.Bundle, "dba")
+	require.ErrorIs(t, err, claims.ErrNotPending)
+	assert.Equal(t, before, size())
+	assert.Equal(t, 1, countPrefix(err.Error(), "claims: "), err.Error())
+}
+
+func countPrefix(s, p string) int {
+	n := 0
+	for i := 0; i+len(p) <= len(s); i++ {
+		if s[i:i+len(p)] == p {
+			n++
+		}
+	}
+	return n
+}
+
+// TestApprovalsAfterRestart: the Session's log and its pending store in
+// files; a new Session over them, after a restart, lists the waiting
+// bundle and accepts its approval, once.
+func TestApprovalsAfterRestart(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	start := func() *claims.Session {
+		store, err := claims.NewLogPending(ctx, openFileLog(t, filepath.Join(dir, "pending.log")))
+		require.NoError(t, err)
+		s, err := claims.NewSession(ctx, openFileLog(t, filepath.Join(dir, "claims.log")), pendingtest.Policy(), claims.WithPending(store))
+		require.NoError(t, err)
+		return s
+	}
+	s := start()
+	for _, id := range []string{"b1", "b2"} {
+		_, err := s.Evaluate(ctx, pendingtest.Bundle(id), pendingtest.Context)
+		require.NoError(t, err)
+	}
+
+	s = start() // the files are opened again; the first Session is gone
+	ps, err := s.Pending(ctx)
+	require.NoError(t, err)
+	require.Len(t, ps, 2)
+	require.Equal(t, "b1", ps[0].Bundle.ID)
+	ev, err := s.Approve(ctx, ps[0].Bundle, ps[0].Context, "dba", claims.ApprovalApproved, "after the restart")
+	require.NoError(t, err)
+	assert.Equal(t, claims.DecisionPublish, ev.Decision)
+	_, err = s.Approve(ctx, ps[0].Bundle, ps[0].Context, "dba", claims.ApprovalApproved, "again")
+	require.ErrorIs(t, err, claims.ErrNotPending)
+
+	s = start()
+	ps, err = s.Pending(ctx)
+	require.NoError(t, err)
+	require.Len(t, ps, 1)
+	assert.Equal(t, "b2", ps[0].Bundle.ID)
+}
+
+// TestRebuildPendingFromTheLogAlone: after any sequence of evaluations
+// and approvals, a new store rebuilt from the Session's log holds exactly
+// what the Session's store holds; rebuilding over a store that missed
+// updates (or holds stale ones) brings it there too.
+func TestRebuildPendingFromTheLogAlone(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		ctx := context.Background()
+		log := trace.NewMemoryLog()
+		store := claims.NewMemoryPending()
+		s, err := claims.NewSession(ctx, log, pendingtest.Policy(), claims.WithPending(store))
+		require.NoError(t, err)
+		stale := claims.NewMemoryPending() // a store that missed some updates
+		ids := rapid.SampledFrom([]string{"a", "b", "c"})
+		for range rapid.IntRange(0, 20).Draw(t, "steps") {
+			id := ids.Draw(t, "id")
+			if rapid.Bool().Draw(t, "evaluate") {
+				b := pendingtest.Bundle(id)
+				if rapid.Bool().Draw(t, "publishable") {
+					b.Claims[0].RiskTier = claims.TierReadOnly
+				}
+				_, err := s.Evaluate(ctx, b, pendingtest.Context)
+				require.NoError(t, err)
+			} else if p, err := store.Get(ctx, id); err == nil {
+				d := rapid.SampledFrom([]claims.ApprovalDecision{claims.ApprovalApproved, claims.ApprovalRejected}).Draw(t, "decision")
+				_, err = s.Approve(ctx, p.Bundle, p.Context, "dba", d, "")
+				require.NoError(t, err)
+			}
+			if rapid.Bool().Draw(t, "stale copy") {
+				all, _ := store.List(ctx)
+				for _, p := range all {
+					require.NoError(t, stale.Put(ctx, p))
+				}
+			}
+		}
+		want, err := store.List(ctx)
+		require.NoError(t, err)
+		for _, into := range []claims.PendingStore{claims.NewMemoryPending(), stale} {
+			require.NoError(t, claims.RebuildPending(ctx, log, into))
+			got, err := into.List(ctx)
+			require.NoError(t, err)
+			require.Equal(t, len(want), len(got))
+			for i := range want {
+				a, _ := claims.EncodePending(want[i])
+				b, _ := claims.EncodePending(got[i])
+				require.Equal(t, string(a), string(b))
+			}
+		}
+	})
+}
+
+// TestHelperPendingWorkload is not a test on its own: TestKillDuringEvaluations
+// runs the test binary again, and the process lands here.
+func TestHelperPendingWorkload(t *testing.T) {
+	dir := os.Getenv("VERITY_PENDING_DIR")
+	if dir == "" {
+		t.Skip("helper process for TestKillDuringEvaluations")
+	}
+	ctx := context.Background()
+	store, err := claims.NewLogPending(ctx, openFileLog(t, filepath.Join(dir, "pending.log")))
+	require.NoError(t, err)
+	s, err := claims.NewSession(ctx, openFileLog(t, filepath.Join(dir, "claims.log")), pendingtest.Policy(), claims.WithPending(store))
+	require.NoError(t, err)
+	ack := pendingtest.Ack()
+	ack("ready")
+	require.NoError(t, pendingtest.Workload(ctx, s, fmt.Sprint(os.Getpid()), ack))
+}
+
+// TestKillDuringEvaluations: the Session's log and a LogPending in files,
+// a process evaluating and approving from several goroutines killed at a
+// random moment, trial after trial on the same files.
+func TestKillDuringEvaluations(t *testing.T) {
+	trials := 12
+	if testing.Short() {
+		trials = 4
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	checked, waiting := 0, 0
+	for range trials {
+		acks := pendingtest.Kill(t, "TestHelperPendingWorkload", []string{"VERITY_PENDING_DIR=" + dir}, time.Duration(20+rand.IntN(200))*time.Millisecond)
+		pendingLog := openFileLog(t, filepath.Join(dir, "pending.log"))
+		claimsLog := openFileLog(t, filepath.Join(dir, "claims.log"))
+		for _, l := range []*trace.Log{pendingLog, claimsLog} {
+			_, err := l.Verify(ctx)
+			require.NoError(t, err)
+		}
+		store, err := claims.NewLogPending(ctx, pendingLog)
+		require.NoError(t, err)
+		pendingtest.CheckAcks(t, acks, store)
+		waiting = pendingtest.CheckRebuild(t, claimsLog, store)
+		checked += len(acks)
+		require.NoError(t, pendingLog.Close())
+		require.NoError(t, claimsLog.Close())
+	}
+	t.Logf("%d trials, %d acknowledged calls checked, %d bundles wait at the end", trials, checked, waiting)
+}
+
+// FuzzDecodePending: DecodePending never panics, and what it accepts
+// EncodePending writes back byte for byte.
+func FuzzDecodePending(f *testing.F) {
+	ev, _ := claims.Evaluate(pendingtest.Bundle("b"), pendingtest.Policy(), pendingtest.Context)
+	seed, _ := claims.EncodePending(claims.Pending{Bundle: ev.Bundle, Context: pendingtest.Context})
+	f.Add(seed)
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`{"actor":"a","clearance":"DELETE","approval":null,"bundle":{}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := claims.DecodePending(b)
+		if err != nil {
+			return
+		}
+		out, err := claims.EncodePending(p)
+		if err != nil {
+			t.Fatalf("decoded but does not encode: %v", err)
+		}
+		if string(out) != string(b) {
+			t.Fatalf("round trip:\n in %s\nout %s", b, out)
+		}
+	})
+}
