@@ -187,7 +187,7 @@ func wildValuesRoundTrip(t *testing.T, open Open) {
 	p.Bundle.Claims[0].Uncertainty.Value = math.NaN()
 	p.Bundle.Claims[0].Statement = "bad \xc3"
 	p.Bundle.Timestamp = time.Date(12000, 1, 1, 0, 0, 0, 5, time.UTC)
-	p.Context = claims.Context{Actor: "\x00", Clearance: "root"}
+	p.Context = claims.Context{Actor: "\x00\xff", Clearance: claims.TierPrivilege}
 	if err := s.Put(ctx, p); err != nil {
 		t.Fatal(err)
 	}
