@@ -21,6 +21,16 @@ type Action struct {
 	Precondition  string // the precondition in words (checks are kernel Preconditions)
 	Postcondition string // the postcondition in words
 	Tags          []string
+
+	// Input is the call's input, usually its JSON arguments, as the bytes
+	// the caller sent. A Session records it with the execution or
+	// rejection — in full up to its input limit (WithInputLimit), beyond
+	// only its SHA-256 digest and size (Record.InputDigest, InputSize) —
+	// and the hash chain covers it. Any bytes are accepted: arguments that
+	// canonical JSON refuses (integers beyond 2^53, duplicate keys, invalid
+	// UTF-8) are recorded as they are, never refused. Action JSON
+	// (MarshalJSON, DecodeAction) does not carry it.
+	Input []byte
 }
 
 // Validate reports every way the action is malformed, joined (errors.Is
@@ -59,5 +69,6 @@ func (a Action) Validate() error {
 func (a Action) clone() Action {
 	a.Effects = slices.Clone(a.Effects)
 	a.Tags = slices.Clone(a.Tags)
+	a.Input = slices.Clone(a.Input)
 	return a
 }

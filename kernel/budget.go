@@ -25,6 +25,7 @@ type Budget struct {
 
 type ledgerEntry struct {
 	charged, refunded Cost
+	overrun           Cost // of charged, what a settlement added beyond the reservation
 	rolledBack        bool
 }
 
@@ -97,7 +98,8 @@ func (b Budget) refund(id string, amount Cost) (Budget, error) {
 		return b, fmt.Errorf("%w: %q was charged %s, refunded %s, asked %s",
 			ErrRefundTooLarge, id, l.charged, l.refunded, amount)
 	}
-	ledger := b.ledger.put(h, id, ledgerEntry{charged: l.charged, refunded: l.refunded + amount, rolledBack: l.rolledBack})
+	l.refunded += amount
+	ledger := b.ledger.put(h, id, l)
 	return Budget{limit: b.limit, gross: b.gross, refunded: b.refunded + amount, ledger: ledger, entries: b.entries}, nil
 }
 
@@ -126,7 +128,8 @@ func (b Budget) rollback(id string) (Budget, Cost, error) {
 // and checked (not rolled back) by the caller.
 func (b Budget) rollbackEntry(h uint64, id string, l ledgerEntry) (Budget, Cost) {
 	amount := l.charged - l.refunded
-	ledger := b.ledger.put(h, id, ledgerEntry{charged: l.charged, refunded: l.charged, rolledBack: true})
+	l.refunded, l.rolledBack = l.charged, true
+	ledger := b.ledger.put(h, id, l)
 	return Budget{limit: b.limit, gross: b.gross, refunded: b.refunded + amount, ledger: ledger, entries: b.entries}, amount
 }
 

@@ -1,12 +1,14 @@
 package kernel
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
-	"time"
+	"unicode/utf8"
 
 	"github.com/verity-go/verity/internal/canon"
 	"github.com/verity-go/verity/trace"
@@ -18,11 +20,14 @@ const (
 	KindExecute  = "kernel.execute"  // ExecuteEntry: a committed execution
 	KindReject   = "kernel.reject"   // RejectEntry: a rejection, with every check
 	KindRollback = "kernel.rollback" // RollbackEntry: a rollback
+	KindReserve  = "kernel.reserve"  // ReserveEntry: a committed reservation
+	KindSettle   = "kernel.settle"   // SettleEntry: a reservation's actual cost
+	KindRefund   = "kernel.refund"   // RefundEntry: a refund, budget only
 )
 
 // Entry is the payload of one trace entry a Session records: a StartEntry,
-// ExecuteEntry, RejectEntry or RollbackEntry. DecodeEntry reads one back;
-// Replay re-executes them.
+// ExecuteEntry, RejectEntry, RollbackEntry, ReserveEntry, SettleEntry or
+// RefundEntry. DecodeEntry reads one back; Replay re-executes them.
 type Entry interface {
 	kind() string
 	appendJSON(dst []byte) []byte
@@ -42,24 +47,51 @@ type StartEntry struct {
 }
 
 // ExecuteEntry is the payload of a KindExecute entry: the Record of a
-// committed execution (its Time is the entry's).
+// committed execution (its Time, Seq and Hash are the entry's). An action
+// with an Input has an "input" member: its digest, its size and, within
+// the session's input limit, its bytes — as a string ("text") when they
+// are valid UTF-8, else in base64 ("base64"). Without the bytes, the
+// decoded Action.Input is nil.
 type ExecuteEntry struct {
 	Session string
 	Record
 }
 
+// ReserveEntry is the payload of a KindReserve entry: the Record of a
+// committed reservation (Record.Reserved), written as an ExecuteEntry.
+type ReserveEntry struct {
+	Session string
+	Record
+}
+
+// SettleEntry is the payload of a KindSettle entry: a SettleRecord (its
+// Time, Seq and Hash are the entry's).
+type SettleEntry struct {
+	Session string
+	SettleRecord
+}
+
+// RefundEntry is the payload of a KindRefund entry: a RefundRecord (its
+// Time, Seq and Hash are the entry's).
+type RefundEntry struct {
+	Session string
+	RefundRecord
+}
+
 // RejectEntry is the payload of a KindReject entry: the rejected action
 // (only its ID when it was not well formed), every check of the Verdict
-// (an Err is recorded as its Reason only) and the state, budget and steps it was made
-// in.
+// (an Err is recorded as its Reason only), the state, budget and steps it
+// was made in, and the action's Input as an ExecuteEntry records it.
 type RejectEntry struct {
-	Session   string
-	Action    Action
-	Emergency bool
-	Checks    []CheckResult
-	Budget    BudgetSnapshot
-	State     Fingerprint
-	Steps     uint64
+	Session     string
+	Action      Action
+	Emergency   bool
+	Checks      []CheckResult
+	Budget      BudgetSnapshot
+	State       Fingerprint
+	Steps       uint64
+	InputDigest trace.Hash
+	InputSize   int
 }
 
 // RollbackEntry is the payload of a KindRollback entry: the
@@ -73,6 +105,9 @@ func (StartEntry) kind() string    { return KindStart }
 func (ExecuteEntry) kind() string  { return KindExecute }
 func (RejectEntry) kind() string   { return KindReject }
 func (RollbackEntry) kind() string { return KindRollback }
+func (ReserveEntry) kind() string  { return KindReserve }
+func (SettleEntry) kind() string   { return KindSettle }
+func (RefundEntry) kind() string   { return KindRefund }
 
 // payload returns the canonical JSON of e, in a buffer that usually needs
 // no growing (a payload of an action with a few effects is under 1 KiB).
@@ -119,6 +154,7 @@ func (e ExecuteEntry) appendJSON(dst []byte) []byte {
 	dst = appendCount(dst, r.EmergencySteps)
 	dst = append(dst, `,"exec":`...)
 	dst = canon.AppendString(dst, r.ExecID)
+	dst = appendInput(dst, r.Action.Input, r.InputDigest, r.InputSize)
 	dst = append(dst, `,"inverse":`...)
 	dst = appendEffects(dst, r.Inverse)
 	dst = append(dst, `,"session":`...)
@@ -146,6 +182,7 @@ func (e RejectEntry) appendJSON(dst []byte) []byte {
 	dst = appendChecks(dst, e.Checks)
 	dst = append(dst, `,"emergency":`...)
 	dst = strconv.AppendBool(dst, e.Emergency)
+	dst = appendInput(dst, e.Action.Input, e.InputDigest, e.InputSize)
 	dst = append(dst, `,"session":`...)
 	dst = canon.AppendString(dst, e.Session)
 	dst = append(dst, `,"state":`...)
@@ -173,6 +210,71 @@ func (e RollbackEntry) appendJSON(dst []byte) []byte {
 	dst = canon.AppendString(dst, e.Session)
 	dst = append(dst, `,"steps":`...)
 	dst = appendCount(dst, r.Steps)
+	return append(dst, '}')
+}
+
+func (e ReserveEntry) appendJSON(dst []byte) []byte {
+	return ExecuteEntry(e).appendJSON(dst)
+}
+
+func (e SettleEntry) appendJSON(dst []byte) []byte {
+	r := &e.SettleRecord
+	dst = append(dst, `{"actual":`...)
+	dst = appendCost(dst, r.Actual)
+	dst = append(dst, `,"budget":`...)
+	dst = appendBudget(dst, r.Budget)
+	dst = append(dst, `,"exec":`...)
+	dst = canon.AppendString(dst, r.ExecID)
+	dst = append(dst, `,"overrun":`...)
+	dst = appendCost(dst, r.Overrun)
+	dst = append(dst, `,"refund":`...)
+	dst = appendCost(dst, r.Refund)
+	dst = append(dst, `,"reserved":`...)
+	dst = appendCost(dst, r.Reserved)
+	dst = append(dst, `,"session":`...)
+	dst = canon.AppendString(dst, e.Session)
+	dst = append(dst, `,"unpaid":`...)
+	dst = appendCost(dst, r.Unpaid)
+	return append(dst, '}')
+}
+
+func (e RefundEntry) appendJSON(dst []byte) []byte {
+	r := &e.RefundRecord
+	dst = append(dst, `{"amount":`...)
+	dst = appendCost(dst, r.Amount)
+	dst = append(dst, `,"budget":`...)
+	dst = appendBudget(dst, r.Budget)
+	dst = append(dst, `,"exec":`...)
+	dst = canon.AppendString(dst, r.ExecID)
+	dst = append(dst, `,"reason":`...)
+	dst = canon.AppendString(dst, validUTF8(r.Reason))
+	dst = append(dst, `,"session":`...)
+	dst = canon.AppendString(dst, e.Session)
+	return append(dst, '}')
+}
+
+// appendInput writes the member ,"input":{…} of a call's input (nothing
+// when size is 0): its base64 or text when data holds it, its digest and
+// size.
+func appendInput(dst, data []byte, digest trace.Hash, size int) []byte {
+	if size == 0 {
+		return dst
+	}
+	dst = append(dst, `,"input":{`...)
+	text := utf8.Valid(data)
+	if data != nil && !text {
+		dst = append(dst, `"base64":"`...)
+		dst = base64.StdEncoding.AppendEncode(dst, data)
+		dst = append(dst, `",`...)
+	}
+	dst = append(dst, `"digest":`...)
+	dst = appendFP(dst, Fingerprint(digest))
+	dst = append(dst, `,"size":`...)
+	dst = appendCount(dst, uint64(size))
+	if data != nil && text {
+		dst = append(dst, `,"text":`...)
+		dst = canon.AppendString(dst, data)
+	}
 	return append(dst, '}')
 }
 
@@ -259,10 +361,11 @@ func appendChecks(dst []byte, checks []CheckResult) []byte {
 // strictly (canon.DecodeInto: no duplicate member, valid UTF-8, no
 // integer a reader would round; then no unknown or missing member, known
 // names, counts, costs and fingerprints in the form the Session writes
-// them), as the Entry type
-// its kind names: StartEntry, ExecuteEntry, RejectEntry or RollbackEntry.
-// An ExecuteEntry's and a RollbackEntry's Time is the entry's. An entry of
-// another kind is an error wrapping ErrDecode.
+// them, an input's digest and size that its bytes have), as the Entry type
+// its kind names: StartEntry, ExecuteEntry, RejectEntry, RollbackEntry,
+// ReserveEntry, SettleEntry or RefundEntry. A record's Time, Seq and Hash
+// are the entry's. An entry of another kind is an error wrapping
+// ErrDecode.
 func DecodeEntry(e trace.Entry) (Entry, error) {
 	var (
 		out Entry
@@ -272,11 +375,21 @@ func DecodeEntry(e trace.Entry) (Entry, error) {
 	case KindStart:
 		out, err = decodeMembers(e.Payload, &startWire{}, (*startWire).entry)
 	case KindExecute:
-		out, err = decodeMembers(e.Payload, &executeWire{}, func(w *executeWire, r *reader) Entry { return w.entry(r, e.Time) })
+		out, err = decodeMembers(e.Payload, &executeWire{}, func(w *executeWire, r *reader) Entry { return w.entry(r, e) })
 	case KindReject:
 		out, err = decodeMembers(e.Payload, &rejectWire{}, (*rejectWire).entry)
 	case KindRollback:
-		out, err = decodeMembers(e.Payload, &rollbackWire{}, func(w *rollbackWire, r *reader) Entry { return w.entry(r, e.Time) })
+		out, err = decodeMembers(e.Payload, &rollbackWire{}, func(w *rollbackWire, r *reader) Entry { return w.entry(r, e) })
+	case KindReserve:
+		out, err = decodeMembers(e.Payload, &executeWire{}, func(w *executeWire, r *reader) Entry {
+			x := w.entry(r, e).(ExecuteEntry)
+			x.Reserved = true
+			return ReserveEntry(x)
+		})
+	case KindSettle:
+		out, err = decodeMembers(e.Payload, &settleWire{}, func(w *settleWire, r *reader) Entry { return w.entry(r, e) })
+	case KindRefund:
+		out, err = decodeMembers(e.Payload, &refundWire{}, func(w *refundWire, r *reader) Entry { return w.entry(r, e) })
 	default:
 		return nil, fmt.Errorf("%w: %q is not a kind a session records", ErrDecode, e.Kind)
 	}
@@ -335,16 +448,22 @@ type executeWire struct {
 	Emergency      any `json:"emergency"`
 	EmergencySteps any `json:"emergency_steps"`
 	Exec           any `json:"exec"`
+	Input          any `json:"input"`
 	Inverse        any `json:"inverse"`
 	Session        any `json:"session"`
 	Steps          any `json:"steps"`
 	Warnings       any `json:"warnings"`
 }
 
-func (w *executeWire) entry(r *reader, t time.Time) Entry {
+func (w *executeWire) entry(r *reader, e trace.Entry) Entry {
+	in := r.input("input", w.Input)
+	a := r.action("action", w.Action, false)
+	a.Input = in.data
 	return ExecuteEntry{Session: r.str("session", w.Session), Record: Record{
 		ExecID:         r.str("exec", w.Exec),
-		Action:         r.action("action", w.Action, false),
+		Action:         a,
+		InputDigest:    in.digest,
+		InputSize:      in.size,
 		Emergency:      r.boolean("emergency", w.Emergency),
 		Before:         r.fingerprint("before", w.Before),
 		After:          r.fingerprint("after", w.After),
@@ -353,7 +472,9 @@ func (w *executeWire) entry(r *reader, t time.Time) Entry {
 		Steps:          r.count("steps", w.Steps),
 		EmergencySteps: r.count("emergency_steps", w.EmergencySteps),
 		Warnings:       r.checks("warnings", w.Warnings),
-		Time:           t,
+		Time:           e.Time,
+		Seq:            e.Seq,
+		Hash:           e.Hash,
 	}}
 }
 
@@ -362,20 +483,26 @@ type rejectWire struct {
 	Budget    any `json:"budget"`
 	Checks    any `json:"checks"`
 	Emergency any `json:"emergency"`
+	Input     any `json:"input"`
 	Session   any `json:"session"`
 	State     any `json:"state"`
 	Steps     any `json:"steps"`
 }
 
 func (w *rejectWire) entry(r *reader) Entry {
+	in := r.input("input", w.Input)
+	a := r.action("action", w.Action, true)
+	a.Input = in.data
 	return RejectEntry{
-		Session:   r.str("session", w.Session),
-		Action:    r.action("action", w.Action, true),
-		Emergency: r.boolean("emergency", w.Emergency),
-		Checks:    r.checks("checks", w.Checks),
-		Budget:    r.budget("budget", w.Budget),
-		State:     r.fingerprint("state", w.State),
-		Steps:     r.count("steps", w.Steps),
+		InputDigest: in.digest,
+		InputSize:   in.size,
+		Session:     r.str("session", w.Session),
+		Action:      a,
+		Emergency:   r.boolean("emergency", w.Emergency),
+		Checks:      r.checks("checks", w.Checks),
+		Budget:      r.budget("budget", w.Budget),
+		State:       r.fingerprint("state", w.State),
+		Steps:       r.count("steps", w.Steps),
 	}
 }
 
@@ -390,7 +517,7 @@ type rollbackWire struct {
 	Steps   any `json:"steps"`
 }
 
-func (w *rollbackWire) entry(r *reader, t time.Time) Entry {
+func (w *rollbackWire) entry(r *reader, e trace.Entry) Entry {
 	return RollbackEntry{Session: r.str("session", w.Session), RollbackRecord: RollbackRecord{
 		ExecID:  r.str("exec", w.Exec),
 		Refund:  r.cost("refund", w.Refund),
@@ -399,7 +526,55 @@ func (w *rollbackWire) entry(r *reader, t time.Time) Entry {
 		Effects: r.effects("effects", w.Effects),
 		Budget:  r.budget("budget", w.Budget),
 		Steps:   r.count("steps", w.Steps),
-		Time:    t,
+		Time:    e.Time,
+		Seq:     e.Seq,
+		Hash:    e.Hash,
+	}}
+}
+
+type settleWire struct {
+	Actual   any `json:"actual"`
+	Budget   any `json:"budget"`
+	Exec     any `json:"exec"`
+	Overrun  any `json:"overrun"`
+	Refund   any `json:"refund"`
+	Reserved any `json:"reserved"`
+	Session  any `json:"session"`
+	Unpaid   any `json:"unpaid"`
+}
+
+func (w *settleWire) entry(r *reader, e trace.Entry) Entry {
+	return SettleEntry{Session: r.str("session", w.Session), SettleRecord: SettleRecord{
+		ExecID:   r.str("exec", w.Exec),
+		Reserved: r.cost("reserved", w.Reserved),
+		Actual:   r.cost("actual", w.Actual),
+		Refund:   r.cost("refund", w.Refund),
+		Overrun:  r.cost("overrun", w.Overrun),
+		Unpaid:   r.cost("unpaid", w.Unpaid),
+		Budget:   r.budget("budget", w.Budget),
+		Time:     e.Time,
+		Seq:      e.Seq,
+		Hash:     e.Hash,
+	}}
+}
+
+type refundWire struct {
+	Amount  any `json:"amount"`
+	Budget  any `json:"budget"`
+	Exec    any `json:"exec"`
+	Reason  any `json:"reason"`
+	Session any `json:"session"`
+}
+
+func (w *refundWire) entry(r *reader, e trace.Entry) Entry {
+	return RefundEntry{Session: r.str("session", w.Session), RefundRecord: RefundRecord{
+		ExecID: r.str("exec", w.Exec),
+		Amount: r.cost("amount", w.Amount),
+		Reason: r.str("reason", w.Reason),
+		Budget: r.budget("budget", w.Budget),
+		Time:   e.Time,
+		Seq:    e.Seq,
+		Hash:   e.Hash,
 	}}
 }
 
@@ -435,6 +610,65 @@ func as[T any](r *reader, member string, x any) (T, bool) {
 func (r *reader) str(member string, x any) string {
 	s, _ := as[string](r, member, x)
 	return s
+}
+
+// recordedInput is a call's input as an entry records it.
+type recordedInput struct {
+	data   []byte
+	digest trace.Hash
+	size   int
+}
+
+// input reads an input member as appendInput writes it (absent: no
+// input): the digest and size must be those of the bytes when they are
+// there, and the bytes in the one form appendInput chooses for them.
+func (r *reader) input(member string, x any) recordedInput {
+	var in recordedInput
+	if x == nil {
+		return in
+	}
+	m, ok := as[map[string]any](r, member, x)
+	if !ok {
+		return in
+	}
+	text, hasText := m["text"]
+	b64, hasB64 := m["base64"]
+	if len(m) != 2+btoi(hasText)+btoi(hasB64) || (hasText && hasB64) {
+		r.fail(member, "an input has a digest, a size and at most one of base64 and text")
+		return in
+	}
+	in.digest = trace.Hash(r.fingerprint(member+"/digest", m["digest"]))
+	size := r.count(member+"/size", m["size"])
+	if r.err == nil && (size == 0 || size > trace.MaxPayloadLen) {
+		r.fail(member+"/size", "size %d out of range", size)
+	}
+	in.size = int(size)
+	switch {
+	case hasText:
+		s := r.str(member+"/text", text)
+		in.data = []byte(s)
+	case hasB64:
+		s := r.str(member+"/base64", b64)
+		data, err := base64.StdEncoding.Strict().DecodeString(s)
+		switch {
+		case err != nil || base64.StdEncoding.EncodeToString(data) != s:
+			r.fail(member+"/base64", "not canonical base64")
+		case utf8.Valid(data):
+			r.fail(member+"/base64", "valid UTF-8 is recorded as text")
+		}
+		in.data = data
+	}
+	if r.err == nil && in.data != nil && (len(in.data) != in.size || sha256.Sum256(in.data) != in.digest) {
+		r.fail(member, "the recorded bytes do not have the recorded digest and size")
+	}
+	return in
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (r *reader) boolean(member string, x any) bool {

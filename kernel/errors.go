@@ -61,6 +61,16 @@ var (
 	ErrAlreadyRolledBack = errors.New("kernel: execution already rolled back")
 	// ErrRefundTooLarge: a refund beyond what the execution was charged.
 	ErrRefundTooLarge = errors.New("kernel: refund exceeds the amount charged")
+	// ErrNotReserved: Settle of an execution with no open reservation
+	// (a fixed-cost execution, or one already settled or rolled back).
+	ErrNotReserved = errors.New("kernel: no open reservation")
+	// ErrReservationOpen: Refund of a reservation not yet settled (Settle
+	// with a lower actual cost refunds it).
+	ErrReservationOpen = errors.New("kernel: reservation not yet settled")
+	// ErrOverrun: a settlement's actual cost exceeded the reservation.
+	// The settlement is committed and recorded; the error reports what was
+	// charged beyond the reservation and what was left unpaid.
+	ErrOverrun = errors.New("kernel: actual cost exceeds the reservation")
 	// ErrDuplicateExecution: an execution id charged twice.
 	ErrDuplicateExecution = errors.New("kernel: execution id already charged")
 	// ErrRollbackInexact: the inverse effects did not restore the state

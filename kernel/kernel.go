@@ -1,10 +1,13 @@
 package kernel
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/verity-go/verity/trace"
 )
 
 // Config configures a Kernel.
@@ -121,8 +124,9 @@ func (k *Kernel) Invariants() []Invariant { return slices.Clone(k.invariants) }
 // Commit and Rollback return the next one.
 type Meter struct {
 	budget    Budget
-	steps     uint64 // non-emergency executions; never decremented (not even by rollback)
-	emergency uint64 // emergency executions
+	steps     uint64   // non-emergency executions; never decremented (not even by rollback)
+	emergency uint64   // emergency executions
+	open      *openSet // open reservations (nil: none)
 	tag       *byte
 }
 
@@ -276,7 +280,7 @@ func (k *Kernel) Evaluate(m Meter, s State, a Action) Verdict {
 	n := len(a.Effects)
 	buf := make([]Effect, n, 2*n)
 	copy(buf, a.Effects)
-	a.Effects, a.Tags = buf[:n:n], slices.Clone(a.Tags)
+	a.Effects, a.Tags, a.Input = buf[:n:n], slices.Clone(a.Tags), slices.Clone(a.Input)
 	emergency := k.isEmergency(a.ID)
 	v := Verdict{
 		emergency: emergency,
@@ -419,9 +423,19 @@ type Record struct {
 	Steps          uint64 // Meter.Steps after the execution
 	EmergencySteps uint64
 	Warnings       []CheckResult // monitoring invariants violated by the next state
-	// Time is when a Session recorded the execution: the time of its
-	// trace entry. The pure Kernel leaves it zero.
+	// Reserved: Reserve made it, and its cost is an upper bound until
+	// Settle.
+	Reserved bool
+	// InputDigest is the SHA-256 of Action.Input's bytes exactly as given,
+	// InputSize their number (zero: no input).
+	InputDigest trace.Hash
+	InputSize   int
+	// Time is when a Session recorded the execution; Seq and Hash name
+	// its trace entry, a receipt a host can hand back to the caller. The
+	// pure Kernel leaves them zero.
 	Time time.Time
+	Seq  uint64
+	Hash trace.Hash
 }
 
 // clone returns a copy of r that shares no slices with it: the action's
@@ -433,6 +447,7 @@ func (r Record) clone() Record {
 	copy(buf[n:], r.Inverse)
 	r.Action.Effects, r.Inverse = buf[:n:n], buf[n:]
 	r.Action.Tags = slices.Clone(r.Action.Tags)
+	r.Action.Input = slices.Clone(r.Action.Input)
 	r.Warnings = slices.Clone(r.Warnings)
 	return r
 }
@@ -467,7 +482,7 @@ func (k *Kernel) Commit(m Meter, s State, v Verdict, execID string) (State, Mete
 	if err != nil {
 		return s, m, Record{}, err
 	}
-	next := Meter{budget: budget, steps: m.steps, emergency: m.emergency, tag: m.tag}
+	next := Meter{budget: budget, steps: m.steps, emergency: m.emergency, open: m.open, tag: m.tag}
 	if v.emergency {
 		next.emergency++
 	} else {
@@ -484,6 +499,9 @@ func (k *Kernel) Commit(m Meter, s State, v Verdict, execID string) (State, Mete
 		Steps:          next.steps,
 		EmergencySteps: next.emergency,
 	}
+	if len(v.action.Input) > 0 {
+		rec.InputDigest, rec.InputSize = sha256.Sum256(v.action.Input), len(v.action.Input)
+	}
 	rec = rec.clone()
 	rec.Warnings = v.Warnings()
 	return v.next, next, rec, nil
@@ -497,9 +515,11 @@ type RollbackRecord struct {
 	Effects       []Effect    // the inverse effects applied
 	Budget        BudgetSnapshot
 	Steps         uint64 // unchanged by the rollback
-	// Time is when a Session recorded the rollback: the time of its trace
-	// entry. The pure Kernel leaves it zero.
+	// Time is when a Session recorded the rollback; Seq and Hash name its
+	// trace entry. The pure Kernel leaves them zero.
 	Time time.Time
+	Seq  uint64
+	Hash trace.Hash
 }
 
 // Rollback undoes the execution rec on s (T7). s must be the state that
@@ -532,7 +552,7 @@ func (k *Kernel) Rollback(m Meter, s State, rec Record) (State, Meter, RollbackR
 		return s, m, RollbackRecord{}, fmt.Errorf("%w: restored %s, expected %s", ErrRollbackInexact, restored.Fingerprint(), rec.Before)
 	}
 	budget, charged := m.budget.rollbackEntry(h, rec.ExecID, l)
-	next := Meter{budget: budget, steps: m.steps, emergency: m.emergency, tag: m.tag}
+	next := Meter{budget: budget, steps: m.steps, emergency: m.emergency, open: m.open.without(rec.ExecID), tag: m.tag}
 	rr := RollbackRecord{
 		ExecID:  rec.ExecID,
 		Refund:  charged,

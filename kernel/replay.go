@@ -13,10 +13,12 @@ import (
 // Replay rebuilds a Session from its log: it verifies the hash chain while
 // streaming the entries, decodes every entry of session sessionID (the
 // first StartEntry's session if sessionID is empty) with DecodeEntry,
-// re-executes every execution and rollback with k, and checks at each step
-// that the fingerprints, budget totals, step counters, emergency flag,
-// inverse, warnings and rollback effects and refund equal the recorded
-// ones. Entries of other kinds or other sessions are skipped; a rejection
+// re-executes every execution, reservation, settlement, refund and
+// rollback with k, and checks at each step that the fingerprints, budget
+// totals, step counters, emergency flag, inverse, warnings, rollback
+// effects and every amount equal the recorded ones. The open reservations
+// are rebuilt with them (Session.Reservations), so a host that stopped
+// mid-call settles or refunds after Replay. Entries of other kinds or other sessions are skipped; a rejection
 // is checked against the state, budget and steps it was made in. The
 // returned Session continues appending to log; its states equal those of
 // the Session that wrote the log, and its History's Records carry the
@@ -37,7 +39,7 @@ func Replay(ctx context.Context, log *trace.Log, k *Kernel, sessionID string, op
 			return nil, fmt.Errorf("%w: %w", ErrReplay, err)
 		}
 		switch e.Kind {
-		case KindStart, KindExecute, KindReject, KindRollback:
+		case KindStart, KindExecute, KindReject, KindRollback, KindReserve, KindSettle, KindRefund:
 		default:
 			continue
 		}
@@ -105,6 +107,18 @@ func (s *Session) replay(x Entry) error {
 		if e.Session == s.id {
 			return s.replayExecute(e.Record)
 		}
+	case ReserveEntry:
+		if e.Session == s.id {
+			return s.replayExecute(e.Record)
+		}
+	case SettleEntry:
+		if e.Session == s.id {
+			return s.replaySettle(e.SettleRecord)
+		}
+	case RefundEntry:
+		if e.Session == s.id {
+			return s.replayRefund(e.RefundRecord)
+		}
 	case RejectEntry:
 		if e.Session == s.id {
 			return s.replayReject(e)
@@ -121,11 +135,18 @@ func (s *Session) replayExecute(got Record) error {
 	if got.Before != s.world.Fingerprint() {
 		return fmt.Errorf("recorded state %s, replayed state %s", got.Before, s.world.Fingerprint())
 	}
-	world, meter, rec, err := s.k.Execute(s.meter, s.world, got.Action, got.ExecID)
+	commit := s.k.Commit
+	if got.Reserved {
+		commit = s.k.Reserve
+	}
+	world, meter, rec, err := commit(s.meter, s.world, s.k.Evaluate(s.meter, s.world, got.Action), got.ExecID)
 	if err != nil {
 		return fmt.Errorf("re-execution failed: %w", err)
 	}
-	rec.Time = got.Time
+	// The input's digest and size are as recorded (DecodeEntry checked
+	// them against its bytes when the entry kept them).
+	rec.InputDigest, rec.InputSize = got.InputDigest, got.InputSize
+	rec.Time, rec.Seq, rec.Hash = got.Time, got.Seq, got.Hash
 	if err := same(
 		field{"after", appendFP(nil, got.After), appendFP(nil, rec.After)},
 		field{"budget", appendBudget(nil, got.Budget), appendBudget(nil, rec.Budget)},
@@ -172,6 +193,36 @@ func (s *Session) replayRollback(got RollbackRecord) error {
 		return err
 	}
 	s.world, s.meter = world, meter
+	return nil
+}
+
+func (s *Session) replaySettle(got SettleRecord) error {
+	meter, r, err := s.k.Settle(s.meter, got.ExecID, got.Actual)
+	if err != nil {
+		return fmt.Errorf("re-settlement failed: %w", err)
+	}
+	if err := same(
+		field{"reserved", appendCost(nil, got.Reserved), appendCost(nil, r.Reserved)},
+		field{"refund", appendCost(nil, got.Refund), appendCost(nil, r.Refund)},
+		field{"overrun", appendCost(nil, got.Overrun), appendCost(nil, r.Overrun)},
+		field{"unpaid", appendCost(nil, got.Unpaid), appendCost(nil, r.Unpaid)},
+		field{"budget", appendBudget(nil, got.Budget), appendBudget(nil, r.Budget)},
+	); err != nil {
+		return err
+	}
+	s.meter = meter
+	return nil
+}
+
+func (s *Session) replayRefund(got RefundRecord) error {
+	meter, r, err := s.k.Refund(s.meter, got.ExecID, got.Amount, got.Reason)
+	if err != nil {
+		return fmt.Errorf("re-refund failed: %w", err)
+	}
+	if err := same(field{"budget", appendBudget(nil, got.Budget), appendBudget(nil, r.Budget)}); err != nil {
+		return err
+	}
+	s.meter = meter
 	return nil
 }
 

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"slices"
 	"strconv"
@@ -32,10 +33,24 @@ type SharedBudget interface {
 type Option func(*sessionConfig)
 
 type sessionConfig struct {
-	shared    SharedBudget
-	sessionID string
-	newID     func() string
-	clock     func() time.Time
+	shared     SharedBudget
+	sessionID  string
+	newID      func() string
+	clock      func() time.Time
+	inputLimit int
+}
+
+// DefaultInputLimit is the input limit of a Session without WithInputLimit.
+const DefaultInputLimit = 64 << 10
+
+// WithInputLimit sets how many bytes of an action's Input the session
+// records in full (default DefaultInputLimit; 0: none). Beyond it an
+// entry keeps only the input's SHA-256 digest and size — enough to check
+// a copy kept elsewhere, not to read it back; Replay then re-runs
+// preconditions without it (a precondition that reads the input needs it
+// recorded in full).
+func WithInputLimit(n int) Option {
+	return func(c *sessionConfig) { c.inputLimit = n }
 }
 
 // WithClock sets the session's clock (default time.Now). Every execution,
@@ -73,18 +88,19 @@ func WithSessionID(id string) Option {
 // execution, rejection and rollback in a trace.Log as an Entry. It is safe
 // for concurrent use.
 type Session struct {
-	mu      sync.Mutex
-	k       *Kernel
-	meter   Meter
-	world   State
-	log     *trace.Log
-	shared  SharedBudget
-	id      string
-	newID   func() string
-	clock   func() time.Time
-	prefix  string  // default exec id prefix
-	counter uint64  // exec ids handed out by the default source
-	history history // committed executions, oldest first
+	mu         sync.Mutex
+	k          *Kernel
+	meter      Meter
+	world      State
+	log        *trace.Log
+	shared     SharedBudget
+	id         string
+	newID      func() string
+	clock      func() time.Time
+	inputLimit int     // bytes of an Input recorded in full
+	prefix     string  // default exec id prefix
+	counter    uint64  // exec ids handed out by the default source
+	history    history // committed executions, oldest first
 }
 
 // NewSession starts a session of k from initial, recording a StartEntry
@@ -108,7 +124,7 @@ func newSession(log *trace.Log, k *Kernel, initial State, opts []Option) (*Sessi
 	if k == nil || log == nil {
 		return nil, fmt.Errorf("%w: a session needs a kernel and a log", ErrInvalidConfig)
 	}
-	cfg := sessionConfig{clock: time.Now}
+	cfg := sessionConfig{clock: time.Now, inputLimit: DefaultInputLimit}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -125,8 +141,11 @@ func newSession(log *trace.Log, k *Kernel, initial State, opts []Option) (*Sessi
 	if cfg.clock == nil {
 		return nil, fmt.Errorf("%w: a session needs a clock", ErrInvalidConfig)
 	}
+	if cfg.inputLimit < 0 {
+		return nil, fmt.Errorf("%w: negative input limit %d", ErrInvalidConfig, cfg.inputLimit)
+	}
 	return &Session{k: k, meter: k.Start(), world: initial, log: log, shared: cfg.shared,
-		id: cfg.sessionID, newID: cfg.newID, clock: cfg.clock, prefix: cfg.sessionID}, nil
+		id: cfg.sessionID, newID: cfg.newID, clock: cfg.clock, inputLimit: cfg.inputLimit, prefix: cfg.sessionID}, nil
 }
 
 // now reads the session's clock once, as the log will store the instant.
@@ -199,8 +218,24 @@ func (s *Session) nextExecID() string {
 // the session clock, and only then replaces the session's states. If the
 // action is rejected, the shared budget refuses, or the trace cannot
 // record, the session is unchanged (T5) and the error says why (a
-// *RejectedError for a rejection).
+// *RejectedError for a rejection; Verdict.Explain words it for a model).
+// The Record's Seq and Hash name the trace entry: a receipt for the
+// caller.
 func (s *Session) Execute(ctx context.Context, a Action) (Record, error) {
+	return s.commit(ctx, a, false)
+}
+
+// Reserve is Execute for a call whose cost is known only afterwards: a's
+// cost is an upper bound, charged (to the shared budget too) after the
+// same checks, and the execution stays open — Reservations lists it —
+// until Settle records the actual cost (Kernel.Reserve). It records a
+// ReserveEntry. A reservation never settled stays charged; after a crash,
+// Replay rebuilds the open reservations and the host settles them.
+func (s *Session) Reserve(ctx context.Context, a Action) (Record, error) {
+	return s.commit(ctx, a, true)
+}
+
+func (s *Session) commit(ctx context.Context, a Action, reserve bool) (Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now, err := s.now()
@@ -215,7 +250,11 @@ func (s *Session) Execute(ctx context.Context, a Action) (Record, error) {
 	if !utf8.ValidString(id) {
 		return Record{}, fmt.Errorf("%w: execution id is not valid UTF-8", ErrInvalidConfig)
 	}
-	world, meter, rec, err := s.k.Commit(s.meter, s.world, v, id)
+	commit, kind := s.k.Commit, KindExecute
+	if reserve {
+		commit, kind = s.k.Reserve, KindReserve
+	}
+	world, meter, rec, err := commit(s.meter, s.world, v, id)
 	if err != nil {
 		return Record{}, err
 	}
@@ -229,7 +268,8 @@ func (s *Session) Execute(ctx context.Context, a Action) (Record, error) {
 		}
 	}
 	rec.Time = now
-	if _, err := s.log.Append(ctx, KindExecute, payload(ExecuteEntry{Session: s.id, Record: rec}), trace.At(now)); err != nil {
+	te, err := s.log.Append(ctx, kind, payload(ExecuteEntry{Session: s.id, Record: s.recorded(rec)}), trace.At(now))
+	if err != nil {
 		err = fmt.Errorf("kernel: recording execution (nothing committed): %w", err)
 		if charged {
 			if rerr := s.shared.Refund(ctx, id, int64(rec.Action.Cost)); rerr != nil {
@@ -238,9 +278,123 @@ func (s *Session) Execute(ctx context.Context, a Action) (Record, error) {
 		}
 		return Record{}, err
 	}
+	rec.Seq, rec.Hash = te.Seq, te.Hash
 	s.world, s.meter = world, meter
 	s.history.add(rec) // the session's copy, for Rollback
 	return rec.clone(), nil
+}
+
+// recorded returns rec as its entry records it: without the input's bytes
+// beyond the session's input limit (their digest and size stay).
+func (s *Session) recorded(rec Record) Record {
+	if len(rec.Action.Input) > s.inputLimit {
+		rec.Action.Input = nil
+	}
+	return rec
+}
+
+// Settle records the actual cost of the open reservation execID
+// (Kernel.Settle): the SettleEntry is recorded, then the session's budget
+// changes, then the shared budget, if there is one, is refunded the
+// difference (or charged an overrun, under execID + OverrunSuffix). An
+// actual above the reservation is committed and recorded, and returned as
+// an error wrapping ErrOverrun with the record (SettleRecord.Err): the
+// excess was charged only up to what remained, the rest is Unpaid (T1).
+// If the shared budget fails after the settlement was recorded, the
+// settlement stands and the error says so.
+func (s *Session) Settle(ctx context.Context, execID string, actual Cost) (SettleRecord, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now, err := s.now()
+	if err != nil {
+		return SettleRecord{}, err
+	}
+	meter, r, err := s.k.Settle(s.meter, execID, actual)
+	if err != nil {
+		return SettleRecord{}, err
+	}
+	r.Time = now
+	te, err := s.log.Append(ctx, KindSettle, payload(SettleEntry{Session: s.id, SettleRecord: r}), trace.At(now))
+	if err != nil {
+		return SettleRecord{}, fmt.Errorf("kernel: recording settlement (nothing changed): %w", err)
+	}
+	r.Seq, r.Hash = te.Seq, te.Hash
+	s.meter = meter
+	var errs []error
+	if s.shared != nil && r.Refund > 0 {
+		if err := s.shared.Refund(ctx, execID, int64(r.Refund)); err != nil {
+			errs = append(errs, fmt.Errorf("kernel: settlement recorded, shared refund failed: %w", err))
+		}
+	}
+	if s.shared != nil && r.Overrun > 0 {
+		if err := s.shared.Charge(ctx, execID+OverrunSuffix, int64(r.Overrun)); err != nil {
+			errs = append(errs, fmt.Errorf("kernel: settlement recorded, shared overrun charge failed: %w", err))
+		}
+	}
+	return r, joinErrors(append([]error{r.Err()}, errs...)...)
+}
+
+// OverrunSuffix is appended to an execution id for the SharedBudget's
+// charge of a settlement's overrun, a second charge for the same
+// execution.
+const OverrunSuffix = "/overrun"
+
+// Refund gives back amount of what execution execID was charged, for
+// reason, touching only the budget (Kernel.Refund): any past execution,
+// settled reservation or not. The RefundEntry is recorded, then the
+// session's budget changes, then the shared budget, if there is one, is
+// refunded the same amount; if that fails the refund stands and the
+// error says so (the shared balance then overstates spending, the safe
+// direction for T1).
+func (s *Session) Refund(ctx context.Context, execID string, amount Cost, reason string) (RefundRecord, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now, err := s.now()
+	if err != nil {
+		return RefundRecord{}, err
+	}
+	meter, r, err := s.k.Refund(s.meter, execID, amount, reason)
+	if err != nil {
+		return RefundRecord{}, err
+	}
+	r.Time = now
+	te, err := s.log.Append(ctx, KindRefund, payload(RefundEntry{Session: s.id, RefundRecord: r}), trace.At(now))
+	if err != nil {
+		return RefundRecord{}, fmt.Errorf("kernel: recording refund (nothing changed): %w", err)
+	}
+	r.Seq, r.Hash = te.Seq, te.Hash
+	before := s.meter
+	s.meter = meter
+	if err := s.refundShared(ctx, before, execID, amount); err != nil {
+		return r, fmt.Errorf("kernel: refund recorded, shared refund failed: %w", err)
+	}
+	return r, nil
+}
+
+// refundShared refunds amount of execID to the shared budget, if there is
+// one, from its two charges (the reservation's first, then an overrun's)
+// as they stood in before.
+func (s *Session) refundShared(ctx context.Context, before Meter, execID string, amount Cost) error {
+	if s.shared == nil {
+		return nil
+	}
+	first, over := before.budget.sharedSplit(execID, amount)
+	if first > 0 {
+		if err := s.shared.Refund(ctx, execID, int64(first)); err != nil {
+			return err
+		}
+	}
+	if over > 0 {
+		return s.shared.Refund(ctx, execID+OverrunSuffix, int64(over))
+	}
+	return nil
+}
+
+// Reservations returns the open reservations, oldest first.
+func (s *Session) Reservations() []Reservation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.meter.Reservations()
 }
 
 // reject records the rejection of v (sharedErr non-nil: the shared budget
@@ -253,6 +407,12 @@ func (s *Session) reject(ctx context.Context, now time.Time, v Verdict, sharedEr
 	rej := v.Err()
 	e := RejectEntry{Session: s.id, Action: v.action, Emergency: v.emergency, Checks: v.checks,
 		Budget: snapshot(s.meter.budget), State: s.world.Fingerprint(), Steps: s.meter.steps}
+	if in := v.action.Input; len(in) > 0 {
+		e.InputDigest, e.InputSize = sha256.Sum256(in), len(in)
+		if len(in) > s.inputLimit {
+			e.Action.Input = nil
+		}
+	}
 	if _, err := s.log.Append(ctx, KindReject, payload(e), trace.At(now)); err != nil {
 		return joinErrors(rej, fmt.Errorf("kernel: recording rejection: %w", err))
 	}
@@ -288,14 +448,15 @@ func (s *Session) Rollback(ctx context.Context, execID string) (RollbackRecord, 
 		return RollbackRecord{}, err
 	}
 	rr.Time = now
-	if _, err := s.log.Append(ctx, KindRollback, payload(RollbackEntry{Session: s.id, RollbackRecord: rr}), trace.At(now)); err != nil {
+	te, err := s.log.Append(ctx, KindRollback, payload(RollbackEntry{Session: s.id, RollbackRecord: rr}), trace.At(now))
+	if err != nil {
 		return RollbackRecord{}, fmt.Errorf("kernel: recording rollback (nothing changed): %w", err)
 	}
+	rr.Seq, rr.Hash = te.Seq, te.Hash
+	before := s.meter
 	s.world, s.meter = world, meter
-	if s.shared != nil && rr.Refund > 0 {
-		if err := s.shared.Refund(ctx, execID, int64(rr.Refund)); err != nil {
-			return rr, fmt.Errorf("kernel: rollback recorded, shared refund failed: %w", err)
-		}
+	if err := s.refundShared(ctx, before, execID, rr.Refund); err != nil {
+		return rr, fmt.Errorf("kernel: rollback recorded, shared refund failed: %w", err)
 	}
 	return rr, nil
 }
