@@ -209,3 +209,52 @@ func BenchmarkTraceShare(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkReserveSettle is a call whose cost is known only afterwards:
+// Session.Reserve then Session.Settle below the reservation (two entries).
+func BenchmarkReserveSettle(b *testing.B) {
+	for _, n := range []int{10, 10_000} {
+		b.Run(fmt.Sprintf("vars=%d", n), func(b *testing.B) {
+			sess, err := kernel.NewSession(ctx, trace.NewMemoryLog(), benchKernel(b), benchState(b, n+2))
+			if err != nil {
+				b.Fatal(err)
+			}
+			a := benchAction
+			a.Cost = 2
+			loop(b, func() {
+				rec, err := sess.Reserve(ctx, a)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := sess.Settle(ctx, rec.ExecID, 1); err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkSessionExecuteInput is BenchmarkSessionExecute with a 1 KiB
+// JSON input recorded in full.
+func BenchmarkSessionExecuteInput(b *testing.B) {
+	input := []byte(`{"query":"` + string(make([]byte, 0, 1024)))
+	for len(input) < 1022 {
+		input = append(input, 'x')
+	}
+	input = append(input, `"}`...)
+	for _, n := range []int{10, 10_000} {
+		b.Run(fmt.Sprintf("vars=%d", n), func(b *testing.B) {
+			sess, err := kernel.NewSession(ctx, trace.NewMemoryLog(), benchKernel(b), benchState(b, n+2))
+			if err != nil {
+				b.Fatal(err)
+			}
+			a := benchAction
+			a.Input = input
+			loop(b, func() {
+				if _, err := sess.Execute(ctx, a); err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
+	}
+}
