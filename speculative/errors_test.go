@@ -138,6 +138,18 @@ func TestErrorsArePrefixedOnce(t *testing.T) {
 		add(second(st.Design(ctx, Claim{ID: "c"}, nil, "L")))
 	}
 
+	// Restarts and Compare.
+	add(Compare(ctx, nil, NewMemory()))
+	full := newRig(t)
+	_, err = full.st.PersistEvidence(ctx, map[string]any{"claim_id": "c1", "success": true})
+	require.NoError(t, err)
+	add(Compare(ctx, full.log, NewMemory()))
+	bad := trace.NewMemoryLog()
+	_, err = bad.Append(ctx, KindIntent, []byte(`{"intent":"i"}`))
+	require.NoError(t, err)
+	add(second(NewSteward(ctx, bad, NewMemory())))
+	add(Compare(ctx, bad, NewMemory()))
+
 	for i, err := range errs {
 		require.Error(t, err, "error path %d", i)
 		msg := err.Error()
