@@ -86,13 +86,45 @@
 //
 // A Session holds the current State and Meter and, under one mutex, reads
 // its clock once (WithClock), calls Kernel.Evaluate and Kernel.Commit (or
-// Kernel.Rollback), appends the Entry — StartEntry, ExecuteEntry,
-// RejectEntry or RollbackEntry, kinds kernel.start, kernel.execute,
-// kernel.reject, kernel.rollback — stamped with that instant (trace.At),
+// Kernel.Rollback, Reserve, Settle, Refund), appends the Entry —
+// StartEntry, ExecuteEntry, RejectEntry, RollbackEntry, ReserveEntry,
+// SettleEntry or RefundEntry, kinds kernel.start, kernel.execute,
+// kernel.reject, kernel.rollback, kernel.reserve, kernel.settle,
+// kernel.refund — stamped with that instant (trace.At),
 // and only then replaces its values: the log and the session never
 // disagree, and a Record's Time is its entry's. DecodeEntry reads an entry
 // back; Replay rebuilds a Session from its log, re-executing every entry
 // and checking what was recorded.
+//
+// # Tool calls
+//
+// An agent acts through tool calls: a name, JSON arguments, a result, and
+// often a price known only afterwards. Action.Input carries the call's
+// arguments: the Session records them with the execution or rejection —
+// any bytes, even what canonical JSON refuses, as text or base64 with
+// their SHA-256 digest and size, and beyond WithInputLimit the digest and
+// size only — and a Record's Seq and Hash name its trace entry, a receipt
+// for the caller. Reserve charges an upper bound after the usual checks
+// and leaves the call open (Reservations; rebuilt by Replay after a
+// crash); Settle records the actual cost and refunds the difference. An
+// actual above the reservation is charged only up to what remains of the
+// budget, the rest is recorded as Unpaid, and Settle returns ErrOverrun:
+// never hidden, and net spend never above B0 (T1). Refund gives back part
+// of any past execution's charge, for a reason, touching only the budget
+// (a failed call still counts towards a rate limit; T4). Count is a
+// counter that needs no declaration ("calls/" + tool). AtMost,
+// AtMostEach, Within, OneOf and Matches are ready-made invariants;
+// Config.InvariantTimeout (and Invariant.Timeout) bound a predicate's
+// running time, a predicate past it failing closed. Verdict.Explain words
+// a rejection in one stable line for the model and the human:
+//
+//	action "delete" rejected: budget: cost 1, remaining 0.5; invariant at-most-3-deletes: deletes would be 4, at most 3 (ask a human)
+//
+// The kernel stays pure, so time is an input: for a rate limit over a
+// window the host puts the window in the action — Count("calls/search/"
+// + window, 1, 0) with window the current minute, say, and AtMostEach
+// over the prefix "calls/search/" — or sets a "now" variable the
+// invariants read. Replay re-reads the recorded effects, not the clock.
 //
 // WithSharedBudget connects a SharedBudget (for example one held in a SQL
 // database and shared by several processes, kernel/sqlbudget). Inside the
@@ -100,8 +132,9 @@
 // (zero-cost actions do not consult it, so an unreachable shared budget
 // cannot block T8's emergency escape); a refused charge is a rejection
 // recorded with the check shared_budget; if the append fails after a
-// charge, the Session refunds it; a rollback is recorded first and then
-// refunded through it.
+// charge, the Session refunds it; a rollback, settlement or refund is
+// recorded first and then refunded (or an overrun charged, under the
+// execution id + OverrunSuffix) through it.
 //
 // # Guarantees
 //

@@ -1,6 +1,7 @@
 package kernel_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -147,11 +148,70 @@ func TestDecodeEntryIsStrict(t *testing.T) {
 // accepts re-encodes to canonical JSON that decodes to the same entry.
 func FuzzDecodeEntry(f *testing.F) {
 	entries, _, _, _ := recordedRun(f)
-	kinds := []string{kernel.KindStart, kernel.KindExecute, kernel.KindReject, kernel.KindRollback}
+	kinds := []string{kernel.KindStart, kernel.KindExecute, kernel.KindReject, kernel.KindRollback, kernel.KindReserve, kernel.KindSettle, kernel.KindRefund}
 	for i, e := range entries {
 		f.Add(uint8(i), e.Payload)
 	}
 	f.Add(uint8(2), []byte(`{"action":{"id":""},"budget":{"gross":"0","limit":"1","refunded":"0"},"checks":[],"emergency":false,"session":"","state":"`+strings.Repeat("0", 64)+`","steps":9007199254740991}`))
+	f.Fuzz(func(t *testing.T, kind uint8, payload []byte) {
+		e := trace.Entry{Kind: kinds[int(kind)%len(kinds)], Payload: payload}
+		x, err := kernel.DecodeEntry(e)
+		if err != nil {
+			return
+		}
+		once := kernel.EntryPayload(x)
+		if err := canon.Valid(once); err != nil {
+			t.Fatalf("re-encoded %s is not canonical: %v", once, err)
+		}
+		e.Payload = once
+		y, err := kernel.DecodeEntry(e)
+		if err != nil {
+			t.Fatalf("re-encoded %s does not decode: %v", once, err)
+		}
+		if twice := kernel.EntryPayload(y); string(twice) != string(once) {
+			t.Fatalf("not stable:\n%s\n%s", once, twice)
+		}
+	})
+}
+
+// toolCallRun records a reservation with an input that canonical JSON
+// refuses, a settlement with an overrun, a refund, a rejection with a
+// binary input and an execution with an input beyond the input limit.
+func toolCallRun(t testing.TB) []trace.Entry {
+	k := mustKernel(t, kernel.Config{Budget: 3 * kernel.Unit, MinActionCost: 1})
+	log := fixedClockLog(t)
+	sess, err := kernel.NewSession(ctx, log, k, mustState(t, nil), kernel.WithInputLimit(40))
+	require.NoError(t, err)
+	a := callAction("search", kernel.Unit)
+	a.Input = []byte(`{"n":1152921504606846976,"n":1}`)
+	rec, err := sess.Reserve(ctx, a)
+	require.NoError(t, err)
+	_, err = sess.Settle(ctx, rec.ExecID, 3*kernel.Unit)
+	require.ErrorIs(t, err, kernel.ErrOverrun)
+	_, err = sess.Refund(ctx, rec.ExecID, kernel.Unit, "the search timed out")
+	require.NoError(t, err)
+	a.Input, a.Cost = []byte("\xff\x00binary"), 5*kernel.Unit
+	_, err = sess.Execute(ctx, a)
+	require.ErrorIs(t, err, kernel.ErrBudgetExceeded)
+	a.Input, a.Cost = []byte(strings.Repeat("long ", 20)), 1
+	_, err = sess.Execute(ctx, a)
+	require.NoError(t, err)
+	var entries []trace.Entry
+	for e, err := range log.Entries(ctx, 1) {
+		require.NoError(t, err)
+		entries = append(entries, e)
+	}
+	return entries
+}
+
+// FuzzDecodeToolCallEntry is FuzzDecodeEntry for the entries of tool
+// calls: reservations, settlements, refunds, and executions and
+// rejections with an input.
+func FuzzDecodeToolCallEntry(f *testing.F) {
+	kinds := []string{kernel.KindReserve, kernel.KindSettle, kernel.KindRefund, kernel.KindReject, kernel.KindExecute}
+	for _, e := range toolCallRun(f) {
+		f.Add(uint8(slices.Index(kinds, e.Kind)), e.Payload)
+	}
 	f.Fuzz(func(t *testing.T, kind uint8, payload []byte) {
 		e := trace.Entry{Kind: kinds[int(kind)%len(kinds)], Payload: payload}
 		x, err := kernel.DecodeEntry(e)

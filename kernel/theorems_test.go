@@ -8,8 +8,14 @@
 //     budget's charge refuses any cost beyond Limit − Net (integer
 //     arithmetic, no overflow); Session holds its mutex across evaluate and
 //     commit. Assumes a single Session per budget, or a SharedBudget whose
-//     Charge is atomic. TestT1BudgetSafety,
-//     TestSessionConcurrentNeverOverspends, TestSharedBudgetAcrossSessions.
+//     Charge is atomic. A reservation charges its upper bound at Reserve,
+//     so T1 holds between Reserve and Settle with any number open; a
+//     settlement above the reservation (an overrun) charges the excess only
+//     up to what remains — the rest is recorded as Unpaid and returned as
+//     ErrOverrun, never charged and never hidden. TestT1BudgetSafety,
+//     TestSessionConcurrentNeverOverspends, TestSharedBudgetAcrossSessions,
+//     TestT1ConcurrentReserveSettleRefund, TestReserveSettleOverrun,
+//     TestSettleAndRefundNeverRefundMoreThanCharged.
 //   - T2 Termination — at most floor(B0/ε) non-emergency executions.
 //     Conditional on ε > 0 (New refuses anything else) and on emergency
 //     actions terminating themselves; the bound is computed in integers,
@@ -25,8 +31,11 @@
 //     reported (Verdict.Warnings, the trace) and never block; T3 does not
 //     cover them. TestT3InvariantSafety, TestEvaluateChecks.
 //   - T4 Monotone gross spend — gross spend never decreases. By
-//     construction: only a charge adds to it; refunds add to the refunded
-//     total. TestT4MonotoneGrossSpend, TestBudgetRules.
+//     construction: only a charge (and a settlement's overrun) adds to it;
+//     refunds — Settle's difference, Refund's amount, Rollback's — add to
+//     the refunded total, never beyond what an execution was charged.
+//     TestT4MonotoneGrossSpend, TestBudgetRules,
+//     TestSettleAndRefundNeverRefundMoreThanCharged.
 //   - T5 Atomicity — a transition either changes state, budget, step count
 //     and trace together or changes nothing. By construction: the core
 //     returns new values and, on rejection, the old ones themselves; a

@@ -2,8 +2,10 @@ package kerneltest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"pgregory.net/rapid"
@@ -236,7 +238,12 @@ type Setup struct {
 //     exactly, refunds its cost once and keeps the step counter;
 //   - T8: the Emergency action (if given) is allowed at every step;
 //
-// and finally that replaying the trace rebuilds the same state and budget.
+// with some actions reserved (Session.Reserve) and then settled at random
+// actual costs, and refunds of random past executions: T1 and T4 hold
+// through them, a settlement or refund changes only the budget and never
+// refunds more than was charged, and an overrun is reported; and finally
+// that replaying the trace rebuilds the same state, budget and open
+// reservations.
 func CheckTheorems(t *rapid.T, s Setup) {
 	k := s.Kernel
 	ctx := context.Background()
@@ -269,6 +276,7 @@ func CheckTheorems(t *rapid.T, s Setup) {
 		history := sess.History()
 		if len(history) > 0 && rapid.IntRange(0, 4).Draw(t, "rollback?") == 0 {
 			last := history[len(history)-1]
+			charged, refunded, _ := beforeKS.Budget().Charged(last.ExecID)
 			rr, err := sess.Rollback(ctx, last.ExecID)
 			after, afterKS := sess.State(), sess.Meter()
 			if err != nil {
@@ -282,10 +290,10 @@ func CheckTheorems(t *rapid.T, s Setup) {
 			if after.Fingerprint() != last.Before || afterKS.Budget().Net() != beforeKS.Budget().Net()-rr.Refund {
 				t.Fatalf("T7: rollback of %s did not restore the prior state and budget", last.ExecID)
 			}
-			// A Session refunds only by rollback, so the refund is the
-			// whole cost the execution was charged.
-			if rr.Refund != last.Action.Cost {
-				t.Fatalf("T7: rollback of %s refunded %s, it was charged %s", last.ExecID, rr.Refund, last.Action.Cost)
+			// The refund is what the execution was charged and not yet
+			// refunded (by a settlement or a Refund).
+			if rr.Refund != charged-refunded {
+				t.Fatalf("T7: rollback of %s refunded %s, it was charged %s and refunded %s", last.ExecID, rr.Refund, charged, refunded)
 			}
 			if afterKS.Steps() != beforeKS.Steps() {
 				t.Fatalf("T7/T2: rollback changed the step counter %d → %d", beforeKS.Steps(), afterKS.Steps())
@@ -296,9 +304,17 @@ func CheckTheorems(t *rapid.T, s Setup) {
 			checkStep(t, k, beforeKS, sess)
 			continue
 		}
+		if len(history) > 0 && rapid.IntRange(0, 4).Draw(t, "settle or refund?") == 0 {
+			checkSettleOrRefund(t, k, sess, history[rapid.IntRange(0, len(history)-1).Draw(t, "execution")])
+			continue
+		}
 		a := s.Actions.Draw(t, fmt.Sprintf("action %d", i))
 		verdict := k.Evaluate(beforeKS, beforeState, a)
-		rec, err := sess.Execute(ctx, a)
+		execute := sess.Execute
+		if rapid.IntRange(0, 3).Draw(t, "reserve?") == 0 {
+			execute = sess.Reserve
+		}
+		rec, err := execute(ctx, a)
 		after, afterKS := sess.State(), sess.Meter()
 		if err != nil {
 			if verdict.Allowed() {
@@ -352,9 +368,39 @@ func CheckTheorems(t *rapid.T, s Setup) {
 		t.Fatalf("replay: %v", err)
 	}
 	if !replayed.State().Equal(sess.State()) || replayed.Meter().Budget().Net() != sess.Meter().Budget().Net() ||
-		replayed.Meter().Budget().Gross() != sess.Meter().Budget().Gross() || replayed.Meter().Steps() != sess.Meter().Steps() {
+		replayed.Meter().Budget().Gross() != sess.Meter().Budget().Gross() || replayed.Meter().Steps() != sess.Meter().Steps() ||
+		len(replayed.Reservations()) != len(sess.Reservations()) {
 		t.Fatalf("replay: rebuilt session differs from the live one")
 	}
+}
+
+// checkSettleOrRefund settles rec if it is an open reservation, else
+// refunds part of it, and checks what changed.
+func checkSettleOrRefund(t *rapid.T, k *kernel.Kernel, sess *kernel.Session, rec kernel.Record) {
+	ctx := context.Background()
+	before, state := sess.Meter(), sess.State()
+	charged, refunded, _ := before.Budget().Charged(rec.ExecID)
+	amount := Cost(2*max(charged, 1)).Draw(t, "amount")
+	var err error
+	if slices.ContainsFunc(before.Reservations(), func(r kernel.Reservation) bool { return r.ExecID == rec.ExecID }) {
+		var r kernel.SettleRecord
+		r, err = sess.Settle(ctx, rec.ExecID, amount)
+		if (amount > charged) != errors.Is(err, kernel.ErrOverrun) || r.Refund > charged || r.Overrun+r.Unpaid != max(amount-charged, 0) {
+			t.Fatalf("settlement of %s reserved %s at %s: %+v, %v", rec.ExecID, charged, amount, r, err)
+		}
+	} else {
+		_, err = sess.Refund(ctx, rec.ExecID, amount, "refund")
+		if (err == nil) != (amount <= charged-refunded && !before.Budget().RolledBack(rec.ExecID)) {
+			t.Fatalf("refund of %s at %s (charged %s, refunded %s): %v", rec.ExecID, amount, charged, refunded, err)
+		}
+	}
+	if c, r, _ := sess.Meter().Budget().Charged(rec.ExecID); r > c {
+		t.Fatalf("T4: %s refunded %s of %s", rec.ExecID, r, c)
+	}
+	if !sess.State().Equal(state) || sess.Meter().Steps() != before.Steps() {
+		t.Fatalf("a settlement or refund changed the state or the steps")
+	}
+	checkStep(t, k, before, sess)
 }
 
 func checkStep(t *rapid.T, k *kernel.Kernel, before kernel.Meter, sess *kernel.Session) {

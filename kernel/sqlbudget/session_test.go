@@ -129,3 +129,49 @@ func TestSessionsShareSQLBudget(t *testing.T) {
 		}
 	})
 }
+
+// TestSessionReservesAndSettlesSQLBudget: a reservation charges the SQL
+// budget its upper bound, a settlement below it refunds the difference
+// there, an overrun is charged there under the id + kernel.OverrunSuffix,
+// and a refund gives back first from the reservation's charge, then from
+// the overrun's; the shared totals follow the session's after each step.
+func TestSessionReservesAndSettlesSQLBudget(t *testing.T) {
+	sqltest.ForEach(t, func(t *testing.T, b sqltest.Backend) {
+		_, bs := budgets(t, b, b.NewDSN(t))
+		bud, err := bs.Create(ctx, "calls", 10*kernel.Unit)
+		require.NoError(t, err)
+		k, err := kernel.New(kernel.Config{Budget: 10 * kernel.Unit, MinActionCost: 1})
+		require.NoError(t, err)
+		sess, err := kernel.NewSession(ctx, trace.NewMemoryLog(), k, kernel.State{}, kernel.WithSharedBudget(bud))
+		require.NoError(t, err)
+		same := func() {
+			t.Helper()
+			s, err := bud.Snapshot(ctx)
+			require.NoError(t, err)
+			mb := sess.Meter().Budget()
+			assert.Equal(t, kernel.BudgetSnapshot{Limit: mb.Limit(), Gross: mb.Gross(), Refunded: mb.Refunded()}, s)
+		}
+		call := kernel.Action{ID: "search", Cost: 4 * kernel.Unit, Effects: []kernel.Effect{kernel.Count("calls/search", kernel.Int(1), kernel.Int(0))}}
+		a, err := sess.Reserve(ctx, call)
+		require.NoError(t, err)
+		same()
+		_, err = sess.Settle(ctx, a.ExecID, kernel.Unit)
+		require.NoError(t, err)
+		same()
+		c, err := sess.Reserve(ctx, call)
+		require.NoError(t, err)
+		_, err = sess.Settle(ctx, c.ExecID, 6*kernel.Unit) // 2 beyond the reservation
+		require.ErrorIs(t, err, kernel.ErrOverrun)
+		same()
+		charged, _, ok, err := bud.Charged(ctx, c.ExecID+kernel.OverrunSuffix)
+		require.NoError(t, err)
+		require.True(t, ok)
+		assert.Equal(t, 2*kernel.Unit, charged)
+		_, err = sess.Refund(ctx, c.ExecID, 5*kernel.Unit, "the call failed")
+		require.NoError(t, err)
+		same()
+		_, refunded, _, err := bud.Charged(ctx, c.ExecID+kernel.OverrunSuffix)
+		require.NoError(t, err)
+		assert.Equal(t, kernel.Unit, refunded, "4 from the reservation, then 1 from the overrun")
+	})
+}
