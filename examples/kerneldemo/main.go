@@ -1,7 +1,9 @@
 // Command kerneldemo walks through the safety kernel: an agent with a
-// budget of 5 units tries to send e-mails, hits an invariant, runs out of
-// budget, escapes with its emergency action, rolls an action back, and
-// the whole run is verified and replayed from its trace.
+// budget of 5 units tries to send e-mails, hits an invariant (and is told
+// why in words it can act on), runs out of budget, escapes with its
+// emergency action, rolls an action back, makes a tool call whose price is
+// known only afterwards (reserve, then settle), and the whole run is
+// verified and replayed from its trace.
 package main
 
 import (
@@ -68,9 +70,7 @@ func run(ctx context.Context, w io.Writer) error {
 		var rej *kernel.RejectedError
 		switch {
 		case errors.As(err, &rej):
-			for _, f := range rej.Verdict.Failures() {
-				fmt.Fprintf(w, "to %s: rejected by %s %s\n", to, f.Check, f.Name)
-			}
+			fmt.Fprintf(w, "to %s: %s\n", to, rej.Verdict.Explain())
 		case err != nil:
 			return err
 		default:
@@ -96,6 +96,21 @@ func run(ctx context.Context, w io.Writer) error {
 	if _, err := sess.Rollback(ctx, last.ExecID); errors.Is(err, kernel.ErrFingerprintMismatch) {
 		fmt.Fprintln(w, "second rollback: refused, the state is no longer the one that e-mail produced")
 	}
+
+	// A tool call priced afterwards: reserve an upper bound, record the
+	// call's arguments, count the call per tool, settle at the real price.
+	search := kernel.Action{ID: "search", Cost: kernel.Unit, Input: []byte(`{"q":"weather in Lyon"}`),
+		Effects: []kernel.Effect{kernel.Count("calls/search", kernel.Int(1), kernel.Int(0))}}
+	res, err := sess.Reserve(ctx, search)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "search: reserved %s, receipt entry %d, %d call open\n", res.Action.Cost, res.Seq, len(sess.Reservations()))
+	set, err := sess.Settle(ctx, res.ExecID, kernel.Unit/4)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "search: settled at %s, refund %s, spent %s\n", set.Actual, set.Refund, sess.Meter().Budget().Net())
 
 	head, err := log.Verify(ctx)
 	if err != nil {

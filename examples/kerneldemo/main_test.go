@@ -15,13 +15,15 @@ func TestRun(t *testing.T) {
 to ana: sent, spent 1.25
 to bo: sent, spent 2.5
 to cy: sent, spent 3.75
-to di: rejected by invariant at most 3 e-mails
+to di: action "send_email" rejected: invariant at most 3 e-mails: violated (summarise instead of sending another e-mail)
 think: rejected, budget exceeded
 safe_hover: executed (emergency action, budget left 1.25)
 rollback of the last e-mail: refund 1.25, state {"outbox":["ana","bo"],"sent":2}, spent 2.5, steps still 3
 second rollback: refused, the state is no longer the one that e-mail produced
-trace: 8 entries, verified
-replayed state {"outbox":["ana","bo"],"sent":2} equal: true
+search: reserved 1, receipt entry 8, 1 call open
+search: settled at 0.25, refund 0.75, spent 2.75
+trace: 10 entries, verified
+replayed state {"calls/search":1,"outbox":["ana","bo"],"sent":2} equal: true
 `
 	if out.String() != want {
 		t.Fatalf("output:\n%s\nwant:\n%s", out.String(), want)
