@@ -76,7 +76,7 @@ func appendTransform(dst, in []byte, depth int) ([]byte, error) {
 
 // appendTransformMode is appendTransform; with sameDigits, an integer
 // literal is accepted only when canonical JSON writes it with the same
-// digits and they are its double's exact value (see Marshal).
+// digits (see Marshal).
 func appendTransformMode(dst, in []byte, depth int, sameDigits bool) ([]byte, error) {
 	p := parser{in: in, out: dst, depth: depth, sameDigits: sameDigits}
 	p.skipSpace()
@@ -140,7 +140,7 @@ type parser struct {
 	members []member // a stack shared by all open objects
 	scratch []byte   // reorder buffer
 
-	sameDigits bool // Marshal's rule: an integer literal is its double's exact value
+	sameDigits bool // Marshal's rule: an integer literal keeps its digits
 }
 
 func (p *parser) fail(err error, detail string) error {
@@ -594,8 +594,8 @@ func (p *parser) number() error {
 		}
 		n := len(p.out)
 		p.out = AppendFloat(p.out, f)
-		if p.sameDigits && (!bytes.Equal(p.out[n:], lit) || !spellsItself(math.Abs(f))) {
-			return &SyntaxError{Offset: start, Err: ErrUnsafeInteger, Detail: string(lit) + " is not the exact value of the double " + string(p.out[n:]) + " stands for"}
+		if p.sameDigits && !bytes.Equal(p.out[n:], lit) {
+			return &SyntaxError{Offset: start, Err: ErrUnsafeInteger, Detail: string(lit) + " would be written " + string(p.out[n:])}
 		}
 		return nil
 	}

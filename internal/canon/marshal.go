@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"math/bits"
 	"sort"
 	"strconv"
 	"unicode/utf8"
@@ -19,16 +18,16 @@ import (
 // through encoding/json (with HTML escaping off, so "<" stays "<") and is
 // then canonicalised by Transform, so struct tags and MarshalJSON methods
 // are honoured. The limits of Transform apply (a non-finite float is an
-// error), and one more, because Go integers are meant exactly: Marshal
-// writes an integer literal only when canonical JSON spells it with the
-// same digits, so a reader that parses integers and one that parses
-// doubles read the same number. 2^53 and float64(1.5e20) are written as
-// their digits; int64(1)<<60, whose canonical text would be
-// 1152921504606847000 (24 above it), and 2^53+1 are refused with
-// ErrUnsafeInteger: send such values as decimal strings. The rule covers
-// every literal Marshal writes, including those encoding/json writes for
-// struct fields, json.Number and json.RawMessage. Transform, which reads
-// documents rather than Go values, accepts every double's canonical text.
+// error), and one more, because a Go integer is meant exactly: Marshal
+// never writes an integer with other digits than it was given. RFC 8785
+// writes a double with the shortest digits that read back as it, so
+// int64(1)<<60 would come out as 1152921504606847000, 24 above it, and
+// 2^53+1 is not a double at all: both are refused with ErrUnsafeInteger
+// (send such values as decimal strings), while 2^53 and 10^19 are written
+// as their digits. The rule covers every integer literal Marshal writes,
+// including those encoding/json writes for struct fields, json.Number and
+// json.RawMessage. A float64 is a double and is always written as
+// RFC 8785 writes it (float64(1<<60) as 1152921504606847000).
 func Marshal(v any) ([]byte, error) {
 	return AppendMarshal(nil, v)
 }
@@ -198,31 +197,19 @@ func appendUint(dst []byte, v uint64) ([]byte, error) {
 	return AppendFloat(dst, float64(v)), nil
 }
 
-// keepsDigits reports whether the integer u is written with its own
-// digits: it is exactly a double whose canonical text is its value.
+// keepsDigits reports whether canonical JSON writes the integer u with
+// u's own digits: it is a double whose canonical text spells u.
 func keepsDigits(u uint64) bool {
-	return u <= MaxSafeInteger || bits.Len64(u)-bits.TrailingZeros64(u) <= 53 && spellsItself(float64(u))
-}
-
-// spellsItself reports whether the canonical text of the double a ≥ 0,
-// when it is an integer literal (an integral a below 1e21), is a's exact
-// decimal value. RFC 8785 writes the shortest digits that read back as
-// the same double, so beyond 2^53 they may differ from the value:
-// 2^60 = 1152921504606846976 is written 1152921504606847000.
-func spellsItself(a float64) bool {
-	if a <= MaxSafeInteger || a >= 1e21 || a != math.Trunc(a) {
+	if u <= MaxSafeInteger {
 		return true
 	}
 	var x, y [24]byte
-	return bytes.Equal(AppendFloat(x[:0], a), strconv.AppendFloat(y[:0], a, 'f', 0, 64))
+	return bytes.Equal(AppendFloat(x[:0], float64(u)), strconv.AppendUint(y[:0], u, 10))
 }
 
 func appendFloat(dst []byte, f float64) ([]byte, error) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return dst, &SyntaxError{Err: ErrNonFinite}
-	}
-	if !spellsItself(math.Abs(f)) {
-		return dst, &SyntaxError{Err: ErrUnsafeInteger, Detail: strconv.FormatFloat(f, 'f', 0, 64) + " would not keep its digits; send it as a string"}
 	}
 	return AppendFloat(dst, f), nil
 }
