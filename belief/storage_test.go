@@ -8,6 +8,8 @@
 package belief_test
 
 import (
+	"context"
+
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -35,4 +37,16 @@ func TestFileStorageConformance(t *testing.T) {
 		require.NoError(t, err)
 		return fs
 	}, nil)
+}
+
+// BenchmarkServerStartFile: a Server over a FileStorage holding 10,000
+// sessions of 100 events each starts and answers its first request
+// (storagetest.BenchmarkStart: start-ms, first-ms). Building the fixture
+// takes a while; it is built once.
+func BenchmarkServerStartFile(b *testing.B) {
+	fs, err := belief.NewFileStorage(b.TempDir(), trace.FileOptions{Sync: trace.SyncManual})
+	require.NoError(b, err)
+	ids, err := storagetest.Fill(context.Background(), fs, 10_000, 100)
+	require.NoError(b, err)
+	storagetest.BenchmarkStart(b, fs, ids)
 }

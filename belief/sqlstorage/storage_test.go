@@ -205,3 +205,16 @@ func TestServerProcesses(t *testing.T) {
 		require.NoError(t, err)
 	})
 }
+
+// BenchmarkServerStart: a Server over a SQL database holding 10,000
+// sessions of 100 events each starts and answers its first request
+// (storagetest.BenchmarkStart: start-ms, first-ms). Building the fixture
+// takes a while; it is built once per database.
+func BenchmarkServerStart(b *testing.B) {
+	sqltest.ForEach(b, func(b *testing.B, be sqltest.Backend) {
+		st := storage(b, be, be.NewDSN(b))
+		ids, err := storagetest.Fill(ctx, st, 10_000, 100)
+		require.NoError(b, err)
+		storagetest.BenchmarkStart(b, st, ids)
+	})
+}
