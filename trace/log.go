@@ -51,11 +51,6 @@ func NewLog(store Store, opts ...Option) (*Log, error) {
 	return l, nil
 }
 
-// New is NewLog.
-//
-// Deprecated: use NewLog.
-func New(store Store, opts ...Option) (*Log, error) { return NewLog(store, opts...) }
-
 // NewMemoryLog returns a Log over a new Memory store with the real clock.
 func NewMemoryLog() *Log {
 	l, _ := NewLog(NewMemory())
@@ -72,37 +67,40 @@ func (l *Log) Close() error {
 }
 
 // AppendOption changes how one Append or AppendValue writes its entry.
-type AppendOption func(*appendOptions)
-
-type appendOptions struct {
+//
+// It is a plain value, so passing options allocates nothing.
+type AppendOption struct {
 	at       time.Time // zero: the log's clock
-	expected *Head     // nil: append after whatever the head is
+	expected Head
+	after    bool // expected is set
 }
 
 // At stamps the entry with t instead of the log's clock, so that a shell
 // records its own record and the entry with the same instant.
-func At(t time.Time) AppendOption { return func(o *appendOptions) { o.at = t } }
+func At(t time.Time) AppendOption { return AppendOption{at: t} }
 
 // After appends only if the log's head is expected; otherwise the append
 // returns an error wrapping ErrConflict and writes nothing. The head is
 // re-read from the store first, so entries other processes appended are
 // seen. It is the primitive for optimistic concurrency over a shared
 // store, and is never retried.
-func After(expected Head) AppendOption {
-	return func(o *appendOptions) { o.expected = &expected }
-}
+func After(expected Head) AppendOption { return AppendOption{expected: expected, after: true} }
 
-// collect applies opts; without any it allocates nothing (an options value
-// the option functions write to escapes to the heap).
-func collect(opts []AppendOption) appendOptions {
-	if len(opts) == 0 {
-		return appendOptions{}
+// collect merges opts; a later option of the same kind wins.
+func collect(opts []AppendOption) (at time.Time, expected *Head) {
+	var o AppendOption
+	for _, x := range opts {
+		if !x.at.IsZero() {
+			o.at = x.at
+		}
+		if x.after {
+			o.expected, o.after = x.expected, true
+		}
 	}
-	o := new(appendOptions)
-	for _, f := range opts {
-		f(o)
+	if o.after {
+		return o.at, &o.expected
 	}
-	return *o
+	return o.at, nil
 }
 
 // Store returns the store behind the log.
@@ -128,8 +126,8 @@ func (l *Log) Append(ctx context.Context, kind string, payload []byte, opts ...A
 	if len(c) > 0 && len(payload) > 0 && &c[0] == &payload[0] {
 		c = append([]byte(nil), c...)
 	}
-	o := collect(opts)
-	return l.appendOwned(ctx, o.expected, o.at, kind, c)
+	at, expected := collect(opts)
+	return l.appendOwned(ctx, expected, at, kind, c)
 }
 
 // AppendValue appends the canonical JSON encoding of v.
@@ -138,38 +136,8 @@ func (l *Log) AppendValue(ctx context.Context, kind string, v any, opts ...Appen
 	if err != nil {
 		return Entry{}, fmt.Errorf("%w: payload: %w", ErrMalformed, err)
 	}
-	o := collect(opts)
-	return l.appendOwned(ctx, o.expected, o.at, kind, c)
-}
-
-// AppendCanonical appends a payload that is already canonical JSON (it is
-// checked, not rewritten).
-//
-// Deprecated: use Append, which checks a canonical payload in one pass and
-// copies it as this does (and canonicalises any other JSON text).
-func (l *Log) AppendCanonical(ctx context.Context, kind string, payload []byte) (Entry, error) {
-	if err := canon.Valid(payload); err != nil {
-		return Entry{}, fmt.Errorf("%w: payload: %w", ErrMalformed, err)
-	}
-	return l.appendOwned(ctx, nil, time.Time{}, kind, append([]byte(nil), payload...))
-}
-
-// AppendAfter appends only if the log's head is expected.
-//
-// Deprecated: use Append with After(expected).
-func (l *Log) AppendAfter(ctx context.Context, expected Head, kind string, payload []byte) (Entry, error) {
-	return l.Append(ctx, kind, payload, After(expected))
-}
-
-// AppendCanonicalAfter is AppendAfter for a payload that is already
-// canonical JSON (checked, not rewritten).
-//
-// Deprecated: use Append with After(expected).
-func (l *Log) AppendCanonicalAfter(ctx context.Context, expected Head, kind string, payload []byte) (Entry, error) {
-	if err := canon.Valid(payload); err != nil {
-		return Entry{}, fmt.Errorf("%w: payload: %w", ErrMalformed, err)
-	}
-	return l.appendOwned(ctx, &expected, time.Time{}, kind, append([]byte(nil), payload...))
+	at, expected := collect(opts)
+	return l.appendOwned(ctx, expected, at, kind, c)
 }
 
 func (l *Log) appendOwned(ctx context.Context, expected *Head, at time.Time, kind string, payload []byte) (Entry, error) {

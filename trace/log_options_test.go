@@ -48,10 +48,10 @@ func TestAppendCopiesACanonicalPayload(t *testing.T) {
 	assert.NoError(t, err, "changing the caller's bytes after Append cannot change the log")
 }
 
-// TestAppendWithoutOptionsAllocatesOnlyItsCopy: an Append of a canonical
-// payload with no options allocates one thing, the copy of the payload
-// the store keeps (the options of an Append that has none cost nothing).
-func TestAppendWithoutOptionsAllocatesOnlyItsCopy(t *testing.T) {
+// TestAppendAllocatesOnlyItsCopy: an Append of a canonical payload
+// allocates one thing, the copy of the payload the store keeps, with or
+// without options (At and After are plain values).
+func TestAppendAllocatesOnlyItsCopy(t *testing.T) {
 	ctx := context.Background()
 	l, err := NewLog(NewMemory())
 	require.NoError(t, err)
@@ -65,5 +65,24 @@ func TestAppendWithoutOptionsAllocatesOnlyItsCopy(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	assert.Equal(t, 1.0, allocs)
+	assert.Equal(t, 1.0, allocs, "without options")
+	at := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	allocs = testing.AllocsPerRun(1000, func() {
+		if _, err := l.Append(ctx, "test.alloc", p, At(at), After(l.Head())); err != nil {
+			t.Fatal(err)
+		}
+	})
+	assert.Equal(t, 1.0, allocs, "with At and After")
+}
+
+func TestLaterOptionWins(t *testing.T) {
+	t1 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	t2 := t1.Add(time.Hour)
+	at, expected := collect([]AppendOption{At(t1), After(Head{Size: 1}), At(t2), After(Head{Size: 2})})
+	assert.Equal(t, t2, at)
+	require.NotNil(t, expected)
+	assert.Equal(t, uint64(2), expected.Size)
+	at, expected = collect(nil)
+	assert.True(t, at.IsZero())
+	assert.Nil(t, expected, "no After, no expected head")
 }
