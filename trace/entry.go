@@ -93,6 +93,7 @@ var (
 	ErrClosed     = errors.New("trace: store closed")
 	ErrBroken     = errors.New("trace: store failed earlier and must be reopened")
 	ErrNotLog     = errors.New("trace: not a trace log file")
+	ErrReadOnly   = errors.New("trace: log file opened read-only")
 )
 
 // ChainBreakError reports the first entry that does not verify: its index,

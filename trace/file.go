@@ -11,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"iter"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -56,7 +57,8 @@ type FileOptions struct {
 	GroupMaxBatch int           // SyncGroup: this many waiting records start a sync at once (default 64)
 	GroupMaxDelay time.Duration // SyncGroup: longest wait before a sync (default 2ms)
 
-	fs fileSystem // nil: the operating system's; the crash tests inject faults here
+	fs       fileSystem // nil: the operating system's; the crash tests inject faults here
+	readOnly bool       // set by OpenFileReadOnly
 }
 
 // TornTailError reports a final record that was cut short or damaged,
@@ -151,6 +153,16 @@ func OpenFile(path string, opts FileOptions) (*File, error) {
 	return s, nil
 }
 
+// OpenFileReadOnly opens an existing log file for reading, as an auditor
+// or a copy on read-only media needs: it reads and verifies the file as
+// OpenFile does, but never creates, writes, syncs or repairs it (a 0-byte
+// file reads as an empty log and stays 0 bytes). Append returns
+// ErrReadOnly. A torn final record is a *TornTailError as with OpenFile;
+// RepairFile is the explicit way to cut it.
+func OpenFileReadOnly(path string) (*File, error) {
+	return OpenFile(path, FileOptions{Sync: SyncManual, readOnly: true})
+}
+
 // ioError gives an error of the file system (which names the operation and
 // the file) the package's prefix; the package's own errors carry it and
 // pass unchanged.
@@ -175,7 +187,16 @@ func openFile(path string, opts FileOptions) (*File, error) {
 	if opts.GroupMaxDelay <= 0 {
 		opts.GroupMaxDelay = 2 * time.Millisecond
 	}
-	f, err := opts.fs.OpenFile(path)
+	var f fsFile
+	var err error
+	if opts.readOnly {
+		var of *os.File
+		if of, err = os.Open(path); err == nil {
+			f = osFile{of}
+		}
+	} else {
+		f, err = opts.fs.OpenFile(path)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +206,9 @@ func openFile(path string, opts FileOptions) (*File, error) {
 		f.Close()
 		return nil, err
 	}
-	if size == 0 {
+	if size == 0 && opts.readOnly {
+		s.size = 0 // an empty log: nothing to read, and nothing written
+	} else if size == 0 {
 		if err := s.writeHeader(); err != nil {
 			f.Close()
 			return nil, err
@@ -201,18 +224,20 @@ func openFile(path string, opts FileOptions) (*File, error) {
 			return nil, sc.torn
 		}
 		s.head, s.offsets, s.size = sc.head, sc.offsets, sc.end
-		// What we just read may sit in the page cache from a process
-		// whose fsync failed; sync it so every entry we report is durable.
-		if err := f.Sync(); err != nil {
-			f.Close()
-			return nil, err
-		}
-		// The file may be one an earlier OpenFile created and failed to
-		// finish (or a crash interrupted) before its directory was synced;
-		// sync it so that the file itself survives a crash.
-		if err := s.fs.SyncDir(filepath.Dir(path)); err != nil {
-			f.Close()
-			return nil, err
+		if !opts.readOnly {
+			// What we just read may sit in the page cache from a process
+			// whose fsync failed; sync it so every entry we report is durable.
+			if err := f.Sync(); err != nil {
+				f.Close()
+				return nil, err
+			}
+			// The file may be one an earlier OpenFile created and failed to
+			// finish (or a crash interrupted) before its directory was synced;
+			// sync it so that the file itself survives a crash.
+			if err := s.fs.SyncDir(filepath.Dir(path)); err != nil {
+				f.Close()
+				return nil, err
+			}
 		}
 	}
 	s.written, s.synced = s.head.Size, s.head.Size
@@ -485,6 +510,9 @@ func (s *File) appendDeferred(ctx context.Context, entries []Entry) (func() erro
 	defer s.mu.Unlock()
 	if err := s.usable(); err != nil {
 		return nil, err
+	}
+	if s.opts.readOnly {
+		return nil, ErrReadOnly
 	}
 	if err := continues(s.head, entries); err != nil {
 		return nil, err

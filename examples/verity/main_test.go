@@ -62,6 +62,30 @@ func TestVerifyFile(t *testing.T) {
 	assert.Empty(t, r.stderr, "no progress bar when stderr is not a terminal")
 }
 
+// TestReadingChangesNoByte: verify, inspect, export and replay read a log
+// file without writing to it; a 0-byte file is an empty log and stays 0
+// bytes (opening it for writing would have written the file's magic).
+func TestReadingChangesNoByte(t *testing.T) {
+	path, _ := fileLog(t, 40)
+	before, err := os.ReadFile(path)
+	require.NoError(t, err)
+	for _, args := range [][]string{{"verify", path}, {"inspect", path}, {"export", path, "--format", "ndjson"}, {"replay", path}} {
+		r := verity(t, args...)
+		require.Equal(t, exitOK, r.code, "%v: %s", args, r.stderr)
+	}
+	after, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, before, after)
+
+	empty := filepath.Join(t.TempDir(), "empty.trace")
+	require.NoError(t, os.WriteFile(empty, nil, 0o600))
+	r := verity(t, "verify", empty)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	st, err := os.Stat(empty)
+	require.NoError(t, err)
+	assert.Zero(t, st.Size())
+}
+
 func TestProgressBarOnlyOnATerminal(t *testing.T) {
 	path, _ := fileLog(t, 40)
 	r := verityEnv(t, &env{tty: true}, "verify", path)

@@ -102,14 +102,14 @@ type opened struct {
 }
 
 // open opens src. A log file must exist (verity never creates one) and is
-// verified whole by trace.OpenFile; a database log is verified as it is
-// read.
+// verified whole by trace.OpenFileReadOnly, which never writes to it; a
+// database log is verified as it is read.
 func open(ctx context.Context, src Source) (*opened, error) {
 	if src.IsFile() {
 		if _, err := os.Stat(src.Path); err != nil {
 			return nil, err
 		}
-		f, err := trace.OpenFile(src.Path, trace.FileOptions{Sync: trace.SyncManual})
+		f, err := trace.OpenFileReadOnly(src.Path)
 		if err != nil {
 			return nil, err
 		}

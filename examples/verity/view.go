@@ -208,7 +208,7 @@ func (ix *index) openVerifiedPrefix(src Source, openErr error) (*opened, error) 
 		cleanup()
 		return nil, err
 	}
-	f, err := trace.OpenFile(prefix, trace.FileOptions{Sync: trace.SyncManual})
+	f, err := trace.OpenFileReadOnly(prefix)
 	if err != nil {
 		cleanup()
 		return nil, nil
