@@ -24,8 +24,8 @@ type object struct {
 }
 
 // parseBody reads body strictly (canon.DecodeInto: no duplicate keys,
-// valid UTF-8, no lone surrogates, integers within ±(2^53−1), nesting ≤
-// 512, one value) as one JSON object for member-by-member reading. An
+// valid UTF-8, no lone surrogates, no integer literal that a double would
+// read back as a different number, nesting ≤ 512, one value) as one JSON object for member-by-member reading. An
 // empty body reads as {}.
 func parseBody(body []byte, vs *[]belief.Violation) (*object, bool) {
 	t := bytes.TrimSpace(body)

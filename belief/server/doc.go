@@ -43,8 +43,9 @@
 // A body is one JSON object of at most DefaultMaxBodyBytes (1 MiB,
 // WithMaxBodyBytes to change; a larger one is 413, see Oversized bodies);
 // an empty body reads as {}. It must be valid
-// RFC 8785 input (no duplicate keys, valid UTF-8, integers within
-// ±(2^53−1)); members have strict types (a string is never a number, null
+// RFC 8785 input (no duplicate keys, valid UTF-8, no integer literal that
+// would be read back as a different number, such as 9007199254740993);
+// members have strict types (a string is never a number, null
 // is "absent"); unknown members are rejected; a body session_id (or exit
 // obligation_id) that disagrees with the path is rejected. All problems are
 // reported at once: the answer is 400 INVALID_REQUEST with
@@ -75,12 +76,20 @@
 // Mounted in an http.Server of one's own, the Handler needs nothing more.
 // It reaches the connection through http.ResponseController, so
 // middleware that wraps the ResponseWriter should have an Unwrap method,
-// as net/http's own wrappers do; without one the 413 is sent only after
-// the drain, and the drain is bounded by its 64 MiB and the server's
-// ReadTimeout alone. The drain sets the connection's read deadline 5
-// seconds ahead, in place of what remains of ReadTimeout. Set the limit
-// with WithMaxBodyBytes rather than http.MaxBytesHandler: that one's
-// limit is answered 413 too, but net/http then closes without draining.
+// as net/http's own wrappers do. Without one the read deadline cannot be
+// set: the body is then drained only when the http.Server has a
+// ReadTimeout, which bounds the drain, and the 413 is sent after it;
+// without a ReadTimeout nothing is drained (a client still sending may see
+// a reset), so that a client that declares a large body and goes silent
+// never holds a handler. The drain sets the connection's read deadline 5
+// seconds ahead, in place of what remains of ReadTimeout.
+//
+// The drain's cost: each oversized request may keep its connection and
+// handler goroutine for up to 5 seconds and 64 MiB of reading. At most 64
+// requests drain at once; an oversized request beyond those is answered
+// 413 without a drain. Set the limit with WithMaxBodyBytes rather than
+// http.MaxBytesHandler: that one's limit is answered 413 too, but
+// net/http then closes without draining.
 // Over HTTP/2 the 413 ends the stream and nothing needs draining.
 //
 // # Errors

@@ -3,7 +3,9 @@
 // reset (TestOversizedBodyIsAnswered413NotReset), before the body when
 // Content-Length declares it (TestOversizedContentLengthIsAnsweredBeforeTheBody),
 // no drain for 100 Continue (TestOversizedExpectContinueIsNotDrained), a
-// bounded drain (TestOversizedBodyDrainIsBounded), and the limits of
+// bounded drain (TestOversizedBodyDrainIsBounded), none that nothing would
+// end (TestOversizedBodyBehindOpaqueWriterNeverHangs), at most so many at
+// once (TestOversizedBodyDrainsAreCapped), and the limits of
 // http.MaxBytesHandler and WithMaxBodyBytes (TestMaxBytesHandlerInFrontIsAnswered413,
 // TestBodyOverLimitIs413).
 
@@ -38,9 +40,14 @@ const bigBody = 20 << 20
 // examples/beliefserver sets up its own, and returns its address.
 func serve(t *testing.T, h http.Handler) string {
 	t.Helper()
+	return serveWith(t, &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second})
+}
+
+// serveWith runs hs on loopback and returns its address.
+func serveWith(t *testing.T, hs *http.Server) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = hs.Serve(ln) }()
 	t.Cleanup(func() { _ = hs.Close() })
 	return ln.Addr().String()
@@ -128,11 +135,12 @@ func assertTooLarge(t require.TestingT, resp *http.Response, text []byte, limit 
 func TestOversizedBodyIsAnswered413NotReset(t *testing.T) {
 	e := newEnv(t, belief.Policy{})
 	addr := serve(t, e.h)
-	// Behind middleware whose ResponseWriter has no Unwrap, the answer
-	// waits for the drain, but still arrives.
-	opaque := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// Behind middleware whose ResponseWriter has no Unwrap, in a server
+	// with a ReadTimeout (which bounds the drain), the answer waits for
+	// the drain, but still arrives.
+	opaque := serveWith(t, &http.Server{ReadTimeout: 30 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		e.h.ServeHTTP(struct{ http.ResponseWriter }{w}, r)
-	}))
+	})})
 	for _, chunked := range []bool{false, true} {
 		t.Run(fmt.Sprintf("raw behind opaque middleware chunked=%v", chunked), func(t *testing.T) {
 			conn := dial(t, opaque)
@@ -249,6 +257,68 @@ func TestOversizedBodyDrainIsBounded(t *testing.T) {
 		assertTooLarge(t, resp, text, testBodyLimit)
 		assert.Error(t, <-written, "the server stops reading after drainBytes")
 	})
+}
+
+// TestOversizedBodyBehindOpaqueWriterNeverHangs: behind a ResponseWriter
+// wrapper without Unwrap (no read deadline can be set) in a server without
+// ReadTimeout, a client that declares a 20 MiB body, sends 10 bytes and
+// goes silent neither holds the handler nor waits for its answer: nothing
+// is drained, the 413 is sent and the connection closed.
+func TestOversizedBodyBehindOpaqueWriterNeverHangs(t *testing.T) {
+	e := newEnv(t, belief.Policy{})
+	returned := make(chan struct{}, 1)
+	addr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.h.ServeHTTP(struct{ http.ResponseWriter }{w}, r)
+		returned <- struct{}{}
+	}))
+	conn := dial(t, addr)
+	_, err := io.WriteString(conn, rawRequest{path: "/v1/sessions"}.head()+"0123456789")
+	require.NoError(t, err)
+	select {
+	case <-returned:
+	case <-time.After(3 * time.Second):
+		t.Fatal("the handler is still draining a silent client")
+	}
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(5*time.Second)))
+	resp, text := readResponse(t, conn)
+	assertTooLarge(t, resp, text, testBodyLimit)
+	assert.True(t, resp.Close)
+}
+
+// TestOversizedBodyDrainsAreCapped: while cap(drains) requests drain, the
+// next oversized request is answered 413 and its connection closed at
+// once, without a drain; when a drain ends, the next one drains again.
+func TestOversizedBodyDrainsAreCapped(t *testing.T) {
+	e := newEnv(t, belief.Policy{})
+	e.h.drains = make(chan struct{}, 1)
+	e.h.drainTime = 3 * time.Second
+	addr := serve(t, e.h)
+	// silent sends a head declaring a big body and 10 bytes of it, reads
+	// the answer and returns how long the server kept the connection open
+	// after it.
+	silent := func() time.Duration {
+		conn := dial(t, addr)
+		_, err := io.WriteString(conn, rawRequest{path: "/v1/sessions"}.head()+"0123456789")
+		require.NoError(t, err)
+		br := bufio.NewReader(conn)
+		resp, err := http.ReadResponse(br, nil)
+		require.NoError(t, err)
+		text, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		assertTooLarge(t, resp, text, testBodyLimit)
+		start := time.Now()
+		_, err = br.ReadByte()
+		require.Error(t, err, "the server closes the connection")
+		return time.Since(start)
+	}
+	first := make(chan time.Duration, 1)
+	go func() { first <- silent() }()
+	require.Eventually(t, func() bool { return len(e.h.drains) == 1 }, 5*time.Second, time.Millisecond, "the first request drains")
+	assert.Less(t, silent(), e.h.drainTime/2, "the second is not drained while the first is")
+	assert.Greater(t, <-first, e.h.drainTime/2, "the first was drained until its deadline")
+	require.Eventually(t, func() bool { return len(e.h.drains) == 0 }, 5*time.Second, time.Millisecond)
+	e.h.drainTime = 300 * time.Millisecond
+	assert.Greater(t, silent(), 200*time.Millisecond, "once the first drain ended, the next one drains")
 }
 
 // TestMaxBytesHandlerInFrontIsAnswered413: the limit of an

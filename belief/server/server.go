@@ -33,10 +33,13 @@ const (
 // After answering an oversized HTTP/1 request, the handler reads and
 // discards the rest of its body for at most drainBytes and drainTime
 // (whichever ends first), so that a client that sends its whole body
-// before reading gets the answer rather than a connection reset.
+// before reading gets the answer rather than a connection reset. At most
+// maxDrains requests drain at once; beyond that the answer is sent
+// without draining.
 const (
 	drainBytes = 64 << 20
 	drainTime  = 5 * time.Second
+	maxDrains  = 64
 )
 
 // HeaderIdempotentReplay is set to "true" on an ELIMINATE response that
@@ -53,6 +56,7 @@ type Handler struct {
 
 	drainBytes int64         // drainBytes, or less in tests
 	drainTime  time.Duration // drainTime, or less in tests
+	drains     chan struct{} // one token per drain under way (capacity maxDrains, or less in tests)
 }
 
 // Option configures a Handler.
@@ -92,7 +96,7 @@ var routes = []route{
 // New returns a Handler over b.
 func New(b *belief.Server, opts ...Option) *Handler {
 	h := &Handler{b: b, mux: http.NewServeMux(), log: slog.New(slog.DiscardHandler), maxBody: DefaultMaxBodyBytes,
-		drainBytes: drainBytes, drainTime: drainTime}
+		drainBytes: drainBytes, drainTime: drainTime, drains: make(chan struct{}, maxDrains)}
 	for _, o := range opts {
 		o(h)
 	}
@@ -285,6 +289,12 @@ func expectsContinue(r *http.Request) bool {
 // never invites a body; a body read to EOF leaves finishRequest's
 // body.Close nothing to discard and closedRequestBodyEarly false, so the
 // socket closes with nothing unread and no RST.
+//
+// A drain must end: when the connection's read deadline cannot be set (a
+// ResponseWriter wrapper without Unwrap hides the connection) the body is
+// drained only if the http.Server has a ReadTimeout, which then bounds
+// it, and not at all otherwise; and at most cap(h.drains) drains run at
+// once, beyond which the answer goes without one.
 func (h *Handler) refuseBody(w http.ResponseWriter, r *http.Request, limit int64, sending bool) {
 	drain := r.ProtoMajor == 1 && sending && r.ContentLength <= h.drainBytes
 	rc := http.NewResponseController(w)
@@ -297,9 +307,24 @@ func (h *Handler) refuseBody(w http.ResponseWriter, r *http.Request, limit int64
 	if !drain {
 		return
 	}
-	_ = rc.Flush()
-	_ = rc.SetReadDeadline(time.Now().Add(h.drainTime))
+	select {
+	case h.drains <- struct{}{}:
+		defer func() { <-h.drains }()
+	default:
+		return // enough connections are draining already
+	}
+	_ = rc.Flush() // without it the answer goes when the handler returns
+	if rc.SetReadDeadline(time.Now().Add(h.drainTime)) != nil && !hasReadTimeout(r) {
+		return // nothing would end the drain of a silent client
+	}
 	_, _ = io.CopyN(io.Discard, r.Body, h.drainBytes)
+}
+
+// hasReadTimeout reports whether the http.Server serving r has a
+// ReadTimeout, which bounds every read of the request's body.
+func hasReadTimeout(r *http.Request) bool {
+	hs, ok := r.Context().Value(http.ServerContextKey).(*http.Server)
+	return ok && hs.ReadTimeout > 0
 }
 
 // callOptions turns an If-Match header into an expected audit head. The
