@@ -143,9 +143,17 @@
 // that waits (as the last evaluation returned it), refusing any other with
 // ErrNotPending. A Session restarted over a durable store lists the
 // waiting bundles (Session.Pending, with who they still await) and takes
-// their approvals. The Session's log is the source of truth: the store is
-// updated after the log, and RebuildPending replays the log into a store
-// (after a crash between the two, or to fill a new one).
+// their approvals. Several Sessions may share one store: an approval
+// claims the waiting bundle in the store (CompareAndSwap or
+// CompareAndDelete, conditional on the bundle it read) before it is
+// recorded, so of two approvals of one bundle one is recorded and the
+// other gets ErrNotPending — never two contradictory decisions, never a
+// lost approval. The Session's log is the source of truth, and
+// RebuildPending replays it into a store, to fill a new one or after a
+// crash: an evaluation is recorded before the store is updated (a crash
+// between leaves the store behind the log), an approval after (a crash
+// between leaves a decision in the store that was never recorded nor
+// returned; the rebuild makes the bundle wait again).
 //
 // # What it does not cover
 //

@@ -65,17 +65,9 @@ func NewLogPending(ctx context.Context, log *trace.Log) (*LogPending, error) {
 
 // Put implements PendingStore: it appends a KindPendingPut entry.
 func (s *LogPending) Put(ctx context.Context, p Pending) error {
-	b, err := EncodePending(p)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrMalformed, err)
-	}
 	s.pm.mu.Lock()
 	defer s.pm.mu.Unlock()
-	if _, err := s.log.Append(ctx, KindPendingPut, b); err != nil {
-		return pendingError("recording a pending bundle", err)
-	}
-	s.pm.put(p)
-	return nil
+	return s.put(ctx, p)
 }
 
 // Remove implements PendingStore: it appends a KindPendingRemove entry
@@ -86,6 +78,48 @@ func (s *LogPending) Remove(ctx context.Context, bundleID string) error {
 	if _, ok := s.pm.m[bundleID]; !ok {
 		return ctx.Err()
 	}
+	return s.remove(ctx, bundleID)
+}
+
+// CompareAndSwap implements PendingStore: it appends a KindPendingPut
+// entry when old waits.
+func (s *LogPending) CompareAndSwap(ctx context.Context, old, next Pending) error {
+	if err := sameID(old, next); err != nil {
+		return err
+	}
+	s.pm.mu.Lock()
+	defer s.pm.mu.Unlock()
+	if err := s.pm.holds(old); err != nil {
+		return err
+	}
+	return s.put(ctx, next)
+}
+
+// CompareAndDelete implements PendingStore: it appends a
+// KindPendingRemove entry when old waits.
+func (s *LogPending) CompareAndDelete(ctx context.Context, old Pending) error {
+	s.pm.mu.Lock()
+	defer s.pm.mu.Unlock()
+	if err := s.pm.holds(old); err != nil {
+		return err
+	}
+	return s.remove(ctx, old.Bundle.ID)
+}
+
+// put and remove record a change and make it; called with pm.mu held.
+func (s *LogPending) put(ctx context.Context, p Pending) error {
+	b, err := EncodePending(p)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	if _, err := s.log.Append(ctx, KindPendingPut, b); err != nil {
+		return pendingError("recording a pending bundle", err)
+	}
+	s.pm.put(p)
+	return nil
+}
+
+func (s *LogPending) remove(ctx context.Context, bundleID string) error {
 	if _, err := s.log.AppendValue(ctx, KindPendingRemove, map[string]any{"bundle_id": stringValue(bundleID)}); err != nil {
 		return pendingError("recording a decided bundle", err)
 	}

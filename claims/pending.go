@@ -37,16 +37,29 @@ func (p Pending) Awaiting() []string {
 }
 
 // PendingStore keeps the bundles that wait for approval, by bundle id. A
-// Session puts every bundle it evaluates DEFER or ESCALATE and removes it
-// once a later evaluation decides otherwise. Implementations are safe for
-// concurrent use; claims/pendingtest is their conformance suite.
-// NewMemoryPending keeps them in memory, NewLogPending in a trace.Log (a
-// file, say), claims/sqlpending in SQLite or PostgreSQL.
+// Session puts every bundle it evaluates DEFER or ESCALATE; an approval
+// replaces it, with CompareAndSwap, by its new evaluation, or removes it,
+// with CompareAndDelete, when that decides otherwise. The two are
+// conditional so that Sessions sharing a store (in one process or several)
+// decide a waiting bundle once: of two approvals read from the same
+// pending bundle exactly one wins, and the other gets ErrNotPending.
+// Implementations are safe for concurrent use; claims/pendingtest is their
+// conformance suite. NewMemoryPending keeps them in memory, NewLogPending
+// in a trace.Log (a file, say), claims/sqlpending in SQLite or PostgreSQL.
 type PendingStore interface {
 	// Put adds p, or replaces the bundle with p's id.
 	Put(ctx context.Context, p Pending) error
 	// Remove forgets a bundle; removing one that is not there is no error.
 	Remove(ctx context.Context, bundleID string) error
+	// CompareAndSwap replaces old by next (a bundle with the same id) if
+	// old, compared by its record form (EncodePending), is what waits;
+	// otherwise it changes nothing and returns an error wrapping
+	// ErrNotPending.
+	CompareAndSwap(ctx context.Context, old, next Pending) error
+	// CompareAndDelete removes old if old, compared by its record form,
+	// is what waits; otherwise it changes nothing and returns an error
+	// wrapping ErrNotPending.
+	CompareAndDelete(ctx context.Context, old Pending) error
 	// Get returns a pending bundle, or an error wrapping ErrNotPending.
 	Get(ctx context.Context, bundleID string) (Pending, error)
 	// List returns every pending bundle, sorted by bundle id.
@@ -94,6 +107,29 @@ func (pm *pendingMap) put(p Pending) {
 		pm.m = map[string]Pending{}
 	}
 	pm.m[p.Bundle.ID] = Pending{Bundle: p.Bundle.Clone(), Context: p.Context}
+}
+
+// holds returns nil if old, by its record form, is what waits under its
+// id, or an error wrapping ErrNotPending; called with mu held.
+func (pm *pendingMap) holds(old Pending) error {
+	cur, ok := pm.m[old.Bundle.ID]
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrNotPending, old.Bundle.ID)
+	}
+	x, errX := EncodePending(cur)
+	y, errY := EncodePending(old)
+	if errX != nil || errY != nil || !bytes.Equal(x, y) {
+		return fmt.Errorf("%w: %q waits as another evaluation of it", ErrNotPending, old.Bundle.ID)
+	}
+	return nil
+}
+
+// sameID refuses a swap that would change the bundle's id.
+func sameID(old, next Pending) error {
+	if old.Bundle.ID != next.Bundle.ID {
+		return fmt.Errorf("%w: a swap keeps the bundle id (%q, not %q)", ErrMalformed, old.Bundle.ID, next.Bundle.ID)
+	}
+	return nil
 }
 
 func (pm *pendingMap) get(ctx context.Context, bundleID string) (Pending, error) {
@@ -149,6 +185,37 @@ func (s *MemoryPending) Remove(ctx context.Context, bundleID string) error {
 	s.pm.mu.Lock()
 	defer s.pm.mu.Unlock()
 	delete(s.pm.m, bundleID)
+	return nil
+}
+
+// CompareAndSwap implements PendingStore.
+func (s *MemoryPending) CompareAndSwap(ctx context.Context, old, next Pending) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := sameID(old, next); err != nil {
+		return err
+	}
+	s.pm.mu.Lock()
+	defer s.pm.mu.Unlock()
+	if err := s.pm.holds(old); err != nil {
+		return err
+	}
+	s.pm.put(next)
+	return nil
+}
+
+// CompareAndDelete implements PendingStore.
+func (s *MemoryPending) CompareAndDelete(ctx context.Context, old Pending) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.pm.mu.Lock()
+	defer s.pm.mu.Unlock()
+	if err := s.pm.holds(old); err != nil {
+		return err
+	}
+	delete(s.pm.m, old.Bundle.ID)
 	return nil
 }
 

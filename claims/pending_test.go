@@ -8,6 +8,13 @@
 //     ErrNotPending and nothing is recorded: TestApproveOnlyWhatWaits.
 //   - After a restart, a Session over the same log and store lists the
 //     waiting bundles and accepts their approvals: TestApprovalsAfterRestart.
+//   - Sessions sharing one store decide a waiting bundle once: an approval
+//     read from a bundle another Session decided or approved meanwhile is
+//     refused with ErrNotPending and nothing is recorded (no contradictory
+//     decision, no lost approval): TestSharedStoreDecidesOnce; of many
+//     concurrent approvals exactly one is recorded:
+//     TestConcurrentApprovalsOneRecorded. An approval that cannot be
+//     recorded leaves the bundle waiting: TestUnrecordedApprovalStillWaits.
 //   - The store can be rebuilt from the Session's log alone:
 //     TestRebuildPendingFromTheLogAlone.
 //   - A process killed (SIGKILL) while it evaluates and approves loses no
@@ -24,6 +31,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -294,4 +302,130 @@ func FuzzDecodePending(f *testing.F) {
 			t.Fatalf("round trip:\n in %s\nout %s\nagain %s (%v)", b, out, again, err)
 		}
 	})
+}
+
+// staleStore is a shared store whose next Get runs meanwhile once it has
+// read: another Session acts between this Session's read and its update.
+type staleStore struct {
+	claims.PendingStore
+	meanwhile func()
+}
+
+func (h *staleStore) Get(ctx context.Context, id string) (claims.Pending, error) {
+	p, err := h.PendingStore.Get(ctx, id)
+	if f := h.meanwhile; f != nil {
+		h.meanwhile = nil
+		f()
+	}
+	return p, err
+}
+
+func TestSharedStoreDecidesOnce(t *testing.T) {
+	twoApprovers := pendingtest.Policy()
+	twoApprovers.Approvers[claims.TierDelete] = []string{"dba", "sre"}
+	for _, tc := range []struct {
+		name         string
+		policy       claims.Policy
+		first, stale string // approvers of the first and the stale approval
+		firstWaits   bool
+	}{
+		{"decided meanwhile", pendingtest.Policy(), "dba", "dba", false},
+		{"approved meanwhile", twoApprovers, "dba", "sre", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			shared := claims.NewMemoryPending()
+			log := trace.NewMemoryLog()
+			a, err := claims.NewSession(ctx, log, tc.policy, claims.WithPending(shared))
+			require.NoError(t, err)
+			hb := &staleStore{PendingStore: shared}
+			b, err := claims.NewSession(ctx, log, tc.policy, claims.WithPending(hb))
+			require.NoError(t, err)
+			ev, err := a.Evaluate(ctx, pendingtest.Bundle("b1"), pendingtest.Context)
+			require.NoError(t, err)
+			require.Equal(t, claims.DecisionEscalate, ev.Decision)
+			var first claims.Evaluation
+			hb.meanwhile = func() {
+				first, err = a.Approve(ctx, ev.Bundle, pendingtest.Context, tc.first, claims.ApprovalApproved, "ok")
+				require.NoError(t, err)
+			}
+			before := log.Head().Size
+			_, err = b.Approve(ctx, ev.Bundle, pendingtest.Context, tc.stale, claims.ApprovalRejected, "no")
+			require.ErrorIs(t, err, claims.ErrNotPending)
+			require.Equal(t, before+1, log.Head().Size, "only the first approval is recorded")
+			got, err := shared.Get(ctx, "b1")
+			if !tc.firstWaits {
+				require.Equal(t, claims.DecisionPublish, first.Decision)
+				require.ErrorIs(t, err, claims.ErrNotPending)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, []string{"sre"}, got.Awaiting(), "the first approval is kept")
+			require.NoError(t, claims.RebuildPending(ctx, log, shared))
+			again, err := shared.Get(ctx, "b1")
+			require.NoError(t, err)
+			require.Equal(t, got, again, "the store agrees with the log")
+		})
+	}
+}
+
+func TestConcurrentApprovalsOneRecorded(t *testing.T) {
+	ctx := context.Background()
+	shared := claims.NewMemoryPending()
+	log := trace.NewMemoryLog()
+	sessions := make([]*claims.Session, 4)
+	for i := range sessions {
+		s, err := claims.NewSession(ctx, log, pendingtest.Policy(), claims.WithPending(shared))
+		require.NoError(t, err)
+		sessions[i] = s
+	}
+	for round := range 20 {
+		ev, err := sessions[0].Evaluate(ctx, pendingtest.Bundle(fmt.Sprint("b", round)), pendingtest.Context)
+		require.NoError(t, err)
+		before := log.Head().Size
+		errs := make([]error, 2*len(sessions))
+		var wg sync.WaitGroup
+		for i := range errs {
+			d := []claims.ApprovalDecision{claims.ApprovalApproved, claims.ApprovalRejected}[i%2]
+			wg.Go(func() {
+				_, errs[i] = sessions[i/2].Approve(ctx, ev.Bundle, pendingtest.Context, "dba", d, "checked")
+			})
+		}
+		wg.Wait()
+		won := 0
+		for _, err := range errs {
+			if err == nil {
+				won++
+				continue
+			}
+			require.ErrorIs(t, err, claims.ErrNotPending)
+		}
+		require.Equal(t, 1, won, "round %d", round)
+		require.Equal(t, before+1, log.Head().Size, "round %d: one approval recorded", round)
+	}
+}
+
+func TestUnrecordedApprovalStillWaits(t *testing.T) {
+	policy := pendingtest.Policy()
+	policy.Approvers[claims.TierDelete] = []string{"dba", "sre"}
+	// An approval by dba leaves the bundle waiting for sre (the store
+	// swaps it); a rejection decides it (the store removes it).
+	for _, d := range []claims.ApprovalDecision{claims.ApprovalApproved, claims.ApprovalRejected} {
+		ctx := context.Background()
+		store := claims.NewMemoryPending()
+		log := trace.NewMemoryLog()
+		s, err := claims.NewSession(ctx, log, policy, claims.WithPending(store))
+		require.NoError(t, err)
+		ev, err := s.Evaluate(ctx, pendingtest.Bundle("b1"), pendingtest.Context)
+		require.NoError(t, err)
+		want, err := store.Get(ctx, "b1")
+		require.NoError(t, err)
+		require.NoError(t, log.Close()) // every later append fails
+		_, err = s.Approve(ctx, ev.Bundle, pendingtest.Context, "dba", d, "checked")
+		require.Error(t, err)
+		require.NotErrorIs(t, err, claims.ErrNotPending)
+		got, err := store.Get(ctx, "b1")
+		require.NoError(t, err, "the bundle still waits after an unrecorded %s", d)
+		require.Equal(t, want, got, "it waits as before the unrecorded %s", d)
+	}
 }

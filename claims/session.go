@@ -134,6 +134,16 @@ func (s *Session) Evaluate(ctx context.Context, b ClaimBundle, c Context) (Evalu
 // must be the bundle that waits — as the last evaluation returned it, or
 // as Pending lists it after a restart —, else the approval is refused
 // with ErrNotPending and nothing is recorded; b is not modified.
+//
+// Sessions may share a PendingStore: Approve first claims the bundle in
+// the store — it swaps the waiting bundle for its new evaluation, or
+// removes it, only if it still waits as read — and records the approval
+// only then. Of two approvals of one waiting bundle, from this Session or
+// another, one is recorded and the other gets ErrNotPending. If the entry
+// cannot be written, the claim is undone and the bundle waits as before.
+// A crash between the two leaves the store ahead of the log with a
+// decision nobody was told of; RebuildPending, which follows the log,
+// makes the bundle wait again.
 func (s *Session) Approve(ctx context.Context, b ClaimBundle, c Context, approver string, d ApprovalDecision, reason string) (Evaluation, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -156,14 +166,51 @@ func (s *Session) Approve(ctx context.Context, b ClaimBundle, c Context, approve
 	if err != nil {
 		return Evaluation{}, err
 	}
+	next := Pending{Bundle: ev.Bundle, Context: c}
+	if err := s.claim(ctx, p, next); err != nil {
+		return Evaluation{}, err
+	}
 	rec := Record{Actor: c.Actor, Clearance: c.Clearance, Approval: &a, Bundle: ev.Bundle}
 	if err := s.record(ctx, KindApprove, rec, now); err != nil {
-		return Evaluation{}, err
-	}
-	if err := s.track(ctx, ev.Bundle, c); err != nil {
-		return Evaluation{}, err
+		return Evaluation{}, s.unclaim(ctx, p, next, err)
 	}
 	return ev, invalidBundle(ev)
+}
+
+// claim moves the waiting bundle p to next in the store — swapped in if
+// next waits, removed otherwise — only if p still waits there; a bundle
+// decided meanwhile is ErrNotPending.
+func (s *Session) claim(ctx context.Context, p, next Pending) error {
+	var err error
+	if waits(next.Bundle.Decision) {
+		err = s.pending.CompareAndSwap(ctx, p, next)
+	} else {
+		err = s.pending.CompareAndDelete(ctx, p)
+	}
+	switch {
+	case errors.Is(err, ErrNotPending):
+		return fmt.Errorf("%w: %q was decided meanwhile", ErrNotPending, p.Bundle.ID)
+	case err != nil:
+		return pendingError("updating the pending store", err)
+	}
+	return nil
+}
+
+// unclaim undoes a claim whose approval could not be recorded (cause),
+// even when ctx is done: p waits again. A bundle removed by the claim is
+// put back as p.
+func (s *Session) unclaim(ctx context.Context, p, next Pending, cause error) error {
+	ctx = context.WithoutCancel(ctx)
+	var err error
+	if waits(next.Bundle.Decision) {
+		err = s.pending.CompareAndSwap(ctx, next, p)
+	} else {
+		err = s.pending.Put(ctx, p)
+	}
+	if err != nil {
+		return errors.Join(cause, pendingError("restoring the pending store (RebuildPending restores it from the log)", err))
+	}
+	return cause
 }
 
 // track keeps the pending store in line with an evaluation just recorded.

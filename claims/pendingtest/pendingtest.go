@@ -38,6 +38,8 @@ func Run(t *testing.T, open Open) {
 		{"CopiesOut", copiesOut},
 		{"WildValuesRoundTrip", wildValuesRoundTrip},
 		{"ConcurrentPuts", concurrentPuts},
+		{"SwapsOnlyWhatWaits", swapsOnlyWhatWaits},
+		{"ConcurrentSwapsOneWins", concurrentSwapsOneWins},
 		{"SurvivesReopen", survivesReopen},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, open) })
@@ -224,6 +226,99 @@ func concurrentPuts(t *testing.T, open Open) {
 		}
 	}
 	list(t, s, want...)
+}
+
+// swapsOnlyWhatWaits: CompareAndSwap and CompareAndDelete change nothing
+// unless the bundle given is, by its record form, the one that waits.
+func swapsOnlyWhatWaits(t *testing.T, open Open) {
+	ctx := context.Background()
+	s, _ := open(t)
+	p := escalated(t, "a")
+	other := p
+	other.Context.Actor = "someone else"
+	if err := s.CompareAndSwap(ctx, p, other); !errors.Is(err, claims.ErrNotPending) {
+		t.Fatalf("CompareAndSwap of a missing bundle: %v, want ErrNotPending", err)
+	}
+	if err := s.CompareAndDelete(ctx, p); !errors.Is(err, claims.ErrNotPending) {
+		t.Fatalf("CompareAndDelete of a missing bundle: %v, want ErrNotPending", err)
+	}
+	list(t, s)
+	if err := s.Put(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CompareAndSwap(ctx, other, p); !errors.Is(err, claims.ErrNotPending) {
+		t.Fatalf("CompareAndSwap from another record: %v, want ErrNotPending", err)
+	}
+	if err := s.CompareAndDelete(ctx, other); !errors.Is(err, claims.ErrNotPending) {
+		t.Fatalf("CompareAndDelete of another record: %v, want ErrNotPending", err)
+	}
+	list(t, s, p)
+	moved := escalated(t, "b")
+	if err := s.CompareAndSwap(ctx, p, moved); err == nil || errors.Is(err, claims.ErrNotPending) {
+		t.Fatalf("CompareAndSwap to another id: %v, want an error that is not ErrNotPending", err)
+	}
+	list(t, s, p)
+	if err := s.CompareAndSwap(ctx, p, other); err != nil {
+		t.Fatal(err)
+	}
+	list(t, s, other)
+	if err := s.CompareAndDelete(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	list(t, s)
+}
+
+// concurrentSwapsOneWins: of several CompareAndSwap and CompareAndDelete
+// calls from the same waiting bundle at once, exactly one succeeds, the
+// others get ErrNotPending, and the store holds the winner's result.
+func concurrentSwapsOneWins(t *testing.T, open Open) {
+	ctx := context.Background()
+	s, _ := open(t)
+	for round := range 4 {
+		p := escalated(t, fmt.Sprintf("r%d", round))
+		if err := s.Put(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		const n = 8
+		nexts := make([]claims.Pending, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			nexts[i] = p
+			nexts[i].Context.Actor = fmt.Sprintf("actor %d", i)
+			wg.Go(func() {
+				if i == round { // one contender removes the bundle
+					errs[i] = s.CompareAndDelete(ctx, p)
+					return
+				}
+				errs[i] = s.CompareAndSwap(ctx, p, nexts[i])
+			})
+		}
+		wg.Wait()
+		winner := -1
+		for i, err := range errs {
+			switch {
+			case err == nil && winner >= 0:
+				t.Fatalf("round %d: contenders %d and %d both won", round, winner, i)
+			case err == nil:
+				winner = i
+			case !errors.Is(err, claims.ErrNotPending):
+				t.Fatalf("round %d: contender %d: %v, want ErrNotPending", round, i, err)
+			}
+		}
+		if winner < 0 {
+			t.Fatalf("round %d: no contender won", round)
+		}
+		got, err := s.Get(ctx, p.Bundle.ID)
+		switch {
+		case winner == round && !errors.Is(err, claims.ErrNotPending):
+			t.Fatalf("round %d: the deletion won, but Get: %v", round, err)
+		case winner != round && err != nil:
+			t.Fatal(err)
+		case winner != round:
+			same(t, fmt.Sprintf("round %d: the winner's bundle", round), got, nexts[winner])
+		}
+	}
 }
 
 func survivesReopen(t *testing.T, open Open) {

@@ -21,6 +21,11 @@
 // verity_schema, migrated as the trace tables are) holds one row per
 // waiting bundle: the bytes of its id and its record form
 // (claims.EncodePending), which keeps every value a Session may evaluate.
-// A row is written after the Session's log entry; claims.RebuildPending
-// replays the log into the table after a crash between the two.
+// Sessions sharing the table decide each bundle once: an approval changes
+// the row with an UPDATE or DELETE conditional on the record it read
+// (CompareAndSwap, CompareAndDelete), so of two approvals from the same
+// row exactly one changes it, and the other gets claims.ErrNotPending.
+// An evaluation's row is written after its log entry, an approval's
+// before; claims.RebuildPending replays the Session's log into the table
+// after a crash between the two.
 package sqlpending

@@ -32,6 +32,7 @@ var migration = sqlmigrate.Migration{
 type Store struct {
 	db                         *sql.DB
 	qPut, qRemove, qGet, qList string
+	qSwap, qDelete             string // the conditional forms
 }
 
 var _ claims.PendingStore = (*Store)(nil)
@@ -56,6 +57,8 @@ func Open(ctx context.Context, db *sql.DB, d sqlstore.Dialect) (*Store, error) {
 		qRemove: r("DELETE FROM " + Table + " WHERE bundle_id = ?"),
 		qGet:    r("SELECT record FROM " + Table + " WHERE bundle_id = ?"),
 		qList:   "SELECT record FROM " + Table + " ORDER BY bundle_id",
+		qSwap:   r("UPDATE " + Table + " SET record = ? WHERE bundle_id = ? AND record = ?"),
+		qDelete: r("DELETE FROM " + Table + " WHERE bundle_id = ? AND record = ?"),
 	}, nil
 }
 
@@ -75,6 +78,51 @@ func (s *Store) Put(ctx context.Context, p claims.Pending) error {
 func (s *Store) Remove(ctx context.Context, bundleID string) error {
 	if _, err := s.db.ExecContext(ctx, s.qRemove, []byte(bundleID)); err != nil {
 		return fmt.Errorf("sqlpending: removing %q: %w", bundleID, err)
+	}
+	return nil
+}
+
+// CompareAndSwap implements claims.PendingStore: one UPDATE whose WHERE
+// clause holds old's record form, so that of two swaps from the same
+// record, in this process or another, exactly one changes the row.
+func (s *Store) CompareAndSwap(ctx context.Context, old, next claims.Pending) error {
+	if old.Bundle.ID != next.Bundle.ID {
+		return fmt.Errorf("sqlpending: a swap keeps the bundle id (%q, not %q): %w", old.Bundle.ID, next.Bundle.ID, claims.ErrMalformed)
+	}
+	was, err := claims.EncodePending(old)
+	if err != nil {
+		return fmt.Errorf("sqlpending: encoding %q: %w", old.Bundle.ID, err)
+	}
+	b, err := claims.EncodePending(next)
+	if err != nil {
+		return fmt.Errorf("sqlpending: encoding %q: %w", next.Bundle.ID, err)
+	}
+	return s.conditional(ctx, "writing", old.Bundle.ID, s.qSwap, b, []byte(old.Bundle.ID), was)
+}
+
+// CompareAndDelete implements claims.PendingStore: one DELETE whose WHERE
+// clause holds old's record form.
+func (s *Store) CompareAndDelete(ctx context.Context, old claims.Pending) error {
+	was, err := claims.EncodePending(old)
+	if err != nil {
+		return fmt.Errorf("sqlpending: encoding %q: %w", old.Bundle.ID, err)
+	}
+	return s.conditional(ctx, "removing", old.Bundle.ID, s.qDelete, []byte(old.Bundle.ID), was)
+}
+
+// conditional runs a statement that changes the row of id or none: none
+// is claims.ErrNotPending.
+func (s *Store) conditional(ctx context.Context, what, id, query string, args ...any) error {
+	res, err := s.db.ExecContext(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("sqlpending: %s %q: %w", what, id, err)
+	}
+	n, err := res.RowsAffected()
+	switch {
+	case err != nil:
+		return fmt.Errorf("sqlpending: %s %q: %w", what, id, err)
+	case n == 0:
+		return fmt.Errorf("%w: %q does not wait as given", claims.ErrNotPending, id)
 	}
 	return nil
 }

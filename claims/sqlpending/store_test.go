@@ -3,7 +3,8 @@ This file checks the SQL pending store. Every test runs on PostgreSQL (when
 VERITY_PG_DSN is set; otherwise it skips, naming the variable) and on a
 SQLite file.
 
-	the claims.PendingStore contract (claims/pendingtest)           TestConformance
+	the claims.PendingStore contract (claims/pendingtest), with
+	conditional swaps of which exactly one of concurrent ones wins   TestConformance
 	a kill -9 while a Session evaluates and approves loses nothing
 	acknowledged; the log verifies; a rebuild from it agrees         TestKillDuringEvaluations
 	errors name their origin once                                    TestErrorsPrefixedOnce
