@@ -99,7 +99,7 @@ func ExampleNewServer() {
 	rebuilt, err := belief.Replay(evs)
 	fmt.Println(len(evs), rebuilt.Survivors(), err)
 
-	verified, err := sess.Log().Verify(ctx) // the trace chain of the session
+	verified, err := sess.Verify(ctx) // the session's trace log, replayed in full
 	fmt.Println(verified.Size, err)
 	// Output:
 	// [disk network] <nil>

@@ -61,8 +61,10 @@ type state struct {
 	obligations map[string]obligation
 	active      string // "" when no obligation is active (ids are never empty)
 	obs         obsMap
-	events      *eventNode
-	seq         uint64 // number of events recorded
+	events      *eventNode // the events held, newest first
+	base        uint64     // events before the held ones (restored from a checkpoint), not held
+	baseID      string     // the event id of the last of those (the head when none is held)
+	seq         uint64     // number of events recorded
 	headHash    trace.Hash
 	survHash    trace.Hash // survivors_after_hash of the head event
 }
@@ -148,10 +150,17 @@ func (s State) Len() uint64 {
 // Head returns the event id and event hash of the last audit event (empty
 // and zero for the zero State).
 func (s State) Head() (eventID string, hash trace.Hash) {
-	if s.p == nil || s.p.events == nil {
+	if s.p == nil {
 		return "", trace.Hash{}
 	}
-	return s.p.events.e.EventID, s.p.headHash
+	return s.p.headID(), s.p.headHash
+}
+
+func (p *state) headID() string {
+	if p.events == nil {
+		return p.baseID
+	}
+	return p.events.e.EventID
 }
 
 // Snapshot returns the §2.2 snapshot. It is O(survivors).
@@ -172,8 +181,7 @@ func (s State) Snapshot() Snapshot {
 		a := p.active
 		snap.ActiveObligationID = &a
 	}
-	if p.events != nil {
-		id := p.events.e.EventID
+	if id := p.headID(); id != "" {
 		snap.AuditHeadEventID = &id
 	}
 	return snap
@@ -189,19 +197,27 @@ func entropyProxy(n int) float64 {
 // Events answers AUDIT_TRACE: the audit entries after the event with id
 // since, or all of them when since is empty, oldest first. An unknown
 // since is ErrEventNotFound.
+//
+// A State that a Server restored from a checkpoint (see Server) holds only
+// the events after it; asked for earlier ones, Events returns an error
+// wrapping errNotHeld (code INTERNAL), and Session.Events reads them from
+// the session's log instead.
 func (s State) Events(since string) ([]AuditEntry, error) {
 	p, err := s.live()
 	if err != nil {
 		return nil, err
 	}
 	var out []AuditEntry
-	found := since == ""
+	found := since == "" && p.base == 0 || since != "" && since == p.baseID
 	for n := p.events; n != nil; n = n.prev {
 		if since != "" && n.e.EventID == since {
 			found = true
 			break
 		}
 		out = append(out, cloneEntry(n.e))
+	}
+	if !found && p.base > 0 {
+		return nil, fmt.Errorf("%w (the first %d events)", errNotHeld, p.base)
 	}
 	if !found {
 		return nil, &Error{Err: ErrEventNotFound, Message: fmt.Sprintf("no event %q in session %q", since, p.id),

@@ -55,7 +55,8 @@ func ExampleOpen() {
 	defer srv.Close()
 	sess, _ = srv.Session(ctx, "incident-7")
 	snap, _ := sess.Snapshot(ctx)
-	fmt.Println(srv.Sessions(), snap.Survivors)
+	ids, _ := storage.List(ctx)
+	fmt.Println(ids, snap.Survivors)
 	// Output:
 	// [incident-7] [disk dns]
 }

@@ -39,6 +39,8 @@ func Run(t *testing.T, newStorage NewStorage, reopen Reopen) {
 		{"ConcurrentCreate", testConcurrentCreate},
 		{"TwoServers", testTwoServers},
 		{"Restart", testRestart},
+		{"CacheOfOne", testCacheOfOne},
+		{"Checkpoints", testCheckpoints},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStorage, reopen) })
@@ -241,12 +243,15 @@ func testTwoServers(t *testing.T, newStorage NewStorage, reopen Reopen) {
 	replayed, err := belief.Replay(evs)
 	require.NoError(t, err)
 	assert.Equal(t, snapA, replayed.Snapshot())
-	h, err := sa.Log().Verify(ctx)
+	h, err := sa.Verify(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(len(evs)), h.Size, "one trace entry per event")
 	// A third server started now replays the whole shared log.
-	c := server(t, reopen(t, st))
-	assert.Equal(t, []string{sa.ID()}, c.Sessions())
+	cst := reopen(t, st)
+	c := server(t, cst)
+	ids, err := cst.List(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []string{sa.ID()}, ids)
 	sc, err := c.Session(ctx, sa.ID())
 	require.NoError(t, err)
 	snapC, err := sc.Snapshot(ctx)
@@ -291,7 +296,9 @@ func testRestart(t *testing.T, newStorage NewStorage, reopen Reopen) {
 		next = reopen(t, st)
 	}
 	srv2 := server(t, next)
-	require.Len(t, srv2.Sessions(), 3)
+	ids, err := next.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, ids, 3)
 	for id, snap := range want {
 		sess, err := srv2.Session(ctx, id)
 		require.NoError(t, err)
@@ -312,7 +319,7 @@ func testRestart(t *testing.T, newStorage NewStorage, reopen Reopen) {
 		assert.True(t, r.Repeated, "the idempotence table came back")
 		_, _, err = sess.Eliminate(ctx, belief.EliminateRequest{SourceID: "s", ObservationID: "new", Eliminated: []string{"c"}})
 		require.NoError(t, err)
-		_, err = sess.Log().Verify(ctx)
+		_, err = sess.Verify(ctx)
 		require.NoError(t, err)
 	}
 }

@@ -6,7 +6,10 @@
 // a restart; with -db postgres://USER@HOST/DB (several servers may share
 // it) or -db sqlite:PATH, sessions live in that database; with neither,
 // they live in memory. -allow-force lets
-// REQUEST_TERMINATION with context.force = true end any session. Logs are
+// REQUEST_TERMINATION with context.force = true end any session. Sessions
+// are opened on first use, from the latest checkpoint of their log; at
+// most -cache-size idle ones stay open, and -checkpoint-every sets how
+// many events a log holds between checkpoints. Logs are
 // structured (log/slog, JSON on stderr); SIGINT or SIGTERM shut the server
 // down gracefully.
 package main
@@ -56,6 +59,8 @@ func run(ctx context.Context, args []string, logOut io.Writer, ready func(addr s
 	allowForce := fl.Bool("allow-force", false, "allow forced termination (context.force = true)")
 	dbSpec := fl.String("db", "", "session database: postgres://USER@HOST/DB or sqlite:PATH (instead of -data)")
 	maxBody := fl.Int64("max-body", server.DefaultMaxBodyBytes, "largest request body in bytes")
+	cacheSize := fl.Int("cache-size", belief.DefaultCacheSize, "idle sessions kept open")
+	checkpointEvery := fl.Int("checkpoint-every", belief.DefaultCheckpointEvery, "audit events between checkpoints in a session's log (0: none)")
 	if err := fl.Parse(args); err != nil {
 		return err
 	}
@@ -83,7 +88,12 @@ func run(ctx context.Context, args []string, logOut io.Writer, ready func(addr s
 		defer db.Close() // after b.Close (deferred later, runs first)
 		storage = st
 	}
-	b, err := belief.NewServer(ctx, storage, belief.WithPolicy(belief.Policy{AllowForce: *allowForce}))
+	b, err := belief.NewServer(ctx, storage, belief.WithPolicy(belief.Policy{AllowForce: *allowForce}),
+		belief.WithCacheSize(*cacheSize), belief.WithCheckpointEvery(*checkpointEvery))
+	if err != nil {
+		return err
+	}
+	ids, err := storage.List(ctx) // sessions open on first use; this only counts them
 	if err != nil {
 		return err
 	}
@@ -99,7 +109,7 @@ func run(ctx context.Context, args []string, logOut io.Writer, ready func(addr s
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	logger.Info("listening", "addr", ln.Addr().String(), "data", *data, "allow_force", *allowForce,
-		"sessions_recovered", len(b.Sessions()))
+		"sessions_recovered", len(ids))
 	if ready != nil {
 		ready(ln.Addr().String())
 	}
