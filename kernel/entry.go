@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -639,7 +640,10 @@ func (r *reader) input(member string, x any) recordedInput {
 	}
 	in.digest = trace.Hash(r.fingerprint(member+"/digest", m["digest"]))
 	size := r.count(member+"/size", m["size"])
-	if r.err == nil && (size == 0 || size > trace.MaxPayloadLen) {
+	// The bytes beyond the input limit are not in the entry, so the size
+	// is bounded only by what a count written as a JSON number (and an int)
+	// can hold.
+	if r.err == nil && (size == 0 || size > min(maxSafe, math.MaxInt)) {
 		r.fail(member+"/size", "size %d out of range", size)
 	}
 	in.size = int(size)

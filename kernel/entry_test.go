@@ -1,6 +1,7 @@
 package kernel_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -231,4 +232,34 @@ func FuzzDecodeToolCallEntry(f *testing.F) {
 			t.Fatalf("not stable:\n%s\n%s", once, twice)
 		}
 	})
+}
+
+// TestSessionReplaysInputsOfAnySize: an Input beyond the trace's payload
+// limit is recorded by its digest and size alone, and the entries (an
+// execution and a rejection) decode and replay; a size a JSON number
+// cannot hold exactly is refused.
+func TestSessionReplaysInputsOfAnySize(t *testing.T) {
+	k := mustKernel(t, kernel.Config{Budget: units(10), MinActionCost: 1})
+	log := fixedClockLog(t)
+	sess, err := kernel.NewSession(ctx, log, k, mustState(t, nil))
+	require.NoError(t, err)
+	a := callAction("upload", units(1))
+	a.Input = make([]byte, trace.MaxPayloadLen+1)
+	_, err = sess.Execute(ctx, a)
+	require.NoError(t, err)
+	a.Cost = units(20)
+	_, err = sess.Execute(ctx, a)
+	require.ErrorIs(t, err, kernel.ErrBudgetExceeded)
+	_, err = kernel.Replay(ctx, log, k, "")
+	require.NoError(t, err)
+
+	e := lastEntry(t, log)
+	size := fmt.Sprintf(`"size":%d`, trace.MaxPayloadLen+1)
+	require.Contains(t, string(e.Payload), size)
+	for text, ok := range map[string]bool{`"size":9007199254740991`: true, `"size":"9007199254740992"`: false} {
+		e.Payload = []byte(strings.Replace(string(e.Payload), size, text, 1))
+		_, err := kernel.DecodeEntry(e)
+		assert.Equal(t, ok, err == nil, "%s: %v", text, err)
+		size = text
+	}
 }
