@@ -1,7 +1,9 @@
 package kernel
 
 import (
+	"cmp"
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -71,24 +73,39 @@ func firstOver(s State, prefix string, n int64) string {
 }
 
 // Within is the invariant "the numeric variable key lies in [lo, hi]": an
-// int, or a float (compared as a float64). Absent, or not a number,
-// violates it (fail closed).
+// int, compared exactly with the bounds' values (never rounded to a
+// float64), or a float, compared as a float64. Absent, or not a number,
+// violates it (fail closed), and so does everything when a bound is NaN.
 func Within(name, key string, lo, hi float64) Invariant {
 	bounds := "[" + strconv.FormatFloat(lo, 'g', -1, 64) + ", " + strconv.FormatFloat(hi, 'g', -1, 64) + "]"
 	return Invariant{
 		Name:        name,
 		Description: key + " lies in " + bounds,
 		Check: func(s State) bool {
-			var f float64
 			if i, ok := s.Int(key); ok {
-				f = float64(i)
-			} else if f, ok = s.Float(key); !ok {
-				return false
+				return !math.IsNaN(lo) && !math.IsNaN(hi) && cmpIntFloat(i, lo) >= 0 && cmpIntFloat(i, hi) <= 0
 			}
-			return lo <= f && f <= hi
+			f, ok := s.Float(key)
+			return ok && lo <= f && f <= hi
 		},
 		Explain: func(s State) string { return describe(s, key) + ", outside " + bounds },
 	}
+}
+
+// cmpIntFloat compares i with f (not NaN) exactly: -1, 0 or +1 as i is
+// less than, equal to or greater than f.
+func cmpIntFloat(i int64, f float64) int {
+	switch {
+	case f >= 1<<63: // also +Inf
+		return -1
+	case f < -1<<63: // also -Inf
+		return 1
+	}
+	t := math.Trunc(f) // in [-2^63, 2^63): int64(t) is exact
+	if c := cmp.Compare(i, int64(t)); c != 0 {
+		return c
+	}
+	return cmp.Compare(t, f) // i == t: f's fraction decides
 }
 
 // OneOf is the invariant "the variable key holds one of allowed" (Value

@@ -1,6 +1,8 @@
 package kernel_test
 
 import (
+	"math"
+	"math/big"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -190,4 +192,44 @@ func TestInvariantTimeLimit(t *testing.T) {
 
 	_, err := kernel.New(kernel.Config{Budget: 1, MinActionCost: 1, InvariantTimeout: -1})
 	assert.ErrorIs(t, err, kernel.ErrInvalidConfig)
+}
+
+// TestWithinComparesIntsExactly: an int lies within [lo, hi] exactly when
+// it does as a real number, however large it is (2^53+1 is not within
+// [0, 2^53], though it rounds to 2^53 as a float64), and never when a
+// bound is NaN.
+func TestWithinComparesIntsExactly(t *testing.T) {
+	ok, _ := kernel.Within("w", "x", 0, 1<<53).Holds(mustState(t, map[string]any{"x": kernel.Int(1<<53 + 1)}))
+	require.False(t, ok, "2^53+1 is not within [0, 2^53]")
+
+	near := func(label string) *rapid.Generator[int64] {
+		return rapid.Custom(func(t *rapid.T) int64 {
+			base := rapid.SampledFrom([]int64{0, 1 << 53, -1 << 53, math.MaxInt64, math.MinInt64, 1 << 62}).Draw(t, label+"/base")
+			return base + rapid.Int64Range(-3, 3).Draw(t, label+"/offset")
+		})
+	}
+	bound := func(t *rapid.T, label string) float64 {
+		switch rapid.IntRange(0, 3).Draw(t, label+"/kind") {
+		case 0:
+			return float64(near(label).Draw(t, label+"/int"))
+		case 1:
+			return float64(near(label).Draw(t, label+"/int")) + rapid.SampledFrom([]float64{-0.5, 0.25, 0.5}).Draw(t, label+"/fraction")
+		case 2:
+			return rapid.SampledFrom([]float64{math.Inf(1), math.Inf(-1), math.NaN(), 0x1p63, -0x1p63}).Draw(t, label+"/special")
+		}
+		return rapid.Float64().Draw(t, label+"/any")
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		x := near("x").Draw(t, "x")
+		lo, hi := bound(t, "lo"), bound(t, "hi")
+		want := !math.IsNaN(lo) && !math.IsNaN(hi)
+		if want {
+			bx := new(big.Float).SetInt64(x)
+			want = big.NewFloat(lo).Cmp(bx) <= 0 && bx.Cmp(big.NewFloat(hi)) <= 0
+		}
+		got, _ := kernel.Within("w", "x", lo, hi).Holds(mustState(t, map[string]any{"x": kernel.Int(x)}))
+		if got != want {
+			t.Fatalf("Within [%v, %v] of %d: %v, want %v", lo, hi, x, got, want)
+		}
+	})
 }
