@@ -132,7 +132,7 @@
 // (zero-cost actions do not consult it, so an unreachable shared budget
 // cannot block T8's emergency escape); a refused charge is a rejection
 // recorded with the check shared_budget; if the append fails after a
-// charge, the Session refunds it; a rollback, settlement or refund is
+// charge, the Session refunds it (even when ctx was cancelled); a rollback, settlement or refund is
 // recorded first and then refunded (or an overrun charged, under the
 // execution id + OverrunSuffix) through it.
 //

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -61,7 +62,9 @@ func WithClock(clock func() time.Time) Option {
 }
 
 // WithIDs sets the source of execution ids; they must never repeat (a
-// SharedBudget may see them from many sessions). The default is a prefix,
+// SharedBudget may see them from many sessions) and must not end in
+// OverrunSuffix (Execute and Reserve refuse such an id with
+// ErrInvalidConfig). The default is a prefix,
 // "/" and a counter advanced by every committed or attempted execution:
 // the prefix is the session id for the Session NewSession returns, and a
 // fresh UUIDv7 for each Session Replay returns, so ids never repeat even
@@ -247,8 +250,8 @@ func (s *Session) commit(ctx context.Context, a Action, reserve bool) (Record, e
 		return Record{}, s.reject(ctx, now, v, nil)
 	}
 	id := s.nextExecID()
-	if !utf8.ValidString(id) {
-		return Record{}, fmt.Errorf("%w: execution id is not valid UTF-8", ErrInvalidConfig)
+	if err := checkExecID(id); err != nil {
+		return Record{}, err
 	}
 	commit, kind := s.k.Commit, KindExecute
 	if reserve {
@@ -272,7 +275,8 @@ func (s *Session) commit(ctx context.Context, a Action, reserve bool) (Record, e
 	if err != nil {
 		err = fmt.Errorf("kernel: recording execution (nothing committed): %w", err)
 		if charged {
-			if rerr := s.shared.Refund(ctx, id, int64(rec.Action.Cost)); rerr != nil {
+			// The compensation runs even when ctx is what failed the append.
+			if rerr := s.shared.Refund(context.WithoutCancel(ctx), id, int64(rec.Action.Cost)); rerr != nil {
 				err = joinErrors(err, fmt.Errorf("kernel: compensating shared refund failed: %w", rerr))
 			}
 		}
@@ -338,6 +342,19 @@ func (s *Session) Settle(ctx context.Context, execID string, actual Cost) (Settl
 // charge of a settlement's overrun, a second charge for the same
 // execution.
 const OverrunSuffix = "/overrun"
+
+// checkExecID refuses an execution id the Session cannot use: one that is
+// not valid UTF-8, or one ending in OverrunSuffix, whose SharedBudget
+// charge would be another execution's overrun charge.
+func checkExecID(id string) error {
+	switch {
+	case !utf8.ValidString(id):
+		return fmt.Errorf("%w: execution id is not valid UTF-8", ErrInvalidConfig)
+	case strings.HasSuffix(id, OverrunSuffix):
+		return fmt.Errorf("%w: execution id %q ends in %q, kept for overrun charges", ErrInvalidConfig, id, OverrunSuffix)
+	}
+	return nil
+}
 
 // Refund gives back amount of what execution execID was charged, for
 // reason, touching only the budget (Kernel.Refund): any past execution,

@@ -17,7 +17,8 @@ import (
 	"github.com/verity-go/verity/trace"
 )
 
-// fakeShared is an in-memory SharedBudget that can be told to fail.
+// fakeShared is an in-memory SharedBudget that can be told to fail, and
+// fails on a cancelled context.
 type fakeShared struct {
 	mu          sync.Mutex
 	balance     int64
@@ -35,12 +36,15 @@ func newFakeShared(balance int64) *fakeShared {
 
 var errSharedDown = errors.New("shared budget unavailable")
 
-func (f *fakeShared) Charge(_ context.Context, id string, cost int64) error {
+func (f *fakeShared) Charge(ctx context.Context, id string, cost int64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.charges++
 	if f.failCharge {
 		return errSharedDown
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	if cost > f.balance {
 		return fmt.Errorf("%w: shared balance %d, cost %d", kernel.ErrBudgetExceeded, f.balance, cost)
@@ -53,12 +57,15 @@ func (f *fakeShared) Charge(_ context.Context, id string, cost int64) error {
 	return nil
 }
 
-func (f *fakeShared) Refund(_ context.Context, id string, amount int64) error {
+func (f *fakeShared) Refund(ctx context.Context, id string, amount int64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.refundCalls++
 	if f.failRefund {
 		return errSharedDown
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	if amount > f.charged[id]-f.refunded[id] {
 		return fmt.Errorf("refund %d exceeds charge of %q", amount, id)
@@ -315,4 +322,66 @@ func TestSessionRecordsAreNotAliased(t *testing.T) {
 	x, _ := sess.State().Get("x")
 	assert.True(t, x.Equal(kernel.Int(0)))
 	assert.Equal(t, kernel.OpIncrement, sess.History()[0].Action.Effects[0].Op)
+}
+
+// cancellingStore is a trace.Store whose appends cancel the context they
+// were given and fail with its error, as a store watching ctx would when
+// the caller gives up mid-append.
+type cancellingStore struct {
+	*trace.Memory
+	cancel context.CancelFunc
+}
+
+func (s *cancellingStore) Append(ctx context.Context, entries ...trace.Entry) error {
+	if s.cancel == nil {
+		return s.Memory.Append(ctx, entries...)
+	}
+	s.cancel()
+	return ctx.Err()
+}
+
+// TestSessionCompensatesAfterCancellation: when the append of an
+// execution fails because its context was cancelled, the compensating
+// refund of the shared charge still runs, so the shared budget is left as
+// it was.
+func TestSessionCompensatesAfterCancellation(t *testing.T) {
+	store := &cancellingStore{Memory: trace.NewMemory()}
+	log, err := trace.NewLog(store)
+	require.NoError(t, err)
+	shared := newFakeShared(int64(5 * kernel.Unit))
+	sess, err := kernel.NewSession(ctx, log, sessionKernel(t), mustState(t, map[string]any{"x": 0}), kernel.WithSharedBudget(shared))
+	require.NoError(t, err)
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	store.cancel = cancel
+	_, err = sess.Execute(cctx, incX)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, 1, shared.charges)
+	assert.Equal(t, int64(5*kernel.Unit), shared.Balance(), "the shared charge was refunded")
+}
+
+// TestSessionRefusesOverrunIDs: an execution id ending in OverrunSuffix,
+// whose shared charge another execution's overrun could collide with, is
+// refused before anything is charged or recorded.
+func TestSessionRefusesOverrunIDs(t *testing.T) {
+	var ids []string
+	log := fixedClockLog(t)
+	shared := newFakeShared(int64(10 * kernel.Unit))
+	sess, err := kernel.NewSession(ctx, log, sessionKernel(t), mustState(t, map[string]any{"x": 0}),
+		kernel.WithSharedBudget(shared), kernel.WithIDs(func() string { id := ids[0]; ids = ids[1:]; return id }))
+	require.NoError(t, err)
+	head, m := log.Head(), sess.Meter()
+	for _, reserve := range []bool{false, true} {
+		ids = []string{"a/overrun"}
+		commit := sess.Execute
+		if reserve {
+			commit = sess.Reserve
+		}
+		_, err = commit(ctx, incX)
+		require.ErrorIs(t, err, kernel.ErrInvalidConfig)
+		assert.ErrorContains(t, err, kernel.OverrunSuffix)
+		assert.Equal(t, head, log.Head())
+		assert.Equal(t, m, sess.Meter())
+		assert.Zero(t, shared.charges)
+	}
 }
