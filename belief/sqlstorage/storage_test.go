@@ -4,11 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 	"github.com/stretchr/testify/assert"
@@ -218,5 +220,40 @@ func BenchmarkServerStart(b *testing.B) {
 		ids, err := storagetest.Fill(ctx, st, 10_000, 100)
 		require.NoError(b, err)
 		storagetest.BenchmarkStart(b, st, ids)
+	})
+}
+
+// TestHelperKillWorkload is not a test on its own:
+// TestKillDuringEliminations runs the test binary again, and the process
+// lands here.
+func TestHelperKillWorkload(t *testing.T) {
+	db, dialect := sqltest.OpenFromEnv(t, "TestKillDuringEliminations")
+	st, err := sqlstorage.Open(ctx, db, dialect)
+	require.NoError(t, err)
+	srv, err := belief.NewServer(ctx, st, storagetest.KillOptions...)
+	require.NoError(t, err)
+	require.NoError(t, storagetest.Workload(ctx, srv, st, storagetest.Ack()))
+}
+
+// TestKillDuringEliminations: a process eliminating from several
+// goroutines over sessions in the database is killed with SIGKILL at a
+// random moment, trial after trial on the same database; after each, a
+// restarted Server on a new pool finds every acknowledged event, and every
+// session verifies in full (storagetest.CheckAcks).
+func TestKillDuringEliminations(t *testing.T) {
+	trials := 10
+	if testing.Short() {
+		trials = 4
+	}
+	sqltest.ForEach(t, func(t *testing.T, b sqltest.Backend) {
+		dsn := b.NewDSN(t)
+		checked := 0
+		for range trials {
+			acks := storagetest.Kill(t, "TestHelperKillWorkload", b.HelperEnv(dsn), time.Duration(20+rand.IntN(200))*time.Millisecond)
+			p := openPooled(t, b, dsn)
+			checked += storagetest.CheckAcks(t, p, acks)
+			require.NoError(t, p.Close())
+		}
+		t.Logf("%d trials, %d acknowledged events checked", trials, checked)
 	})
 }
