@@ -250,6 +250,7 @@ func TestKillDuringEliminations(t *testing.T) {
 		checked := 0
 		for range trials {
 			acks := storagetest.Kill(t, "TestHelperKillWorkload", b.HelperEnv(dsn), time.Duration(20+rand.IntN(200))*time.Millisecond)
+			b.AwaitHelpers(t, dsn)
 			p := openPooled(t, b, dsn)
 			checked += storagetest.CheckAcks(t, p, acks)
 			require.NoError(t, p.Close())

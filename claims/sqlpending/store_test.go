@@ -118,6 +118,7 @@ func TestKillDuringEvaluations(t *testing.T) {
 		checked, waiting := 0, 0
 		for range trials {
 			acks := pendingtest.Kill(t, "TestHelperPendingWorkload", b.HelperEnv(dsn), time.Duration(20+rand.IntN(200))*time.Millisecond)
+			b.AwaitHelpers(t, dsn)
 			db := b.Open(t, dsn)
 			log := claimsLog(t, b.Dialect, db)
 			_, err := log.Verify(ctx)

@@ -148,6 +148,7 @@ func killHelper(t *testing.T, b sqltest.Backend, dsn string, after time.Duration
 	require.NoError(t, err)
 	werr := cmd.Wait()
 	require.Error(t, werr, "the helper ended on its own:\n%s", stderr.String())
+	b.AwaitHelpers(t, dsn)
 	// The last piece is empty, or a line the kill cut short: not an
 	// acknowledgement.
 	lines := strings.Split(string(rest), "\n")

@@ -1,9 +1,12 @@
 package sqltest
 
 import (
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/verity-go/verity/internal/sqlmigrate"
 	"github.com/verity-go/verity/trace/sqlstore"
@@ -68,8 +71,52 @@ const (
 
 // HelperEnv returns the environment entries that make OpenFromEnv, in a
 // helper process, open the database at dsn on b.
+// On PostgreSQL the helper's connections carry an application name
+// derived from dsn, by which AwaitHelpers finds them.
 func (b Backend) HelperEnv(dsn string) []string {
+	if b.Dialect == sqlstore.Postgres {
+		if named, err := WithParam(dsn, "application_name", helperName(dsn)); err == nil {
+			dsn = named
+		}
+	}
 	return []string{helperDriverEnv + "=" + b.Driver, helperDSNEnv + "=" + dsn, helperDialectEnv + "=" + string(b.Dialect)}
+}
+
+// helperName is the application name of the helper processes on dsn.
+func helperName(dsn string) string {
+	sum := sha256.Sum256([]byte(dsn))
+	return "verity_helper_" + hex.EncodeToString(sum[:8])
+}
+
+// AwaitHelpers waits until no connection of a helper process started with
+// HelperEnv(dsn) remains. A helper killed with SIGKILL can leave its last
+// statement running in the PostgreSQL server, which may still commit it;
+// a test that checks the database after a kill waits here first, or two
+// reads of the same data may differ. SQLite has no server: once the
+// process is gone, so is anything it had in flight.
+func (b Backend) AwaitHelpers(t testing.TB, dsn string) {
+	t.Helper()
+	if b.Dialect != sqlstore.Postgres {
+		return
+	}
+	db := b.Open(t, dsn)
+	defer db.Close()
+	name := helperName(dsn)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var n int
+		err := db.QueryRow("SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", name).Scan(&n)
+		if err != nil {
+			t.Fatalf("sqltest: waiting for helper connections: %v", err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sqltest: %d helper connections still open after 30s", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // OpenFromEnv opens, in a helper process, the database its parent named
