@@ -10,6 +10,9 @@
 //   - Opening replays only the events after the latest checkpoint:
 //     TestOpenReplaysOnlyTheTail.
 //   - Concurrency with a cache of one: TestServerConcurrent (cache=1).
+//   - Restoring from any checkpoint payload never panics, and a
+//     restored state writes a checkpoint it restores from alike:
+//     FuzzCheckpoint.
 
 package belief
 
@@ -395,4 +398,43 @@ func TestOpenReplaysOnlyTheTail(t *testing.T) {
 	assert.Equal(t, wantEvents, evs, "Session.Events reads the others from the log")
 	_, err = sb.Verify(ctx)
 	require.NoError(t, err)
+}
+
+// FuzzCheckpoint: restoring from any checkpoint payload never panics; a
+// state restored from one is restored alike from the checkpoint it
+// writes (the encoding is a fixed point).
+func FuzzCheckpoint(f *testing.F) {
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	s, _, err := Declare("s", DeclareRequest{Hypotheses: []string{"a", "b", "😀"}}, Stamp{EventID: "e0", Time: t0})
+	require.NoError(f, err)
+	s, _, _, err = s.Eliminate(EliminateRequest{SourceID: "x", ObservationID: "1", Eliminated: []string{"a"}}, Stamp{EventID: "e1", Time: t0})
+	require.NoError(f, err)
+	s, _, err = s.EnterObligation(ObligationRequest{ObligationID: "ob", MinTotalEliminations: 1}, Stamp{EventID: "e2", Time: t0})
+	require.NoError(f, err)
+	seed, err := s.checkpoint(mark{})
+	require.NoError(f, err)
+	f.Add(seed)
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`{"events":1,"hypotheses":["a"],"survivors":["a","a"],"session_id":"s"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r := restorer{id: "s"}
+		if r.add(b) != nil {
+			return
+		}
+		st, m, err := r.state()
+		if err != nil {
+			return
+		}
+		again, err := st.checkpoint(mark{})
+		require.NoError(t, err)
+		r2 := restorer{id: "s"}
+		require.NoError(t, r2.add(again))
+		st2, m2, err := r2.state()
+		require.NoError(t, err)
+		assert.Equal(t, st.Snapshot(), st2.Snapshot())
+		assert.Equal(t, m.events, m2.events)
+		again2, err := st2.checkpoint(mark{})
+		require.NoError(t, err)
+		assert.Equal(t, string(again), string(again2))
+	})
 }

@@ -130,11 +130,20 @@
 // mutex. NewServer(ctx, storage, opts...) takes a Storage (MemoryStorage,
 // FileStorage, or belief/sqlstorage for a SQL database), which holds one
 // trace.Log per session, and the options WithClock, WithIDs (UUIDv7 by
-// default) and WithPolicy. The Server's clock is the one clock: each event
-// and the trace entry that records it carry the same instant (trace.At),
-// and the entry's payload is the event's canonical bytes, so the trace
-// chain covers the whole event. The trace kind is Verb.Kind()
-// ("belief.eliminate").
+// default), WithPolicy, WithCacheSize and WithCheckpointEvery. The
+// Server's clock is the one clock: each event and the trace entry that
+// records it carry the same instant (trace.At), and the entry's payload is
+// the event's canonical bytes, so the trace chain covers the whole event.
+// The trace kind is Verb.Kind() ("belief.eliminate").
+//
+// NewServer reads nothing, so it starts at once over any number of
+// sessions. A session is opened on first use — Server.Session, or an
+// operation on a *Session — and kept in a cache of WithCacheSize idle
+// sessions (DefaultCacheSize, 256), from which the least recently used is
+// closed; a session an operation is using is never closed, and a *Session
+// whose session was closed opens it again on its next operation. A log
+// that does not verify or replay is an error naming its session when the
+// session is used (code INTERNAL over HTTP).
 //
 // Before every operation a Session catches up with entries another
 // process appended to its store (by Apply) and appends only after the
@@ -142,14 +151,48 @@
 // retries (32 times, then CONFLICT). A store whose head no longer extends
 // the session's (cut back or rewritten) is an error wrapping
 // trace.ErrTruncated. A caller may pass the audit head it expects
-// (ExpectHead); a mismatch is CONFLICT (ErrStaleHead). Opening a Server
-// over a FileStorage replays every session.
+// (ExpectHead); a mismatch is CONFLICT (ErrStaleHead).
+//
+// # Checkpoints
+//
+// After every WithCheckpointEvery-th audit event (DefaultCheckpointEvery,
+// 1000; 0 for none) the Server appends a checkpoint to the session's log:
+// an entry of kind KindCheckpoint ("belief.checkpoint"), covered by the
+// same trace chain, stamped with the instant of the event it follows,
+// whose canonical JSON payload holds the state after the events before
+// it — the declared hypotheses and ontology, the survivors, the
+// obligations, the terminated flag, the number of events, the audit head
+// (event id and event hash) and its survivors hash — and the idempotence
+// records added since the previous checkpoint, which it names (so the
+// checkpoints of a log hold each record once). A checkpoint that cannot be
+// written (another writer appended first) is skipped.
+//
+// Opening a session reads its whole log and verifies the trace chain of
+// every entry, then restores the state from the latest checkpoint (the
+// idempotence table from all of them) and replays only the events after
+// it: it trusts that checkpoint, which the chain covers and which a Server
+// wrote after replaying every event before it, and it refuses one the
+// events after it do not replay on. Catching up with entries another
+// process appended replays each event and compares each checkpoint among
+// them with the state reached, refusing one that disagrees. VerifyLog, and
+// Session.Verify on a session's own log, trust nothing: they replay every
+// event and compare every checkpoint. The events before the checkpoint a
+// session was restored from are not held in memory: Session.Events reads
+// them from the log (verifying the chain up to the session's head), and
+// the State of such a session answers Events for them with an error.
+//
+// Checkpoints are not audit events: AUDIT_TRACE and Events do not show
+// them, AuditEntry seq counts audit events only, and Replay takes the
+// audit events as before. A checkpoint is a trace entry that a reader of
+// the trace log meets between the audit events (trace seq and audit seq
+// differ once there is one).
 //
 // # What it does not cover
 //
 // No causal-graph handling, weights, constraint propagation or probe
 // selection (the specification's non-goals). Event ids must be unique
 // within a session: the shell guarantees it, Replay checks it, the bare
-// core trusts its caller. The audit log of every open session is held in
-// memory. DESIGN.md says how the hot path is kept cheap.
+// core trusts its caller. The audit events of every open session since
+// the checkpoint it was opened from are held in memory. DESIGN.md says how
+// the hot path is kept cheap, and what starting a Server costs.
 package belief

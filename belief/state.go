@@ -198,10 +198,10 @@ func entropyProxy(n int) float64 {
 // since, or all of them when since is empty, oldest first. An unknown
 // since is ErrEventNotFound.
 //
-// A State that a Server restored from a checkpoint (see Server) holds only
-// the events after it; asked for earlier ones, Events returns an error
-// wrapping errNotHeld (code INTERNAL), and Session.Events reads them from
-// the session's log instead.
+// A State that a Server restored from a checkpoint (see the package
+// documentation, Checkpoints) holds only the events after it; asked for
+// earlier ones, Events returns an error (code INTERNAL), and
+// Session.Events reads them from the session's log instead.
 func (s State) Events(since string) ([]AuditEntry, error) {
 	p, err := s.live()
 	if err != nil {

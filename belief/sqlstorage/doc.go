@@ -10,7 +10,7 @@
 //	import _ "github.com/jackc/pgx/v5/stdlib"
 //	db, _ := sql.Open("pgx", "postgres://app@db.internal/verity")
 //	storage, _ := sqlstorage.Open(ctx, db, sqlstore.Postgres)
-//	srv, _ := belief.NewServer(ctx, storage) // replays every stored session
+//	srv, _ := belief.NewServer(ctx, storage) // sessions open on first use
 //
 // A session's log is named "belief/" + its session id (WithPrefix changes
 // the prefix, which keeps deployments sharing one database apart, and
@@ -27,9 +27,9 @@
 // So two servers never fork a session, each sees the other's eliminations,
 // idempotent repeats and obligations, and ExpectHead conflicts work
 // across them. Because every event is in the database, a server that
-// restarts — or a new one — lists every session and replays it to the
-// same state; a log changed in the database fails verification on replay
-// and is refused, naming the session.
+// restarts — or a new one — opens each session on first use, from its
+// latest checkpoint, to the same state; a log changed in the database
+// fails verification and is refused, naming the session.
 //
 // # Guarantees and the tests that check them
 //
@@ -47,12 +47,17 @@
 //   - Three server processes serve one session at once; nothing is lost
 //     or duplicated and the log replays: TestServerProcesses.
 //   - A tampered session is refused on restart: TestRestartRefusesTamperedLog.
+//   - A server process killed with SIGKILL during concurrent eliminations,
+//     trial after trial, loses nothing it acknowledged, and every session
+//     verifies in full after it: TestKillDuringEliminations.
+//   - Start-up time and first-request latency over 10,000 sessions:
+//     BenchmarkServerStart.
 //
 // # What it does not cover
 //
 // Sessions are never deleted (logs are append-only). The package does not
-// cache across servers: each server holds the sessions it has opened and
-// catches up from the database before every decision, which costs one
-// head query per call. Connection pooling, timeouts and durability
+// cache across servers: each server holds the sessions it has open (a
+// bounded cache) and catches up from the database before every decision,
+// which costs one head query per call. Connection pooling, timeouts and durability
 // settings are the host's driver configuration.
 package sqlstorage

@@ -25,6 +25,28 @@
 //     when reopen is given): same session list, snapshots and events, a
 //     terminated session stays terminated, the idempotence table comes
 //     back, new eliminations are accepted and the log verifies.
+//   - CacheOfOne: Servers that keep one idle session open and write a
+//     checkpoint every few events (two of them, with different intervals,
+//     when reopen is given) serve six sessions in turn, so that sessions
+//     are opened from their latest checkpoint again and again and catch up
+//     with each other's events and checkpoints; every answer (results,
+//     error codes, snapshots, events since any event) is the pure core's,
+//     also after a restart, and every log verifies in full.
+//   - Checkpoints: a Server writing a checkpoint every second event puts
+//     one after every second event of the log; a Server started afterwards
+//     restores the session from the latest one with the same snapshot,
+//     events (since events before and after a checkpoint), idempotence
+//     table and obligations, and goes on.
+//
+// # Start-up and kill -9
+//
+// Fill writes many sessions into a Storage fast (the pure core's events,
+// one batch per session) and BenchmarkStart measures a Server's start-up
+// time and first-request latency over them. Workload, Kill and CheckAcks
+// are the kill -9 harness: a helper process (the test binary run again)
+// eliminates from several goroutines and prints what it acknowledged, the
+// test kills it with SIGKILL at a random moment, and a restarted Server
+// must find every acknowledged event in logs that verify in full.
 //
 // # Reopen and Close
 //
