@@ -1,20 +1,15 @@
 package pendingtest
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"os/exec"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/verity-go/verity/claims"
+	"github.com/verity-go/verity/internal/killtest"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -60,56 +55,15 @@ func Workload(ctx context.Context, s *claims.Session, prefix string, ack func(fo
 
 // Ack returns an ack function for Workload that writes each line to
 // standard output at once.
-func Ack() func(format string, args ...any) {
-	var mu sync.Mutex
-	return func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(os.Stdout, format+"\n", args...)
-	}
-}
+func Ack() func(format string, args ...any) { return killtest.Ack() }
 
 // Kill runs the test binary again as a helper process running only the
-// test helper, with env added to its environment; waits for it to print
-// "ready"; kills it with SIGKILL after the given time; and returns the
-// lines it acknowledged (each split into fields). A line the kill cut
-// short is not an acknowledgement.
+// test helper, with env added to its environment, kills it with SIGKILL
+// after the given time from its "ready", and returns the lines it
+// acknowledged, each split into fields (see internal/killtest).
 func Kill(t *testing.T, helper string, env []string, after time.Duration) [][]string {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^"+helper+"$", "-test.count=1")
-	cmd.Env = append(os.Environ(), env...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	r := bufio.NewReader(out)
-	if line, err := r.ReadString('\n'); err != nil || line != "ready\n" {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		t.Fatalf("helper never got ready (%q, %v):\n%s", line, err, stderr.String())
-	}
-	time.Sleep(after)
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	rest, err := io.ReadAll(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cmd.Wait() == nil {
-		t.Fatalf("the helper ended on its own:\n%s", stderr.String())
-	}
-	lines := strings.Split(string(rest), "\n")
-	var acks [][]string
-	for _, l := range lines[:len(lines)-1] {
-		acks = append(acks, strings.Fields(l))
-	}
-	return acks
+	return killtest.Kill(t, helper, env, after)
 }
 
 // CheckAcks checks store, reopened after the kill, against what Workload

@@ -1,22 +1,18 @@
 package sqlbackend_test
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/verity-go/verity/internal/killtest"
 	"github.com/verity-go/verity/speculative"
 	"github.com/verity-go/verity/trace"
 	"github.com/verity-go/verity/trace/sqlstore/sqltest"
@@ -42,12 +38,7 @@ func TestHelperStewardWorkload(t *testing.T) {
 	b := sqltest.Backend{Dialect: dialect}
 	st, err := speculative.NewSteward(ctx, stewardLog(t, b, db), open(t, b, db))
 	require.NoError(t, err)
-	var mu sync.Mutex
-	ack := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(os.Stdout, format+"\n", args...)
-	}
+	ack := killtest.Ack()
 	pid := os.Getpid()
 	for g := range killWorkers {
 		require.NoError(t, st.RegisterProposition(ctx, fmt.Sprintf("c%d", g), map[string]any{"text": "p"}))
@@ -128,34 +119,12 @@ func TestKillDuringWrites(t *testing.T) {
 }
 
 // killHelper starts the helper process on dsn, kills it after the given
-// time from its "ready", and returns the lines it acknowledged.
+// time from its "ready", waits until the database has settled what it had
+// in flight, and returns the lines it acknowledged.
 func killHelper(t *testing.T, b sqltest.Backend, dsn string, after time.Duration) [][]string {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperStewardWorkload$", "-test.count=1")
-	cmd.Env = append(os.Environ(), b.HelperEnv(dsn)...)
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	require.NoError(t, cmd.Start())
-	r := bufio.NewReader(out)
-	line, err := r.ReadString('\n')
-	require.NoError(t, err, "helper never got ready:\n%s", stderr.String())
-	require.Equal(t, "ready\n", line)
-	time.Sleep(after)
-	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-	rest, err := io.ReadAll(r)
-	require.NoError(t, err)
-	werr := cmd.Wait()
-	require.Error(t, werr, "the helper ended on its own:\n%s", stderr.String())
+	acks := killtest.Kill(t, "TestHelperStewardWorkload", b.HelperEnv(dsn), after)
 	b.AwaitHelpers(t, dsn)
-	// The last piece is empty, or a line the kill cut short: not an
-	// acknowledgement.
-	lines := strings.Split(string(rest), "\n")
-	var acks [][]string
-	for _, l := range lines[:len(lines)-1] {
-		acks = append(acks, strings.Fields(l))
-	}
 	return acks
 }
 
