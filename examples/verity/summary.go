@@ -95,10 +95,7 @@ func kernelLine(x kernel.Entry) string {
 		if v.Emergency {
 			s += ", emergency"
 		}
-		for _, w := range v.Warnings {
-			s += fmt.Sprintf("; warned: %s %s", w.Check, w.Name)
-		}
-		return s
+		return s + warnedText(v.Warnings)
 	case kernel.RejectEntry:
 		var failed []string
 		for _, c := range v.Checks {
@@ -114,8 +111,25 @@ func kernelLine(x kernel.Entry) string {
 		return fmt.Sprintf("rejected %s (cost %s): %s", v.Action.ID, v.Action.Cost, strings.Join(failed, "; "))
 	case kernel.RollbackEntry:
 		return fmt.Sprintf("rolled back exec %s, refund %s → %s", v.ExecID, v.Refund, budgetText(v.Budget))
+	case kernel.ReserveEntry:
+		s := fmt.Sprintf("reserved %s for %s (exec %s) → %s, steps %d", v.Action.Cost, v.Action.ID, v.ExecID, budgetText(v.Budget), v.Steps)
+		return s + warnedText(v.Warnings)
+	case kernel.SettleEntry:
+		return fmt.Sprintf("settled exec %s: reserved %s, actual %s, refund %s, overrun %s, unpaid %s → %s",
+			v.ExecID, v.Reserved, v.Actual, v.Refund, v.Overrun, v.Unpaid, budgetText(v.Budget))
+	case kernel.RefundEntry:
+		return fmt.Sprintf("refunded %s to exec %s (%s) → %s", v.Amount, v.ExecID, v.Reason, budgetText(v.Budget))
 	}
 	return fmt.Sprintf("%T", x)
+}
+
+// warnedText lists the monitoring checks that warned.
+func warnedText(warnings []kernel.CheckResult) string {
+	var s string
+	for _, w := range warnings {
+		s += fmt.Sprintf("; warned: %s %s", w.Check, w.Name)
+	}
+	return s
 }
 
 func budgetText(b kernel.BudgetSnapshot) string {

@@ -324,6 +324,14 @@ func (ix *index) chart(e trace.Entry, decoded any, budgets map[string]*budgetSer
 			id, b = v.Session, v.Budget
 		case kernel.RollbackEntry:
 			id, b = v.Session, v.Budget
+		case kernel.ReserveEntry:
+			id, b = v.Session, v.Budget
+		case kernel.SettleEntry:
+			id, b = v.Session, v.Budget
+		case kernel.RefundEntry:
+			id, b = v.Session, v.Budget
+		default:
+			return
 		}
 		s := budgets[id]
 		if s == nil {
