@@ -29,6 +29,10 @@ type replayed struct {
 	kernel      map[string]*kernelRecorded
 	kernelOrder []string
 	belief      map[string]belief.State
+	// beliefCheckpoints counts belief.checkpoint entries; otherKinds says
+	// the log holds entries of other packages too.
+	beliefCheckpoints int
+	otherKinds        bool
 	beliefOrder []string
 	claims      []claimRecord
 	speculative map[string]int
@@ -52,11 +56,19 @@ func (r *replayed) add(e trace.Entry) error {
 	fail := func(err error) error {
 		return &replayError{fmt.Errorf("entry %d (%s): %w", e.Seq, e.Kind, err)}
 	}
+	if !strings.HasPrefix(e.Kind, "belief.") {
+		r.otherKinds = true
+	}
 	switch {
 	case strings.HasPrefix(e.Kind, "kernel."):
 		if err := noteKernel(r.kernel, &r.kernelOrder, e); err != nil {
 			return &replayError{err}
 		}
+	case e.Kind == belief.KindCheckpoint:
+		// A checkpoint is not an event: it repeats the state the events
+		// before it built, which belief.VerifyLog compares (see replay).
+		r.beliefCheckpoints++
+		return nil
 	case strings.HasPrefix(e.Kind, "belief."):
 		a, err := belief.DecodeAuditEntry(e.Payload)
 		if err != nil {
@@ -119,6 +131,21 @@ func cmdReplay(ctx context.Context, e *env, args []string) error {
 			}
 			fmt.Fprintf(w, "kernel session %s\n  meter  %s\n  state  %s\n", id, s.Meter(), s.State())
 		}
+	}
+	if r.beliefCheckpoints > 0 && !r.otherKinds && len(r.beliefOrder) == 1 {
+		// A belief session's own log: every checkpoint is compared with
+		// the state its events built.
+		o, err := openLog(ctx, e, src)
+		if err != nil {
+			return err
+		}
+		defer o.close()
+		if _, _, err := belief.VerifyLog(ctx, o.store); err != nil {
+			return &replayError{err}
+		}
+		fmt.Fprintf(w, "belief checkpoints: %d, each agrees with the events before it\n", r.beliefCheckpoints)
+	} else if r.beliefCheckpoints > 0 {
+		fmt.Fprintf(w, "belief checkpoints: %d, not compared (they are compared in a belief session's own log)\n", r.beliefCheckpoints)
 	}
 	for _, id := range r.beliefOrder {
 		snap := r.belief[id].Snapshot()

@@ -137,6 +137,9 @@ func budgetText(b kernel.BudgetSnapshot) string {
 }
 
 func beliefSummary(e trace.Entry) (string, any, error) {
+	if e.Kind == belief.KindCheckpoint {
+		return fmt.Sprintf("checkpoint: the session's state after the events before it (%d bytes)", len(e.Payload)), nil, nil
+	}
 	a, err := belief.DecodeAuditEntry(e.Payload)
 	if err != nil {
 		return "", nil, err
