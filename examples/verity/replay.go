@@ -33,10 +33,10 @@ type replayed struct {
 	// the log holds entries of other packages too.
 	beliefCheckpoints int
 	otherKinds        bool
-	beliefOrder []string
-	claims      []claimRecord
-	speculative map[string]int
-	refusals    []string
+	beliefOrder       []string
+	claims            []claimRecord
+	speculative       map[string]int
+	refusals          []string
 }
 
 // claimRecord is one claims entry, decoded.
