@@ -155,23 +155,7 @@ func FuzzDecodeEntry(f *testing.F) {
 	}
 	f.Add(uint8(2), []byte(`{"action":{"id":""},"budget":{"gross":"0","limit":"1","refunded":"0"},"checks":[],"emergency":false,"session":"","state":"`+strings.Repeat("0", 64)+`","steps":9007199254740991}`))
 	f.Fuzz(func(t *testing.T, kind uint8, payload []byte) {
-		e := trace.Entry{Kind: kinds[int(kind)%len(kinds)], Payload: payload}
-		x, err := kernel.DecodeEntry(e)
-		if err != nil {
-			return
-		}
-		once := kernel.EntryPayload(x)
-		if err := canon.Valid(once); err != nil {
-			t.Fatalf("re-encoded %s is not canonical: %v", once, err)
-		}
-		e.Payload = once
-		y, err := kernel.DecodeEntry(e)
-		if err != nil {
-			t.Fatalf("re-encoded %s does not decode: %v", once, err)
-		}
-		if twice := kernel.EntryPayload(y); string(twice) != string(once) {
-			t.Fatalf("not stable:\n%s\n%s", once, twice)
-		}
+		checkDecodeReencodes(t, trace.Entry{Kind: kinds[int(kind)%len(kinds)], Payload: payload})
 	})
 }
 
@@ -214,23 +198,7 @@ func FuzzDecodeToolCallEntry(f *testing.F) {
 		f.Add(uint8(slices.Index(kinds, e.Kind)), e.Payload)
 	}
 	f.Fuzz(func(t *testing.T, kind uint8, payload []byte) {
-		e := trace.Entry{Kind: kinds[int(kind)%len(kinds)], Payload: payload}
-		x, err := kernel.DecodeEntry(e)
-		if err != nil {
-			return
-		}
-		once := kernel.EntryPayload(x)
-		if err := canon.Valid(once); err != nil {
-			t.Fatalf("re-encoded %s is not canonical: %v", once, err)
-		}
-		e.Payload = once
-		y, err := kernel.DecodeEntry(e)
-		if err != nil {
-			t.Fatalf("re-encoded %s does not decode: %v", once, err)
-		}
-		if twice := kernel.EntryPayload(y); string(twice) != string(once) {
-			t.Fatalf("not stable:\n%s\n%s", once, twice)
-		}
+		checkDecodeReencodes(t, trace.Entry{Kind: kinds[int(kind)%len(kinds)], Payload: payload})
 	})
 }
 
@@ -261,5 +229,27 @@ func TestSessionReplaysInputsOfAnySize(t *testing.T) {
 		_, err := kernel.DecodeEntry(e)
 		assert.Equal(t, ok, err == nil, "%s: %v", text, err)
 		size = text
+	}
+}
+
+// checkDecodeReencodes: a payload DecodeEntry accepts re-encodes to
+// canonical JSON that decodes again to the same bytes.
+func checkDecodeReencodes(t *testing.T, e trace.Entry) {
+	t.Helper()
+	x, err := kernel.DecodeEntry(e)
+	if err != nil {
+		return
+	}
+	once := kernel.EntryPayload(x)
+	if err := canon.Valid(once); err != nil {
+		t.Fatalf("re-encoded %s is not canonical: %v", once, err)
+	}
+	e.Payload = once
+	y, err := kernel.DecodeEntry(e)
+	if err != nil {
+		t.Fatalf("re-encoded %s does not decode: %v", once, err)
+	}
+	if twice := kernel.EntryPayload(y); string(twice) != string(once) {
+		t.Fatalf("not stable:\n%s\n%s", once, twice)
 	}
 }

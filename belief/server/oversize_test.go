@@ -107,7 +107,14 @@ func dial(t *testing.T, addr string) net.Conn {
 // readResponse reads one response and its whole body from conn.
 func readResponse(t *testing.T, conn net.Conn) (*http.Response, []byte) {
 	t.Helper()
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	return readResponseFrom(t, bufio.NewReader(conn))
+}
+
+// readResponseFrom is readResponse from br, for a caller that reads on
+// (to see the connection close).
+func readResponseFrom(t *testing.T, br *bufio.Reader) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := http.ReadResponse(br, nil)
 	require.NoError(t, err, "the client reads an answer, not a reset")
 	text, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
@@ -211,10 +218,7 @@ func TestOversizedExpectContinueIsNotDrained(t *testing.T) {
 	require.NoError(t, err)
 	start := time.Now()
 	br := bufio.NewReader(conn)
-	resp, err := http.ReadResponse(br, nil)
-	require.NoError(t, err)
-	text, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
+	resp, text := readResponseFrom(t, br)
 	assertTooLarge(t, resp, text, testBodyLimit)
 	_, err = br.ReadByte()
 	assert.ErrorIs(t, err, io.EOF, "the server closes the connection")
@@ -234,10 +238,7 @@ func TestOversizedBodyDrainIsBounded(t *testing.T) {
 		require.NoError(t, err)
 		start := time.Now()
 		br := bufio.NewReader(conn)
-		resp, err := http.ReadResponse(br, nil)
-		require.NoError(t, err)
-		text, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
+		resp, text := readResponseFrom(t, br)
 		assertTooLarge(t, resp, text, testBodyLimit)
 		_, err = br.ReadByte()
 		require.Error(t, err, "the server closes the connection")
@@ -301,10 +302,7 @@ func TestOversizedBodyDrainsAreCapped(t *testing.T) {
 		_, err := io.WriteString(conn, rawRequest{path: "/v1/sessions"}.head()+"0123456789")
 		require.NoError(t, err)
 		br := bufio.NewReader(conn)
-		resp, err := http.ReadResponse(br, nil)
-		require.NoError(t, err)
-		text, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
+		resp, text := readResponseFrom(t, br)
 		assertTooLarge(t, resp, text, testBodyLimit)
 		start := time.Now()
 		return func() time.Duration {
