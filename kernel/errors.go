@@ -203,6 +203,9 @@ func (e *PreconditionError) Unwrap() error { return ErrPreconditionFailed }
 // Verdict rejects the action. Nothing changed.
 type RejectedError struct {
 	Verdict Verdict
+	// Seq is the trace entry a Session recorded the rejection in (zero
+	// from the pure Kernel).
+	Seq uint64
 }
 
 func (e *RejectedError) Error() string {

@@ -430,8 +430,12 @@ func (s *Session) reject(ctx context.Context, now time.Time, v Verdict, sharedEr
 			e.Action.Input = nil
 		}
 	}
-	if _, err := s.log.Append(ctx, KindReject, payload(e), trace.At(now)); err != nil {
+	entry, err := s.log.Append(ctx, KindReject, payload(e), trace.At(now))
+	if err != nil {
 		return joinErrors(rej, fmt.Errorf("kernel: recording rejection: %w", err))
+	}
+	if re, ok := rej.(*RejectedError); ok {
+		re.Seq = entry.Seq
 	}
 	return rej
 }

@@ -1,0 +1,227 @@
+package toolgate
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path"
+
+	"github.com/verity-go/verity/claims"
+	"github.com/verity-go/verity/kernel"
+)
+
+// Call is one tool call an agent proposes: which tool, the framework's id
+// for the call, its JSON arguments as sent, and the caller it belongs to.
+type Call struct {
+	// Tool is the tool's name as the agent called it.
+	Tool string
+	// ID is the framework's id for this call (MCP has none, ADK's
+	// function-call id, eino's tool-call id). Before assigns a UUIDv7 when
+	// it is empty and returns the call with it; After finds the call by
+	// (Caller, ID).
+	ID string
+	// Arguments are the call's arguments exactly as the agent sent them,
+	// usually a JSON object. They are recorded (see kernel.Action.Input)
+	// and their SHA-256 binds an approval to the call.
+	Arguments []byte
+	// Caller is the key of the session the call belongs to: an MCP
+	// session, an agent session, a tenant. Each caller has its own kernel
+	// session, budget and counters; "" is a caller like any other.
+	Caller string
+}
+
+// ArgumentsDigest is the lower-case hex SHA-256 of the call's arguments,
+// the digest an approval is bound to.
+func (c Call) ArgumentsDigest() string {
+	sum := sha256.Sum256(c.Arguments)
+	return hex.EncodeToString(sum[:])
+}
+
+// Verdict is what Before decides about a call.
+type Verdict uint8
+
+const (
+	// Allow: the call was recorded as an execution; run the tool, then
+	// call After.
+	Allow Verdict = iota + 1
+	// Refuse: the call must not run; Decision.Explanation says why, in
+	// one line the model can read.
+	Refuse
+	// AskApproval: the call's risk tier needs a human. Ask them
+	// (Decision.Approval.Question), record the answer with Approve or
+	// Deny, then call Before again with the same call.
+	AskApproval
+)
+
+// String returns "allow", "refuse" or "ask_approval".
+func (v Verdict) String() string {
+	switch v {
+	case Allow:
+		return "allow"
+	case Refuse:
+		return "refuse"
+	case AskApproval:
+		return "ask_approval"
+	}
+	return fmt.Sprintf("Verdict(%d)", uint8(v))
+}
+
+// Decision is Before's answer.
+type Decision struct {
+	Verdict Verdict
+	// Call is the call decided on, its ID filled in.
+	Call Call
+	// Explanation says why a call is refused, or what the human is
+	// asked, in one stable line. Empty when the call is allowed.
+	Explanation string
+	// ExecID is the kernel execution id of an allowed call.
+	ExecID string
+	// Seq is the trace entry that recorded the decision: the kernel's
+	// execution or rejection, or the gate's refusal. It is zero for
+	// AskApproval, whose claims evaluation Approval.ID names.
+	Seq uint64
+	// Reserved: the tool's cost is known afterwards; Before charged an
+	// upper bound that After settles.
+	Reserved bool
+	// ApprovalID names the approval an allowed call relied on.
+	ApprovalID string
+	// Approval is the request to put to a human (AskApproval only).
+	Approval *ApprovalRequest
+}
+
+// ApprovalRequest is a call waiting for a human. It is bound to the
+// caller, the tool and the arguments' digest: the approval it leads to
+// lets exactly that call run, once.
+type ApprovalRequest struct {
+	// ID identifies the request (it is the claims bundle's id); give it
+	// to Approve or Deny.
+	ID              string
+	Caller          string
+	Tool            string
+	ArgumentsDigest string
+	Tier            claims.RiskTier
+	// Awaiting lists the approvers who have not decided yet.
+	Awaiting []string
+	// Question is the sentence to put to the human.
+	Question string
+}
+
+// Result is what a tool returned, reported to After.
+type Result struct {
+	// Output is the tool's output as returned (JSON or text). The gate
+	// records its SHA-256, its size and at most Config.ResultTextLimit
+	// bytes of it.
+	Output []byte
+	// Err is the tool's failure, nil when it succeeded.
+	Err error
+	// Actual is the measured cost of the call, when Measured is set. A
+	// reserved call is settled at Actual (at its reservation when not
+	// measured); a fixed-cost call measured below its cost is refunded
+	// the difference.
+	Actual   kernel.Cost
+	Measured bool
+}
+
+// Outcome is After's account of a finished call.
+type Outcome struct {
+	ExecID string
+	// Charged is what the call costs in the end, after any settlement or
+	// refund.
+	Charged kernel.Cost
+	// Unpaid is the part of a measured cost above the reservation that
+	// the budget had no room for (After then returns kernel.ErrOverrun
+	// too): recorded, never hidden, never charged.
+	Unpaid kernel.Cost
+	// Speculative reports that result checking found a speculative
+	// marker in the output (Finding says where): the output must not be
+	// stored as grounded evidence.
+	Speculative bool
+	Finding     string
+	// Seq is the toolgate.result entry that recorded the outcome.
+	Seq uint64
+}
+
+// Rule is what the gate knows of a tool: what a call costs, how risky it
+// is, and what to do with its result.
+type Rule struct {
+	// Match is the tool's name, or a pattern of path.Match ("fs_*",
+	// "db_?elete"). The first rule of Config.Rules that matches a tool
+	// decides for it.
+	Match       string
+	Description string
+	// Cost is what one call costs (at least Config.MinCost). With
+	// Reserve, it is the upper bound charged before the call and settled
+	// afterwards at the measured cost.
+	Cost kernel.Cost
+	// CostFunc, when set, prices a call from its arguments instead of
+	// Cost. An error refuses the call.
+	CostFunc func(Call) (kernel.Cost, error)
+	// Reserve: the cost is known only afterwards (After's Result.Actual).
+	Reserve bool
+	// Tier is the call's risk tier (claims.TierReadOnly when empty).
+	// claims.TierDelete and claims.TierPrivilege need a human's approval.
+	Tier claims.RiskTier
+	// RefundOnError gives a failed call's charge back (a failed call
+	// still counts towards the per-tool counters).
+	RefundOnError bool
+	// CheckResult runs the speculative firewall over the call's output
+	// (see Outcome.Speculative); Config.CheckResults turns it on for all.
+	CheckResult bool
+}
+
+// matches reports whether the rule applies to tool. A malformed pattern
+// matches nothing (Config validation refuses it first).
+func (r Rule) matches(tool string) bool {
+	if r.Match == tool {
+		return true
+	}
+	ok, err := path.Match(r.Match, tool)
+	return err == nil && ok
+}
+
+// price returns the rule's cost for c.
+func (r Rule) price(c Call) (kernel.Cost, error) {
+	if r.CostFunc != nil {
+		return r.CostFunc(c)
+	}
+	return r.Cost, nil
+}
+
+// needsApproval reports whether calls under the rule need a human.
+func (r Rule) needsApproval() bool {
+	return r.Tier == claims.TierDelete || r.Tier == claims.TierPrivilege
+}
+
+// Config configures a Gate.
+type Config struct {
+	// Budget is each caller's budget B0 (kernel.Config.Budget).
+	Budget kernel.Cost
+	// MinCost is ε, the least a call may cost (kernel.Config.MinActionCost).
+	MinCost kernel.Cost
+	// Rules is the catalogue: the first rule that matches a tool decides.
+	Rules []Rule
+	// AllowUnknown lets tools no rule matches run under DefaultRule; by
+	// default they are refused.
+	AllowUnknown bool
+	DefaultRule  Rule
+	// Invariants are the user's invariants over each caller's counters:
+	// "calls" (all calls) and "calls/"+tool, counted with kernel.Count;
+	// kernel.AtMost, AtMostEach and friends are ready-made.
+	Invariants []kernel.Invariant
+	// Approvers names who must approve a call of each tier (claims
+	// Policy.Approvers); DefaultApprover for DELETE and PRIVILEGE when nil.
+	Approvers map[claims.RiskTier][]string
+	// ResultTextLimit bounds how many bytes of a result's output are
+	// recorded (DefaultResultTextLimit when 0, none when negative).
+	ResultTextLimit int
+	// CheckResults runs the speculative firewall over every result.
+	CheckResults bool
+}
+
+// DefaultApprover is who approves DELETE and PRIVILEGE calls when
+// Config.Approvers is nil: the human at the client.
+const DefaultApprover = "human"
+
+// DefaultResultTextLimit is how many bytes of a result's output are
+// recorded by default.
+const DefaultResultTextLimit = 1024

@@ -1,0 +1,177 @@
+package toolgate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/speculative"
+	"github.com/verity-go/verity/trace"
+)
+
+// ResultEntry is the payload of a KindResult entry: how an allowed call
+// ended. Costs are in thousandths of a unit, as kernel.Cost counts them.
+type ResultEntry struct {
+	Session string `json:"session"`
+	Caller  string `json:"caller"`
+	CallID  string `json:"call_id"`
+	ExecID  string `json:"exec_id"`
+	Tool    string `json:"tool"`
+	OK      bool   `json:"ok"`
+	// Error is the tool's failure, cut to the result text limit.
+	Error        string `json:"error,omitempty"`
+	OutputSHA256 string `json:"output_sha256"`
+	OutputSize   int    `json:"output_size"`
+	// OutputText holds the output's first bytes (at most the result text
+	// limit, cut at a character boundary) when it is valid UTF-8,
+	// OutputBase64 when it is not.
+	OutputText   string `json:"output_text,omitempty"`
+	OutputBase64 string `json:"output_base64,omitempty"`
+	Truncated    bool   `json:"truncated,omitempty"`
+	Charged      int64  `json:"charged"`
+	Unpaid       int64  `json:"unpaid,omitempty"`
+	Measured     bool   `json:"measured,omitempty"`
+	Actual       int64  `json:"actual,omitempty"`
+	Speculative  bool   `json:"speculative,omitempty"`
+	Finding      string `json:"finding,omitempty"`
+}
+
+// After reports how an allowed call ended and records it: a reserved
+// call is settled (at Result.Actual when measured, else at its
+// reservation), a fixed-cost call measured below its cost or failed under
+// RefundOnError is refunded the difference, the output is checked for
+// speculative markers when the rule asks, and a KindResult entry records
+// the outcome. c names the call by (Caller, ID), as Before's Decision.Call
+// returned it; a call not open is ErrUnknownCall. An overrun the budget
+// could not pay returns the Outcome with kernel.ErrOverrun.
+func (g *Gate) After(ctx context.Context, c Call, r Result) (Outcome, error) {
+	g.mu.Lock()
+	cl, ok := g.callers[c.Caller]
+	g.mu.Unlock()
+	if !ok {
+		return Outcome{}, fmt.Errorf("%w: %q", ErrUnknownCall, c.ID)
+	}
+	<-cl.ready
+	cl.mu.Lock()
+	oc, ok := cl.open[c.ID]
+	if ok && oc.execID != "" {
+		delete(cl.open, c.ID)
+	}
+	cl.mu.Unlock()
+	if !ok || oc.execID == "" {
+		return Outcome{}, fmt.Errorf("%w: %q", ErrUnknownCall, c.ID)
+	}
+
+	out := Outcome{ExecID: oc.execID, Charged: oc.cost}
+	var overrun error
+	failed := r.Err != nil
+	switch {
+	case oc.reserved:
+		actual := oc.cost
+		if r.Measured {
+			actual = r.Actual
+		}
+		if failed && oc.rule.RefundOnError {
+			actual = 0
+		}
+		s, err := cl.sess.Settle(ctx, oc.execID, actual)
+		if err != nil && !errors.Is(err, kernel.ErrOverrun) {
+			return out, g.reopen(cl, c.ID, oc, fmt.Errorf("toolgate: settling %q: %w", c.Tool, err))
+		}
+		overrun = err
+		out.Charged = s.Reserved - s.Refund + s.Overrun
+		out.Unpaid = s.Unpaid
+	default:
+		refund, why := kernel.Cost(0), ""
+		switch {
+		case failed && oc.rule.RefundOnError:
+			refund, why = oc.cost, "the tool failed"
+		case r.Measured && r.Actual < oc.cost:
+			refund, why = oc.cost-r.Actual, "measured cost "+r.Actual.String()
+		}
+		if refund > 0 {
+			if _, err := cl.sess.Refund(ctx, oc.execID, refund, why); err != nil {
+				return out, g.reopen(cl, c.ID, oc, fmt.Errorf("toolgate: refunding %q: %w", c.Tool, err))
+			}
+			out.Charged = oc.cost - refund
+		}
+	}
+	if oc.rule.CheckResult || g.cfg.CheckResults {
+		out.Speculative, out.Finding = checkOutput(r.Output)
+	}
+
+	sum := sha256.Sum256(r.Output)
+	e := ResultEntry{Session: g.SessionID(c.Caller), Caller: c.Caller, CallID: c.ID, ExecID: oc.execID, Tool: oc.tool,
+		OK: !failed, OutputSHA256: hex.EncodeToString(sum[:]), OutputSize: len(r.Output),
+		Charged: int64(out.Charged), Unpaid: int64(out.Unpaid), Measured: r.Measured,
+		Speculative: out.Speculative, Finding: out.Finding}
+	if r.Measured {
+		e.Actual = int64(r.Actual)
+	}
+	if failed {
+		e.Error, _ = cut(r.Err.Error(), g.cfg.ResultTextLimit)
+	}
+	if utf8.Valid(r.Output) {
+		e.OutputText, e.Truncated = cut(string(r.Output), g.cfg.ResultTextLimit)
+	} else {
+		b := r.Output
+		if g.cfg.ResultTextLimit >= 0 && len(b) > g.cfg.ResultTextLimit {
+			b, e.Truncated = b[:g.cfg.ResultTextLimit], true
+		}
+		e.OutputBase64 = base64.StdEncoding.EncodeToString(b)
+	}
+	entry, err := g.log.AppendValue(ctx, KindResult, e, trace.At(g.clock()))
+	if err != nil {
+		// The settlement or refund is recorded; only the outcome is
+		// missing from the log. Report it: the caller may retry nothing.
+		return out, fmt.Errorf("toolgate: recording the result of %q: %w", c.Tool, err)
+	}
+	out.Seq = entry.Seq
+	return out, overrun
+}
+
+// reopen puts a call back after a failed settlement or refund, so that
+// After can be retried.
+func (g *Gate) reopen(cl *caller, id string, oc openCall, err error) error {
+	cl.mu.Lock()
+	cl.open[id] = oc
+	cl.mu.Unlock()
+	return err
+}
+
+// cut returns s cut to at most limit bytes at a character boundary
+// (whole when limit is negative) and whether it was cut.
+func cut(s string, limit int) (string, bool) {
+	if limit < 0 || len(s) <= limit {
+		return s, false
+	}
+	n := limit
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n], true
+}
+
+// checkOutput runs the speculative firewall over a tool's output: as JSON
+// when it is JSON, else as one string. A check that cannot finish counts
+// as speculative (fail closed).
+func checkOutput(out []byte) (bool, string) {
+	var v any = string(out)
+	if json.Valid(out) {
+		v = json.RawMessage(out)
+	}
+	f, found, err := speculative.Detect(v)
+	if err != nil {
+		return true, "not checked to the end: " + err.Error()
+	}
+	if !found {
+		return false, ""
+	}
+	return true, f.String()
+}
