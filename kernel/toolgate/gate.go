@@ -1,7 +1,9 @@
 package toolgate
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -9,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -476,11 +479,23 @@ func (g *Gate) claimsContext(caller string) claims.Context {
 	return claims.Context{Actor: agentName(caller), Clearance: claims.TierPrivilege}
 }
 
-// quoteArguments shows a call's arguments to a human: as they are when
-// short, valid UTF-8, cut with an ellipsis when long.
+// quoteArguments shows a call's arguments to a human on one line: JSON
+// compacted, anything else with its control characters as spaces and
+// invalid UTF-8 as U+FFFD, cut with an ellipsis when long.
 func quoteArguments(b []byte) string {
 	const limit = 512
-	s := strings.ToValidUTF8(string(b), "\uFFFD")
+	var s string
+	var compact bytes.Buffer
+	if json.Valid(b) && json.Compact(&compact, b) == nil {
+		s = compact.String()
+	} else {
+		s = strings.Map(func(r rune) rune {
+			if unicode.IsControl(r) {
+				return ' '
+			}
+			return r
+		}, strings.ToValidUTF8(string(b), "\uFFFD"))
+	}
 	if s == "" {
 		return "(none)"
 	}

@@ -1,0 +1,540 @@
+package toolgate_test
+
+// The gate's guarantees and the tests that check them:
+//
+//   - Every call is decided on the log before the caller hears of it:
+//     TestEveryDecisionIsOnTheLog (each Decision.Seq names an entry of the
+//     right kind), TestLogVerifiesAndReplays.
+//   - Unknown tools are refused unless allowed: TestUnknownToolRefused,
+//     TestAllowUnknownUsesTheDefaultRule.
+//   - The budget is never overspent (T1), also by parallel calls and across
+//     callers under a shared budget: TestBudgetRunsOutWithAnExplanation,
+//     TestParallelCallsNeverOverspend (rapid), TestSharedBudgetBoundsAllCallers.
+//   - Counters and invariants per tool: TestInvariantOverToolCounter.
+//   - DELETE and PRIVILEGE calls need a human; an approval is bound to the
+//     caller, tool and arguments and used once; a denial refuses:
+//     TestApprovalBoundToTheCallAndUsedOnce, TestDenialRefusesOnce,
+//     TestApprovalNeedsEveryApprover, TestGateMatchesModel (rapid state
+//     machine against a naive model).
+//   - Reserve and settle, refunds, overruns: TestReservedCallSettled,
+//     TestRefundOnError, TestMeasuredBelowFixedCostRefunded.
+//   - Results are recorded bounded, and checked for speculative markers
+//     when asked: TestResultRecordedBounded, TestSpeculativeResultFlagged.
+//   - A restarted gate resumes every caller's spend: TestRestartResumesSpend.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/verity-go/verity/claims"
+	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/trace"
+)
+
+var ctx = context.Background()
+
+func units(n int64) kernel.Cost { return kernel.Cost(n) * kernel.Unit }
+
+func newLog(t testing.TB) *trace.Log {
+	t.Helper()
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	log, err := trace.NewLog(trace.NewMemory(), trace.WithClock(func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		clock = clock.Add(time.Millisecond)
+		return clock
+	}))
+	require.NoError(t, err)
+	return log
+}
+
+func testConfig() toolgate.Config {
+	return toolgate.Config{
+		Budget:  units(10),
+		MinCost: kernel.Unit / 100,
+		Rules: []toolgate.Rule{
+			{Match: "read_*", Cost: kernel.Unit / 10, Description: "reads a file"},
+			{Match: "search", Cost: units(3), Reserve: true, RefundOnError: true},
+			{Match: "delete_file", Cost: units(1), Tier: claims.TierDelete, Description: "deletes a file"},
+			{Match: "send", Cost: units(2), RefundOnError: true},
+		},
+	}
+}
+
+func newGate(t testing.TB, log *trace.Log, cfg toolgate.Config, opts ...toolgate.Option) *toolgate.Gate {
+	t.Helper()
+	g, err := toolgate.New(ctx, log, cfg, opts...)
+	require.NoError(t, err)
+	return g
+}
+
+func call(tool, args string) toolgate.Call {
+	return toolgate.Call{Tool: tool, Arguments: []byte(args)}
+}
+
+// entryAt returns the log entry with sequence number seq.
+func entryAt(t testing.TB, log *trace.Log, seq uint64) trace.Entry {
+	t.Helper()
+	for e, err := range log.Entries(ctx, seq) {
+		require.NoError(t, err)
+		return e
+	}
+	t.Fatalf("no entry %d", seq)
+	return trace.Entry{}
+}
+
+func TestUnknownToolRefused(t *testing.T) {
+	log := newLog(t)
+	g := newGate(t, log, testConfig())
+	d, err := g.Before(ctx, call("format_disk", `{}`))
+	require.NoError(t, err)
+	assert.Equal(t, toolgate.Refuse, d.Verdict)
+	assert.Equal(t, `tool "format_disk" is not in the gate's catalogue`, d.Explanation)
+	assert.NotEmpty(t, d.Call.ID, "a call id is assigned")
+	e := entryAt(t, log, d.Seq)
+	assert.Equal(t, toolgate.KindRefuse, e.Kind)
+	got, err := toolgate.DecodeEntry(e)
+	require.NoError(t, err)
+	assert.Equal(t, toolgate.RefuseEntry{Session: "toolgate:", CallID: d.Call.ID, Tool: "format_disk", Reason: "unknown_tool",
+		Explanation: d.Explanation, ArgumentsSHA256: call("", `{}`).ArgumentsDigest(), ArgumentsSize: 2}, got)
+	_, err = g.After(ctx, d.Call, toolgate.Result{})
+	assert.ErrorIs(t, err, toolgate.ErrUnknownCall, "a refused call cannot be finished")
+}
+
+func TestAllowUnknownUsesTheDefaultRule(t *testing.T) {
+	cfg := testConfig()
+	cfg.AllowUnknown = true
+	cfg.DefaultRule = toolgate.Rule{Cost: units(4)}
+	g := newGate(t, newLog(t), cfg)
+	d, err := g.Before(ctx, call("format_disk", `{}`))
+	require.NoError(t, err)
+	require.Equal(t, toolgate.Allow, d.Verdict)
+	m, ok := g.Meter("")
+	require.True(t, ok)
+	assert.Equal(t, units(4), m.Budget().Net())
+}
+
+func TestBudgetRunsOutWithAnExplanation(t *testing.T) {
+	log := newLog(t)
+	g := newGate(t, log, testConfig())
+	for i := range 5 {
+		d, err := g.Before(ctx, call("send", fmt.Sprintf(`{"n":%d}`, i)))
+		require.NoError(t, err)
+		require.Equal(t, toolgate.Allow, d.Verdict, "call %d", i)
+		_, err = g.After(ctx, d.Call, toolgate.Result{Output: []byte(`"sent"`)})
+		require.NoError(t, err)
+	}
+	d, err := g.Before(ctx, call("send", `{"n":5}`))
+	require.NoError(t, err)
+	assert.Equal(t, toolgate.Refuse, d.Verdict)
+	assert.Equal(t, `action "send" rejected: budget: cost 2, remaining 0`, d.Explanation)
+	assert.Equal(t, kernel.KindReject, entryAt(t, log, d.Seq).Kind, "the rejection's own entry")
+}
+
+func TestInvariantOverToolCounter(t *testing.T) {
+	cfg := testConfig()
+	cfg.Invariants = []kernel.Invariant{kernel.AtMost("at-most-2-reads", "calls/read_file", 2)}
+	g := newGate(t, newLog(t), cfg)
+	for range 2 {
+		d, err := g.Before(ctx, call("read_file", `{}`))
+		require.NoError(t, err)
+		require.Equal(t, toolgate.Allow, d.Verdict)
+	}
+	d, err := g.Before(ctx, call("read_file", `{}`))
+	require.NoError(t, err)
+	assert.Equal(t, toolgate.Refuse, d.Verdict)
+	assert.Contains(t, d.Explanation, "invariant at-most-2-reads: calls/read_file would be 3, at most 2")
+	d, err = g.Before(ctx, call("read_dir", `{}`))
+	require.NoError(t, err)
+	assert.Equal(t, toolgate.Allow, d.Verdict, "another tool has its own counter")
+	d, err = g.Before(ctx, toolgate.Call{Tool: "read_file", Caller: "bob"})
+	require.NoError(t, err)
+	assert.Equal(t, toolgate.Allow, d.Verdict, "another caller has its own counters")
+}
+
+func TestApprovalBoundToTheCallAndUsedOnce(t *testing.T) {
+	log := newLog(t)
+	g := newGate(t, log, testConfig())
+	c := toolgate.Call{Tool: "delete_file", Arguments: []byte(`{"path":"/tmp/a"}`), Caller: "alice", ID: "c1"}
+
+	d, err := g.Before(ctx, c)
+	require.NoError(t, err)
+	require.Equal(t, toolgate.AskApproval, d.Verdict)
+	req := d.Approval
+	require.NotNil(t, req)
+	assert.Equal(t, `Allow the DELETE tool call "delete_file" with arguments {"path":"/tmp/a"}?`, req.Question)
+	assert.Equal(t, []string{toolgate.DefaultApprover}, req.Awaiting)
+	assert.Equal(t, c.ArgumentsDigest(), req.ArgumentsDigest)
+	assert.Equal(t, []toolgate.ApprovalRequest{*req}, g.Pending())
+
+	again, err := g.Before(ctx, c)
+	require.NoError(t, err)
+	assert.Equal(t, req.ID, again.Approval.ID, "the same call waits on the same request")
+
+	granted, err := g.Approve(ctx, req.ID, toolgate.DefaultApprover, "looks right")
+	require.NoError(t, err)
+	assert.True(t, granted)
+	assert.Empty(t, g.Pending())
+	_, err = g.Approve(ctx, req.ID, toolgate.DefaultApprover, "twice")
+	assert.ErrorIs(t, err, toolgate.ErrUnknownApproval)
+
+	// Other arguments, another tool, another caller: not approved.
+	other := c
+	other.Arguments = []byte(`{"path":"/etc"}`)
+	d, err = g.Before(ctx, other)
+	require.NoError(t, err)
+	assert.Equal(t, toolgate.AskApproval, d.Verdict, "the approval is bound to the arguments")
+	bob := c
+	bob.Caller = "bob"
+	d, err = g.Before(ctx, bob)
+	require.NoError(t, err)
+	assert.Equal(t, toolgate.AskApproval, d.Verdict, "the approval is bound to the caller")
+
+	d, err = g.Before(ctx, c)
+	require.NoError(t, err)
+	require.Equal(t, toolgate.Allow, d.Verdict)
+	assert.Equal(t, req.ID, d.ApprovalID)
+	ex, err := kernel.DecodeEntry(entryAt(t, log, d.Seq))
+	require.NoError(t, err)
+	assert.Contains(t, ex.(kernel.ExecuteEntry).Action.Tags, "approval:"+req.ID, "the execute entry names the approval")
+	_, err = g.After(ctx, d.Call, toolgate.Result{Output: []byte("deleted")})
+	require.NoError(t, err)
+
+	c.ID = "c2"
+	d, err = g.Before(ctx, c)
+	require.NoError(t, err)
+	assert.Equal(t, toolgate.AskApproval, d.Verdict, "an approval is used once")
+	assert.NotEqual(t, req.ID, d.Approval.ID)
+}
+
+func TestDenialRefusesOnce(t *testing.T) {
+	log := newLog(t)
+	g := newGate(t, log, testConfig())
+	c := call("delete_file", `{"path":"/"}`)
+	d, err := g.Before(ctx, c)
+	require.NoError(t, err)
+	require.Equal(t, toolgate.AskApproval, d.Verdict)
+	require.NoError(t, g.Deny(ctx, d.Approval.ID, toolgate.DefaultApprover, "never the root"))
+	r, err := g.Before(ctx, d.Call)
+	require.NoError(t, err)
+	assert.Equal(t, toolgate.Refuse, r.Verdict)
+	assert.Equal(t, `tool "delete_file" (DELETE) denied by human: never the root`, r.Explanation)
+	e, err := toolgate.DecodeEntry(entryAt(t, log, r.Seq))
+	require.NoError(t, err)
+	assert.Equal(t, d.Approval.ID, e.(toolgate.RefuseEntry).Approval)
+	r, err = g.Before(ctx, d.Call)
+	require.NoError(t, err)
+	assert.Equal(t, toolgate.AskApproval, r.Verdict, "the next attempt asks again")
+	m, _ := g.Meter("")
+	assert.Zero(t, m.Steps(), "a denied call never ran")
+}
+
+func TestApprovalNeedsEveryApprover(t *testing.T) {
+	cfg := testConfig()
+	cfg.Approvers = map[claims.RiskTier][]string{claims.TierDelete: {"dba", "owner"}}
+	g := newGate(t, newLog(t), cfg)
+	d, err := g.Before(ctx, call("delete_file", `{}`))
+	require.NoError(t, err)
+	require.Equal(t, []string{"dba", "owner"}, d.Approval.Awaiting)
+	_, err = g.Approve(ctx, d.Approval.ID, "intruder", "")
+	assert.ErrorIs(t, err, claims.ErrNotRequired)
+	granted, err := g.Approve(ctx, d.Approval.ID, "dba", "")
+	require.NoError(t, err)
+	assert.False(t, granted)
+	assert.Equal(t, []string{"owner"}, g.Pending()[0].Awaiting)
+	d2, err := g.Before(ctx, d.Call)
+	require.NoError(t, err)
+	assert.Equal(t, toolgate.AskApproval, d2.Verdict, "still waiting for the owner")
+	granted, err = g.Approve(ctx, d.Approval.ID, "owner", "")
+	require.NoError(t, err)
+	assert.True(t, granted)
+	d3, err := g.Before(ctx, d.Call)
+	require.NoError(t, err)
+	assert.Equal(t, toolgate.Allow, d3.Verdict)
+}
+
+func TestReservedCallSettled(t *testing.T) {
+	log := newLog(t)
+	g := newGate(t, log, testConfig())
+	d, err := g.Before(ctx, call("search", `{"q":"x"}`))
+	require.NoError(t, err)
+	require.Equal(t, toolgate.Allow, d.Verdict)
+	assert.True(t, d.Reserved)
+	m, _ := g.Meter("")
+	assert.Equal(t, units(3), m.Budget().Net(), "the upper bound is charged")
+	out, err := g.After(ctx, d.Call, toolgate.Result{Output: []byte(`{"hits":1}`), Actual: kernel.Unit / 2, Measured: true})
+	require.NoError(t, err)
+	assert.Equal(t, kernel.Unit/2, out.Charged)
+	m, _ = g.Meter("")
+	assert.Equal(t, kernel.Unit/2, m.Budget().Net())
+	_, err = g.After(ctx, d.Call, toolgate.Result{})
+	assert.ErrorIs(t, err, toolgate.ErrUnknownCall, "a call is finished once")
+
+	// Measured above the reservation, beyond what remains: the rest is
+	// unpaid, recorded, and net spend stays within the budget.
+	d, err = g.Before(ctx, call("search", `{"q":"y"}`))
+	require.NoError(t, err)
+	out, err = g.After(ctx, d.Call, toolgate.Result{Actual: units(20), Measured: true})
+	require.ErrorIs(t, err, kernel.ErrOverrun)
+	assert.Equal(t, units(10)-kernel.Unit/2, out.Charged)
+	assert.Equal(t, units(10)+kernel.Unit/2, out.Unpaid)
+	m, _ = g.Meter("")
+	assert.Equal(t, units(10), m.Budget().Net())
+	res, err := toolgate.DecodeEntry(entryAt(t, log, out.Seq))
+	require.NoError(t, err)
+	assert.Equal(t, int64(out.Unpaid), res.(toolgate.ResultEntry).Unpaid)
+}
+
+func TestRefundOnError(t *testing.T) {
+	g := newGate(t, newLog(t), testConfig())
+	d, err := g.Before(ctx, call("send", `{}`))
+	require.NoError(t, err)
+	out, err := g.After(ctx, d.Call, toolgate.Result{Err: errors.New("smtp down")})
+	require.NoError(t, err)
+	assert.Zero(t, out.Charged)
+	m, _ := g.Meter("")
+	assert.Zero(t, m.Budget().Net())
+	assert.Equal(t, uint64(1), m.Steps(), "a failed call still counts")
+	// Without RefundOnError a failure is paid for.
+	d, err = g.Before(ctx, call("read_file", `{}`))
+	require.NoError(t, err)
+	out, err = g.After(ctx, d.Call, toolgate.Result{Err: errors.New("no such file")})
+	require.NoError(t, err)
+	assert.Equal(t, kernel.Unit/10, out.Charged)
+}
+
+func TestMeasuredBelowFixedCostRefunded(t *testing.T) {
+	g := newGate(t, newLog(t), testConfig())
+	d, err := g.Before(ctx, call("send", `{}`))
+	require.NoError(t, err)
+	out, err := g.After(ctx, d.Call, toolgate.Result{Actual: kernel.Unit / 2, Measured: true})
+	require.NoError(t, err)
+	assert.Equal(t, kernel.Unit/2, out.Charged)
+	d, err = g.Before(ctx, call("send", `{}`))
+	require.NoError(t, err)
+	out, err = g.After(ctx, d.Call, toolgate.Result{Actual: units(9), Measured: true})
+	require.NoError(t, err)
+	assert.Equal(t, units(2), out.Charged, "a fixed cost is never raised afterwards")
+}
+
+func TestResultRecordedBounded(t *testing.T) {
+	log := newLog(t)
+	cfg := testConfig()
+	cfg.ResultTextLimit = 5
+	g := newGate(t, log, cfg)
+	d, err := g.Before(ctx, call("read_file", `{}`))
+	require.NoError(t, err)
+	out, err := g.After(ctx, d.Call, toolgate.Result{Output: []byte("héllo world"), Err: errors.New("partial read of the file")})
+	require.NoError(t, err)
+	e, err := toolgate.DecodeEntry(entryAt(t, log, out.Seq))
+	require.NoError(t, err)
+	r := e.(toolgate.ResultEntry)
+	assert.Equal(t, "héll", r.OutputText, "cut at a character boundary")
+	assert.True(t, r.Truncated)
+	assert.Equal(t, 12, r.OutputSize)
+	assert.Equal(t, "parti", r.Error)
+	assert.False(t, r.OK)
+
+	d, err = g.Before(ctx, call("read_file", `{}`))
+	require.NoError(t, err)
+	out, err = g.After(ctx, d.Call, toolgate.Result{Output: []byte{0xff, 0xfe, 'a'}})
+	require.NoError(t, err)
+	e, err = toolgate.DecodeEntry(entryAt(t, log, out.Seq))
+	require.NoError(t, err)
+	assert.Equal(t, "//5h", e.(toolgate.ResultEntry).OutputBase64, "bytes that are not UTF-8 are kept as base64")
+}
+
+func TestSpeculativeResultFlagged(t *testing.T) {
+	cfg := testConfig()
+	cfg.CheckResults = true
+	g := newGate(t, newLog(t), cfg)
+	d, err := g.Before(ctx, call("read_file", `{}`))
+	require.NoError(t, err)
+	out, err := g.After(ctx, d.Call, toolgate.Result{Output: []byte(`{"answer":42,"epistemic_status":"speculative"}`)})
+	require.NoError(t, err)
+	assert.True(t, out.Speculative)
+	assert.Contains(t, out.Finding, "epistemic_status")
+	d, err = g.Before(ctx, call("read_file", `{}`))
+	require.NoError(t, err)
+	out, err = g.After(ctx, d.Call, toolgate.Result{Output: []byte(`plain grounded text`)})
+	require.NoError(t, err)
+	assert.False(t, out.Speculative)
+}
+
+func TestEveryDecisionIsOnTheLog(t *testing.T) {
+	log := newLog(t)
+	g := newGate(t, log, testConfig())
+	kinds := map[toolgate.Verdict][]string{
+		toolgate.Allow:  {kernel.KindExecute, kernel.KindReserve},
+		toolgate.Refuse: {kernel.KindReject, toolgate.KindRefuse},
+	}
+	for i, c := range []toolgate.Call{call("read_file", `{}`), call("nope", ``), call("search", `{}`), call("send", `{}`),
+		call("send", `{}`), call("send", `{}`), call("send", `{}`)} {
+		d, err := g.Before(ctx, c)
+		require.NoError(t, err)
+		assert.Contains(t, kinds[d.Verdict], entryAt(t, log, d.Seq).Kind, "call %d (%s)", i, d.Verdict)
+	}
+}
+
+func TestDuplicateCallIDRefused(t *testing.T) {
+	g := newGate(t, newLog(t), testConfig())
+	c := toolgate.Call{Tool: "read_file", ID: "same"}
+	d, err := g.Before(ctx, c)
+	require.NoError(t, err)
+	require.Equal(t, toolgate.Allow, d.Verdict)
+	d2, err := g.Before(ctx, c)
+	require.NoError(t, err)
+	assert.Equal(t, toolgate.Refuse, d2.Verdict)
+	assert.Equal(t, `call id "same" is already running`, d2.Explanation)
+	_, err = g.After(ctx, c, toolgate.Result{})
+	require.NoError(t, err)
+	d3, err := g.Before(ctx, c)
+	require.NoError(t, err)
+	assert.Equal(t, toolgate.Allow, d3.Verdict, "a finished id may be used again")
+}
+
+func TestLogVerifiesAndReplays(t *testing.T) {
+	log := newLog(t)
+	g := newGate(t, log, testConfig())
+	for _, caller := range []string{"alice", "bob"} {
+		for _, tool := range []string{"read_file", "search", "send", "delete_file"} {
+			d, err := g.Before(ctx, toolgate.Call{Tool: tool, Caller: caller, Arguments: []byte(`{}`)})
+			require.NoError(t, err)
+			if d.Verdict == toolgate.AskApproval {
+				_, err := g.Approve(ctx, d.Approval.ID, toolgate.DefaultApprover, "")
+				require.NoError(t, err)
+				d, err = g.Before(ctx, d.Call)
+				require.NoError(t, err)
+			}
+			require.Equal(t, toolgate.Allow, d.Verdict)
+			_, err = g.After(ctx, d.Call, toolgate.Result{Output: []byte("ok"), Actual: kernel.Unit, Measured: true})
+			require.NoError(t, err)
+		}
+	}
+	var entries []trace.Entry
+	for e, err := range log.Entries(ctx, 0) {
+		require.NoError(t, err)
+		entries = append(entries, e)
+	}
+	_, err := trace.Verify(entries)
+	require.NoError(t, err)
+	for _, caller := range []string{"alice", "bob"} {
+		s, err := kernel.Replay(ctx, log, g.Kernel(), g.SessionID(caller))
+		require.NoError(t, err)
+		m, _ := g.Meter(caller)
+		assert.Equal(t, m.Budget(), s.Meter().Budget(), caller)
+		n, _ := s.State().Int("calls")
+		assert.Equal(t, int64(4), n)
+	}
+}
+
+func TestRestartResumesSpend(t *testing.T) {
+	log := newLog(t)
+	g := newGate(t, log, testConfig())
+	for range 4 {
+		d, err := g.Before(ctx, toolgate.Call{Tool: "send", Caller: "alice"})
+		require.NoError(t, err)
+		require.Equal(t, toolgate.Allow, d.Verdict)
+	}
+	g2 := newGate(t, log, testConfig())
+	d, err := g2.Before(ctx, toolgate.Call{Tool: "send", Caller: "alice"})
+	require.NoError(t, err)
+	assert.Equal(t, toolgate.Allow, d.Verdict)
+	d, err = g2.Before(ctx, toolgate.Call{Tool: "send", Caller: "alice"})
+	require.NoError(t, err)
+	assert.Equal(t, toolgate.Refuse, d.Verdict, "alice's 8 units spent before the restart still count")
+	m, _ := g2.Meter("alice")
+	assert.Equal(t, units(10), m.Budget().Net())
+}
+
+// sharedBudget is a kernel.SharedBudget in memory, for tests.
+type sharedBudget struct {
+	mu      sync.Mutex
+	limit   int64
+	spent   int64
+	charged map[string]int64
+}
+
+func (b *sharedBudget) Charge(_ context.Context, id string, cost int64) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.spent+cost > b.limit {
+		return fmt.Errorf("%w: shared", kernel.ErrBudgetExceeded)
+	}
+	b.spent += cost
+	b.charged[id] += cost
+	return nil
+}
+
+func (b *sharedBudget) Refund(_ context.Context, id string, amount int64) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if amount > b.charged[id] {
+		return errors.New("refund above charge")
+	}
+	b.charged[id] -= amount
+	b.spent -= amount
+	return nil
+}
+
+func TestSharedBudgetBoundsAllCallers(t *testing.T) {
+	shared := &sharedBudget{limit: int64(units(5)), charged: map[string]int64{}}
+	g := newGate(t, newLog(t), testConfig(), toolgate.WithSharedBudget(shared))
+	var allowed atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d, err := g.Before(ctx, toolgate.Call{Tool: "send", Caller: fmt.Sprintf("caller-%d", i%4)})
+			assert.NoError(t, err)
+			if d.Verdict == toolgate.Allow {
+				allowed.Add(1)
+			} else {
+				assert.Contains(t, d.Explanation, "shared_budget")
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, int64(2), allowed.Load(), "2 calls of 2 fit in the shared 5")
+	assert.LessOrEqual(t, shared.spent, shared.limit)
+}
+
+func TestInvalidConfigNamesEveryProblem(t *testing.T) {
+	cfg := toolgate.Config{Budget: units(1), MinCost: units(1), Rules: []toolgate.Rule{
+		{Match: "[", Cost: units(1)},
+		{Match: "cheap", Cost: 1},
+		{Match: "odd", Cost: units(1), Tier: "delete"},
+		{Match: "priv", Cost: units(1), Tier: claims.TierPrivilege},
+	}, Approvers: map[claims.RiskTier][]string{}}
+	_, err := toolgate.New(ctx, newLog(t), cfg)
+	require.ErrorIs(t, err, toolgate.ErrInvalidConfig)
+	for _, want := range []string{`rule 0 ("["): not a tool name`, `rule 1 ("cheap"): cost 0.001 is below the minimum cost 1`,
+		`rule 2 ("odd"): unknown risk tier "delete"`, `rule 3 ("priv"): tier PRIVILEGE needs approvers`} {
+		assert.Contains(t, err.Error(), want)
+	}
+	_, err = toolgate.New(ctx, nil, testConfig())
+	assert.ErrorIs(t, err, toolgate.ErrInvalidConfig)
+}
+
+func TestExplanationIsOneLine(t *testing.T) {
+	g := newGate(t, newLog(t), testConfig())
+	d, err := g.Before(ctx, call("delete_file", "{\n\"path\": \"x\"\n}"))
+	require.NoError(t, err)
+	assert.Equal(t, `Allow the DELETE tool call "delete_file" with arguments {"path":"x"}?`, d.Approval.Question)
+	d, err = g.Before(ctx, call("delete_file", "not\njson\t\xff"))
+	require.NoError(t, err)
+	assert.Equal(t, "Allow the DELETE tool call \"delete_file\" with arguments not json \uFFFD?", d.Approval.Question)
+	assert.False(t, strings.ContainsAny(d.Approval.Question, "\n\t"))
+}
