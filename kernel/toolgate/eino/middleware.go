@@ -1,0 +1,401 @@
+package eino
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/cloudwego/eino/adk"
+	"github.com/cloudwego/eino/components/tool"
+	"github.com/cloudwego/eino/compose"
+	"github.com/cloudwego/eino/schema"
+
+	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/toolgate"
+)
+
+// SessionCallerKey is the adk session value CallerFrom reads when the
+// context carries no caller: a run started with
+// adk.WithSessionValues(map[string]any{SessionCallerKey: "alice"}) keeps
+// its caller in its checkpoints, across interrupts and resumes.
+//
+// Note that ChatModelAgent's default GenModelInput formats the
+// instruction as an f-string whenever session values are present, so an
+// instruction with literal braces then needs a GenModelInput of its own.
+const SessionCallerKey = "verity.caller"
+
+// Option configures Middleware and AgentMiddleware.
+type Option func(*options)
+
+type options struct {
+	caller   func(context.Context) string
+	approver string
+}
+
+// WithCallerFunc sets how a call's caller key (toolgate.Call.Caller) is
+// found from the tool call's context; CallerFrom by default.
+func WithCallerFunc(f func(context.Context) string) Option {
+	return func(o *options) { o.caller = f }
+}
+
+// WithApprover names who answers approval requests when the resume
+// answer names nobody (toolgate.DefaultApprover by default). It must be
+// one of the gate's Config.Approvers for the tier.
+func WithApprover(name string) Option {
+	return func(o *options) { o.approver = name }
+}
+
+type callerKey struct{}
+
+// WithCaller returns ctx carrying the caller key of the calls made under
+// it: pass it to Runner.Run, Graph.Invoke, ToolsNode.Invoke, and again
+// to Runner.Resume.
+func WithCaller(ctx context.Context, caller string) context.Context {
+	return context.WithValue(ctx, callerKey{}, caller)
+}
+
+// CallerFrom returns the caller key WithCaller put in ctx, else the adk
+// session value SessionCallerKey when it is a string, else "".
+func CallerFrom(ctx context.Context) string {
+	if c, ok := ctx.Value(callerKey{}).(string); ok {
+		return c
+	}
+	if v, ok := adk.GetSessionValue(ctx, SessionCallerKey); ok {
+		if c, ok := v.(string); ok {
+			return c
+		}
+	}
+	return ""
+}
+
+type costKey struct{}
+
+// costCell carries the cost a tool measured back to the middleware.
+type costCell struct {
+	mu     sync.Mutex
+	actual kernel.Cost
+	set    bool
+}
+
+// ReportCost tells the gate what the running call actually cost (for a
+// rule with Reserve, or to be refunded below a fixed cost; see
+// toolgate.Result.Actual). A tool calls it from its InvokableRun or
+// StreamableRun with the context it was given; the last report wins. It
+// reports false when the call does not run under the gate.
+func ReportCost(ctx context.Context, actual kernel.Cost) bool {
+	cell, ok := ctx.Value(costKey{}).(*costCell)
+	if !ok {
+		return false
+	}
+	cell.mu.Lock()
+	cell.actual, cell.set = actual, true
+	cell.mu.Unlock()
+	return true
+}
+
+// Middleware returns the ToolsNode middleware that sends every tool call
+// through g, for compose.ToolsNodeConfig.ToolCallMiddlewares. It covers
+// the four kinds of tool eino runs (invokable, streamable and their
+// enhanced variants), so no call reaches a tool unseen.
+//
+// For each call, Middleware builds a toolgate.Call from the
+// compose.ToolInput it is given (Name, Arguments, CallID) and the caller
+// key, and asks g.Before:
+//
+//   - Allow: the tool runs, and g.After records how it ended (the output,
+//     the error, the cost the tool reported with ReportCost). A streamed
+//     output is passed on as it comes and recorded when it ends, before
+//     the reader sees its end.
+//   - Refuse: the tool does not run; the refusal's explanation is returned
+//     as the tool's output, the tool message the model reads next. (An
+//     error would end the whole run: eino fails the ToolsNode on any tool
+//     error.) An error of g.Before is refused the same way, with its text.
+//   - AskApproval: the run is interrupted with tool.StatefulInterrupt; the
+//     interrupt's Info is an *ApprovalInfo holding the question. Resume
+//     the run targeting the interrupt's id with an Answer (see
+//     PendingApprovals): Middleware records it with g.Approve or g.Deny,
+//     then asks g.Before again, so the call runs once when approved and
+//     never when denied. A resume that does not answer leaves the call
+//     waiting and interrupts again, unless the request was decided
+//     through the gate meanwhile.
+//
+// A tool error passes through unchanged (after g.After records it), as
+// does an interrupt raised by the tool itself; the gate then counts the
+// call as ended, and the resumed call is a new call. When g.After fails
+// to record (a log failure) the call's output is withheld and the error
+// ends the run; kernel.ErrOverrun is not a failure (it is recorded).
+func Middleware(g *toolgate.Gate, opts ...Option) compose.ToolMiddleware {
+	m := &guard{g: g, opts: options{caller: CallerFrom, approver: toolgate.DefaultApprover}}
+	for _, opt := range opts {
+		opt(&m.opts)
+	}
+	if m.opts.caller == nil {
+		m.opts.caller = CallerFrom
+	}
+	if m.opts.approver == "" {
+		m.opts.approver = toolgate.DefaultApprover
+	}
+	return compose.ToolMiddleware{
+		Invokable:          m.invokable,
+		Streamable:         m.streamable,
+		EnhancedInvokable:  m.enhancedInvokable,
+		EnhancedStreamable: m.enhancedStreamable,
+	}
+}
+
+// AgentMiddleware returns Middleware as an adk.AgentMiddleware, for
+// adk.ChatModelAgentConfig.Middlewares: every tool call of the agent goes
+// through g.
+func AgentMiddleware(g *toolgate.Gate, opts ...Option) adk.AgentMiddleware {
+	return adk.AgentMiddleware{WrapToolCall: Middleware(g, opts...)}
+}
+
+// guard is the middleware's state: the gate and the options.
+type guard struct {
+	g    *toolgate.Gate
+	opts options
+}
+
+// admit decides a call. It returns the decision (Allow: run it; Refuse:
+// Explanation is the output) or an error to return from the endpoint —
+// the approval interrupt.
+func (m *guard) admit(ctx context.Context, in *compose.ToolInput) (toolgate.Decision, error) {
+	c := toolgate.Call{Tool: in.Name, ID: in.CallID, Arguments: []byte(in.Arguments), Caller: m.opts.caller(ctx)}
+	// tool.GetInterruptState / tool.GetResumeContext (components/tool/
+	// interrupt.go): the state this call saved when it was interrupted for
+	// approval, and the answer the resume brought it.
+	if was, has, st := tool.GetInterruptState[*approvalState](ctx); was && has && st != nil {
+		c.ID, c.Caller = st.CallID, st.Caller
+		if target, hasData, data := tool.GetResumeContext[any](ctx); target && hasData {
+			ans := answerOf(data)
+			who := ans.Approver
+			if who == "" {
+				who = m.opts.approver
+			}
+			var err error
+			if ans.Approved {
+				_, err = m.g.Approve(ctx, st.ApprovalID, who, ans.Reason)
+			} else {
+				err = m.g.Deny(ctx, st.ApprovalID, who, ans.Reason)
+			}
+			// ErrUnknownApproval: decided already, or the gate restarted
+			// and forgot the request; Before tells which.
+			if err != nil && !errors.Is(err, toolgate.ErrUnknownApproval) {
+				return refusal(c, err), nil
+			}
+		}
+	}
+	d, err := m.g.Before(ctx, c)
+	if err != nil {
+		return refusal(c, err), nil
+	}
+	if d.Verdict == toolgate.AskApproval {
+		info := approvalInfo(d)
+		st := &approvalState{ApprovalID: info.ApprovalID, CallID: d.Call.ID, Caller: d.Call.Caller}
+		// tool.StatefulInterrupt(ctx, info, state any) error
+		// (components/tool/interrupt.go): the ToolsNode gathers it into
+		// its CompositeInterrupt and keeps the outputs of the other calls.
+		return d, tool.StatefulInterrupt(ctx, info, st)
+	}
+	return d, nil
+}
+
+// refusal is the decision for a call Before could not decide: it does
+// not run, and the model reads why.
+func refusal(c toolgate.Call, err error) toolgate.Decision {
+	msg := strings.ReplaceAll(err.Error(), "\n", "; ")
+	return toolgate.Decision{Verdict: toolgate.Refuse, Call: c,
+		Explanation: fmt.Sprintf("tool %q was not run: %s", c.Tool, msg)}
+}
+
+// run prepares the context of an allowed call: the cell ReportCost fills.
+func run(ctx context.Context) (context.Context, *costCell) {
+	cell := &costCell{}
+	return context.WithValue(ctx, costKey{}, cell), cell
+}
+
+// finish records how an allowed call ended. A recording failure other
+// than an overrun is returned: the output must not be used.
+func (m *guard) finish(ctx context.Context, d toolgate.Decision, cell *costCell, output []byte, toolErr error) error {
+	r := toolgate.Result{Output: output, Err: toolErr}
+	cell.mu.Lock()
+	r.Actual, r.Measured = cell.actual, cell.set
+	cell.mu.Unlock()
+	// The tool ran: its record is written even when the run is being
+	// cancelled.
+	_, err := m.g.After(context.WithoutCancel(ctx), d.Call, r)
+	if err != nil && !errors.Is(err, kernel.ErrOverrun) {
+		return fmt.Errorf("toolgate/eino: tool %q ran but its result could not be recorded: %w", d.Call.Tool, err)
+	}
+	return nil
+}
+
+// ended reports how an endpoint's error ends a call: an interrupt the
+// tool raised itself is recorded as the call's failure like any error.
+func ended(err error) error {
+	if _, ok := compose.IsInterruptRerunError(err); ok {
+		return fmt.Errorf("interrupted: %w", err)
+	}
+	return err
+}
+
+func (m *guard) invokable(next compose.InvokableToolEndpoint) compose.InvokableToolEndpoint {
+	return func(ctx context.Context, in *compose.ToolInput) (*compose.ToolOutput, error) {
+		d, err := m.admit(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		if d.Verdict != toolgate.Allow {
+			return &compose.ToolOutput{Result: d.Explanation}, nil
+		}
+		rctx, cell := run(ctx)
+		out, err := next(rctx, in)
+		var text string
+		if out != nil {
+			text = out.Result
+		}
+		if ferr := m.finish(ctx, d, cell, []byte(text), ended(err)); ferr != nil {
+			return nil, errors.Join(ferr, err)
+		}
+		return out, err
+	}
+}
+
+func (m *guard) enhancedInvokable(next compose.EnhancedInvokableToolEndpoint) compose.EnhancedInvokableToolEndpoint {
+	return func(ctx context.Context, in *compose.ToolInput) (*compose.EnhancedInvokableToolOutput, error) {
+		d, err := m.admit(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		if d.Verdict != toolgate.Allow {
+			return &compose.EnhancedInvokableToolOutput{Result: textResult(d.Explanation)}, nil
+		}
+		rctx, cell := run(ctx)
+		out, err := next(rctx, in)
+		var res *schema.ToolResult
+		if out != nil {
+			res = out.Result
+		}
+		if ferr := m.finish(ctx, d, cell, resultBytes(res), ended(err)); ferr != nil {
+			return nil, errors.Join(ferr, err)
+		}
+		return out, err
+	}
+}
+
+func (m *guard) streamable(next compose.StreamableToolEndpoint) compose.StreamableToolEndpoint {
+	return func(ctx context.Context, in *compose.ToolInput) (*compose.StreamToolOutput, error) {
+		d, err := m.admit(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		if d.Verdict != toolgate.Allow {
+			return &compose.StreamToolOutput{Result: schema.StreamReaderFromArray([]string{d.Explanation})}, nil
+		}
+		rctx, cell := run(ctx)
+		out, err := next(rctx, in)
+		if err != nil || out == nil || out.Result == nil {
+			if ferr := m.finish(ctx, d, cell, nil, ended(err)); ferr != nil {
+				return nil, errors.Join(ferr, err)
+			}
+			return out, err
+		}
+		return &compose.StreamToolOutput{Result: relay(out.Result, func(chunks []string, err error) error {
+			return m.finish(ctx, d, cell, []byte(strings.Join(chunks, "")), err)
+		})}, nil
+	}
+}
+
+func (m *guard) enhancedStreamable(next compose.EnhancedStreamableToolEndpoint) compose.EnhancedStreamableToolEndpoint {
+	return func(ctx context.Context, in *compose.ToolInput) (*compose.EnhancedStreamableToolOutput, error) {
+		d, err := m.admit(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		if d.Verdict != toolgate.Allow {
+			return &compose.EnhancedStreamableToolOutput{
+				Result: schema.StreamReaderFromArray([]*schema.ToolResult{textResult(d.Explanation)})}, nil
+		}
+		rctx, cell := run(ctx)
+		out, err := next(rctx, in)
+		if err != nil || out == nil || out.Result == nil {
+			if ferr := m.finish(ctx, d, cell, nil, ended(err)); ferr != nil {
+				return nil, errors.Join(ferr, err)
+			}
+			return out, err
+		}
+		return &compose.EnhancedStreamableToolOutput{Result: relay(out.Result, func(chunks []*schema.ToolResult, err error) error {
+			all := &schema.ToolResult{}
+			for _, c := range chunks {
+				if c != nil {
+					all.Parts = append(all.Parts, c.Parts...)
+				}
+			}
+			return m.finish(ctx, d, cell, resultBytes(all), err)
+		})}, nil
+	}
+}
+
+// errReaderClosed is the failure recorded for a stream its reader closed
+// before its end.
+var errReaderClosed = errors.New("the reader closed the output stream before its end")
+
+// relay passes src's chunks on as they come and calls done with all of
+// them and how the stream ended (nil at io.EOF) before the returned
+// reader sees its end; an error of done is the stream's last item. When
+// the reader closes early, src is closed and done gets errReaderClosed.
+func relay[T any](src *schema.StreamReader[T], done func([]T, error) error) *schema.StreamReader[T] {
+	// schema.Pipe[T](cap int) (*StreamReader[T], *StreamWriter[T]);
+	// StreamWriter.Send(chunk T, err error) (closed bool) (schema/stream.go).
+	dst, w := schema.Pipe[T](1)
+	go func() {
+		defer w.Close()
+		defer src.Close()
+		var chunks []T
+		var end error
+		for {
+			v, err := src.Recv()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				end = err
+				break
+			}
+			chunks = append(chunks, v)
+			if w.Send(v, nil) {
+				end = errReaderClosed
+				break
+			}
+		}
+		var zero T
+		if err := done(chunks, end); err != nil {
+			w.Send(zero, err)
+		} else if end != nil && !errors.Is(end, errReaderClosed) {
+			w.Send(zero, end)
+		}
+	}()
+	return dst
+}
+
+// textResult is an enhanced tool's output of one text part.
+func textResult(text string) *schema.ToolResult {
+	return &schema.ToolResult{Parts: []schema.ToolOutputPart{{Type: schema.ToolPartTypeText, Text: text}}}
+}
+
+// resultBytes is what the gate records of an enhanced tool's output: its
+// JSON, or nothing when there is none.
+func resultBytes(r *schema.ToolResult) []byte {
+	if r == nil {
+		return nil
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return []byte(fmt.Sprintf("(output not encodable: %v)", err))
+	}
+	return b
+}
