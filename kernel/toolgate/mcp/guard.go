@@ -1,0 +1,449 @@
+package mcp
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/google/uuid"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/toolgate"
+)
+
+// MethodCallTool is the MCP method the Guard gates; every other method
+// passes through untouched.
+const MethodCallTool = "tools/call"
+
+// InputKey names the Guard's elicitation among a result's input requests
+// (CallToolResult.InputRequests) and the client's answer among a retried
+// call's input responses (CallToolParamsRaw.InputResponses).
+const InputKey = "verity.approval"
+
+// MultiRoundTripVersion is the first MCP protocol version whose servers
+// may not send requests to the client while serving one (SEP-2322):
+// from it on, a Guard asks for an approval by returning an input-required
+// result, before it with ServerSession.Elicit. The SDK keeps the constant
+// unexported (protocolVersion20260728 in mcp/shared.go).
+const MultiRoundTripVersion = "2026-07-28"
+
+// stateKeyLen is the length of a request state key.
+const stateKeyLen = 32
+
+// Options configures a Guard. The zero value is ready to use.
+type Options struct {
+	// Approver is the name the human's answers are recorded under
+	// (toolgate.DefaultApprover when empty). It must be one of the
+	// approvers Config.Approvers names for the tiers that need one.
+	Approver string
+	// Caller returns the caller key of a call; DefaultCaller's rule when
+	// nil (see Guard.Caller). Use it when the session id does not name who
+	// pays — a stateless HTTP server makes a session per request.
+	Caller func(ctx context.Context, req *sdk.CallToolRequest) string
+	// StateKey signs the request state of input-required results (at
+	// least 32 bytes). Several servers behind one load balancer that
+	// serve one another's retries need the same key; a random key is made
+	// when nil.
+	StateKey []byte
+	// Logger receives a record of each decision; none when nil.
+	Logger *slog.Logger
+}
+
+// Guard puts a toolgate.Gate in front of an MCP server's tools: its
+// Middleware sends every tools/call through the gate. A Guard is safe for
+// concurrent use by any number of sessions.
+type Guard struct {
+	gate     *toolgate.Gate
+	approver string
+	caller   func(context.Context, *sdk.CallToolRequest) string
+	key      []byte
+	logger   *slog.Logger
+
+	mu    sync.Mutex
+	conns map[*sdk.ServerSession]string // per-connection keys of sessions without an id
+}
+
+// New returns a Guard over g.
+func New(g *toolgate.Gate, opts Options) (*Guard, error) {
+	if g == nil {
+		return nil, errors.New("toolgate/mcp: nil gate")
+	}
+	gd := &Guard{gate: g, approver: opts.Approver, caller: opts.Caller, logger: opts.Logger,
+		conns: map[*sdk.ServerSession]string{}}
+	if gd.approver == "" {
+		gd.approver = toolgate.DefaultApprover
+	}
+	if gd.logger == nil {
+		gd.logger = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case opts.StateKey == nil:
+		gd.key = make([]byte, stateKeyLen)
+		_, _ = rand.Read(gd.key) // never fails (crypto/rand)
+	case len(opts.StateKey) < stateKeyLen:
+		return nil, fmt.Errorf("toolgate/mcp: state key of %d bytes, need at least %d", len(opts.StateKey), stateKeyLen)
+	default:
+		gd.key = append([]byte(nil), opts.StateKey...)
+	}
+	return gd, nil
+}
+
+// Gate returns the gate the Guard sends calls through.
+func (gd *Guard) Gate() *toolgate.Gate { return gd.gate }
+
+// Caller returns the caller key of a call — the toolgate.Call.Caller
+// whose kernel session, budget and counters it is charged to: what
+// Options.Caller returns when set; otherwise the MCP session id
+// (ServerSession.ID(): the Mcp-Session-Id of a streamable HTTP session),
+// and for a session without one (stdio, in-memory) a key made for the
+// connection, "conn:" and a UUIDv7, that lasts as long as it.
+func (gd *Guard) Caller(ctx context.Context, req *sdk.CallToolRequest) string {
+	if gd.caller != nil {
+		return gd.caller(ctx, req)
+	}
+	return gd.ConnectionKey(req.Session)
+}
+
+// ConnectionKey is the default caller key of a session: its id, or for a
+// session without one a key the Guard makes on first use and forgets when
+// the connection ends.
+func (gd *Guard) ConnectionKey(ss *sdk.ServerSession) string {
+	if ss == nil {
+		return ""
+	}
+	if id := ss.ID(); id != "" {
+		return id
+	}
+	gd.mu.Lock()
+	defer gd.mu.Unlock()
+	if k, ok := gd.conns[ss]; ok {
+		return k
+	}
+	k := "conn:" + uuid.Must(uuid.NewV7()).String()
+	gd.conns[ss] = k
+	go func() {
+		_ = ss.Wait()
+		gd.mu.Lock()
+		delete(gd.conns, ss)
+		gd.mu.Unlock()
+	}()
+	return k
+}
+
+// Middleware returns the receiving middleware to install with
+// Server.AddReceivingMiddleware(gd.Middleware()):
+//
+//	func (s *Server) AddReceivingMiddleware(middleware ...Middleware)  // mcp/server.go
+//	type Middleware func(MethodHandler) MethodHandler                   // mcp/shared.go
+//	type MethodHandler func(ctx context.Context, method string, req Request) (result Result, err error)
+//
+// It sees every request before the server's handlers. A tools/call (a
+// *CallToolRequest, whose Params.Arguments is the json.RawMessage the
+// client sent) goes through the gate; every other method passes through.
+func (gd *Guard) Middleware() sdk.Middleware {
+	return func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if method != MethodCallTool {
+				return next(ctx, method, req)
+			}
+			ctr, ok := req.(*sdk.CallToolRequest)
+			if !ok || ctr.Params == nil {
+				// Fail closed: a call the gate cannot read does not run.
+				return nil, fmt.Errorf("toolgate/mcp: %s request of type %T", method, req)
+			}
+			return gd.callTool(ctx, ctr, func(ctx context.Context, r *sdk.CallToolRequest) (sdk.Result, error) {
+				return next(ctx, method, r)
+			})
+		}
+	}
+}
+
+type runFunc func(context.Context, *sdk.CallToolRequest) (sdk.Result, error)
+
+// callTool is the gate's path for one tools/call.
+func (gd *Guard) callTool(ctx context.Context, req *sdk.CallToolRequest, run runFunc) (sdk.Result, error) {
+	p := req.Params
+	call := toolgate.Call{Tool: p.Name, Arguments: []byte(p.Arguments), Caller: gd.Caller(ctx, req)}
+	log := gd.logger.With("tool", p.Name, "caller", call.Caller)
+
+	// A retry of a call that waited for the human (SEP-2322): record the
+	// human's answer, then decide the same call again.
+	pending := false
+	if strings.HasPrefix(p.RequestState, stateVersion+".") {
+		st, err := decodeState(gd.key, p.RequestState)
+		if err == nil && (st.Caller != call.Caller || st.Tool != call.Tool || st.Digest != call.ArgumentsDigest()) {
+			err = fmt.Errorf("%w: it was issued for another call", ErrRequestState)
+		}
+		if err != nil {
+			log.Warn("refused retry", "err", err)
+			return refusal(fmt.Sprintf("tool %q refused: %v", p.Name, err)), nil
+		}
+		call.ID = st.CallID
+		var answer *sdk.ElicitResult
+		if r, ok := p.InputResponses[InputKey].(*sdk.ElicitResult); ok {
+			answer = r
+		}
+		waiting, err := gd.record(ctx, st.Approval, answer, nil)
+		if err != nil {
+			log.Error("recording the answer", "err", err)
+			return refusal(fmt.Sprintf("tool %q refused: %v", p.Name, err)), nil
+		}
+		pending = waiting
+		req = withoutApprovalInput(req)
+	}
+
+	d, err := gd.gate.Before(ctx, call)
+	if err != nil {
+		log.Error("no decision", "err", err)
+		return refusal(fmt.Sprintf("tool %q refused: the gate could not decide: %v", p.Name, err)), nil
+	}
+	if d.Verdict == toolgate.AskApproval {
+		if pending {
+			return refusal(fmt.Sprintf("tool %q: approved here, still awaiting %s", p.Name, strings.Join(d.Approval.Awaiting, ", "))), nil
+		}
+		return gd.ask(ctx, req, d, run, log)
+	}
+	return gd.decided(ctx, req, d, run, log)
+}
+
+// decided acts on an Allow or Refuse.
+func (gd *Guard) decided(ctx context.Context, req *sdk.CallToolRequest, d toolgate.Decision, run runFunc, log *slog.Logger) (sdk.Result, error) {
+	switch d.Verdict {
+	case toolgate.Allow:
+		return gd.run(ctx, req, d, run, log)
+	case toolgate.Refuse:
+		log.Info("refused", "call", d.Call.ID, "seq", d.Seq, "why", d.Explanation)
+		return refusal(d.Explanation), nil
+	}
+	// AskApproval again right after an answer: the answer did not settle
+	// it (another approver, or an answer to a request already decided).
+	return refusal(fmt.Sprintf("tool %q: %s (awaiting %s)", d.Call.Tool, d.Explanation, strings.Join(d.Approval.Awaiting, ", "))), nil
+}
+
+// run runs an allowed call and reports how it ended to the gate.
+func (gd *Guard) run(ctx context.Context, req *sdk.CallToolRequest, d toolgate.Decision, run runFunc, log *slog.Logger) (sdk.Result, error) {
+	res, err := run(ctx, req)
+	out, failure := outcome(res, err)
+	o, aerr := gd.gate.After(context.WithoutCancel(ctx), d.Call, toolgate.Result{Output: out, Err: failure})
+	switch {
+	case aerr == nil:
+	case errors.Is(aerr, kernel.ErrOverrun):
+		log.Warn("overrun", "call", d.Call.ID, "unpaid", o.Unpaid)
+	default:
+		// The tool ran; its result stands. The log misses its outcome.
+		log.Error("recording the result", "call", d.Call.ID, "err", aerr)
+	}
+	log.Info("ran", "call", d.Call.ID, "exec", d.ExecID, "ok", failure == nil, "charged", o.Charged, "approval", d.ApprovalID)
+	return res, err
+}
+
+// ask puts an AskApproval to the client's human: an input-required result
+// on MultiRoundTripVersion and later, ServerSession.Elicit before.
+func (gd *Guard) ask(ctx context.Context, req *sdk.CallToolRequest, d toolgate.Decision, run runFunc, log *slog.Logger) (sdk.Result, error) {
+	ap := d.Approval
+	if !canElicit(req.ClientCapabilities()) {
+		log.Info("approval impossible", "call", d.Call.ID, "approval", ap.ID)
+		return refusal(fmt.Sprintf("tool %q needs a human's approval (%s) and this client cannot ask for one: it does not support form elicitation",
+			ap.Tool, ap.Tier)), nil
+	}
+	params := approvalQuestion(ap)
+	if multiRoundTrip(req.ProtocolVersion()) {
+		state, err := encodeState(gd.key, approvalState{Caller: d.Call.Caller, CallID: d.Call.ID, Approval: ap.ID,
+			Tool: d.Call.Tool, Digest: ap.ArgumentsDigest})
+		if err != nil {
+			return nil, err
+		}
+		log.Info("asking", "call", d.Call.ID, "approval", ap.ID, "via", "input_required")
+		return inputRequired(sdk.InputRequestMap{InputKey: params}, state)
+	}
+
+	log.Info("asking", "call", d.Call.ID, "approval", ap.ID, "via", "elicitation/create")
+	answer, eerr := req.Session.Elicit(ctx, params)
+	pending, err := gd.record(ctx, ap.ID, answer, eerr)
+	if err != nil {
+		log.Error("recording the answer", "err", err)
+		return refusal(fmt.Sprintf("tool %q refused: %v", ap.Tool, err)), nil
+	}
+	d, err = gd.gate.Before(ctx, d.Call)
+	if err != nil {
+		log.Error("no decision", "err", err)
+		return refusal(fmt.Sprintf("tool %q refused: the gate could not decide: %v", ap.Tool, err)), nil
+	}
+	if d.Verdict == toolgate.AskApproval && pending {
+		return refusal(fmt.Sprintf("tool %q: approved here, still awaiting %s", ap.Tool, strings.Join(d.Approval.Awaiting, ", "))), nil
+	}
+	return gd.decided(ctx, req, d, run, log)
+}
+
+// record records the human's answer to the approval request id: accept
+// approves; decline, cancel, no answer or a failed elicitation deny. It
+// reports whether the request still waits for other approvers. A request
+// already decided is not an error: Before decides from what the gate
+// holds.
+func (gd *Guard) record(ctx context.Context, id string, answer *sdk.ElicitResult, askErr error) (pending bool, err error) {
+	ctx = context.WithoutCancel(ctx) // the human answered: record it
+	reason := ""
+	if answer != nil {
+		if r, ok := answer.Content["reason"].(string); ok {
+			reason = r
+		}
+	}
+	switch {
+	case askErr != nil:
+		err = gd.gate.Deny(ctx, id, gd.approver, "the approval could not be asked: "+askErr.Error())
+	case answer == nil:
+		err = gd.gate.Deny(ctx, id, gd.approver, "no answer")
+	case answer.Action == "accept":
+		var granted bool
+		granted, err = gd.gate.Approve(ctx, id, gd.approver, reason)
+		pending = err == nil && !granted
+	case answer.Action == "decline" || answer.Action == "cancel":
+		if reason == "" {
+			reason = answer.Action + "d"
+			if answer.Action == "cancel" {
+				reason = "cancelled"
+			}
+		}
+		err = gd.gate.Deny(ctx, id, gd.approver, reason)
+	default:
+		err = gd.gate.Deny(ctx, id, gd.approver, fmt.Sprintf("unrecognised answer %q", answer.Action))
+	}
+	if errors.Is(err, toolgate.ErrUnknownApproval) {
+		return false, nil
+	}
+	return pending, err
+}
+
+// approvalQuestion is the elicitation put to the human: the gate's
+// question, and an optional reason recorded with the answer.
+func approvalQuestion(ap *toolgate.ApprovalRequest) *sdk.ElicitParams {
+	return &sdk.ElicitParams{
+		Mode:    "form",
+		Message: ap.Question,
+		RequestedSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"reason": map[string]any{"type": "string", "title": "Reason",
+					"description": "Why you approve or decline (optional; recorded with your answer)."},
+			},
+		},
+	}
+}
+
+// canElicit reports whether a client advertised form elicitation: an
+// "elicitation" capability with "form", or with neither mode (before
+// protocol 2025-11-25 an empty object meant form).
+func canElicit(c *sdk.ClientCapabilities) bool {
+	if c == nil || c.Elicitation == nil {
+		return false
+	}
+	return c.Elicitation.Form != nil || c.Elicitation.URL == nil
+}
+
+// multiRoundTrip reports whether a request's protocol version asks for
+// input through input-required results. An unknown version counts as the
+// SDK's latest, as the SDK's own check does (clientSupportsMultiRoundTrip
+// in mcp/mrtr.go).
+func multiRoundTrip(version string) bool {
+	return version == "" || version >= MultiRoundTripVersion
+}
+
+// inputRequired returns an input-required CallToolResult. The result type
+// is unexported in the SDK (CallToolResult.resultType) and set by the
+// server only for results a tool handler returns (Server.callTool), which
+// a receiving middleware wraps from outside; CallToolResult.UnmarshalJSON
+// is the exported way to set it.
+func inputRequired(reqs sdk.InputRequestMap, state string) (*sdk.CallToolResult, error) {
+	wire, err := json.Marshal(struct {
+		InputRequests sdk.InputRequestMap `json:"inputRequests"`
+		RequestState  string              `json:"requestState"`
+		ResultType    string              `json:"resultType"`
+	}{reqs, state, "input_required"})
+	if err != nil {
+		return nil, err
+	}
+	var res sdk.CallToolResult
+	if err := json.Unmarshal(wire, &res); err != nil {
+		return nil, err
+	}
+	res.Content = nil // content and input requests are exclusive
+	return &res, nil
+}
+
+// withoutApprovalInput returns req without the Guard's input response and
+// request state, so that the tool sees the call as the client first sent
+// it.
+func withoutApprovalInput(req *sdk.CallToolRequest) *sdk.CallToolRequest {
+	p := *req.Params
+	p.RequestState = ""
+	p.InputResponses = nil
+	for k, v := range req.Params.InputResponses {
+		if k == InputKey {
+			continue
+		}
+		if p.InputResponses == nil {
+			p.InputResponses = sdk.InputResponseMap{}
+		}
+		p.InputResponses[k] = v
+	}
+	r := *req
+	r.Params = &p
+	return &r
+}
+
+// refusal is the tool result a refused call returns: the model reads the
+// gate's explanation as the tool's error.
+func refusal(explanation string) *sdk.CallToolResult {
+	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: explanation}}}
+}
+
+// outcome returns what the gate records of a finished call: the result's
+// text (its JSON when it holds anything but text) and its failure — the
+// handler's error, or the result's text when IsError is set.
+func outcome(res sdk.Result, err error) ([]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	r, ok := res.(*sdk.CallToolResult)
+	if !ok || r == nil {
+		return nil, fmt.Errorf("toolgate/mcp: tools/call returned %T", res)
+	}
+	out, ok := resultText(r)
+	if !ok {
+		b, merr := json.Marshal(r)
+		if merr != nil {
+			return nil, merr
+		}
+		out = string(b)
+	}
+	if r.IsError {
+		return []byte(out), errors.New(out)
+	}
+	return []byte(out), nil
+}
+
+// resultText joins a result's text contents, and reports false when it
+// holds anything else.
+func resultText(r *sdk.CallToolResult) (string, bool) {
+	if r.StructuredContent != nil || r.InputRequests != nil {
+		return "", false
+	}
+	var b strings.Builder
+	for i, c := range r.Content {
+		t, ok := c.(*sdk.TextContent)
+		if !ok {
+			return "", false
+		}
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(t.Text)
+	}
+	return b.String(), true
+}
