@@ -528,7 +528,7 @@ func (g *Gate) refuse(ctx context.Context, d Decision, reason, explanation, appr
 	c := d.Call
 	e := RefuseEntry{Session: g.SessionID(c.Caller), Caller: c.Caller, CallID: c.ID, Tool: c.Tool, Reason: reason,
 		Explanation: explanation, ArgumentsSHA256: c.ArgumentsDigest(), ArgumentsSize: len(c.Arguments), Approval: approvalID}
-	entry, err := g.log.AppendValue(ctx, KindRefuse, e, trace.At(g.clock()))
+	entry, err := g.log.Append(ctx, KindRefuse, e.appendJSON(nil), trace.At(g.clock()))
 	if err != nil {
 		return Decision{}, fmt.Errorf("toolgate: recording refusal of %q: %w", c.Tool, err)
 	}

@@ -292,7 +292,7 @@ func TestReservedCallSettled(t *testing.T) {
 	assert.Equal(t, units(10), m.Budget().Net())
 	res, err := toolgate.DecodeEntry(entryAt(t, log, out.Seq))
 	require.NoError(t, err)
-	assert.Equal(t, int64(out.Unpaid), res.(toolgate.ResultEntry).Unpaid)
+	assert.Equal(t, out.Unpaid, res.(toolgate.ResultEntry).Unpaid)
 }
 
 func TestRefundOnError(t *testing.T) {

@@ -16,7 +16,8 @@ import (
 )
 
 // ResultEntry is the payload of a KindResult entry: how an allowed call
-// ended. Costs are in thousandths of a unit, as kernel.Cost counts them.
+// ended. Costs are written as kernel.Cost writes them, exact decimal
+// strings ("0.1").
 type ResultEntry struct {
 	Session string `json:"session"`
 	Caller  string `json:"caller"`
@@ -34,12 +35,12 @@ type ResultEntry struct {
 	OutputText   string `json:"output_text,omitempty"`
 	OutputBase64 string `json:"output_base64,omitempty"`
 	Truncated    bool   `json:"truncated,omitempty"`
-	Charged      int64  `json:"charged"`
-	Unpaid       int64  `json:"unpaid,omitempty"`
-	Measured     bool   `json:"measured,omitempty"`
-	Actual       int64  `json:"actual,omitempty"`
-	Speculative  bool   `json:"speculative,omitempty"`
-	Finding      string `json:"finding,omitempty"`
+	Charged      kernel.Cost `json:"charged"`
+	Unpaid       kernel.Cost `json:"unpaid,omitempty"`
+	Measured     bool        `json:"measured,omitempty"`
+	Actual       kernel.Cost `json:"actual,omitempty"`
+	Speculative  bool        `json:"speculative,omitempty"`
+	Finding      string      `json:"finding,omitempty"`
 }
 
 // After reports how an allowed call ended and records it: a reserved
@@ -109,10 +110,10 @@ func (g *Gate) After(ctx context.Context, c Call, r Result) (Outcome, error) {
 	sum := sha256.Sum256(r.Output)
 	e := ResultEntry{Session: g.SessionID(c.Caller), Caller: c.Caller, CallID: c.ID, ExecID: oc.execID, Tool: oc.tool,
 		OK: !failed, OutputSHA256: hex.EncodeToString(sum[:]), OutputSize: len(r.Output),
-		Charged: int64(out.Charged), Unpaid: int64(out.Unpaid), Measured: r.Measured,
+		Charged: out.Charged, Unpaid: out.Unpaid, Measured: r.Measured,
 		Speculative: out.Speculative, Finding: out.Finding}
 	if r.Measured {
-		e.Actual = int64(r.Actual)
+		e.Actual = r.Actual
 	}
 	if failed {
 		e.Error, _ = cut(r.Err.Error(), g.cfg.ResultTextLimit)
@@ -126,7 +127,7 @@ func (g *Gate) After(ctx context.Context, c Call, r Result) (Outcome, error) {
 		}
 		e.OutputBase64 = base64.StdEncoding.EncodeToString(b)
 	}
-	entry, err := g.log.AppendValue(ctx, KindResult, e, trace.At(g.clock()))
+	entry, err := g.log.Append(ctx, KindResult, e.appendJSON(nil), trace.At(g.clock()))
 	if err != nil {
 		// The settlement or refund is recorded; only the outcome is
 		// missing from the log. Report it: the caller may retry nothing.
