@@ -539,4 +539,6 @@ func TestExplanationIsOneLine(t *testing.T) {
 }
 
 // totals are a budget's totals, comparable with ==.
-func totals(b kernel.Budget) [3]kernel.Cost { return [3]kernel.Cost{b.Limit(), b.Gross(), b.Refunded()} }
+func totals(b kernel.Budget) [3]kernel.Cost {
+	return [3]kernel.Cost{b.Limit(), b.Gross(), b.Refunded()}
+}

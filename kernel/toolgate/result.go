@@ -32,9 +32,9 @@ type ResultEntry struct {
 	// OutputText holds the output's first bytes (at most the result text
 	// limit, cut at a character boundary) when it is valid UTF-8,
 	// OutputBase64 when it is not.
-	OutputText   string `json:"output_text,omitempty"`
-	OutputBase64 string `json:"output_base64,omitempty"`
-	Truncated    bool   `json:"truncated,omitempty"`
+	OutputText   string      `json:"output_text,omitempty"`
+	OutputBase64 string      `json:"output_base64,omitempty"`
+	Truncated    bool        `json:"truncated,omitempty"`
 	Charged      kernel.Cost `json:"charged"`
 	Unpaid       kernel.Cost `json:"unpaid,omitempty"`
 	Measured     bool        `json:"measured,omitempty"`
