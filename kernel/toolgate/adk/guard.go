@@ -1,0 +1,378 @@
+package adk
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"sync"
+
+	"go.opentelemetry.io/otel/attribute"
+	oteltrace "go.opentelemetry.io/otel/trace"
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/agent/llmagent"
+	"google.golang.org/adk/v2/plugin"
+	"google.golang.org/adk/v2/session"
+	"google.golang.org/adk/v2/tool"
+
+	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/toolgate"
+)
+
+// PluginName is the name of the runner plugin Plugin returns. ADK refuses
+// two plugins of one name in a runner.
+const PluginName = "verity_toolgate"
+
+// The attributes the guard sets on the span ADK opens for each tool call
+// ("execute_tool <name>", started by telemetry.StartExecuteToolSpan in
+// internal/llminternal/base_flow.go's handleFunctionCalls before the
+// callbacks run).
+const (
+	// AttrVerdict is the gate's verdict: "allow", "refuse" or
+	// "ask_approval".
+	AttrVerdict = attribute.Key("verity.toolgate.verdict")
+	// AttrCaller is the caller key the call was decided under.
+	AttrCaller = attribute.Key("verity.toolgate.caller")
+	// AttrExecID is the kernel execution id of an allowed call.
+	AttrExecID = attribute.Key("verity.toolgate.exec_id")
+	// AttrSeq is the sequence number of the trace entry that recorded the
+	// decision.
+	AttrSeq = attribute.Key("verity.trace.seq")
+	// AttrApprovalID names the approval an allowed call used, or the
+	// request a call waits on.
+	AttrApprovalID = attribute.Key("verity.toolgate.approval_id")
+	// AttrExplanation is the line a refused call's model reads.
+	AttrExplanation = attribute.Key("verity.toolgate.explanation")
+	// AttrResultSeq is the sequence number of the toolgate.result entry
+	// that recorded how an allowed call ended.
+	AttrResultSeq = attribute.Key("verity.toolgate.result_seq")
+	// AttrCharged is what the call cost in the end, in thousandths of a
+	// unit (kernel.Cost).
+	AttrCharged = attribute.Key("verity.toolgate.charged")
+)
+
+// Guard sends every tool call of an ADK agent through a toolgate.Gate.
+// Install its two callbacks on an agent (Install, or BeforeTool and
+// AfterTool by hand), or its Plugin on a runner to guard every agent the
+// runner runs. A Guard is safe for concurrent use: ADK runs the calls of
+// one model turn on one goroutine each.
+type Guard struct {
+	gate     *toolgate.Gate
+	caller   func(agent.ReadonlyContext) string
+	approver func(agent.Context, toolgate.ApprovalRequest) string
+	measure  func(agent.Context, tool.Tool, map[string]any, map[string]any, error) (kernel.Cost, bool)
+	onError  func(agent.Context, toolgate.Call, error)
+
+	mu   sync.Mutex
+	open map[openKey]openCall // allowed calls whose result is not reported yet
+}
+
+type openKey struct{ caller, id string }
+
+type openCall struct {
+	call    toolgate.Call
+	actions *session.EventActions // identifies the one tool invocation
+}
+
+// Option configures a Guard.
+type Option func(*Guard)
+
+// WithCaller sets how a call's caller key is derived from its context:
+// each key has its own kernel session and budget in the gate. The default
+// is SessionCaller(ctx.AppName(), ctx.UserID(), ctx.SessionID()): one
+// budget per ADK session.
+func WithCaller(key func(ctx agent.ReadonlyContext) string) Option {
+	return func(g *Guard) { g.caller = key }
+}
+
+// WithApprover sets whose approval a confirmed ADK tool confirmation
+// records (Gate.Approve's approver, and Deny's for a rejection). The
+// default is toolgate.DefaultApprover, the approver the gate awaits when
+// its Config.Approvers is nil; a gate that names its approvers needs
+// this option (for example the ADK user id, ctx.UserID()).
+func WithApprover(name func(ctx agent.Context, req toolgate.ApprovalRequest) string) Option {
+	return func(g *Guard) { g.approver = name }
+}
+
+// WithMeasure reports what a finished call actually cost (the gate
+// settles a reserved call at it and refunds a fixed-cost call measured
+// below its price). measure returns false when it has no figure.
+func WithMeasure(measure func(ctx agent.Context, t tool.Tool, args, result map[string]any, err error) (kernel.Cost, bool)) Option {
+	return func(g *Guard) { g.measure = measure }
+}
+
+// WithErrorHandler receives the errors of recording a finished call
+// (Gate.After: a log that failed, or kernel.ErrOverrun when a measured
+// cost beyond a reservation could not be paid). The tool has run by
+// then, so the guard hands its result to the model unchanged; the error
+// is also recorded on the tool call's span. The default does nothing
+// more.
+func WithErrorHandler(handle func(ctx agent.Context, c toolgate.Call, err error)) Option {
+	return func(g *Guard) { g.onError = handle }
+}
+
+// New returns a Guard over gate.
+func New(gate *toolgate.Gate, opts ...Option) (*Guard, error) {
+	if gate == nil {
+		return nil, errors.New("adk: nil gate")
+	}
+	g := &Guard{
+		gate:     gate,
+		caller:   func(ctx agent.ReadonlyContext) string { return SessionCaller(ctx.AppName(), ctx.UserID(), ctx.SessionID()) },
+		approver: func(agent.Context, toolgate.ApprovalRequest) string { return toolgate.DefaultApprover },
+		open:     map[openKey]openCall{},
+	}
+	for _, o := range opts {
+		o(g)
+	}
+	if g.caller == nil || g.approver == nil {
+		return nil, errors.New("adk: nil caller or approver function")
+	}
+	return g, nil
+}
+
+// Gate returns the gate the guard sends calls through.
+func (g *Guard) Gate() *toolgate.Gate { return g.gate }
+
+// SessionCaller is the default caller key: the ADK app, user and session
+// ids, each path-escaped and joined with "/", so that distinct sessions
+// never share a key.
+func SessionCaller(appName, userID, sessionID string) string {
+	return url.PathEscape(appName) + "/" + url.PathEscape(userID) + "/" + url.PathEscape(sessionID)
+}
+
+// Install puts the guard's callbacks first in cfg's BeforeToolCallbacks
+// and AfterToolCallbacks. First matters: ADK stops at the first
+// callback that returns a result, so a callback before the guard's after
+// callback could keep the gate from hearing how a call ended.
+func (g *Guard) Install(cfg *llmagent.Config) {
+	cfg.BeforeToolCallbacks = append([]llmagent.BeforeToolCallback{g.BeforeTool}, cfg.BeforeToolCallbacks...)
+	cfg.AfterToolCallbacks = append([]llmagent.AfterToolCallback{g.AfterTool}, cfg.AfterToolCallbacks...)
+}
+
+// Plugin returns a runner plugin (runner.Config.PluginConfig.Plugins)
+// whose tool callbacks are the guard's: every tool call of every agent the
+// runner runs goes through the gate. ADK runs plugin callbacks before an
+// agent's own and stops at the first plugin that returns a result, so put
+// this plugin first. Install the guard either as a plugin or on agents;
+// when both see a call, the second passes it through (the call is
+// decided once).
+func (g *Guard) Plugin() (*plugin.Plugin, error) {
+	return plugin.New(plugin.Config{
+		Name:               PluginName,
+		BeforeToolCallback: g.BeforeTool,
+		AfterToolCallback:  g.AfterTool,
+	})
+}
+
+// BeforeTool is an llmagent.BeforeToolCallback,
+//
+//	func(ctx agent.Context, tool tool.Tool, args map[string]any) (map[string]any, error)
+//
+// that asks the gate whether the call may run. ADK runs the tool only
+// when every before callback returns (nil, nil); a non-nil result
+// replaces the tool's (internal/llminternal/base_flow.go, Flow.callTool).
+//
+//   - Allow: returns (nil, nil); the tool runs and AfterTool reports how
+//     it ended.
+//   - Refuse: returns {"error": explanation}, the gate's one line, as the
+//     tool's result. ADK makes a returned error into the same
+//     {"error": text} function response, but it would run the
+//     OnToolError callbacks first, which take a refusal for a failed tool
+//     (the retry-and-reflect plugin would tell the model to try the call
+//     again); a result skips them, the run continues and the model reads
+//     the explanation in its next request.
+//   - AskApproval: the call's tier needs a human. The guard asks through
+//     ADK's confirmation flow (ctx.RequestConfirmation with the gate's
+//     question as the hint and the request as the payload) and returns
+//     {"error": "waiting for approval: ..."}. ADK then emits an
+//     adk_request_confirmation function call and stops the turn. When the
+//     user answers with a FunctionResponse for it ({"confirmed": true} or
+//     false), ADK calls the tool again with the same function call id and
+//     ctx.ToolConfirmation() set; the guard records the answer as the
+//     claims approval (Gate.Approve, or Gate.Deny on a rejection) and asks
+//     the gate again: a confirmed call runs, once; a rejected one is
+//     refused and never runs.
+//
+// An error of the gate (a log that failed, a cancelled context) refuses
+// the call with its text: nothing runs that the log does not hold.
+func (g *Guard) BeforeTool(ctx agent.Context, t tool.Tool, args map[string]any) (map[string]any, error) {
+	c := toolgate.Call{Tool: t.Name(), ID: ctx.FunctionCallID(), Caller: g.caller(ctx)}
+	span := oteltrace.SpanFromContext(ctx)
+	span.SetAttributes(AttrCaller.String(c.Caller))
+	key := openKey{caller: c.Caller, id: c.ID}
+	actions := ctx.Actions()
+	g.mu.Lock()
+	oc, dup := g.open[key]
+	g.mu.Unlock()
+	if dup && actions != nil && oc.actions == actions {
+		// The same tool invocation, reaching a second installation of
+		// the guard (plugin and agent callbacks): it was decided once.
+		return nil, nil
+	}
+	c.Arguments = encodeArguments(args)
+
+	d, err := g.gate.Before(ctx, c)
+	if err == nil && d.Verdict == toolgate.AskApproval {
+		if conf := ctx.ToolConfirmation(); conf != nil {
+			d, err = g.answer(ctx, c, d, conf.Confirmed, confirmationReason(conf.Confirmed, conf.Payload, c.ID))
+		}
+	}
+	if err != nil {
+		return g.refused(span, fmt.Sprintf("tool %q was not run: %v", c.Tool, err)), nil
+	}
+	setDecision(span, d)
+	switch d.Verdict {
+	case toolgate.Allow:
+		g.mu.Lock()
+		g.open[key] = openCall{call: d.Call, actions: actions}
+		g.mu.Unlock()
+		return nil, nil
+	case toolgate.AskApproval:
+		req := *d.Approval
+		payload := map[string]any{
+			"approval_id":      req.ID,
+			"tool":             req.Tool,
+			"tier":             string(req.Tier),
+			"arguments_sha256": req.ArgumentsDigest,
+			"awaiting":         req.Awaiting,
+		}
+		if err := ctx.RequestConfirmation(req.Question, payload); err != nil {
+			return g.refused(span, fmt.Sprintf("tool %q needs a human's approval, which cannot be asked: %v", c.Tool, err)), nil
+		}
+		return map[string]any{"error": "waiting for approval: " + req.Question}, nil
+	default:
+		return map[string]any{"error": d.Explanation}, nil
+	}
+}
+
+// answer records a human's answer to the request d waits on and asks the
+// gate again. A request that needs further approvers is asked again
+// (AskApproval) through a new confirmation.
+func (g *Guard) answer(ctx agent.Context, c toolgate.Call, d toolgate.Decision, confirmed bool, reason string) (toolgate.Decision, error) {
+	approver := g.approver(ctx, *d.Approval)
+	if confirmed {
+		if _, err := g.gate.Approve(ctx, d.Approval.ID, approver, reason); err != nil {
+			return toolgate.Decision{}, err
+		}
+	} else if err := g.gate.Deny(ctx, d.Approval.ID, approver, reason); err != nil {
+		return toolgate.Decision{}, err
+	}
+	return g.gate.Before(ctx, c)
+}
+
+// confirmationReason is the reason recorded with a human's answer: the
+// payload's "reason" when the client sent one, else a line naming ADK's
+// confirmation of the call.
+func confirmationReason(confirmed bool, payload any, callID string) string {
+	if m, ok := payload.(map[string]any); ok {
+		if r, ok := m["reason"].(string); ok && r != "" {
+			return r
+		}
+	}
+	if confirmed {
+		return fmt.Sprintf("confirmed through ADK tool confirmation of call %s", callID)
+	}
+	return fmt.Sprintf("rejected through ADK tool confirmation of call %s", callID)
+}
+
+func (g *Guard) refused(span oteltrace.Span, explanation string) map[string]any {
+	span.SetAttributes(AttrVerdict.String(toolgate.Refuse.String()), AttrExplanation.String(explanation))
+	return map[string]any{"error": explanation}
+}
+
+func setDecision(span oteltrace.Span, d toolgate.Decision) {
+	attrs := []attribute.KeyValue{AttrVerdict.String(d.Verdict.String()), AttrSeq.Int64(int64(d.Seq))}
+	if d.ExecID != "" {
+		attrs = append(attrs, AttrExecID.String(d.ExecID))
+	}
+	switch {
+	case d.ApprovalID != "":
+		attrs = append(attrs, AttrApprovalID.String(d.ApprovalID))
+	case d.Approval != nil:
+		attrs = append(attrs, AttrApprovalID.String(d.Approval.ID))
+	}
+	if d.Verdict == toolgate.Refuse {
+		attrs = append(attrs, AttrExplanation.String(d.Explanation))
+	}
+	span.SetAttributes(attrs...)
+}
+
+// AfterTool is an llmagent.AfterToolCallback,
+//
+//	func(ctx agent.Context, tool tool.Tool, args, result map[string]any, err error) (map[string]any, error)
+//
+// that reports how an allowed call ended to the gate (Gate.After: the
+// output is the JSON of result, the error the tool's). ADK runs the after
+// callbacks for every call, also one a before callback refused; the guard
+// reports only the calls it allowed. It returns (nil, nil): the result
+// goes to the model as the tool returned it. A tool that only asked for
+// ADK's confirmation, or was rejected by it (tool.ErrConfirmationRequired,
+// tool.ErrConfirmationRejected), did nothing: it is reported measured at
+// zero, so its charge is given back.
+//
+// The gate records the result even when the invocation's context is
+// cancelled: the tool has run.
+func (g *Guard) AfterTool(ctx agent.Context, t tool.Tool, args, result map[string]any, err error) (map[string]any, error) {
+	key := openKey{caller: g.caller(ctx), id: ctx.FunctionCallID()}
+	actions := ctx.Actions()
+	g.mu.Lock()
+	oc, ok := g.open[key]
+	if ok && oc.actions == actions {
+		delete(g.open, key)
+	}
+	g.mu.Unlock()
+	if !ok || oc.actions != actions {
+		return nil, nil
+	}
+	r := toolgate.Result{Output: encodeResult(result), Err: err}
+	switch {
+	case errors.Is(err, tool.ErrConfirmationRequired), errors.Is(err, tool.ErrConfirmationRejected):
+		r.Actual, r.Measured = 0, true
+	case g.measure != nil:
+		r.Actual, r.Measured = g.measure(ctx, t, args, result, err)
+	}
+	span := oteltrace.SpanFromContext(ctx)
+	out, aerr := g.gate.After(context.WithoutCancel(ctx), oc.call, r)
+	if out.Seq != 0 || aerr == nil {
+		span.SetAttributes(AttrResultSeq.Int64(int64(out.Seq)), AttrCharged.Int64(int64(out.Charged)))
+	}
+	if aerr != nil {
+		span.RecordError(aerr)
+		if g.onError != nil {
+			g.onError(ctx, oc.call, aerr)
+		}
+	}
+	return nil, nil
+}
+
+// encodeArguments is the call's arguments as the gate records them: the
+// JSON of args (encoding/json sorts map keys, so equal arguments encode
+// equally and bind the same approval), {} when there are none. Arguments
+// that are no JSON value (an earlier callback may have put a NaN, a
+// channel or a cycle there) are recorded as the encoder's error text: the
+// gate accepts any bytes, so such a call is still decided and recorded.
+func encodeArguments(args map[string]any) []byte {
+	if args == nil {
+		return []byte("{}")
+	}
+	return encodeJSON(args)
+}
+
+// encodeResult is a tool's result as the gate records it, in the same
+// way; "null" when the tool returned none.
+func encodeResult(result map[string]any) []byte {
+	if result == nil {
+		return []byte("null")
+	}
+	return encodeJSON(result)
+}
+
+func encodeJSON(m map[string]any) []byte {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Appendf(nil, "unencodable: %v", err)
+	}
+	return b
+}
