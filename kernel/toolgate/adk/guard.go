@@ -118,8 +118,10 @@ func New(gate *toolgate.Gate, opts ...Option) (*Guard, error) {
 		return nil, errors.New("adk: nil gate")
 	}
 	g := &Guard{
-		gate:     gate,
-		caller:   func(ctx agent.ReadonlyContext) string { return SessionCaller(ctx.AppName(), ctx.UserID(), ctx.SessionID()) },
+		gate: gate,
+		caller: func(ctx agent.ReadonlyContext) string {
+			return SessionCaller(ctx.AppName(), ctx.UserID(), ctx.SessionID())
+		},
 		approver: func(agent.Context, toolgate.ApprovalRequest) string { return toolgate.DefaultApprover },
 		open:     map[openKey]openCall{},
 	}
