@@ -31,7 +31,7 @@ func catalogue(budget kernel.Cost) toolgate.Config {
 
 // newRunner builds a ChatModelAgent over mdl and tools with the gate's
 // agent middleware, and a Runner with a checkpoint store.
-func newRunner(t testing.TB, g *toolgate.Gate, mdl *scriptedModel, store adk.CheckPointStore, streaming bool, tools ...tool.BaseTool) *adk.Runner {
+func newRunner(t tb, g *toolgate.Gate, mdl *scriptedModel, store adk.CheckPointStore, streaming bool, tools ...tool.BaseTool) *adk.Runner {
 	t.Helper()
 	ctx := context.Background()
 	agent, err := adk.NewChatModelAgent(ctx, &adk.ChatModelAgentConfig{

@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/cloudwego/eino v0.7.36
 	github.com/verity-go/verity v0.0.0
+	pgregory.net/rapid v1.3.0
 )
 
 require (

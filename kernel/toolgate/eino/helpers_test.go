@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"testing"
 
 	"github.com/cloudwego/eino/adk"
 	"github.com/cloudwego/eino/components/model"
@@ -147,8 +146,15 @@ func (s *memStore) Set(_ context.Context, id string, b []byte) error {
 	return nil
 }
 
+// tb is what the helpers need of a *testing.T, *testing.B or *rapid.T.
+type tb interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
 // newGate returns a gate over a new memory log.
-func newGate(t testing.TB, cfg toolgate.Config) (*toolgate.Gate, *trace.Log) {
+func newGate(t tb, cfg toolgate.Config) (*toolgate.Gate, *trace.Log) {
 	t.Helper()
 	log := trace.NewMemoryLog()
 	g, err := toolgate.New(context.Background(), log, cfg)
@@ -160,7 +166,7 @@ func newGate(t testing.TB, cfg toolgate.Config) (*toolgate.Gate, *trace.Log) {
 
 // checkLog verifies the log's chain and rebuilds each caller's kernel
 // session from it, checking that the replayed budget is the gate's.
-func checkLog(t testing.TB, log *trace.Log, g *toolgate.Gate, callers ...string) {
+func checkLog(t tb, log *trace.Log, g *toolgate.Gate, callers ...string) {
 	t.Helper()
 	if err := verifyLog(log, g, callers...); err != nil {
 		t.Fatal(err)
@@ -190,7 +196,7 @@ func verifyLog(log *trace.Log, g *toolgate.Gate, callers ...string) error {
 }
 
 // results decodes the log's toolgate.result entries.
-func results(t testing.TB, log *trace.Log) []toolgate.ResultEntry {
+func results(t tb, log *trace.Log) []toolgate.ResultEntry {
 	t.Helper()
 	var out []toolgate.ResultEntry
 	for e, err := range log.Entries(context.Background(), 0) {
