@@ -10,6 +10,7 @@ import (
 	"github.com/verity-go/verity/belief"
 	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/toolgate"
 	"github.com/verity-go/verity/speculative"
 	"github.com/verity-go/verity/trace"
 )
@@ -27,6 +28,7 @@ var summarizers = []struct {
 	{"belief.", beliefSummary},
 	{"claims.", claimsSummary},
 	{"speculative.", speculativeSummary},
+	{"toolgate.", toolgateSummary},
 }
 
 // summarize returns the one-line summary of e. A payload its package
@@ -210,4 +212,30 @@ func speculativeLine(x speculative.Entry) string {
 // words joins the non-empty words with spaces.
 func words(ws ...string) string {
 	return strings.Join(slices.DeleteFunc(ws, func(w string) bool { return w == "" }), " ")
+}
+
+// toolgateSummary words a tool gate's refusal or result.
+func toolgateSummary(e trace.Entry) (string, any, error) {
+	v, err := toolgate.DecodeEntry(e)
+	if err != nil {
+		return "", nil, err
+	}
+	switch r := v.(type) {
+	case toolgate.RefuseEntry:
+		return fmt.Sprintf("refused %s call %s for %q (%s): %s", r.Tool, r.CallID, r.Caller, r.Reason, shorten(r.Explanation, 160)), r, nil
+	case toolgate.ResultEntry:
+		status := "ok"
+		if !r.OK {
+			status = "failed: " + shorten(r.Error, 80)
+		}
+		s := fmt.Sprintf("%s call %s for %q %s, charged %s (exec %s), output %d bytes", r.Tool, r.CallID, r.Caller, status, r.Charged, r.ExecID, r.OutputSize)
+		if r.Unpaid > 0 {
+			s += fmt.Sprintf(", %s unpaid", r.Unpaid)
+		}
+		if r.Speculative {
+			s += ", speculative: " + r.Finding
+		}
+		return s, r, nil
+	}
+	return "", nil, fmt.Errorf("unexpected toolgate entry %T", v)
 }

@@ -167,7 +167,7 @@ function pager(box, offset, total, go) {
 
 function family(kind) {
   const f = kind.split(".")[0];
-  return ["kernel", "belief", "claims", "speculative"].includes(f) ? f : "other";
+  return ["kernel", "belief", "claims", "speculative", "toolgate"].includes(f) ? f : "other";
 }
 
 async function loadEntries() {
