@@ -13,12 +13,13 @@ import (
 	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/trace"
 )
 
 // TestParallelCallsNeverOverspend: however many calls of whatever costs
 // arrive at once, for one caller or several, net spend never exceeds the
-// budget (T1), every allowed call is one execution on the log, and the
-// log replays to the same spend.
+// budget (T1), every allowed call is one execution on the log, the log
+// verifies as one chain, and it replays to the same spend.
 func TestParallelCallsNeverOverspend(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		budget := units(rapid.Int64Range(1, 20).Draw(rt, "budget"))
@@ -62,6 +63,14 @@ func TestParallelCallsNeverOverspend(t *testing.T) {
 			}()
 		}
 		wg.Wait()
+		var entries []trace.Entry
+		for e, err := range log.Entries(ctx, 0) {
+			require.NoError(rt, err)
+			entries = append(entries, e)
+		}
+		if _, err := trace.Verify(entries); err != nil {
+			rt.Fatalf("the log forked or broke: %v", err)
+		}
 		for i := range callers {
 			caller := fmt.Sprint(i)
 			m, ok := g.Meter(caller)
