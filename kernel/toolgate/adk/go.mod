@@ -10,6 +10,7 @@ require (
 	go.opentelemetry.io/otel/trace v1.44.0
 	google.golang.org/adk/v2 v2.2.0
 	google.golang.org/genai v1.66.0
+	pgregory.net/rapid v1.3.0
 )
 
 require (
@@ -28,6 +29,7 @@ require (
 	github.com/googleapis/enterprise-certificate-proxy v0.3.19 // indirect
 	github.com/googleapis/gax-go/v2 v2.23.0 // indirect
 	github.com/gorilla/websocket v1.5.3 // indirect
+	github.com/santhosh-tekuri/jsonschema/v5 v5.3.1 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.68.0 // indirect
 	go.opentelemetry.io/otel/log v0.20.0 // indirect

@@ -50,6 +50,20 @@ const (
 	userID  = "alice"
 )
 
+// tb is what the helpers need of a test: a *testing.T, *testing.B or
+// *rapid.T.
+type tb interface {
+	require.TestingT
+	Fatalf(format string, args ...any)
+	Cleanup(func())
+}
+
+func helper(t tb) {
+	if h, ok := t.(interface{ Helper() }); ok {
+		h.Helper()
+	}
+}
+
 func units(n int64) kernel.Cost { return kernel.Cost(n) * kernel.Unit }
 
 // script is a fake model (ADK's model.LLM, model/llm.go:
@@ -158,8 +172,8 @@ type pathResult struct {
 	Done string `json:"done"`
 }
 
-func (ts *tools) list(t testing.TB) []tool.Tool {
-	t.Helper()
+func (ts *tools) list(t tb) []tool.Tool {
+	helper(t)
 	read, err := functiontool.New(functiontool.Config{Name: "read_file", Description: "reads a file"},
 		func(_ agent.Context, a pathArgs) (pathResult, error) {
 			ts.reads.Add(1)
@@ -194,15 +208,15 @@ func testConfig() toolgate.Config {
 	}
 }
 
-func newLog(t testing.TB) *trace.Log {
-	t.Helper()
+func newLog(t tb) *trace.Log {
+	helper(t)
 	log, err := trace.NewLog(trace.NewMemory())
 	require.NoError(t, err)
 	return log
 }
 
-func newGate(t testing.TB, log *trace.Log, cfg toolgate.Config) *toolgate.Gate {
-	t.Helper()
+func newGate(t tb, log *trace.Log, cfg toolgate.Config) *toolgate.Gate {
+	helper(t)
 	g, err := toolgate.New(context.Background(), log, cfg)
 	require.NoError(t, err)
 	return g
@@ -227,8 +241,8 @@ type setup struct {
 	extraTool []tool.Tool
 }
 
-func newWorld(t testing.TB, s setup, batches ...[]*genai.FunctionCall) *world {
-	t.Helper()
+func newWorld(t tb, s setup, batches ...[]*genai.FunctionCall) *world {
+	helper(t)
 	w := &world{log: s.log, tools: &tools{}, model: newScript("scripted", batches...), session: sessionName(t)}
 	if w.log == nil {
 		w.log = newLog(t)
@@ -261,20 +275,24 @@ var sessionSeq atomic.Int64
 
 // sessionName is a session id unique in the process (spans are recorded
 // process-wide and found by their caller attribute).
-func sessionName(t testing.TB) string {
-	return fmt.Sprintf("%s-%d", strings.ReplaceAll(t.Name(), "/", "_"), sessionSeq.Add(1))
+func sessionName(t tb) string {
+	name := "check"
+	if n, ok := t.(interface{ Name() string }); ok {
+		name = strings.ReplaceAll(n.Name(), "/", "_")
+	}
+	return fmt.Sprintf("%s-%d", name, sessionSeq.Add(1))
 }
 
 func (w *world) caller() string { return adk.SessionCaller(appName, userID, w.session) }
 
 // say runs one user turn and returns its events.
-func (w *world) say(t testing.TB, text string) []*session.Event {
-	t.Helper()
+func (w *world) say(t tb, text string) []*session.Event {
+	helper(t)
 	return w.send(t, genai.NewContentFromText(text, genai.RoleUser))
 }
 
-func (w *world) send(t testing.TB, msg *genai.Content) []*session.Event {
-	t.Helper()
+func (w *world) send(t tb, msg *genai.Content) []*session.Event {
+	helper(t)
 	var events []*session.Event
 	for ev, err := range w.runner.Run(context.Background(), userID, w.session, msg, agent.RunConfig{}) {
 		require.NoError(t, err)
@@ -285,8 +303,8 @@ func (w *world) send(t testing.TB, msg *genai.Content) []*session.Event {
 
 // confirm answers the pending adk_request_confirmation call the way a
 // client does: a user FunctionResponse for it.
-func (w *world) confirm(t testing.TB, id string, confirmed bool) []*session.Event {
-	t.Helper()
+func (w *world) confirm(t tb, id string, confirmed bool) []*session.Event {
+	helper(t)
 	return w.send(t, &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{FunctionResponse: &genai.FunctionResponse{
 		ID: id, Name: toolconfirmation.FunctionCallName, Response: map[string]any{"confirmed": confirmed},
 	}}}})
@@ -326,8 +344,8 @@ func functionResponses(events []*session.Event, name string) []map[string]any {
 }
 
 // entries reads the whole log.
-func entries(t testing.TB, log *trace.Log) []trace.Entry {
-	t.Helper()
+func entries(t tb, log *trace.Log) []trace.Entry {
+	helper(t)
 	var out []trace.Entry
 	for e, err := range log.Entries(context.Background(), 0) {
 		require.NoError(t, err)
@@ -346,8 +364,8 @@ func kinds(es []trace.Entry) map[string]int {
 
 // checkLog verifies the chain and replays each caller's kernel session
 // from it: the replayed session's spend equals the gate's.
-func checkLog(t testing.TB, log *trace.Log, g *toolgate.Gate, callers ...string) {
-	t.Helper()
+func checkLog(t tb, log *trace.Log, g *toolgate.Gate, callers ...string) {
+	helper(t)
 	_, err := trace.Verify(entries(t, log))
 	require.NoError(t, err, "the log verifies")
 	for _, c := range callers {
@@ -410,8 +428,8 @@ func quoteJSON(s string) string {
 	return string(b)
 }
 
-func atoi(t testing.TB, s string) int {
-	t.Helper()
+func atoi(t tb, s string) int {
+	helper(t)
 	n, err := strconv.Atoi(s)
 	require.NoError(t, err)
 	return n
@@ -420,8 +438,8 @@ func atoi(t testing.TB, s string) int {
 // confirmationFields reads the hint and payload of the toolConfirmation
 // argument of an adk_request_confirmation call, as a client would (the
 // event may hold the struct or its JSON form).
-func confirmationFields(t testing.TB, v any) (string, map[string]any) {
-	t.Helper()
+func confirmationFields(t tb, v any) (string, map[string]any) {
+	helper(t)
 	b, err := json.Marshal(v)
 	require.NoError(t, err)
 	var tc struct {
