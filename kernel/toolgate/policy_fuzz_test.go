@@ -1,0 +1,62 @@
+package toolgate_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/verity-go/verity/kernel/toolgate"
+)
+
+// FuzzParsePolicy: ParsePolicy never panics; a refusal is a
+// *ValidationError wrapping ErrInvalidPolicy that never needs the schema's
+// own words (the decoder and the schema agree on the shape of every file);
+// an accepted file re-encodes to a file read back as the same Policy, and
+// builds a Config.
+func FuzzParsePolicy(f *testing.F) {
+	files, err := filepath.Glob("testdata/policy/*/*.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	files = append(files, "testdata/policy/example.json")
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte(`{"version":1,"budget":"1","min_cost":"0.001","tools":[{"match":"a*","cost":"0.5"},{"match":"ab","cost":"0.5"}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := toolgate.ParsePolicy(data)
+		if err != nil {
+			var ve *toolgate.ValidationError
+			if !errors.As(err, &ve) || !errors.Is(err, toolgate.ErrInvalidPolicy) || len(ve.Violations) == 0 {
+				t.Fatalf("refusal is not a policy ValidationError: %v", err)
+			}
+			checkAgreement(t, data)
+			return
+		}
+		checkAgreement(t, data)
+		b, err := p.MarshalJSON()
+		if err != nil {
+			t.Fatalf("an accepted policy does not encode: %v", err)
+		}
+		q, err := toolgate.ParsePolicy(b)
+		if err != nil {
+			t.Fatalf("the re-encoded policy is refused: %v\n%s", err, b)
+		}
+		if !reflect.DeepEqual(p, q) {
+			t.Fatalf("read back another policy:\n%#v\n%#v", p, q)
+		}
+		b2, err := q.MarshalJSON()
+		if err != nil || string(b2) != string(b) {
+			t.Fatalf("re-encoding differs: %v\n%s\n%s", err, b, b2)
+		}
+		if _, err := p.Config(); err != nil {
+			t.Fatalf("an accepted policy gives no Config: %v", err)
+		}
+	})
+}
