@@ -80,7 +80,8 @@ type script struct {
 
 	mu      sync.Mutex
 	batches [][]*genai.FunctionCall
-	seen    []string // one line per request: what its last content held
+	repeat  []*genai.FunctionCall // emitted once the batches are used up
+	seen    []string              // one line per request: what its last content held
 }
 
 func newScript(name string, batches ...[]*genai.FunctionCall) *script {
@@ -97,14 +98,19 @@ func (s *script) GenerateContent(_ context.Context, req *model.LLMRequest, _ boo
 			last = req.Contents[n-1]
 		}
 		line := describe(last)
-		s.seen = append(s.seen, line)
+		if s.repeat == nil {
+			s.seen = append(s.seen, line)
+		}
 		var resp *model.LLMResponse
 		switch {
 		case last != nil && hasFunctionResponse(last):
 			resp = &model.LLMResponse{Content: genai.NewContentFromText("read: "+line, genai.RoleModel)}
-		case len(s.batches) > 0:
-			batch := s.batches[0]
-			s.batches = s.batches[1:]
+		case len(s.batches) > 0 || s.repeat != nil:
+			batch := s.repeat
+			if len(s.batches) > 0 {
+				batch = s.batches[0]
+				s.batches = s.batches[1:]
+			}
 			parts := make([]*genai.Part, len(batch))
 			for i, fc := range batch {
 				cp := *fc

@@ -169,4 +169,3 @@ func TestToolCallsOfOneTurnRunConcurrently(t *testing.T) {
 	assert.EqualValues(t, n, ct.runs[0].Load())
 	checkLog(t, w.log, w.gate, w.caller())
 }
-

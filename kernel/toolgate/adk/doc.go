@@ -1,0 +1,87 @@
+// Package adk puts Verity's tool gate (kernel/toolgate) in front of the
+// tools of agents built with Google's Agent Development Kit for Go
+// (google.golang.org/adk/v2). It is a nested module, so that the root
+// module never depends on ADK.
+//
+// # Usage
+//
+//	gate, err := toolgate.New(ctx, log, toolgate.Config{
+//		Budget:  10 * kernel.Unit,
+//		MinCost: kernel.Unit / 100,
+//		Rules: []toolgate.Rule{
+//			{Match: "read_*", Cost: kernel.Unit / 10},
+//			{Match: "delete_file", Cost: kernel.Unit, Tier: claims.TierDelete},
+//			{Match: "transfer_to_agent", Cost: kernel.Unit / 100},
+//		},
+//	})
+//	guard, err := adk.New(gate)
+//
+//	// Either on one agent (llmagent.Config.BeforeToolCallbacks and
+//	// AfterToolCallbacks, the guard's first):
+//	cfg := llmagent.Config{Name: "assistant", Model: m, Tools: tools}
+//	guard.Install(&cfg)
+//
+//	// or on every agent a runner runs (runner.Config.PluginConfig), the
+//	// form ADK's documentation recommends for security policies:
+//	p, err := guard.Plugin()
+//	r, err := runner.New(runner.Config{..., PluginConfig: runner.PluginConfig{Plugins: []*plugin.Plugin{p}}})
+//
+// Every tool ADK calls through llmagent's flow is then decided by the
+// gate, the agent's own tools and the framework's (transfer_to_agent
+// too: give it a rule, or the gate refuses it as unknown).
+//
+// # What the model sees
+//
+// An allowed call runs as usual and its result goes to the model
+// unchanged; AfterTool reports it to the gate (the result map's JSON as
+// the output, the tool's error as the failure), which records it and
+// settles what the call cost. A refused call never runs: its result is
+// {"error": explanation}, the gate's one line ("action \"send\"
+// rejected: budget: cost 3, remaining 2"), which the model reads in its
+// next request like any tool error. The refusal is a result rather than
+// an error so that ADK's OnToolError callbacks, meant for tools that
+// failed, do not take it for one (see BeforeTool).
+//
+// # Approvals
+//
+// A DELETE or PRIVILEGE call waits for a human through ADK's own
+// confirmation flow: the guard calls ctx.RequestConfirmation with the
+// gate's question, ADK emits an adk_request_confirmation function call
+// and ends the turn. The client answers with a FunctionResponse for it,
+// {"confirmed": true} or {"confirmed": false}; ADK calls the tool again
+// with the same function call id and the confirmation on its context,
+// and the guard records the answer as the claims approval (Gate.Approve
+// or Gate.Deny; the approver is toolgate.DefaultApprover unless
+// WithApprover says otherwise). A confirmed call runs, once: the same
+// call later asks again. A rejected call is refused with the human's
+// denial and never runs. A tool that asks for its own confirmation
+// (functiontool's RequireConfirmation) is charged only for the run that
+// follows the answer.
+//
+// # Callers, concurrency, telemetry
+//
+// Each ADK session (app, user and session id: SessionCaller) is one
+// caller of the gate, with its own kernel session and budget; WithCaller
+// chooses another key. ADK runs the function calls of one model turn
+// concurrently, one goroutine each; the gate decides each caller's calls
+// one at a time on one log, so they never overspend the budget (T1) and
+// the log never forks (TestConcurrentToolCallsNeverOverspend drives
+// that through the real runner).
+//
+// ADK opens an OpenTelemetry span for each tool call ("execute_tool
+// <name>") before the callbacks run; the guard puts the gate's verdict,
+// the execution id, the decision's trace sequence number and, after the
+// call, the result entry's sequence number and the charge on it
+// (AttrVerdict, AttrExecID, AttrSeq, AttrResultSeq, AttrCharged). With no
+// tracer provider installed these are no-ops.
+//
+// # What it does not cover
+//
+// Streaming tools (toolinternal.StreamingFunctionTool) and live
+// sessions' stop_streaming are run by ADK without tool callbacks, so
+// without the gate; so are tools run outside llmagent's flow. A call
+// whose after callbacks ADK never runs (a tool that panics) stays open in
+// the gate. Waiting approvals live in the gate's memory: after a
+// restart, a confirmation that comes back is recorded against a new
+// request for the same call.
+package adk
