@@ -6,10 +6,12 @@ package adk_test
 //   - An allowed call runs once, its result reaches the model and the gate
 //     records it: TestAllowedCallRuns.
 //   - A refusal is the tool's result the model reads next: TestBudgetRefusalReachesModel,
-//     TestUnknownToolRefused, TestGateErrorRefuses.
+//     TestUnknownToolRefused, TestGateErrorRefuses; it is no tool failure
+//     to ADK's OnToolError callbacks: TestRefusalSkipsOnToolErrorCallbacks.
 //   - A DELETE-tier call waits for ADK's confirmation, runs once when
 //     confirmed and never when rejected: TestDeleteRunsOnceWhenConfirmed,
-//     TestDeleteNeverRunsWhenRejected.
+//     TestDeleteNeverRunsWhenRejected, also across a restart:
+//     TestConfirmationAfterRestart.
 //   - The plugin guards every agent of a runner; plugin and callbacks
 //     together decide a call once: TestPluginGuardsEveryAgent,
 //     TestPluginAndCallbacksDecideOnce.
@@ -20,6 +22,8 @@ package adk_test
 //   - The decision is on ADK's tool span: TestDecisionOnToolSpan.
 //   - A tool's own confirmation request is not charged:
 //     TestToolsOwnConfirmationNotCharged.
+//   - The guard never panics nor answers ADK with an error, whatever the
+//     call: FuzzGuard.
 
 import (
 	"context"
@@ -380,4 +384,81 @@ func TestToolsOwnConfirmationNotCharged(t *testing.T) {
 	m, _ = w.gate.Meter(w.caller())
 	assert.Equal(t, units(2), m.Budget().Net(), "the run is charged once")
 	checkLog(t, w.log, w.gate, w.caller())
+}
+
+// TestRefusalSkipsOnToolErrorCallbacks pins why a refusal is a result and
+// not an error: ADK hands errors of before callbacks to the OnToolError
+// callbacks (Flow.callTool), which are for tools that failed.
+func TestRefusalSkipsOnToolErrorCallbacks(t *testing.T) {
+	log := newLog(t)
+	cfg := testConfig()
+	cfg.Rules = cfg.Rules[:1]
+	g := newGate(t, log, cfg)
+	guard, err := adk.New(g)
+	require.NoError(t, err)
+	onErr := 0
+	ts := &tools{}
+	m := newScript("m", []*genai.FunctionCall{call("x", "send", map[string]any{"path": "bob"})})
+	ac := llmagent.Config{Name: "assistant", Model: m, Tools: ts.list(t),
+		OnToolErrorCallbacks: []llmagent.OnToolErrorCallback{func(agent.Context, tool.Tool, map[string]any, error) (map[string]any, error) {
+			onErr++
+			return map[string]any{"error": "retry it"}, nil
+		}}}
+	guard.Install(&ac)
+	a, err := llmagent.New(ac)
+	require.NoError(t, err)
+	r, err := runner.New(runner.Config{AppName: appName, Agent: a, SessionService: session.InMemoryService(), AutoCreateSession: true})
+	require.NoError(t, err)
+	for _, err := range r.Run(context.Background(), userID, sessionName(t), genai.NewContentFromText("send", genai.RoleUser), agent.RunConfig{}) {
+		require.NoError(t, err)
+	}
+	assert.Zero(t, onErr, "a refusal is not a tool failure")
+	reqs := m.requests()
+	assert.Equal(t, `send={"error":"tool \"send\" is not in the gate's catalogue"}`, reqs[len(reqs)-1])
+}
+
+// TestConfirmationAfterRestart: the process restarts while a call waits
+// for its confirmation. Waiting requests live in the gate's memory; the
+// answer that comes back to the new process is recorded against a new
+// request for the same call, which then runs once.
+func TestConfirmationAfterRestart(t *testing.T) {
+	log := newLog(t)
+	sessions := session.InMemoryService() // the client's session outlives the process
+	ts := &tools{}
+	sess := sessionName(t)
+	newRunner := func(m *script) (*toolgate.Gate, *runner.Runner) {
+		g := newGate(t, log, testConfig())
+		guard, err := adk.New(g)
+		require.NoError(t, err)
+		ac := llmagent.Config{Name: "assistant", Model: m, Tools: ts.list(t)}
+		guard.Install(&ac)
+		a, err := llmagent.New(ac)
+		require.NoError(t, err)
+		r, err := runner.New(runner.Config{AppName: appName, Agent: a, SessionService: sessions, AutoCreateSession: true})
+		require.NoError(t, err)
+		return g, r
+	}
+	run := func(r *runner.Runner, msg *genai.Content) []*session.Event {
+		var out []*session.Event
+		for ev, err := range r.Run(context.Background(), userID, sess, msg, agent.RunConfig{}) {
+			require.NoError(t, err)
+			out = append(out, ev)
+		}
+		return out
+	}
+	m := newScript("m", []*genai.FunctionCall{call("d1", "delete_file", map[string]any{"path": "/old"})})
+	_, r := newRunner(m)
+	reqs := confirmationRequests(run(r, genai.NewContentFromText("delete", genai.RoleUser)))
+	require.Len(t, reqs, 1)
+
+	g2, r2 := newRunner(m)
+	require.Empty(t, g2.Pending(), "the waiting request did not survive the restart")
+	events := run(r2, &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{FunctionResponse: &genai.FunctionResponse{
+		ID: reqs[0].ID, Name: "adk_request_confirmation", Response: map[string]any{"confirmed": true}}}}})
+	assert.EqualValues(t, 1, ts.deletes.Load())
+	require.Len(t, functionResponses(events, "delete_file"), 1)
+	k := kinds(entries(t, log))
+	assert.Equal(t, 2, k["claims.evaluate"], "asked once in each process")
+	assert.Equal(t, 1, k["claims.approve"])
+	checkLog(t, log, g2, adk.SessionCaller(appName, userID, sess))
 }
