@@ -1,0 +1,311 @@
+// Command verity-mcp puts a Verity tool gate in front of any MCP server.
+//
+//	verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH] [-http ADDR]
+//	           [-caller KEY] [-approver NAME] -- <upstream command and args>
+//
+// It starts the upstream MCP server as a child process over stdio, lists
+// its tools, and serves the same tools to its own client over stdio (and
+// over streamable HTTP at ADDR with -http). Every call goes through a
+// toolgate.Gate configured by the policy file (toolgate.LoadPolicy): a
+// refused call never reaches the upstream and the model reads why as the
+// tool's error; a DELETE or PRIVILEGE call is asked of the client's human
+// through MCP elicitation and runs once if approved, never if declined;
+// every decision and result is on the hash-chained log at PATH. The
+// upstream, in any language, needs no change.
+//
+// # Callers and budgets
+//
+// Each caller key has its own budget (the policy's "budget"): the stdio
+// client is the caller -caller (default "stdio"), each streamable HTTP
+// session the caller named by its Mcp-Session-Id. A durable log keeps
+// what each caller spent: started again over the same log, the proxy
+// resumes the stdio caller's budget where it stopped (start a new log, or
+// pass another -caller, for a fresh one).
+//
+// With -db, the policy's shared_budget (id and limit) is a row in that
+// database (kernel/sqlbudget) that every caller of every proxy pointed at
+// it draws on too: several proxies on one PostgreSQL database — or on one
+// SQLite file, on one machine — never spend more than its limit together.
+// -db takes postgres://… (or postgresql://…) or sqlite:PATH.
+//
+// # Output
+//
+// Logs go to stderr (log/slog, text); the upstream's stderr is passed
+// through. On exit the proxy writes the log's head — its last sequence
+// number and hash, "SEQ:HASH" as examples/verity prints it — which a later
+// `verity verify` can check the log against.
+//
+// Exit status: 0 after a clean shutdown (the stdio client went away, or
+// with -http an interrupt), 1 on a failure, 2 on bad usage.
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"slices"
+	"strconv"
+	"syscall"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	_ "modernc.org/sqlite" // registers "sqlite"
+
+	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/sqlbudget"
+	"github.com/verity-go/verity/kernel/toolgate"
+	gatemcp "github.com/verity-go/verity/kernel/toolgate/mcp"
+	"github.com/verity-go/verity/trace"
+)
+
+// version is what the proxy calls itself in MCP's implementation info.
+const version = "v0.1.0"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// config is the parsed command line.
+type config struct {
+	policy   string
+	log      string
+	db       string
+	http     string
+	caller   string
+	approver string
+	upstream []string
+}
+
+const usage = `usage: verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH] [-http ADDR] [-caller KEY] [-approver NAME] -- command [args...]`
+
+// parseArgs reads the command line; the upstream command follows "--".
+func parseArgs(args []string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("verity-mcp", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, usage)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&c.policy, "policy", "", "the policy file (toolgate.LoadPolicy; see policy.schema.json)")
+	fs.StringVar(&c.log, "log", "", "the trace log file, created when missing, resumed when present")
+	fs.StringVar(&c.db, "db", "", "the database of the policy's shared budget: postgres://… or sqlite:PATH")
+	fs.StringVar(&c.http, "http", "", "also serve streamable HTTP at this address (host:port)")
+	fs.StringVar(&c.caller, "caller", "stdio", "the caller key the stdio client's calls are charged to")
+	fs.StringVar(&c.approver, "approver", toolgate.DefaultApprover, "the approver name the client's human answers as")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	c.upstream = fs.Args()
+	switch {
+	case c.policy == "":
+		return c, errors.New("-policy is required")
+	case c.log == "":
+		return c, errors.New("-log is required")
+	case len(c.upstream) == 0:
+		return c, errors.New("no upstream command after --")
+	case c.approver == "":
+		return c, errors.New("-approver may not be empty")
+	}
+	if c.db != "" {
+		if _, err := parseDB(c.db); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+// run is the command: it returns the exit status.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	c, err := parseArgs(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "verity-mcp: %v\n%s\n", err, usage)
+		return 2
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	if err := serve(ctx, c, stdin, stdout, stderr, logger); err != nil {
+		logger.Error("verity-mcp failed", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// serve runs the proxy until the stdio client leaves (or, with -http,
+// until ctx ends), then closes everything and reports the log's head.
+func serve(ctx context.Context, c config, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Logger) (err error) {
+	policy, err := toolgate.LoadPolicy(c.policy)
+	if err != nil {
+		return err
+	}
+	cfg, err := policy.Config()
+	if err != nil {
+		return err
+	}
+	var opts []toolgate.Option
+	switch {
+	case c.db != "" && policy.Shared == nil:
+		return fmt.Errorf("-db names a database but %s has no shared_budget", c.policy)
+	case c.db == "" && policy.Shared != nil:
+		return fmt.Errorf("%s has a shared_budget (%q): give its database with -db", c.policy, policy.Shared.ID)
+	case c.db != "":
+		shared, closeDB, err := openShared(ctx, c.db, policy.Shared.ID, policy.Shared.Limit)
+		if err != nil {
+			return err
+		}
+		defer closeDB()
+		opts = append(opts, toolgate.WithSharedBudget(shared))
+		logger.Info("shared budget", "id", policy.Shared.ID, "limit", policy.Shared.Limit)
+	}
+
+	store, err := trace.OpenFile(c.log, trace.FileOptions{})
+	if err != nil {
+		return fmt.Errorf("opening the log: %w", err)
+	}
+	log, err := trace.NewLog(store)
+	if err != nil {
+		_ = store.Close()
+		return fmt.Errorf("opening the log: %w", err)
+	}
+	defer func() {
+		head := log.Head()
+		if cerr := log.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("closing the log: %w", cerr)
+		}
+		logHead(logger, c.log, head)
+	}()
+
+	gate, err := toolgate.New(ctx, log, cfg, opts...)
+	if err != nil {
+		return err
+	}
+
+	// The upstream: a child process over stdio (mcp.CommandTransport).
+	cmd := exec.Command(c.upstream[0], c.upstream[1:]...)
+	cmd.Stderr = stderr
+	client := sdk.NewClient(&sdk.Implementation{Name: "verity-mcp", Version: version}, nil)
+	up, err := client.Connect(ctx, &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil)
+	if err != nil {
+		return fmt.Errorf("starting the upstream %q: %w", c.upstream[0], err)
+	}
+	defer func() {
+		if cerr := up.Close(); cerr != nil {
+			logger.Warn("upstream exit", "err", cerr)
+		}
+	}()
+
+	srv := sdk.NewServer(&sdk.Implementation{Name: "verity-mcp", Version: version}, nil)
+	names, err := gatemcp.Forward(ctx, srv, up, logger)
+	if err != nil {
+		return err
+	}
+	guard, err := gatemcp.New(gate, gatemcp.Options{
+		Approver: c.approver,
+		Logger:   logger,
+		// A streamable HTTP session is the caller its id names; the one
+		// stdio connection is the caller -caller names.
+		Caller: func(_ context.Context, req *sdk.CallToolRequest) string {
+			if id := req.Session.ID(); id != "" {
+				return id
+			}
+			return c.caller
+		},
+	})
+	if err != nil {
+		return err
+	}
+	srv.AddReceivingMiddleware(guard.Middleware())
+	logger.Info("serving", "upstream", c.upstream[0], "tools", len(names), "names", names, "log", c.log)
+
+	if c.http != "" {
+		ln, err := net.Listen("tcp", c.http)
+		if err != nil {
+			return fmt.Errorf("-http: %w", err)
+		}
+		hs := &http.Server{
+			Handler:           sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil),
+			ReadHeaderTimeout: 10 * time.Second,
+		}
+		done := make(chan error, 1)
+		go func() { done <- hs.Serve(ln) }()
+		defer func() {
+			// End the HTTP sessions first: their open event streams would
+			// hold Shutdown until its timeout.
+			sessions := slices.Collect(srv.Sessions())
+			for _, ss := range sessions {
+				_ = ss.Close()
+			}
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			_ = hs.Shutdown(sctx)
+			if herr := <-done; herr != nil && !errors.Is(herr, http.ErrServerClosed) && err == nil {
+				err = fmt.Errorf("-http: %w", herr)
+			}
+		}()
+		logger.Info("listening", "http", ln.Addr().String())
+	}
+
+	t := &sdk.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}
+	if rerr := srv.Run(ctx, t); rerr != nil && !errors.Is(rerr, context.Canceled) && !errors.Is(rerr, io.EOF) {
+		logger.Warn("stdio session ended", "err", rerr)
+	}
+	if c.http != "" {
+		<-ctx.Done() // the HTTP clients are served until an interrupt
+	}
+	return nil
+}
+
+// openShared opens the shared budget id in the database the -db flag
+// names, creating it with limit when missing.
+func openShared(ctx context.Context, flagValue, id string, limit kernel.Cost) (*sqlbudget.SharedBudget, func(), error) {
+	spec, err := parseDB(flagValue)
+	if err != nil {
+		return nil, nil, err
+	}
+	db, err := sql.Open(spec.Driver, spec.DSN)
+	if err != nil {
+		return nil, nil, fmt.Errorf("-db: %w", err)
+	}
+	store, err := sqlbudget.Open(ctx, db, spec.Dialect)
+	if err != nil {
+		_ = db.Close()
+		return nil, nil, fmt.Errorf("-db: %w", err)
+	}
+	shared, err := store.OpenOrCreate(ctx, id, limit)
+	if err != nil {
+		_ = db.Close()
+		return nil, nil, fmt.Errorf("-db: shared budget %q: %w", id, err)
+	}
+	return shared, func() { _ = db.Close() }, nil
+}
+
+// logHead writes the log's head: its last entry's sequence number and
+// hash.
+func logHead(logger *slog.Logger, path string, h trace.Head) {
+	if h.Size == 0 {
+		logger.Info("log head", "log", path, "entries", 0)
+		return
+	}
+	seq := h.Size - 1
+	logger.Info("log head", "log", path, "seq", seq, "hash", h.Hash.String(),
+		"head", strconv.FormatUint(seq, 10)+":"+h.Hash.String())
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

@@ -1,0 +1,617 @@
+package main
+
+// The proxy's guarantees and the tests that check them. Each test runs
+// the command (run) in-process, its stdio on pipes to the SDK's real
+// client, in front of a real upstream MCP server process
+// (internal/testserver, built once by the tests), which journals every
+// execution — so "ran once" and "never ran" are checked on the
+// upstream's side.
+//
+//   - The upstream's tools are served and calls pass: TestProxyForwardsCalls.
+//   - An unknown tool is refused and never reaches the upstream:
+//     TestProxyRefusesUnknownTool.
+//   - A DELETE call asks the client's human; it runs once when approved,
+//     never when declined: TestProxyDeleteAsksTheHuman (stdio, current
+//     protocol), TestProxyServesStreamableHTTP (HTTP sessions, Elicit).
+//   - The budget runs out and the model sees why: TestProxyBudgetRunsOut.
+//   - Parallel calls never overspend: TestProxyParallelCallsNeverOverspend.
+//   - Several proxies on one database share one budget:
+//     TestProxiesShareOneBudget (SQLite always, PostgreSQL with
+//     VERITY_PG_DSN).
+//   - The log verifies, its head is printed on exit, and the kernel
+//     session replays from it: checkLog, called by the tests above;
+//     a restart resumes the caller's spend: TestProxyRestartResumesSpend.
+//   - Usage errors exit 2: TestUsage; the -db flag: FuzzParseDB,
+//     TestParseDB.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/trace"
+	"github.com/verity-go/verity/trace/sqlstore/sqltest"
+)
+
+var bins struct {
+	dir        string
+	testserver string
+	proxy      string
+	once       sync.Once
+	err        error
+}
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "verity-mcp-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bins.dir = dir
+	bins.testserver = filepath.Join(dir, "testserver")
+	if err := goBuild(bins.testserver, "../../internal/testserver"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func goBuild(out, pkg string) error {
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go build %s: %w", pkg, err)
+	}
+	return nil
+}
+
+// proxyBinary builds the verity-mcp command itself (for the benchmarks,
+// which run it as a process as a real client would).
+func proxyBinary(tb testing.TB) string {
+	bins.once.Do(func() {
+		bins.proxy = filepath.Join(bins.dir, "verity-mcp")
+		bins.err = goBuild(bins.proxy, ".")
+	})
+	if bins.err != nil {
+		tb.Fatal(bins.err)
+	}
+	return bins.proxy
+}
+
+// policyJSON is the tests' policy: reads are cheap, search costs a unit,
+// writes are MODIFY, deletes need a human; echo is not in the catalogue.
+const policyJSON = `{
+  "version": 1,
+  "budget": %q,
+  "min_cost": "0.01",
+  "tools": [
+    {"match": "read_file", "cost": "0.1"},
+    {"match": "write_file", "cost": "0.5", "tier": "MODIFY"},
+    {"match": "delete_file", "cost": "1", "tier": "DELETE"},
+    {"match": "search", "cost": "1"}
+  ]%s
+}`
+
+func writePolicy(t testing.TB, budget, extra string) string {
+	p := filepath.Join(t.TempDir(), "policy.json")
+	require.NoError(t, os.WriteFile(p, []byte(fmt.Sprintf(policyJSON, budget, extra)), 0o600))
+	return p
+}
+
+// upstream is a sandbox for one testserver: its files and its journal.
+type upstream struct {
+	root, journal string
+}
+
+func newUpstream(t testing.TB) upstream {
+	dir := t.TempDir()
+	u := upstream{root: filepath.Join(dir, "root"), journal: filepath.Join(dir, "journal")}
+	require.NoError(t, os.Mkdir(u.root, 0o700))
+	return u
+}
+
+func (u upstream) argv() []string {
+	return []string{bins.testserver, "-root", u.root, "-journal", u.journal}
+}
+
+func (u upstream) file(t testing.TB, name, content string) {
+	require.NoError(t, os.WriteFile(filepath.Join(u.root, name), []byte(content), 0o600))
+}
+
+func (u upstream) exists(name string) bool {
+	_, err := os.Stat(filepath.Join(u.root, name))
+	return err == nil
+}
+
+// ran counts the upstream's executions of tool.
+func (u upstream) ran(t testing.TB, tool string) int {
+	b, err := os.ReadFile(u.journal)
+	if os.IsNotExist(err) {
+		return 0
+	}
+	require.NoError(t, err)
+	n := 0
+	for line := range strings.Lines(string(b)) {
+		if strings.HasPrefix(line, tool+" ") {
+			n++
+		}
+	}
+	return n
+}
+
+// syncBuffer is a bytes.Buffer safe for the proxy's and the test's
+// goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// human answers elicitations with its action.
+type human struct {
+	action string
+	mu     sync.Mutex
+	asked  int
+}
+
+func (h *human) handler(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+	h.mu.Lock()
+	h.asked++
+	h.mu.Unlock()
+	return &sdk.ElicitResult{Action: h.action}, nil
+}
+
+func (h *human) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.asked
+}
+
+// proxy is a running verity-mcp and its stdio client.
+type proxy struct {
+	cs     *sdk.ClientSession
+	stderr *syncBuffer
+	cancel context.CancelFunc
+	done   chan int
+}
+
+// startProxy runs the command with args in-process, connected to a client
+// (answering elicitations as h does when h is not nil) over its stdio.
+func startProxy(t testing.TB, args []string, h *human) *proxy {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &proxy{stderr: &syncBuffer{}, cancel: cancel, done: make(chan int, 1)}
+	go func() {
+		code := run(ctx, args, inR, outW, p.stderr)
+		_ = outW.Close()
+		_ = inR.Close()
+		p.done <- code
+	}()
+	opts := &sdk.ClientOptions{}
+	if h != nil {
+		opts.ElicitationHandler = h.handler
+	}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "agent", Version: "v1"}, opts).
+		Connect(ctx, &sdk.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		cancel()
+		t.Fatalf("connecting to the proxy: %v\nstderr:\n%s", err, p.stderr.String())
+	}
+	p.cs = cs
+	t.Cleanup(func() {
+		cancel()
+		_ = cs.Close()
+	})
+	return p
+}
+
+// stop closes the client (the proxy's stdin) and returns the exit status.
+func (p *proxy) stop(t testing.TB) int {
+	_ = p.cs.Close()
+	select {
+	case code := <-p.done:
+		return code
+	case <-time.After(30 * time.Second):
+		p.cancel()
+		t.Fatalf("the proxy did not exit\nstderr:\n%s", p.stderr.String())
+		return -1
+	}
+}
+
+func (p *proxy) call(t testing.TB, tool string, args map[string]any) *sdk.CallToolResult {
+	res, err := p.cs.CallTool(context.Background(), &sdk.CallToolParams{Name: tool, Arguments: args})
+	require.NoError(t, err, "stderr:\n%s", p.stderr.String())
+	return res
+}
+
+func text(res *sdk.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if t, ok := c.(*sdk.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+var headLine = regexp.MustCompile(`msg="log head" .* head=(\d+):([0-9a-f]{64})`)
+
+// checkLog checks what a stopped proxy left: the head it printed is the
+// log file's, the file verifies, and the caller's kernel session replays
+// from it to net spend want.
+func checkLog(t testing.TB, stderr, logPath, policyPath, caller string, want kernel.Cost) {
+	t.Helper()
+	m := headLine.FindStringSubmatch(stderr)
+	require.NotNil(t, m, "the proxy prints the log's head on exit; stderr:\n%s", stderr)
+
+	ro, err := trace.OpenFileReadOnly(logPath) // verifies the whole chain
+	require.NoError(t, err)
+	head, err := ro.Head(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, ro.Close())
+	assert.Equal(t, m[1], fmt.Sprint(head.Size-1), "printed seq")
+	assert.Equal(t, m[2], head.Hash.String(), "printed hash")
+
+	// Replay from a copy, with the kernel a gate under the same policy
+	// builds.
+	b, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+	cp := filepath.Join(t.TempDir(), "copy.log")
+	require.NoError(t, os.WriteFile(cp, b, 0o600))
+	store, err := trace.OpenFile(cp, trace.FileOptions{})
+	require.NoError(t, err)
+	log, err := trace.NewLog(store)
+	require.NoError(t, err)
+	defer func() { _ = log.Close() }()
+	pol, err := toolgate.LoadPolicy(policyPath)
+	require.NoError(t, err)
+	cfg, err := pol.Config()
+	require.NoError(t, err)
+	g, err := toolgate.New(context.Background(), log, cfg)
+	require.NoError(t, err)
+	s, err := kernel.Replay(context.Background(), log, g.Kernel(), g.SessionID(caller))
+	require.NoError(t, err, "the caller's kernel session replays from the log")
+	assert.Equal(t, want, s.Meter().Budget().Net(), "replayed net spend")
+}
+
+func TestProxyForwardsCalls(t *testing.T) {
+	up := newUpstream(t)
+	up.file(t, "notes.txt", "buy milk")
+	pol := writePolicy(t, "10", "")
+	logPath := filepath.Join(t.TempDir(), "trace.log")
+	p := startProxy(t, append([]string{"-policy", pol, "-log", logPath, "--"}, up.argv()...), nil)
+
+	list, err := p.cs.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	var names []string
+	for _, tool := range list.Tools {
+		names = append(names, tool.Name)
+	}
+	assert.ElementsMatch(t, []string{"read_file", "write_file", "delete_file", "search", "echo"}, names)
+
+	res := p.call(t, "read_file", map[string]any{"path": "notes.txt"})
+	require.False(t, res.IsError, text(res))
+	assert.Equal(t, "buy milk", text(res))
+	res = p.call(t, "write_file", map[string]any{"path": "b.txt", "content": "milk bought"})
+	require.False(t, res.IsError, text(res))
+	res = p.call(t, "search", map[string]any{"query": "milk"})
+	require.False(t, res.IsError, text(res))
+	assert.Equal(t, "b.txt\nnotes.txt", text(res))
+
+	// An upstream error comes back as the tool's error, and still counts.
+	res = p.call(t, "read_file", map[string]any{"path": "missing.txt"})
+	assert.True(t, res.IsError)
+	assert.Contains(t, text(res), "no such file")
+
+	assert.Equal(t, 2, up.ran(t, "read_file"))
+	assert.Equal(t, 1, up.ran(t, "write_file"))
+	assert.Equal(t, 1, up.ran(t, "search"))
+	require.Equal(t, 0, p.stop(t), p.stderr.String())
+	checkLog(t, p.stderr.String(), logPath, pol, "stdio", kernel.Unit/10*2+kernel.Unit/2+kernel.Unit)
+}
+
+func TestProxyRefusesUnknownTool(t *testing.T) {
+	up := newUpstream(t)
+	pol := writePolicy(t, "10", "")
+	logPath := filepath.Join(t.TempDir(), "trace.log")
+	p := startProxy(t, append([]string{"-policy", pol, "-log", logPath, "--"}, up.argv()...), nil)
+
+	res := p.call(t, "echo", map[string]any{"text": "hi"})
+	assert.True(t, res.IsError)
+	assert.Contains(t, text(res), `tool "echo" is not in the gate's catalogue`)
+	assert.Zero(t, up.ran(t, "echo"), "the upstream never saw it")
+	require.Equal(t, 0, p.stop(t), p.stderr.String())
+}
+
+func TestProxyDeleteAsksTheHuman(t *testing.T) {
+	up := newUpstream(t)
+	up.file(t, "a.txt", "a")
+	up.file(t, "b.txt", "b")
+	pol := writePolicy(t, "10", "")
+	logPath := filepath.Join(t.TempDir(), "trace.log")
+
+	yes := &human{action: "accept"}
+	p := startProxy(t, append([]string{"-policy", pol, "-log", logPath, "--"}, up.argv()...), yes)
+	res := p.call(t, "delete_file", map[string]any{"path": "a.txt"})
+	require.False(t, res.IsError, text(res))
+	assert.Equal(t, 1, yes.count(), "the human was asked")
+	assert.Equal(t, 1, up.ran(t, "delete_file"), "approved: ran once")
+	assert.False(t, up.exists("a.txt"))
+	require.Equal(t, 0, p.stop(t), p.stderr.String())
+
+	// The same log, another run, a human who declines.
+	no := &human{action: "decline"}
+	p = startProxy(t, append([]string{"-policy", pol, "-log", logPath, "--"}, up.argv()...), no)
+	res = p.call(t, "delete_file", map[string]any{"path": "b.txt"})
+	assert.True(t, res.IsError)
+	assert.Contains(t, text(res), `tool "delete_file" (DELETE) denied by human: declined`)
+	assert.Equal(t, 1, no.count())
+	assert.Equal(t, 1, up.ran(t, "delete_file"), "declined: never ran")
+	assert.True(t, up.exists("b.txt"))
+
+	// A client that cannot ask its human gets no delete either.
+	require.Equal(t, 0, p.stop(t), p.stderr.String())
+	p = startProxy(t, append([]string{"-policy", pol, "-log", logPath, "--"}, up.argv()...), nil)
+	res = p.call(t, "delete_file", map[string]any{"path": "b.txt"})
+	assert.True(t, res.IsError)
+	assert.Contains(t, text(res), "cannot ask for one")
+	assert.Equal(t, 1, up.ran(t, "delete_file"))
+	require.Equal(t, 0, p.stop(t), p.stderr.String())
+	checkLog(t, p.stderr.String(), logPath, pol, "stdio", kernel.Unit)
+}
+
+func TestProxyBudgetRunsOut(t *testing.T) {
+	up := newUpstream(t)
+	pol := writePolicy(t, "2.5", "")
+	logPath := filepath.Join(t.TempDir(), "trace.log")
+	p := startProxy(t, append([]string{"-policy", pol, "-log", logPath, "--"}, up.argv()...), nil)
+
+	for range 2 {
+		res := p.call(t, "search", map[string]any{"query": "x"})
+		require.False(t, res.IsError, text(res))
+	}
+	res := p.call(t, "search", map[string]any{"query": "x"})
+	assert.True(t, res.IsError)
+	assert.Contains(t, text(res), `action "search" rejected: budget: cost 1, remaining 0.5`)
+	assert.Equal(t, 2, up.ran(t, "search"))
+	require.Equal(t, 0, p.stop(t), p.stderr.String())
+	checkLog(t, p.stderr.String(), logPath, pol, "stdio", 2*kernel.Unit)
+}
+
+func TestProxyParallelCallsNeverOverspend(t *testing.T) {
+	up := newUpstream(t)
+	pol := writePolicy(t, "5", "")
+	logPath := filepath.Join(t.TempDir(), "trace.log")
+	p := startProxy(t, append([]string{"-policy", pol, "-log", logPath, "--"}, up.argv()...), nil)
+
+	const calls = 16
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	allowed := 0
+	for range calls {
+		wg.Go(func() {
+			res, err := p.cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "search", Arguments: map[string]any{"query": "x"}})
+			if !assert.NoError(t, err) {
+				return
+			}
+			if !res.IsError {
+				mu.Lock()
+				allowed++
+				mu.Unlock()
+			} else {
+				assert.Contains(t, text(res), "budget")
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, 5, allowed, "exactly what the budget holds")
+	assert.Equal(t, 5, up.ran(t, "search"), "the upstream ran exactly the allowed calls")
+	require.Equal(t, 0, p.stop(t), p.stderr.String())
+	checkLog(t, p.stderr.String(), logPath, pol, "stdio", 5*kernel.Unit)
+}
+
+func TestProxyRestartResumesSpend(t *testing.T) {
+	up := newUpstream(t)
+	pol := writePolicy(t, "2", "")
+	logPath := filepath.Join(t.TempDir(), "trace.log")
+	args := append([]string{"-policy", pol, "-log", logPath, "--"}, up.argv()...)
+
+	p := startProxy(t, args, nil)
+	require.False(t, p.call(t, "search", map[string]any{"query": "x"}).IsError)
+	require.Equal(t, 0, p.stop(t), p.stderr.String())
+
+	p = startProxy(t, args, nil)
+	require.False(t, p.call(t, "search", map[string]any{"query": "x"}).IsError)
+	res := p.call(t, "search", map[string]any{"query": "x"})
+	assert.True(t, res.IsError, "the first run's spend still counts")
+	assert.Contains(t, text(res), "remaining 0")
+	require.Equal(t, 0, p.stop(t), p.stderr.String())
+
+	// Another caller key starts afresh on the same log.
+	p = startProxy(t, append([]string{"-caller", "other"}, args...), nil)
+	require.False(t, p.call(t, "search", map[string]any{"query": "x"}).IsError)
+	require.Equal(t, 0, p.stop(t), p.stderr.String())
+	assert.Equal(t, 3, up.ran(t, "search"))
+	checkLog(t, p.stderr.String(), logPath, pol, "stdio", 2*kernel.Unit)
+}
+
+// TestProxiesShareOneBudget runs two proxies, each with its own log and
+// its own upstream, on one shared budget of 3 units in one database: six
+// parallel searches of a unit each, three through each proxy, run exactly
+// three times in all, although each caller's own budget has room for ten.
+func TestProxiesShareOneBudget(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) {
+		shareOneBudget(t, "sqlite:"+filepath.Join(t.TempDir(), "budgets.db"))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		dsn := sqltest.PostgresSchema(t) // skips without VERITY_PG_DSN
+		if _, err := parseDB(dsn); err != nil {
+			t.Skipf("%s is not a postgres:// URL: %v", sqltest.PostgresEnv, err)
+		}
+		shareOneBudget(t, dsn)
+	})
+}
+
+func shareOneBudget(t *testing.T, db string) {
+	pol := writePolicy(t, "10", `,
+  "shared_budget": {"id": "team", "limit": "3"}`)
+	type node struct {
+		up  upstream
+		log string
+		p   *proxy
+	}
+	nodes := make([]*node, 2)
+	for i := range nodes {
+		n := &node{up: newUpstream(t), log: filepath.Join(t.TempDir(), "trace.log")}
+		n.p = startProxy(t, append([]string{"-policy", pol, "-log", n.log, "-db", db, "--"}, n.up.argv()...), nil)
+		nodes[i] = n
+	}
+	var wg sync.WaitGroup
+	for _, n := range nodes {
+		for range 3 {
+			wg.Go(func() {
+				res, err := n.p.cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "search", Arguments: map[string]any{"query": "x"}})
+				if assert.NoError(t, err) && res.IsError {
+					assert.Contains(t, text(res), "shared", "refused by the shared budget")
+				}
+			})
+		}
+	}
+	wg.Wait()
+	total := 0
+	for _, n := range nodes {
+		total += n.up.ran(t, "search")
+		require.Equal(t, 0, n.p.stop(t), n.p.stderr.String())
+		_, err := trace.OpenFileReadOnly(n.log)
+		require.NoError(t, err, "each proxy's log verifies")
+	}
+	assert.Equal(t, 3, total, "the two proxies ran exactly what the shared budget holds")
+}
+
+func TestProxyServesStreamableHTTP(t *testing.T) {
+	up := newUpstream(t)
+	up.file(t, "a.txt", "a")
+	up.file(t, "b.txt", "b")
+	pol := writePolicy(t, "10", "")
+	logPath := filepath.Join(t.TempDir(), "trace.log")
+	p := startProxy(t, append([]string{"-policy", pol, "-log", logPath, "-http", "127.0.0.1:0", "--"}, up.argv()...), nil)
+
+	var addr string
+	require.Eventually(t, func() bool {
+		m := regexp.MustCompile(`msg=listening http=(\S+)`).FindStringSubmatch(p.stderr.String())
+		if m != nil {
+			addr = m[1]
+		}
+		return m != nil
+	}, 10*time.Second, 10*time.Millisecond)
+
+	connect := func(h *human) *sdk.ClientSession {
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "web-agent", Version: "v1"}, &sdk.ClientOptions{ElicitationHandler: h.handler}).
+			Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: "http://" + addr}, nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = cs.Close() })
+		return cs
+	}
+	yes, no := &human{action: "accept"}, &human{action: "decline"}
+	a, b := connect(yes), connect(no)
+	require.NotEmpty(t, a.ID(), "a streamable HTTP session has an id")
+
+	res, err := a.CallTool(context.Background(), &sdk.CallToolParams{Name: "delete_file", Arguments: map[string]any{"path": "a.txt"}})
+	require.NoError(t, err)
+	assert.False(t, res.IsError, text(res))
+	res, err = b.CallTool(context.Background(), &sdk.CallToolParams{Name: "delete_file", Arguments: map[string]any{"path": "b.txt"}})
+	require.NoError(t, err)
+	assert.True(t, res.IsError)
+	assert.Contains(t, text(res), "denied by human")
+	assert.Equal(t, 1, yes.count())
+	assert.Equal(t, 1, no.count())
+	assert.Equal(t, 1, up.ran(t, "delete_file"))
+	assert.False(t, up.exists("a.txt"))
+	assert.True(t, up.exists("b.txt"))
+
+	// The stdio client is served alongside, as its own caller.
+	res = p.call(t, "read_file", map[string]any{"path": "b.txt"})
+	assert.False(t, res.IsError, text(res))
+
+	// With -http, the proxy keeps serving after stdio ends, until an
+	// interrupt.
+	_ = p.cs.Close()
+	select {
+	case <-p.done:
+		t.Fatal("the proxy exited while serving HTTP")
+	case <-time.After(100 * time.Millisecond):
+	}
+	res, err = a.CallTool(context.Background(), &sdk.CallToolParams{Name: "read_file", Arguments: map[string]any{"path": "b.txt"}})
+	require.NoError(t, err)
+	assert.False(t, res.IsError, text(res))
+	p.cancel()
+	select {
+	case code := <-p.done:
+		assert.Equal(t, 0, code, p.stderr.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the proxy did not stop\n%s", p.stderr.String())
+	}
+	checkLog(t, p.stderr.String(), logPath, pol, a.ID(), kernel.Unit+kernel.Unit/10)
+}
+
+func TestUsage(t *testing.T) {
+	pol := writePolicy(t, "10", "")
+	cases := map[string][]string{
+		"no policy":   {"-log", "x", "--", "true"},
+		"no log":      {"-policy", pol, "--", "true"},
+		"no upstream": {"-policy", pol, "-log", "x"},
+		"bad -db":     {"-policy", pol, "-log", "x", "-db", "mysql://x", "--", "true"},
+		"bad flag":    {"-nope"},
+	}
+	for name, args := range cases {
+		t.Run(name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			code := run(context.Background(), args, strings.NewReader(""), io.Discard, &stderr)
+			assert.Equal(t, 2, code)
+			assert.Contains(t, stderr.String(), "usage: verity-mcp")
+		})
+	}
+	// Failures after the command line is read exit 1 and say why.
+	failures := map[string][]string{
+		"missing policy":        {"-policy", filepath.Join(t.TempDir(), "none.json"), "-log", filepath.Join(t.TempDir(), "l"), "--", "true"},
+		"-db without a shared":  {"-policy", pol, "-log", filepath.Join(t.TempDir(), "l"), "-db", "sqlite:" + filepath.Join(t.TempDir(), "b.db"), "--", "true"},
+		"upstream not starting": {"-policy", pol, "-log", filepath.Join(t.TempDir(), "l"), "--", filepath.Join(t.TempDir(), "no-such-server")},
+	}
+	for name, args := range failures {
+		t.Run(name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			code := run(context.Background(), args, strings.NewReader(""), io.Discard, &stderr)
+			assert.Equal(t, 1, code)
+			assert.Contains(t, stderr.String(), "verity-mcp failed")
+		})
+	}
+}
