@@ -26,34 +26,6 @@ import (
 	"github.com/verity-go/verity/kernel"
 )
 
-// A policy file is a gate's Config written in JSON, so that a gate can be
-// configured without Go: each caller's budget, the least a call may cost,
-// the tools' rules (names or path.Match patterns, the first match
-// deciding), who approves DELETE and PRIVILEGE calls, the kernel's
-// ready-made invariants over the call counters, and a shared budget for
-// hosts that keep one in a database. policy.schema.json (PolicySchema)
-// documents the format as a JSON Schema (draft 2020-12) for editors and
-// other languages; testdata/policy/example.json is a complete example:
-//
-//	{
-//	  "$schema": "https://github.com/verity-go/verity/kernel/toolgate/policy.schema.json",
-//	  "version": 1,
-//	  "budget": "10",
-//	  "min_cost": "0.01",
-//	  "tools": [
-//	    {"match": "read_*", "cost": "0.01", "tier": "READ_ONLY"},
-//	    {"match": "delete_*", "cost": "1", "tier": "DELETE"},
-//	    {"match": "search", "cost": "2", "reserve": true, "refund_on_error": true}
-//	  ],
-//	  "invariants": [
-//	    {"name": "at-most-3-deletes", "at_most": {"key": "calls/delete_file", "n": 3}},
-//	    {"name": "each-tool-at-most-50", "at_most_each": {"prefix": "calls/", "n": 50}}
-//	  ]
-//	}
-//
-// ParsePolicy and LoadPolicy read one; Policy.Config turns it into the
-// Config that New takes.
-
 // PolicyVersion is the version of the policy format this package reads
 // (the file's "version").
 const PolicyVersion = 1
@@ -138,9 +110,38 @@ var policySemanticRules = map[string]bool{
 	policyRuleValue: true, policyRuleApprovers: true, policyRuleIDLength: true,
 }
 
-// Policy is a policy file: a gate's Config as JSON holds it. Its fields
-// mirror the file's members (in parentheses); Config builds the Config.
-// Lists that are empty in the file are nil here.
+// Policy is a policy file: a gate's Config written in JSON, so that a
+// gate can be configured without Go — each caller's budget, the least a
+// call may cost, the tools' rules (names or path.Match patterns, the first
+// match deciding), who approves DELETE and PRIVILEGE calls, the kernel's
+// ready-made invariants over the call counters, and a shared budget for
+// hosts that keep one in a database:
+//
+//	{
+//	  "$schema": "https://github.com/verity-go/verity/kernel/toolgate/policy.schema.json",
+//	  "version": 1,
+//	  "budget": "10",
+//	  "min_cost": "0.01",
+//	  "tools": [
+//	    {"match": "read_*", "cost": "0.01", "tier": "READ_ONLY"},
+//	    {"match": "delete_*", "cost": "1", "tier": "DELETE"},
+//	    {"match": "search", "cost": "2", "reserve": true, "refund_on_error": true}
+//	  ],
+//	  "invariants": [
+//	    {"name": "at-most-3-deletes", "at_most": {"key": "calls/delete_file", "n": 3}},
+//	    {"name": "each-tool-at-most-50", "at_most_each": {"prefix": "calls/", "n": 50}}
+//	  ]
+//	}
+//
+// policy.schema.json (PolicySchema) documents the format as a JSON Schema
+// (draft 2020-12) for editors and other languages;
+// testdata/policy/example.json is a complete example, a filesystem MCP
+// server's policy. ParsePolicy and LoadPolicy read a file and
+// MarshalJSON writes one; Config builds the Config that New takes.
+//
+// The fields mirror the file's members (in parentheses). Costs are exact
+// amounts of units, a decimal string ("0.01") or a JSON number, never
+// rounded. Lists that are empty in the file are nil here.
 type Policy struct {
 	// Schema ("$schema") names the schema the file follows, for editors;
 	// it is kept, not checked.
@@ -333,8 +334,8 @@ func (s InvariantSpec) Invariant() (kernel.Invariant, error) {
 // into the file) and which rule:
 //
 //   - The text: at most MaxPolicySize bytes (size); one strict JSON text —
-//     valid UTF-8, nothing after it, no integer a double would round
-//     (syntax); no object with a key twice (duplicate_key); no number
+//     valid UTF-8 (a leading byte order mark is skipped), nothing after
+//     it, no integer a double would round (syntax); no object with a key twice (duplicate_key); no number
 //     literal over 100 characters or with an exponent beyond ±1000
 //     (number). These stop the reading.
 //   - The shape, which policy.schema.json says too: JSON types (type),
@@ -386,8 +387,12 @@ func LoadPolicy(path string) (Policy, error) {
 }
 
 // UnmarshalJSON reads p with ParsePolicy, so a Policy inside another
-// JSON document is checked the same way.
+// JSON document is checked the same way. JSON null leaves p as it is, as
+// encoding/json does for other types.
 func (p *Policy) UnmarshalJSON(data []byte) error {
+	if string(bytes.TrimSpace(data)) == "null" {
+		return nil
+	}
 	q, err := ParsePolicy(data)
 	if err != nil {
 		return err
@@ -411,6 +416,10 @@ func parsePolicy(data []byte, subject string) (Policy, error) {
 	return p, nil
 }
 
+// policyBOM is the UTF-8 byte order mark some editors write first; it is
+// skipped (RFC 8259 §8.1 lets a parser ignore it).
+var policyBOM = []byte("\xef\xbb\xbf")
+
 // checkPolicy decodes data and returns the policy with every violation
 // found, sorted; the policy is meaningful only without violations.
 func checkPolicy(data []byte) (Policy, []Violation) {
@@ -418,7 +427,7 @@ func checkPolicy(data []byte) (Policy, []Violation) {
 		return Policy{}, []Violation{{Rule: policyRuleSize,
 			Message: fmt.Sprintf("the file is over %d bytes", MaxPolicySize)}}
 	}
-	tree, err := canon.Decode(data)
+	tree, err := canon.Decode(bytes.TrimPrefix(data, policyBOM))
 	if err != nil {
 		rule := policyRuleSyntax
 		if errors.Is(err, canon.ErrDuplicateKey) {
@@ -645,7 +654,7 @@ func (d *policyDecoder) cost(at string, v any) kernel.Cost {
 	switch x := v.(type) {
 	case string:
 		if !policyCostPattern.MatchString(x) {
-			d.add(at, policyRuleCost, "%q is not a decimal amount of units in whole thousandths, at most %s (such as \"0.01\")", x, MaxPolicyCost)
+			d.add(at, policyRuleCost, "%s is not a decimal amount of units in whole thousandths, at most %s (such as \"0.01\")", policyShow(x), MaxPolicyCost)
 			return 0
 		}
 		c, err := kernel.ParseCost(x)
@@ -725,8 +734,8 @@ func (d *policyDecoder) enum(at string, v any, allowed ...string) string {
 func policyShow(v any) string {
 	switch x := v.(type) {
 	case string:
-		if len(x) > 40 {
-			x = x[:40] + "…"
+		if utf8.RuneCountInString(x) > 40 {
+			x = string([]rune(x)[:40]) + "…"
 		}
 		return strconv.Quote(x)
 	case json.Number:
@@ -1336,7 +1345,7 @@ func policyRuleToJSON(r RuleSpec) policyRuleJSON {
 // strings; members at their defaults left out), which ParsePolicy reads
 // back to an equal Policy when p is valid. It writes an invalid p too, as
 // far as JSON can hold it: a float that is NaN or infinite cannot be
-// written and fails.
+// written and fails, and invalid UTF-8 in a string is written as U+FFFD.
 func (p Policy) MarshalJSON() ([]byte, error) {
 	j := policyJSON{Schema: p.Schema, Version: p.Version, Budget: p.Budget, MinCost: p.MinCost,
 		ResultTextLimit: p.ResultTextLimit, CheckResults: p.CheckResults}

@@ -73,7 +73,7 @@ var policyTestSchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
 // schemaVerdict returns whether the schema accepts data, and false for
 // run when data is not a JSON text the schema can be run on.
 func schemaVerdict(t policyTB, data []byte) (valid, run bool) {
-	tree, err := canon.Decode(data)
+	tree, err := canon.Decode(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")))
 	if err != nil {
 		return false, false
 	}
@@ -329,6 +329,14 @@ func TestInvariantSpecNeedsOneForm(t *testing.T) {
 	}
 }
 
+func TestPolicySkipsByteOrderMark(t *testing.T) {
+	p, err := toolgate.ParsePolicy([]byte("\xef\xbb\xbf" + `{"version": 1, "budget": "1", "min_cost": "1"}`))
+	require.NoError(t, err)
+	assert.Equal(t, kernel.Unit, p.Budget)
+	_, err = toolgate.ParsePolicy([]byte("\xef\xbb\xbf\xef\xbb\xbf" + `{"version": 1, "budget": "1", "min_cost": "1"}`))
+	assert.Equal(t, []pathRule{{"", "syntax"}}, violationsOf(t, err), "one mark, not two")
+}
+
 func TestPolicyUnmarshalJSON(t *testing.T) {
 	var host struct {
 		Name   string          `json:"name"`
@@ -336,6 +344,8 @@ func TestPolicyUnmarshalJSON(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal([]byte(`{"name": "fs", "policy": {"version": 1, "budget": 2, "min_cost": "0.5"}}`), &host))
 	assert.Equal(t, toolgate.Policy{Version: 1, Budget: 2 * kernel.Unit, MinCost: kernel.Unit / 2}, host.Policy)
+	require.NoError(t, json.Unmarshal([]byte(`{"name": "other", "policy": null}`), &host))
+	assert.Equal(t, kernel.Unit/2, host.Policy.MinCost, "null changes nothing")
 	err := json.Unmarshal([]byte(`{"policy": {"version": 1, "budget": 2, "min_cost": "0.5", "budget": 3}}`), &host)
 	assert.Equal(t, []pathRule{{"", "duplicate_key"}}, violationsOf(t, err))
 }
@@ -574,6 +584,8 @@ func TestPolicyRoundTrip(t *testing.T) {
 // the rule's cost.
 func TestValidPolicyStartsAGate(t *testing.T) {
 	ctx := context.Background()
+	allowed := 0
+	defer func() { assert.Positive(t, allowed, "some calls ran") }()
 	rapid.Check(t, func(t *rapid.T) {
 		p := policyGen().Draw(t, "policy")
 		cfg, err := p.Config()
@@ -597,6 +609,7 @@ func TestValidPolicyStartsAGate(t *testing.T) {
 				continue
 			}
 			require.Equal(t, toolgate.Allow, d.Verdict, d.Explanation)
+			allowed++
 			m, _ := g.Meter(caller)
 			require.Equal(t, r.Cost, m.Budget().Net())
 		}
