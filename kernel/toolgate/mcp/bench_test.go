@@ -43,4 +43,3 @@ func benchCalls(b *testing.B, cs *sdk.ClientSession) {
 func BenchmarkUnguardedCall(b *testing.B) { benchCalls(b, benchRig(b, false)) }
 
 func BenchmarkGuardedCall(b *testing.B) { benchCalls(b, benchRig(b, true)) }
-

@@ -35,6 +35,18 @@
 // number and hash, "SEQ:HASH" as examples/verity prints it — which a later
 // `verity verify` can check the log against.
 //
+// # Cost
+//
+// Each forwarded call adds a second stdio hop and the gate's two log
+// entries (the decision and the result), each fsynced. Measured with one
+// harness in one run (BenchmarkDirectCall, BenchmarkProxiedCall: the SDK's
+// client calling the same upstream tool over stdio, directly or through
+// this command; medians of five, on a 2-core machine under a load
+// average near 10): 0.60 ms per call direct, 2.8 ms proxied with the log
+// on disk, 1.6 ms with the log on tmpfs — the proxy adds about 2.2 ms, of
+// which the two fsyncs are about 1.2 ms. The client's allocations are the
+// same either way (63–64 allocs, 140 KB per call).
+//
 // Exit status: 0 after a clean shutdown (the stdio client went away, or
 // with -http an interrupt), 1 on a failure, 2 on bad usage.
 package main

@@ -464,10 +464,11 @@ func TestProxyRestartResumesSpend(t *testing.T) {
 	checkLog(t, p.stderr.String(), logPath, pol, "stdio", 2*kernel.Unit)
 }
 
-// TestProxiesShareOneBudget runs two proxies, each with its own log and
-// its own upstream, on one shared budget of 3 units in one database: six
-// parallel searches of a unit each, three through each proxy, run exactly
-// three times in all, although each caller's own budget has room for ten.
+// TestProxiesShareOneBudget runs two verity-mcp processes, each with its
+// own log and its own upstream, on one shared budget of 3 units in one
+// database: six parallel searches of a unit each, three through each
+// proxy, run exactly three times in all, although each caller's own budget
+// has room for ten.
 func TestProxiesShareOneBudget(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
 		shareOneBudget(t, "sqlite:"+filepath.Join(t.TempDir(), "budgets.db"))
@@ -482,24 +483,32 @@ func TestProxiesShareOneBudget(t *testing.T) {
 }
 
 func shareOneBudget(t *testing.T, db string) {
+	bin := proxyBinary(t)
 	pol := writePolicy(t, "10", `,
   "shared_budget": {"id": "team", "limit": "3"}`)
 	type node struct {
-		up  upstream
-		log string
-		p   *proxy
+		up     upstream
+		log    string
+		cs     *sdk.ClientSession
+		stderr *syncBuffer
 	}
 	nodes := make([]*node, 2)
 	for i := range nodes {
-		n := &node{up: newUpstream(t), log: filepath.Join(t.TempDir(), "trace.log")}
-		n.p = startProxy(t, append([]string{"-policy", pol, "-log", n.log, "-db", db, "--"}, n.up.argv()...), nil)
+		n := &node{up: newUpstream(t), log: filepath.Join(t.TempDir(), "trace.log"), stderr: &syncBuffer{}}
+		argv := append([]string{"-policy", pol, "-log", n.log, "-db", db, "--"}, n.up.argv()...)
+		cmd := exec.Command(bin, argv...)
+		cmd.Stderr = n.stderr
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "agent", Version: "v1"}, nil).
+			Connect(context.Background(), &sdk.CommandTransport{Command: cmd}, nil)
+		require.NoError(t, err, "stderr:\n%s", n.stderr.String())
+		n.cs = cs
 		nodes[i] = n
 	}
 	var wg sync.WaitGroup
 	for _, n := range nodes {
 		for range 3 {
 			wg.Go(func() {
-				res, err := n.p.cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "search", Arguments: map[string]any{"query": "x"}})
+				res, err := n.cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "search", Arguments: map[string]any{"query": "x"}})
 				if assert.NoError(t, err) && res.IsError {
 					assert.Contains(t, text(res), "shared", "refused by the shared budget")
 				}
@@ -510,7 +519,8 @@ func shareOneBudget(t *testing.T, db string) {
 	total := 0
 	for _, n := range nodes {
 		total += n.up.ran(t, "search")
-		require.Equal(t, 0, n.p.stop(t), n.p.stderr.String())
+		require.NoError(t, n.cs.Close(), "the proxy exits cleanly; stderr:\n%s", n.stderr.String())
+		assert.Regexp(t, headLine, n.stderr.String())
 		_, err := trace.OpenFileReadOnly(n.log)
 		require.NoError(t, err, "each proxy's log verifies")
 	}
