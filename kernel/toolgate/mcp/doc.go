@@ -125,7 +125,8 @@
 // (TestBudgetRunsOutAndTheModelSeesWhy); a DELETE call asks the human once
 // and runs once when approved, never when declined or cancelled, on both
 // protocols (TestDeleteRunsOnceWhenApproved, TestDeleteNeverRunsWhenRefused,
-// TestNoElicitationNoDelete); the input-required result on the wire, a
+// TestNoElicitationNoDelete); approvers besides the client's human are
+// still awaited (TestOtherApproversStillAwaited); the input-required result on the wire, a
 // replayed answer never running a call twice (TestInputRequiredResult);
 // forged states refused (TestForgedStateRefused,
 // TestRequestStateTamperRefused, TestRequestStateRoundTrips,

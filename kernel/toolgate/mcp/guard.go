@@ -305,10 +305,7 @@ func (gd *Guard) record(ctx context.Context, id string, answer *sdk.ElicitResult
 		pending = err == nil && !granted
 	case answer.Action == "decline" || answer.Action == "cancel":
 		if reason == "" {
-			reason = answer.Action + "d"
-			if answer.Action == "cancel" {
-				reason = "cancelled"
-			}
+			reason = map[string]string{"decline": "declined", "cancel": "cancelled"}[answer.Action]
 		}
 		err = gd.gate.Deny(ctx, id, gd.approver, reason)
 	default:

@@ -11,7 +11,8 @@ package mcp_test
 //     (input-required results) and the last one before it (Elicit); it runs
 //     once when approved and never when declined or cancelled:
 //     TestDeleteRunsOnceWhenApproved, TestDeleteNeverRunsWhenRefused,
-//     TestNoElicitationNoDelete; the input-required result on the wire and
+//     TestNoElicitationNoDelete; other approvers are still awaited:
+//     TestOtherApproversStillAwaited; the input-required result on the wire and
 //     its request state: TestInputRequiredResult, TestForgedStateRefused.
 //   - Parallel calls never overspend: TestParallelCallsNeverOverspend (rapid).
 //   - Every connection is its own caller: TestEachConnectionHasItsOwnBudget.
@@ -29,6 +30,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
+	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate"
 	gatemcp "github.com/verity-go/verity/kernel/toolgate/mcp"
@@ -268,6 +270,40 @@ func TestForgedStateRefused(t *testing.T) {
 	}
 	assert.Zero(t, r.tools.count("delete_file"))
 	assert.Zero(t, r.tools.count("read_file"))
+
+	// An answer without the state is no answer: the gate asks.
+	got, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "delete_file", Arguments: map[string]any{"path": "a"}, InputResponses: yes})
+	require.NoError(t, err)
+	assert.True(t, got.NeedsInput())
+	assert.Zero(t, r.tools.count("delete_file"))
+}
+
+// TestOtherApproversStillAwaited: when the policy names approvers besides
+// the client's human, the human's approval is recorded and the call waits
+// for the others; it does not run.
+func TestOtherApproversStillAwaited(t *testing.T) {
+	protocols(t, func(t *testing.T, version string) {
+		cfg := catalogue(10 * kernel.Unit)
+		cfg.Approvers = map[claims.RiskTier][]string{claims.TierDelete: {toolgate.DefaultApprover, "ops"}}
+		r := newRig(t, cfg)
+		cs, _ := r.connect(t, version, &answers{action: "accept"}, nil)
+
+		res := call(t, cs, "delete_file", "x")
+		assert.True(t, res.IsError)
+		assert.Contains(t, text(res), `tool "delete_file": approved here, still awaiting ops`)
+		assert.Zero(t, r.tools.count("delete_file"))
+		pending := r.gate.Pending()
+		require.Len(t, pending, 1)
+		assert.Equal(t, []string{"ops"}, pending[0].Awaiting)
+
+		// Once ops approves out of band, the same call runs, once.
+		granted, err := r.gate.Approve(ctx, pending[0].ID, "ops", "ok")
+		require.NoError(t, err)
+		require.True(t, granted)
+		res = call(t, cs, "delete_file", "x")
+		assert.False(t, res.IsError, text(res))
+		assert.Equal(t, 1, r.tools.count("delete_file"))
+	})
 }
 
 func TestEachConnectionHasItsOwnBudget(t *testing.T) {
