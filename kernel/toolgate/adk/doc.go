@@ -54,9 +54,15 @@
 // or Gate.Deny; the approver is toolgate.DefaultApprover unless
 // WithApprover says otherwise). A confirmed call runs, once: the same
 // call later asks again. A rejected call is refused with the human's
-// denial and never runs. A tool that asks for its own confirmation
-// (functiontool's RequireConfirmation) is charged only for the run that
-// follows the answer.
+// denial and never runs.
+//
+// ADK puts one question per call to the user. When the gate names
+// several approvers (Config.Approvers), the confirmation records one
+// approval, the model reads that the call waits for the others, who
+// approve through the gate (Gate.Pending, Gate.Approve), and the call
+// runs when the model makes it again. A tool that asks for its own
+// confirmation (functiontool's RequireConfirmation) is charged only for
+// the run that follows the answer.
 //
 // # Callers, concurrency, telemetry
 //

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -216,8 +217,10 @@ func (g *Guard) BeforeTool(ctx agent.Context, t tool.Tool, args map[string]any) 
 	c.Arguments = encodeArguments(args)
 
 	d, err := g.gate.Before(ctx, c)
+	resumed := false
 	if err == nil && d.Verdict == toolgate.AskApproval {
 		if conf := ctx.ToolConfirmation(); conf != nil {
+			resumed = true
 			d, err = g.answer(ctx, c, d, conf.Confirmed, confirmationReason(conf.Confirmed, conf.Payload, c.ID))
 		}
 	}
@@ -233,6 +236,19 @@ func (g *Guard) BeforeTool(ctx agent.Context, t tool.Tool, args map[string]any) 
 		return nil, nil
 	case toolgate.AskApproval:
 		req := *d.Approval
+		if resumed {
+			// The answer recorded one approval and the gate awaits
+			// more approvers. ADK asks once per call: a confirmation
+			// requested while it resumes one is never put to the user
+			// (RequestConfirmationRequestProcessor yields the resumed
+			// calls' responses without the adk_request_confirmation
+			// event that Flow's model turn makes with
+			// generateRequestConfirmationEvent). The others approve
+			// through the gate (Gate.Approve); the call runs when the
+			// model makes it again.
+			return map[string]any{"error": fmt.Sprintf("waiting for approval by %s: %s",
+				strings.Join(req.Awaiting, ", "), req.Question)}, nil
+		}
 		payload := map[string]any{
 			"approval_id":      req.ID,
 			"tool":             req.Tool,
@@ -250,8 +266,7 @@ func (g *Guard) BeforeTool(ctx agent.Context, t tool.Tool, args map[string]any) 
 }
 
 // answer records a human's answer to the request d waits on and asks the
-// gate again. A request that needs further approvers is asked again
-// (AskApproval) through a new confirmation.
+// gate again: AskApproval still when the request needs further approvers.
 func (g *Guard) answer(ctx agent.Context, c toolgate.Call, d toolgate.Decision, confirmed bool, reason string) (toolgate.Decision, error) {
 	approver := g.approver(ctx, *d.Approval)
 	if confirmed {

@@ -11,7 +11,8 @@ package adk_test
 //   - A DELETE-tier call waits for ADK's confirmation, runs once when
 //     confirmed and never when rejected: TestDeleteRunsOnceWhenConfirmed,
 //     TestDeleteNeverRunsWhenRejected, also across a restart:
-//     TestConfirmationAfterRestart.
+//     TestConfirmationAfterRestart; with two approvers, the second
+//     approves through the gate: TestSecondApproverThroughTheGate.
 //   - The plugin guards every agent of a runner; plugin and callbacks
 //     together decide a call once: TestPluginGuardsEveryAgent,
 //     TestPluginAndCallbacksDecideOnce.
