@@ -85,6 +85,11 @@
 // (tool.Interrupt) ends its gated call; the resumed call is a new call
 // through the gate.
 //
+// A call of a tool the ToolsNode does not have never reaches a tool, and
+// eino does not pass it through tool middleware: the run fails, or
+// ToolsNodeConfig.UnknownToolsHandler answers it unseen by the gate. A
+// handler that does more than answer must be gated by its host.
+//
 // # Dependencies
 //
 // eino v0.7.36 requires github.com/bytedance/sonic v1.14.1, which does
