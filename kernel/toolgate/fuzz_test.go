@@ -2,6 +2,7 @@ package toolgate_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/verity-go/verity/kernel"
@@ -35,8 +36,8 @@ func FuzzDecodeEntry(f *testing.F) {
 }
 
 // FuzzBefore: whatever a model sends — any tool name, any argument bytes,
-// any caller and call id — Before decides without panicking, and a
-// decision is Allow, Refuse or AskApproval.
+// any caller and call id — Before decides without panicking, a decision
+// is Allow, Refuse or AskApproval, and its explanation is one line.
 func FuzzBefore(f *testing.F) {
 	f.Add("read_file", []byte(`{"path":"/tmp"}`), "", "")
 	f.Add("delete_file", []byte("\xff\x00"), "alice", "1")
@@ -49,6 +50,9 @@ func FuzzBefore(f *testing.F) {
 		d, err := g.Before(ctx, toolgate.Call{Tool: tool, Arguments: args, Caller: caller, ID: id})
 		if err != nil {
 			return
+		}
+		if strings.ContainsAny(d.Explanation, "\n\r") {
+			t.Fatalf("explanation on more than one line: %q", d.Explanation)
 		}
 		switch d.Verdict {
 		case toolgate.Allow:

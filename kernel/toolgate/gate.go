@@ -489,12 +489,7 @@ func quoteArguments(b []byte) string {
 	if json.Valid(b) && json.Compact(&compact, b) == nil {
 		s = compact.String()
 	} else {
-		s = strings.Map(func(r rune) rune {
-			if unicode.IsControl(r) {
-				return ' '
-			}
-			return r
-		}, strings.ToValidUTF8(string(b), "\uFFFD"))
+		s = oneLine(string(b))
 	}
 	if s == "" {
 		return "(none)"
@@ -507,6 +502,18 @@ func quoteArguments(b []byte) string {
 		s = s[:cut] + "…"
 	}
 	return s
+}
+
+// oneLine returns s with its control characters (line breaks among them)
+// as spaces and its invalid UTF-8 as U+FFFD: what the gate puts on one line
+// for a model or a human, whoever wrote the text.
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
 }
 
 // RefuseEntry is the payload of a KindRefuse entry: a call refused before
@@ -526,6 +533,7 @@ type RefuseEntry struct {
 // refuse records a refusal the kernel did not make and returns it.
 func (g *Gate) refuse(ctx context.Context, d Decision, reason, explanation, approvalID string) (Decision, error) {
 	c := d.Call
+	explanation = oneLine(explanation)
 	e := RefuseEntry{Session: g.SessionID(c.Caller), Caller: c.Caller, CallID: c.ID, Tool: c.Tool, Reason: reason,
 		Explanation: explanation, ArgumentsSHA256: c.ArgumentsDigest(), ArgumentsSize: len(c.Arguments), Approval: approvalID}
 	entry, err := g.log.Append(ctx, KindRefuse, e.appendJSON(nil), trace.At(g.clock()))
