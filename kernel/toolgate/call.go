@@ -211,9 +211,16 @@ type Config struct {
 	// Approvers names who must approve a call of each tier (claims
 	// Policy.Approvers); DefaultApprover for DELETE and PRIVILEGE when nil.
 	Approvers map[claims.RiskTier][]string
-	// ResultTextLimit bounds how many bytes of a result's output are
-	// recorded (DefaultResultTextLimit when 0, none when negative).
+	// ResultTextLimit bounds how many bytes of a result's output (and
+	// of its error) are recorded: DefaultResultTextLimit when 0, the
+	// whole output when negative. A result entry that would exceed
+	// trace.MaxPayloadLen keeps the output's digest and size only.
 	ResultTextLimit int
+	// MaxWaiting bounds how many different calls of one caller may wait
+	// for a human at once (DefaultMaxWaiting when 0, no bound when
+	// negative): beyond it a call that needs approval is refused, so an
+	// agent cannot pile up requests nobody answers. Deny clears them.
+	MaxWaiting int
 	// CheckResults runs the speculative firewall over every result.
 	CheckResults bool
 }
@@ -221,6 +228,10 @@ type Config struct {
 // DefaultApprover is who approves DELETE and PRIVILEGE calls when
 // Config.Approvers is nil: the human at the client.
 const DefaultApprover = "human"
+
+// DefaultMaxWaiting is how many calls of one caller may wait for a human
+// at once by default.
+const DefaultMaxWaiting = 64
 
 // DefaultResultTextLimit is how many bytes of a result's output are
 // recorded by default.

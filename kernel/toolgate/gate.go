@@ -12,11 +12,11 @@ import (
 	"sync"
 	"time"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
 	"github.com/verity-go/verity/claims"
+	"github.com/verity-go/verity/internal/canon"
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/trace"
 )
@@ -42,6 +42,9 @@ var (
 	// ErrUnknownApproval: Approve or Deny was given an id that names no
 	// waiting request.
 	ErrUnknownApproval = errors.New("toolgate: no approval request with this id")
+	// ErrInvalidResult: After was given a Result it cannot record (a
+	// negative measured cost); the call stays open.
+	ErrInvalidResult = errors.New("toolgate: invalid result")
 	// ErrInvalidConfig: New was given a Config it cannot run.
 	ErrInvalidConfig = errors.New("toolgate: invalid config")
 )
@@ -184,6 +187,9 @@ func (c Config) clone() Config {
 		}
 		c.Approvers = m
 	}
+	if c.MaxWaiting == 0 {
+		c.MaxWaiting = DefaultMaxWaiting
+	}
 	if c.ResultTextLimit == 0 {
 		c.ResultTextLimit = DefaultResultTextLimit
 	}
@@ -271,7 +277,9 @@ func (g *Gate) caller(ctx context.Context, key string) (*caller, error) {
 		}
 		return c, nil
 	}
-	c.sess, c.err = g.startSession(ctx, key)
+	// Other calls of this caller wait on this start: one call's
+	// cancellation must not fail theirs.
+	c.sess, c.err = g.startSession(context.WithoutCancel(ctx), key)
 	if c.err != nil {
 		// Forget the failure so that a later call tries again.
 		g.mu.Lock()
@@ -370,7 +378,7 @@ func (g *Gate) Before(ctx context.Context, c Call) (Decision, error) {
 	if r.needsApproval() {
 		if ds := cl.denied[key]; len(ds) > 0 {
 			dn := ds[0]
-			cl.denied[key] = ds[1:]
+			popFront(cl.denied, key)
 			cl.mu.Unlock()
 			why := fmt.Sprintf("tool %q (%s) denied by %s", c.Tool, r.Tier, dn.approver)
 			if dn.reason != "" {
@@ -380,7 +388,7 @@ func (g *Gate) Before(ctx context.Context, c Call) (Decision, error) {
 		}
 		if ids := cl.granted[key]; len(ids) > 0 {
 			approvalID = ids[0]
-			cl.granted[key] = ids[1:]
+			popFront(cl.granted, key)
 		} else {
 			defer cl.mu.Unlock()
 			return g.ask(ctx, cl, d, r, key)
@@ -425,6 +433,16 @@ func (g *Gate) Before(ctx context.Context, c Call) (Decision, error) {
 	return d, nil
 }
 
+// popFront removes the first element of m[key], and the key with it when
+// nothing is left, so that the maps hold only what is still to be used.
+func popFront[T any](m map[callKey][]T, key callKey) {
+	if rest := m[key][1:]; len(rest) > 0 {
+		m[key] = rest
+	} else {
+		delete(m, key)
+	}
+}
+
 // ask returns the request c waits on, making it (a claims evaluation on
 // the log) the first time. cl.mu is held.
 func (g *Gate) ask(ctx context.Context, cl *caller, d Decision, r Rule, key callKey) (Decision, error) {
@@ -436,7 +454,14 @@ func (g *Gate) ask(ctx context.Context, cl *caller, d Decision, r Rule, key call
 		return d, nil
 	}
 	c := d.Call
-	question := fmt.Sprintf("Allow the %s tool call %q with arguments %s?", r.Tier, c.Tool, quoteArguments(c.Arguments))
+	if max := g.cfg.MaxWaiting; max > 0 && len(cl.waiting) >= max {
+		return g.refuse(ctx, d, "too_many_waiting", fmt.Sprintf("tool %q (%s): %d calls of this caller already wait for a human", c.Tool, r.Tier, len(cl.waiting)), "")
+	}
+	shown, err := showArguments(c.Arguments)
+	if err != nil {
+		return g.refuse(ctx, d, "unshowable_arguments", fmt.Sprintf("tool %q (%s) needs a human's approval: %v", c.Tool, r.Tier, err), "")
+	}
+	question := fmt.Sprintf("Allow the %s tool call %q with arguments %s?", r.Tier, c.Tool, shown)
 	claim := claims.Claim{
 		ID:          "call",
 		Statement:   fmt.Sprintf("call tool %q with arguments sha256:%s", c.Tool, key.digest),
@@ -479,29 +504,46 @@ func (g *Gate) claimsContext(caller string) claims.Context {
 	return claims.Context{Actor: agentName(caller), Clearance: claims.TierPrivilege}
 }
 
-// quoteArguments shows a call's arguments to a human on one line: JSON
-// compacted, anything else with its control characters as spaces and
-// invalid UTF-8 as U+FFFD, cut with an ellipsis when long.
-func quoteArguments(b []byte) string {
-	const limit = 512
-	var s string
+// MaxShownArguments is the most bytes of arguments (as compact JSON) a
+// call that needs a human may have: the question shows them in full, so
+// that what the human approves is exactly what runs.
+const MaxShownArguments = 4096
+
+// showArguments returns a call's arguments as the human is asked about
+// them: compact JSON, in full, with format and control characters (a
+// right-to-left override, a zero-width space) written as escapes so that
+// nothing is hidden. Arguments that are not one JSON value a reader would
+// read one way — duplicate keys, invalid UTF-8, integers a double would
+// round — or longer than MaxShownArguments cannot be shown faithfully and
+// are refused.
+func showArguments(b []byte) (string, error) {
+	if len(b) == 0 {
+		return "(none)", nil
+	}
+	if _, err := canon.Decode(b); err != nil {
+		return "", fmt.Errorf("arguments a human cannot read one way: %v", err)
+	}
 	var compact bytes.Buffer
-	if json.Valid(b) && json.Compact(&compact, b) == nil {
-		s = compact.String()
-	} else {
-		s = oneLine(string(b))
+	if err := json.Compact(&compact, b); err != nil {
+		return "", fmt.Errorf("arguments a human cannot read one way: %v", err)
 	}
-	if s == "" {
-		return "(none)"
+	if compact.Len() > MaxShownArguments {
+		return "", fmt.Errorf("arguments too long to show a human: %d bytes, at most %d", compact.Len(), MaxShownArguments)
 	}
-	if len(s) > limit {
-		cut := limit
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
+	var sb strings.Builder
+	for _, r := range compact.String() {
+		switch {
+		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r):
+			if r > 0xFFFF {
+				fmt.Fprintf(&sb, `\U%08x`, r)
+			} else {
+				fmt.Fprintf(&sb, `\u%04x`, r)
+			}
+		default:
+			sb.WriteRune(r)
 		}
-		s = s[:cut] + "…"
 	}
-	return s
+	return sb.String(), nil
 }
 
 // oneLine returns s with its control characters (line breaks among them)

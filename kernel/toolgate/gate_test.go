@@ -23,6 +23,7 @@ package toolgate_test
 //   - A restarted gate resumes every caller's spend: TestRestartResumesSpend.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -539,13 +540,100 @@ func TestExplanationIsOneLine(t *testing.T) {
 	d, err := g.Before(ctx, call("delete_file", "{\n\"path\": \"x\"\n}"))
 	require.NoError(t, err)
 	assert.Equal(t, `Allow the DELETE tool call "delete_file" with arguments {"path":"x"}?`, d.Approval.Question)
-	d, err = g.Before(ctx, call("delete_file", "not\njson\t\xff"))
+}
+
+// TestApprovalShowsTheWholeArguments: what a human approves is exactly
+// what runs — the question shows the arguments in full, with invisible
+// characters escaped, and arguments that cannot be shown that way are
+// refused rather than asked about.
+func TestApprovalShowsTheWholeArguments(t *testing.T) {
+	g := newGate(t, newLog(t), testConfig())
+	long := `{"path":"/tmp/scratch/` + strings.Repeat("x", 600) + `"}`
+	d, err := g.Before(ctx, call("delete_file", long))
 	require.NoError(t, err)
-	assert.Equal(t, "Allow the DELETE tool call \"delete_file\" with arguments not json \uFFFD?", d.Approval.Question)
-	assert.False(t, strings.ContainsAny(d.Approval.Question, "\n\t"))
+	require.Equal(t, toolgate.AskApproval, d.Verdict)
+	assert.Contains(t, d.Approval.Question, long, "never cut")
+
+	d, err = g.Before(ctx, call("delete_file", "{\"path\":\"/tmp/\u202egpj.exe\"}"))
+	require.NoError(t, err)
+	assert.Equal(t, `Allow the DELETE tool call "delete_file" with arguments {"path":"/tmp/\u202egpj.exe"}?`, d.Approval.Question)
+
+	for args, why := range map[string]string{
+		`{"path":"/tmp/a","path":"/etc/passwd"}`: "duplicate",
+		"not\njson\t\xff":                        "cannot read one way",
+		`{"path":"` + strings.Repeat("x", toolgate.MaxShownArguments) + `"}`: "too long to show a human",
+	} {
+		d, err := g.Before(ctx, call("delete_file", args))
+		require.NoError(t, err)
+		assert.Equal(t, toolgate.Refuse, d.Verdict, args)
+		assert.Contains(t, d.Explanation, why)
+		assert.NotContains(t, d.Explanation, "\n")
+	}
+}
+
+// TestWaitingRequestsBounded: an agent cannot pile up requests nobody
+// answers; denying one makes room.
+func TestWaitingRequestsBounded(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxWaiting = 3
+	g := newGate(t, newLog(t), cfg)
+	var first *toolgate.ApprovalRequest
+	for i := range 3 {
+		d, err := g.Before(ctx, call("delete_file", fmt.Sprintf(`{"n":%d}`, i)))
+		require.NoError(t, err)
+		require.Equal(t, toolgate.AskApproval, d.Verdict)
+		if first == nil {
+			first = d.Approval
+		}
+	}
+	d, err := g.Before(ctx, call("delete_file", `{"n":3}`))
+	require.NoError(t, err)
+	assert.Equal(t, toolgate.Refuse, d.Verdict)
+	assert.Equal(t, `tool "delete_file" (DELETE): 3 calls of this caller already wait for a human`, d.Explanation)
+	d, err = g.Before(ctx, toolgate.Call{Tool: "delete_file", Caller: "other", Arguments: []byte(`{"n":3}`)})
+	require.NoError(t, err)
+	assert.Equal(t, toolgate.AskApproval, d.Verdict, "the bound is per caller")
+	require.NoError(t, g.Deny(ctx, first.ID, toolgate.DefaultApprover, "stale"))
+	d, err = g.Before(ctx, call("delete_file", `{"n":3}`))
+	require.NoError(t, err)
+	assert.Equal(t, toolgate.AskApproval, d.Verdict)
+}
+
+// TestHugeResultStillRecorded: a result whose kept text would not fit
+// one entry (escapes, base64) is recorded with its digest and size.
+func TestHugeResultStillRecorded(t *testing.T) {
+	log := newLog(t)
+	cfg := testConfig()
+	cfg.ResultTextLimit = -1
+	g := newGate(t, log, cfg)
+	for _, out := range [][]byte{bytes.Repeat([]byte{1}, 3<<20), bytes.Repeat([]byte{0xff}, 13<<20)} {
+		d, err := g.Before(ctx, call("read_file", `{}`))
+		require.NoError(t, err)
+		o, err := g.After(ctx, d.Call, toolgate.Result{Output: out, Err: errors.New(strings.Repeat("e", 5000))})
+		require.NoError(t, err)
+		e, err := toolgate.DecodeEntry(entryAt(t, log, o.Seq))
+		require.NoError(t, err)
+		r := e.(toolgate.ResultEntry)
+		assert.True(t, r.Truncated)
+		assert.Empty(t, r.OutputText+r.OutputBase64)
+		assert.Equal(t, len(out), r.OutputSize)
+		assert.Len(t, r.Error, toolgate.DefaultResultTextLimit)
+	}
+}
+
+// TestNegativeActualRefused: a negative measured cost is refused and the
+// call stays open for a correct report.
+func TestNegativeActualRefused(t *testing.T) {
+	g := newGate(t, newLog(t), testConfig())
+	for _, tool := range []string{"send", "search"} {
+		d, err := g.Before(ctx, call(tool, `{}`))
+		require.NoError(t, err)
+		_, err = g.After(ctx, d.Call, toolgate.Result{Actual: -1, Measured: true})
+		require.ErrorIs(t, err, toolgate.ErrInvalidResult)
+		_, err = g.After(ctx, d.Call, toolgate.Result{Actual: 1, Measured: true})
+		require.NoError(t, err, tool)
+	}
 }
 
 // totals are a budget's totals, comparable with ==.
-func totals(b kernel.Budget) [3]kernel.Cost {
-	return [3]kernel.Cost{b.Limit(), b.Gross(), b.Refunded()}
-}
+func totals(b kernel.Budget) [3]kernel.Cost { return [3]kernel.Cost{b.Limit(), b.Gross(), b.Refunded()} }

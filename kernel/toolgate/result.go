@@ -69,6 +69,9 @@ func (g *Gate) After(ctx context.Context, c Call, r Result) (Outcome, error) {
 		return Outcome{}, fmt.Errorf("%w: %q", ErrUnknownCall, c.ID)
 	}
 
+	if r.Measured && r.Actual < 0 {
+		return Outcome{}, g.reopen(cl, c.ID, oc, fmt.Errorf("%w: measured cost %s is negative", ErrInvalidResult, r.Actual))
+	}
 	out := Outcome{ExecID: oc.execID, Charged: oc.cost}
 	var overrun error
 	failed := r.Err != nil
@@ -127,7 +130,15 @@ func (g *Gate) After(ctx context.Context, c Call, r Result) (Outcome, error) {
 		}
 		e.OutputBase64 = base64.StdEncoding.EncodeToString(b)
 	}
-	entry, err := g.log.Append(ctx, KindResult, e.appendJSON(nil), trace.At(g.clock()))
+	payload := e.appendJSON(nil)
+	if len(payload) > trace.MaxPayloadLen {
+		// Escapes and base64 made the kept text too large for one entry:
+		// keep the digest and size, and the error's first bytes.
+		e.OutputText, e.OutputBase64, e.Truncated = "", "", true
+		e.Error, _ = cut(e.Error, DefaultResultTextLimit)
+		payload = e.appendJSON(payload[:0])
+	}
+	entry, err := g.log.Append(ctx, KindResult, payload, trace.At(g.clock()))
 	if err != nil {
 		// The settlement or refund is recorded; only the outcome is
 		// missing from the log. Report it: the caller may retry nothing.
