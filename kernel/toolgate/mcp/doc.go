@@ -83,6 +83,13 @@
 // the call is refused and says so, and its request stays pending in the
 // gate (Gate.Pending), where a host may approve it out of band.
 //
+// When the policy names other approvers for the tier too
+// (Config.Approvers), the human's approval leaves the request waiting for
+// them: the call is refused ("approved here, still awaiting bob"), and
+// the same call again is refused ("awaiting approval from bob") without
+// putting it to the human, who has answered, until the others decide
+// (Gate.Approve or Gate.Deny, out of band); then it runs once.
+//
 // The request state is "vg1." + the state's JSON + "." + its HMAC-SHA256,
 // both base64url: a state the Guard did not issue, or issued for another
 // caller, tool or arguments, refuses the retry (ErrRequestState). The key
@@ -126,7 +133,9 @@
 // and runs once when approved, never when declined or cancelled, on both
 // protocols (TestDeleteRunsOnceWhenApproved, TestDeleteNeverRunsWhenRefused,
 // TestNoElicitationNoDelete); approvers besides the client's human are
-// still awaited (TestOtherApproversStillAwaited); the input-required result on the wire, a
+// still awaited, and the human who answered is not asked again while
+// they decide (TestOtherApproversStillAwaited,
+// TestHumanNotAskedAgainWhileOthersDecide); the input-required result on the wire, a
 // replayed answer never running a call twice (TestInputRequiredResult);
 // forged states refused (TestForgedStateRefused,
 // TestRequestStateTamperRefused, TestRequestStateRoundTrips,

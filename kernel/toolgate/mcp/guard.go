@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 
@@ -244,9 +245,16 @@ func (gd *Guard) run(ctx context.Context, req *sdk.CallToolRequest, d toolgate.D
 }
 
 // ask puts an AskApproval to the client's human: an input-required result
-// on MultiRoundTripVersion and later, ServerSession.Elicit before.
+// on MultiRoundTripVersion and later, ServerSession.Elicit before. A
+// request that no longer awaits the Guard's approver (the human answered
+// already, and other approvers have not) is not asked: the call is
+// refused, and the request stays pending for the others.
 func (gd *Guard) ask(ctx context.Context, req *sdk.CallToolRequest, d toolgate.Decision, run runFunc, log *slog.Logger) (sdk.Result, error) {
 	ap := d.Approval
+	if !slices.Contains(ap.Awaiting, gd.approver) {
+		log.Info("awaiting other approvers", "call", d.Call.ID, "approval", ap.ID, "awaiting", ap.Awaiting)
+		return refusal(fmt.Sprintf("tool %q: awaiting approval from %s", ap.Tool, strings.Join(ap.Awaiting, ", "))), nil
+	}
 	if !canElicit(req.ClientCapabilities()) {
 		log.Info("approval impossible", "call", d.Call.ID, "approval", ap.ID)
 		return refusal(fmt.Sprintf("tool %q needs a human's approval (%s) and this client cannot ask for one: it does not support form elicitation",

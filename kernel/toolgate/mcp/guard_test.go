@@ -12,7 +12,9 @@ package mcp_test
 //     once when approved and never when declined or cancelled:
 //     TestDeleteRunsOnceWhenApproved, TestDeleteNeverRunsWhenRefused,
 //     TestNoElicitationNoDelete; other approvers are still awaited:
-//     TestOtherApproversStillAwaited; the input-required result on the wire and
+//     TestOtherApproversStillAwaited; the human who approved is not asked
+//     again while the others decide: TestHumanNotAskedAgainWhileOthersDecide;
+//     the input-required result on the wire and
 //     its request state: TestInputRequiredResult, TestForgedStateRefused.
 //   - Parallel calls never overspend: TestParallelCallsNeverOverspend (rapid).
 //   - Every connection is its own caller: TestEachConnectionHasItsOwnBudget.
@@ -303,6 +305,49 @@ func TestOtherApproversStillAwaited(t *testing.T) {
 		res = call(t, cs, "delete_file", "x")
 		assert.False(t, res.IsError, text(res))
 		assert.Equal(t, 1, r.tools.count("delete_file"))
+	})
+}
+
+// TestHumanNotAskedAgainWhileOthersDecide: with approvers [human, bob],
+// once the human has approved, the same call again is refused as
+// awaiting bob, without asking the human a second time (whose second
+// answer the gate could not take), and it runs once bob approves.
+func TestHumanNotAskedAgainWhileOthersDecide(t *testing.T) {
+	protocols(t, func(t *testing.T, version string) {
+		cfg := catalogue(10 * kernel.Unit)
+		cfg.Approvers = map[claims.RiskTier][]string{claims.TierDelete: {toolgate.DefaultApprover, "bob"}}
+		r := newRig(t, cfg)
+		human := &answers{action: "accept"}
+		cs, caller := r.connect(t, version, human, nil)
+
+		res := call(t, cs, "delete_file", "x")
+		require.True(t, res.IsError)
+		assert.Contains(t, text(res), "approved here, still awaiting bob")
+		require.Len(t, human.questions(), 1)
+
+		// The human would decline now, but has answered already: the call
+		// waits for bob and the human is not asked.
+		human.setAction("decline")
+		for range 2 {
+			res = call(t, cs, "delete_file", "x")
+			assert.True(t, res.IsError)
+			assert.Equal(t, `tool "delete_file": awaiting approval from bob`, text(res))
+		}
+		assert.Len(t, human.questions(), 1, "the human answered already: never asked again")
+		assertAskedVia(t, version, human, 1)
+		assert.Zero(t, r.tools.count("delete_file"))
+		pending := r.gate.Pending()
+		require.Len(t, pending, 1, "the request stays pending for bob")
+		assert.Equal(t, []string{"bob"}, pending[0].Awaiting)
+
+		granted, err := r.gate.Approve(ctx, pending[0].ID, "bob", "ok")
+		require.NoError(t, err)
+		require.True(t, granted)
+		res = call(t, cs, "delete_file", "x")
+		assert.False(t, res.IsError, text(res))
+		assert.Equal(t, 1, r.tools.count("delete_file"))
+		assert.Len(t, human.questions(), 1)
+		replays(t, r.log, r.gate, caller)
 	})
 }
 

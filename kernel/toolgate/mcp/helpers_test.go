@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 
@@ -94,10 +95,15 @@ type rig struct {
 }
 
 func newRig(t tb, cfg toolgate.Config) *rig {
+	return newRigWith(t, cfg, gatemcp.Options{})
+}
+
+// newRigWith is newRig with the Guard's options and the gate's.
+func newRigWith(t tb, cfg toolgate.Config, opts gatemcp.Options, gateOpts ...toolgate.Option) *rig {
 	log := trace.NewMemoryLog()
-	g, err := toolgate.New(ctx, log, cfg)
+	g, err := toolgate.New(ctx, log, cfg, gateOpts...)
 	require.NoError(t, err)
-	gd, err := gatemcp.New(g, gatemcp.Options{})
+	gd, err := gatemcp.New(g, opts)
 	require.NoError(t, err)
 	srv := sdk.NewServer(&sdk.Implementation{Name: "tools", Version: "v1"}, nil)
 	ts := &tools{runs: map[string]int{}}
@@ -107,9 +113,11 @@ func newRig(t tb, cfg toolgate.Config) *rig {
 }
 
 // answers is a human at the client: it answers every elicitation with
-// its action and records the questions.
+// its action (or, when script is set, with what script returns for the
+// n-th question, from 0) and records the questions.
 type answers struct {
 	action string
+	script func(n int) string
 	mu     sync.Mutex
 	asked  []string
 	// requests counts the elicitation/create requests the client
@@ -137,13 +145,25 @@ func (a *answers) elicitRequests() int {
 
 func (a *answers) handler(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 	a.mu.Lock()
+	n := len(a.asked)
 	a.asked = append(a.asked, req.Params.Message)
+	action := a.action
 	a.mu.Unlock()
-	res := &sdk.ElicitResult{Action: a.action}
-	if a.action == "accept" {
+	if a.script != nil {
+		action = a.script(n)
+	}
+	res := &sdk.ElicitResult{Action: action}
+	if action == "accept" {
 		res.Content = map[string]any{"reason": "looks right"}
 	}
 	return res, nil
+}
+
+// setAction changes the answer to the next questions.
+func (a *answers) setAction(action string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.action = action
 }
 
 func (a *answers) questions() []string {
@@ -208,4 +228,44 @@ func replays(t tb, log *trace.Log, g *toolgate.Gate, caller string) {
 	m, ok := g.Meter(caller)
 	require.True(t, ok)
 	require.Equal(t, m.String(), s.Meter().String(), "replay ends with the gate's budget and steps")
+}
+
+// records is a slog.Handler that keeps what the Guard logs.
+type records struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (r *records) Enabled(context.Context, slog.Level) bool { return true }
+func (r *records) WithAttrs([]slog.Attr) slog.Handler       { return r } // the tests read messages and record attributes only
+func (r *records) WithGroup(string) slog.Handler            { return r }
+
+func (r *records) Handle(_ context.Context, rec slog.Record) error {
+	var b strings.Builder
+	b.WriteString(rec.Level.String() + " " + rec.Message)
+	rec.Attrs(func(a slog.Attr) bool {
+		b.WriteString(" " + a.String())
+		return true
+	})
+	r.mu.Lock()
+	r.msgs = append(r.msgs, b.String())
+	r.mu.Unlock()
+	return nil
+}
+
+// matching returns the records that contain every one of parts.
+func (r *records) matching(parts ...string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+next:
+	for _, m := range r.msgs {
+		for _, p := range parts {
+			if !strings.Contains(m, p) {
+				continue next
+			}
+		}
+		out = append(out, m)
+	}
+	return out
 }
