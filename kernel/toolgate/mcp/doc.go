@@ -90,6 +90,18 @@
 // putting it to the human, who has answered, until the others decide
 // (Gate.Approve or Gate.Deny, out of band); then it runs once.
 //
+// Identical calls made at the same time (one caller, tool and arguments)
+// wait on one approval request, and each is put to the human. The first
+// answer decides it; a later one — to a request already decided, or that
+// the human has answered and others still await — cannot be recorded: the
+// Guard logs it as a warning (Options.Logger; the trace log holds the
+// first answer only), and when it is a decline refuses its call ("tool
+// \"delete_file\" denied by human: declined (after another answer to the
+// same request)"), which never runs on the other answer's approval. A
+// late accept is a no-op: its call is decided from what the gate holds —
+// the approval the first answer gave, used by whichever identical call
+// comes first, or its denial — or asked about again.
+//
 // The request state is "vg1." + the state's JSON + "." + its HMAC-SHA256,
 // both base64url: a state the Guard did not issue, or issued for another
 // caller, tool or arguments, refuses the retry (ErrRequestState). The key
@@ -135,7 +147,9 @@
 // TestNoElicitationNoDelete); approvers besides the client's human are
 // still awaited, and the human who answered is not asked again while
 // they decide (TestOtherApproversStillAwaited,
-// TestHumanNotAskedAgainWhileOthersDecide); the input-required result on the wire, a
+// TestHumanNotAskedAgainWhileOthersDecide); a late decline to a request
+// already decided refuses its call (TestLateDeclineNeverRuns); the
+// input-required result on the wire, a
 // replayed answer never running a call twice (TestInputRequiredResult);
 // forged states refused (TestForgedStateRefused,
 // TestRequestStateTamperRefused, TestRequestStateRoundTrips,

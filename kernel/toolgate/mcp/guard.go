@@ -10,10 +10,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode"
 
 	"github.com/google/uuid"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate"
 )
@@ -190,10 +192,13 @@ func (gd *Guard) callTool(ctx context.Context, req *sdk.CallToolRequest, run run
 		if r, ok := p.InputResponses[InputKey].(*sdk.ElicitResult); ok {
 			answer = r
 		}
-		waiting, err := gd.record(ctx, st.Approval, answer, nil)
+		waiting, refused, err := gd.record(ctx, st.Approval, p.Name, answer, nil, log)
 		if err != nil {
 			log.Error("recording the answer", "err", err)
 			return refusal(fmt.Sprintf("tool %q refused: %v", p.Name, err)), nil
+		}
+		if refused != "" {
+			return refusal(refused), nil
 		}
 		pending = waiting
 		req = withoutApprovalInput(req)
@@ -273,10 +278,13 @@ func (gd *Guard) ask(ctx context.Context, req *sdk.CallToolRequest, d toolgate.D
 
 	log.Info("asking", "call", d.Call.ID, "approval", ap.ID, "via", "elicitation/create")
 	answer, eerr := req.Session.Elicit(ctx, params)
-	pending, err := gd.record(ctx, ap.ID, answer, eerr)
+	pending, refused, err := gd.record(ctx, ap.ID, ap.Tool, answer, eerr, log)
 	if err != nil {
 		log.Error("recording the answer", "err", err)
 		return refusal(fmt.Sprintf("tool %q refused: %v", ap.Tool, err)), nil
+	}
+	if refused != "" {
+		return refusal(refused), nil
 	}
 	d, err = gd.gate.Before(ctx, d.Call)
 	if err != nil {
@@ -289,12 +297,20 @@ func (gd *Guard) ask(ctx context.Context, req *sdk.CallToolRequest, d toolgate.D
 	return gd.decided(ctx, req, d, run, log)
 }
 
-// record records the human's answer to the approval request id: accept
-// approves; decline, cancel, no answer or a failed elicitation deny. It
-// reports whether the request still waits for other approvers. A request
-// already decided is not an error: Before decides from what the gate
+// record records the human's answer to the approval request id for tool:
+// accept approves; decline, cancel, no answer or a failed elicitation
+// deny. It reports whether the request still waits for other approvers.
+//
+// An answer the gate cannot take because it comes late — the request was
+// decided already (toolgate.ErrUnknownApproval: another answer to it, for
+// an identical call asked at the same time, got there first; or the gate
+// no longer holds it), or the human already answered it and it waits on
+// others (claims.ErrAlreadyDecided) — is logged as a warning and not
+// recorded. A late denial returns the explanation its call is refused
+// with, so that the call never runs on the other answer's approval; a
+// late approval returns nothing, and Before decides from what the gate
 // holds.
-func (gd *Guard) record(ctx context.Context, id string, answer *sdk.ElicitResult, askErr error) (pending bool, err error) {
+func (gd *Guard) record(ctx context.Context, id, tool string, answer *sdk.ElicitResult, askErr error, log *slog.Logger) (pending bool, refused string, err error) {
 	ctx = context.WithoutCancel(ctx) // the human answered: record it
 	reason := ""
 	if answer != nil {
@@ -302,27 +318,53 @@ func (gd *Guard) record(ctx context.Context, id string, answer *sdk.ElicitResult
 			reason = r
 		}
 	}
+	action := "none"
 	switch {
 	case askErr != nil:
-		err = gd.gate.Deny(ctx, id, gd.approver, "the approval could not be asked: "+askErr.Error())
+		action = "failed"
+		reason = "the approval could not be asked: " + askErr.Error()
+		err = gd.gate.Deny(ctx, id, gd.approver, reason)
 	case answer == nil:
-		err = gd.gate.Deny(ctx, id, gd.approver, "no answer")
+		reason = "no answer"
+		err = gd.gate.Deny(ctx, id, gd.approver, reason)
 	case answer.Action == "accept":
+		action = "accept"
 		var granted bool
 		granted, err = gd.gate.Approve(ctx, id, gd.approver, reason)
 		pending = err == nil && !granted
 	case answer.Action == "decline" || answer.Action == "cancel":
+		action = answer.Action
 		if reason == "" {
 			reason = map[string]string{"decline": "declined", "cancel": "cancelled"}[answer.Action]
 		}
 		err = gd.gate.Deny(ctx, id, gd.approver, reason)
 	default:
-		err = gd.gate.Deny(ctx, id, gd.approver, fmt.Sprintf("unrecognised answer %q", answer.Action))
+		action = "unrecognised"
+		reason = fmt.Sprintf("unrecognised answer %q", answer.Action)
+		err = gd.gate.Deny(ctx, id, gd.approver, reason)
 	}
-	if errors.Is(err, toolgate.ErrUnknownApproval) {
-		return false, nil
+	if errors.Is(err, toolgate.ErrUnknownApproval) || errors.Is(err, claims.ErrAlreadyDecided) {
+		log.Warn("answer to a request already decided: not recorded", "approval", id, "approver", gd.approver,
+			"answer", action, "err", err)
+		if action == "accept" {
+			return false, "", nil
+		}
+		return false, fmt.Sprintf("tool %q denied by %s: %s (after another answer to the same request)",
+			tool, gd.approver, oneLine(reason)), nil
 	}
-	return pending, err
+	return pending, "", err
+}
+
+// oneLine returns s with its control characters as spaces and its invalid
+// UTF-8 as U+FFFD: a refusal's explanation is one line whatever the
+// human's reason.
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
 }
 
 // approvalQuestion is the elicitation put to the human: the gate's

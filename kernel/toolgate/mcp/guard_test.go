@@ -14,6 +14,9 @@ package mcp_test
 //     TestNoElicitationNoDelete; other approvers are still awaited:
 //     TestOtherApproversStillAwaited; the human who approved is not asked
 //     again while the others decide: TestHumanNotAskedAgainWhileOthersDecide;
+//     of two identical calls put to the human at once, the one declined
+//     after the other's answer decided the request is refused and never
+//     runs on that approval: TestLateDeclineNeverRuns;
 //     the input-required result on the wire and
 //     its request state: TestInputRequiredResult, TestForgedStateRefused.
 //   - Parallel calls never overspend: TestParallelCallsNeverOverspend (rapid).
@@ -24,8 +27,10 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"sync"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
@@ -348,6 +353,115 @@ func TestHumanNotAskedAgainWhileOthersDecide(t *testing.T) {
 		assert.Equal(t, 1, r.tools.count("delete_file"))
 		assert.Len(t, human.questions(), 1)
 		replays(t, r.log, r.gate, caller)
+	})
+}
+
+// twoPrompts makes two identical delete_file calls at once, both put to
+// the client's human before either is answered. The first question is
+// answered with first and its call runs to its end; then between(first
+// call's result) runs, and the second question is answered with second
+// (any further question too). It returns the two calls' results in the
+// order they ended.
+func twoPrompts(t *testing.T, r *rig, version, first, second string, between func(*sdk.CallToolResult)) (*answers, [2]*sdk.CallToolResult) {
+	t.Helper()
+	asked2, release := make(chan struct{}), make(chan struct{})
+	human := &answers{script: func(n int) string {
+		switch n {
+		case 0:
+			select { // both calls wait on the same request before either answer
+			case <-asked2:
+			case <-time.After(10 * time.Second):
+				t.Error("the second call was never put to the human")
+			}
+			return first
+		case 1:
+			close(asked2)
+			select {
+			case <-release:
+			case <-time.After(10 * time.Second):
+				t.Error("the second answer was never released")
+			}
+		}
+		return second
+	}}
+	cs, _ := r.connect(t, version, human, nil)
+	results := make(chan *sdk.CallToolResult, 2)
+	for range 2 {
+		go func() {
+			res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "delete_file", Arguments: map[string]any{"path": "x"}})
+			if err != nil {
+				t.Error(err)
+				res = &sdk.CallToolResult{IsError: true}
+			}
+			results <- res
+		}()
+	}
+	var out [2]*sdk.CallToolResult
+	out[0] = <-results
+	between(out[0])
+	close(release)
+	out[1] = <-results
+	return human, out
+}
+
+// TestLateDeclineNeverRuns: two identical calls at once share one
+// approval request, and both are put to the human. An answer that comes
+// after the request was decided, or after the human's own first answer,
+// cannot be recorded: it is logged, and when it is a decline its call is
+// refused — never run on the other answer's approval.
+func TestLateDeclineNeverRuns(t *testing.T) {
+	const late = `tool "delete_file" denied by human: declined (after another answer to the same request)`
+	setup := func(t *testing.T, approvers ...string) (*rig, *records) {
+		cfg := catalogue(10 * kernel.Unit)
+		if len(approvers) > 0 {
+			cfg.Approvers = map[claims.RiskTier][]string{claims.TierDelete: approvers}
+		}
+		rec := &records{}
+		return newRigWith(t, cfg, gatemcp.Options{Logger: slog.New(rec)}), rec
+	}
+	t.Run("after an approval", func(t *testing.T) {
+		protocols(t, func(t *testing.T, version string) {
+			r, rec := setup(t)
+			human, res := twoPrompts(t, r, version, "accept", "decline", func(first *sdk.CallToolResult) {
+				assert.False(t, first.IsError, "the approved call ran: %s", text(first))
+			})
+			assert.True(t, res[1].IsError)
+			assert.Equal(t, late, text(res[1]))
+			assert.Equal(t, 1, r.tools.count("delete_file"), "the approved call ran once, the declined one never")
+			assert.Len(t, human.questions(), 2, "neither call was asked again")
+			assert.Empty(t, r.gate.Pending())
+			assert.Len(t, rec.matching("WARN", "answer to a request already decided", "answer=decline"), 1)
+		})
+	})
+	t.Run("after the others approved", func(t *testing.T) {
+		protocols(t, func(t *testing.T, version string) {
+			r, rec := setup(t, toolgate.DefaultApprover, "bob")
+			_, res := twoPrompts(t, r, version, "accept", "decline", func(first *sdk.CallToolResult) {
+				assert.Equal(t, `tool "delete_file": approved here, still awaiting bob`, text(first))
+				pending := r.gate.Pending()
+				require.Len(t, pending, 1)
+				granted, err := r.gate.Approve(ctx, pending[0].ID, "bob", "ok")
+				require.NoError(t, err)
+				require.True(t, granted)
+			})
+			assert.Equal(t, late, text(res[1]))
+			assert.Zero(t, r.tools.count("delete_file"), "the declined call never ran on the human's and bob's approval")
+			assert.Len(t, rec.matching("WARN", "answer to a request already decided", "answer=decline"), 1)
+		})
+	})
+	t.Run("while the others are awaited", func(t *testing.T) {
+		protocols(t, func(t *testing.T, version string) {
+			r, rec := setup(t, toolgate.DefaultApprover, "bob")
+			_, res := twoPrompts(t, r, version, "accept", "decline", func(first *sdk.CallToolResult) {
+				assert.Equal(t, `tool "delete_file": approved here, still awaiting bob`, text(first))
+			})
+			assert.Equal(t, late, text(res[1]))
+			assert.Zero(t, r.tools.count("delete_file"))
+			assert.Len(t, rec.matching("WARN", "answer to a request already decided", "answer=decline"), 1)
+			pending := r.gate.Pending()
+			require.Len(t, pending, 1, "the human's first answer stands; bob is awaited")
+			assert.Equal(t, []string{"bob"}, pending[0].Awaiting)
+		})
 	})
 }
 
