@@ -104,7 +104,11 @@
 //
 // The request state is "vg1." + the state's JSON + "." + its HMAC-SHA256,
 // both base64url: a state the Guard did not issue, or issued for another
-// caller, tool or arguments, refuses the retry (ErrRequestState). The key
+// caller, tool or arguments, refuses the retry (ErrRequestState). It binds
+// the caller and the tool by their SHA-256, so it is a few hundred bytes
+// however long the caller key (a custom Options.Caller) or the tool's
+// name; a state over the 4096 bytes a retry may echo back is never issued
+// (the call is refused and says why). The key
 // is random per Guard unless Options.StateKey sets one; servers behind a
 // load balancer that serve one another's retries share a key. Waiting
 // requests live in the gate's memory: a retry that reaches another gate,
@@ -153,7 +157,9 @@
 // replayed answer never running a call twice (TestInputRequiredResult);
 // forged states refused (TestForgedStateRefused,
 // TestRequestStateTamperRefused, TestRequestStateRoundTrips,
-// FuzzDecodeState); parallel calls never overspend
+// FuzzDecodeState); a state's size bounded whatever the caller key
+// (TestRequestStateSizeBounded, TestLongCallerKeyApproves,
+// TestEncodeStateRefusesOversized, TestOversizedStateRefused); parallel calls never overspend
 // (TestParallelCallsNeverOverspend, rapid); one budget per connection
 // (TestEachConnectionHasItsOwnBudget). Each test checks that the log
 // verifies and that the caller's kernel session replays from it

@@ -180,7 +180,7 @@ func (gd *Guard) callTool(ctx context.Context, req *sdk.CallToolRequest, run run
 	pending := false
 	if strings.HasPrefix(p.RequestState, stateVersion+".") {
 		st, err := decodeState(gd.key, p.RequestState)
-		if err == nil && (st.Caller != call.Caller || st.Tool != call.Tool || st.Digest != call.ArgumentsDigest()) {
+		if err == nil && !st.binds(call) {
 			err = fmt.Errorf("%w: it was issued for another call", ErrRequestState)
 		}
 		if err != nil {
@@ -267,10 +267,12 @@ func (gd *Guard) ask(ctx context.Context, req *sdk.CallToolRequest, d toolgate.D
 	}
 	params := approvalQuestion(ap)
 	if multiRoundTrip(req.ProtocolVersion()) {
-		state, err := encodeState(gd.key, approvalState{Caller: d.Call.Caller, CallID: d.Call.ID, Approval: ap.ID,
-			Tool: d.Call.Tool, Digest: ap.ArgumentsDigest})
+		state, err := encodeState(gd.key, newApprovalState(d.Call, ap.ID))
 		if err != nil {
-			return nil, err
+			// Never issue a state every retry would be refused for; the
+			// request stays pending (a host may approve it out of band).
+			log.Error("no request state", "call", d.Call.ID, "approval", ap.ID, "err", err)
+			return refusal(fmt.Sprintf("tool %q needs a human's approval (%s) and cannot ask for it: %v", ap.Tool, ap.Tier, err)), nil
 		}
 		log.Info("asking", "call", d.Call.ID, "approval", ap.ID, "via", "input_required")
 		return inputRequired(sdk.InputRequestMap{InputKey: params}, state)

@@ -18,7 +18,9 @@ package mcp_test
 //     after the other's answer decided the request is refused and never
 //     runs on that approval: TestLateDeclineNeverRuns;
 //     the input-required result on the wire and
-//     its request state: TestInputRequiredResult, TestForgedStateRefused.
+//     its request state: TestInputRequiredResult, TestForgedStateRefused;
+//     a state fits whatever the caller key, and one that would not is
+//     never issued: TestLongCallerKeyApproves, TestOversizedStateRefused.
 //   - Parallel calls never overspend: TestParallelCallsNeverOverspend (rapid).
 //   - Every connection is its own caller: TestEachConnectionHasItsOwnBudget.
 //   - The log verifies and each caller's kernel session replays from it:
@@ -28,10 +30,12 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -463,6 +467,40 @@ func TestLateDeclineNeverRuns(t *testing.T) {
 			assert.Equal(t, []string{"bob"}, pending[0].Awaiting)
 		})
 	})
+}
+
+// TestLongCallerKeyApproves: the request state binds the caller by its
+// SHA-256, so however long the caller key (a custom Options.Caller), the
+// state stays under the size a retry may echo, and the approval works.
+func TestLongCallerKeyApproves(t *testing.T) {
+	key := strings.Repeat("tenant/", 1000) + "alice"
+	r := newRigWith(t, catalogue(10*kernel.Unit), gatemcp.Options{
+		Caller: func(context.Context, *sdk.CallToolRequest) string { return key }})
+	human := &answers{action: "accept"}
+	cs, _ := r.connect(t, currentProtocol, human, nil)
+
+	res := call(t, cs, "delete_file", "x")
+	require.False(t, res.IsError, text(res))
+	assert.Equal(t, 1, r.tools.count("delete_file"))
+	assert.Len(t, human.questions(), 1)
+	replays(t, r.log, r.gate, key)
+}
+
+// TestOversizedStateRefused: a request state over the size a retry may
+// echo (here from the gate's ids) is never issued: the call is refused
+// and says why, rather than asked about and refused on every retry.
+func TestOversizedStateRefused(t *testing.T) {
+	long := func() string { return strings.Repeat("i", 3000) + uuid.NewString() }
+	r := newRigWith(t, catalogue(10*kernel.Unit), gatemcp.Options{}, toolgate.WithIDs(long))
+	human := &answers{action: "accept"}
+	cs, _ := r.connect(t, currentProtocol, human, nil)
+
+	res := call(t, cs, "delete_file", "x")
+	assert.True(t, res.IsError)
+	assert.Contains(t, text(res), `tool "delete_file" needs a human's approval (DELETE) and cannot ask for it: toolgate/mcp: request state of `)
+	assert.Contains(t, text(res), "bytes, over the 4096 a retry may echo")
+	assert.Empty(t, human.questions(), "never asked")
+	assert.Zero(t, r.tools.count("delete_file"))
 }
 
 func TestEachConnectionHasItsOwnBudget(t *testing.T) {

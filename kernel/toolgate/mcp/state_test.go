@@ -4,21 +4,27 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
+
+	"github.com/verity-go/verity/kernel/toolgate"
 )
 
 // The request state's guarantees: a state the Guard issued decodes to
 // what it encoded (TestRequestStateRoundTrips), any change to it is
-// refused (TestRequestStateTamperRefused), and no input makes the decoder
-// panic or accept a state not signed with the key (FuzzDecodeState).
+// refused (TestRequestStateTamperRefused), no input makes the decoder
+// panic or accept a state not signed with the key (FuzzDecodeState), the
+// state of any call fits the size a retry may echo, and binds that call
+// only (TestRequestStateSizeBounded), and a state that would not fit is
+// never issued (TestEncodeStateRefusesOversized).
 
 var testKey = []byte("0123456789abcdef0123456789abcdef")
 
 func drawState(t *rapid.T) approvalState {
 	s := rapid.StringN(1, 40, -1)
-	return approvalState{Caller: rapid.String().Draw(t, "caller"), CallID: s.Draw(t, "call"),
+	return approvalState{Caller: s.Draw(t, "caller"), CallID: s.Draw(t, "call"),
 		Approval: s.Draw(t, "approval"), Tool: s.Draw(t, "tool"), Digest: s.Draw(t, "digest")}
 }
 
@@ -81,4 +87,38 @@ func FuzzDecodeState(f *testing.F) {
 			t.Fatalf("accepted a state the key did not sign: %q", s)
 		}
 	})
+}
+
+func TestRequestStateSizeBounded(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		// Strings of any length, up to some 64 KB.
+		long := rapid.Custom(func(t *rapid.T) string {
+			return strings.Repeat(rapid.String().Draw(t, "part"), rapid.IntRange(0, 4096).Draw(t, "times"))
+		})
+		c := toolgate.Call{ID: uuid.NewString(), Caller: long.Draw(t, "caller"), Tool: long.Draw(t, "tool"),
+			Arguments: []byte(long.Draw(t, "arguments"))}
+		text, err := encodeState(testKey, newApprovalState(c, uuid.NewString()))
+		require.NoError(t, err)
+		require.LessOrEqual(t, len(text), 512, "a few hundred bytes whatever the call")
+		st, err := decodeState(testKey, text)
+		require.NoError(t, err)
+		require.True(t, st.binds(c))
+
+		other := c
+		switch rapid.IntRange(0, 2).Draw(t, "change") {
+		case 0:
+			other.Caller += "x"
+		case 1:
+			other.Tool += "x"
+		default:
+			other.Arguments = append(other.Arguments, ' ')
+		}
+		require.False(t, st.binds(other), "bound to its caller, tool and arguments only")
+	})
+}
+
+func TestEncodeStateRefusesOversized(t *testing.T) {
+	st := approvalState{Caller: "c", CallID: strings.Repeat("1", maxStateLen), Approval: "a", Tool: "t", Digest: "d"}
+	_, err := encodeState(testKey, st)
+	assert.ErrorContains(t, err, "over the 4096 a retry may echo")
 }
