@@ -13,6 +13,13 @@
 // every decision and result is on the hash-chained log at PATH. The
 // upstream, in any language, needs no change.
 //
+// The client's human answers as -approver (default "human", the
+// toolgate.DefaultApprover a policy without "approvers" expects). When the
+// policy has DELETE or PRIVILEGE rules and -approver is an approver of
+// none of their tiers, the command exits 2 naming the approvers the
+// policy expects; when it approves one tier but not the other, it warns
+// that the other's calls wait for their approvers, out of band.
+//
 // # Callers and budgets
 //
 // Each caller key has its own budget (the policy's "budget"): the stdio
@@ -66,6 +73,7 @@ import (
 	"os/signal"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -73,6 +81,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	_ "modernc.org/sqlite" // registers "sqlite"
 
+	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/sqlbudget"
 	"github.com/verity-go/verity/kernel/toolgate"
@@ -151,24 +160,89 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 2
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	if err := serve(ctx, c, stdin, stdout, stderr, logger); err != nil {
+	policy, cfg, err := loadPolicy(c.policy)
+	if err != nil {
+		logger.Error("verity-mcp failed", "err", err)
+		return 1
+	}
+	warnings, err := checkApprover(cfg, c.approver, c.policy)
+	if err != nil {
+		fmt.Fprintf(stderr, "verity-mcp: %v\n%s\n", err, usage)
+		return 2
+	}
+	for _, w := range warnings {
+		logger.Warn(w)
+	}
+	if err := serve(ctx, c, policy, cfg, stdin, stdout, stderr, logger); err != nil {
 		logger.Error("verity-mcp failed", "err", err)
 		return 1
 	}
 	return 0
 }
 
-// serve runs the proxy until the stdio client leaves (or, with -http,
-// until ctx ends), then closes everything and reports the log's head.
-func serve(ctx context.Context, c config, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Logger) (err error) {
-	policy, err := toolgate.LoadPolicy(c.policy)
+// loadPolicy reads the policy file and the gate's Config from it.
+func loadPolicy(path string) (toolgate.Policy, toolgate.Config, error) {
+	policy, err := toolgate.LoadPolicy(path)
 	if err != nil {
-		return err
+		return toolgate.Policy{}, toolgate.Config{}, err
 	}
 	cfg, err := policy.Config()
 	if err != nil {
-		return err
+		return toolgate.Policy{}, toolgate.Config{}, err
 	}
+	return policy, cfg, nil
+}
+
+// approvalTiers are the tiers whose calls need an approval.
+var approvalTiers = []claims.RiskTier{claims.TierDelete, claims.TierPrivilege}
+
+// checkApprover checks -approver against the approvers the policy expects
+// for the tiers its rules use that need an approval (Config.Approvers, or
+// toolgate.DefaultApprover for both when the policy names none, as
+// toolgate.New reads it): an approver of none of them is a usage error
+// naming them, since the client's human could never approve a call. For
+// each such tier it cannot approve, a warning says that its calls wait
+// for their approvers, out of band.
+func checkApprover(cfg toolgate.Config, approver, policyPath string) (warnings []string, err error) {
+	rules := cfg.Rules
+	if cfg.AllowUnknown {
+		rules = append(slices.Clone(rules), cfg.DefaultRule)
+	}
+	used := map[claims.RiskTier]bool{}
+	for _, r := range rules {
+		used[r.Tier] = true
+	}
+	approvers := cfg.Approvers
+	if approvers == nil {
+		approvers = map[claims.RiskTier][]string{}
+		for _, t := range approvalTiers {
+			approvers[t] = []string{toolgate.DefaultApprover}
+		}
+	}
+	var expected []string
+	approves := false
+	for _, t := range approvalTiers {
+		if !used[t] {
+			continue
+		}
+		names := approvers[t]
+		if slices.Contains(names, approver) {
+			approves = true
+			continue
+		}
+		expected = append(expected, strings.Join(names, ", ")+" for "+string(t))
+		warnings = append(warnings, fmt.Sprintf("-approver %q cannot approve %s calls (%s): they wait for approval out of band",
+			approver, t, strings.Join(names, ", ")))
+	}
+	if len(expected) > 0 && !approves {
+		return nil, fmt.Errorf("-approver %q approves no call of %s: it expects %s", approver, policyPath, strings.Join(expected, "; "))
+	}
+	return warnings, nil
+}
+
+// serve runs the proxy until the stdio client leaves (or, with -http,
+// until ctx ends), then closes everything and reports the log's head.
+func serve(ctx context.Context, c config, policy toolgate.Policy, cfg toolgate.Config, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Logger) (err error) {
 	var opts []toolgate.Option
 	switch {
 	case c.db != "" && policy.Shared == nil:

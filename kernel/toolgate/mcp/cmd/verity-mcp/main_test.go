@@ -21,7 +21,9 @@ package main
 //   - The log verifies, its head is printed on exit, and the kernel
 //     session replays from it: checkLog, called by the tests above;
 //     a restart resumes the caller's spend: TestProxyRestartResumesSpend.
-//   - Usage errors exit 2: TestUsage; the -db flag: FuzzParseDB,
+//   - Usage errors exit 2: TestUsage; an -approver the policy does not
+//     expect: TestApproverMustBeThePolicys,
+//     TestApproverCheckRefusesOnlyAnApproverOfNothing (rapid); the -db flag: FuzzParseDB,
 //     TestParseDB.
 
 import (
@@ -33,6 +35,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -41,7 +44,9 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
 
+	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate"
 	"github.com/verity-go/verity/trace"
@@ -624,4 +629,124 @@ func TestUsage(t *testing.T) {
 			assert.Contains(t, stderr.String(), "verity-mcp failed")
 		})
 	}
+}
+
+// TestApproverMustBeThePolicys: -approver names who the client's human
+// answers as; when the policy has calls that need an approval and names
+// other approvers for all of them, the command exits 2 and names the
+// approvers it expects, rather than start a proxy whose approvals could
+// never be given.
+func TestApproverMustBeThePolicys(t *testing.T) {
+	privilege := `,
+  "approvers": {"DELETE": ["ops", "bob"], "PRIVILEGE": ["root"]}`
+	withPrivilege := filepath.Join(t.TempDir(), "policy.json")
+	require.NoError(t, os.WriteFile(withPrivilege, []byte(`{"version": 1, "budget": "10", "min_cost": "0.01",
+  "tools": [{"match": "delete_file", "cost": "1", "tier": "DELETE"}, {"match": "sudo", "cost": "1", "tier": "PRIVILEGE"}]`+privilege+`}`), 0o600))
+	noApprovals := filepath.Join(t.TempDir(), "policy.json")
+	require.NoError(t, os.WriteFile(noApprovals, []byte(`{"version": 1, "budget": "10", "min_cost": "0.01",
+  "tools": [{"match": "read_file", "cost": "1"}]}`), 0o600))
+	missing := filepath.Join(t.TempDir(), "no-such-server")
+	cmd := func(pol, approver string) []string {
+		return []string{"-policy", pol, "-log", filepath.Join(t.TempDir(), "l"), "-approver", approver, "--", missing}
+	}
+	refused := map[string]struct {
+		args []string
+		says string
+	}{
+		"not the default": {cmd(writePolicy(t, "10", ""), "alice"),
+			`-approver "alice" approves no call of ` + "%s" + `: it expects human for DELETE`},
+		"none of the named": {cmd(withPrivilege, "human"),
+			`-approver "human" approves no call of ` + "%s" + `: it expects ops, bob for DELETE; root for PRIVILEGE`},
+	}
+	for name, tc := range refused {
+		t.Run(name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			code := run(context.Background(), tc.args, strings.NewReader(""), io.Discard, &stderr)
+			assert.Equal(t, 2, code, stderr.String())
+			assert.Contains(t, stderr.String(), fmt.Sprintf(tc.says, tc.args[1]))
+			assert.Contains(t, stderr.String(), "usage: verity-mcp")
+		})
+	}
+	// Accepted: an approver of one tier (the other's calls wait for their
+	// approvers, out of band, and the proxy says so), or any name when no
+	// call needs an approval. These proxies then fail to start their
+	// upstream: exit 1, past the check.
+	accepted := map[string]struct {
+		args []string
+		warn string
+	}{
+		"one tier's":   {cmd(withPrivilege, "root"), `cannot approve DELETE calls (ops, bob): they wait for approval out of band`},
+		"the default":  {cmd(writePolicy(t, "10", ""), "human"), ""},
+		"no approvals": {cmd(noApprovals, "anyone"), ""},
+	}
+	for name, tc := range accepted {
+		t.Run(name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			code := run(context.Background(), tc.args, strings.NewReader(""), io.Discard, &stderr)
+			assert.Equal(t, 1, code, stderr.String())
+			assert.Contains(t, stderr.String(), "starting the upstream")
+			if tc.warn != "" {
+				assert.Contains(t, stderr.String(), tc.warn)
+			} else {
+				assert.NotContains(t, stderr.String(), "cannot approve")
+			}
+		})
+	}
+}
+
+// TestApproverCheckRefusesOnlyAnApproverOfNothing: checkApprover refuses
+// an -approver exactly when the policy's rules use a tier needing an
+// approval and the approver is named for none of those tiers (the
+// default approver for both when the policy names none), against a naive
+// model.
+func TestApproverCheckRefusesOnlyAnApproverOfNothing(t *testing.T) {
+	names := []string{toolgate.DefaultApprover, "ops", "bob", "root"}
+	tiers := []claims.RiskTier{claims.TierReadOnly, claims.TierModify, claims.TierDelete, claims.TierPrivilege}
+	rapid.Check(t, func(t *rapid.T) {
+		var cfg toolgate.Config
+		for _, tier := range rapid.SliceOfN(rapid.SampledFrom(tiers), 0, 4).Draw(t, "rule_tiers") {
+			cfg.Rules = append(cfg.Rules, toolgate.Rule{Match: "t", Tier: tier})
+		}
+		if rapid.Bool().Draw(t, "allow_unknown") {
+			cfg.AllowUnknown, cfg.DefaultRule = true, toolgate.Rule{Tier: rapid.SampledFrom(tiers).Draw(t, "default_tier")}
+		}
+		if rapid.Bool().Draw(t, "named") {
+			cfg.Approvers = map[claims.RiskTier][]string{}
+			for _, tier := range approvalTiers {
+				cfg.Approvers[tier] = rapid.SliceOfNDistinct(rapid.SampledFrom(names), 1, 3, rapid.ID[string]).Draw(t, "approvers_"+string(tier))
+			}
+		}
+		approver := rapid.SampledFrom(names).Draw(t, "approver")
+
+		// The model.
+		uses := func(tier claims.RiskTier) bool {
+			if cfg.AllowUnknown && cfg.DefaultRule.Tier == tier {
+				return true
+			}
+			return slices.ContainsFunc(cfg.Rules, func(r toolgate.Rule) bool { return r.Tier == tier })
+		}
+		needs, approves := false, false
+		for _, tier := range approvalTiers {
+			if !uses(tier) {
+				continue
+			}
+			needs = true
+			expected := []string{toolgate.DefaultApprover}
+			if cfg.Approvers != nil {
+				expected = cfg.Approvers[tier]
+			}
+			approves = approves || slices.Contains(expected, approver)
+		}
+
+		warnings, err := checkApprover(cfg, approver, "p.json")
+		if needs && !approves {
+			require.Error(t, err)
+			require.Contains(t, err.Error(), fmt.Sprintf("-approver %q approves no call of p.json: it expects ", approver))
+		} else {
+			require.NoError(t, err)
+		}
+		if !needs {
+			require.Empty(t, warnings)
+		}
+	})
 }
