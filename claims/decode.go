@@ -96,29 +96,11 @@ func (d *decoder) add(path, rule, format string, args ...any) {
 	d.vs = append(d.vs, Violation{Path: path, Rule: rule, Message: fmt.Sprintf(format, args...)})
 }
 
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case json.Number:
-		return "number"
-	case string:
-		return "string"
-	case []any:
-		return "array"
-	case map[string]any:
-		return "object"
-	}
-	return fmt.Sprintf("%T", v)
-}
-
 // object checks that v is an object holding only the allowed members.
 func (d *decoder) object(path string, v any, allowed ...string) (map[string]any, bool) {
 	m, ok := v.(map[string]any)
 	if !ok {
-		d.add(path, RuleType, "want object, got %s", jsonKind(v))
+		d.add(path, RuleType, "want object, got %s", canon.KindOf(v))
 		return nil, false
 	}
 	for k := range m {
@@ -163,7 +145,7 @@ func (d *decoder) text(path string, v any) (string, bool) {
 			return d.invalidUTF8(path, x)
 		}
 	}
-	d.add(path, RuleType, "want string, got %s", jsonKind(v))
+	d.add(path, RuleType, "want string, got %s", canon.KindOf(v))
 	return "", false
 }
 
@@ -197,7 +179,7 @@ func (d *decoder) unit(m map[string]any, path, key string) float64 {
 	}
 	n, isNum := v.(json.Number)
 	if !isNum {
-		d.add(p, RuleType, "want number, got %s", jsonKind(v))
+		d.add(p, RuleType, "want number, got %s", canon.KindOf(v))
 		return 0
 	}
 	f, err := strconv.ParseFloat(string(n), 64)
@@ -252,7 +234,7 @@ func (d *decoder) time(m map[string]any, path, key string, required bool) time.T
 	p := violation.Join(path, key)
 	s, isStr := v.(string)
 	if !isStr {
-		d.add(p, RuleType, "want string, got %s", jsonKind(v))
+		d.add(p, RuleType, "want string, got %s", canon.KindOf(v))
 		return time.Time{}
 	}
 	if d.recordForm {
@@ -342,7 +324,7 @@ func (d *decoder) array(m map[string]any, path, key string, required bool) []any
 	}
 	a, isArr := v.([]any)
 	if !isArr {
-		d.add(violation.Join(path, key), RuleType, "want array, got %s", jsonKind(v))
+		d.add(violation.Join(path, key), RuleType, "want array, got %s", canon.KindOf(v))
 		return nil
 	}
 	return a

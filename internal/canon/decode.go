@@ -48,3 +48,24 @@ func DecodeInto(data []byte, v any, strict bool) error {
 	}
 	return nil
 }
+
+// KindOf names the JSON type of a value of a Decode tree: "null",
+// "boolean", "number", "string", "array" or "object" (the names JSON
+// Schema uses), and the Go type of anything else.
+func KindOf(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case json.Number:
+		return "number"
+	case string:
+		return "string"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return fmt.Sprintf("%T", v)
+}

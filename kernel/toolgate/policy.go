@@ -571,30 +571,12 @@ func (d *policyDecoder) add(at, rule, format string, args ...any) {
 	d.vs = append(d.vs, Violation{Path: at, Rule: rule, Message: fmt.Sprintf(format, args...)})
 }
 
-func policyJSONKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case json.Number:
-		return "number"
-	case string:
-		return "string"
-	case []any:
-		return "array"
-	case map[string]any:
-		return "object"
-	}
-	return fmt.Sprintf("%T", v)
-}
-
 // object checks that v is an object holding only allowed members, and
 // that the required ones are there.
 func (d *policyDecoder) object(at string, v any, allowed, required []string) (map[string]any, bool) {
 	m, ok := v.(map[string]any)
 	if !ok {
-		d.add(at, policyRuleType, "want an object, got %s", policyJSONKind(v))
+		d.add(at, policyRuleType, "want an object, got %s", canon.KindOf(v))
 		return nil, false
 	}
 	for k := range m {
@@ -613,7 +595,7 @@ func (d *policyDecoder) object(at string, v any, allowed, required []string) (ma
 func (d *policyDecoder) array(at string, v any) ([]any, bool) {
 	a, ok := v.([]any)
 	if !ok {
-		d.add(at, policyRuleType, "want an array, got %s", policyJSONKind(v))
+		d.add(at, policyRuleType, "want an array, got %s", canon.KindOf(v))
 	}
 	return a, ok
 }
@@ -621,7 +603,7 @@ func (d *policyDecoder) array(at string, v any) ([]any, bool) {
 func (d *policyDecoder) str(at string, v any) string {
 	s, ok := v.(string)
 	if !ok {
-		d.add(at, policyRuleType, "want a string, got %s", policyJSONKind(v))
+		d.add(at, policyRuleType, "want a string, got %s", canon.KindOf(v))
 	}
 	return s
 }
@@ -629,7 +611,7 @@ func (d *policyDecoder) str(at string, v any) string {
 func (d *policyDecoder) boolean(at string, v any) bool {
 	b, ok := v.(bool)
 	if !ok {
-		d.add(at, policyRuleType, "want a boolean, got %s", policyJSONKind(v))
+		d.add(at, policyRuleType, "want a boolean, got %s", canon.KindOf(v))
 	}
 	return b
 }
@@ -681,7 +663,7 @@ func (d *policyDecoder) cost(at string, v any) kernel.Cost {
 		}
 		return 0
 	}
-	d.add(at, policyRuleType, "want a cost (a decimal string or a number), got %s", policyJSONKind(v))
+	d.add(at, policyRuleType, "want a cost (a decimal string or a number), got %s", canon.KindOf(v))
 	return 0
 }
 
@@ -690,7 +672,7 @@ func (d *policyDecoder) cost(at string, v any) kernel.Cost {
 func (d *policyDecoder) integer(at string, v any, lo, hi int64) int64 {
 	n, ok := v.(json.Number)
 	if !ok {
-		d.add(at, policyRuleType, "want an integer, got %s", policyJSONKind(v))
+		d.add(at, policyRuleType, "want an integer, got %s", canon.KindOf(v))
 		return 0
 	}
 	r, ok := policyRat(n)
@@ -709,7 +691,7 @@ func (d *policyDecoder) integer(at string, v any, lo, hi int64) int64 {
 func (d *policyDecoder) number(at string, v any) float64 {
 	n, ok := v.(json.Number)
 	if !ok {
-		d.add(at, policyRuleType, "want a number, got %s", policyJSONKind(v))
+		d.add(at, policyRuleType, "want a number, got %s", canon.KindOf(v))
 		return 0
 	}
 	f, err := strconv.ParseFloat(string(n), 64)
@@ -741,7 +723,7 @@ func policyShow(v any) string {
 	case json.Number:
 		return string(x)
 	}
-	return policyJSONKind(v)
+	return canon.KindOf(v)
 }
 
 var policyTiers = []string{string(claims.TierReadOnly), string(claims.TierWriteLimited), string(claims.TierModify),
@@ -864,7 +846,7 @@ func (d *policyDecoder) rule(at string, v any, withMatch bool) RuleSpec {
 func (d *policyDecoder) approvers(at string, v any) map[claims.RiskTier][]string {
 	m, ok := v.(map[string]any)
 	if !ok {
-		d.add(at, policyRuleType, "want an object, got %s", policyJSONKind(v))
+		d.add(at, policyRuleType, "want an object, got %s", canon.KindOf(v))
 		return nil
 	}
 	out := make(map[claims.RiskTier][]string, len(m))
@@ -1011,7 +993,7 @@ func (d *policyDecoder) scalar(at string, v any) kernel.Value {
 		}
 		return kernel.Int(i)
 	}
-	d.add(at, policyRuleType, "want a string, number, boolean or null, got %s", policyJSONKind(v))
+	d.add(at, policyRuleType, "want a string, number, boolean or null, got %s", canon.KindOf(v))
 	return kernel.Null()
 }
 
