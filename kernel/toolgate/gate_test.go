@@ -636,4 +636,6 @@ func TestNegativeActualRefused(t *testing.T) {
 }
 
 // totals are a budget's totals, comparable with ==.
-func totals(b kernel.Budget) [3]kernel.Cost { return [3]kernel.Cost{b.Limit(), b.Gross(), b.Refunded()} }
+func totals(b kernel.Budget) [3]kernel.Cost {
+	return [3]kernel.Cost{b.Limit(), b.Gross(), b.Refunded()}
+}
