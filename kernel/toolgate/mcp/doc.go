@@ -140,6 +140,14 @@
 // streamable HTTP, with a policy file, a log file, and a budget shared by
 // several proxies through a SQL database.
 //
+// Over streamable HTTP, the proxy's callers are its sessions by default:
+// each Mcp-Session-Id has a budget and counters of its own, so a client
+// that initializes a new session starts with a fresh budget. With
+// -http-caller KEY every HTTP session is the one caller KEY — one budget,
+// one set of counters, which a new session does not reset. Either way,
+// with -db the policy's shared_budget bounds every caller of every
+// session, and of every proxy on that database, together.
+//
 // # Guarantees and their tests
 //
 // Through the SDK's real client and server (in-memory transports):

@@ -1,6 +1,6 @@
 // Command verity-mcp puts a Verity tool gate in front of any MCP server.
 //
-//	verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH] [-http ADDR]
+//	verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH] [-http ADDR [-http-caller KEY]]
 //	           [-caller KEY] [-approver NAME] -- <upstream command and args>
 //
 // It starts the upstream MCP server as a child process over stdio, lists
@@ -22,11 +22,19 @@
 //
 // # Callers and budgets
 //
-// Each caller key has its own budget (the policy's "budget"): the stdio
-// client is the caller -caller (default "stdio"), each streamable HTTP
-// session the caller named by its Mcp-Session-Id. A durable log keeps
-// what each caller spent: started again over the same log, the proxy
-// resumes the stdio caller's budget where it stopped (start a new log, or
+// Each caller key has its own budget (the policy's "budget") and its own
+// counters: the stdio client is the caller -caller (default "stdio"). A
+// streamable HTTP session is, by default, the caller named by its
+// Mcp-Session-Id — so each session has a budget of its own, and an HTTP
+// client that initializes a new session starts afresh. With -http-caller
+// KEY every HTTP session is the one caller KEY: they share its budget and
+// counters, and a new session resets nothing. (Being one caller, they
+// share its approvals too: an approval bound to KEY, a tool and its
+// arguments may be used by an identical call from another session.)
+// Either way, with -db the policy's shared_budget bounds all callers of
+// all sessions together. A durable log keeps what each caller spent:
+// started again over the same log, the proxy resumes the stdio caller's
+// budget (and the -http-caller's) where it stopped (start a new log, or
 // pass another -caller, for a fresh one).
 //
 // With -db, the policy's shared_budget (id and limit) is a row in that
@@ -101,16 +109,17 @@ func main() {
 
 // config is the parsed command line.
 type config struct {
-	policy   string
-	log      string
-	db       string
-	http     string
-	caller   string
-	approver string
-	upstream []string
+	policy     string
+	log        string
+	db         string
+	http       string
+	httpCaller string
+	caller     string
+	approver   string
+	upstream   []string
 }
 
-const usage = `usage: verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH] [-http ADDR] [-caller KEY] [-approver NAME] -- command [args...]`
+const usage = `usage: verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH] [-http ADDR [-http-caller KEY]] [-caller KEY] [-approver NAME] -- command [args...]`
 
 // parseArgs reads the command line; the upstream command follows "--".
 func parseArgs(args []string, stderr io.Writer) (config, error) {
@@ -125,6 +134,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.log, "log", "", "the trace log file, created when missing, resumed when present")
 	fs.StringVar(&c.db, "db", "", "the database of the policy's shared budget: postgres://… or sqlite:PATH")
 	fs.StringVar(&c.http, "http", "", "also serve streamable HTTP at this address (host:port)")
+	fs.StringVar(&c.httpCaller, "http-caller", "", "charge every streamable HTTP session to this one caller key (default: each session is its own caller)")
 	fs.StringVar(&c.caller, "caller", "stdio", "the caller key the stdio client's calls are charged to")
 	fs.StringVar(&c.approver, "approver", toolgate.DefaultApprover, "the approver name the client's human answers as")
 	if err := fs.Parse(args); err != nil {
@@ -140,6 +150,8 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 		return c, errors.New("no upstream command after --")
 	case c.approver == "":
 		return c, errors.New("-approver may not be empty")
+	case c.httpCaller != "" && c.http == "":
+		return c, errors.New("-http-caller needs -http")
 	}
 	if c.db != "" {
 		if _, err := parseDB(c.db); err != nil {
@@ -303,10 +315,14 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, cfg toolgate.C
 	guard, err := gatemcp.New(gate, gatemcp.Options{
 		Approver: c.approver,
 		Logger:   logger,
-		// A streamable HTTP session is the caller its id names; the one
-		// stdio connection is the caller -caller names.
+		// A streamable HTTP session is the caller -http-caller names, or
+		// else the one its id names; the one stdio connection is the
+		// caller -caller names.
 		Caller: func(_ context.Context, req *sdk.CallToolRequest) string {
 			if id := req.Session.ID(); id != "" {
+				if c.httpCaller != "" {
+					return c.httpCaller
+				}
 				return id
 			}
 			return c.caller

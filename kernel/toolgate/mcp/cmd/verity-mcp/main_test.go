@@ -21,6 +21,8 @@ package main
 //   - The log verifies, its head is printed on exit, and the kernel
 //     session replays from it: checkLog, called by the tests above;
 //     a restart resumes the caller's spend: TestProxyRestartResumesSpend.
+//   - With -http-caller, every HTTP session is one caller, and a new
+//     session does not reset the budget: TestHTTPCallerSharesOneBudget.
 //   - Usage errors exit 2: TestUsage; an -approver the policy does not
 //     expect: TestApproverMustBeThePolicys,
 //     TestApproverCheckRefusesOnlyAnApproverOfNothing (rapid); the -db flag: FuzzParseDB,
@@ -540,14 +542,7 @@ func TestProxyServesStreamableHTTP(t *testing.T) {
 	logPath := filepath.Join(t.TempDir(), "trace.log")
 	p := startProxy(t, append([]string{"-policy", pol, "-log", logPath, "-http", "127.0.0.1:0", "--"}, up.argv()...), nil)
 
-	var addr string
-	require.Eventually(t, func() bool {
-		m := regexp.MustCompile(`msg=listening http=(\S+)`).FindStringSubmatch(p.stderr.String())
-		if m != nil {
-			addr = m[1]
-		}
-		return m != nil
-	}, 10*time.Second, 10*time.Millisecond)
+	addr := httpAddr(t, p)
 
 	connect := func(h *human) *sdk.ClientSession {
 		cs, err := sdk.NewClient(&sdk.Implementation{Name: "web-agent", Version: "v1"}, &sdk.ClientOptions{ElicitationHandler: h.handler}).
@@ -598,14 +593,78 @@ func TestProxyServesStreamableHTTP(t *testing.T) {
 	checkLog(t, p.stderr.String(), logPath, pol, a.ID(), kernel.Unit+kernel.Unit/10)
 }
 
+// TestHTTPCallerSharesOneBudget: with -http-caller, every streamable HTTP
+// session is that one caller, so a client cannot reset its budget by
+// initializing a new session; the stdio client stays its own caller.
+func TestHTTPCallerSharesOneBudget(t *testing.T) {
+	up := newUpstream(t)
+	pol := writePolicy(t, "2.5", "")
+	logPath := filepath.Join(t.TempDir(), "trace.log")
+	p := startProxy(t, append([]string{"-policy", pol, "-log", logPath, "-http", "127.0.0.1:0", "-http-caller", "web", "--"}, up.argv()...), nil)
+	addr := httpAddr(t, p)
+
+	search := func(cs *sdk.ClientSession) *sdk.CallToolResult {
+		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "search", Arguments: map[string]any{"query": "x"}})
+		require.NoError(t, err)
+		return res
+	}
+	connect := func() *sdk.ClientSession {
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "web-agent", Version: "v1"}, nil).
+			Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: "http://" + addr}, nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = cs.Close() })
+		return cs
+	}
+	a, b := connect(), connect()
+	require.NotEqual(t, a.ID(), b.ID(), "two sessions")
+	assert.False(t, search(a).IsError)
+	assert.False(t, search(b).IsError)
+	res := search(b)
+	assert.True(t, res.IsError, "the second session draws on the first one's budget")
+	assert.Contains(t, text(res), "remaining 0.5")
+	require.NoError(t, a.Close())
+	res = search(connect())
+	assert.True(t, res.IsError, "a new session does not reset the budget")
+	assert.Contains(t, text(res), "remaining 0.5")
+	assert.Equal(t, 2, up.ran(t, "search"))
+
+	// The stdio client is its own caller still.
+	assert.False(t, p.call(t, "search", map[string]any{"query": "x"}).IsError)
+
+	_ = p.cs.Close()
+	p.cancel()
+	select {
+	case code := <-p.done:
+		assert.Equal(t, 0, code, p.stderr.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the proxy did not stop\n%s", p.stderr.String())
+	}
+	checkLog(t, p.stderr.String(), logPath, pol, "web", 2*kernel.Unit)
+}
+
+// httpAddr waits for a proxy started with -http to listen, and returns
+// its address.
+func httpAddr(t *testing.T, p *proxy) string {
+	var addr string
+	require.Eventually(t, func() bool {
+		m := regexp.MustCompile(`msg=listening http=(\S+)`).FindStringSubmatch(p.stderr.String())
+		if m != nil {
+			addr = m[1]
+		}
+		return m != nil
+	}, 10*time.Second, 10*time.Millisecond)
+	return addr
+}
+
 func TestUsage(t *testing.T) {
 	pol := writePolicy(t, "10", "")
 	cases := map[string][]string{
-		"no policy":   {"-log", "x", "--", "true"},
-		"no log":      {"-policy", pol, "--", "true"},
-		"no upstream": {"-policy", pol, "-log", "x"},
-		"bad -db":     {"-policy", pol, "-log", "x", "-db", "mysql://x", "--", "true"},
-		"bad flag":    {"-nope"},
+		"no policy":                  {"-log", "x", "--", "true"},
+		"no log":                     {"-policy", pol, "--", "true"},
+		"no upstream":                {"-policy", pol, "-log", "x"},
+		"bad -db":                    {"-policy", pol, "-log", "x", "-db", "mysql://x", "--", "true"},
+		"bad flag":                   {"-nope"},
+		"-http-caller without -http": {"-policy", pol, "-log", "x", "-http-caller", "web", "--", "true"},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {
