@@ -68,6 +68,16 @@
 // are not run again: eino's ToolsNode keeps their outputs in the
 // checkpoint.
 //
+// Identical calls of one message (one caller, tool and arguments) wait
+// on one approval request, and each has its interrupt. The first answer
+// recorded decides the request; a later one cannot be recorded
+// (toolgate.ErrUnknownApproval). A late denial refuses its own call —
+// "tool "delete_file" denied by human: ... (the answer came after its
+// approval request was decided, and was not recorded)" — which never
+// runs, nor takes the grant an approval gave the other call. A late
+// approval records nothing: its call takes a grant the gate holds, is
+// refused by a denial it holds, or waits on a new request.
+//
 // # Callers
 //
 // Each caller key has its own kernel session and budget in the gate. The
@@ -79,9 +89,17 @@
 // # Failures
 //
 // A tool's own error reaches eino unchanged, after the gate records it.
-// If the gate cannot record an allowed call's result, the output is
-// withheld and the run ends with the error: no output the log does not
-// show reaches the model. A tool that interrupts the run itself
+// A cost the tool reported that the gate cannot take (a negative one) is
+// set aside: the call is recorded as unmeasured, settled at its
+// reservation or charged its fixed cost, and the run ends with the
+// toolgate.ErrInvalidResult. If the gate cannot record an allowed call's
+// result, the output is withheld and the run ends with an
+// *UnrecordedError: no output the log does not show reaches the model.
+// When the gate could not settle the call, it keeps it open — the
+// reservation held, or the fixed cost charged, so the budget errs toward
+// spent — and the host closes it, once the log works again, with
+// Gate.After(ctx, e.Call, e.Result). The middleware does not retry
+// itself: a failure after a recorded refund would refund twice. A tool that interrupts the run itself
 // (tool.Interrupt) ends its gated call; the resumed call is a new call
 // through the gate.
 //

@@ -121,13 +121,22 @@ func ReportCost(ctx context.Context, actual kernel.Cost) bool {
 //     then asks g.Before again, so the call runs once when approved and
 //     never when denied. A resume that does not answer leaves the call
 //     waiting and interrupts again, unless the request was decided
-//     through the gate meanwhile.
+//     through the gate meanwhile. A denial that comes after the request
+//     was decided (toolgate.ErrUnknownApproval: identical calls of one
+//     message share a request, and another call's answer decided it)
+//     cannot be recorded, and refuses its call all the same: it never
+//     runs, nor takes the grant another answer gave.
 //
 // A tool error passes through unchanged (after g.After records it), as
 // does an interrupt raised by the tool itself; the gate then counts the
-// call as ended, and the resumed call is a new call. When g.After fails
-// to record (a log failure) the call's output is withheld and the error
-// ends the run; kernel.ErrOverrun is not a failure (it is recorded).
+// call as ended, and the resumed call is a new call. A cost reported
+// with ReportCost that the gate cannot take (negative:
+// toolgate.ErrInvalidResult) is recorded as unmeasured — the call is
+// settled at its reservation or charged its fixed cost — and the error
+// ends the run. When g.After fails to record (a log failure) the call's
+// output is withheld and an *UnrecordedError ends the run; it says what
+// the gate may still hold open. kernel.ErrOverrun is not a failure (it
+// is recorded).
 func Middleware(g *toolgate.Gate, opts ...Option) compose.ToolMiddleware {
 	m := &guard{g: g, opts: options{caller: CallerFrom, approver: toolgate.DefaultApprover}}
 	for _, opt := range opts {
@@ -182,11 +191,20 @@ func (m *guard) admit(ctx context.Context, in *compose.ToolInput) (toolgate.Deci
 			} else {
 				err = m.g.Deny(ctx, st.ApprovalID, who, ans.Reason)
 			}
-			// ErrUnknownApproval: decided already, or the gate restarted
-			// and forgot the request; Before tells which.
-			if err != nil && !errors.Is(err, toolgate.ErrUnknownApproval) {
+			switch {
+			case err == nil:
+			case !errors.Is(err, toolgate.ErrUnknownApproval):
 				return refusal(c, err), nil
+			case !ans.Approved:
+				// The request was decided already — by the answer to an
+				// identical call of the same message, which shares it, or
+				// through the gate — or the gate restarted and forgot it.
+				// The human denied this call: it never runs, and does not
+				// ask Before, which could hand it the other answer's grant.
+				return lateDenial(c, who, ans.Reason), nil
 			}
+			// A late approval records nothing: Before decides from what the
+			// gate holds (a grant, a denial, or a new request).
 		}
 	}
 	d, err := m.g.Before(ctx, c)
@@ -212,14 +230,38 @@ func refusal(c toolgate.Call, err error) toolgate.Decision {
 		Explanation: fmt.Sprintf("tool %q was not run: %s", c.Tool, msg)}
 }
 
+// lateDenial is the refusal of a call whose human denied it after its
+// approval request was decided: the denial could not be recorded in the
+// gate, so the explanation says so.
+func lateDenial(c toolgate.Call, who, reason string) toolgate.Decision {
+	why := fmt.Sprintf("tool %q denied by %s", c.Tool, who)
+	if reason != "" {
+		why += ": " + strings.ReplaceAll(reason, "\n", "; ")
+	}
+	return toolgate.Decision{Verdict: toolgate.Refuse, Call: c,
+		Explanation: why + " (the answer came after its approval request was decided, and was not recorded)"}
+}
+
 // run prepares the context of an allowed call: the cell ReportCost fills.
 func run(ctx context.Context) (context.Context, *costCell) {
 	cell := &costCell{}
 	return context.WithValue(ctx, costKey{}, cell), cell
 }
 
-// finish records how an allowed call ended. A recording failure other
-// than an overrun is returned: the output must not be used.
+// finish records how an allowed call ended: nil when the gate recorded
+// it (an overrun included), else the error that ends the run with the
+// output withheld.
+//
+// A cost the gate cannot take (a negative ReportCost,
+// toolgate.ErrInvalidResult) leaves the call open in the gate, so finish
+// records it again unmeasured — settled at its reservation, or charged
+// its fixed cost — and returns the ErrInvalidResult: the call is closed
+// and the tool's bad report still ends the run.
+//
+// Any other failure is an *UnrecordedError and is not retried here: the
+// gate may have settled or refunded the call already, and a second
+// settlement or refund must not follow blindly. See UnrecordedError for
+// what it leaves behind.
 func (m *guard) finish(ctx context.Context, d toolgate.Decision, cell *costCell, output []byte, toolErr error) error {
 	r := toolgate.Result{Output: output, Err: toolErr}
 	cell.mu.Lock()
@@ -227,12 +269,59 @@ func (m *guard) finish(ctx context.Context, d toolgate.Decision, cell *costCell,
 	cell.mu.Unlock()
 	// The tool ran: its record is written even when the run is being
 	// cancelled.
-	_, err := m.g.After(context.WithoutCancel(ctx), d.Call, r)
-	if err != nil && !errors.Is(err, kernel.ErrOverrun) {
-		return fmt.Errorf("toolgate/eino: tool %q ran but its result could not be recorded: %w", d.Call.Tool, err)
+	ctx = context.WithoutCancel(ctx)
+	_, err := m.g.After(ctx, d.Call, r)
+	if err == nil || errors.Is(err, kernel.ErrOverrun) {
+		return nil
 	}
-	return nil
+	if errors.Is(err, toolgate.ErrInvalidResult) {
+		// Gate.After checks the measured cost before it settles or
+		// refunds anything, and reopens the call: recording it unmeasured
+		// is its first settlement.
+		bad := err
+		r.Actual, r.Measured = 0, false
+		_, err = m.g.After(ctx, d.Call, r)
+		if err == nil || errors.Is(err, kernel.ErrOverrun) {
+			return fmt.Errorf("toolgate/eino: tool %q reported a cost the gate cannot take, so it was recorded at its reserved or fixed cost: %w",
+				d.Call.Tool, bad)
+		}
+		err = errors.Join(bad, err)
+	}
+	return &UnrecordedError{Call: d.Call, Result: r, Err: err}
 }
+
+// UnrecordedError is the error that ends a run when the gate could not
+// record how an allowed call ended (Gate.After failed, typically because
+// its log did). The tool ran; its output was withheld from the model.
+//
+// What the gate holds then depends on where After failed. When the
+// settlement or refund is recorded and only the result entry is not, the
+// call is closed. When the settlement or refund itself could not be
+// recorded, the gate keeps the call open for a retry: a reserved call's
+// reservation stays held, a fixed-cost call stays charged its full cost
+// (the budget errs on the side of spent, never overspent). The
+// middleware does not retry — a failure after the gate recorded a refund
+// would be refunded twice — so the host closes such a call, once its log
+// works again, with
+//
+//	g.After(ctx, e.Call, e.Result)
+//
+// which answers toolgate.ErrUnknownCall when the call was closed already.
+type UnrecordedError struct {
+	// Call is the call as the gate knows it (caller and id).
+	Call toolgate.Call
+	// Result is what the middleware asked the gate to record.
+	Result toolgate.Result
+	// Err is Gate.After's error.
+	Err error
+}
+
+func (e *UnrecordedError) Error() string {
+	return fmt.Sprintf("toolgate/eino: tool %q (call %q of caller %q) ran but its result could not be recorded: %v",
+		e.Call.Tool, e.Call.ID, e.Call.Caller, e.Err)
+}
+
+func (e *UnrecordedError) Unwrap() error { return e.Err }
 
 // ended reports how an endpoint's error ends a call: an interrupt the
 // tool raised itself is recorded as the call's failure like any error.
