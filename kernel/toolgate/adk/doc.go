@@ -56,6 +56,19 @@
 // call later asks again. A rejected call is refused with the human's
 // denial and never runs.
 //
+// ADK resumes a call with any answer to any adk_request_confirmation
+// call in the session, including one the model wrote itself with a
+// harmless hint over a destructive call. So the guard counts an answer
+// only for a question it put: it remembers, per caller and function call
+// id, the gate request each confirmation it requested showed, and takes
+// an answer only while the gate waits on that request, once. A forged
+// request, an answer sent twice, or one that comes back after a restart
+// runs nothing (TestForgedConfirmationNeverRuns,
+// TestConfirmationReplayRunsOnce, TestConfirmationAfterRestart); the
+// model reads that the call waits and is to be made again, which asks the
+// human the gate's question. (A request made while ADK resumes a call is
+// never shown to the user, so the guard does not ask there.)
+//
 // ADK puts one question per call to the user. When the gate names
 // several approvers (Config.Approvers), the confirmation records one
 // approval, the model reads that the call waits for the others, who
@@ -85,9 +98,23 @@
 //
 // Streaming tools (toolinternal.StreamingFunctionTool) and live
 // sessions' stop_streaming are run by ADK without tool callbacks, so
-// without the gate; so are tools run outside llmagent's flow. A call
-// whose after callbacks ADK never runs (a tool that panics) stays open in
-// the gate. Waiting approvals live in the gate's memory: after a
-// restart, a confirmation that comes back is recorded against a new
-// request for the same call.
+// without the gate; so are tools run outside llmagent's flow.
+//
+// An agent wrapped by agenttool runs in a runner agenttool builds, with
+// no plugins: the runner plugin does not guard it. Install the guard on
+// every llmagent an agenttool wraps (TestAgentToolGuardedByInstall;
+// TestPluginAloneMissesAgentTool shows the gap).
+//
+// A plugin whose after-tool callback returns a result makes ADK skip the
+// later plugins' and the agent's after callbacks, the guard's among them.
+// The plugin form's AfterRun then reports every call still open when the
+// run ends as failed ("result never reported"), settled at its
+// reservation (TestAfterRunSettlesStarvedCalls); a guard installed only
+// on agents has no such hook and leaves the call open, so add the plugin
+// too. A call whose after callbacks never run for another reason (a tool
+// that panics) stays open in the gate.
+//
+// Waiting approvals, and the guard's record of the questions it put,
+// live in memory: after a restart, a confirmation that comes back answers
+// nothing and the call is asked again (fail closed).
 package adk

@@ -39,6 +39,7 @@ func (c *toolCtx) AppName() string                                      { return
 func (c *toolCtx) UserID() string                                       { return c.user }
 func (c *toolCtx) SessionID() string                                    { return c.sess }
 func (c *toolCtx) FunctionCallID() string                               { return c.id }
+func (c *toolCtx) InvocationID() string                                 { return "inv-" + c.id }
 func (c *toolCtx) Actions() *session.EventActions                       { return c.actions }
 func (c *toolCtx) ToolConfirmation() *toolconfirmation.ToolConfirmation { return c.confirmation }
 func (c *toolCtx) RequestConfirmation(hint string, payload any) error {
@@ -71,6 +72,7 @@ func FuzzGuard(f *testing.F) {
 	f.Add("delete_file", "d1", "s", []byte(`{"path":"/"}`), uint8(1), []byte(`{}`), false, uint8(0))
 	f.Add("delete_file", "d1", "s", []byte(`{"path":"/"}`), uint8(2), []byte(`{}`), false, uint8(0))
 	f.Add("delete_file", "", "s", []byte(`{"path":"/"}`), uint8(0), []byte(`{}`), false, uint8(0))
+	f.Add("delete_file", "", "s", []byte(`{"path":"/"}`), uint8(1), []byte(`{}`), false, uint8(0))
 	f.Add("send", "x", "a/b%", []byte(`null`), uint8(0), []byte(`not json`), true, uint8(1))
 	f.Add("nope", "x", "", []byte(`{"n":1e400}`), uint8(3), []byte(`[]`), false, uint8(2))
 	f.Add("read_*", "\xff", "\x00", []byte(`{"a":{"b":[1,2,{"c":null}]}}`), uint8(1), []byte(`{"r":"\u00e9"}`), true, uint8(3))
@@ -104,7 +106,7 @@ func FuzzGuard(f *testing.F) {
 
 		ctx := newToolCtx(appName, userID, sess, callID, nil)
 		tl := namedTool(toolName)
-		step := func(ctx *toolCtx) {
+		step := func(ctx *toolCtx) map[string]any {
 			out, err := guard.BeforeTool(ctx, tl, argMap)
 			require.NoError(t, err, "the guard answers ADK with results, never errors")
 			if out != nil {
@@ -116,15 +118,22 @@ func FuzzGuard(f *testing.F) {
 				res, err := guard.AfterTool(ctx, tl, argMap, out, nil)
 				require.NoError(t, err)
 				require.Nil(t, res)
-				return
+				return out
 			}
 			res, err := guard.AfterTool(ctx, tl, argMap, resMap, toolErr)
 			require.NoError(t, err)
 			require.Nil(t, res, "the guard passes the tool's result on")
 			_, err = g.After(context.Background(), toolgate.Call{Caller: adk.SessionCaller(appName, userID, sess), ID: callID}, toolgate.Result{})
 			require.ErrorIs(t, err, toolgate.ErrUnknownCall, "the call was closed")
+			return nil
 		}
 		step(ctx)
+		if confirm%3 != 0 && len(ctx.asked) == 0 && toolName == "delete_file" {
+			// A confirmation the guard never asked for (the model wrote
+			// the adk_request_confirmation call) approves nothing.
+			out := step(newToolCtx(appName, userID, sess, callID, &toolconfirmation.ToolConfirmation{Confirmed: true}))
+			require.NotNil(t, out, "an unasked confirmation ran a DELETE")
+		}
 		if confirm%3 != 0 && len(ctx.asked) > 0 {
 			// ADK's resume: the same call id, a new invocation, the
 			// human's answer.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 
@@ -65,8 +66,9 @@ type Guard struct {
 	measure  func(agent.Context, tool.Tool, map[string]any, map[string]any, error) (kernel.Cost, bool)
 	onError  func(agent.Context, toolgate.Call, error)
 
-	mu   sync.Mutex
-	open map[openKey]openCall // allowed calls whose result is not reported yet
+	mu    sync.Mutex
+	open  map[openKey]openCall // allowed calls whose result is not reported yet
+	asked map[openKey]string   // approval id of each confirmation the guard requested, by (caller, function call id)
 }
 
 type openKey struct{ caller, id string }
@@ -74,7 +76,11 @@ type openKey struct{ caller, id string }
 type openCall struct {
 	call    toolgate.Call
 	actions *session.EventActions // identifies the one tool invocation
+	run     runKey                // the runner invocation the call belongs to
 }
+
+// runKey names one runner invocation: the session it runs in and its id.
+type runKey struct{ app, user, session, invocation string }
 
 // Option configures a Guard.
 type Option func(*Guard)
@@ -125,6 +131,7 @@ func New(gate *toolgate.Gate, opts ...Option) (*Guard, error) {
 		},
 		approver: func(agent.Context, toolgate.ApprovalRequest) string { return toolgate.DefaultApprover },
 		open:     map[openKey]openCall{},
+		asked:    map[openKey]string{},
 	}
 	for _, o := range opts {
 		o(g)
@@ -149,6 +156,18 @@ func SessionCaller(appName, userID, sessionID string) string {
 // and AfterToolCallbacks. First matters: ADK stops at the first
 // callback that returns a result, so a callback before the guard's after
 // callback could keep the gate from hearing how a call ended.
+//
+// Installed on an agent alone, the guard can still be starved: ADK runs
+// the runner plugins' after-tool callbacks before the agent's and skips
+// the agent's when a plugin returns a result (Flow.callTool in
+// internal/llminternal/base_flow.go), so such a plugin leaves the call
+// open in the gate and a reservation held. Add the guard's Plugin to the
+// runner as well: its AfterRun closes every call still open when the run
+// ends (see AfterRun), and the call is still decided once.
+//
+// Install is required on every llmagent that an agenttool wraps
+// (tool/agenttool): agenttool runs it in a runner of its own, without the
+// outer runner's plugins, so Plugin alone does not guard it.
 func (g *Guard) Install(cfg *llmagent.Config) {
 	cfg.BeforeToolCallbacks = append([]llmagent.BeforeToolCallback{g.BeforeTool}, cfg.BeforeToolCallbacks...)
 	cfg.AfterToolCallbacks = append([]llmagent.AfterToolCallback{g.AfterTool}, cfg.AfterToolCallbacks...)
@@ -156,16 +175,27 @@ func (g *Guard) Install(cfg *llmagent.Config) {
 
 // Plugin returns a runner plugin (runner.Config.PluginConfig.Plugins)
 // whose tool callbacks are the guard's: every tool call of every agent the
-// runner runs goes through the gate. ADK runs plugin callbacks before an
-// agent's own and stops at the first plugin that returns a result, so put
-// this plugin first. Install the guard either as a plugin or on agents;
-// when both see a call, the second passes it through (the call is
+// runner runs through llmagent's flow goes through the gate. ADK runs
+// plugin callbacks before an agent's own and stops at the first plugin
+// that returns a result, so put this plugin first. Its AfterRun callback
+// (AfterRun) closes, when a run ends, the calls whose result no after
+// callback reported. When the guard is both a plugin and on agents
+// (Install), the second to see a call passes it through (the call is
 // decided once).
+//
+// The plugin does not reach agents wrapped by agenttool:
+// agenttool.Run (tool/agenttool/agent_tool.go) builds a fresh runner,
+// with its own in-memory session, and no plugins. Install the guard on
+// every llmagent that an agenttool wraps (TestAgentToolGuardedByInstall);
+// its calls are then decided under that inner session's caller key (by
+// default the wrapped agent's name as the app, the user, and the inner
+// session id: a budget of its own, unless WithCaller maps it).
 func (g *Guard) Plugin() (*plugin.Plugin, error) {
 	return plugin.New(plugin.Config{
 		Name:               PluginName,
 		BeforeToolCallback: g.BeforeTool,
 		AfterToolCallback:  g.AfterTool,
+		AfterRunCallback:   g.AfterRun,
 	})
 }
 
@@ -198,6 +228,17 @@ func (g *Guard) Plugin() (*plugin.Plugin, error) {
 //     the gate again: a confirmed call runs, once; a rejected one is
 //     refused and never runs.
 //
+// The guard remembers each confirmation it requested, by caller and
+// function call id, with the id of the gate's request it showed. A
+// confirmation counts only when the guard requested one for this call and
+// the gate still waits on that very request; it is used once. Any other
+// confirmation — on an adk_request_confirmation call the model wrote with
+// a hint of its own (ADK resumes the call it names just the same), an
+// answer sent a second time, an answer that comes back after a restart —
+// is ignored: nothing runs, and the model reads that the call waits for
+// approval and is to be made again, when the human is asked the gate's
+// question.
+//
 // An error of the gate (a log that failed, a cancelled context) refuses
 // the call with its text: nothing runs that the log does not hold.
 func (g *Guard) BeforeTool(ctx agent.Context, t tool.Tool, args map[string]any) (map[string]any, error) {
@@ -218,8 +259,21 @@ func (g *Guard) BeforeTool(ctx agent.Context, t tool.Tool, args map[string]any) 
 
 	d, err := g.gate.Before(ctx, c)
 	resumed := false
-	if err == nil && d.Verdict == toolgate.AskApproval {
-		if conf := ctx.ToolConfirmation(); conf != nil {
+	if conf := ctx.ToolConfirmation(); conf != nil {
+		// ADK resumes a call with the answer to an adk_request_confirmation
+		// call, whoever wrote that call: the model can write one with a hint
+		// of its own, and a client can send an answer twice. The answer
+		// counts only for the request the guard itself put for this call
+		// and is still waiting on; it is used once.
+		g.mu.Lock()
+		askedID, ok := g.asked[key]
+		delete(g.asked, key)
+		g.mu.Unlock()
+		if err == nil && d.Verdict == toolgate.AskApproval {
+			if !ok || askedID != d.Approval.ID {
+				setDecision(span, d)
+				return g.notAsked(d), nil
+			}
 			resumed = true
 			d, err = g.answer(ctx, c, d, conf.Confirmed, confirmationReason(conf.Confirmed, conf.Payload, c.ID))
 		}
@@ -231,7 +285,8 @@ func (g *Guard) BeforeTool(ctx agent.Context, t tool.Tool, args map[string]any) 
 	switch d.Verdict {
 	case toolgate.Allow:
 		g.mu.Lock()
-		g.open[key] = openCall{call: d.Call, actions: actions}
+		g.open[key] = openCall{call: d.Call, actions: actions,
+			run: runKey{app: ctx.AppName(), user: ctx.UserID(), session: ctx.SessionID(), invocation: ctx.InvocationID()}}
 		g.mu.Unlock()
 		return nil, nil
 	case toolgate.AskApproval:
@@ -259,10 +314,26 @@ func (g *Guard) BeforeTool(ctx agent.Context, t tool.Tool, args map[string]any) 
 		if err := ctx.RequestConfirmation(req.Question, payload); err != nil {
 			return g.refused(span, fmt.Sprintf("tool %q needs a human's approval, which cannot be asked: %v", c.Tool, err)), nil
 		}
+		g.mu.Lock()
+		g.asked[key] = req.ID
+		g.mu.Unlock()
 		return map[string]any{"error": "waiting for approval: " + req.Question}, nil
 	default:
 		return map[string]any{"error": d.Explanation}, nil
 	}
+}
+
+// notAsked is the result of a resumed call whose confirmation answers no
+// request the guard put for it: an adk_request_confirmation call the
+// model wrote itself, an answer sent again after it was used, or one that
+// comes back after a restart. The confirmation is ignored and nothing
+// runs. The guard asks the human when the model makes the call again: a
+// confirmation requested while ADK resumes a call is never shown to the
+// user (see BeforeTool), and one never shown must not be remembered as
+// asked, or the model's next forged call would pass for its answer.
+func (g *Guard) notAsked(d toolgate.Decision) map[string]any {
+	return map[string]any{"error": "waiting for approval: " + d.Approval.Question +
+		" (the confirmation received answers no question asked for this call; make the call again to ask)"}
 }
 
 // answer records a human's answer to the request d waits on and asks the
@@ -350,18 +421,84 @@ func (g *Guard) AfterTool(ctx agent.Context, t tool.Tool, args, result map[strin
 	case g.measure != nil:
 		r.Actual, r.Measured = g.measure(ctx, t, args, result, err)
 	}
-	span := oteltrace.SpanFromContext(ctx)
-	out, aerr := g.gate.After(context.WithoutCancel(ctx), oc.call, r)
+	g.report(ctx, oteltrace.SpanFromContext(ctx), oc.call, r)
+	return nil, nil
+}
+
+// report records r as how c ended (Gate.After, which records it even when
+// ctx is cancelled: the tool has run). A Result the gate cannot record
+// (toolgate.ErrInvalidResult: a negative figure from WithMeasure) would
+// leave the call open in the gate, its reservation never settled; it is
+// recorded again unmeasured, settled at the reserved or fixed cost, and
+// the figure's error goes to the error handler.
+func (g *Guard) report(ctx agent.Context, span oteltrace.Span, c toolgate.Call, r toolgate.Result) {
+	out, aerr := g.gate.After(context.WithoutCancel(ctx), c, r)
+	if errors.Is(aerr, toolgate.ErrInvalidResult) {
+		g.failed(ctx, span, c, aerr)
+		r.Actual, r.Measured = 0, false
+		out, aerr = g.gate.After(context.WithoutCancel(ctx), c, r)
+	}
 	if out.Seq != 0 || aerr == nil {
 		span.SetAttributes(AttrResultSeq.Int64(int64(out.Seq)), AttrCharged.Int64(int64(out.Charged)))
 	}
 	if aerr != nil {
-		span.RecordError(aerr)
-		if g.onError != nil {
-			g.onError(ctx, oc.call, aerr)
+		g.failed(ctx, span, c, aerr)
+	}
+}
+
+func (g *Guard) failed(ctx agent.Context, span oteltrace.Span, c toolgate.Call, err error) {
+	span.RecordError(err)
+	if g.onError != nil {
+		g.onError(ctx, c, err)
+	}
+}
+
+// errNeverReported is the failure recorded for a call whose after
+// callbacks ADK never ran.
+var errNeverReported = errors.New("adk: result never reported: the tool's after callbacks did not run")
+
+// AfterRun is a plugin.AfterRunCallback,
+//
+//	func(agent.InvocationContext)
+//
+// which the runner defers at the start of each Run (runner/runner.go,
+// runner/run_node.go: defer pluginManager.RunAfterRunCallback). By then
+// every tool call of the invocation has returned, so a call it allowed
+// that is still open had its result never reported: ADK runs the
+// plugins' after-tool callbacks first and skips the agent's own when a
+// plugin returns a result (internal/llminternal/base_flow.go,
+// Flow.callTool), and stops at the first plugin that does. AfterRun
+// reports each such call to the gate as failed (errNeverReported,
+// unmeasured: a reservation is settled at what was reserved, a fixed cost
+// refunded only when its rule says RefundOnError), so that no call stays
+// open and no reservation is held for ever.
+func (g *Guard) AfterRun(ic agent.InvocationContext) {
+	s := ic.Session()
+	if s == nil {
+		return
+	}
+	run := runKey{app: s.AppName(), user: s.UserID(), session: s.ID(), invocation: ic.InvocationID()}
+	var orphans []toolgate.Call
+	g.mu.Lock()
+	for k, oc := range g.open {
+		if oc.run == run {
+			orphans = append(orphans, oc.call)
+			delete(g.open, k)
 		}
 	}
-	return nil, nil
+	g.mu.Unlock()
+	if len(orphans) == 0 {
+		return
+	}
+	ctx, ok := ic.(agent.Context)
+	if !ok {
+		ctx = agent.NewContext(ic)
+	}
+	span := oteltrace.SpanFromContext(ctx)
+	slices.SortFunc(orphans, func(a, b toolgate.Call) int { return strings.Compare(a.ID, b.ID) })
+	for _, c := range orphans {
+		g.report(ctx, span, c, toolgate.Result{Output: []byte("null"), Err: errNeverReported})
+	}
 }
 
 // encodeArguments is the call's arguments as the gate records them: the

@@ -419,9 +419,12 @@ func TestRefusalSkipsOnToolErrorCallbacks(t *testing.T) {
 }
 
 // TestConfirmationAfterRestart: the process restarts while a call waits
-// for its confirmation. Waiting requests live in the gate's memory; the
-// answer that comes back to the new process is recorded against a new
-// request for the same call, which then runs once.
+// for its confirmation. Waiting requests and the guard's record of the
+// questions it put live in memory; the answer that comes back to the new
+// process answers no question it asked, so it is ignored and nothing
+// runs (fail closed, as the gate's own rule for an approval it does not
+// hold). The model makes the call again; the human is asked again and
+// the call runs once.
 func TestConfirmationAfterRestart(t *testing.T) {
 	log := newLog(t)
 	sessions := session.InMemoryService() // the client's session outlives the process
@@ -447,15 +450,28 @@ func TestConfirmationAfterRestart(t *testing.T) {
 		}
 		return out
 	}
-	m := newScript("m", []*genai.FunctionCall{call("d1", "delete_file", map[string]any{"path": "/old"})})
+	confirm := func(r *runner.Runner, id string) []*session.Event {
+		return run(r, &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{FunctionResponse: &genai.FunctionResponse{
+			ID: id, Name: "adk_request_confirmation", Response: map[string]any{"confirmed": true}}}}})
+	}
+	del := map[string]any{"path": "/old"}
+	m := newScript("m", []*genai.FunctionCall{call("d1", "delete_file", del)})
 	_, r := newRunner(m)
 	reqs := confirmationRequests(run(r, genai.NewContentFromText("delete", genai.RoleUser)))
 	require.Len(t, reqs, 1)
 
 	g2, r2 := newRunner(m)
 	require.Empty(t, g2.Pending(), "the waiting request did not survive the restart")
-	events := run(r2, &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{FunctionResponse: &genai.FunctionResponse{
-		ID: reqs[0].ID, Name: "adk_request_confirmation", Response: map[string]any{"confirmed": true}}}}})
+	events := confirm(r2, reqs[0].ID)
+	assert.Zero(t, ts.deletes.Load(), "an answer to a question the new process never put runs nothing")
+	resp := functionResponses(events, "delete_file")
+	require.Len(t, resp, 1)
+	assert.Contains(t, resp[0]["error"], "make the call again to ask")
+
+	m.then([]*genai.FunctionCall{call("d2", "delete_file", del)})
+	reqs = confirmationRequests(run(r2, genai.NewContentFromText("delete it", genai.RoleUser)))
+	require.Len(t, reqs, 1, "asked again")
+	events = confirm(r2, reqs[0].ID)
 	assert.EqualValues(t, 1, ts.deletes.Load())
 	require.Len(t, functionResponses(events, "delete_file"), 1)
 	k := kinds(entries(t, log))
