@@ -639,3 +639,32 @@ func TestNegativeActualRefused(t *testing.T) {
 func totals(b kernel.Budget) [3]kernel.Cost {
 	return [3]kernel.Cost{b.Limit(), b.Gross(), b.Refunded()}
 }
+
+// failingRefunds is a shared budget that charges but cannot refund.
+type failingRefunds struct{ sharedBudget }
+
+func (b *failingRefunds) Refund(context.Context, string, int64) error {
+	return errors.New("shared budget unreachable")
+}
+
+// TestRecordedRefundClosesTheCall: once a settlement or refund is on the
+// log it stands, even when the shared budget cannot follow; the call is
+// closed and never refunded twice.
+func TestRecordedRefundClosesTheCall(t *testing.T) {
+	shared := &failingRefunds{sharedBudget{limit: int64(units(100)), charged: map[string]int64{}}}
+	g := newGate(t, newLog(t), testConfig(), toolgate.WithSharedBudget(shared))
+	for _, tool := range []string{"send", "search"} {
+		d, err := g.Before(ctx, call(tool, `{}`))
+		require.NoError(t, err)
+		require.Equal(t, toolgate.Allow, d.Verdict)
+		out, err := g.After(ctx, d.Call, toolgate.Result{Err: errors.New("failed")})
+		require.ErrorContains(t, err, "shared budget unreachable", tool)
+		assert.NotZero(t, out.Seq, "the result is recorded")
+		assert.Zero(t, out.Charged)
+		_, err = g.After(ctx, d.Call, toolgate.Result{Err: errors.New("failed")})
+		assert.ErrorIs(t, err, toolgate.ErrUnknownCall, "%s: closed, not refunded twice", tool)
+	}
+	m, _ := g.Meter("")
+	assert.Zero(t, m.Budget().Net())
+	assert.Equal(t, int64(units(5)), shared.spent, "the shared balance overstates, never understates")
+}

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"unicode/utf8"
 
@@ -50,7 +49,11 @@ type ResultEntry struct {
 // speculative markers when the rule asks, and a KindResult entry records
 // the outcome. c names the call by (Caller, ID), as Before's Decision.Call
 // returned it; a call not open is ErrUnknownCall. An overrun the budget
-// could not pay returns the Outcome with kernel.ErrOverrun.
+// could not pay returns the Outcome with kernel.ErrOverrun. If the
+// settlement or refund could not be recorded, nothing changed and the call
+// stays open: After may be called again. Once it is recorded the call is
+// closed, even when a shared budget then fails to follow (the error says
+// so; the shared balance overstates spending, the safe direction).
 func (g *Gate) After(ctx context.Context, c Call, r Result) (Outcome, error) {
 	g.mu.Lock()
 	cl, ok := g.callers[c.Caller]
@@ -85,9 +88,12 @@ func (g *Gate) After(ctx context.Context, c Call, r Result) (Outcome, error) {
 			actual = 0
 		}
 		s, err := cl.sess.Settle(ctx, oc.execID, actual)
-		if err != nil && !errors.Is(err, kernel.ErrOverrun) {
+		if err != nil && s.Seq == 0 {
+			// Nothing was recorded: the call stays open for a retry.
 			return out, g.reopen(cl, c.ID, oc, fmt.Errorf("toolgate: settling %q: %w", c.Tool, err))
 		}
+		// Recorded: the settlement stands, whatever else the error says
+		// (an overrun, a shared budget that could not follow).
 		overrun = err
 		out.Charged = s.Reserved - s.Refund + s.Overrun
 		out.Unpaid = s.Unpaid
@@ -100,9 +106,13 @@ func (g *Gate) After(ctx context.Context, c Call, r Result) (Outcome, error) {
 			refund, why = oc.cost-r.Actual, "measured cost "+r.Actual.String()
 		}
 		if refund > 0 {
-			if _, err := cl.sess.Refund(ctx, oc.execID, refund, why); err != nil {
+			rr, err := cl.sess.Refund(ctx, oc.execID, refund, why)
+			if err != nil && rr.Seq == 0 {
 				return out, g.reopen(cl, c.ID, oc, fmt.Errorf("toolgate: refunding %q: %w", c.Tool, err))
 			}
+			// Recorded: the refund stands; a shared budget that could
+			// not follow is reported, never refunded twice.
+			overrun = err
 			out.Charged = oc.cost - refund
 		}
 	}
