@@ -56,7 +56,8 @@
 // Before refuses a tool no rule matches (unless Config.AllowUnknown, which
 // applies Config.DefaultRule), a call whose cost function fails, and a call
 // id already running; a DELETE or PRIVILEGE call then needs an approval;
-// then the kernel decides. Refusals the kernel does not make are recorded
+// then the kernel decides. A refusal's explanation is one line, whatever
+// text went into it. Refusals the kernel does not make are recorded
 // as KindRefuse entries (RefuseEntry); the kernel records its own
 // executions and rejections.
 //
@@ -67,7 +68,13 @@
 // claim of that tier naming the tool and the arguments' SHA-256 — which the
 // claims gate chain escalates to the approvers Config.Approvers names
 // (DefaultApprover for both tiers when nil), and returns AskApproval with
-// the request. The host asks the human and records the answer with Approve
+// the request. Its question shows the arguments in full, as compact JSON
+// with invisible characters escaped, so that what the human approves is
+// what runs: arguments that cannot be shown so — not one JSON value a
+// reader would read one way (duplicate keys, invalid UTF-8), or longer
+// than MaxShownArguments — are refused instead, and so is a call beyond
+// Config.MaxWaiting requests of its caller already waiting. The host asks
+// the human and records the answer with Approve
 // or Deny (claims approvals, on the log), then calls Before again with the
 // same call. An approval is bound to the caller, the tool and the
 // arguments' digest, and is used once: the next Before of exactly that call
@@ -77,7 +84,8 @@
 // same request.
 //
 // Waiting requests and approvals not yet used live in memory: after a
-// restart the call is asked about again (fail closed).
+// restart the call is asked about again (fail closed). An approval not yet
+// used does not expire; Deny withdraws a request nobody will answer.
 //
 // # After
 //

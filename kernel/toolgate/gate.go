@@ -454,7 +454,7 @@ func (g *Gate) ask(ctx context.Context, cl *caller, d Decision, r Rule, key call
 		return d, nil
 	}
 	c := d.Call
-	if max := g.cfg.MaxWaiting; max > 0 && len(cl.waiting) >= max {
+	if limit := g.cfg.MaxWaiting; limit > 0 && len(cl.waiting) >= limit {
 		return g.refuse(ctx, d, "too_many_waiting", fmt.Sprintf("tool %q (%s): %d calls of this caller already wait for a human", c.Tool, r.Tier, len(cl.waiting)), "")
 	}
 	shown, err := showArguments(c.Arguments)
