@@ -668,3 +668,21 @@ func TestRecordedRefundClosesTheCall(t *testing.T) {
 	assert.Zero(t, m.Budget().Net())
 	assert.Equal(t, int64(units(5)), shared.spent, "the shared balance overstates, never understates")
 }
+
+// TestPolicyMaxWaiting: max_waiting in a policy file bounds the waiting
+// requests of the gate it configures.
+func TestPolicyMaxWaiting(t *testing.T) {
+	p, err := toolgate.ParsePolicy([]byte(`{"version":1,"budget":"10","min_cost":"0.01","max_waiting":1,
+		"tools":[{"match":"delete_*","cost":"1","tier":"DELETE"}]}`))
+	require.NoError(t, err)
+	cfg, err := p.Config()
+	require.NoError(t, err)
+	assert.Equal(t, 1, cfg.MaxWaiting)
+	g := newGate(t, newLog(t), cfg)
+	d, err := g.Before(ctx, call("delete_file", `{"n":1}`))
+	require.NoError(t, err)
+	assert.Equal(t, toolgate.AskApproval, d.Verdict)
+	d, err = g.Before(ctx, call("delete_file", `{"n":2}`))
+	require.NoError(t, err)
+	assert.Equal(t, toolgate.Refuse, d.Verdict)
+}

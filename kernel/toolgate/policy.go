@@ -41,6 +41,9 @@ const MaxPolicySize = 1 << 20
 // 999999999999999.999 units (15 integer digits, 3 decimals).
 const MaxPolicyCost kernel.Cost = 999_999_999_999_999_999
 
+// MaxPolicyWaiting is the largest max_waiting of a policy file.
+const MaxPolicyWaiting = 1 << 20
+
 // MaxResultTextLimit is the largest result_text_limit of a policy file:
 // a trace entry's payload limit (trace.MaxPayloadLen), 16 MiB.
 const MaxResultTextLimit = 16 << 20
@@ -174,6 +177,9 @@ type Policy struct {
 	// for DefaultResultTextLimit, -1 for the whole output, at most
 	// MaxResultTextLimit.
 	ResultTextLimit int
+	// MaxWaiting ("max_waiting") is Config.MaxWaiting: 0 for
+	// DefaultMaxWaiting, -1 for no bound, at most MaxPolicyWaiting.
+	MaxWaiting int
 	// CheckResults ("check_results") is Config.CheckResults.
 	CheckResults bool
 	// Shared ("shared_budget") is a budget every caller and every process
@@ -346,7 +352,8 @@ func (s InvariantSpec) Invariant() (kernel.Invariant, error) {
 //     exactly (enum), version (version), costs (cost: a decimal string
 //     such as "0.01" or a JSON number, a whole number of thousandths of a
 //     unit, at most MaxPolicyCost), integers (range: n in [0, 2^53−1],
-//     result_text_limit in [-1, MaxResultTextLimit]), an approver named
+//     result_text_limit in [-1, MaxResultTextLimit], max_waiting in [-1,
+//     MaxPolicyWaiting]), an approver named
 //     twice (duplicate), exactly one form per invariant (invariant_form),
 //     default_rule present exactly when unknown_tools is "allow"
 //     (required, default_rule_unused), a shared budget id without NUL and
@@ -730,7 +737,7 @@ var policyTiers = []string{string(claims.TierReadOnly), string(claims.TierWriteL
 	string(claims.TierDelete), string(claims.TierPrivilege)}
 
 var policyMembers = []string{"$schema", "version", "budget", "min_cost", "unknown_tools", "default_rule", "approvers",
-	"tools", "invariants", "result_text_limit", "check_results", "shared_budget"}
+	"tools", "invariants", "result_text_limit", "max_waiting", "check_results", "shared_budget"}
 
 func (d *policyDecoder) policy(tree any) Policy {
 	var p Policy
@@ -785,6 +792,9 @@ func (d *policyDecoder) policy(tree any) Policy {
 	}
 	if v, ok := m["result_text_limit"]; ok {
 		p.ResultTextLimit = int(d.integer("/result_text_limit", v, -1, MaxResultTextLimit))
+	}
+	if v, ok := m["max_waiting"]; ok {
+		p.MaxWaiting = int(d.integer("/max_waiting", v, -1, MaxPolicyWaiting))
 	}
 	if v, ok := m["check_results"]; ok {
 		p.CheckResults = d.boolean("/check_results", v)
@@ -1207,6 +1217,9 @@ func (p Policy) violations(bad func(at string) bool) []Violation {
 	if p.ResultTextLimit < -1 || p.ResultTextLimit > MaxResultTextLimit {
 		add("/result_text_limit", policyRuleRange, "%d is outside [-1, %d]", p.ResultTextLimit, MaxResultTextLimit)
 	}
+	if p.MaxWaiting < -1 || p.MaxWaiting > MaxPolicyWaiting {
+		add("/max_waiting", policyRuleRange, "%d is outside [-1, %d]", p.MaxWaiting, MaxPolicyWaiting)
+	}
 
 	if s := p.Shared; s != nil {
 		switch {
@@ -1236,6 +1249,7 @@ func (p Policy) Config() (Config, error) {
 		MinCost:         p.MinCost,
 		AllowUnknown:    p.AllowUnknown,
 		ResultTextLimit: p.ResultTextLimit,
+		MaxWaiting:      p.MaxWaiting,
 		CheckResults:    p.CheckResults,
 	}
 	for _, r := range p.Tools {
@@ -1273,6 +1287,7 @@ type (
 		Tools           []policyRuleJSON      `json:"tools,omitempty"`
 		Invariants      []policyInvariantJSON `json:"invariants,omitempty"`
 		ResultTextLimit int                   `json:"result_text_limit,omitempty"`
+		MaxWaiting      int                   `json:"max_waiting,omitempty"`
 		CheckResults    bool                  `json:"check_results,omitempty"`
 		SharedBudget    *policySharedJSON     `json:"shared_budget,omitempty"`
 	}
@@ -1330,7 +1345,7 @@ func policyRuleToJSON(r RuleSpec) policyRuleJSON {
 // written and fails, and invalid UTF-8 in a string is written as U+FFFD.
 func (p Policy) MarshalJSON() ([]byte, error) {
 	j := policyJSON{Schema: p.Schema, Version: p.Version, Budget: p.Budget, MinCost: p.MinCost,
-		ResultTextLimit: p.ResultTextLimit, CheckResults: p.CheckResults}
+		ResultTextLimit: p.ResultTextLimit, MaxWaiting: p.MaxWaiting, CheckResults: p.CheckResults}
 	if p.AllowUnknown {
 		j.UnknownTools = "allow"
 	}

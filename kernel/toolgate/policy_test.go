@@ -270,6 +270,7 @@ func TestPolicyValidate(t *testing.T) {
 			{Name: "m", AtMost: &toolgate.AtMostSpec{Key: "k", N: -1}, AtMostEach: &toolgate.AtMostEachSpec{N: math.MaxInt64}},
 		},
 		ResultTextLimit: -2,
+		MaxWaiting:      -2,
 		Shared:          &toolgate.SharedBudgetSpec{ID: "a\x00b", Limit: 10},
 	}
 	err := p.Validate()
@@ -286,6 +287,7 @@ func TestPolicyValidate(t *testing.T) {
 		{"/invariants/2/at_most/n", "range"},
 		{"/invariants/2/at_most_each/n", "range"},
 		{"/result_text_limit", "range"},
+		{"/max_waiting", "range"},
 		{"/shared_budget/id", "id"},
 		{"/tools/0/tier", "enum"},
 		{"/tools/1/cost", "cost"},
@@ -446,6 +448,7 @@ func policyGen() *rapid.Generator[toolgate.Policy] {
 			Budget:          cost("budget"),
 			AllowUnknown:    rapid.Bool().Draw(t, "allow_unknown"),
 			ResultTextLimit: rapid.IntRange(-1, toolgate.MaxResultTextLimit).Draw(t, "result_text_limit"),
+			MaxWaiting:      rapid.IntRange(-1, toolgate.MaxPolicyWaiting).Draw(t, "max_waiting"),
 			CheckResults:    rapid.Bool().Draw(t, "check_results"),
 		}
 		if p.AllowUnknown {
