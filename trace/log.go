@@ -17,8 +17,9 @@ import (
 type Log struct {
 	mu      sync.Mutex
 	store   Store
-	ds      deferredSyncer // store, when it supports group commit
-	one     [1]Entry       // reused batch for single appends (under mu)
+	ds      deferredSyncer  // store, when it supports group commit
+	ca      checkedAppender // store, when it can skip the field checks
+	one     [1]Entry        // reused batch for single appends (under mu)
 	head    Head
 	clock   func() time.Time
 	retries int
@@ -40,6 +41,7 @@ func WithConflictRetries(n int) Option { return func(l *Log) { l.retries = n } }
 func NewLog(store Store, opts ...Option) (*Log, error) {
 	l := &Log{store: store, clock: time.Now, retries: 8}
 	l.ds, _ = store.(deferredSyncer)
+	l.ca, _ = store.(checkedAppender)
 	for _, o := range opts {
 		o(l)
 	}
@@ -191,15 +193,27 @@ func (l *Log) appendOwned(ctx context.Context, expected *Head, at time.Time, kin
 // deferredSyncer is implemented by stores that can write under the Log's
 // lock and wait for durability outside it, so that concurrent appenders
 // share one fsync (group commit).
+// Both are given entries the Log built with next, from a payload it made
+// canonical, whose fields ValidFields would accept: the store's own check
+// would repeat the Log's.
 type deferredSyncer interface {
-	appendDeferred(ctx context.Context, entries []Entry) (wait func() error, err error)
+	appendDeferred(ctx context.Context, entries []Entry, checked bool) (wait func() error, err error)
+}
+
+// checkedAppender is implemented by stores that can append entries whose
+// fields the Log has already checked without checking them again.
+type checkedAppender interface {
+	appendChecked(ctx context.Context, entries []Entry) error
 }
 
 func (l *Log) write(ctx context.Context, e Entry) (func() error, error) {
 	l.one[0] = e
 	defer func() { l.one[0] = Entry{} }()
 	if l.ds != nil {
-		return l.ds.appendDeferred(ctx, l.one[:])
+		return l.ds.appendDeferred(ctx, l.one[:], true)
+	}
+	if l.ca != nil {
+		return nil, l.ca.appendChecked(ctx, l.one[:])
 	}
 	return nil, l.store.Append(ctx, l.one[:]...)
 }
