@@ -57,3 +57,57 @@ func TestLogChecksWhatStoresCheck(t *testing.T) {
 		g.Close()
 	})
 }
+
+// interceptingStore embeds a Memory to watch its appends, as a caller's
+// test double or metrics wrapper would.
+type interceptingStore struct {
+	*Memory
+	appends int
+}
+
+func (s *interceptingStore) Append(ctx context.Context, entries ...Entry) error {
+	s.appends++
+	return s.Memory.Append(ctx, entries...)
+}
+
+// TestWrappedStoreAppendIsUsed: a store that embeds Memory or File and
+// overrides Append gets every append through its own Append.
+func TestWrappedStoreAppendIsUsed(t *testing.T) {
+	s := &interceptingStore{Memory: NewMemory()}
+	l, err := NewLog(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(context.Background(), "a", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if s.appends != 1 {
+		t.Fatalf("the wrapper's Append ran %d times", s.appends)
+	}
+	f, err := OpenFile(filepath.Join(t.TempDir(), "log"), FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fw := &interceptingFile{File: f}
+	l, err = NewLog(fw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(context.Background(), "a", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if fw.appends != 1 {
+		t.Fatalf("the File wrapper's Append ran %d times", fw.appends)
+	}
+}
+
+type interceptingFile struct {
+	*File
+	appends int
+}
+
+func (s *interceptingFile) Append(ctx context.Context, entries ...Entry) error {
+	s.appends++
+	return s.File.Append(ctx, entries...)
+}

@@ -40,8 +40,15 @@ func WithConflictRetries(n int) Option { return func(l *Log) { l.retries = n } }
 // verify the store's contents; call Verify for that (File verifies on open).
 func NewLog(store Store, opts ...Option) (*Log, error) {
 	l := &Log{store: store, clock: time.Now, retries: 8}
-	l.ds, _ = store.(deferredSyncer)
-	l.ca, _ = store.(checkedAppender)
+	// Only the package's own stores, by their exact type: a caller's type
+	// that embeds one (to intercept Append, say) would otherwise have its
+	// Append bypassed through the promoted unexported methods.
+	switch s := store.(type) {
+	case *File:
+		l.ds = s
+	case *Memory:
+		l.ca = s
+	}
 	for _, o := range opts {
 		o(l)
 	}
