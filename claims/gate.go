@@ -176,6 +176,9 @@ type Evaluation struct {
 	// Violations are the rule violations found by the validation gate
 	// (including evidence strength); empty for a valid bundle.
 	Violations []Violation
+	// Seq is the trace entry a Session recorded the evaluation (or the
+	// approval that caused it) in; zero from the pure Evaluate.
+	Seq uint64
 }
 
 // Evaluate runs the gate chain on b: validation, evidence, uncertainty,

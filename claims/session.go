@@ -119,7 +119,7 @@ func (s *Session) Evaluate(ctx context.Context, b ClaimBundle, c Context) (Evalu
 		return Evaluation{}, err
 	}
 	rec := Record{Actor: c.Actor, Clearance: c.Clearance, Bundle: ev.Bundle}
-	if err := s.record(ctx, KindEvaluate, rec, now); err != nil {
+	if ev.Seq, err = s.record(ctx, KindEvaluate, rec, now); err != nil {
 		return Evaluation{}, err
 	}
 	if err := s.track(ctx, ev.Bundle, c); err != nil {
@@ -171,7 +171,7 @@ func (s *Session) Approve(ctx context.Context, b ClaimBundle, c Context, approve
 		return Evaluation{}, err
 	}
 	rec := Record{Actor: c.Actor, Clearance: c.Clearance, Approval: &a, Bundle: ev.Bundle}
-	if err := s.record(ctx, KindApprove, rec, now); err != nil {
+	if ev.Seq, err = s.record(ctx, KindApprove, rec, now); err != nil {
 		return Evaluation{}, s.unclaim(ctx, p, next, err)
 	}
 	return ev, invalidBundle(ev)
@@ -239,17 +239,18 @@ func (s *Session) Pending(ctx context.Context) ([]Pending, error) {
 }
 
 // record appends rec as an entry of kind stamped with now, the instant
-// the step read from the clock. The log refuses an instant outside the
+// the step read from the clock, and returns the entry's sequence number. The log refuses an instant outside the
 // years 0000-9999; the zero time, which trace.At would replace with the
 // log's own clock, is refused here.
-func (s *Session) record(ctx context.Context, kind string, rec Record, now time.Time) error {
+func (s *Session) record(ctx context.Context, kind string, rec Record, now time.Time) (uint64, error) {
 	if now.IsZero() {
-		return fmt.Errorf("claims: recording %s: the session clock gave the zero time: %w", kind, trace.ErrMalformed)
+		return 0, fmt.Errorf("claims: recording %s: the session clock gave the zero time: %w", kind, trace.ErrMalformed)
 	}
-	if _, err := s.log.AppendValue(ctx, kind, rec.value(), trace.At(now)); err != nil {
-		return fmt.Errorf("claims: recording %s: %w", kind, err)
+	e, err := s.log.AppendValue(ctx, kind, rec.value(), trace.At(now))
+	if err != nil {
+		return 0, fmt.Errorf("claims: recording %s: %w", kind, err)
 	}
-	return nil
+	return e.Seq, nil
 }
 
 // invalidBundle returns the *ValidationError behind an evaluation that the

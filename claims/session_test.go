@@ -78,6 +78,10 @@ func TestSessionRecordsEvaluationsAndApprovals(t *testing.T) {
 	require.Len(t, es, 2, "a rejected approval is not recorded")
 	_, err = log.Verify(ctx)
 	require.NoError(t, err)
+	assert.Equal(t, es[1].Seq, ev2.Seq, "an evaluation names its entry")
+	ev3, err := s.Evaluate(ctx, in, c)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(2), ev3.Seq)
 	assert.Equal(t, KindEvaluate, es[0].Kind)
 	assert.Equal(t, KindApprove, es[1].Kind)
 

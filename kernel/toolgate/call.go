@@ -77,8 +77,9 @@ type Decision struct {
 	// ExecID is the kernel execution id of an allowed call.
 	ExecID string
 	// Seq is the trace entry that recorded the decision: the kernel's
-	// execution or rejection, or the gate's refusal. It is zero for
-	// AskApproval, whose claims evaluation Approval.ID names.
+	// execution or rejection, the gate's refusal, or, for AskApproval,
+	// the claims evaluation that made the request (a call that asks
+	// again while the request waits names that same entry).
 	Seq uint64
 	// Reserved: the tool's cost is known afterwards; Before charged an
 	// upper bound that After settles.

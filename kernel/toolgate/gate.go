@@ -99,6 +99,7 @@ type approval struct {
 	req    ApprovalRequest
 	key    callKey
 	bundle claims.ClaimBundle // as its last evaluation returned it
+	seq    uint64             // the claims evaluation that made the request
 }
 
 // Option configures a Gate.
@@ -447,7 +448,7 @@ func popFront[T any](m map[callKey][]T, key callKey) {
 // the log) the first time. cl.mu is held.
 func (g *Gate) ask(ctx context.Context, cl *caller, d Decision, r Rule, key callKey) (Decision, error) {
 	if ap, ok := cl.waiting[key]; ok {
-		d.Verdict, d.Explanation = AskApproval, ap.req.Question
+		d.Verdict, d.Explanation, d.Seq = AskApproval, ap.req.Question, ap.seq
 		req := ap.req
 		req.Awaiting = slices.Clone(req.Awaiting)
 		d.Approval = &req
@@ -478,13 +479,13 @@ func (g *Gate) ask(ctx context.Context, cl *caller, d Decision, r Rule, key call
 	if ev.Decision != claims.DecisionEscalate {
 		return Decision{}, fmt.Errorf("toolgate: approval request for %q evaluated %s: %s", c.Tool, ev.Decision, ev.Reason)
 	}
-	ap := &approval{key: key, bundle: ev.Bundle, req: ApprovalRequest{ID: ev.Bundle.ID, Caller: c.Caller, Tool: c.Tool,
+	ap := &approval{key: key, bundle: ev.Bundle, seq: ev.Seq, req: ApprovalRequest{ID: ev.Bundle.ID, Caller: c.Caller, Tool: c.Tool,
 		ArgumentsDigest: key.digest, Tier: r.Tier, Awaiting: slices.Clone(ev.Pending), Question: question}}
 	cl.waiting[key] = ap
 	g.mu.Lock()
 	g.approvals[ap.req.ID] = ap
 	g.mu.Unlock()
-	d.Verdict, d.Explanation = AskApproval, question
+	d.Verdict, d.Explanation, d.Seq = AskApproval, question, ev.Seq
 	req := ap.req
 	req.Awaiting = slices.Clone(req.Awaiting)
 	d.Approval = &req

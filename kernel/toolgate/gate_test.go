@@ -383,11 +383,12 @@ func TestEveryDecisionIsOnTheLog(t *testing.T) {
 	log := newLog(t)
 	g := newGate(t, log, testConfig())
 	kinds := map[toolgate.Verdict][]string{
-		toolgate.Allow:  {kernel.KindExecute, kernel.KindReserve},
-		toolgate.Refuse: {kernel.KindReject, toolgate.KindRefuse},
+		toolgate.Allow:       {kernel.KindExecute, kernel.KindReserve},
+		toolgate.Refuse:      {kernel.KindReject, toolgate.KindRefuse},
+		toolgate.AskApproval: {claims.KindEvaluate},
 	}
-	for i, c := range []toolgate.Call{call("read_file", `{}`), call("nope", ``), call("search", `{}`), call("send", `{}`),
-		call("send", `{}`), call("send", `{}`), call("send", `{}`)} {
+	for i, c := range []toolgate.Call{call("read_file", `{}`), call("nope", ``), call("delete_file", `{}`), call("search", `{}`),
+		call("send", `{}`), call("delete_file", `{}`), call("send", `{}`), call("send", `{}`), call("send", `{}`)} {
 		d, err := g.Before(ctx, c)
 		require.NoError(t, err)
 		assert.Contains(t, kinds[d.Verdict], entryAt(t, log, d.Seq).Kind, "call %d (%s)", i, d.Verdict)
