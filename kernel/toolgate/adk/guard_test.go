@@ -146,6 +146,13 @@ func TestDeleteRunsOnceWhenConfirmed(t *testing.T) {
 	assert.Equal(t, pending[0].ID, payload["approval_id"])
 	assert.Equal(t, string(claims.TierDelete), payload["tier"])
 	assert.Len(t, w.model.requests(), 1, "the turn stopped at the question")
+	ss := toolSpans(w.caller())
+	require.NotEmpty(t, ss)
+	v, _ := spanAttr(ss[0], string(adk.AttrVerdict))
+	assert.Equal(t, "ask_approval", v)
+	seq, ok := spanAttr(ss[0], string(adk.AttrSeq))
+	require.True(t, ok)
+	assert.Equal(t, claims.KindEvaluate, entries(t, w.log)[atoi(t, seq)].Kind, "the span names the request's claims entry")
 
 	events = w.confirm(t, reqs[0].ID, true)
 	assert.EqualValues(t, 1, w.tools.deletes.Load(), "a confirmed call runs once")
