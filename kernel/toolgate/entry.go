@@ -1,12 +1,11 @@
 package toolgate
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 
+	"github.com/verity-go/verity/internal/canon"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -35,56 +34,20 @@ func DecodeEntry(e trace.Entry) (any, error) {
 	return nil, fmt.Errorf("%w: kind %q is not a toolgate entry", ErrDecode, e.Kind)
 }
 
-// decodeStrict decodes one JSON object into v, refusing unknown and
-// duplicate members, trailing data and missing required members.
+// decodeStrict decodes one JSON object into v with canon's strict reading
+// (no duplicate or unknown members, nothing after the object) and refuses
+// it when a required member is missing.
 func decodeStrict(data []byte, v any, required ...string) error {
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(data, &members); err != nil {
+	if err := canon.DecodeInto(data, v, true); err != nil {
 		return fmt.Errorf("%w: %w", ErrDecode, err)
 	}
-	if members == nil {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(data, &members); err != nil || members == nil {
 		return fmt.Errorf("%w: not an object", ErrDecode)
-	}
-	if err := noDuplicateMembers(data); err != nil {
-		return err
 	}
 	for _, name := range required {
 		if _, ok := members[name]; !ok {
 			return fmt.Errorf("%w: missing member %q", ErrDecode, name)
-		}
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("%w: %w", ErrDecode, err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return fmt.Errorf("%w: data after the object", ErrDecode)
-	}
-	return nil
-}
-
-// noDuplicateMembers refuses an object that names a member twice (the
-// entries are flat objects).
-func noDuplicateMembers(data []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if _, err := dec.Token(); err != nil {
-		return fmt.Errorf("%w: %w", ErrDecode, err)
-	}
-	seen := map[string]bool{}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return fmt.Errorf("%w: %w", ErrDecode, err)
-		}
-		name, _ := t.(string)
-		if seen[name] {
-			return fmt.Errorf("%w: duplicate member %q", ErrDecode, name)
-		}
-		seen[name] = true
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return fmt.Errorf("%w: %w", ErrDecode, err)
 		}
 	}
 	return nil

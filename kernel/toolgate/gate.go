@@ -175,6 +175,10 @@ func New(ctx context.Context, log *trace.Log, cfg Config, opts ...Option) (*Gate
 // clone copies what a Config shares with its caller.
 func (c Config) clone() Config {
 	c.Rules = slices.Clone(c.Rules)
+	for i := range c.Rules {
+		c.Rules[i].Tier = tierOrDefault(c.Rules[i].Tier)
+	}
+	c.DefaultRule.Tier = tierOrDefault(c.DefaultRule.Tier)
 	c.Invariants = slices.Clone(c.Invariants)
 	if c.Approvers == nil {
 		c.Approvers = map[claims.RiskTier][]string{
@@ -210,9 +214,6 @@ func (c Config) validate() error {
 			name = "the default rule"
 		} else if _, err := path.Match(r.Match, ""); err != nil || r.Match == "" {
 			errs = append(errs, fmt.Errorf("%s: not a tool name or path.Match pattern", name))
-		}
-		if r.Tier == "" {
-			r.Tier = claims.TierReadOnly
 		}
 		if !r.Tier.Valid() {
 			errs = append(errs, fmt.Errorf("%s: unknown risk tier %q", name, r.Tier))
@@ -323,20 +324,21 @@ func (g *Gate) startSession(ctx context.Context, key string) (*kernel.Session, e
 func (g *Gate) rule(tool string) (Rule, bool) {
 	for _, r := range g.cfg.Rules {
 		if r.matches(tool) {
-			return r.normal(), true
+			return r, true
 		}
 	}
 	if g.cfg.AllowUnknown {
-		return g.cfg.DefaultRule.normal(), true
+		return g.cfg.DefaultRule, true
 	}
 	return Rule{}, false
 }
 
-func (r Rule) normal() Rule {
-	if r.Tier == "" {
-		r.Tier = claims.TierReadOnly
+// tierOrDefault is a rule's tier, claims.TierReadOnly when it names none.
+func tierOrDefault(t claims.RiskTier) claims.RiskTier {
+	if t == "" {
+		return claims.TierReadOnly
 	}
-	return r
+	return t
 }
 
 // Before decides c. Allow: the call is recorded as a kernel execution
@@ -369,7 +371,7 @@ func (g *Gate) Before(ctx context.Context, c Call) (Decision, error) {
 		return Decision{}, err
 	}
 
-	key := callKey{tool: c.Tool, digest: c.ArgumentsDigest()}
+	var key callKey // what an approval is bound to: only needed when one is
 	cl.mu.Lock()
 	if _, dup := cl.open[c.ID]; dup {
 		cl.mu.Unlock()
@@ -377,6 +379,7 @@ func (g *Gate) Before(ctx context.Context, c Call) (Decision, error) {
 	}
 	var approvalID string
 	if r.needsApproval() {
+		key = callKey{tool: c.Tool, digest: c.ArgumentsDigest()}
 		if ds := cl.denied[key]; len(ds) > 0 {
 			dn := ds[0]
 			popFront(cl.denied, key)
