@@ -525,12 +525,11 @@ func (s *File) appendDeferred(ctx context.Context, entries []Entry, checked bool
 	}
 	// Refuse what the file format cannot hold (parseBody would reject it
 	// on the next open and the log would read as corrupt).
-	for _, e := range entries {
-		if checked {
-			break
-		}
-		if err := ValidFields(e); err != nil {
-			return nil, fmt.Errorf("%w (entry %d)", err, e.Seq)
+	if !checked {
+		for _, e := range entries {
+			if err := ValidFields(e); err != nil {
+				return nil, fmt.Errorf("%w (entry %d)", err, e.Seq)
+			}
 		}
 	}
 	var buf []byte

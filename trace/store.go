@@ -102,12 +102,11 @@ func (m *Memory) appendEntries(ctx context.Context, entries []Entry, checked boo
 	if err := continues(m.headLocked(), entries); err != nil {
 		return err
 	}
-	for _, e := range entries {
-		if checked {
-			break
-		}
-		if err := ValidFields(e); err != nil {
-			return fmt.Errorf("%w (entry %d)", err, e.Seq)
+	if !checked {
+		for _, e := range entries {
+			if err := ValidFields(e); err != nil {
+				return fmt.Errorf("%w (entry %d)", err, e.Seq)
+			}
 		}
 	}
 	for _, e := range entries {

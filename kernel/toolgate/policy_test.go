@@ -886,14 +886,3 @@ func BenchmarkPolicyConfig(b *testing.B) {
 		}
 	}
 }
-
-func BenchmarkPolicyMarshalJSON(b *testing.B) {
-	p, err := toolgate.LoadPolicy("testdata/policy/example.json")
-	require.NoError(b, err)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := p.MarshalJSON(); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
