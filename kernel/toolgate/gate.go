@@ -550,10 +550,11 @@ func showArguments(b []byte) (string, error) {
 	return sb.String(), nil
 }
 
-// oneLine returns s with its control characters (line breaks among them)
-// as spaces and its invalid UTF-8 as U+FFFD: what the gate puts on one line
-// for a model or a human, whoever wrote the text.
-func oneLine(s string) string {
+// OneLine returns s with its control characters (line breaks among them)
+// as spaces and its invalid UTF-8 as U+FFFD: what the gate does to every
+// explanation it gives a model or a human, whoever wrote the text, and
+// what an adapter wording a refusal of its own should do too.
+func OneLine(s string) string {
 	return strings.Map(func(r rune) rune {
 		if unicode.IsControl(r) {
 			return ' '
@@ -579,7 +580,7 @@ type RefuseEntry struct {
 // refuse records a refusal the kernel did not make and returns it.
 func (g *Gate) refuse(ctx context.Context, d Decision, reason, explanation, approvalID string) (Decision, error) {
 	c := d.Call
-	explanation = oneLine(explanation)
+	explanation = OneLine(explanation)
 	e := RefuseEntry{Session: g.SessionID(c.Caller), Caller: c.Caller, CallID: c.ID, Tool: c.Tool, Reason: reason,
 		Explanation: explanation, ArgumentsSHA256: c.ArgumentsDigest(), ArgumentsSize: len(c.Arguments), Approval: approvalID}
 	entry, err := g.log.Append(ctx, KindRefuse, e.appendJSON(nil), trace.At(g.clock()))

@@ -76,7 +76,7 @@ func (g *Gate) After(ctx context.Context, c Call, r Result) (Outcome, error) {
 		return Outcome{}, g.reopen(cl, c.ID, oc, fmt.Errorf("%w: measured cost %s is negative", ErrInvalidResult, r.Actual))
 	}
 	out := Outcome{ExecID: oc.execID, Charged: oc.cost}
-	var overrun error
+	var recordedErr error // from a settlement or refund that was recorded all the same
 	failed := r.Err != nil
 	switch {
 	case oc.reserved:
@@ -94,7 +94,7 @@ func (g *Gate) After(ctx context.Context, c Call, r Result) (Outcome, error) {
 		}
 		// Recorded: the settlement stands, whatever else the error says
 		// (an overrun, a shared budget that could not follow).
-		overrun = err
+		recordedErr = err
 		out.Charged = s.Reserved - s.Refund + s.Overrun
 		out.Unpaid = s.Unpaid
 	default:
@@ -112,7 +112,7 @@ func (g *Gate) After(ctx context.Context, c Call, r Result) (Outcome, error) {
 			}
 			// Recorded: the refund stands; a shared budget that could
 			// not follow is reported, never refunded twice.
-			overrun = err
+			recordedErr = err
 			out.Charged = oc.cost - refund
 		}
 	}
@@ -155,7 +155,7 @@ func (g *Gate) After(ctx context.Context, c Call, r Result) (Outcome, error) {
 		return out, fmt.Errorf("toolgate: recording the result of %q: %w", c.Tool, err)
 	}
 	out.Seq = entry.Seq
-	return out, overrun
+	return out, recordedErr
 }
 
 // reopen puts a call back after a failed settlement or refund, so that

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"unicode"
 
 	"github.com/google/uuid"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -352,21 +351,9 @@ func (gd *Guard) record(ctx context.Context, id, tool string, answer *sdk.Elicit
 			return false, "", nil
 		}
 		return false, fmt.Sprintf("tool %q denied by %s: %s (after another answer to the same request)",
-			tool, gd.approver, oneLine(reason)), nil
+			tool, gd.approver, toolgate.OneLine(reason)), nil
 	}
 	return pending, "", err
-}
-
-// oneLine returns s with its control characters as spaces and its invalid
-// UTF-8 as U+FFFD: a refusal's explanation is one line whatever the
-// human's reason.
-func oneLine(s string) string {
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, strings.ToValidUTF8(s, "\uFFFD"))
 }
 
 // approvalQuestion is the elicitation put to the human: the gate's
