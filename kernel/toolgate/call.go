@@ -26,8 +26,14 @@ type Call struct {
 	Arguments []byte
 	// Caller is the key of the session the call belongs to: an MCP
 	// session, an agent session, a tenant. Each caller has its own kernel
-	// session, budget and counters; "" is a caller like any other.
+	// session, budget and counters; "" is a caller like any other. When
+	// it is empty, Before charges the call to Principal.Key() (and
+	// returns the call with Caller set to it).
 	Caller string
+	// Principal is who the call is made for, as the host authenticated
+	// them: rules may be limited to subjects, groups or scopes (see
+	// PolicyVersion 2's "principals").
+	Principal Principal
 }
 
 // ArgumentsDigest is the lower-case hex SHA-256 of the call's arguments,

@@ -106,9 +106,10 @@ type approval struct {
 type Option func(*options)
 
 type options struct {
-	clock  func() time.Time
-	newID  func() string
-	shared kernel.SharedBudget
+	clock   func() time.Time
+	newID   func() string
+	shared  kernel.SharedBudget
+	windows RateWindows
 }
 
 // WithClock sets the clock every record is stamped with (default
@@ -356,6 +357,9 @@ func tierOrDefault(t claims.RiskTier) claims.RiskTier {
 func (g *Gate) Before(ctx context.Context, c Call) (Decision, error) {
 	if c.ID == "" {
 		c.ID = g.newID()
+	}
+	if c.Caller == "" {
+		c.Caller = c.Principal.Key()
 	}
 	d := Decision{Call: c}
 	r, ok := g.rule(c.Tool)

@@ -1,0 +1,63 @@
+package toolgate_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+
+	"github.com/verity-go/verity/kernel/toolgate"
+)
+
+// TestPrincipalKeyIsInjective: two principals with a different issuer or
+// subject never share a caller key, and only the anonymous principal has
+// the empty key.
+func TestPrincipalKeyIsInjective(t *testing.T) {
+	part := rapid.SampledFrom([]string{"", "a", "|", "%", "a|b", "%7C", "\n", "https://idp.example", "a%7Cb", "é"})
+	str := rapid.OneOf(part, rapid.String(), rapid.Custom(func(t *rapid.T) string {
+		return part.Draw(t, "x") + part.Draw(t, "y")
+	}))
+	rapid.Check(t, func(t *rapid.T) {
+		a := toolgate.Principal{Issuer: str.Draw(t, "iss1"), Subject: str.Draw(t, "sub1")}
+		b := toolgate.Principal{Issuer: str.Draw(t, "iss2"), Subject: str.Draw(t, "sub2")}
+		same := a.Issuer == b.Issuer && a.Subject == b.Subject
+		if (a.Key() == b.Key()) != same {
+			t.Fatalf("%q and %q: keys %q and %q", a, b, a.Key(), b.Key())
+		}
+		if (a.Key() == "") != (a.Issuer == "" && a.Subject == "") {
+			t.Fatalf("%+v has key %q", a, a.Key())
+		}
+		if strings.Count(a.Key(), "|") > 1 {
+			t.Fatalf("key %q has more than one separator", a.Key())
+		}
+	})
+}
+
+func TestPrincipalKeyForm(t *testing.T) {
+	assert.Equal(t, "", toolgate.Principal{Groups: []string{"ops"}}.Key())
+	assert.Equal(t, "https://idp.example|alice", toolgate.Principal{Issuer: "https://idp.example", Subject: "alice"}.Key())
+	assert.Equal(t, "a%7Cb|100%25%0A", toolgate.Principal{Issuer: "a|b", Subject: "100%\n"}.Key())
+}
+
+// TestCallerDefaultsToThePrincipal: a call without a Caller is charged to
+// its principal's key; two principals have two budgets.
+func TestCallerDefaultsToThePrincipal(t *testing.T) {
+	log := newLog(t)
+	g := newGate(t, log, testConfig())
+	alice := toolgate.Principal{Issuer: "idp", Subject: "alice"}
+	c := call("read_file", `{}`)
+	c.Principal = alice
+	d, err := g.Before(ctx, c)
+	require.NoError(t, err)
+	require.Equal(t, toolgate.Allow, d.Verdict)
+	assert.Equal(t, "idp|alice", d.Call.Caller)
+	m, ok := g.Meter("idp|alice")
+	require.True(t, ok)
+	assert.Equal(t, 1, int(m.Steps()))
+	_, ok = g.Meter("")
+	assert.False(t, ok, "the anonymous caller made no call")
+	_, err = g.After(ctx, d.Call, toolgate.Result{})
+	require.NoError(t, err)
+}
