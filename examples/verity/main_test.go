@@ -5,10 +5,13 @@ package main
 // against a tampered copy for each failure exit code:
 //
 //	exit 0  TestVerifyFile, TestHeadAndKeptHead, TestSQLSources
-//	exit 2  TestUsageErrors
+//	exit 2  TestUsageErrors, TestSQLSourceNeedsTheTag
 //	exit 3  TestTamperedFiles/torn_tail, TestRepair
 //	exit 4  TestTamperedFiles/corrupt, TestSQLSources (a row that does not read back)
 //	exit 5  TestTamperedFiles/chain_break, TestSQLSources (a changed payload)
+//
+// The SQL sources are compiled in with the build tag "sql" (sql.go), and
+// so are their tests (sql_test.go): go test -tags sql ./examples/verity.
 //	exit 6  TestHeadAndKeptHead (a cut-off log, another hash)
 //	exit 7  TestTamperedFiles/not_a_log
 //	exit 8  TestReplayDisagreement
@@ -17,21 +20,17 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/verity-go/verity/trace"
-	"github.com/verity-go/verity/trace/sqlstore"
-	"github.com/verity-go/verity/trace/sqlstore/sqltest"
 )
 
 // result is what one run of the command printed and returned.
@@ -376,82 +375,4 @@ func TestReplayDisagreement(t *testing.T) {
 	r = verity(t, "replay", forgedBelief)
 	assert.Equal(t, exitReplay, r.code, r.stdout+r.stderr)
 	assert.Contains(t, r.stderr, "belief: ")
-}
-
-// sqlLog writes the demonstration into log "agent" of db and returns the
-// database's source prefix (without #LOG).
-func sqlLog(t testing.TB, db *sql.DB, d sqlstore.Dialect, steps int) {
-	t.Helper()
-	ctx := context.Background()
-	logs, err := sqlstore.Open(ctx, db, d)
-	require.NoError(t, err)
-	st, err := logs.Create(ctx, "agent")
-	require.NoError(t, err)
-	_, err = logs.Create(ctx, "other log")
-	require.NoError(t, err)
-	clk := &clock{t: time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)}
-	log, err := trace.NewLog(st, trace.WithClock(clk.now))
-	require.NoError(t, err)
-	writeLog(t, log, clk, steps)
-}
-
-func TestSQLSources(t *testing.T) {
-	backends := []struct {
-		name string
-		open func(t *testing.T) (db *sql.DB, src string, d sqlstore.Dialect)
-	}{
-		{"sqlite", func(t *testing.T) (*sql.DB, string, sqlstore.Dialect) {
-			path := sqltest.SQLitePath(t)
-			return sqltest.Open(t, sqltest.SQLiteDriver, sqltest.SQLiteDSN(path)), "sqlite:" + path, sqlstore.SQLite
-		}},
-		{"postgres", func(t *testing.T) (*sql.DB, string, sqlstore.Dialect) {
-			dsn := sqltest.PostgresSchema(t)
-			return sqltest.Open(t, sqltest.PostgresDriver, dsn), dsn, sqlstore.Postgres
-		}},
-	}
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
-			db, src, d := b.open(t)
-			sqlLog(t, db, d, 30)
-			list := verity(t, "inspect", src)
-			require.Equal(t, exitOK, list.code, list.stderr)
-			assert.Equal(t, "agent\nother log\n", list.stdout, "without #LOG the logs are listed")
-			assert.Equal(t, exitUsage, verity(t, "verify", src).code, "verify needs one log")
-
-			one := src + "#agent"
-			r := verity(t, "verify", one)
-			require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
-			head := strings.TrimSpace(verity(t, "head", one).stdout)
-			assert.Equal(t, exitOK, verity(t, "verify", one, "--head", head).code)
-			assert.Equal(t, exitOK, verity(t, "replay", one).code)
-			assert.Contains(t, verity(t, "inspect", one, "--kind", "claims").stdout, "PUBLISH")
-			var entries []trace.Entry
-			require.NoError(t, json.Unmarshal([]byte(verity(t, "export", one).stdout), &entries))
-			_, err := trace.Verify(entries)
-			require.NoError(t, err)
-			assert.Equal(t, exitError, verity(t, "verify", src+"#missing").code)
-			assert.Equal(t, exitOK, verity(t, "verify", src+"#other log").code, "an empty log verifies")
-
-			// A changed payload: the row reads back, the chain breaks there.
-			_, err = db.Exec(fmt.Sprintf(`UPDATE %s SET payload = %s WHERE log_id = 'agent' AND seq = 7`, sqlstore.EntriesTable, placeholder(d, 1)), []byte(`{"forged":true}`))
-			require.NoError(t, err)
-			r = verity(t, "verify", one)
-			assert.Equal(t, exitChainBreak, r.code, r.stdout)
-			assert.Contains(t, r.stdout, "hash chain broken at entry 7")
-			assert.Contains(t, r.stdout, "entries  7 verified")
-
-			// A row that no store could have written: corrupt.
-			_, err = db.Exec(fmt.Sprintf(`UPDATE %s SET time = 'yesterday' WHERE log_id = 'agent' AND seq = 3`, sqlstore.EntriesTable))
-			require.NoError(t, err)
-			r = verity(t, "verify", one)
-			assert.Equal(t, exitCorrupt, r.code, r.stdout)
-		})
-	}
-}
-
-func placeholder(d sqlstore.Dialect, n int) string {
-	if d == sqlstore.Postgres {
-		return fmt.Sprintf("$%d", n)
-	}
-	return "?"
 }

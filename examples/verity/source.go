@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"unicode/utf8"
-
-	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
-	_ "modernc.org/sqlite"             // registers "sqlite"
 
 	"github.com/verity-go/verity/trace"
 	"github.com/verity-go/verity/trace/sqlstore"
@@ -144,8 +142,17 @@ func open(ctx context.Context, src Source) (*opened, error) {
 }
 
 // openDB opens the database of src with its driver. A SQLite file must
-// exist: the driver would otherwise create an empty one.
+// exist: the driver would otherwise create an empty one. The drivers are
+// compiled in only with the build tag "sql" (sql.go); without it a
+// database source is refused with the command that builds them in.
 func openDB(src Source) (*sql.DB, error) {
+	driver := "pgx"
+	if src.Dialect == sqlstore.SQLite {
+		driver = "sqlite"
+	}
+	if !slices.Contains(sql.Drivers(), driver) {
+		return nil, errNoSQL
+	}
 	if src.Dialect == sqlstore.SQLite {
 		if _, err := os.Stat(src.Path); err != nil {
 			return nil, fmt.Errorf("sqlite database: %w", err)
@@ -154,6 +161,11 @@ func openDB(src Source) (*sql.DB, error) {
 	}
 	return sql.Open("pgx", src.DSN)
 }
+
+// errNoSQL refuses a database source in a verity built without the SQL
+// drivers. It is a usage error: the command line names a source this
+// build cannot read.
+var errNoSQL = usagef("this verity reads log files only; for sqlite: and postgres:// sources build it with the SQL drivers: go build -tags sql ./examples/verity")
 
 // openLog opens src, which must name one log. A database source without a
 // log id prints its logs and returns errListed.

@@ -29,9 +29,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/verity-go/verity/trace/sqlstore"
-	"github.com/verity-go/verity/trace/sqlstore/sqltest"
 )
 
 // requests records every request the view server answered.
@@ -162,35 +159,6 @@ func TestViewEndpoints(t *testing.T) {
 		page := strings.ReplaceAll(string(b), "http://www.w3.org/2000/svg", "") // the SVG namespace names no resource
 		assert.NotRegexp(t, `(?:https?:)?//[a-z0-9.-]+\.[a-z]{2,}`, page, "no external host in %s", p)
 	}
-}
-
-// tamperedSQLite writes the demonstration into a SQLite log and changes
-// the payload of entry 7, and returns the source.
-func tamperedSQLite(t *testing.T) string {
-	t.Helper()
-	path := sqltest.SQLitePath(t)
-	db := sqltest.Open(t, sqltest.SQLiteDriver, sqltest.SQLiteDSN(path))
-	sqlLog(t, db, sqlstore.SQLite, 200)
-	_, err := db.Exec(`UPDATE `+sqlstore.EntriesTable+` SET payload = ? WHERE log_id = 'agent' AND seq = 7`, []byte(`{"forged":true}`))
-	require.NoError(t, err)
-	return "sqlite:" + path + "#agent"
-}
-
-func TestViewTamperedSQLite(t *testing.T) {
-	base, _ := startView(t, tamperedSQLite(t))
-	var st status
-	getJSON(t, base+"api/status", &st)
-	assert.False(t, st.OK)
-	require.NotNil(t, st.BadSeq)
-	assert.Equal(t, uint64(7), *st.BadSeq)
-	assert.Equal(t, "chain break", st.Problem)
-	var page entriesPage
-	getJSON(t, base+"api/entries?offset=0&limit=20", &page)
-	assert.Equal(t, "ok", page.Rows[6].State)
-	assert.Equal(t, "bad", page.Rows[7].State)
-	assert.Equal(t, "unverified", page.Rows[8].State, "entries after the break are shown, not trusted")
-	getJSON(t, base+"api/entries?kinds=claims", &page)
-	assert.Equal(t, "bad", page.Rows[len(page.Rows)-1].State, "the bad entry stays in any filter")
 }
 
 func TestViewKeptHead(t *testing.T) {
@@ -329,35 +297,6 @@ func TestViewInChromium(t *testing.T) {
 		b, err := os.ReadFile(shot)
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "view.png"), b, 0o644))
-	}
-}
-
-func TestViewTamperedInChromium(t *testing.T) {
-	bin := chromium(t)
-	base, reqs := startView(t, tamperedSQLite(t))
-	dom := browse(t, bin, base, "--dump-dom")
-	require.Contains(t, dom, `data-ready="true"`)
-	assert.Contains(t, dom, `data-status="bad"`)
-	assert.Regexp(t, `<tr class="row bad" data-seq="7"`, dom, "the first bad entry is highlighted")
-	assert.Equal(t, 1, count(dom, `class="row bad"`))
-	assert.Contains(t, dom, "entry 7: trace: hash chain broken at entry 7")
-	assert.Regexp(t, `<tr class="row unverified" data-seq="8"`, dom)
-	checkRequests(t, base, reqs)
-
-	// The bad entry's detail shows the stored hash and the recomputed one differ.
-	dom = browse(t, bin, base+"#entry=7", "--dump-dom")
-	require.Contains(t, dom, `data-ready="true"`)
-	assert.Contains(t, dom, "✗ differs")
-	assert.Contains(t, dom, "the first entry that does not verify")
-	assert.Contains(t, dom, `"forged": true`)
-
-	shot := filepath.Join(t.TempDir(), "tampered.png")
-	browse(t, bin, base, "--screenshot="+shot)
-	checkNotBlank(t, shot)
-	if dir := os.Getenv("VERITY_VIEW_SCREENSHOT_DIR"); dir != "" {
-		b, err := os.ReadFile(shot)
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "tampered.png"), b, 0o644))
 	}
 }
 
