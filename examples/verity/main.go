@@ -1,7 +1,10 @@
 // Command verity checks, reads, replays and shows a Verity log: the tool
 // an operator or an auditor holding a log reaches for.
 //
-//	go install github.com/verity-go/verity/examples/verity@latest
+// Build it from a clone of the repository (the module is not published):
+//
+//	go install ./examples/verity            # reads log files
+//	go install -tags sql ./examples/verity  # and SQLite and PostgreSQL sources
 //
 //	verity verify  SRC [--head SEQ:HASH]        check the whole chain (and that it extends a kept head)
 //	verity head    SRC [--json]                 the head to keep: SEQ:HASH of the last entry
@@ -16,7 +19,8 @@
 // SRC is a log file (the path), a log in a SQLite database
 // (sqlite:PATH#LOG) or in PostgreSQL (postgres://USER@HOST/DB?…#LOG). The
 // log id follows the first '#'; a database source without one lists its
-// logs, one id per line.
+// logs, one id per line. The database sources need the build tag "sql",
+// which compiles in the SQLite and PostgreSQL drivers.
 //
 // Every command that reads a log verifies it as it reads (a log file is
 // verified whole when it is opened): no entry is printed, exported,
@@ -94,7 +98,8 @@ commands:
   repair  FILE                        cut a torn final record off a log file
   view    SRC [--addr 127.0.0.1:8080] [--head SEQ:HASH]
 
-SRC: FILE | sqlite:PATH#LOG | postgres://USER@HOST/DB#LOG (without #LOG: list the logs)
+SRC: FILE | sqlite:PATH#LOG | postgres://USER@HOST/DB#LOG (without #LOG: list the logs;
+     the database sources need a verity built with -tags sql)
 exit: 0 ok, 1 error, 2 usage, 3 torn tail, 4 corrupt, 5 chain break,
       6 does not extend the kept head, 7 not a log, 8 replay disagrees
 `
