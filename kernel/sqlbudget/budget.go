@@ -57,6 +57,8 @@ var budgetMigration = sqlmigrate.Migration{
 					"PRIMARY KEY (budget_id, action_id))",
 			}
 		}),
+		// Version 2: rate windows (see windows.go).
+		windowStep,
 	},
 }
 
@@ -72,6 +74,7 @@ type Store struct {
 	writers sync.Mutex
 
 	qCreate, qGet, qCharge, qRecord, qRefundTotal, qRefundAction, qCharged string
+	qw                                                                     windowQueries
 }
 
 // Open prepares db, opened by the host with a driver for dialect d,
@@ -91,7 +94,7 @@ func Open(ctx context.Context, db *sql.DB, d sqlstore.Dialect) (*Store, error) {
 	}
 	rebind := md.Rebind
 	return &Store{
-		db: db, d: md,
+		db: db, d: md, qw: newWindowQueries(md),
 		qCreate: rebind("INSERT INTO " + BudgetsTable + " (budget_id, limit_amount, gross, refunded) VALUES (?, ?, 0, 0) " +
 			"ON CONFLICT (budget_id) DO NOTHING"),
 		qGet: rebind("SELECT limit_amount, gross, refunded FROM " + BudgetsTable + " WHERE budget_id = ?"),
