@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -118,5 +119,23 @@ func BenchmarkCharge(b *testing.B) {
 			require.NoError(b, err)
 			require.Equal(b, kernel.Cost((b.N+1)*procs*each), s.Gross, "every charge landed exactly once")
 		})
+	})
+}
+
+// BenchmarkAdmit measures rate-window decisions (each a committed
+// transaction) on one key whose window holds up to 100 calls, so that a
+// decision counts a full window and prunes the call that left it.
+func BenchmarkAdmit(b *testing.B) {
+	sqltest.ForEach(b, func(b *testing.B, be sqltest.Backend) {
+		_, bs := budgets(b, be, be.NewDSN(b))
+		at := epoch
+		b.ReportAllocs()
+		for b.Loop() {
+			at = at.Add(time.Millisecond)
+			if _, _, err := bs.Admit(ctx, "bench", at, 100*time.Millisecond, 1000); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
 	})
 }

@@ -62,15 +62,43 @@
 // ErrNotFound, ErrExists, ErrLimitMismatch, ErrInvalidID. A refused call
 // changes nothing.
 //
+// # Rate windows
+//
+// The same Store holds the tool gate's shared rate windows (it implements
+// toolgate.RateWindows; give it to a gate with toolgate.WithSharedWindows)
+// so that several gates, in several processes, enforce "at most N calls
+// per duration" together. Store.Admit(ctx, key, at, per, limit) admits a
+// call when fewer than limit calls of key fall after at − per, records it
+// at at, and returns how many it saw. One table (schema version 2 of the
+// component "budget"; a version-1 database is migrated by Open):
+//
+//	verity_rate_windows (seq, window_key, at_ns, expires_ns)
+//
+// A decision is one transaction that first takes the key's lock — an
+// advisory transaction lock on a hash of the key in PostgreSQL
+// (pg_advisory_xact_lock), the database's write lock in SQLite (BEGIN
+// IMMEDIATE) — then deletes the key's calls at or before at − per, counts
+// the rest and, below the limit, inserts the call. No interleaving of
+// processes admits more than limit calls in a window. Times are the
+// calls' own (the gate's recorded time, not the database's clock), as
+// int64 nanoseconds; calls recorded later than at by another gate still
+// count, so clock skew between gates refuses rather than admits.
+// PruneWindows deletes the expired calls of keys no call visits any more.
+//
 // # Guarantees
 //
 // T1 (net spend ≤ limit) and T4 (gross never decreases) hold for any
 // number of connection pools and processes on one budget, and a refund
 // never exceeds its charge; the header of budget_test.go lists the tests
-// that check each, on PostgreSQL and on SQLite.
+// that check each, on PostgreSQL and on SQLite. A rate window never admits
+// more than its limit, across pools and processes, and decides as a naive
+// reference does: the header of windows_test.go lists its tests.
 //
 // # What it does not cover
 //
+// A rate window is a sliding log of calls, not a token bucket: a window
+// holding limit calls costs limit rows. The windows of one key should
+// keep one duration (the gate's keys name the rule and the window).
 // It does not reserve and later settle (a charge is final until
 // refunded), expire or reset budgets, or resize one (OpenOrCreate refuses
 // a different limit). The kernel's compensation rule applies: if a
