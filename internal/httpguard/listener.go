@@ -1,0 +1,201 @@
+package httpguard
+
+import (
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// EvictAfter is how long a connection may have been sending its first
+// request's headers before a new connection may take its place when the
+// cap is reached. A connection idle between two requests may be taken at
+// once.
+const EvictAfter = 250 * time.Millisecond
+
+// Listener is a net.Listener that keeps at most a fixed number of
+// connections open at once (the package documentation describes how it
+// makes room). Its methods are safe for concurrent use.
+type Listener struct {
+	net.Listener
+	max  int
+	wait time.Duration
+
+	mu    sync.Mutex
+	open  map[*conn]struct{}
+	freed chan struct{} // a slot was released (capacity 1, never blocks)
+
+	evicted, refused atomic.Uint64
+}
+
+// NewListener wraps inner so that at most max connections are open at
+// once; when full, a new connection waits up to wait for room (making it
+// when it can) and is closed otherwise. max and wait must be positive.
+func NewListener(inner net.Listener, max int, wait time.Duration) *Listener {
+	return &Listener{Listener: inner, max: max, wait: wait, open: make(map[*conn]struct{}), freed: make(chan struct{}, 1)}
+}
+
+// connection states as the Listener tracks them.
+type state uint8
+
+const (
+	busy    state = iota // unknown, in a request, or hijacked: never evicted
+	fresh                // reading the first request's headers
+	waiting              // idle between requests
+)
+
+// conn is one admitted connection; its slot is released when it closes.
+type conn struct {
+	net.Conn
+	l     *Listener
+	once  sync.Once
+	state state     // guarded by l.mu
+	since time.Time // when state was entered; guarded by l.mu
+}
+
+func (c *conn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() { c.l.release(c) })
+	return err
+}
+
+// Accept returns the next connection that finds room. A connection that
+// finds none within the wait is closed and the next one is accepted.
+func (l *Listener) Accept() (net.Conn, error) {
+	for {
+		nc, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if c := l.admit(nc); c != nil {
+			return c, nil
+		}
+	}
+}
+
+// admit gives nc a slot, making room or waiting for one; it returns nil
+// (nc closed) when none is found within l.wait.
+func (l *Listener) admit(nc net.Conn) *conn {
+	deadline := time.Now().Add(l.wait)
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		now := time.Now()
+		l.mu.Lock()
+		if len(l.open) < l.max {
+			c := &conn{Conn: nc, l: l, since: now}
+			l.open[c] = struct{}{}
+			l.mu.Unlock()
+			return c
+		}
+		victim, next := l.victim(now)
+		if victim != nil {
+			// Released here, under the lock, so that the slot is this
+			// connection's; Close then only closes.
+			delete(l.open, victim)
+			victim.once.Do(func() {})
+		}
+		l.mu.Unlock()
+		if victim != nil {
+			l.evicted.Add(1)
+			_ = victim.Conn.Close()
+			continue
+		}
+		if !now.Before(deadline) {
+			l.refused.Add(1)
+			_ = nc.Close()
+			return nil
+		}
+		d := deadline.Sub(now)
+		if !next.IsZero() && next.Sub(now) < d {
+			d = next.Sub(now)
+		}
+		if timer == nil {
+			timer = time.NewTimer(d)
+		} else {
+			timer.Reset(d)
+		}
+		select {
+		case <-l.freed:
+		case <-timer.C:
+		}
+	}
+}
+
+// victim returns the connection to close for room at now, if any: the
+// one idle longest between requests, else the one reading its first
+// request's headers for longest if that is over EvictAfter. Otherwise it
+// returns when the oldest such one will be over EvictAfter (zero if there
+// is none). l.mu is held.
+func (l *Listener) victim(now time.Time) (victim *conn, next time.Time) {
+	var idle, first *conn
+	for c := range l.open {
+		switch c.state {
+		case waiting:
+			if idle == nil || c.since.Before(idle.since) {
+				idle = c
+			}
+		case fresh:
+			if first == nil || c.since.Before(first.since) {
+				first = c
+			}
+		}
+	}
+	switch {
+	case idle != nil:
+		return idle, time.Time{}
+	case first == nil:
+		return nil, time.Time{}
+	case now.Sub(first.since) > EvictAfter:
+		return first, time.Time{}
+	default:
+		return nil, first.since.Add(EvictAfter + time.Millisecond)
+	}
+}
+
+// release frees c's slot and wakes a waiting Accept.
+func (l *Listener) release(c *conn) {
+	l.mu.Lock()
+	delete(l.open, c)
+	l.mu.Unlock()
+	select {
+	case l.freed <- struct{}{}:
+	default:
+	}
+}
+
+// ConnState records a connection's state for the choice of which to close
+// for room; install it as the http.Server's ConnState (New does).
+// Connections that are not this Listener's are ignored.
+func (l *Listener) ConnState(nc net.Conn, s http.ConnState) {
+	c, ok := nc.(*conn)
+	if !ok || c.l != l {
+		return
+	}
+	var st state
+	switch s {
+	case http.StateNew:
+		st = fresh
+	case http.StateIdle:
+		st = waiting
+	default:
+		st = busy
+	}
+	l.mu.Lock()
+	c.state, c.since = st, time.Now()
+	l.mu.Unlock()
+}
+
+// Stats reports the connections open now, those closed to make room and
+// those closed for finding none, since the Listener was made.
+func (l *Listener) Stats() (open int, evicted, refused uint64) {
+	l.mu.Lock()
+	open = len(l.open)
+	l.mu.Unlock()
+	return open, l.evicted.Load(), l.refused.Load()
+}
