@@ -9,7 +9,16 @@
 // REQUEST_TERMINATION with context.force = true end any session. Sessions
 // are opened on first use, from the latest checkpoint of their log; at
 // most -cache-size idle ones stay open, and -checkpoint-every sets how
-// many events a log holds between checkpoints. Logs are
+// many events a log holds between checkpoints.
+//
+// No client can hold the server: a request's headers must arrive within
+// -read-header-timeout (10s), the whole request within -read-timeout
+// (30s, and its body is at most -max-body bytes), its answer be taken
+// within -write-timeout (60s); a connection idle between requests is
+// closed after -idle-timeout (60s); at most -max-conns (256) connections
+// are open at once, the one idle longest closed to let a new one in, and
+// a new one finding only requests in progress waits -conn-wait (1s) for
+// room before it is closed (internal/httpguard). Logs are
 // structured (log/slog, JSON on stderr); SIGINT or SIGTERM shut the server
 // down gracefully.
 package main
@@ -36,6 +45,7 @@ import (
 	"github.com/verity-go/verity/belief"
 	"github.com/verity-go/verity/belief/server"
 	"github.com/verity-go/verity/belief/sqlstorage"
+	"github.com/verity-go/verity/internal/httpguard"
 	"github.com/verity-go/verity/trace"
 	"github.com/verity-go/verity/trace/sqlstore"
 )
@@ -61,11 +71,16 @@ func run(ctx context.Context, args []string, logOut io.Writer, ready func(addr s
 	maxBody := fl.Int64("max-body", server.DefaultMaxBodyBytes, "largest request body in bytes")
 	cacheSize := fl.Int("cache-size", belief.DefaultCacheSize, "idle sessions kept open")
 	checkpointEvery := fl.Int("checkpoint-every", belief.DefaultCheckpointEvery, "audit events between checkpoints in a session's log (0: none)")
+	limits := httpguard.Defaults()
+	limits.AddFlags(fl)
 	if err := fl.Parse(args); err != nil {
 		return err
 	}
 	if fl.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fl.Args())
+	}
+	if err := limits.Validate(); err != nil {
+		return err
 	}
 	logger := slog.New(slog.NewJSONHandler(logOut, nil))
 
@@ -102,12 +117,9 @@ func run(ctx context.Context, args []string, logOut io.Writer, ready func(addr s
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{
-		Handler:           server.New(b, server.WithLogger(logger), server.WithMaxBodyBytes(*maxBody)),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
+	hs, gl := httpguard.New(ln, server.New(b, server.WithLogger(logger), server.WithMaxBodyBytes(*maxBody)), limits)
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
+	go func() { served <- hs.Serve(gl) }()
 	logger.Info("listening", "addr", ln.Addr().String(), "data", *data, "allow_force", *allowForce,
 		"sessions_recovered", len(ids))
 	if ready != nil {
