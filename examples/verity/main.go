@@ -97,6 +97,8 @@ commands:
   export  SRC [--format json|ndjson]  entries in trace/FORMAT.md's JSON form
   repair  FILE                        cut a torn final record off a log file
   view    SRC [--addr 127.0.0.1:8080] [--head SEQ:HASH]
+          [--max-conns 256] [--conn-wait 1s] [--read-header-timeout 10s] [--read-timeout 30s]
+          [--write-timeout 60s] [--idle-timeout 60s] [--max-header-bytes 65536]
 
 SRC: FILE | sqlite:PATH#LOG | postgres://USER@HOST/DB#LOG (without #LOG: list the logs;
      the database sources need a verity built with -tags sql)

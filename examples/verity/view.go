@@ -39,6 +39,7 @@ func cmdView(ctx context.Context, e *env, args []string) error {
 	addr := fs.String("addr", "127.0.0.1:8080", "address to serve the page on")
 	var kept headFlag
 	fs.Var(&kept, "head", "a head kept elsewhere, SEQ:HASH; the page shows whether the log extends it")
+	limits := addLimitFlags(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -47,6 +48,9 @@ func cmdView(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := limits.Validate(); err != nil {
+		return &usageError{err.Error()}
+	}
 	start := time.Now()
 	ix, err := buildIndex(ctx, e, src, kept)
 	if err != nil {
@@ -54,14 +58,12 @@ func cmdView(ctx context.Context, e *env, args []string) error {
 	}
 	defer ix.close()
 	ix.status.IndexMillis = time.Since(start).Milliseconds()
-	ln, err := net.Listen("tcp", *addr)
+	hs, laddr, err := startServer(*addr, *limits, func(a string) http.Handler { return ix.handler(a, e.requestLog) })
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: ix.handler(ln.Addr().String(), e.requestLog), ReadHeaderTimeout: 10 * time.Second}
-	go hs.Serve(ln)
 	defer hs.Close()
-	url := "http://" + ln.Addr().String() + "/"
+	url := "http://" + laddr.String() + "/"
 	fmt.Fprintf(e.stderr, "verity view: %d entries of %s indexed in %s; serving %s\n", len(ix.rows), src, time.Since(start).Round(time.Millisecond), url)
 	if e.serve != nil {
 		return e.serve(url)
