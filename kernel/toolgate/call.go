@@ -3,8 +3,11 @@ package toolgate
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"path"
+	"slices"
+	"time"
 
 	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/kernel"
@@ -94,6 +97,13 @@ type Decision struct {
 	ApprovalID string
 	// Approval is the request to put to a human (AskApproval only).
 	Approval *ApprovalRequest
+	// Rule is the rule that decided (Found false when no rule applies to
+	// the tool); Condition the part of the decision that did: one of the
+	// Condition constants, "paths/<k>", "flow/<k>", "approval",
+	// "call_id" or "kernel" (the kernel's budget, step limit or
+	// invariants).
+	Rule      RuleRef
+	Condition string
 }
 
 // ApprovalRequest is a call waiting for a human. It is bound to the
@@ -174,6 +184,111 @@ type Rule struct {
 	// CheckResult runs the speculative firewall over the call's output
 	// (see Outcome.Speculative); Config.CheckResults turns it on for all.
 	CheckResult bool
+
+	// Name names the rule in decisions, explanations and window keys
+	// (`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`, unique); without it the rule
+	// is named by its index ("#2").
+	Name string
+	// Principals, when set, limits the rule to calls whose principal it
+	// admits; the rule does not apply to the others.
+	Principals *PrincipalCondition
+	// Arguments, when set, is a JSON Schema (draft 2020-12) the call's
+	// arguments must satisfy for the rule to apply. It is compiled once,
+	// by New.
+	Arguments json.RawMessage
+	// Paths are conditions on path arguments, all of which must hold for
+	// the rule to apply (see PathCondition).
+	Paths []PathCondition
+	// Effect is EffectAllow (the zero value) or EffectRefuse: a call the
+	// rule applies to is refused, with Reason, so that rules placed
+	// before others make deny-lists.
+	Effect Effect
+	Reason string
+	// Rate, when set, bounds how many calls of each caller the rule
+	// allows in a sliding window.
+	Rate *Rate
+	// Labels are attached to the caller's session by every call the rule
+	// allows (see Snapshot).
+	Labels []string
+	// Flow refuses a call, or asks a human about it, once given labels
+	// have been seen in the caller's session; the first entry whose
+	// labels were all seen decides.
+	Flow []FlowRule
+}
+
+// Effect is what a rule does with the calls it applies to.
+type Effect uint8
+
+const (
+	// EffectAllow: the call goes on to the rule's flow, rate, tier and
+	// the kernel's checks.
+	EffectAllow Effect = iota
+	// EffectRefuse: the call is refused with the rule's reason.
+	EffectRefuse
+)
+
+// String returns "allow" or "refuse".
+func (e Effect) String() string {
+	if e == EffectRefuse {
+		return "refuse"
+	}
+	return "allow"
+}
+
+// PrincipalCondition admits a call's principal when every list given
+// admits it: its issuer is one of Issuers, its subject one of Subjects,
+// it is in at least one of Groups, and it holds every one of Scopes. An
+// empty list admits everyone.
+type PrincipalCondition struct {
+	Issuers, Subjects, Groups, Scopes []string
+}
+
+// Admits reports whether the condition admits p.
+func (pc PrincipalCondition) Admits(p Principal) bool {
+	if len(pc.Issuers) > 0 && !slices.Contains(pc.Issuers, p.Issuer) {
+		return false
+	}
+	if len(pc.Subjects) > 0 && !slices.Contains(pc.Subjects, p.Subject) {
+		return false
+	}
+	if len(pc.Groups) > 0 && !slices.ContainsFunc(pc.Groups, func(g string) bool { return slices.Contains(p.Groups, g) }) {
+		return false
+	}
+	for _, s := range pc.Scopes {
+		if !slices.Contains(p.Scopes, s) {
+			return false
+		}
+	}
+	return true
+}
+
+// RateScope says what one window of a Rate counts.
+type RateScope string
+
+const (
+	// RateScopeTool: each tool the rule matches has its own window.
+	RateScopeTool RateScope = "tool"
+	// RateScopeRule: all the rule's tools share one window.
+	RateScopeRule RateScope = "rule"
+)
+
+// Rate is at most Calls calls of one caller in any window of length Per
+// ending at a call's recorded time (the window (at-Per, at]).
+type Rate struct {
+	Calls int
+	Per   time.Duration
+	Scope RateScope // RateScopeTool when empty
+}
+
+// FlowRule is an entry of Rule.Flow: once every label of After has been
+// seen in the caller's session, a call the rule applies to is refused
+// (with Reason), or, with Ask, needs a human's approval at Tier
+// (claims.TierPrivilege when empty).
+type FlowRule struct {
+	After  []string
+	Ask    bool
+	Reason string
+	Tier   claims.RiskTier
 }
 
 // matches reports whether the rule applies to tool. A malformed pattern

@@ -57,6 +57,6 @@ func Example() {
 	// ask: Allow the DELETE tool call "delete_file" with arguments {"path":"old.txt"}?
 	// delete_file: ran, charged 1
 	// send_email: ran, charged 1
-	// send_email: refused: action "send_email" rejected: budget: cost 1, remaining 0.9
+	// send_email: refused: tool "send_email" (rule #1, kernel): action "send_email" rejected: budget: cost 1, remaining 0.9
 	// format_disk: refused: tool "format_disk" is not in the gate's catalogue
 }

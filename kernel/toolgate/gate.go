@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -61,6 +64,8 @@ type Gate struct {
 	clock   func() time.Time
 	newID   func() string
 	shared  kernel.SharedBudget
+	windows RateWindows
+	comp    *Compiled
 	resumed map[string]bool // kernel sessions already on the log
 
 	mu        sync.Mutex
@@ -75,6 +80,15 @@ type caller struct {
 	sess  *kernel.Session
 	err   error
 
+	// turn orders the caller's decisions; labels and windows (the core's
+	// Snapshot) are read and changed under it.
+	turn    sync.Mutex
+	labels  map[string]bool
+	windows map[string][]time.Time
+	// at, when set, is the time the session records an execution at: the
+	// time its decision was made.
+	at atomic.Pointer[time.Time]
+
 	mu      sync.Mutex
 	open    map[string]openCall   // by call id
 	granted map[callKey][]string  // approval ids not yet used
@@ -88,7 +102,7 @@ type callKey struct{ tool, digest string }
 type openCall struct {
 	execID   string
 	tool     string
-	rule     Rule
+	rule     *compiledRule
 	cost     kernel.Cost
 	reserved bool
 }
@@ -153,7 +167,11 @@ func New(ctx context.Context, log *trace.Log, cfg Config, opts ...Option) (*Gate
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	g := &Gate{log: log, cfg: cfg, k: k, claims: cs, clock: o.clock, newID: o.newID, shared: o.shared,
+	comp, err := cfg.compile()
+	if err != nil {
+		return nil, err
+	}
+	g := &Gate{log: log, cfg: cfg, k: k, claims: cs, clock: o.clock, newID: o.newID, shared: o.shared, windows: o.windows, comp: comp,
 		resumed: map[string]bool{}, callers: map[string]*caller{}, approvals: map[string]*approval{}}
 	for e, err := range log.Entries(ctx, 0) {
 		if err != nil {
@@ -209,6 +227,7 @@ func (c Config) validate() error {
 	if c.AllowUnknown {
 		rules = append(slices.Clone(rules), c.DefaultRule)
 	}
+	names := map[string]bool{}
 	for i, r := range rules {
 		name := fmt.Sprintf("rule %d (%q)", i, r.Match)
 		if i == len(c.Rules) {
@@ -219,12 +238,13 @@ func (c Config) validate() error {
 		if !r.Tier.Valid() {
 			errs = append(errs, fmt.Errorf("%s: unknown risk tier %q", name, r.Tier))
 		}
-		if r.CostFunc == nil && r.Cost < c.MinCost {
+		if r.CostFunc == nil && r.Cost < c.MinCost && r.Effect != EffectRefuse {
 			errs = append(errs, fmt.Errorf("%s: cost %s is below the minimum cost %s", name, r.Cost, c.MinCost))
 		}
 		if r.needsApproval() && len(c.Approvers[r.Tier]) == 0 {
 			errs = append(errs, fmt.Errorf("%s: tier %s needs approvers and Config.Approvers names none", name, r.Tier))
 		}
+		errs = append(errs, c.validateV2(name, r, i == len(c.Rules), names)...)
 	}
 	if c.MinCost <= 0 {
 		errs = append(errs, fmt.Errorf("minimum cost %s must be positive", c.MinCost))
@@ -233,6 +253,94 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
 	}
 	return nil
+}
+
+// ruleNamePattern and labelPattern are what a rule's name and a label
+// may be.
+var (
+	ruleNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+	labelPattern    = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.:-]{0,63}$`)
+)
+
+// MaxRatePer is the longest window of a Rate: a year.
+const MaxRatePer = 366 * 24 * time.Hour
+
+// validateV2 checks the members of a rule beyond its match, cost and tier.
+func (c Config) validateV2(name string, r Rule, isDefault bool, names map[string]bool) []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(name+": "+format, args...)) }
+	if r.Name != "" {
+		if !ruleNamePattern.MatchString(r.Name) {
+			bad("name %q is not %s", r.Name, ruleNamePattern)
+		} else if names[r.Name] {
+			bad("name %q names another rule too", r.Name)
+		}
+		names[r.Name] = true
+	}
+	if isDefault && (r.Principals != nil || len(r.Arguments) > 0 || len(r.Paths) > 0 || r.Effect != EffectAllow) {
+		bad("the default rule has no conditions and allows")
+	}
+	if pc := r.Principals; pc != nil && len(pc.Issuers)+len(pc.Subjects)+len(pc.Groups)+len(pc.Scopes) == 0 {
+		bad("principals lists nobody")
+	}
+	if len(r.Arguments) > 0 {
+		if _, err := compileArgumentSchema(r.Arguments); err != nil {
+			bad("arguments: %v", err)
+		}
+	}
+	for k, pc := range r.Paths {
+		if _, err := pointerTokens(pc.Argument); err != nil {
+			bad("paths/%d: %v", k, err)
+		}
+		if len(pc.Under) == 0 {
+			bad("paths/%d: no directory to be under", k)
+		}
+		for _, root := range pc.Under {
+			if err := checkRoot(root); err != nil {
+				bad("paths/%d: %v", k, err)
+			}
+		}
+	}
+	if r.Effect > EffectRefuse {
+		bad("unknown effect %d", r.Effect)
+	}
+	if rt := r.Rate; rt != nil {
+		if rt.Calls < 1 {
+			bad("rate: calls %d is not positive", rt.Calls)
+		}
+		if rt.Per < time.Millisecond || rt.Per > MaxRatePer {
+			bad("rate: per %s is outside [1ms, %s]", rt.Per, MaxRatePer)
+		}
+		if rt.Scope != "" && rt.Scope != RateScopeTool && rt.Scope != RateScopeRule {
+			bad("rate: unknown scope %q", rt.Scope)
+		}
+	}
+	for _, l := range r.Labels {
+		if !labelPattern.MatchString(l) {
+			bad("label %q is not %s", l, labelPattern)
+		}
+	}
+	for k, f := range r.Flow {
+		if len(f.After) == 0 {
+			bad("flow/%d: after names no label", k)
+		}
+		for _, l := range f.After {
+			if !labelPattern.MatchString(l) {
+				bad("flow/%d: label %q is not %s", k, l, labelPattern)
+			}
+		}
+		if f.Ask {
+			t := tierOrPrivilege(f.Tier)
+			if t != claims.TierDelete && t != claims.TierPrivilege {
+				bad("flow/%d: asks at tier %s, which needs no approval (DELETE or PRIVILEGE)", k, t)
+			} else if len(c.Approvers[t]) == 0 {
+				bad("flow/%d: tier %s needs approvers and Config.Approvers names none", k, t)
+			}
+		} else if f.Tier != "" {
+			bad("flow/%d: a tier is for a flow that asks", k)
+		}
+	}
+	return errs
 }
 
 // Kernel returns the kernel every caller's session runs: what
@@ -265,7 +373,8 @@ func (g *Gate) caller(ctx context.Context, key string) (*caller, error) {
 	c, ok := g.callers[key]
 	if !ok {
 		c = &caller{ready: make(chan struct{}), open: map[string]openCall{}, granted: map[callKey][]string{},
-			denied: map[callKey][]denial{}, waiting: map[callKey]*approval{}}
+			denied: map[callKey][]denial{}, waiting: map[callKey]*approval{}, labels: map[string]bool{},
+			windows: map[string][]time.Time{}}
 		g.callers[key] = c
 	}
 	g.mu.Unlock()
@@ -282,7 +391,7 @@ func (g *Gate) caller(ctx context.Context, key string) (*caller, error) {
 	}
 	// Other calls of this caller wait on this start: one call's
 	// cancellation must not fail theirs.
-	c.sess, c.err = g.startSession(context.WithoutCancel(ctx), key)
+	c.sess, c.err = g.startSession(context.WithoutCancel(ctx), key, c)
 	if c.err != nil {
 		// Forget the failure so that a later call tries again.
 		g.mu.Lock()
@@ -296,15 +405,24 @@ func (g *Gate) caller(ctx context.Context, key string) (*caller, error) {
 	return c, nil
 }
 
-func (g *Gate) startSession(ctx context.Context, key string) (*kernel.Session, error) {
+func (g *Gate) startSession(ctx context.Context, key string, cl *caller) (*kernel.Session, error) {
 	id := g.SessionID(key)
-	opts := []kernel.Option{kernel.WithSessionID(id), kernel.WithClock(g.clock), kernel.WithIDs(g.newID)}
+	clock := func() time.Time {
+		if at := cl.at.Load(); at != nil {
+			return *at
+		}
+		return g.clock()
+	}
+	opts := []kernel.Option{kernel.WithSessionID(id), kernel.WithClock(clock), kernel.WithIDs(g.newID)}
 	if g.shared != nil {
 		opts = append(opts, kernel.WithSharedBudget(g.shared))
 	}
 	if g.resumed[id] {
 		s, err := kernel.Replay(ctx, g.log, g.k, id, opts...)
 		if err != nil {
+			return nil, fmt.Errorf("toolgate: resuming caller %q: %w", key, err)
+		}
+		if err := g.rebuild(ctx, id, cl); err != nil {
 			return nil, fmt.Errorf("toolgate: resuming caller %q: %w", key, err)
 		}
 		return s, nil
@@ -318,20 +436,6 @@ func (g *Gate) startSession(ctx context.Context, key string) (*kernel.Session, e
 		return nil, fmt.Errorf("toolgate: starting caller %q: %w", key, err)
 	}
 	return s, nil
-}
-
-// rule returns the rule for tool: the first that matches, else the
-// default rule when unknown tools are allowed.
-func (g *Gate) rule(tool string) (Rule, bool) {
-	for _, r := range g.cfg.Rules {
-		if r.matches(tool) {
-			return r, true
-		}
-	}
-	if g.cfg.AllowUnknown {
-		return g.cfg.DefaultRule, true
-	}
-	return Rule{}, false
 }
 
 // tierOrDefault is a rule's tier, claims.TierReadOnly when it names none.
@@ -348,12 +452,15 @@ func tierOrDefault(t claims.RiskTier) claims.RiskTier {
 // the call's tier needs a human — ask, answer with Approve or Deny, and
 // call Before again with the same call.
 //
-// The checks, in order: the tool must match a rule (or unknown tools be
-// allowed); its cost must be computable; a DELETE or PRIVILEGE call needs
-// an approval of exactly this call (caller, tool, arguments) not yet
-// used; then the kernel's checks (budget, step limit, invariants over the
-// counters "calls" and "calls/"+tool). An error means no decision could be
-// made or recorded, and nothing ran.
+// The checks, in order: the decision core (Compiled.Decide: the first
+// rule that applies to the tool, the principal and the arguments, its
+// effect, flow, rate window, price and tier); a DELETE or PRIVILEGE call
+// needs an approval of exactly this call (caller, tool, arguments) not
+// yet used; a shared rate window (WithSharedWindows) must admit it; then
+// the kernel's checks (budget, step limit, invariants over the counters
+// "calls" and "calls/"+tool). The Decision names the rule and the
+// condition that decided. An error means no decision could be made or
+// recorded, and nothing ran.
 func (g *Gate) Before(ctx context.Context, c Call) (Decision, error) {
 	if c.ID == "" {
 		c.ID = g.newID()
@@ -362,53 +469,96 @@ func (g *Gate) Before(ctx context.Context, c Call) (Decision, error) {
 		c.Caller = c.Principal.Key()
 	}
 	d := Decision{Call: c}
-	r, ok := g.rule(c.Tool)
-	if !ok {
-		return g.refuse(ctx, d, "unknown_tool", fmt.Sprintf("tool %q is not in the gate's catalogue", c.Tool), "")
-	}
-	cost, err := r.price(c)
-	if err != nil {
-		return g.refuse(ctx, d, "cost", fmt.Sprintf("tool %q: cannot price the call: %v", c.Tool, err), "")
+	if !g.known(c.Caller) {
+		// A caller with nothing on the log has an empty snapshot: a call
+		// the rules refuse for that caller is refused without starting a
+		// kernel session for it.
+		at := trace.Normalize(g.clock())
+		if ru := g.comp.Decide(Snapshot{}, c, at); ru.Verdict == Refuse {
+			d.Rule, d.Condition = ru.Rule, ru.Condition
+			return g.refuse(ctx, d, ru.Reason, ru.Explanation, "", at)
+		}
 	}
 	cl, err := g.caller(ctx, c.Caller)
 	if err != nil {
 		return Decision{}, err
 	}
+	// One decision of a caller at a time: its windows and labels are read
+	// and updated around the kernel's execution.
+	cl.turn.Lock()
+	defer cl.turn.Unlock()
+	at := trace.Normalize(g.clock())
+	ru := g.comp.Decide(Snapshot{Labels: cl.labels, Windows: cl.windows}, c, at)
+	d.Rule, d.Condition = ru.Rule, ru.Condition
+	if ru.Verdict == Refuse {
+		return g.refuse(ctx, d, ru.Reason, ru.Explanation, "", at)
+	}
+	r := ru.rule
 
 	var key callKey // what an approval is bound to: only needed when one is
 	cl.mu.Lock()
 	if _, dup := cl.open[c.ID]; dup {
 		cl.mu.Unlock()
-		return g.refuse(ctx, d, "duplicate_call", fmt.Sprintf("call id %q is already running", c.ID), "")
+		d.Condition = "call_id"
+		return g.refuse(ctx, d, "duplicate_call", fmt.Sprintf("call id %q is already running", c.ID), "", at)
 	}
 	var approvalID string
-	if r.needsApproval() {
+	if ru.Verdict == AskApproval {
 		key = callKey{tool: c.Tool, digest: c.ArgumentsDigest()}
 		if ds := cl.denied[key]; len(ds) > 0 {
 			dn := ds[0]
 			popFront(cl.denied, key)
 			cl.mu.Unlock()
-			why := fmt.Sprintf("tool %q (%s) denied by %s", c.Tool, r.Tier, dn.approver)
+			d.Condition = "approval"
+			why := fmt.Sprintf("tool %q (%s, approval): %s denied by %s", c.Tool, d.Rule, ru.Tier, dn.approver)
 			if dn.reason != "" {
 				why += ": " + dn.reason
 			}
-			return g.refuse(ctx, d, "denied", why, dn.id)
+			return g.refuse(ctx, d, "denied", why, dn.id, at)
 		}
 		if ids := cl.granted[key]; len(ids) > 0 {
 			approvalID = ids[0]
 			popFront(cl.granted, key)
 		} else {
 			defer cl.mu.Unlock()
-			return g.ask(ctx, cl, d, r, key)
+			return g.ask(ctx, cl, d, ru, key, at)
 		}
 	}
 	// Reserve the call id while the kernel decides, so that a second Before
 	// with the same id is refused rather than run twice.
 	cl.open[c.ID] = openCall{}
 	cl.mu.Unlock()
+	unreserve := func() {
+		cl.mu.Lock()
+		delete(cl.open, c.ID)
+		if approvalID != "" { // not used: it stays for the call's next attempt
+			cl.granted[key] = append([]string{approvalID}, cl.granted[key]...)
+		}
+		cl.mu.Unlock()
+	}
+	if g.windows != nil {
+		for _, w := range ru.Windows {
+			ok, seen, err := g.windows.Admit(ctx, SharedWindowKey(c.Caller, w.ID), at, w.Per, w.Limit)
+			if err != nil {
+				unreserve()
+				return Decision{}, fmt.Errorf("toolgate: shared rate window: %w", err)
+			}
+			if !ok {
+				unreserve()
+				d.Condition = ConditionRate
+				return g.refuse(ctx, d, "rate", fmt.Sprintf("tool %q (%s, rate): %d calls in the last %s, at most %d (shared)", c.Tool, d.Rule, seen, w.Per, w.Limit), "", at)
+			}
+		}
+	}
 
-	a := kernel.Action{ID: c.Tool, Name: c.Tool, Description: r.Description, Cost: cost, Category: string(r.Tier),
-		Reversible: false, Input: c.Arguments, Tags: []string{"call:" + c.ID},
+	tags := make([]string, 0, 2+len(r.tags)+len(ru.Windows))
+	tags = append(tags, "call:"+c.ID)
+	tags = append(tags, r.tags...)
+	for _, w := range ru.Windows {
+		tags = append(tags, "window:"+w.ID)
+	}
+	a := kernel.Action{ID: c.Tool, Name: c.Tool, Description: r.Description, Cost: ru.Cost, Category: string(r.Tier),
+		Reversible: false, Input: c.Arguments, Tags: tags,
 		Effects: []kernel.Effect{
 			kernel.Count("calls", kernel.Int(1), kernel.Int(0)),
 			kernel.Count("calls/"+c.Tool, kernel.Int(1), kernel.Int(0)),
@@ -417,28 +567,62 @@ func (g *Gate) Before(ctx context.Context, c Call) (Decision, error) {
 		a.Tags = append(a.Tags, "approval:"+approvalID)
 	}
 	var rec kernel.Record
+	cl.at.Store(&at) // the execution is recorded at the decision's time
 	if r.Reserve {
 		rec, err = cl.sess.Reserve(ctx, a)
 	} else {
 		rec, err = cl.sess.Execute(ctx, a)
 	}
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
+	cl.at.Store(nil)
 	if err != nil {
-		delete(cl.open, c.ID)
-		if approvalID != "" { // not used: it stays for the call's next attempt
-			cl.granted[key] = append([]string{approvalID}, cl.granted[key]...)
-		}
+		unreserve()
 		var rej *kernel.RejectedError
 		if errors.As(err, &rej) && rej.Seq != 0 {
-			d.Verdict, d.Explanation, d.Seq = Refuse, rej.Verdict.Explain(), rej.Seq
+			d.Condition = "kernel"
+			d.Verdict, d.Explanation, d.Seq = Refuse, OneLine(fmt.Sprintf("tool %q (%s, kernel): %s", c.Tool, d.Rule, rej.Verdict.Explain())), rej.Seq
 			return d, nil
 		}
 		return Decision{}, err
 	}
-	cl.open[c.ID] = openCall{execID: rec.ExecID, tool: c.Tool, rule: r, cost: cost, reserved: r.Reserve}
+	cl.ran(ru, at)
+	cl.mu.Lock()
+	cl.open[c.ID] = openCall{execID: rec.ExecID, tool: c.Tool, rule: r, cost: ru.Cost, reserved: r.Reserve}
+	cl.mu.Unlock()
 	d.Verdict, d.ExecID, d.Seq, d.Reserved, d.ApprovalID = Allow, rec.ExecID, rec.Seq, r.Reserve, approvalID
 	return d, nil
+}
+
+// known reports whether the caller has a session, in this gate or on
+// its log.
+func (g *Gate) known(key string) bool {
+	g.mu.Lock()
+	_, ok := g.callers[key]
+	g.mu.Unlock()
+	return ok || g.resumed[g.SessionID(key)]
+}
+
+// SharedWindowKey is the key under which a gate with WithSharedWindows
+// counts the calls of caller in the window id ("rule:<rule>" or
+// "rule:<rule>|tool:<tool>", <rule> the rule's name or "#" and its
+// index): "toolgate|" + caller + "|" + id.
+func SharedWindowKey(caller, id string) string { return "toolgate|" + caller + "|" + id }
+
+// ran records in the caller's snapshot what a call that ran carries: its
+// time in its windows and its labels. cl.turn is held.
+func (cl *caller) ran(ru Ruling, at time.Time) {
+	for _, w := range ru.Windows {
+		ts := cl.windows[w.ID]
+		// Keep only what a window of this length can still count.
+		from := at.Add(-w.Per)
+		k := 0
+		for k < len(ts) && !ts[k].After(from) {
+			k++
+		}
+		cl.windows[w.ID] = append(ts[k:], at)
+	}
+	for _, l := range ru.Labels {
+		cl.labels[l] = true
+	}
 }
 
 // popFront removes the first element of m[key], and the key with it when
@@ -453,7 +637,8 @@ func popFront[T any](m map[callKey][]T, key callKey) {
 
 // ask returns the request c waits on, making it (a claims evaluation on
 // the log) the first time. cl.mu is held.
-func (g *Gate) ask(ctx context.Context, cl *caller, d Decision, r Rule, key callKey) (Decision, error) {
+func (g *Gate) ask(ctx context.Context, cl *caller, d Decision, ru Ruling, key callKey, at time.Time) (Decision, error) {
+	tier := ru.Tier
 	if ap, ok := cl.waiting[key]; ok {
 		d.Verdict, d.Explanation, d.Seq = AskApproval, ap.req.Question, ap.seq
 		req := ap.req
@@ -463,20 +648,26 @@ func (g *Gate) ask(ctx context.Context, cl *caller, d Decision, r Rule, key call
 	}
 	c := d.Call
 	if limit := g.cfg.MaxWaiting; limit > 0 && len(cl.waiting) >= limit {
-		return g.refuse(ctx, d, "too_many_waiting", fmt.Sprintf("tool %q (%s): %d calls of this caller already wait for a human", c.Tool, r.Tier, len(cl.waiting)), "")
+		d.Condition = "approval"
+		return g.refuse(ctx, d, "too_many_waiting", fmt.Sprintf("tool %q (%s, approval): %s: %d calls of this caller already wait for a human", c.Tool, d.Rule, tier, len(cl.waiting)), "", at)
 	}
 	shown, err := showArguments(c.Arguments)
 	if err != nil {
-		return g.refuse(ctx, d, "unshowable_arguments", fmt.Sprintf("tool %q (%s) needs a human's approval: %v", c.Tool, r.Tier, err), "")
+		d.Condition = "approval"
+		return g.refuse(ctx, d, "unshowable_arguments", fmt.Sprintf("tool %q (%s, approval): %s needs a human's approval: %v", c.Tool, d.Rule, tier, err), "", at)
 	}
-	question := fmt.Sprintf("Allow the %s tool call %q with arguments %s?", r.Tier, c.Tool, shown)
+	question := fmt.Sprintf("Allow the %s tool call %q with arguments %s?", tier, c.Tool, shown)
+	if ru.Explanation != "" { // a flow asks: say why
+		question = fmt.Sprintf("Allow the %s tool call %q with arguments %s (%s: %s)?", tier, c.Tool, shown, d.Rule, ru.Explanation)
+	}
+	question = OneLine(question)
 	claim := claims.Claim{
 		ID:          "call",
 		Statement:   fmt.Sprintf("call tool %q with arguments sha256:%s", c.Tool, key.digest),
 		ClaimType:   claims.ClaimDecision,
 		Uncertainty: claims.Uncertainty{Method: claims.MethodConfidenceScore, Value: 0, Interpretation: "the agent asks to run this exact call", GateRecommendation: claims.RecommendExecute},
-		RiskTier:    r.Tier,
-		IfWrongCost: r.Description,
+		RiskTier:    tier,
+		IfWrongCost: ru.rule.Description,
 	}
 	b := claims.NewBundle("", time.Time{}, agentName(c.Caller), claim)
 	ev, err := g.claims.Evaluate(ctx, b, g.claimsContext(c.Caller))
@@ -487,7 +678,7 @@ func (g *Gate) ask(ctx context.Context, cl *caller, d Decision, r Rule, key call
 		return Decision{}, fmt.Errorf("toolgate: approval request for %q evaluated %s: %s", c.Tool, ev.Decision, ev.Reason)
 	}
 	ap := &approval{key: key, bundle: ev.Bundle, seq: ev.Seq, req: ApprovalRequest{ID: ev.Bundle.ID, Caller: c.Caller, Tool: c.Tool,
-		ArgumentsDigest: key.digest, Tier: r.Tier, Awaiting: slices.Clone(ev.Pending), Question: question}}
+		ArgumentsDigest: key.digest, Tier: tier, Awaiting: slices.Clone(ev.Pending), Question: question}}
 	cl.waiting[key] = ap
 	g.mu.Lock()
 	g.approvals[ap.req.ID] = ap
@@ -579,15 +770,28 @@ type RefuseEntry struct {
 	ArgumentsSHA256 string `json:"arguments_sha256"`
 	ArgumentsSize   int    `json:"arguments_size"`
 	Approval        string `json:"approval,omitempty"` // the denied request
+	// Rule is the rule that decided: "#" and its index in the policy's
+	// tools, or "default"; RuleName its name; Condition the part of it
+	// that refused (see Ruling). Empty when no rule applied.
+	Rule      string `json:"rule,omitempty"`
+	RuleName  string `json:"rule_name,omitempty"`
+	Condition string `json:"condition,omitempty"`
 }
 
 // refuse records a refusal the kernel did not make and returns it.
-func (g *Gate) refuse(ctx context.Context, d Decision, reason, explanation, approvalID string) (Decision, error) {
+func (g *Gate) refuse(ctx context.Context, d Decision, reason, explanation, approvalID string, at time.Time) (Decision, error) {
 	c := d.Call
 	explanation = OneLine(explanation)
 	e := RefuseEntry{Session: g.SessionID(c.Caller), Caller: c.Caller, CallID: c.ID, Tool: c.Tool, Reason: reason,
-		Explanation: explanation, ArgumentsSHA256: c.ArgumentsDigest(), ArgumentsSize: len(c.Arguments), Approval: approvalID}
-	entry, err := g.log.Append(ctx, KindRefuse, e.appendJSON(nil), trace.At(g.clock()))
+		Explanation: explanation, ArgumentsSHA256: c.ArgumentsDigest(), ArgumentsSize: len(c.Arguments), Approval: approvalID,
+		Condition: d.Condition}
+	if d.Rule.Found {
+		e.Rule, e.RuleName = d.Rule.id(), d.Rule.Name
+		if d.Rule.Index >= 0 {
+			e.Rule = "#" + strconv.Itoa(d.Rule.Index)
+		}
+	}
+	entry, err := g.log.Append(ctx, KindRefuse, e.appendJSON(nil), trace.At(at))
 	if err != nil {
 		return Decision{}, fmt.Errorf("toolgate: recording refusal of %q: %w", c.Tool, err)
 	}
@@ -662,4 +866,52 @@ func (g *Gate) decide(ctx context.Context, id, approver string, dec claims.Appro
 	delete(g.approvals, id)
 	g.mu.Unlock()
 	return ev.Decision == claims.DecisionPublish, nil
+}
+
+// rebuild restores the caller's Snapshot from the log: the labels and
+// window times its executions recorded (tags "label:<name>" and
+// "window:<id>", at the entry's time), so that a gate restarted over the
+// log decides as the one before it would have.
+func (g *Gate) rebuild(ctx context.Context, session string, cl *caller) error {
+	for e, err := range g.log.Entries(ctx, 0) {
+		if err != nil {
+			return err
+		}
+		if e.Kind != kernel.KindExecute && e.Kind != kernel.KindReserve {
+			continue
+		}
+		d, err := kernel.DecodeEntry(e)
+		if err != nil {
+			return err
+		}
+		var rec kernel.Record
+		switch x := d.(type) {
+		case kernel.ExecuteEntry:
+			if x.Session != session {
+				continue
+			}
+			rec = x.Record
+		case kernel.ReserveEntry:
+			if x.Session != session {
+				continue
+			}
+			rec = x.Record
+		default:
+			continue
+		}
+		for _, t := range rec.Action.Tags {
+			switch {
+			case strings.HasPrefix(t, "label:"):
+				cl.labels[t[len("label:"):]] = true
+			case strings.HasPrefix(t, "window:"):
+				id := t[len("window:"):]
+				cl.windows[id] = append(cl.windows[id], rec.Time)
+			}
+		}
+	}
+	for id, ts := range cl.windows {
+		slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+		cl.windows[id] = ts
+	}
+	return nil
 }

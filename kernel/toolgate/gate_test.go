@@ -106,7 +106,7 @@ func TestUnknownToolRefused(t *testing.T) {
 	assert.Equal(t, toolgate.KindRefuse, e.Kind)
 	got, err := toolgate.DecodeEntry(e)
 	require.NoError(t, err)
-	assert.Equal(t, toolgate.RefuseEntry{Session: "toolgate:", CallID: d.Call.ID, Tool: "format_disk", Reason: "unknown_tool",
+	assert.Equal(t, toolgate.RefuseEntry{Session: "toolgate:", CallID: d.Call.ID, Tool: "format_disk", Reason: "unknown_tool", Condition: "unknown_tool",
 		Explanation: d.Explanation, ArgumentsSHA256: call("", `{}`).ArgumentsDigest(), ArgumentsSize: 2}, got)
 	_, err = g.After(ctx, d.Call, toolgate.Result{})
 	assert.ErrorIs(t, err, toolgate.ErrUnknownCall, "a refused call cannot be finished")
@@ -138,7 +138,7 @@ func TestBudgetRunsOutWithAnExplanation(t *testing.T) {
 	d, err := g.Before(ctx, call("send", `{"n":5}`))
 	require.NoError(t, err)
 	assert.Equal(t, toolgate.Refuse, d.Verdict)
-	assert.Equal(t, `action "send" rejected: budget: cost 2, remaining 0`, d.Explanation)
+	assert.Equal(t, `tool "send" (rule #3, kernel): action "send" rejected: budget: cost 2, remaining 0`, d.Explanation)
 	assert.Equal(t, kernel.KindReject, entryAt(t, log, d.Seq).Kind, "the rejection's own entry")
 }
 
@@ -229,13 +229,13 @@ func TestDenialRefusesOnce(t *testing.T) {
 	r, err := g.Before(ctx, d.Call)
 	require.NoError(t, err)
 	assert.Equal(t, toolgate.Refuse, r.Verdict)
-	assert.Equal(t, `tool "delete_file" (DELETE) denied by human: never the root`, r.Explanation)
+	assert.Equal(t, `tool "delete_file" (rule #2, approval): DELETE denied by human: never the root`, r.Explanation)
 	d, err = g.Before(ctx, d.Call)
 	require.NoError(t, err)
 	require.NoError(t, g.Deny(ctx, d.Approval.ID, toolgate.DefaultApprover, "no:\nnot\ttoday"))
 	r, err = g.Before(ctx, d.Call)
 	require.NoError(t, err)
-	assert.Equal(t, `tool "delete_file" (DELETE) denied by human: no: not today`, r.Explanation, "an explanation is one line whatever the reason")
+	assert.Equal(t, `tool "delete_file" (rule #2, approval): DELETE denied by human: no: not today`, r.Explanation, "an explanation is one line whatever the reason")
 	e, err := toolgate.DecodeEntry(entryAt(t, log, r.Seq))
 	require.NoError(t, err)
 	assert.Equal(t, d.Approval.ID, e.(toolgate.RefuseEntry).Approval)
@@ -590,7 +590,7 @@ func TestWaitingRequestsBounded(t *testing.T) {
 	d, err := g.Before(ctx, call("delete_file", `{"n":3}`))
 	require.NoError(t, err)
 	assert.Equal(t, toolgate.Refuse, d.Verdict)
-	assert.Equal(t, `tool "delete_file" (DELETE): 3 calls of this caller already wait for a human`, d.Explanation)
+	assert.Equal(t, `tool "delete_file" (rule #2, approval): DELETE: 3 calls of this caller already wait for a human`, d.Explanation)
 	d, err = g.Before(ctx, toolgate.Call{Tool: "delete_file", Caller: "other", Arguments: []byte(`{"n":3}`)})
 	require.NoError(t, err)
 	assert.Equal(t, toolgate.AskApproval, d.Verdict, "the bound is per caller")

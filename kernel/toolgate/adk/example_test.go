@@ -66,7 +66,7 @@ func Example() {
 	}
 	// Output:
 	// map[sent_to:bob]
-	// map[error:action "send" rejected: budget: cost 3, remaining 2]
+	// map[error:tool "send" (rule #0, kernel): action "send" rejected: budget: cost 3, remaining 2]
 }
 
 // The plugin guards every agent of a runner. A DELETE-tier call asks

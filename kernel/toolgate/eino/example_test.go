@@ -131,6 +131,6 @@ func Example() {
 	// model calls c3 read_file {"path":"/tmp/b"}
 	// model calls c4 read_file {"path":"/tmp/c"}
 	//   c3 → contents of /tmp/b
-	//   c4 → action "read_file" rejected: budget: cost 1, remaining 0
+	//   c4 → tool "read_file" (rule #0, kernel): action "read_file" rejected: budget: cost 1, remaining 0
 	// model: done: /tmp/a deleted, /tmp/c left for later
 }

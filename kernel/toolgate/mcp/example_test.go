@@ -72,7 +72,7 @@ func ExampleGuard() {
 	// Output:
 	// search a: error=false found a
 	// human asked: Allow the DELETE tool call "delete_file" with arguments {"q":"b"}?
-	// delete_file b: error=true tool "delete_file" (DELETE) denied by human: declined
+	// delete_file b: error=true tool "delete_file" (rule #1, approval): DELETE denied by human: declined
 	// search c: error=false found c
-	// search d: error=true action "search" rejected: budget: cost 1, remaining 0
+	// search d: error=true tool "search" (rule #0, kernel): action "search" rejected: budget: cost 1, remaining 0
 }

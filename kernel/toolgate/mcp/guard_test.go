@@ -165,7 +165,7 @@ func TestDeleteNeverRunsWhenRefused(t *testing.T) {
 
 				res := call(t, cs, "delete_file", "prod.db")
 				assert.True(t, res.IsError)
-				assert.Contains(t, text(res), `tool "delete_file" (DELETE) denied by human: `+action)
+				assert.Contains(t, text(res), `approval): DELETE denied by human: `+action)
 				assert.Zero(t, r.tools.count("delete_file"), "refused by the human: it never ran")
 				assert.Len(t, human.questions(), 1)
 				assertAskedVia(t, version, human, 1)

@@ -380,7 +380,7 @@ func TestProxyDeleteAsksTheHuman(t *testing.T) {
 	p = startProxy(t, append([]string{"-policy", pol, "-log", logPath, "--"}, up.argv()...), no)
 	res = p.call(t, "delete_file", map[string]any{"path": "b.txt"})
 	assert.True(t, res.IsError)
-	assert.Contains(t, text(res), `tool "delete_file" (DELETE) denied by human: declined`)
+	assert.Contains(t, text(res), `approval): DELETE denied by human: declined`)
 	assert.Equal(t, 1, no.count())
 	assert.Equal(t, 1, up.ran(t, "delete_file"), "declined: never ran")
 	assert.True(t, up.exists("b.txt"))

@@ -1,0 +1,537 @@
+package toolgate
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/verity-go/verity/claims"
+	"github.com/verity-go/verity/internal/canon"
+	"github.com/verity-go/verity/kernel"
+)
+
+// The decision core: which rule applies to a call, and what it decides —
+// a pure function of the compiled rules, what the caller's session has
+// seen (a Snapshot), the call and its time. Gate is the shell around it:
+// it locks, asks the humans, drives the kernel session and appends to the
+// log. A host with its own concurrency model can run the core directly
+// (Compiled.Decide) and the kernel itself.
+
+// Compiled is a gate's rules made ready to decide: argument schemas
+// compiled, path roots cleaned, names resolved. It is immutable and safe
+// for concurrent use. Config.Compile and Policy.Compile make one; the
+// linter's questions (Match, Coverage) are asked of it.
+type Compiled struct {
+	rules        []compiledRule
+	def          *compiledRule // the default rule, when unknown tools are allowed
+	allowUnknown bool
+}
+
+type compiledRule struct {
+	Rule
+	index   int    // in Config.Rules; -1 for the default rule
+	id      string // Name, or "#index"
+	literal bool   // Match has no pattern characters
+	schema  *jsonschema.Schema
+	paths   []compiledPath
+	tags    []string // "rule:<id>" and the labels' "label:<name>", on every execution
+}
+
+type compiledPath struct {
+	tokens []string // the argument's JSON Pointer, unescaped
+	cond   PathCondition
+}
+
+// RuleRef names a rule in a decision: its index in Config.Rules (the
+// policy file's tools), -1 for the default rule, and its name if it has
+// one. The zero RuleRef with Found false means no rule applied.
+type RuleRef struct {
+	Found bool
+	Index int
+	Name  string
+}
+
+// String returns `rule #2 "name"`, `rule #2`, "default rule" or "no rule".
+func (r RuleRef) String() string {
+	switch {
+	case !r.Found:
+		return "no rule"
+	case r.Index < 0:
+		return "default rule"
+	case r.Name != "":
+		return "rule #" + strconv.Itoa(r.Index) + " " + strconv.Quote(r.Name)
+	}
+	return "rule #" + strconv.Itoa(r.Index)
+}
+
+// id returns the rule's id in window keys and tags: its name, or "#i".
+func (r RuleRef) id() string {
+	switch {
+	case r.Name != "":
+		return r.Name
+	case r.Index < 0:
+		return "default"
+	}
+	return "#" + strconv.Itoa(r.Index)
+}
+
+// The conditions a Ruling names: which part of the rule decided.
+const (
+	ConditionMatch       = "match"        // the rule applied and nothing refused the call
+	ConditionUnknownTool = "unknown_tool" // no rule matches the tool
+	ConditionArguments   = "arguments"    // the arguments cannot be read one way
+	ConditionEffect      = "effect"       // a refusing rule
+	ConditionRate        = "rate"         // the rule's window is full
+	ConditionCost        = "cost"         // the rule's price could not be computed
+	ConditionTier        = "tier"         // the rule's tier needs a human
+	// "paths/<k>" and "flow/<k>" name a path condition or a flow entry.
+)
+
+// Snapshot is what the core knows of one caller's session: the labels
+// its allowed calls carried, and the recorded times (ascending) of its
+// calls in each rate window, by window id. The core only reads it.
+type Snapshot struct {
+	Labels  map[string]bool
+	Windows map[string][]time.Time
+}
+
+// Window is a rate window a call counts in once it runs: its id (see
+// Rule.Rate), length and limit.
+type Window struct {
+	ID    string
+	Per   time.Duration
+	Limit int
+}
+
+// Ruling is the core's decision about a call.
+type Ruling struct {
+	// Verdict: Allow (go on to the kernel's checks), Refuse, or
+	// AskApproval (a human must approve at Tier first).
+	Verdict Verdict
+	// Rule is the rule that decided; Condition the part of it that did.
+	Rule      RuleRef
+	Condition string
+	// Reason is the refusal's code on the log (unknown_tool, refused,
+	// arguments, unsafe_path, flow, rate, cost); Explanation the one
+	// line that says why, or what the human is asked.
+	Reason      string
+	Explanation string
+	// Tier is the risk tier of the call (an approval's tier).
+	Tier claims.RiskTier
+	// Cost is what the call is charged (its upper bound with Reserve).
+	Cost kernel.Cost
+	// Windows are the rate windows the call counts in when it runs;
+	// Labels what it attaches to the session.
+	Windows []Window
+	Labels  []string
+
+	rule *compiledRule
+}
+
+// Compile checks c's rules and makes them ready to decide. The error
+// wraps ErrInvalidConfig and names every problem.
+func (c Config) Compile() (*Compiled, error) {
+	c = c.clone()
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	return c.compile()
+}
+
+// compile builds the Compiled form of a validated, cloned Config.
+func (c Config) compile() (*Compiled, error) {
+	out := &Compiled{allowUnknown: c.AllowUnknown, rules: make([]compiledRule, len(c.Rules))}
+	var errs []error
+	for i, r := range c.Rules {
+		cr, err := compileRule(r, i)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out.rules[i] = cr
+	}
+	if c.AllowUnknown {
+		cr, err := compileRule(c.DefaultRule, -1)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		out.def = &cr
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
+	}
+	return out, nil
+}
+
+func compileRule(r Rule, i int) (compiledRule, error) {
+	ref := RuleRef{Found: true, Index: i, Name: r.Name}
+	cr := compiledRule{Rule: r, index: i, id: ref.id(), literal: !strings.ContainsAny(r.Match, `*?[\`)}
+	cr.Tier = tierOrDefault(r.Tier)
+	if len(r.Arguments) > 0 {
+		s, err := compileArgumentSchema(r.Arguments)
+		if err != nil {
+			return cr, fmt.Errorf("%s: arguments: %w", ref, err)
+		}
+		cr.schema = s
+	}
+	for k, pc := range r.Paths {
+		tokens, err := pointerTokens(pc.Argument)
+		if err != nil {
+			return cr, fmt.Errorf("%s: paths/%d: %w", ref, k, err)
+		}
+		cp := compiledPath{tokens: tokens, cond: PathCondition{Argument: pc.Argument, CaseInsensitive: pc.CaseInsensitive}}
+		for _, root := range pc.Under {
+			if err := checkRoot(root); err != nil {
+				return cr, fmt.Errorf("%s: paths/%d: %w", ref, k, err)
+			}
+			cp.cond.Under = append(cp.cond.Under, path.Clean(root))
+		}
+		cr.paths = append(cr.paths, cp)
+	}
+	cr.tags = append(cr.tags, "rule:"+cr.id)
+	for _, l := range r.Labels {
+		cr.tags = append(cr.tags, "label:"+l)
+	}
+	cr.Labels = slices.Clone(r.Labels)
+	return cr, nil
+}
+
+// argumentSchemaURL is the URL an argument schema is compiled under; a
+// schema may refer only to itself.
+const argumentSchemaURL = "urn:verity:toolgate:arguments"
+
+// compileArgumentSchema compiles a rule's argument schema (draft 2020-12
+// unless it names another with $schema), refusing references to other
+// documents and any panic of the compiler.
+func compileArgumentSchema(raw json.RawMessage) (s *jsonschema.Schema, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s, err = nil, fmt.Errorf("the schema does not compile: %v", r)
+		}
+	}()
+	if _, err := canon.Decode(raw); err != nil {
+		return nil, fmt.Errorf("not a JSON value: %v", err)
+	}
+	c := jsonschema.NewCompiler()
+	c.Draft = jsonschema.Draft2020
+	c.AssertFormat = true
+	c.LoadURL = func(u string) (io.ReadCloser, error) {
+		return nil, fmt.Errorf("an argument schema refers only to itself, not to %s", u)
+	}
+	if err := c.AddResource(argumentSchemaURL, bytes.NewReader(raw)); err != nil {
+		return nil, fmt.Errorf("the schema does not compile: %v", oneLineErr(err))
+	}
+	s, err = c.Compile(argumentSchemaURL)
+	if err != nil {
+		return nil, fmt.Errorf("the schema does not compile: %v", oneLineErr(err))
+	}
+	return s, nil
+}
+
+func oneLineErr(err error) string { return OneLine(err.Error()) }
+
+// pointerTokens splits an RFC 6901 JSON Pointer into its unescaped
+// reference tokens.
+func pointerTokens(p string) ([]string, error) {
+	if p == "" {
+		return nil, errors.New("the argument's pointer is empty: a path is a member of the arguments, such as \"/path\"")
+	}
+	if p[0] != '/' {
+		return nil, fmt.Errorf("%q is not a JSON Pointer (it starts with \"/\")", p)
+	}
+	parts := strings.Split(p[1:], "/")
+	for i, t := range parts {
+		if badTilde.MatchString(t) {
+			return nil, fmt.Errorf("%q is not a JSON Pointer: \"~\" is followed by 0 or 1", p)
+		}
+		parts[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
+	}
+	return parts, nil
+}
+
+var badTilde = regexp.MustCompile(`~([^01]|$)`)
+
+// lookup returns the value at tokens in v.
+func lookup(v any, tokens []string) (any, bool) {
+	for _, t := range tokens {
+		switch x := v.(type) {
+		case map[string]any:
+			n, ok := x[t]
+			if !ok {
+				return nil, false
+			}
+			v = n
+		case []any:
+			i, err := strconv.Atoi(t)
+			if err != nil || i < 0 || i >= len(x) || (len(t) > 1 && t[0] == '0') || t[0] == '+' {
+				return nil, false
+			}
+			v = x[i]
+		default:
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// matchesTool reports whether the rule's match covers tool.
+func (r *compiledRule) matchesTool(tool string) bool {
+	if r.literal {
+		return r.Match == tool
+	}
+	return r.matches(tool)
+}
+
+// conditional reports whether the rule looks at more than the tool's
+// name.
+func (r *compiledRule) conditional() bool {
+	return r.Principals != nil || r.schema != nil || len(r.paths) > 0
+}
+
+func (r *compiledRule) ref() RuleRef { return RuleRef{Found: true, Index: r.index, Name: r.Name} }
+
+// args is a call's arguments decoded once, on first need.
+type args struct {
+	raw     []byte
+	decoded bool
+	v       any
+	err     error
+}
+
+func (a *args) value() (any, error) {
+	if !a.decoded {
+		a.decoded = true
+		if len(a.raw) == 0 {
+			a.v = map[string]any{}
+		} else {
+			a.v, a.err = canon.Decode(a.raw)
+		}
+	}
+	return a.v, a.err
+}
+
+// applies reports whether rule r applies to the call, or, with a non-empty
+// refusal, that the call must be refused at r (its arguments cannot be
+// read one way, or a path is unsafe): such a call never falls through to
+// a later rule.
+func (r *compiledRule) applies(c *Call, a *args) (ok bool, condition, why string) {
+	if !r.matchesTool(c.Tool) {
+		return false, "", ""
+	}
+	if r.Principals != nil && !r.Principals.Admits(c.Principal) {
+		return false, "", ""
+	}
+	if r.schema == nil && len(r.paths) == 0 {
+		return true, "", ""
+	}
+	v, err := a.value()
+	if err != nil {
+		return false, ConditionArguments, fmt.Sprintf("the arguments are not one JSON value every reader reads the same way: %v", strings.TrimPrefix(err.Error(), "canon: "))
+	}
+	if r.schema != nil {
+		if err := validateArguments(r.schema, v); err != nil {
+			return false, "", ""
+		}
+	}
+	for k, p := range r.paths {
+		x, found := lookup(v, p.tokens)
+		s, isString := x.(string)
+		if !found || !isString {
+			return false, "", ""
+		}
+		switch verdict, why := p.cond.check(s); verdict {
+		case pathUnsafe:
+			return false, "paths/" + strconv.Itoa(k), "argument " + p.cond.Argument + ": " + why
+		case pathOutside:
+			return false, "", ""
+		}
+	}
+	return true, "", ""
+}
+
+// validateArguments runs a compiled schema, a panic of the validator
+// counting as a failure.
+func validateArguments(s *jsonschema.Schema, v any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("the argument schema failed: %v", r)
+		}
+	}()
+	return s.Validate(v)
+}
+
+// Rule returns the rule c would decide a call of tool by p with args
+// by, looking at the rule's match, principals, argument schema and paths
+// only (not windows or labels); a RuleRef with Found false when no rule
+// applies (and unknown tools are refused). Condition is non-empty when
+// the call would be refused at that rule for what its arguments are
+// (ConditionArguments, "paths/k").
+func (c *Compiled) Match(tool string, p Principal, arguments []byte) (ref RuleRef, condition string) {
+	call := Call{Tool: tool, Principal: p, Arguments: arguments}
+	r, condition, _ := c.find(&call, &args{raw: arguments})
+	if r == nil {
+		return RuleRef{}, ""
+	}
+	return r.ref(), condition
+}
+
+// find returns the rule that applies to c, or the rule at which it must
+// be refused (condition and why set), or nil.
+func (c *Compiled) find(call *Call, a *args) (r *compiledRule, condition, why string) {
+	for i := range c.rules {
+		r := &c.rules[i]
+		ok, cond, why := r.applies(call, a)
+		if cond != "" {
+			return r, cond, why
+		}
+		if ok {
+			return r, "", ""
+		}
+	}
+	if c.allowUnknown {
+		return c.def, "", ""
+	}
+	return nil, "", ""
+}
+
+// Decide is the decision core: what the rules say about call, made at
+// time at by a caller whose session is s. It reads nothing else and
+// changes nothing: the same inputs give the same Ruling. In order: the
+// first rule that applies (its match, principals, argument schema and
+// paths; arguments that cannot be read one way or an unsafe path refuse
+// the call at that rule); a refusing rule; the rule's flow against the
+// labels seen; its rate window (the calls in (at-Per, at]); its price;
+// its tier (or the flow's) needing a human.
+func (c *Compiled) Decide(s Snapshot, call Call, at time.Time) Ruling {
+	a := args{raw: call.Arguments}
+	r, condition, why := c.find(&call, &a)
+	if r == nil {
+		return Ruling{Verdict: Refuse, Condition: ConditionUnknownTool, Reason: "unknown_tool",
+			Explanation: fmt.Sprintf("tool %q is not in the gate's catalogue", call.Tool)}
+	}
+	out := Ruling{Verdict: Refuse, Rule: r.ref(), Tier: r.Tier, rule: r}
+	refuse := func(cond, reason, format string, args ...any) Ruling {
+		out.Condition, out.Reason = cond, reason
+		out.Explanation = fmt.Sprintf("tool %q (%s, %s): ", call.Tool, out.Rule, cond) + fmt.Sprintf(format, args...)
+		return out
+	}
+	if condition != "" {
+		reason := "unsafe_path"
+		if condition == ConditionArguments {
+			reason = "arguments"
+		}
+		return refuse(condition, reason, "%s", why)
+	}
+	if r.Effect == EffectRefuse {
+		if r.Reason != "" {
+			return refuse(ConditionEffect, "refused", "%s", r.Reason)
+		}
+		return refuse(ConditionEffect, "refused", "the policy refuses this call")
+	}
+	tier := r.Tier
+	askCond, askWhy := "", ""
+	for k, f := range r.Flow {
+		if !allSeen(s.Labels, f.After) {
+			continue
+		}
+		cond := "flow/" + strconv.Itoa(k)
+		why := f.Reason
+		if why == "" {
+			why = "after " + strings.Join(f.After, " and ") + " in this session"
+		}
+		if !f.Ask {
+			return refuse(cond, "flow", "%s", why)
+		}
+		if ft := tierOrPrivilege(f.Tier); tierRank(ft) > tierRank(tier) {
+			tier = ft
+		}
+		askCond, askWhy = cond, why
+		break
+	}
+	if rt := r.Rate; rt != nil {
+		w := Window{ID: windowID(r, call.Tool), Per: rt.Per, Limit: rt.Calls}
+		if n := countWithin(s.Windows[w.ID], at, rt.Per); n >= rt.Calls {
+			return refuse(ConditionRate, "rate", "%d calls in the last %s, at most %d", n, rt.Per, rt.Calls)
+		}
+		out.Windows = []Window{w}
+	}
+	cost, err := r.price(call)
+	if err != nil {
+		return refuse(ConditionCost, "cost", "cannot price the call: %v", err)
+	}
+	out.Cost, out.Tier, out.Labels = cost, tier, r.Labels
+	out.Verdict, out.Condition = Allow, ConditionMatch
+	if tier == claims.TierDelete || tier == claims.TierPrivilege {
+		out.Verdict, out.Condition = AskApproval, ConditionTier
+		if askCond != "" {
+			out.Condition = askCond
+			out.Explanation = askWhy
+		}
+	}
+	return out
+}
+
+// windowID is the id of the window a call of tool counts in under r.
+func windowID(r *compiledRule, tool string) string {
+	if r.Rate.Scope == RateScopeRule {
+		return "rule:" + r.id
+	}
+	return "rule:" + r.id + "|tool:" + tool
+}
+
+// countWithin counts the times in (at-per, at] (times ascending).
+func countWithin(times []time.Time, at time.Time, per time.Duration) int {
+	from := at.Add(-per)
+	n := 0
+	for i := len(times) - 1; i >= 0; i-- {
+		t := times[i]
+		if !t.After(from) {
+			break
+		}
+		if !t.After(at) {
+			n++
+		}
+	}
+	return n
+}
+
+func allSeen(seen map[string]bool, labels []string) bool {
+	for _, l := range labels {
+		if !seen[l] {
+			return false
+		}
+	}
+	return len(labels) > 0
+}
+
+func tierOrPrivilege(t claims.RiskTier) claims.RiskTier {
+	if t == "" {
+		return claims.TierPrivilege
+	}
+	return t
+}
+
+// tierRank orders the risk tiers from READ_ONLY (0) to PRIVILEGE (4).
+func tierRank(t claims.RiskTier) int {
+	switch t {
+	case claims.TierWriteLimited:
+		return 1
+	case claims.TierModify:
+		return 2
+	case claims.TierDelete:
+		return 3
+	case claims.TierPrivilege:
+		return 4
+	}
+	return 0
+}

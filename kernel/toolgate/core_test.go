@@ -1,0 +1,269 @@
+package toolgate_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/verity-go/verity/claims"
+	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/trace"
+)
+
+// fakeClock is a clock a test moves by hand.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time           { return c.t }
+func (c *fakeClock) advance(d time.Duration) { c.t = c.t.Add(d) }
+
+func newFakeClock() *fakeClock { return &fakeClock{t: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)} }
+
+func compile(t *testing.T, cfg toolgate.Config) *toolgate.Compiled {
+	t.Helper()
+	c, err := cfg.Compile()
+	require.NoError(t, err)
+	return c
+}
+
+// TestPathBypassCorpus: the path condition is not fooled by the usual ways
+// of writing a path outside its directory as if it were inside.
+func TestPathBypassCorpus(t *testing.T) {
+	comp := compile(t, toolgate.Config{Budget: units(10), MinCost: 1, Rules: []toolgate.Rule{
+		{Match: "read_file", Cost: 1, Name: "data", Paths: []toolgate.PathCondition{{Argument: "/path", Under: []string{"/srv/data"}}}},
+		{Match: "read_file", Cost: 1, Name: "nocase", Paths: []toolgate.PathCondition{{Argument: "/path", Under: []string{"/Users/Shared"}, CaseInsensitive: true}}},
+	}})
+	inside, outside, unsafe := "inside", "outside", "unsafe"
+	for _, c := range []struct{ path, want string }{
+		{"/srv/data/report.csv", inside},
+		{"/srv/data", inside},
+		{"/srv/data/", inside},
+		{"/srv/data//x", inside},
+		{"/srv/data/./x", inside},
+		{"//srv//data///x", inside},
+		{"/srv/data/a/../b", inside},
+		{"/srv/data/../../etc/passwd", outside},
+		{"/srv/data/..", outside},
+		{"/srv/database", outside},
+		{"/srv/dat", outside},
+		{"/../srv/data/x", inside}, // ".." never climbs above "/"
+		{"/srv/data/%2e%2e/secret", unsafe},
+		{"/srv/data/%252e%252e/x", unsafe},
+		{"/srv/data/%2fx", inside}, // decodes to "/srv/data//x": still inside
+		{"/srv/%64ata/x", unsafe},  // outside as sent, inside decoded
+		{"/srv/data/%zz", unsafe},
+		{"/srv/data/x\x00.txt", unsafe},
+		{"/srv/data/x\n", unsafe},
+		{"/srv/data\\..\\..\\etc", unsafe},
+		{"./srv/data/x", unsafe},
+		{"srv/data/x", unsafe},
+		{"", unsafe},
+		{"~/x", unsafe},
+		{"/srv/data/\u2025/\u2025/etc", unsafe},    // two-dot leader
+		{"/srv/data\uff0f..\uff0f..\uff0fetc", unsafe}, // fullwidth solidus
+		{"/srv/data\u2215..\u2215etc", unsafe},     // division slash
+		{"/srv/dat\u0430/x", outside},              // Cyrillic a: another name
+		{"/srv/data/cafe\u0301", unsafe},           // combining mark
+		{"/srv/data/\u200bx", unsafe},              // zero-width space
+		{"/srv/data/\u202ex", unsafe},              // right-to-left override
+		{"/SRV/DATA/x", outside},                   // case-sensitive condition
+		{"/users/shared/x", "nocase"},              // case-insensitive condition
+		{"/USERS/SHARED", "nocase"},
+		{"/Users/Sharedx", outside},
+	} {
+		args, _ := json.Marshal(map[string]string{"path": c.path})
+		ref, cond := comp.Match("read_file", toolgate.Principal{}, args)
+		got := outside
+		switch {
+		case cond != "":
+			got = unsafe
+			assert.Equal(t, "paths/0", cond, "%q", c.path)
+		case ref.Found && ref.Name == "data":
+			got = inside
+		case ref.Found:
+			got = ref.Name
+		}
+		assert.Equal(t, c.want, got, "%q", c.path)
+	}
+}
+
+// TestRuleConditionsDecide: principals, argument schemas and refusing
+// rules make allow- and deny-lists, first match winning, and the decision
+// names the rule and the condition.
+func TestRuleConditionsDecide(t *testing.T) {
+	comp := compile(t, toolgate.Config{Budget: units(10), MinCost: 1,
+		Approvers: map[claims.RiskTier][]string{claims.TierPrivilege: {"human"}},
+		Rules: []toolgate.Rule{
+			{Match: "sql", Name: "no-drop", Effect: toolgate.EffectRefuse, Reason: "no DROP",
+				Arguments: json.RawMessage(`{"properties": {"q": {"pattern": "(?i)drop"}}, "required": ["q"]}`)},
+			{Match: "sql", Cost: 2, Name: "admins", Principals: &toolgate.PrincipalCondition{Groups: []string{"admin"}}},
+			{Match: "sql", Cost: 1, Name: "readers", Principals: &toolgate.PrincipalCondition{Scopes: []string{"db:read"}},
+				Arguments: json.RawMessage(`{"type": "object", "properties": {"q": {"type": "string", "pattern": "^SELECT "}}, "required": ["q"]}`)},
+		}})
+	alice := toolgate.Principal{Issuer: "idp", Subject: "alice", Groups: []string{"admin"}}
+	bob := toolgate.Principal{Issuer: "idp", Subject: "bob", Scopes: []string{"db:read"}}
+	eve := toolgate.Principal{Issuer: "idp", Subject: "eve"}
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	decide := func(p toolgate.Principal, q string) toolgate.Ruling {
+		args, _ := json.Marshal(map[string]string{"q": q})
+		return comp.Decide(toolgate.Snapshot{}, toolgate.Call{Tool: "sql", Principal: p, Arguments: args}, at)
+	}
+	r := decide(alice, "drop table x")
+	assert.Equal(t, toolgate.Refuse, r.Verdict)
+	assert.Equal(t, "no-drop", r.Rule.Name)
+	assert.Equal(t, toolgate.ConditionEffect, r.Condition)
+	assert.Equal(t, `tool "sql" (rule #0 "no-drop", effect): no DROP`, r.Explanation)
+
+	r = decide(alice, "UPDATE t SET x=1")
+	assert.Equal(t, toolgate.Allow, r.Verdict)
+	assert.Equal(t, toolgate.RuleRef{Found: true, Index: 1, Name: "admins"}, r.Rule)
+	assert.Equal(t, kernel.Cost(2), r.Cost)
+
+	r = decide(bob, "SELECT 1")
+	assert.Equal(t, toolgate.Allow, r.Verdict)
+	assert.Equal(t, "readers", r.Rule.Name)
+	assert.Equal(t, toolgate.Refuse, decide(bob, "UPDATE t SET x=1").Verdict, "bob may only read")
+	assert.Equal(t, toolgate.ConditionUnknownTool, decide(eve, "SELECT 1").Condition, "no rule admits eve")
+
+	// Arguments read two ways never pass a deny-list.
+	dup := comp.Decide(toolgate.Snapshot{}, toolgate.Call{Tool: "sql", Principal: alice,
+		Arguments: []byte(`{"q": "SELECT 1", "q": "DROP TABLE x"}`)}, at)
+	assert.Equal(t, toolgate.Refuse, dup.Verdict)
+	assert.Equal(t, toolgate.ConditionArguments, dup.Condition)
+	assert.Equal(t, "no-drop", dup.Rule.Name)
+}
+
+// TestRateWindowAndFlow: a rate window refuses the call beyond its limit
+// until the window slides; labels of calls that ran make a flow refuse or
+// ask; and a gate restarted over the log decides the same.
+func TestRateWindowAndFlow(t *testing.T) {
+	clock := newFakeClock()
+	cfg := toolgate.Config{Budget: units(100), MinCost: 1,
+		Approvers: map[claims.RiskTier][]string{claims.TierPrivilege: {"human"}},
+		Rules: []toolgate.Rule{
+			{Match: "read_issue", Cost: 1, Labels: []string{"untrusted_input"}},
+			{Match: "read_private", Cost: 1, Labels: []string{"private_data"}, Rate: &toolgate.Rate{Calls: 2, Per: time.Minute}},
+			{Match: "open_pr", Cost: 1, Name: "pr", Flow: []toolgate.FlowRule{
+				{After: []string{"untrusted_input", "private_data"}, Reason: "private data after untrusted input"}}},
+			{Match: "post", Cost: 1, Flow: []toolgate.FlowRule{{After: []string{"private_data"}, Ask: true}}},
+		}}
+	log, err := trace.NewLog(trace.NewMemory(), trace.WithClock(clock.now))
+	require.NoError(t, err)
+	g := newGate(t, log, cfg, toolgate.WithClock(clock.now))
+	run := func(g *toolgate.Gate, tool string) toolgate.Decision {
+		t.Helper()
+		d, err := g.Before(ctx, toolgate.Call{Tool: tool, Arguments: []byte(`{}`), Caller: "agent"})
+		require.NoError(t, err)
+		if d.Verdict == toolgate.Allow {
+			_, err := g.After(ctx, d.Call, toolgate.Result{})
+			require.NoError(t, err)
+		}
+		return d
+	}
+	assert.Equal(t, toolgate.Allow, run(g, "open_pr").Verdict)
+	assert.Equal(t, toolgate.Allow, run(g, "read_private").Verdict)
+	clock.advance(30 * time.Second)
+	assert.Equal(t, toolgate.Allow, run(g, "read_private").Verdict)
+	d := run(g, "read_private")
+	assert.Equal(t, toolgate.Refuse, d.Verdict)
+	assert.Equal(t, toolgate.ConditionRate, d.Condition)
+	assert.Contains(t, d.Explanation, `(rule #1, rate): 2 calls in the last 1m0s, at most 2`)
+	e, err := toolgate.DecodeEntry(entryAt(t, log, d.Seq))
+	require.NoError(t, err)
+	assert.Equal(t, "#1", e.(toolgate.RefuseEntry).Rule)
+	assert.Equal(t, "rate", e.(toolgate.RefuseEntry).Condition)
+
+	d = run(g, "post")
+	assert.Equal(t, toolgate.AskApproval, d.Verdict, "private data seen: posting asks")
+	assert.Equal(t, "flow/0", d.Condition)
+	assert.Equal(t, claims.TierPrivilege, d.Approval.Tier)
+
+	assert.Equal(t, toolgate.Allow, run(g, "open_pr").Verdict, "no untrusted input yet")
+	assert.Equal(t, toolgate.Allow, run(g, "read_issue").Verdict)
+	d = run(g, "open_pr")
+	assert.Equal(t, toolgate.Refuse, d.Verdict)
+	assert.Equal(t, `tool "open_pr" (rule #2 "pr", flow/0): private data after untrusted input`, d.Explanation)
+
+	// A restarted gate knows the labels and the window from the log.
+	clock.advance(20 * time.Second)
+	g2 := newGate(t, log, cfg, toolgate.WithClock(clock.now))
+	d = run(g2, "open_pr")
+	assert.Equal(t, toolgate.Refuse, d.Verdict, "labels survive a restart")
+	assert.Equal(t, "flow/0", d.Condition)
+	assert.Equal(t, toolgate.ConditionRate, run(g2, "read_private").Condition, "the window survives a restart")
+	clock.advance(10*time.Second + time.Millisecond)
+	assert.Equal(t, toolgate.Allow, run(g2, "read_private").Verdict, "the first call left the window")
+}
+
+// windowsFake is a RateWindows in memory, as a database would hold it.
+type windowsFake struct {
+	calls map[string][]time.Time
+	fail  error
+}
+
+func (w *windowsFake) Admit(_ context.Context, key string, at time.Time, per time.Duration, limit int) (bool, int, error) {
+	if w.fail != nil {
+		return false, 0, w.fail
+	}
+	seen := 0
+	for _, t := range w.calls[key] {
+		if t.After(at.Add(-per)) && !t.After(at) {
+			seen++
+		}
+	}
+	if seen >= limit {
+		return false, seen, nil
+	}
+	w.calls[key] = append(w.calls[key], at)
+	return true, seen, nil
+}
+
+// TestSharedWindowsBoundAllGates: two gates sharing windows allow the
+// limit between them, under the documented key.
+func TestSharedWindowsBoundAllGates(t *testing.T) {
+	clock := newFakeClock()
+	w := &windowsFake{calls: map[string][]time.Time{}}
+	cfg := toolgate.Config{Budget: units(100), MinCost: 1, Rules: []toolgate.Rule{
+		{Match: "send", Cost: 1, Name: "send", Rate: &toolgate.Rate{Calls: 3, Per: time.Hour, Scope: toolgate.RateScopeRule}}}}
+	a := newGate(t, newLog(t), cfg, toolgate.WithClock(clock.now), toolgate.WithSharedWindows(w))
+	b := newGate(t, newLog(t), cfg, toolgate.WithClock(clock.now), toolgate.WithSharedWindows(w))
+	allowed := 0
+	for i := range 6 {
+		g := []*toolgate.Gate{a, b}[i%2]
+		d, err := g.Before(ctx, toolgate.Call{Tool: "send", Caller: "tenant"})
+		require.NoError(t, err)
+		if d.Verdict == toolgate.Allow {
+			allowed++
+		} else {
+			assert.Equal(t, toolgate.ConditionRate, d.Condition)
+		}
+		clock.advance(time.Second)
+	}
+	assert.Equal(t, 3, allowed)
+	assert.Len(t, w.calls["toolgate|tenant|rule:send"], 3)
+	w.fail = errors.New("database down")
+	_, err := a.Before(ctx, toolgate.Call{Tool: "send", Caller: "other"})
+	assert.ErrorContains(t, err, "database down", "no window, no decision: fail closed")
+}
+
+// TestInvalidRuleConditionsRefused: a Config whose conditions cannot
+// work is refused at New with every problem named.
+func TestInvalidRuleConditionsRefused(t *testing.T) {
+	_, err := toolgate.Config{Budget: units(1), MinCost: 1, Approvers: map[claims.RiskTier][]string{claims.TierDelete: {"human"}}, Rules: []toolgate.Rule{
+		{Match: "a", Cost: 1, Name: "x y", Arguments: json.RawMessage(`{"type": 5}`)},
+		{Match: "b", Cost: 1, Paths: []toolgate.PathCondition{{Argument: "path", Under: []string{"rel"}}}},
+		{Match: "c", Cost: 1, Rate: &toolgate.Rate{Calls: 0, Per: 0}, Labels: []string{"bad label"},
+			Flow: []toolgate.FlowRule{{After: nil, Ask: true}}},
+	}}.Compile()
+	require.ErrorIs(t, err, toolgate.ErrInvalidConfig)
+	for _, want := range []string{`name "x y"`, "arguments: the schema does not compile", "not a JSON Pointer", `"rel" is not absolute`,
+		"calls 0 is not positive", "per 0s", `label "bad label"`, "after names no label", "PRIVILEGE needs approvers"} {
+		assert.True(t, strings.Contains(err.Error(), want), "missing %q in %v", want, err)
+	}
+}
