@@ -20,7 +20,7 @@ import (
 // fakeClock is a clock a test moves by hand.
 type fakeClock struct{ t time.Time }
 
-func (c *fakeClock) now() time.Time           { return c.t }
+func (c *fakeClock) now() time.Time          { return c.t }
 func (c *fakeClock) advance(d time.Duration) { c.t = c.t.Add(d) }
 
 func newFakeClock() *fakeClock { return &fakeClock{t: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)} }
@@ -65,15 +65,15 @@ func TestPathBypassCorpus(t *testing.T) {
 		{"srv/data/x", unsafe},
 		{"", unsafe},
 		{"~/x", unsafe},
-		{"/srv/data/\u2025/\u2025/etc", unsafe},    // two-dot leader
+		{"/srv/data/\u2025/\u2025/etc", unsafe},        // two-dot leader
 		{"/srv/data\uff0f..\uff0f..\uff0fetc", unsafe}, // fullwidth solidus
-		{"/srv/data\u2215..\u2215etc", unsafe},     // division slash
-		{"/srv/dat\u0430/x", outside},              // Cyrillic a: another name
-		{"/srv/data/cafe\u0301", unsafe},           // combining mark
-		{"/srv/data/\u200bx", unsafe},              // zero-width space
-		{"/srv/data/\u202ex", unsafe},              // right-to-left override
-		{"/SRV/DATA/x", outside},                   // case-sensitive condition
-		{"/users/shared/x", "nocase"},              // case-insensitive condition
+		{"/srv/data\u2215..\u2215etc", unsafe},         // division slash
+		{"/srv/dat\u0430/x", outside},                  // Cyrillic a: another name
+		{"/srv/data/cafe\u0301", unsafe},               // combining mark
+		{"/srv/data/\u200bx", unsafe},                  // zero-width space
+		{"/srv/data/\u202ex", unsafe},                  // right-to-left override
+		{"/SRV/DATA/x", outside},                       // case-sensitive condition
+		{"/users/shared/x", "nocase"},                  // case-insensitive condition
 		{"/USERS/SHARED", "nocase"},
 		{"/Users/Sharedx", outside},
 	} {

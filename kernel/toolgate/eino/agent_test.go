@@ -109,7 +109,7 @@ func TestAgentRefusalForBudgetReachesModel(t *testing.T) {
 	if !ok {
 		t.Fatal("the model's fourth input has no answer to c3")
 	}
-	if !strings.HasPrefix(tm.Content, `action "read_file" rejected: `) || !strings.Contains(tm.Content, "budget") {
+	if !strings.HasPrefix(tm.Content, `tool "read_file" (rule #0, kernel): action "read_file" rejected: `) || !strings.Contains(tm.Content, "budget") {
 		t.Fatalf("the model read %q, want the budget refusal", tm.Content)
 	}
 	if strings.Contains(tm.Content, "\n") {
