@@ -14,9 +14,11 @@
 //  4. trace: the log verifies, and the kernel session is rebuilt from it by
 //     replay with the same state and budget.
 //
-// The log is a file in a temporary directory; run it with
+// The log is a file in a temporary directory, removed at the end, unless
+// -log names a new file to keep it in:
 //
-//	go run ./examples/agentloop
+//	go run ./examples/agentloop -log agent.trace
+//	go run ./examples/verity verify agent.trace
 package main
 
 import (
@@ -24,8 +26,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -39,7 +43,9 @@ import (
 )
 
 func main() {
-	if err := run(context.Background(), os.Stdout); err != nil {
+	logPath := flag.String("log", "", "keep the log in this new `file` (default: a temporary file, removed at the end)")
+	flag.Parse()
+	if err := run(context.Background(), os.Stdout, *logPath); err != nil {
 		fmt.Fprintln(os.Stderr, "agentloop:", err)
 		os.Exit(1)
 	}
@@ -63,13 +69,20 @@ func ids(prefix string) func() string {
 	}
 }
 
-func run(ctx context.Context, w io.Writer) error {
-	dir, err := os.MkdirTemp("", "verity-agentloop-")
-	if err != nil {
-		return err
+// run writes the demonstration's log to keep, a new file, or (if keep is
+// empty) to a temporary file it removes.
+func run(ctx context.Context, w io.Writer, keep string) error {
+	path := keep
+	if keep == "" {
+		dir, err := os.MkdirTemp("", "verity-agentloop-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		path = filepath.Join(dir, "agent.trace")
+	} else if _, err := os.Lstat(keep); !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("-log %s: the demonstration writes a new log; give a path where no file is", keep)
 	}
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, "agent.trace")
 
 	store, err := trace.OpenFile(path, trace.FileOptions{})
 	if err != nil {
@@ -140,6 +153,9 @@ func run(ctx context.Context, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "replayed kernel session: state %s, net spend %s — equal to the live session\n",
 		replayed.State(), replayed.Meter().Budget().Net())
+	if keep != "" {
+		fmt.Fprintf(w, "log kept in %s\n", keep)
+	}
 	return nil
 }
 

@@ -4,13 +4,18 @@
 // emergency action, rolls an action back, makes a tool call whose price is
 // known only afterwards (reserve, then settle), and the whole run is
 // verified and replayed from its trace.
+//
+//	go run ./examples/kerneldemo                  # the log in memory
+//	go run ./examples/kerneldemo -log agent.trace # the log kept in a new file
 package main
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 
 	"github.com/verity-go/verity/kernel"
@@ -18,13 +23,35 @@ import (
 )
 
 func main() {
-	if err := run(context.Background(), os.Stdout); err != nil {
+	keep := flag.String("log", "", "keep the log in this new `file` (default: in memory)")
+	flag.Parse()
+	if err := run(context.Background(), os.Stdout, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "kerneldemo:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, w io.Writer) error {
+// openLog returns a log in memory, or in keep, a new file.
+func openLog(keep string) (*trace.Log, error) {
+	if keep == "" {
+		return trace.NewMemoryLog(), nil
+	}
+	if _, err := os.Lstat(keep); !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("-log %s: the demonstration writes a new log; give a path where no file is", keep)
+	}
+	f, err := trace.OpenFile(keep, trace.FileOptions{})
+	if err != nil {
+		return nil, err
+	}
+	log, err := trace.NewLog(f)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return log, nil
+}
+
+func run(ctx context.Context, w io.Writer, keep string) error {
 	k, err := kernel.New(kernel.Config{
 		Budget:        5 * kernel.Unit,
 		MinActionCost: kernel.Unit / 2,
@@ -46,7 +73,11 @@ func run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log := trace.NewMemoryLog()
+	log, err := openLog(keep)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
 	sess, err := kernel.NewSession(ctx, log, k, initial)
 	if err != nil {
 		return err
@@ -122,5 +153,11 @@ func run(ctx context.Context, w io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(w, "replayed state %s equal: %v\n", replayed.State(), replayed.State().Equal(sess.State()))
+	if keep != "" {
+		if err := log.Close(); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "log kept in %s\n", keep)
+	}
 	return nil
 }

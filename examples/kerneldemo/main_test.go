@@ -3,12 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/verity-go/verity/trace"
 )
 
 func TestRun(t *testing.T) {
 	var out bytes.Buffer
-	if err := run(context.Background(), &out); err != nil {
+	if err := run(context.Background(), &out, ""); err != nil {
 		t.Fatal(err)
 	}
 	want := `budget 5 units, minimum cost 0.5, at most 10 steps
@@ -27,5 +31,30 @@ replayed state {"calls/search":1,"outbox":["ana","bo"],"sent":2} equal: true
 `
 	if out.String() != want {
 		t.Fatalf("output:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
+
+// TestKeepsItsLog: with -log the run is the same, and its log is kept in
+// the file, whole and verified; an existing file is refused.
+func TestKeepsItsLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kernel.trace")
+	var out bytes.Buffer
+	if err := run(context.Background(), &out, path); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(out.String(), "equal: true\nlog kept in "+path+"\n") {
+		t.Errorf("output:\n%s", out.String())
+	}
+	f, err := trace.OpenFileReadOnly(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	head, err := f.Head(context.Background())
+	if err != nil || head.Size != 10 {
+		t.Errorf("kept log: %d entries, %v", head.Size, err)
+	}
+	if err := run(context.Background(), &bytes.Buffer{}, path); err == nil || !strings.Contains(err.Error(), "new log") {
+		t.Errorf("a second run on the kept log: %v", err)
 	}
 }

@@ -16,8 +16,9 @@
 //
 // Run it with
 //
-//	go run . [-yes]
+//	go run . [-yes] [-log FILE]
 //
+// (-log keeps the log in a new file: `go run ../verity verify FILE` checks it)
 // or against an OpenAI-compatible endpoint (OPENAI_API_KEY in the
 // environment) with -base-url and -model.
 package main
@@ -26,9 +27,11 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -49,6 +52,7 @@ func main() {
 	baseURL := flag.String("base-url", "", "an OpenAI-compatible endpoint (default: the scripted model on a local port)")
 	model := flag.String("model", "gpt-4o-mini", "the model to ask at -base-url")
 	yes := flag.Bool("yes", false, "approve without asking")
+	keep := flag.String("log", "", "keep the log in this new `file` (default: in memory)")
 	flag.Parse()
 	in := bufio.NewScanner(os.Stdin)
 	ask := func(_ context.Context, q string) (bool, string) {
@@ -67,7 +71,7 @@ func main() {
 		}
 		return false, "keep it for the post-mortem"
 	}
-	if err := run(context.Background(), os.Stdout, *baseURL, os.Getenv("OPENAI_API_KEY"), *model, ask); err != nil {
+	if err := run(context.Background(), os.Stdout, *baseURL, os.Getenv("OPENAI_API_KEY"), *model, *keep, ask); err != nil {
 		fmt.Fprintln(os.Stderr, "openailoop:", err)
 		os.Exit(1)
 	}
@@ -135,14 +139,39 @@ func params(model string) openai.ChatCompletionNewParams {
 	}
 }
 
-func run(ctx context.Context, w io.Writer, baseURL, apiKey, model string, ask Ask) error {
+// openLog returns a log in memory, or in keep, a new file.
+func openLog(keep string) (*trace.Log, error) {
+	if keep == "" {
+		return trace.NewMemoryLog(), nil
+	}
+	if _, err := os.Lstat(keep); !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("-log %s: the loop writes a new log; give a path where no file is", keep)
+	}
+	f, err := trace.OpenFile(keep, trace.FileOptions{})
+	if err != nil {
+		return nil, err
+	}
+	log, err := trace.NewLog(f)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return log, nil
+}
+
+// run is the program; keep, if not empty, is a new file to keep the log in.
+func run(ctx context.Context, w io.Writer, baseURL, apiKey, model, keep string, ask Ask) error {
+	log, err := openLog(keep)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
 	if baseURL == "" {
 		srv := httptest.NewServer(scripted(w, demoTurns))
 		defer srv.Close()
 		baseURL, apiKey, model = srv.URL, "offline", "scripted"
 	}
 	client := openai.NewClient(option.WithBaseURL(baseURL), option.WithAPIKey(apiKey), option.WithMaxRetries(0))
-	log := trace.NewMemoryLog()
 	g, err := toolgate.New(ctx, log, config())
 	if err != nil {
 		return err
@@ -168,6 +197,12 @@ func run(ctx context.Context, w io.Writer, baseURL, apiKey, model string, ask As
 	}
 	fmt.Fprintf(w, "log: %d entries verified; replay rebuilt the budget: spent %s in %d calls\n",
 		head.Size, s.Meter().Budget().Net(), s.Meter().Steps())
+	if keep != "" {
+		if err := log.Close(); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "log kept in %s\n", keep)
+	}
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -242,10 +243,24 @@ func TestOpenAILoop(t *testing.T) {
 			}
 			return false, "no"
 		}
-		if err := run(context.Background(), &out, "", "", "", ask); err != nil {
+		keep := filepath.Join(t.TempDir(), "loop.trace")
+		if err := run(context.Background(), &out, "", "", "", keep, ask); err != nil {
 			t.Fatalf("%v\n%s", err, out.String())
 		}
 		s := out.String()
+		// The log is kept in the file named by -log, whole and verified.
+		f, err := trace.OpenFileReadOnly(keep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := f.Head(context.Background())
+		f.Close()
+		if err != nil || !strings.Contains(s, fmt.Sprintf("log: %d entries verified", h.Size)) || !strings.Contains(s, "log kept in "+keep) {
+			t.Errorf("kept log: %d entries, %v; the run printed\n%s", h.Size, err, s)
+		}
+		if err := run(context.Background(), &bytes.Buffer{}, "", "", "", keep, ask); err == nil || !strings.Contains(err.Error(), "new log") {
+			t.Errorf("a second run on the kept log: %v", err)
+		}
 		for _, want := range append([]string{
 			"model reads call_1: checkout: out of disk space",
 			"model reads call_2: payments: all requests OK",

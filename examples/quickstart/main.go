@@ -3,14 +3,18 @@
 // gates with one human approval, a document through the speculative guard,
 // and the log of it all closed, reopened and verified.
 //
-//	go run ./examples/quickstart
+//	go run ./examples/quickstart                  # the log in a temporary file, removed
+//	go run ./examples/quickstart -log agent.trace # the log kept in a new file
 package main
 
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -22,20 +26,38 @@ import (
 )
 
 func main() {
-	dir, err := os.MkdirTemp("", "verity-quickstart-")
-	if err == nil {
-		err = run(os.Stdout, dir)
-		os.RemoveAll(dir)
-	}
-	if err != nil {
+	keep := flag.String("log", "", "keep the log in this new `file` (default: a temporary file, removed at the end)")
+	flag.Parse()
+	if err := start(os.Stdout, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		os.Exit(1)
 	}
 }
 
-func run(w io.Writer, dir string) error {
+// start runs the program with its log in keep, a new file, or (if keep
+// is empty) in a temporary file it removes.
+func start(w io.Writer, keep string) error {
+	if keep != "" {
+		if _, err := os.Lstat(keep); !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("-log %s: the program writes a new log; give a path where no file is", keep)
+		}
+		if err := run(w, keep); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintf(w, "log kept in %s\n", keep)
+		return err
+	}
+	dir, err := os.MkdirTemp("", "verity-quickstart-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	return run(w, filepath.Join(dir, "agent.trace"))
+}
+
+// run writes the log to path.
+func run(w io.Writer, path string) error {
 	ctx := context.Background()
-	path := filepath.Join(dir, "agent.trace")
 	store, err := trace.OpenFile(path, trace.FileOptions{})
 	if err != nil {
 		return err

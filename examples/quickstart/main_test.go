@@ -13,9 +13,9 @@ import (
 // TestQuickstart runs the program, checks what it says happened, and
 // verifies the log it leaves behind.
 func TestQuickstart(t *testing.T) {
-	dir := t.TempDir()
+	path := filepath.Join(t.TempDir(), "agent.trace")
 	var out bytes.Buffer
-	if err := run(&out, dir); err != nil {
+	if err := start(&out, path); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	s := out.String()
@@ -31,13 +31,14 @@ func TestQuickstart(t *testing.T) {
 		"guard: refused: speculative:",
 		"at /notes/lane",
 		"trace: 8 entries verified",
+		"log kept in " + path,
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("output lacks %q\n%s", want, s)
 		}
 	}
 
-	store, err := trace.OpenFile(filepath.Join(dir, "agent.trace"), trace.FileOptions{})
+	store, err := trace.OpenFile(path, trace.FileOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,5 +53,12 @@ func TestQuickstart(t *testing.T) {
 	}
 	if want := "head " + head.Hash.String(); head.Size != 8 || !strings.Contains(s, want) {
 		t.Errorf("log has %d entries, head %s; the program printed\n%s", head.Size, head.Hash, s)
+	}
+	if err := start(&bytes.Buffer{}, path); err == nil || !strings.Contains(err.Error(), "new log") {
+		t.Errorf("a second run on the kept log: %v", err)
+	}
+	out.Reset()
+	if err := start(&out, ""); err != nil || !strings.Contains(out.String(), "trace: 8 entries verified") || strings.Contains(out.String(), "log kept") {
+		t.Errorf("without -log: %v\n%s", err, out.String())
 	}
 }

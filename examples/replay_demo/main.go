@@ -4,7 +4,8 @@
 // log over HTTP, replays the log and shows that the replayed survivors
 // match the server's. It exits non-zero if anything disagrees.
 //
-//	go run ./examples/replay_demo
+//	go run ./examples/replay_demo                  # the session's log in memory
+//	go run ./examples/replay_demo -log belief.trace # the session's log kept in a new file
 package main
 
 import (
@@ -12,21 +13,27 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/verity-go/verity/belief"
 	"github.com/verity-go/verity/belief/server"
+	"github.com/verity-go/verity/trace"
 )
 
 func main() {
-	if err := run(context.Background(), os.Stdout); err != nil {
+	keep := flag.String("log", "", "keep the session's log in this new `file` (default: in memory)")
+	flag.Parse()
+	if err := run(context.Background(), os.Stdout, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "replay_demo:", err)
 		os.Exit(1)
 	}
@@ -68,9 +75,27 @@ func (c *client) do(ctx context.Context, method, path string, body any, want int
 	return json.Unmarshal(raw, out)
 }
 
-func run(ctx context.Context, out io.Writer) error {
+// run is the script. keep, if not empty, is a new file the session's log
+// is copied to at the end: the server keeps it in a file storage in a
+// temporary directory meanwhile.
+func run(ctx context.Context, out io.Writer, keep string) error {
+	var storage belief.Storage = belief.NewMemoryStorage()
+	var dir string
+	if keep != "" {
+		if _, err := os.Lstat(keep); !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("-log %s: the script writes a new log; give a path where no file is", keep)
+		}
+		var err error
+		if dir, err = os.MkdirTemp("", "verity-replay-demo-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		if storage, err = belief.NewFileStorage(dir, trace.FileOptions{}); err != nil {
+			return err
+		}
+	}
 	// The real server, in-process, on a loopback port.
-	b, err := belief.NewServer(ctx, belief.NewMemoryStorage())
+	b, err := belief.NewServer(ctx, storage)
 	if err != nil {
 		return err
 	}
@@ -165,5 +190,37 @@ func run(ctx context.Context, out io.Writer) error {
 		return fmt.Errorf("a log with a missing event replayed: %v", err)
 	}
 	fmt.Fprintf(out, "7. with event #1 removed, replay stops at event %d: %s\n", re.Index, re.Reason)
-	return nil
+	if keep == "" {
+		return nil
+	}
+	if err := b.Close(); err != nil {
+		return err
+	}
+	if err := copyNew(filepath.Join(dir, sid+".trace"), keep); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(out, "the session's log is kept in %s\n", keep)
+	return err
+}
+
+// copyNew copies the file from to to, a file it creates.
+func copyNew(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	f, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, in); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

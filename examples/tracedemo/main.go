@@ -1,15 +1,19 @@
 // Command tracedemo shows Verity's hash-chained log end to end: it appends
-// a few entries to a file log in a temporary directory, reopens and
-// verifies it, then changes one byte of the file and shows how the damage
-// is reported.
+// a few entries to a file log, reopens and verifies it, then changes one
+// byte of a copy of the file and shows how the damage is reported.
+//
+//	go run ./examples/tracedemo                  # the log in a temporary directory, removed
+//	go run ./examples/tracedemo -log agent.trace # the intact log kept in a new file
 package main
 
 import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -17,20 +21,32 @@ import (
 )
 
 func main() {
-	if err := run(os.Stdout); err != nil {
+	keep := flag.String("log", "", "keep the intact log in this new `file` (default: a temporary file, removed at the end)")
+	flag.Parse()
+	if err := run(os.Stdout, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "tracedemo:", err)
 		os.Exit(1)
 	}
 }
 
-func run(w io.Writer) error {
+// run writes the log to keep, a new file, or (if keep is empty) to a
+// temporary file; the tampering is done on a temporary copy.
+func run(w io.Writer, keep string) error {
 	ctx := context.Background()
+	if keep != "" {
+		if _, err := os.Lstat(keep); !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("-log %s: the demonstration writes a new log; give a path where no file is", keep)
+		}
+	}
 	dir, err := os.MkdirTemp("", "verity-tracedemo-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, "agent.log")
+	path := keep
+	if path == "" {
+		path = filepath.Join(dir, "agent.trace")
+	}
 
 	store, err := trace.OpenFile(path, trace.FileOptions{})
 	if err != nil {
@@ -45,9 +61,9 @@ func run(w io.Writer) error {
 		payload any
 	}{
 		{"agent.plan", map[string]any{"goal": "rotate the API key", "steps": 2}},
-		{"kernel.execute", map[string]any{"action": "create-key", "cost_units": 1000}},
-		{"kernel.execute", map[string]any{"action": "revoke-old-key", "cost_units": 500}},
-		{"claims.evaluate", map[string]any{"decision": "PUBLISH", "claims": 3}},
+		{"agent.tool_call", map[string]any{"action": "create-key", "cost_units": 1000}},
+		{"agent.tool_call", map[string]any{"action": "revoke-old-key", "cost_units": 500}},
+		{"agent.report", map[string]any{"decision": "PUBLISH", "claims": 3}},
 	}
 	for _, s := range steps {
 		e, err := log.AppendValue(ctx, s.kind, s.payload)
@@ -79,11 +95,14 @@ func run(w io.Writer) error {
 		return err
 	}
 
-	// Tamper: change one byte inside the second entry's payload ("create" → "crEate").
+	// Tamper with a copy: change one byte inside the second entry's
+	// payload ("create" → "crEate").
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
+	intact := path
+	path = filepath.Join(dir, "tampered.trace")
 	at := bytes.Index(raw, []byte("create-key"))
 	if at < 0 {
 		return errors.New("payload not found in file")
@@ -103,6 +122,9 @@ func run(w io.Writer) error {
 		fmt.Fprintf(w, "detected: %v\n", err)
 	default:
 		return errors.New("tampering was not detected")
+	}
+	if keep != "" {
+		fmt.Fprintf(w, "the intact log is kept in %s\n", intact)
 	}
 	return nil
 }
