@@ -32,16 +32,13 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/verity-go/verity/kernel/sqlbudget"
+	"github.com/verity-go/verity/kernel/toolgate"
 	"github.com/verity-go/verity/trace/sqlstore/sqltest"
 )
 
-// rateWindows is the tool gate's RateWindows, which *sqlbudget.Store
-// implements.
-type rateWindows interface {
-	Admit(ctx context.Context, key string, at time.Time, per time.Duration, limit int) (admitted bool, seen int, err error)
-}
+type rateWindows = toolgate.RateWindows
 
-var _ rateWindows = (*sqlbudget.Store)(nil)
+var _ toolgate.RateWindows = (*sqlbudget.Store)(nil)
 
 // refWindows is the naive reference: every admitted call's time per key,
 // in a slice; a decision first forgets the key's calls at or before
