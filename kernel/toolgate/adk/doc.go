@@ -81,7 +81,10 @@
 //
 // Each ADK session (app, user and session id: SessionCaller) is one
 // caller of the gate, with its own kernel session and budget; WithCaller
-// chooses another key. ADK runs the function calls of one model turn
+// chooses another key. Each call carries a principal (SessionPrincipal:
+// the host's toolgate.WithPrincipal from the run's context, else the ADK
+// app and user), which the policy's "principals" conditions read;
+// WithPrincipal chooses another. ADK runs the function calls of one model turn
 // concurrently, one goroutine each; the gate decides each caller's calls
 // one at a time on one log, so they never overspend the budget (T1) and
 // the log never forks (TestConcurrentToolCallsNeverOverspend drives

@@ -60,11 +60,12 @@ const (
 // runner runs. A Guard is safe for concurrent use: ADK runs the calls of
 // one model turn on one goroutine each.
 type Guard struct {
-	gate     *toolgate.Gate
-	caller   func(agent.ReadonlyContext) string
-	approver func(agent.Context, toolgate.ApprovalRequest) string
-	measure  func(agent.Context, tool.Tool, map[string]any, map[string]any, error) (kernel.Cost, bool)
-	onError  func(agent.Context, toolgate.Call, error)
+	gate      *toolgate.Gate
+	caller    func(agent.ReadonlyContext) string
+	principal func(agent.ReadonlyContext) toolgate.Principal
+	approver  func(agent.Context, toolgate.ApprovalRequest) string
+	measure   func(agent.Context, tool.Tool, map[string]any, map[string]any, error) (kernel.Cost, bool)
+	onError   func(agent.Context, toolgate.Call, error)
 
 	mu    sync.Mutex
 	open  map[openKey]openCall // allowed calls whose result is not reported yet
@@ -91,6 +92,32 @@ type Option func(*Guard)
 // budget per ADK session.
 func WithCaller(key func(ctx agent.ReadonlyContext) string) Option {
 	return func(g *Guard) { g.caller = key }
+}
+
+// WithPrincipal sets how a call's principal (toolgate.Call.Principal,
+// which the policy's "principals" conditions read) is derived from its
+// context. The default is SessionPrincipal.
+func WithPrincipal(principal func(ctx agent.ReadonlyContext) toolgate.Principal) Option {
+	return func(g *Guard) { g.principal = principal }
+}
+
+// SessionPrincipal is the default principal of a call: the one the host
+// put in the run's context with toolgate.WithPrincipal (the context given
+// to runner.Run reaches the tool's), else the ADK user: issuer "adk:"
+// followed by the app name (ADK's user ids are the app's), subject the
+// user id (agent.ReadonlyContext's AppName and UserID), and the
+// attributes "adk.app" and "adk.session". ADK does not authenticate its
+// users; the host that does passes what it verified with
+// toolgate.WithPrincipal.
+func SessionPrincipal(ctx agent.ReadonlyContext) toolgate.Principal {
+	if p, ok := toolgate.PrincipalFrom(ctx); ok {
+		return p
+	}
+	return toolgate.Principal{
+		Issuer:     "adk:" + ctx.AppName(),
+		Subject:    ctx.UserID(),
+		Attributes: map[string]string{"adk.app": ctx.AppName(), "adk.session": ctx.SessionID()},
+	}
 }
 
 // WithApprover sets whose approval a confirmed ADK tool confirmation
@@ -129,15 +156,16 @@ func New(gate *toolgate.Gate, opts ...Option) (*Guard, error) {
 		caller: func(ctx agent.ReadonlyContext) string {
 			return SessionCaller(ctx.AppName(), ctx.UserID(), ctx.SessionID())
 		},
-		approver: func(agent.Context, toolgate.ApprovalRequest) string { return toolgate.DefaultApprover },
-		open:     map[openKey]openCall{},
-		asked:    map[openKey]string{},
+		principal: SessionPrincipal,
+		approver:  func(agent.Context, toolgate.ApprovalRequest) string { return toolgate.DefaultApprover },
+		open:      map[openKey]openCall{},
+		asked:     map[openKey]string{},
 	}
 	for _, o := range opts {
 		o(g)
 	}
-	if g.caller == nil || g.approver == nil {
-		return nil, errors.New("adk: nil caller or approver function")
+	if g.caller == nil || g.approver == nil || g.principal == nil {
+		return nil, errors.New("adk: nil caller, principal or approver function")
 	}
 	return g, nil
 }
@@ -242,7 +270,7 @@ func (g *Guard) Plugin() (*plugin.Plugin, error) {
 // An error of the gate (a log that failed, a cancelled context) refuses
 // the call with its text: nothing runs that the log does not hold.
 func (g *Guard) BeforeTool(ctx agent.Context, t tool.Tool, args map[string]any) (map[string]any, error) {
-	c := toolgate.Call{Tool: t.Name(), ID: ctx.FunctionCallID(), Caller: g.caller(ctx)}
+	c := toolgate.Call{Tool: t.Name(), ID: ctx.FunctionCallID(), Caller: g.caller(ctx), Principal: g.principal(ctx)}
 	span := oteltrace.SpanFromContext(ctx)
 	span.SetAttributes(AttrCaller.String(c.Caller))
 	key := openKey{caller: c.Caller, id: c.ID}
