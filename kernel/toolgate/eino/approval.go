@@ -33,11 +33,14 @@ type ApprovalInfo struct {
 func (a *ApprovalInfo) String() string { return a.Question }
 
 // approvalState is what an interrupted call keeps in the checkpoint: the
-// request it waits on and the call it is.
+// request it waits on and the call it is, with the principal it was made
+// for (a resumed call is the same call, whatever the resume's context
+// carries).
 type approvalState struct {
 	ApprovalID string
 	CallID     string
 	Caller     string
+	Principal  toolgate.Principal
 }
 
 func init() {

@@ -86,6 +86,12 @@
 // checkpoints. WithCallerFunc chooses another. A call waiting for
 // approval keeps its caller across the interrupt.
 //
+// Each call also carries a principal (toolgate.Call.Principal, which the
+// policy's "principals" conditions read): the host's, put in the context
+// with toolgate.WithPrincipal and found by PrincipalFrom
+// (WithPrincipalFunc chooses another source). A call waiting for
+// approval keeps its principal across the interrupt too.
+//
 // # Failures
 //
 // A tool's own error reaches eino unchanged, after the gate records it.

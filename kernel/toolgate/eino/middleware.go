@@ -32,14 +32,31 @@ const SessionCallerKey = "verity.caller"
 type Option func(*options)
 
 type options struct {
-	caller   func(context.Context) string
-	approver string
+	caller    func(context.Context) string
+	principal func(context.Context) toolgate.Principal
+	approver  string
 }
 
 // WithCallerFunc sets how a call's caller key (toolgate.Call.Caller) is
 // found from the tool call's context; CallerFrom by default.
 func WithCallerFunc(f func(context.Context) string) Option {
 	return func(o *options) { o.caller = f }
+}
+
+// WithPrincipalFunc sets how a call's principal (toolgate.Call.Principal,
+// which the policy's "principals" conditions read) is found from the
+// tool call's context; PrincipalFrom by default.
+func WithPrincipalFunc(f func(context.Context) toolgate.Principal) Option {
+	return func(o *options) { o.principal = f }
+}
+
+// PrincipalFrom returns the principal the host put in ctx with
+// toolgate.WithPrincipal (pass that context to Runner.Run, Graph.Invoke,
+// ToolsNode.Invoke, and again to Runner.Resume), else the zero
+// Principal: eino knows no user of its own.
+func PrincipalFrom(ctx context.Context) toolgate.Principal {
+	p, _ := toolgate.PrincipalFrom(ctx)
+	return p
 }
 
 // WithApprover names who answers approval requests when the resume
@@ -138,12 +155,15 @@ func ReportCost(ctx context.Context, actual kernel.Cost) bool {
 // the gate may still hold open. kernel.ErrOverrun is not a failure (it
 // is recorded).
 func Middleware(g *toolgate.Gate, opts ...Option) compose.ToolMiddleware {
-	m := &guard{g: g, opts: options{caller: CallerFrom, approver: toolgate.DefaultApprover}}
+	m := &guard{g: g, opts: options{caller: CallerFrom, principal: PrincipalFrom, approver: toolgate.DefaultApprover}}
 	for _, opt := range opts {
 		opt(&m.opts)
 	}
 	if m.opts.caller == nil {
 		m.opts.caller = CallerFrom
+	}
+	if m.opts.principal == nil {
+		m.opts.principal = PrincipalFrom
 	}
 	if m.opts.approver == "" {
 		m.opts.approver = toolgate.DefaultApprover
@@ -173,12 +193,12 @@ type guard struct {
 // Explanation is the output) or an error to return from the endpoint —
 // the approval interrupt.
 func (m *guard) admit(ctx context.Context, in *compose.ToolInput) (toolgate.Decision, error) {
-	c := toolgate.Call{Tool: in.Name, ID: in.CallID, Arguments: []byte(in.Arguments), Caller: m.opts.caller(ctx)}
+	c := toolgate.Call{Tool: in.Name, ID: in.CallID, Arguments: []byte(in.Arguments), Caller: m.opts.caller(ctx), Principal: m.opts.principal(ctx)}
 	// tool.GetInterruptState / tool.GetResumeContext (components/tool/
 	// interrupt.go): the state this call saved when it was interrupted for
 	// approval, and the answer the resume brought it.
 	if was, has, st := tool.GetInterruptState[*approvalState](ctx); was && has && st != nil {
-		c.ID, c.Caller = st.CallID, st.Caller
+		c.ID, c.Caller, c.Principal = st.CallID, st.Caller, st.Principal
 		if target, hasData, data := tool.GetResumeContext[any](ctx); target && hasData {
 			ans := answerOf(data)
 			who := ans.Approver
@@ -213,7 +233,7 @@ func (m *guard) admit(ctx context.Context, in *compose.ToolInput) (toolgate.Deci
 	}
 	if d.Verdict == toolgate.AskApproval {
 		info := approvalInfo(d)
-		st := &approvalState{ApprovalID: info.ApprovalID, CallID: d.Call.ID, Caller: d.Call.Caller}
+		st := &approvalState{ApprovalID: info.ApprovalID, CallID: d.Call.ID, Caller: d.Call.Caller, Principal: d.Call.Principal}
 		// tool.StatefulInterrupt(ctx, info, state any) error
 		// (components/tool/interrupt.go): the ToolsNode gathers it into
 		// its CompositeInterrupt and keeps the outputs of the other calls.
