@@ -43,6 +43,14 @@
 // Options.Caller (the authenticated user, say), or each request would have
 // a budget of its own.
 //
+// The call's principal (toolgate.Call.Principal, read by the policy's
+// "principals" conditions) is Options.Principal's when set; otherwise
+// DefaultPrincipal's: the host's toolgate.WithPrincipal from the request's
+// context, else the bearer token the SDK verified (auth.RequireBearerToken
+// on a streamable HTTP server: subject, scopes and the "iss" the verifier
+// put in TokenInfo.Extra), else none. The Guard does not authenticate;
+// the server in front of it does.
+//
 // # Refusals
 //
 // A refused call never reaches the tool's handler. The model reads the

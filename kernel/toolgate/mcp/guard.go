@@ -48,6 +48,10 @@ type Options struct {
 	// nil (see Guard.Caller). Use it when the session id does not name who
 	// pays — a stateless HTTP server makes a session per request.
 	Caller func(ctx context.Context, req *sdk.CallToolRequest) string
+	// Principal returns the principal a call is made for
+	// (toolgate.Call.Principal, which the policy's "principals"
+	// conditions read); DefaultPrincipal when nil.
+	Principal func(ctx context.Context, req *sdk.CallToolRequest) toolgate.Principal
 	// StateKey signs the request state of input-required results (at
 	// least 32 bytes). Several servers behind one load balancer that
 	// serve one another's retries need the same key; a random key is made
@@ -61,11 +65,12 @@ type Options struct {
 // Middleware sends every tools/call through the gate. A Guard is safe for
 // concurrent use by any number of sessions.
 type Guard struct {
-	gate     *toolgate.Gate
-	approver string
-	caller   func(context.Context, *sdk.CallToolRequest) string
-	key      []byte
-	logger   *slog.Logger
+	gate      *toolgate.Gate
+	approver  string
+	caller    func(context.Context, *sdk.CallToolRequest) string
+	principal func(context.Context, *sdk.CallToolRequest) toolgate.Principal
+	key       []byte
+	logger    *slog.Logger
 
 	mu    sync.Mutex
 	conns map[*sdk.ServerSession]string // per-connection keys of sessions without an id
@@ -76,8 +81,11 @@ func New(g *toolgate.Gate, opts Options) (*Guard, error) {
 	if g == nil {
 		return nil, errors.New("toolgate/mcp: nil gate")
 	}
-	gd := &Guard{gate: g, approver: opts.Approver, caller: opts.Caller, logger: opts.Logger,
+	gd := &Guard{gate: g, approver: opts.Approver, caller: opts.Caller, principal: opts.Principal, logger: opts.Logger,
 		conns: map[*sdk.ServerSession]string{}}
+	if gd.principal == nil {
+		gd.principal = DefaultPrincipal
+	}
 	if gd.approver == "" {
 		gd.approver = toolgate.DefaultApprover
 	}
@@ -110,6 +118,32 @@ func (gd *Guard) Caller(ctx context.Context, req *sdk.CallToolRequest) string {
 		return gd.caller(ctx, req)
 	}
 	return gd.ConnectionKey(req.Session)
+}
+
+// DefaultPrincipal is the principal of a call when Options.Principal is
+// nil: the one the host put in the request's context with
+// toolgate.WithPrincipal, else the bearer token's that the SDK verified
+// for the HTTP request (auth.RequireBearerToken puts its TokenInfo in the
+// request's context and the streamable transport passes it on as
+// CallToolRequest.Extra.TokenInfo: mcp/shared.go's RequestExtra,
+// auth/auth.go's TokenInfo{Scopes, Expiration, UserID, Extra}): subject
+// TokenInfo.UserID, scopes TokenInfo.Scopes, issuer TokenInfo.Extra["iss"]
+// when the verifier put a string there. A session without a verified
+// token (stdio, in-memory, an unauthenticated HTTP server) has the zero
+// principal.
+func DefaultPrincipal(ctx context.Context, req *sdk.CallToolRequest) toolgate.Principal {
+	if p, ok := toolgate.PrincipalFrom(ctx); ok {
+		return p
+	}
+	if req == nil || req.Extra == nil || req.Extra.TokenInfo == nil {
+		return toolgate.Principal{}
+	}
+	ti := req.Extra.TokenInfo
+	p := toolgate.Principal{Subject: ti.UserID, Scopes: slices.Clone(ti.Scopes)}
+	if iss, ok := ti.Extra["iss"].(string); ok {
+		p.Issuer = iss
+	}
+	return p
 }
 
 // ConnectionKey is the default caller key of a session: its id, or for a
@@ -171,7 +205,7 @@ type runFunc func(context.Context, *sdk.CallToolRequest) (sdk.Result, error)
 // callTool is the gate's path for one tools/call.
 func (gd *Guard) callTool(ctx context.Context, req *sdk.CallToolRequest, run runFunc) (sdk.Result, error) {
 	p := req.Params
-	call := toolgate.Call{Tool: p.Name, Arguments: []byte(p.Arguments), Caller: gd.Caller(ctx, req)}
+	call := toolgate.Call{Tool: p.Name, Arguments: []byte(p.Arguments), Caller: gd.Caller(ctx, req), Principal: gd.principal(ctx, req)}
 	log := gd.logger.With("tool", p.Name, "caller", call.Caller)
 
 	// A retry of a call that waited for the human (SEP-2322): record the
