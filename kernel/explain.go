@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+
+	"github.com/verity-go/verity/internal/oneline"
 )
 
 // Explain returns one short line that names each failed check, meant to
@@ -33,7 +35,9 @@ func (v Verdict) Explain() string {
 		sep = "; "
 		b.WriteString(explainCheck(c))
 	}
-	return b.String()
+	// Names, suggestions and details come from users and policy files:
+	// whatever they hold, the explanation stays one line.
+	return oneline.String(b.String())
 }
 
 // explainCheck is one failed check in the words of Verdict.Explain.

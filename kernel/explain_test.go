@@ -2,6 +2,7 @@ package kernel_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -42,4 +43,34 @@ func TestVerdictExplainWording(t *testing.T) {
 	ok := mustKernel(t, kernel.Config{Budget: units(1), MinActionCost: 1})
 	assert.Equal(t, "", ok.Evaluate(ok.Start(), s, kernel.Action{ID: "fine", Cost: 1}).Explain())
 	assert.Equal(t, `action "" rejected`, kernel.Verdict{}.Explain())
+}
+
+// TestVerdictExplainIsOneLine: whatever an invariant's name or suggestion
+// holds (a line feed, NUL, a line or paragraph separator), Explain is one
+// line.
+func TestVerdictExplainIsOneLine(t *testing.T) {
+	inv := kernel.Invariant{Name: "no\ndeletes\u2029", Check: func(kernel.State) bool { return false },
+		Suggestion: "ask a human.\nThen retry.\u2028\x00\u0085"}
+	k := mustKernel(t, kernel.Config{Budget: units(1), MinActionCost: 1, Invariants: []kernel.Invariant{inv}})
+	v := k.Evaluate(k.Start(), mustState(t, nil), kernel.Action{ID: "delete", Cost: 1})
+	got := v.Explain()
+	assert.Equal(t, `action "delete" rejected: invariant no deletes : violated (ask a human. Then retry.   )`, got)
+	assert.NotContains(t, got, "\n")
+	assert.NotContains(t, got, "\u2028")
+}
+
+// TestStepLimitExplainedByMinCost: a refusal by the step limit says that
+// the limit is the budget divided by min_cost.
+func TestStepLimitExplainedByMinCost(t *testing.T) {
+	k := mustKernel(t, kernel.Config{Budget: units(2), MinActionCost: units(1)})
+	m, s := k.Start(), mustState(t, nil)
+	for i := range 2 {
+		v := k.Evaluate(m, s, kernel.Action{ID: "a", Cost: units(1)})
+		require.True(t, v.Allowed())
+		var err error
+		s, m, _, err = k.Commit(m, s, v, fmt.Sprint("x", i))
+		require.NoError(t, err)
+	}
+	v := k.Evaluate(m, s, kernel.Action{ID: "a", Cost: units(1)})
+	assert.Contains(t, v.Explain(), "step_limit: 2 of 2 steps taken (budget 2 / min_cost 1: every call costs at least min_cost)")
 }

@@ -328,7 +328,7 @@ func (k *Kernel) Evaluate(m Meter, s State, a Action) Verdict {
 	case emergency:
 		add(CheckResult{Check: CheckStepLimit, Status: StatusSkipped, Reason: "emergency action"})
 	case m.steps >= k.maxSteps:
-		fail(CheckStepLimit, fmt.Errorf("%w: %d of %d steps taken", ErrStepLimit, m.steps, k.maxSteps))
+		fail(CheckStepLimit, fmt.Errorf("%w: %d of %d steps taken (budget %s / min_cost %s: every call costs at least min_cost)", ErrStepLimit, m.steps, k.maxSteps, k.budget, k.minCost))
 	default:
 		add(CheckResult{Check: CheckStepLimit, Status: StatusPassed})
 	}

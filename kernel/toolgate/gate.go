@@ -20,6 +20,7 @@ import (
 
 	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/internal/canon"
+	"github.com/verity-go/verity/internal/oneline"
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/trace"
 )
@@ -745,18 +746,12 @@ func showArguments(b []byte) (string, error) {
 	return sb.String(), nil
 }
 
-// OneLine returns s with its control characters (line breaks among them)
-// as spaces and its invalid UTF-8 as U+FFFD: what the gate does to every
+// OneLine returns s with its control characters (line breaks among
+// them) and the line and paragraph separators U+2028 and U+2029 as
+// spaces and its invalid UTF-8 as U+FFFD: what the gate does to every
 // explanation it gives a model or a human, whoever wrote the text, and
 // what an adapter wording a refusal of its own should do too.
-func OneLine(s string) string {
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, strings.ToValidUTF8(s, "\uFFFD"))
-}
+func OneLine(s string) string { return oneline.String(s) }
 
 // RefuseEntry is the payload of a KindRefuse entry: a call refused before
 // the kernel saw it.
