@@ -35,7 +35,7 @@ func TestStringIsOneLine(t *testing.T) {
 
 func TestStringExamples(t *testing.T) {
 	for in, want := range map[string]string{
-		"ask a human.\nThen retry.": "ask a human. Then retry.",
+		"ask a human.\nThen retry.":   "ask a human. Then retry.",
 		"a\u2028b\u2029c\x00d\u0085e": "a b c d e",
 		"bad \xff byte":               "bad \uFFFD byte",
 		"plain":                       "plain",
