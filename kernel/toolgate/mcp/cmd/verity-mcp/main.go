@@ -43,6 +43,22 @@
 // SQLite file, on one machine — never spend more than its limit together.
 // -db takes postgres://… (or postgresql://…) or sqlite:PATH.
 //
+// # Bounds on -http
+//
+// No HTTP client can hold the proxy: a streamable HTTP session with no
+// request for -session-timeout (10m) is closed, with what it holds (its
+// client gets 404 and initializes anew); request headers must arrive
+// within -read-header-timeout (10s) and be at most -max-header-bytes
+// (64 KiB), a body within -read-timeout (30s) and be at most -max-body
+// (4 MiB); each write of an answer or event stream must reach its
+// client within -write-timeout (60s), while the stream itself stays open
+// as long as its session or call; a connection idle between requests is
+// closed after -idle-timeout (60s); at most -max-conns (256) connections
+// are open at once, the one idle longest closed to let a new one in, and
+// a new one finding only requests in progress waits -conn-wait (1s) for
+// room before it is closed. None can be switched off (0 is a usage
+// error).
+//
 // # Output
 //
 // Logs go to stderr (log/slog, text); the upstream's stderr is passed
@@ -74,8 +90,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -114,6 +128,7 @@ type config struct {
 	db         string
 	http       string
 	httpCaller string
+	httpConfig httpConfig // the -http server's bounds (http.go)
 	caller     string
 	approver   string
 	upstream   []string
@@ -135,6 +150,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.db, "db", "", "the database of the policy's shared budget: postgres://… or sqlite:PATH")
 	fs.StringVar(&c.http, "http", "", "also serve streamable HTTP at this address (host:port)")
 	fs.StringVar(&c.httpCaller, "http-caller", "", "charge every streamable HTTP session to this one caller key (default: each session is its own caller)")
+	addHTTPFlags(fs, &c.httpConfig)
 	fs.StringVar(&c.caller, "caller", "stdio", "the caller key the stdio client's calls are charged to")
 	fs.StringVar(&c.approver, "approver", toolgate.DefaultApprover, "the approver name the client's human answers as")
 	if err := fs.Parse(args); err != nil {
@@ -152,6 +168,9 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 		return c, errors.New("-approver may not be empty")
 	case c.httpCaller != "" && c.http == "":
 		return c, errors.New("-http-caller needs -http")
+	}
+	if err := c.httpConfig.check(); err != nil {
+		return c, err
 	}
 	if c.db != "" {
 		if _, err := parseDB(c.db); err != nil {
@@ -335,31 +354,15 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, cfg toolgate.C
 	logger.Info("serving", "upstream", c.upstream[0], "tools", len(names), "names", names, "log", c.log)
 
 	if c.http != "" {
-		ln, err := net.Listen("tcp", c.http)
+		stopHTTP, err := serveHTTP(c.http, srv, c.httpConfig, logger)
 		if err != nil {
-			return fmt.Errorf("-http: %w", err)
+			return err
 		}
-		hs := &http.Server{
-			Handler:           sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil),
-			ReadHeaderTimeout: 10 * time.Second,
-		}
-		done := make(chan error, 1)
-		go func() { done <- hs.Serve(ln) }()
 		defer func() {
-			// End the HTTP sessions first: their open event streams would
-			// hold Shutdown until its timeout.
-			sessions := slices.Collect(srv.Sessions())
-			for _, ss := range sessions {
-				_ = ss.Close()
-			}
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			_ = hs.Shutdown(sctx)
-			if herr := <-done; herr != nil && !errors.Is(herr, http.ErrServerClosed) && err == nil {
-				err = fmt.Errorf("-http: %w", herr)
+			if herr := stopHTTP(ctx); herr != nil && err == nil {
+				err = herr
 			}
 		}()
-		logger.Info("listening", "http", ln.Addr().String())
 	}
 
 	t := &sdk.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}
