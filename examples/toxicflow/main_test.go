@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/trace"
+)
+
+// TestToxicFlowStoppedByTheGate runs the demonstration: without the gate
+// the injected instructions make the agent publish the private secret in
+// a pull request; with it no pull request is opened, the refusal names
+// the flow rule, the kept log verifies, holds the refusal with its rule
+// and condition and the labels that led to it, and every decision
+// replays.
+func TestToxicFlowStoppedByTheGate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "toxicflow.trace")
+	var out bytes.Buffer
+	rep, err := demonstrate(context.Background(), &out, []string{"-log", path})
+	require.NoError(t, err, out.String())
+
+	require.Len(t, rep.Leaked, 1, "without the gate the agent opens the pull request")
+	assert.Contains(t, rep.Leaked[0].Body, Secret, "and the secret is in it")
+	assert.Empty(t, rep.Gated, "with the gate no pull request is opened")
+	assert.Contains(t, rep.Refusal, `tool "create_pull_request" (rule #3 "open-pull-request", flow/0)`)
+	assert.Equal(t, 5, rep.Replayed, "every call of the gated run was decided again")
+	assert.Equal(t, 1, strings.Count(out.String(), "THE PRIVATE SECRET IS NOW PUBLIC"), out.String())
+	assert.Contains(t, out.String(), "log kept in "+path)
+
+	// The kept log, read on its own.
+	store, err := trace.OpenFileReadOnly(path)
+	require.NoError(t, err)
+	log, err := trace.NewLog(store)
+	require.NoError(t, err)
+	defer log.Close()
+	var entries []trace.Entry
+	for e, err := range log.Entries(context.Background(), 0) {
+		require.NoError(t, err)
+		entries = append(entries, e)
+	}
+	_, err = trace.Verify(entries)
+	require.NoError(t, err)
+	assert.Equal(t, rep.Entries, len(entries))
+	var refusals []toolgate.RefuseEntry
+	labels := map[string]bool{}
+	for _, e := range entries {
+		if strings.Contains(string(e.Payload), Secret) {
+			// The file's content reached the model (it ran), never a
+			// pull request: the refused call is on the log only by its
+			// arguments' digest.
+			assert.Equal(t, toolgate.KindResult, e.Kind, "entry %d holds the secret", e.Seq)
+		}
+		if e.Kind == toolgate.KindRefuse {
+			d, err := toolgate.DecodeEntry(e)
+			require.NoError(t, err)
+			refusals = append(refusals, d.(toolgate.RefuseEntry))
+		}
+		for _, l := range []string{"untrusted_input", "private_data", "external_comm"} {
+			if strings.Contains(string(e.Payload), `"label:`+l+`"`) {
+				labels[l] = true
+			}
+		}
+	}
+	require.Len(t, refusals, 1)
+	r := refusals[0]
+	assert.Equal(t, "create_pull_request", r.Tool)
+	assert.Equal(t, "#3", r.Rule)
+	assert.Equal(t, "open-pull-request", r.RuleName)
+	assert.Equal(t, "flow/0", r.Condition)
+	assert.Equal(t, rep.Refusal, r.Explanation, "the model read what the log holds")
+	assert.Equal(t, map[string]bool{"untrusted_input": true, "private_data": true}, labels,
+		"the labels that led to the refusal are on the log; the refused call attached none")
+}
+
+// TestReplayCatchesAnotherPolicy: the replay is a check, not a
+// formality. The log of a run decided under the flow rule does not
+// replay under a policy without it (the refused call would be allowed
+// now), nor under one that labels nothing (the private read's tags would
+// differ).
+func TestReplayCatchesAnotherPolicy(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "toxicflow.trace")
+	var out bytes.Buffer
+	rep, err := demonstrate(context.Background(), &out, []string{"-log", path})
+	require.NoError(t, err)
+	_, n, err := audit(context.Background(), &bytes.Buffer{}, path, policy(), rep.calls, rep.meter)
+	require.NoError(t, err, "the run's own policy replays")
+	require.Equal(t, 5, n)
+	noFlow := policy()
+	noFlow.Rules[3].Flow = nil
+	_, _, err = audit(context.Background(), &bytes.Buffer{}, path, noFlow, rep.calls, rep.meter)
+	require.ErrorContains(t, err, "replay of entry")
+
+	unlabelled := policy()
+	unlabelled.Rules[1].Arguments = nil
+	unlabelled.Rules[1].Match = "no_such_tool"
+	_, _, err = audit(context.Background(), &bytes.Buffer{}, path, unlabelled, rep.calls, rep.meter)
+	require.ErrorContains(t, err, "replay of entry")
+}
+
+func TestUsage(t *testing.T) {
+	existing := filepath.Join(t.TempDir(), "old.trace")
+	require.NoError(t, os.WriteFile(existing, []byte("keep me"), 0o600))
+	for _, args := range [][]string{{"-log", existing}, {"extra"}, {"-nope"}} {
+		_, err := demonstrate(context.Background(), &bytes.Buffer{}, args)
+		var usage usageError
+		assert.True(t, errors.As(err, &usage), "%v: %v", args, err)
+	}
+	b, err := os.ReadFile(existing)
+	require.NoError(t, err)
+	assert.Equal(t, "keep me", string(b), "an existing file is never written")
+}
