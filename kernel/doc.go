@@ -96,6 +96,21 @@
 // back; Replay rebuilds a Session from its log, re-executing every entry
 // and checking what was recorded.
 //
+// # The horizon: what a Session keeps
+//
+// A Session's memory stays flat over a long life: it keeps the Records of
+// its last WithHorizon executions (DefaultHorizon, 1024) and forgets the
+// older ones, with their ledger entries. That horizon is how far back it
+// can act on an execution: Rollback (so at most that many rollbacks in a
+// row), Refund and Settle of an execution within it work as they would
+// with no horizon; of one beyond it they fail with ErrBeyondHorizon, never
+// with a wrong result. Open reservations are kept until settled at any
+// age, and so are executions held under WithHeldExecutions until
+// Release. The budget's totals and the step counters are never
+// forgotten, so T1–T8 do not depend on the horizon; History returns the
+// Records within it. Replay with at least the horizon the session was
+// recorded with.
+//
 // # Tool calls
 //
 // An agent acts through tool calls: a name, JSON arguments, a result, and

@@ -76,6 +76,10 @@ var (
 	// ErrRollbackInexact: the inverse effects did not restore the state
 	// the action started from (a forged or corrupted Record).
 	ErrRollbackInexact = errors.New("kernel: rollback did not restore the prior state")
+	// ErrBeyondHorizon: Rollback, Refund or Settle of an execution the
+	// Session no longer keeps: older than its last WithHorizon executions
+	// and neither held nor an open reservation (see WithHorizon).
+	ErrBeyondHorizon = errors.New("kernel: execution beyond the session's horizon")
 
 	// ErrReplay: a log that does not replay to a consistent Session.
 	ErrReplay = errors.New("kernel: replay failed")

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -159,7 +160,7 @@ func (s *Session) replayExecute(got Record) error {
 		return err
 	}
 	s.world, s.meter = world, meter
-	s.history.add(rec)
+	s.remember(rec, false)
 	return nil
 }
 
@@ -174,9 +175,9 @@ func (s *Session) replayReject(got RejectEntry) error {
 }
 
 func (s *Session) replayRollback(got RollbackRecord) error {
-	rec := s.history.find(got.ExecID)
+	rec := s.window.find(got.ExecID)
 	if rec == nil {
-		return fmt.Errorf("rollback of unknown execution %q", got.ExecID)
+		return fmt.Errorf("rollback: %w", s.beyond(got.ExecID, fmt.Errorf("%w: %q", ErrUnknownExecution, got.ExecID)))
 	}
 	world, meter, rr, err := s.k.Rollback(s.meter, s.world, *rec)
 	if err != nil {
@@ -211,11 +212,22 @@ func (s *Session) replaySettle(got SettleRecord) error {
 		return err
 	}
 	s.meter = meter
+	s.forgetIfBeyond(got.ExecID)
 	return nil
 }
 
 func (s *Session) replayRefund(got RefundRecord) error {
 	meter, r, err := s.k.Refund(s.meter, got.ExecID, got.Amount, got.Reason)
+	if errors.Is(err, ErrUnknownExecution) && s.forgotten > 0 {
+		// Held, or within the recording session's longer horizon: the
+		// execution's ledger entry is forgotten here, the totals are not.
+		var b Budget
+		if b, err = s.meter.budget.refundForgotten(got.Amount); err == nil {
+			meter = s.meter
+			meter.budget = b
+			r.Budget = snapshot(b)
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("re-refund failed: %w", err)
 	}

@@ -3,6 +3,7 @@ package kernel
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -39,6 +40,8 @@ type sessionConfig struct {
 	newID      func() string
 	clock      func() time.Time
 	inputLimit int
+	horizon    int
+	hold       bool
 }
 
 // DefaultInputLimit is the input limit of a Session without WithInputLimit.
@@ -100,10 +103,14 @@ type Session struct {
 	id         string
 	newID      func() string
 	clock      func() time.Time
-	inputLimit int     // bytes of an Input recorded in full
-	prefix     string  // default exec id prefix
-	counter    uint64  // exec ids handed out by the default source
-	history    history // committed executions, oldest first
+	inputLimit int                 // bytes of an Input recorded in full
+	prefix     string              // default exec id prefix
+	counter    uint64              // exec ids handed out by the default source
+	window     window              // the most recent executions, oldest first
+	hold       bool                // WithHeldExecutions
+	held       map[string]struct{} // executions held until Release
+	kept       map[string]struct{} // executions beyond the window whose ledger entries stay
+	forgotten  uint64              // executions forgotten
 }
 
 // NewSession starts a session of k from initial, recording a StartEntry
@@ -127,7 +134,7 @@ func newSession(log *trace.Log, k *Kernel, initial State, opts []Option) (*Sessi
 	if k == nil || log == nil {
 		return nil, fmt.Errorf("%w: a session needs a kernel and a log", ErrInvalidConfig)
 	}
-	cfg := sessionConfig{clock: time.Now, inputLimit: DefaultInputLimit}
+	cfg := sessionConfig{clock: time.Now, inputLimit: DefaultInputLimit, horizon: DefaultHorizon}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -147,8 +154,12 @@ func newSession(log *trace.Log, k *Kernel, initial State, opts []Option) (*Sessi
 	if cfg.inputLimit < 0 {
 		return nil, fmt.Errorf("%w: negative input limit %d", ErrInvalidConfig, cfg.inputLimit)
 	}
+	if cfg.horizon < 0 {
+		return nil, fmt.Errorf("%w: negative horizon %d", ErrInvalidConfig, cfg.horizon)
+	}
 	return &Session{k: k, meter: k.Start(), world: initial, log: log, shared: cfg.shared,
-		id: cfg.sessionID, newID: cfg.newID, clock: cfg.clock, inputLimit: cfg.inputLimit, prefix: cfg.sessionID}, nil
+		id: cfg.sessionID, newID: cfg.newID, clock: cfg.clock, inputLimit: cfg.inputLimit, prefix: cfg.sessionID,
+		window: window{limit: cfg.horizon}, hold: cfg.hold}, nil
 }
 
 // now reads the session's clock once, as the log will store the instant.
@@ -284,8 +295,9 @@ func (s *Session) commit(ctx context.Context, a Action, reserve bool) (Record, e
 	}
 	rec.Seq, rec.Hash = te.Seq, te.Hash
 	s.world, s.meter = world, meter
-	s.history.add(rec) // the session's copy, for Rollback
-	return rec.clone(), nil
+	out := rec.clone()
+	s.remember(rec, s.hold) // the session's copy, for Rollback
+	return out, nil
 }
 
 // recorded returns rec as its entry records it: without the input's bytes
@@ -314,6 +326,9 @@ func (s *Session) Settle(ctx context.Context, execID string, actual Cost) (Settl
 		return SettleRecord{}, err
 	}
 	meter, r, err := s.k.Settle(s.meter, execID, actual)
+	if errors.Is(err, ErrUnknownExecution) {
+		err = s.beyond(execID, err)
+	}
 	if err != nil {
 		return SettleRecord{}, err
 	}
@@ -324,6 +339,7 @@ func (s *Session) Settle(ctx context.Context, execID string, actual Cost) (Settl
 	}
 	r.Seq, r.Hash = te.Seq, te.Hash
 	s.meter = meter
+	s.forgetIfBeyond(execID)
 	var errs []error
 	if s.shared != nil && r.Refund > 0 {
 		if err := s.shared.Refund(ctx, execID, int64(r.Refund)); err != nil {
@@ -371,6 +387,9 @@ func (s *Session) Refund(ctx context.Context, execID string, amount Cost, reason
 		return RefundRecord{}, err
 	}
 	meter, r, err := s.k.Refund(s.meter, execID, amount, reason)
+	if errors.Is(err, ErrUnknownExecution) {
+		err = s.beyond(execID, err)
+	}
 	if err != nil {
 		return RefundRecord{}, err
 	}
@@ -460,9 +479,9 @@ func (s *Session) Rollback(ctx context.Context, execID string) (RollbackRecord, 
 	if err != nil {
 		return RollbackRecord{}, err
 	}
-	rec := s.history.find(execID)
+	rec := s.window.find(execID)
 	if rec == nil {
-		return RollbackRecord{}, fmt.Errorf("%w: %q", ErrUnknownExecution, execID)
+		return RollbackRecord{}, s.beyond(execID, fmt.Errorf("%w: %q", ErrUnknownExecution, execID))
 	}
 	world, meter, rr, err := s.k.Rollback(s.meter, s.world, *rec)
 	if err != nil {
@@ -482,51 +501,10 @@ func (s *Session) Rollback(ctx context.Context, execID string) (RollbackRecord, 
 	return rr, nil
 }
 
-// History returns the committed executions, oldest first (deep copies).
+// History returns the committed executions the session keeps (its last
+// WithHorizon executions), oldest first (deep copies).
 func (s *Session) History() []Record {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.history.all()
-}
-
-// history stores Records in fixed-size chunks, so that adding one never
-// copies the earlier ones.
-type history struct {
-	chunks [][]Record
-	n      int
-}
-
-const historyChunk = 256
-
-func (h *history) add(r Record) {
-	if len(h.chunks) == 0 || len(h.chunks[len(h.chunks)-1]) == historyChunk {
-		h.chunks = append(h.chunks, make([]Record, 0, historyChunk))
-	}
-	last := &h.chunks[len(h.chunks)-1]
-	*last = append(*last, r)
-	h.n++
-}
-
-// find returns the Record of execID, searching from the newest (rollbacks
-// are of recent executions).
-func (h *history) find(execID string) *Record {
-	for c := len(h.chunks) - 1; c >= 0; c-- {
-		chunk := h.chunks[c]
-		for i := len(chunk) - 1; i >= 0; i-- {
-			if chunk[i].ExecID == execID {
-				return &chunk[i]
-			}
-		}
-	}
-	return nil
-}
-
-func (h *history) all() []Record {
-	out := make([]Record, 0, h.n)
-	for _, c := range h.chunks {
-		for _, r := range c {
-			out = append(out, r.clone())
-		}
-	}
-	return out
+	return s.window.all()
 }
