@@ -42,6 +42,26 @@
 // puts all of them under one budget held outside the process, so a fleet of
 // gates on many machines spends at most that together.
 //
+// # Callers come and go; memory stays flat
+//
+// A caller's session keeps no record of past calls (kernel.WithHorizon(0):
+// the gate never rolls back) — only its counters, its budget's totals and
+// the ledger entries of its open calls, each held (kernel.WithHeldExecutions)
+// from Before until After records how it ended. The gate keeps the sessions
+// of at most WithCallerLimit callers (DefaultCallerLimit, 4096) and lets go
+// of a caller idle longer than WithIdleCallers (DefaultIdleCallers, 15
+// minutes) or, over the limit, the least recently used idle ones first.
+// A caller with a call in flight or open, an approval request waiting for
+// a human, or an approval or denial not yet used is never let go. A caller
+// that returns after it was let go is resumed from the log with
+// kernel.Replay, as after a restart: its spend counts exactly as recorded,
+// its budget never resets. Resuming reads the log from its start, so it
+// costs as much as a restart does for one caller; LiveCallers says how
+// many are held and how many were let go. What grows with the number of
+// distinct callers ever seen is one map entry each (which sessions are
+// already on the log); the log store keeps its own index (trace.File: 8
+// bytes an entry).
+//
 // Each allowed call is one kernel action: its id is the tool's name, its
 // cost the rule's (Rule.Cost or Rule.CostFunc), its effects count the call
 // in "calls" and "calls/"+tool (kernel.Count: nothing to declare), its

@@ -67,10 +67,11 @@ type Gate struct {
 	shared  kernel.SharedBudget
 	windows RateWindows
 	comp    *Compiled
-	resumed map[string]bool // kernel sessions already on the log
 
 	mu        sync.Mutex
+	resumed   map[string]bool // kernel sessions already on the log
 	callers   map[string]*caller
+	live      callers              // the callers by last use (callers.go)
 	approvals map[string]*approval // waiting requests by id
 }
 
@@ -80,6 +81,7 @@ type caller struct {
 	ready chan struct{} // closed once sess or err is set
 	sess  *kernel.Session
 	err   error
+	lru   // guarded by Gate.mu
 
 	// turn orders the caller's decisions; labels and windows (the core's
 	// Snapshot) are read and changed under it.
@@ -121,10 +123,12 @@ type approval struct {
 type Option func(*options)
 
 type options struct {
-	clock   func() time.Time
-	newID   func() string
-	shared  kernel.SharedBudget
-	windows RateWindows
+	clock       func() time.Time
+	newID       func() string
+	shared      kernel.SharedBudget
+	windows     RateWindows
+	callerLimit int
+	idleCallers time.Duration
 }
 
 // WithClock sets the clock every record is stamped with (default
@@ -150,9 +154,13 @@ func New(ctx context.Context, log *trace.Log, cfg Config, opts ...Option) (*Gate
 	if log == nil {
 		return nil, fmt.Errorf("%w: no trace log", ErrInvalidConfig)
 	}
-	o := options{clock: time.Now, newID: func() string { return uuid.Must(uuid.NewV7()).String() }}
+	o := options{clock: time.Now, newID: func() string { return uuid.Must(uuid.NewV7()).String() },
+		callerLimit: DefaultCallerLimit, idleCallers: DefaultIdleCallers}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if err := o.checkCallers(); err != nil {
+		return nil, err
 	}
 	cfg = cfg.clone()
 	if err := cfg.validate(); err != nil {
@@ -173,7 +181,8 @@ func New(ctx context.Context, log *trace.Log, cfg Config, opts ...Option) (*Gate
 		return nil, err
 	}
 	g := &Gate{log: log, cfg: cfg, k: k, claims: cs, clock: o.clock, newID: o.newID, shared: o.shared, windows: o.windows, comp: comp,
-		resumed: map[string]bool{}, callers: map[string]*caller{}, approvals: map[string]*approval{}}
+		resumed: map[string]bool{}, callers: map[string]*caller{}, approvals: map[string]*approval{},
+		live: callers{limit: o.callerLimit, idle: o.idleCallers}}
 	for e, err := range log.Entries(ctx, 0) {
 		if err != nil {
 			return nil, fmt.Errorf("toolgate: reading the log: %w", err)
@@ -354,12 +363,11 @@ func (g *Gate) SessionID(caller string) string { return SessionPrefix + caller }
 // Meter returns caller's budget and step counters, and false when the
 // caller has made no call yet.
 func (g *Gate) Meter(caller string) (kernel.Meter, bool) {
-	g.mu.Lock()
-	c, ok := g.callers[caller]
-	g.mu.Unlock()
-	if !ok {
+	c := g.resumeForMeter(caller)
+	if c == nil {
 		return kernel.Meter{}, false
 	}
+	defer g.release(c)
 	<-c.ready
 	if c.sess == nil {
 		return kernel.Meter{}, false
@@ -367,25 +375,34 @@ func (g *Gate) Meter(caller string) (kernel.Meter, bool) {
 	return c.sess.Meter(), true
 }
 
-// caller returns the caller's session, starting or resuming it on first
-// use. Concurrent first calls of one caller wait for one start.
+// caller returns the caller's session, marked busy (release it),
+// starting it on first use or resuming it from the log after a restart or
+// once it was let go (callers.go). Concurrent first calls of one caller
+// wait for one start.
 func (g *Gate) caller(ctx context.Context, key string) (*caller, error) {
+	now := g.clock()
 	g.mu.Lock()
-	c, ok := g.callers[key]
+	c := g.acquireLocked(key)
+	ok := c != nil
 	if !ok {
 		c = &caller{ready: make(chan struct{}), open: map[string]openCall{}, granted: map[callKey][]string{},
 			denied: map[callKey][]denial{}, waiting: map[callKey]*approval{}, labels: map[string]bool{},
 			windows: map[string][]time.Time{}}
+		c.key, c.busy, c.used = key, 1, now
 		g.callers[key] = c
+		g.live.pushFront(c)
 	}
+	g.evictLocked(now)
 	g.mu.Unlock()
 	if ok {
 		select {
 		case <-c.ready:
 		case <-ctx.Done():
+			g.release(c)
 			return nil, ctx.Err()
 		}
 		if c.err != nil {
+			g.release(c)
 			return nil, c.err
 		}
 		return c, nil
@@ -396,7 +413,11 @@ func (g *Gate) caller(ctx context.Context, key string) (*caller, error) {
 	if c.err != nil {
 		// Forget the failure so that a later call tries again.
 		g.mu.Lock()
-		delete(g.callers, key)
+		if g.callers[key] == c {
+			delete(g.callers, key)
+			g.live.unlink(c)
+		}
+		c.busy--
 		g.mu.Unlock()
 	}
 	close(c.ready)
@@ -414,11 +435,17 @@ func (g *Gate) startSession(ctx context.Context, key string, cl *caller) (*kerne
 		}
 		return g.clock()
 	}
-	opts := []kernel.Option{kernel.WithSessionID(id), kernel.WithClock(clock), kernel.WithIDs(g.newID)}
+	// The gate never rolls back, and holds each call's execution until
+	// After: its sessions keep no Record, only open calls' ledger entries.
+	opts := []kernel.Option{kernel.WithSessionID(id), kernel.WithClock(clock), kernel.WithIDs(g.newID),
+		kernel.WithHorizon(0), kernel.WithHeldExecutions()}
 	if g.shared != nil {
 		opts = append(opts, kernel.WithSharedBudget(g.shared))
 	}
-	if g.resumed[id] {
+	g.mu.Lock()
+	resume := g.resumed[id]
+	g.mu.Unlock()
+	if resume {
 		s, err := kernel.Replay(ctx, g.log, g.k, id, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("toolgate: resuming caller %q: %w", key, err)
@@ -484,6 +511,7 @@ func (g *Gate) Before(ctx context.Context, c Call) (Decision, error) {
 	if err != nil {
 		return Decision{}, err
 	}
+	defer g.release(cl)
 	// One decision of a caller at a time: its windows and labels are read
 	// and updated around the kernel's execution.
 	cl.turn.Lock()
@@ -597,8 +625,8 @@ func (g *Gate) Before(ctx context.Context, c Call) (Decision, error) {
 // its log.
 func (g *Gate) known(key string) bool {
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	_, ok := g.callers[key]
-	g.mu.Unlock()
 	return ok || g.resumed[g.SessionID(key)]
 }
 
@@ -831,12 +859,13 @@ func (g *Gate) decide(ctx context.Context, id, approver string, dec claims.Appro
 	ap, ok := g.approvals[id]
 	var cl *caller
 	if ok {
-		cl = g.callers[ap.req.Caller]
+		cl = g.acquireLocked(ap.req.Caller)
 	}
 	g.mu.Unlock()
 	if !ok || cl == nil {
 		return false, fmt.Errorf("%w: %q", ErrUnknownApproval, id)
 	}
+	defer g.release(cl)
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	if cl.waiting[ap.key] != ap {

@@ -21,6 +21,9 @@ package toolgate_test
 //   - Results are recorded bounded, and checked for speculative markers
 //     when asked: TestResultRecordedBounded, TestSpeculativeResultFlagged.
 //   - A restarted gate resumes every caller's spend: TestRestartResumesSpend.
+//   - Idle callers are let go and resumed from the log with their spend,
+//     never losing an open call or an approval: TestEvictedCallerKeepsItsBudget,
+//     TestIdleCallerLetGo, TestEvictionMatchesModel (rapid state machine).
 
 import (
 	"bytes"

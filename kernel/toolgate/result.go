@@ -55,12 +55,11 @@ type ResultEntry struct {
 // closed, even when a shared budget then fails to follow (the error says
 // so; the shared balance overstates spending, the safe direction).
 func (g *Gate) After(ctx context.Context, c Call, r Result) (Outcome, error) {
-	g.mu.Lock()
-	cl, ok := g.callers[c.Caller]
-	g.mu.Unlock()
-	if !ok {
+	cl := g.acquire(c.Caller)
+	if cl == nil {
 		return Outcome{}, fmt.Errorf("%w: %q", ErrUnknownCall, c.ID)
 	}
+	defer g.release(cl)
 	<-cl.ready
 	cl.mu.Lock()
 	oc, ok := cl.open[c.ID]
@@ -116,6 +115,9 @@ func (g *Gate) After(ctx context.Context, c Call, r Result) (Outcome, error) {
 			out.Charged = oc.cost - refund
 		}
 	}
+	// The call is closed: its execution need not be refundable any more
+	// (the session held it since Before).
+	_ = cl.sess.Release(oc.execID)
 	if oc.rule.CheckResult || g.cfg.CheckResults {
 		out.Speculative, out.Finding = checkOutput(r.Output)
 	}
