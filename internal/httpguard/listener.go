@@ -22,6 +22,8 @@ type Listener struct {
 	max  int
 	wait time.Duration
 
+	now func() time.Time // time.Now; tests set a clock
+
 	mu    sync.Mutex
 	open  map[*conn]struct{}
 	freed chan struct{} // a slot was released (capacity 1, never blocks)
@@ -33,7 +35,8 @@ type Listener struct {
 // once; when full, a new connection waits up to wait for room (making it
 // when it can) and is closed otherwise. max and wait must be positive.
 func NewListener(inner net.Listener, max int, wait time.Duration) *Listener {
-	return &Listener{Listener: inner, max: max, wait: wait, open: make(map[*conn]struct{}), freed: make(chan struct{}, 1)}
+	return &Listener{Listener: inner, max: max, wait: wait, now: time.Now,
+		open: make(map[*conn]struct{}), freed: make(chan struct{}, 1)}
 }
 
 // connection states as the Listener tracks them.
@@ -77,7 +80,7 @@ func (l *Listener) Accept() (net.Conn, error) {
 // admit gives nc a slot, making room or waiting for one; it returns nil
 // (nc closed) when none is found within l.wait.
 func (l *Listener) admit(nc net.Conn) *conn {
-	deadline := time.Now().Add(l.wait)
+	deadline := l.now().Add(l.wait)
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -85,22 +88,11 @@ func (l *Listener) admit(nc net.Conn) *conn {
 		}
 	}()
 	for {
-		now := time.Now()
-		l.mu.Lock()
-		if len(l.open) < l.max {
-			c := &conn{Conn: nc, l: l, since: now}
-			l.open[c] = struct{}{}
-			l.mu.Unlock()
+		now := l.now()
+		c, victim, next := l.step(nc, now)
+		if c != nil {
 			return c
 		}
-		victim, next := l.victim(now)
-		if victim != nil {
-			// Released here, under the lock, so that the slot is this
-			// connection's; Close then only closes.
-			delete(l.open, victim)
-			victim.once.Do(func() {})
-		}
-		l.mu.Unlock()
 		if victim != nil {
 			l.evicted.Add(1)
 			_ = victim.Conn.Close()
@@ -125,6 +117,26 @@ func (l *Listener) admit(nc net.Conn) *conn {
 		case <-timer.C:
 		}
 	}
+}
+
+// step is one attempt of admit at now: nc's new slot if there is room;
+// else the connection to close for room, its slot already released so
+// that the next attempt finds it; else when the next one may be closed
+// (zero if none will be).
+func (l *Listener) step(nc net.Conn, now time.Time) (admitted, victim *conn, next time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.open) < l.max {
+		c := &conn{Conn: nc, l: l, since: now}
+		l.open[c] = struct{}{}
+		return c, nil, time.Time{}
+	}
+	victim, next = l.victim(now)
+	if victim != nil {
+		delete(l.open, victim)
+		victim.once.Do(func() {}) // its Close now only closes
+	}
+	return nil, victim, next
 }
 
 // victim returns the connection to close for room at now, if any: the
@@ -186,8 +198,9 @@ func (l *Listener) ConnState(nc net.Conn, s http.ConnState) {
 	default:
 		st = busy
 	}
+	now := l.now()
 	l.mu.Lock()
-	c.state, c.since = st, time.Now()
+	c.state, c.since = st, now
 	l.mu.Unlock()
 }
 

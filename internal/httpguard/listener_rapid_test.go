@@ -1,0 +1,148 @@
+package httpguard
+
+import (
+	"net"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+)
+
+// fakeConn is a connection that only records being closed.
+type fakeConn struct {
+	net.Conn
+	closed int
+}
+
+func (f *fakeConn) Close() error { f.closed++; return nil }
+
+// modelConn is the naive model's view of one admitted connection.
+type modelConn struct {
+	c     *conn
+	fc    *fakeConn
+	state state
+	since time.Time
+	open  bool
+}
+
+// TestConnCapHoldsAndOnlyIdleConnectionsMakeRoom is a state machine over
+// the Listener's admission (step, as Accept runs it), the server's state
+// reports (ConnState), closes and the passing of time, against a naive
+// model (a list): never more than max open; a new connection is let in
+// when there is room; when full, the connection closed for it is the one
+// idle longest between requests, else the one reading its first
+// request's headers for longest once past EvictAfter, and never one in
+// a request or of unknown state; otherwise it finds no room; a
+// connection closed twice frees one slot.
+func TestConnCapHoldsAndOnlyIdleConnectionsMakeRoom(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		max := rapid.IntRange(1, 5).Draw(t, "max")
+		now := time.Unix(1e9, 0)
+		l := NewListener(nil, max, time.Second)
+		l.now = func() time.Time { return now }
+		var all []*modelConn
+
+		openConns := func() []*modelConn {
+			var out []*modelConn
+			for _, m := range all {
+				if m.open {
+					out = append(out, m)
+				}
+			}
+			return out
+		}
+		// expected returns the model's choice of connections to close for
+		// room (all tied for oldest in the category that wins), or nil.
+		expected := func() []*modelConn {
+			oldest := func(keep func(*modelConn) bool) []*modelConn {
+				var best []*modelConn
+				for _, m := range openConns() {
+					switch {
+					case !keep(m):
+					case len(best) == 0 || m.since.Before(best[0].since):
+						best = []*modelConn{m}
+					case m.since.Equal(best[0].since):
+						best = append(best, m)
+					}
+				}
+				return best
+			}
+			if idle := oldest(func(m *modelConn) bool { return m.state == waiting }); len(idle) > 0 {
+				return idle
+			}
+			return oldest(func(m *modelConn) bool { return m.state == fresh && now.Sub(m.since) > EvictAfter })
+		}
+
+		t.Repeat(map[string]func(*rapid.T){
+			"connect": func(t *rapid.T) {
+				fc := &fakeConn{}
+				full := len(openConns()) >= max
+				want := expected()
+				c, victim, _ := l.step(fc, now)
+				switch {
+				case !full:
+					if c == nil || victim != nil {
+						t.Fatalf("room for %d, yet not admitted", max)
+					}
+				case len(want) == 0:
+					if c != nil || victim != nil {
+						t.Fatalf("full of connections that cannot be closed, yet admitted %v closed %v", c != nil, victim != nil)
+					}
+					return
+				default:
+					if c != nil || victim == nil {
+						t.Fatal("full with a connection to close, yet none chosen")
+					}
+					i := slices.IndexFunc(want, func(m *modelConn) bool { return m.c == victim })
+					if i < 0 {
+						t.Fatalf("closed a connection in state %d, not the one waiting longest", victim.state)
+					}
+					want[i].open = false
+					_ = victim.Conn.Close()
+					c, victim, _ = l.step(fc, now)
+					if c == nil || victim != nil {
+						t.Fatal("room made, yet not admitted")
+					}
+				}
+				all = append(all, &modelConn{c: c, fc: fc, state: busy, since: now, open: true})
+			},
+			"state": func(t *rapid.T) {
+				if len(all) == 0 {
+					t.Skip("no connection")
+				}
+				m := rapid.SampledFrom(all).Draw(t, "conn")
+				s := rapid.SampledFrom([]http.ConnState{http.StateNew, http.StateActive, http.StateIdle, http.StateHijacked}).Draw(t, "state")
+				l.ConnState(m.c, s)
+				m.state = map[http.ConnState]state{http.StateNew: fresh, http.StateIdle: waiting}[s]
+				m.since = now
+			},
+			"close": func(t *rapid.T) {
+				if len(all) == 0 {
+					t.Skip("no connection")
+				}
+				m := rapid.SampledFrom(all).Draw(t, "conn")
+				_ = m.c.Close()
+				m.open = false
+			},
+			"tick": func(t *rapid.T) {
+				now = now.Add(time.Duration(rapid.Int64Range(0, int64(2*EvictAfter)).Draw(t, "d")))
+			},
+			"": func(t *rapid.T) {
+				open, _, _ := l.Stats()
+				if want := len(openConns()); open != want {
+					t.Fatalf("%d connections hold a slot, want %d", open, want)
+				}
+				if open > max {
+					t.Fatalf("%d open, over the cap %d", open, max)
+				}
+				for _, m := range all {
+					if m.open && m.fc.closed > 0 {
+						t.Fatal("a connection the model holds open was closed")
+					}
+				}
+			},
+		})
+	})
+}
