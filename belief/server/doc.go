@@ -106,4 +106,11 @@
 //
 // No authentication, TLS or rate limiting: mount the Handler behind what
 // the host already uses. No listing or deletion of sessions.
+//
+// The Handler bounds request bodies, not connections: give its
+// http.Server a ReadHeaderTimeout, a ReadTimeout (which also bounds a
+// body sent slowly), a WriteTimeout, an IdleTimeout, a MaxHeaderBytes
+// and a cap on open connections, or one idle or slow client per file
+// descriptor starves the rest. examples/beliefserver sets them all, as
+// flags.
 package server
