@@ -174,8 +174,12 @@ func ioError(err error) error {
 }
 
 // reason is err as the Reason of a *TornTailError or *CorruptRecordError,
-// whose own message carries the package's prefix.
-func reason(err error) string { return strings.TrimPrefix(err.Error(), "trace: ") }
+// whose own message carries the package's prefix and says that the record
+// is corrupt: neither is repeated ("hash mismatch: …", not "trace: corrupt
+// record: hash mismatch: …").
+func reason(err error) string {
+	return strings.TrimPrefix(strings.TrimPrefix(err.Error(), ErrCorrupt.Error()+": "), "trace: ")
+}
 
 func openFile(path string, opts FileOptions) (*File, error) {
 	if opts.fs == nil {

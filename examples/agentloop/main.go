@@ -34,6 +34,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/verity-go/verity/claims"
@@ -192,7 +193,8 @@ func act(ctx context.Context, w io.Writer, sess *kernel.Session) error {
 		switch {
 		case errors.As(err, &rej):
 			for _, f := range rej.Verdict.Failures() {
-				fmt.Fprintf(w, "rejected  %-16s %s: %s\n", a.ID, f.Check, f.Reason)
+				// The reason names its check ("invariant \"min-replicas\" violated").
+				fmt.Fprintf(w, "rejected  %-16s %s\n", a.ID, strings.TrimPrefix(f.Reason, "kernel: "))
 			}
 		case err != nil:
 			return rec, err

@@ -20,8 +20,8 @@ func TestAgentLoop(t *testing.T) {
 	s := out.String()
 	for _, want := range []string{
 		"committed scale-out",
-		`rejected  drain-all        invariant: kernel: invariant "min-replicas" violated`,
-		"rejected  full-rebuild     budget: kernel: budget exceeded",
+		`rejected  drain-all        invariant "min-replicas" violated; suggestion: scale out before removing replicas` + "\n",
+		"rejected  full-rebuild     budget exceeded: cost 9, remaining 3.5\n",
 		"rolled back enable-canary",
 		"refused evidence: speculative:",
 		"grounded evidence on c-root-cause: 0 item(s)",

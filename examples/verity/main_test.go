@@ -246,11 +246,11 @@ func TestInspect(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	assert.Contains(t, r.stdout, "kernel.start")
 	assert.Regexp(t, `kernel\.execute +executed step-0 \(exec exec-1\) cost 0\.01 → budget net 0\.01`, r.stdout)
-	assert.Regexp(t, `kernel\.reject +rejected drain-all \(cost 0\.02\): invariant non-negative: kernel: invariant "non-negative" violated`, r.stdout)
+	assert.Regexp(t, `kernel\.reject +rejected drain-all \(cost 0\.02\): invariant "non-negative" violated; suggestion: never drain below zero\n`, r.stdout, "the check is named once, without the package's prefix")
 	assert.Regexp(t, `kernel\.rollback +rolled back exec exec-\d+, refund 0\.01`, r.stdout)
 	assert.Regexp(t, `belief\.eliminate +ELIMINATE session incident-1 event 1: applied \[h00\]`, r.stdout)
 	assert.Contains(t, r.stdout, "bundle bundle-4410: REFUSE")
-	assert.Contains(t, r.stdout, "sre-lead APPROVED by agent-7; bundle bundle-4411: PUBLISH")
+	assert.Contains(t, r.stdout, "approver sre-lead APPROVED bundle bundle-4411 for agent-7 → PUBLISH", "the approver approves the actor's bundle")
 	assert.Contains(t, r.stdout, "REFUSED intent")
 	assert.Contains(t, r.stdout, "warned: invariant short-queue")
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/verity-go/verity/belief"
@@ -101,14 +102,9 @@ func kernelLine(x kernel.Entry) string {
 	case kernel.RejectEntry:
 		var failed []string
 		for _, c := range v.Checks {
-			if c.Status != kernel.StatusFailed {
-				continue
+			if c.Status == kernel.StatusFailed {
+				failed = append(failed, checkReason(c))
 			}
-			name := string(c.Check)
-			if c.Name != "" {
-				name += " " + c.Name
-			}
-			failed = append(failed, name+": "+c.Reason)
 		}
 		return fmt.Sprintf("rejected %s (cost %s): %s", v.Action.ID, v.Action.Cost, strings.Join(failed, "; "))
 	case kernel.RollbackEntry:
@@ -123,6 +119,24 @@ func kernelLine(x kernel.Entry) string {
 		return fmt.Sprintf("refunded %s to exec %s (%s) → %s", v.Amount, v.ExecID, v.Reason, budgetText(v.Budget))
 	}
 	return fmt.Sprintf("%T", x)
+}
+
+// checkReason words a failed check once. The kernel's reasons are its
+// errors' messages, which name the check and the invariant or
+// precondition themselves ("kernel: invariant "x" violated"): the reason
+// is given without the package's prefix, and the check's name is added
+// only where the reason does not begin with it.
+func checkReason(c kernel.CheckResult) string {
+	r := strings.TrimPrefix(c.Reason, "kernel: ")
+	words := strings.ReplaceAll(string(c.Check), "_", " ")
+	if strings.HasPrefix(r, words) || strings.HasPrefix(r, string(c.Check)) {
+		return r
+	}
+	name := string(c.Check)
+	if c.Name != "" && !strings.Contains(r, strconv.Quote(c.Name)) {
+		name += " " + strconv.Quote(c.Name)
+	}
+	return name + ": " + r
 }
 
 // warnedText lists the monitoring checks that warned.
@@ -173,7 +187,11 @@ func claimsSummary(e trace.Entry) (string, any, error) {
 		s += " (" + b.Reason + ")"
 	}
 	if r.Approval != nil {
-		s = fmt.Sprintf("%s %s by %s; %s", r.Approval.Approver, r.Approval.Decision, r.Actor, s)
+		// The approver decided on the actor's bundle; the result follows.
+		s = fmt.Sprintf("approver %s %s bundle %s for %s → %s", r.Approval.Approver, r.Approval.Decision, b.ID, r.Actor, b.Decision)
+		if b.Reason != "" {
+			s += " (" + b.Reason + ")"
+		}
 	} else {
 		s += " for " + r.Actor
 	}
