@@ -370,8 +370,8 @@ func validateArguments(s *jsonschema.Schema, v any) (err error) {
 	return s.Validate(v)
 }
 
-// Rule returns the rule c would decide a call of tool by p with args
-// by, looking at the rule's match, principals, argument schema and paths
+// Match returns the rule c would decide a call of tool by p with
+// arguments by, looking at the rule's match, principals, argument schema and paths
 // only (not windows or labels); a RuleRef with Found false when no rule
 // applies (and unknown tools are refused). Condition is non-empty when
 // the call would be refused at that rule for what its arguments are
@@ -535,3 +535,52 @@ func tierRank(t claims.RiskTier) int {
 	}
 	return 0
 }
+
+// RuleCoverage is what a list of tools (an MCP server's tools/list, a
+// framework's registry) leaves of one rule: a linter reports a rule
+// whose Tools and Shadowed are both empty as matching no tool, and one
+// with only Shadowed as never deciding.
+type RuleCoverage struct {
+	Rule RuleRef
+	// Tools are the listed tools the rule may decide for: it matches them,
+	// and no earlier rule that applies to every call of a tool (one
+	// without principals, arguments or paths) matches them first.
+	Tools []string
+	// Shadowed maps each listed tool the rule matches but never decides
+	// for to the earlier rule that always does.
+	Shadowed map[string]RuleRef
+}
+
+// Coverage reports, for each rule in order, which of tools it may decide
+// for and which an earlier rule takes from it. The default rule is not
+// reported.
+func (c *Compiled) Coverage(tools []string) []RuleCoverage {
+	out := make([]RuleCoverage, len(c.rules))
+	taken := make(map[string]*compiledRule, len(tools)) // a tool's first unconditional rule
+	for i := range c.rules {
+		r := &c.rules[i]
+		out[i].Rule = r.ref()
+		for _, tool := range tools {
+			if !r.matchesTool(tool) {
+				continue
+			}
+			if first, ok := taken[tool]; ok {
+				if out[i].Shadowed == nil {
+					out[i].Shadowed = map[string]RuleRef{}
+				}
+				out[i].Shadowed[tool] = first.ref()
+				continue
+			}
+			out[i].Tools = append(out[i].Tools, tool)
+		}
+		if !r.conditional() {
+			for _, tool := range out[i].Tools {
+				taken[tool] = r
+			}
+		}
+	}
+	return out
+}
+
+// Rules returns how many rules c has (the default rule aside).
+func (c *Compiled) Rules() int { return len(c.rules) }

@@ -267,3 +267,35 @@ func TestInvalidRuleConditionsRefused(t *testing.T) {
 		assert.True(t, strings.Contains(err.Error(), want), "missing %q in %v", want, err)
 	}
 }
+
+// TestCoverageFindsUnusedAndShadowedRules: against a server's tool list,
+// a rule that matches no tool and one that an unconditional earlier rule
+// always decides for are told apart from the rules that decide.
+func TestCoverageFindsUnusedAndShadowedRules(t *testing.T) {
+	p, err := toolgate.ParsePolicy([]byte(`{"version": 2, "budget": "10", "min_cost": "0.01", "tools": [
+		{"match": "read_*", "cost": "0.01", "name": "reads"},
+		{"match": "read_f*", "cost": "0.01", "name": "shadowed"},
+		{"match": "write_file", "cost": "0.1", "principals": {"groups": ["ops"]}},
+		{"match": "write_*", "cost": "0.1"},
+		{"match": "delete_*", "cost": "1", "tier": "DELETE"}]}`))
+	require.NoError(t, err)
+	comp, err := p.Compile()
+	require.NoError(t, err)
+	cov := comp.Coverage([]string{"read_file", "read_text_file", "write_file", "list_directory"})
+	require.Len(t, cov, 5)
+	assert.Equal(t, []string{"read_file", "read_text_file"}, cov[0].Tools)
+	assert.Empty(t, cov[1].Tools)
+	assert.Equal(t, map[string]toolgate.RuleRef{"read_file": {Found: true, Index: 0, Name: "reads"}}, cov[1].Shadowed)
+	assert.Equal(t, []string{"write_file"}, cov[2].Tools)
+	assert.Equal(t, []string{"write_file"}, cov[3].Tools, "a conditional rule shadows nothing")
+	assert.Empty(t, cov[4].Tools, "no delete tool: the approval can never be seen")
+	assert.Empty(t, cov[4].Shadowed)
+
+	ref, cond := comp.Match("write_file", toolgate.Principal{Groups: []string{"ops"}}, nil)
+	assert.Equal(t, 2, ref.Index)
+	assert.Empty(t, cond)
+	ref, _ = comp.Match("write_file", toolgate.Principal{}, nil)
+	assert.Equal(t, 3, ref.Index)
+	ref, _ = comp.Match("list_directory", toolgate.Principal{}, nil)
+	assert.False(t, ref.Found)
+}

@@ -16,9 +16,11 @@ import (
 	"github.com/verity-go/verity/kernel"
 )
 
-// PolicyVersion is the version of the policy format this package reads
-// (the file's "version").
-const PolicyVersion = 1
+// PolicyVersion is the newest version of the policy format this package
+// reads (the file's "version"). Version 1 files load as they always
+// have; version 2 adds rule names, principals, argument and path
+// conditions, refusing rules, rate windows, labels and flows.
+const PolicyVersion = 2
 
 // PolicySchemaID is the $id of policy.schema.json.
 const PolicySchemaID = "https://github.com/verity-go/verity/kernel/toolgate/policy.schema.json"
@@ -94,6 +96,17 @@ const (
 	policyRuleDuplicateKey   = "duplicate_key"       // an object with a key twice
 	policyRuleNumber         = "number"              // a number literal over 100 characters or with an exponent beyond ±1000
 	policySchemaRulePrefix   = "schema."             // a schema keyword the decoder did not report (never expected)
+
+	// Version 2's rules (all beyond what the schema says).
+	policyRuleDuration      = "duration"            // a rate's per that is no Go duration, or outside [1ms, 366 days]
+	policyRuleRuleName      = "rule_name"           // a rule name not ^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$
+	policyRuleDuplicateRule = "duplicate_rule_name" // two rules with one name
+	policyRuleArgSchema     = "argument_schema"     // an arguments schema that does not compile
+	policyRulePointer       = "pointer"             // a path condition's argument that is no JSON Pointer
+	policyRulePath          = "path"                // an under directory that is not absolute and plain
+	policyRuleLabel         = "label"               // a label not ^[A-Za-z][A-Za-z0-9_.:-]{0,63}$
+	policyRuleUnknownLabel  = "unknown_label"       // a label not declared, or a flow label no rule attaches
+	policyRuleFlowTier      = "flow_tier"           // a tier on a flow entry that refuses
 )
 
 // policySemanticRules are the rules the schema does not check.
@@ -101,6 +114,8 @@ var policySemanticRules = map[string]bool{
 	policyRuleMinCost: true, policyRuleBudget: true, policyRuleGlob: true, policyRuleDuplicateMatch: true,
 	policyRuleShadowed: true, policyRuleRegex: true, policyRuleDuplicateName: true, policyRuleBounds: true,
 	policyRuleValue: true, policyRuleApprovers: true, policyRuleIDLength: true,
+	policyRuleDuration: true, policyRuleRuleName: true, policyRuleDuplicateRule: true, policyRuleArgSchema: true,
+	policyRulePointer: true, policyRulePath: true, policyRuleLabel: true, policyRuleUnknownLabel: true, policyRuleFlowTier: true,
 }
 
 // Policy is a policy file: a gate's Config written in JSON, so that a
@@ -172,6 +187,9 @@ type Policy struct {
 	MaxWaiting int
 	// CheckResults ("check_results") is Config.CheckResults.
 	CheckResults bool
+	// Labels ("labels", version 2) declares the flow labels the rules may
+	// use: when present, a label no entry names is refused (unknown_label).
+	Labels []string
 	// Shared ("shared_budget") is a budget every caller and every process
 	// using it spends together. The gate does not open it: a host that
 	// keeps shared budgets (kernel/sqlbudget's Store.OpenOrCreate(ctx,
@@ -200,6 +218,24 @@ type RuleSpec struct {
 	// CheckResult ("check_result") checks the output for speculative
 	// markers.
 	CheckResult bool
+
+	// The members of version 2 (see Rule for what each does): "name",
+	// "principals" ({"issuers", "subjects", "groups", "scopes"}),
+	// "arguments" (a JSON Schema), "paths" ([{"argument", "under",
+	// "case_insensitive"}]), "effect" ("allow" or "refuse"), "reason",
+	// "rate" ({"calls", "per": a Go duration such as "1m", "scope":
+	// "tool" or "rule"}), "labels" and "flow" ([{"after", "effect":
+	// "refuse" or "ask", "reason", "tier"}]). The default rule has none of
+	// them.
+	Name       string
+	Principals *PrincipalCondition
+	Arguments  json.RawMessage
+	Paths      []PathCondition
+	Effect     Effect
+	Reason     string
+	Rate       *Rate
+	Labels     []string
+	Flow       []FlowRule
 }
 
 // Rule returns the gate's Rule: the same fields, the tier TierReadOnly
@@ -209,8 +245,26 @@ func (r RuleSpec) Rule() Rule {
 	if tier == "" {
 		tier = claims.TierReadOnly
 	}
-	return Rule{Match: r.Match, Description: r.Description, Cost: r.Cost, Reserve: r.Reserve, Tier: tier,
-		RefundOnError: r.RefundOnError, CheckResult: r.CheckResult}
+	out := Rule{Match: r.Match, Description: r.Description, Cost: r.Cost, Reserve: r.Reserve, Tier: tier,
+		RefundOnError: r.RefundOnError, CheckResult: r.CheckResult, Name: r.Name, Arguments: slices.Clone(r.Arguments),
+		Effect: r.Effect, Reason: r.Reason, Labels: slices.Clone(r.Labels)}
+	if r.Principals != nil {
+		pc := *r.Principals
+		out.Principals = &pc
+	}
+	for _, pc := range r.Paths {
+		pc.Under = slices.Clone(pc.Under)
+		out.Paths = append(out.Paths, pc)
+	}
+	if r.Rate != nil {
+		rt := *r.Rate
+		out.Rate = &rt
+	}
+	for _, f := range r.Flow {
+		f.After = slices.Clone(f.After)
+		out.Flow = append(out.Flow, f)
+	}
+	return out
 }
 
 // InvariantSpec is one entry of "invariants": a name and exactly one of
@@ -377,15 +431,47 @@ type (
 		MaxWaiting      int                   `json:"max_waiting,omitempty"`
 		CheckResults    bool                  `json:"check_results,omitempty"`
 		SharedBudget    *policySharedJSON     `json:"shared_budget,omitempty"`
+		Labels          []string              `json:"labels,omitempty"`
 	}
 	policyRuleJSON struct {
-		Match         string      `json:"match,omitempty"`
-		Description   string      `json:"description,omitempty"`
-		Cost          kernel.Cost `json:"cost"`
-		Reserve       bool        `json:"reserve,omitempty"`
-		Tier          string      `json:"tier,omitempty"`
-		RefundOnError bool        `json:"refund_on_error,omitempty"`
-		CheckResult   bool        `json:"check_result,omitempty"`
+		Name          string                `json:"name,omitempty"`
+		Match         string                `json:"match,omitempty"`
+		Description   string                `json:"description,omitempty"`
+		Principals    *policyPrincipalsJSON `json:"principals,omitempty"`
+		Arguments     json.RawMessage       `json:"arguments,omitempty"`
+		Paths         []policyPathJSON      `json:"paths,omitempty"`
+		Effect        string                `json:"effect,omitempty"`
+		Reason        string                `json:"reason,omitempty"`
+		Cost          *kernel.Cost          `json:"cost,omitempty"`
+		Reserve       bool                  `json:"reserve,omitempty"`
+		Tier          string                `json:"tier,omitempty"`
+		RefundOnError bool                  `json:"refund_on_error,omitempty"`
+		CheckResult   bool                  `json:"check_result,omitempty"`
+		Rate          *policyRateJSON       `json:"rate,omitempty"`
+		Labels        []string              `json:"labels,omitempty"`
+		Flow          []policyFlowJSON      `json:"flow,omitempty"`
+	}
+	policyPrincipalsJSON struct {
+		Issuers  []string `json:"issuers,omitempty"`
+		Subjects []string `json:"subjects,omitempty"`
+		Groups   []string `json:"groups,omitempty"`
+		Scopes   []string `json:"scopes,omitempty"`
+	}
+	policyPathJSON struct {
+		Argument        string   `json:"argument"`
+		Under           []string `json:"under"`
+		CaseInsensitive bool     `json:"case_insensitive,omitempty"`
+	}
+	policyRateJSON struct {
+		Calls int    `json:"calls"`
+		Per   string `json:"per"`
+		Scope string `json:"scope,omitempty"`
+	}
+	policyFlowJSON struct {
+		After  []string `json:"after"`
+		Effect string   `json:"effect"`
+		Reason string   `json:"reason,omitempty"`
+		Tier   string   `json:"tier,omitempty"`
 	}
 	policyInvariantJSON struct {
 		Name        string `json:"name"`
@@ -421,8 +507,36 @@ type (
 )
 
 func policyRuleToJSON(r RuleSpec) policyRuleJSON {
-	return policyRuleJSON{Match: r.Match, Description: r.Description, Cost: r.Cost, Reserve: r.Reserve,
-		Tier: string(r.Tier), RefundOnError: r.RefundOnError, CheckResult: r.CheckResult}
+	j := policyRuleJSON{Name: r.Name, Match: r.Match, Description: r.Description, Reserve: r.Reserve,
+		Tier: string(r.Tier), RefundOnError: r.RefundOnError, CheckResult: r.CheckResult, Arguments: r.Arguments,
+		Reason: r.Reason, Labels: r.Labels}
+	if r.Effect == EffectRefuse {
+		j.Effect = "refuse"
+	}
+	if r.Effect != EffectRefuse || r.Cost != 0 {
+		c := r.Cost
+		j.Cost = &c
+	}
+	if pc := r.Principals; pc != nil {
+		j.Principals = &policyPrincipalsJSON{Issuers: pc.Issuers, Subjects: pc.Subjects, Groups: pc.Groups, Scopes: pc.Scopes}
+	}
+	for _, pc := range r.Paths {
+		j.Paths = append(j.Paths, policyPathJSON{Argument: pc.Argument, Under: pc.Under, CaseInsensitive: pc.CaseInsensitive})
+	}
+	if rt := r.Rate; rt != nil {
+		j.Rate = &policyRateJSON{Calls: rt.Calls, Per: rt.Per.String()}
+		if rt.Scope == RateScopeRule {
+			j.Rate.Scope = string(RateScopeRule)
+		}
+	}
+	for _, f := range r.Flow {
+		e := "refuse"
+		if f.Ask {
+			e = "ask"
+		}
+		j.Flow = append(j.Flow, policyFlowJSON{After: f.After, Effect: e, Reason: f.Reason, Tier: string(f.Tier)})
+	}
+	return j
 }
 
 // MarshalJSON writes p as a policy file (compact; costs as exact decimal
@@ -495,6 +609,7 @@ func (p Policy) MarshalJSON() ([]byte, error) {
 		}
 		j.Invariants = append(j.Invariants, ij)
 	}
+	j.Labels = p.Labels
 	if s := p.Shared; s != nil {
 		j.SharedBudget = &policySharedJSON{ID: s.ID, Limit: s.Limit}
 	}
@@ -528,4 +643,17 @@ func policyScalarJSON(v kernel.Value) ([]byte, error) {
 
 // unconditional reports whether the rule applies to every call of the
 // tools it matches: only then can it shadow a later rule.
-func (r RuleSpec) unconditional() bool { return true }
+func (r RuleSpec) unconditional() bool {
+	return r.Principals == nil && len(r.Arguments) == 0 && len(r.Paths) == 0
+}
+
+// Compile validates p and compiles its rules (see Config.Compile): what a
+// linter asks which rule a call would meet (Compiled.Match), and which
+// rules a list of tools leaves unused or shadowed (Compiled.Coverage).
+func (p Policy) Compile() (*Compiled, error) {
+	cfg, err := p.Config()
+	if err != nil {
+		return nil, err
+	}
+	return cfg.Compile()
+}

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
@@ -262,7 +263,8 @@ func policySchemaViolations(tree any) (vs []Violation) {
 // lists even where their content is wrong, so that Policy.violations
 // does not report an absence the decoder already explained.
 type policyDecoder struct {
-	vs []Violation
+	vs      []Violation
+	version int // the file's version, 0 when it has none this package reads
 }
 
 func (d *policyDecoder) add(at, rule, format string, args ...any) {
@@ -428,7 +430,7 @@ var policyTiers = []string{string(claims.TierReadOnly), string(claims.TierWriteL
 	string(claims.TierDelete), string(claims.TierPrivilege)}
 
 var policyMembers = []string{"$schema", "version", "budget", "min_cost", "unknown_tools", "default_rule", "approvers",
-	"tools", "invariants", "result_text_limit", "max_waiting", "check_results", "shared_budget"}
+	"tools", "invariants", "result_text_limit", "max_waiting", "check_results", "shared_budget", "labels"}
 
 func (d *policyDecoder) policy(tree any) Policy {
 	var p Policy
@@ -441,12 +443,22 @@ func (d *policyDecoder) policy(tree any) Policy {
 	}
 	if v, ok := m["version"]; ok {
 		if n, isNum := v.(json.Number); isNum {
-			if r, ok := policyRat(n); ok && r.Cmp(big.NewRat(PolicyVersion, 1)) == 0 {
-				p.Version = PolicyVersion
+			if r, ok := policyRat(n); ok && r.IsInt() && r.Num().IsInt64() {
+				if x := r.Num().Int64(); x == 1 || x == 2 {
+					p.Version = int(x)
+				}
 			}
 		}
-		if p.Version != PolicyVersion {
-			d.add("/version", policyRuleVersion, "this package reads version %d, got %s", PolicyVersion, policyShow(v))
+		if p.Version == 0 {
+			d.add("/version", policyRuleVersion, "this package reads versions 1 and 2, got %s", policyShow(v))
+		}
+	}
+	d.version = p.Version
+	if d.version == 1 {
+		for _, k := range []string{"labels"} {
+			if _, ok := m[k]; ok {
+				d.add("/"+k, policyRuleUnknownField, "unknown member %q (version 2 has it)", k)
+			}
 		}
 	}
 	if v, ok := m["budget"]; ok {
@@ -490,6 +502,9 @@ func (d *policyDecoder) policy(tree any) Policy {
 	if v, ok := m["check_results"]; ok {
 		p.CheckResults = d.boolean("/check_results", v)
 	}
+	if v, ok := m["labels"]; ok && d.version != 1 {
+		p.Labels = d.strList("/labels", v)
+	}
 	if v, ok := m["shared_budget"]; ok {
 		s := &SharedBudgetSpec{}
 		if sm, ok := d.object("/shared_budget", v, []string{"id", "limit"}, []string{"id", "limit"}); ok {
@@ -505,18 +520,33 @@ func (d *policyDecoder) policy(tree any) Policy {
 	return p
 }
 
-var policyRuleMembers = []string{"match", "description", "cost", "reserve", "tier", "refund_on_error", "check_result"}
+var (
+	policyRuleMembers   = []string{"match", "description", "cost", "reserve", "tier", "refund_on_error", "check_result"}
+	policyRuleMembersV2 = []string{"name", "principals", "arguments", "paths", "effect", "reason", "rate", "labels", "flow"}
+)
 
-// rule reads an entry of tools (withMatch) or the default rule.
+// rule reads an entry of tools (withMatch) or the default rule. The
+// members of version 2 are read in entries of tools of a version 2 file
+// (or one whose version is wrong, so as to report their problems too).
 func (d *policyDecoder) rule(at string, v any, withMatch bool) RuleSpec {
 	var r RuleSpec
-	allowed, required := policyRuleMembers, []string{"match", "cost"}
+	allowed, required := policyRuleMembers, []string{"match"}
 	if !withMatch {
-		allowed, required = policyRuleMembers[1:], []string{"cost"}
+		allowed, required = policyRuleMembers[1:], nil
+	} else if d.version != 1 {
+		allowed = append(slices.Clone(allowed), policyRuleMembersV2...)
 	}
 	m, ok := d.object(at, v, allowed, required)
 	if !ok {
 		return r
+	}
+	if v, ok := m["effect"]; ok && slices.Contains(allowed, "effect") {
+		if d.enum(at+"/effect", v, "allow", "refuse") == "refuse" {
+			r.Effect = EffectRefuse
+		}
+	}
+	if _, ok := m["cost"]; !ok && r.Effect != EffectRefuse {
+		d.add(at+"/cost", policyRuleRequired, "missing required member")
 	}
 	if v, ok := m["match"]; ok && withMatch {
 		r.Match = d.str(at+"/match", v)
@@ -539,7 +569,142 @@ func (d *policyDecoder) rule(at string, v any, withMatch bool) RuleSpec {
 	if v, ok := m["check_result"]; ok {
 		r.CheckResult = d.boolean(at+"/check_result", v)
 	}
+	if !slices.Contains(allowed, "name") {
+		return r
+	}
+	if v, ok := m["name"]; ok {
+		r.Name = d.str(at+"/name", v)
+	}
+	if v, ok := m["principals"]; ok {
+		pat := at + "/principals"
+		pc := &PrincipalCondition{}
+		if pm, ok := d.object(pat, v, []string{"issuers", "subjects", "groups", "scopes"}, nil); ok {
+			if len(pm) == 0 {
+				d.add(pat, policyRuleRequired, "principals lists at least one of issuers, subjects, groups, scopes")
+			}
+			for k, dst := range map[string]*[]string{"issuers": &pc.Issuers, "subjects": &pc.Subjects, "groups": &pc.Groups, "scopes": &pc.Scopes} {
+				if lv, ok := pm[k]; ok {
+					*dst = d.strList(pat+"/"+k, lv)
+				}
+			}
+		}
+		r.Principals = pc
+	}
+	if v, ok := m["arguments"]; ok {
+		switch v.(type) {
+		case map[string]any, bool:
+			b, err := json.Marshal(v)
+			if err != nil { // unreachable: a decoded tree marshals
+				d.add(at+"/arguments", policyRuleType, "%v", err)
+			}
+			r.Arguments = b
+		default:
+			d.add(at+"/arguments", policyRuleType, "want a JSON Schema (an object or a boolean), got %s", canon.KindOf(v))
+		}
+	}
+	if v, ok := m["paths"]; ok {
+		if a, ok := d.array(at+"/paths", v); ok {
+			if len(a) == 0 {
+				d.add(at+"/paths", policyRuleRequired, "paths lists at least one condition")
+			}
+			for i, it := range a {
+				pat := violation.Index(at+"/paths", i)
+				var pc PathCondition
+				if pm, ok := d.object(pat, it, []string{"argument", "under", "case_insensitive"}, []string{"argument", "under"}); ok {
+					if x, ok := pm["argument"]; ok {
+						pc.Argument = d.str(pat+"/argument", x)
+					}
+					if x, ok := pm["under"]; ok {
+						pc.Under = d.strList(pat+"/under", x)
+					}
+					if x, ok := pm["case_insensitive"]; ok {
+						pc.CaseInsensitive = d.boolean(pat+"/case_insensitive", x)
+					}
+				}
+				r.Paths = append(r.Paths, pc)
+			}
+		}
+	}
+	if v, ok := m["reason"]; ok {
+		r.Reason = d.str(at+"/reason", v)
+	}
+	if v, ok := m["rate"]; ok {
+		rat := at + "/rate"
+		rt := &Rate{Scope: RateScopeTool}
+		if rm, ok := d.object(rat, v, []string{"calls", "per", "scope"}, []string{"calls", "per"}); ok {
+			if x, ok := rm["calls"]; ok {
+				rt.Calls = int(d.integer(rat+"/calls", x, 1, math.MaxInt32))
+			}
+			if x, ok := rm["per"]; ok {
+				if s, isStr := x.(string); isStr {
+					per, err := time.ParseDuration(s)
+					if err != nil {
+						d.add(rat+"/per", policyRuleDuration, "%s is not a duration such as \"1m\", \"90s\" or \"24h\"", policyShow(s))
+						per = time.Minute // a placeholder: the file is refused
+					}
+					rt.Per = per
+				} else {
+					d.add(rat+"/per", policyRuleType, "want a duration string such as \"1m\", got %s", canon.KindOf(x))
+				}
+			}
+			if x, ok := rm["scope"]; ok {
+				rt.Scope = RateScope(d.enum(rat+"/scope", x, "tool", "rule"))
+			}
+		}
+		r.Rate = rt
+	}
+	if v, ok := m["labels"]; ok {
+		r.Labels = d.strList(at+"/labels", v)
+	}
+	if v, ok := m["flow"]; ok {
+		if a, ok := d.array(at+"/flow", v); ok {
+			if len(a) == 0 {
+				d.add(at+"/flow", policyRuleRequired, "flow lists at least one entry")
+			}
+			for i, it := range a {
+				fat := violation.Index(at+"/flow", i)
+				var f FlowRule
+				if fm, ok := d.object(fat, it, []string{"after", "effect", "reason", "tier"}, []string{"after", "effect"}); ok {
+					if x, ok := fm["after"]; ok {
+						f.After = d.strList(fat+"/after", x)
+					}
+					if x, ok := fm["effect"]; ok {
+						f.Ask = d.enum(fat+"/effect", x, "refuse", "ask") == "ask"
+					}
+					if x, ok := fm["reason"]; ok {
+						f.Reason = d.str(fat+"/reason", x)
+					}
+					if x, ok := fm["tier"]; ok {
+						f.Tier = claims.RiskTier(d.enum(fat+"/tier", x, string(claims.TierDelete), string(claims.TierPrivilege)))
+					}
+				}
+				r.Flow = append(r.Flow, f)
+			}
+		}
+	}
 	return r
+}
+
+// strList reads a non-empty list of non-empty strings; a list whose items
+// are not all strings keeps its length ("" in their place).
+func (d *policyDecoder) strList(at string, v any) []string {
+	a, ok := d.array(at, v)
+	if !ok {
+		return nil
+	}
+	if len(a) == 0 {
+		d.add(at, policyRuleRequired, "the list names at least one")
+		return nil
+	}
+	out := make([]string, len(a))
+	for i, it := range a {
+		iat := violation.Index(at, i)
+		out[i] = d.str(iat, it)
+		if _, isStr := it.(string); isStr && out[i] == "" {
+			d.add(iat, policyRuleRequired, "an entry is not empty")
+		}
+	}
+	return out
 }
 
 // approvers reads the approvers object; a list whose items are not all

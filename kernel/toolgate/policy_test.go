@@ -54,6 +54,8 @@ var (
 	policySemantic = map[string]bool{
 		"min_cost": true, "budget": true, "glob": true, "duplicate_match": true, "shadowed": true, "regex": true,
 		"duplicate_name": true, "bounds": true, "value": true, "approvers": true, "id_length": true,
+		"duration": true, "rule_name": true, "duplicate_rule_name": true, "argument_schema": true, "pointer": true,
+		"path": true, "label": true, "unknown_label": true, "flow_tier": true,
 	}
 	policyBeforeSchema = map[string]bool{"size": true, "syntax": true, "duplicate_key": true, "number": true}
 )
@@ -442,7 +444,7 @@ func policyGen() *rapid.Generator[toolgate.Policy] {
 				RefundOnError: rapid.Bool().Draw(t, label+".refund"), CheckResult: rapid.Bool().Draw(t, label+".check")}
 		}
 		p := toolgate.Policy{
-			Version:         toolgate.PolicyVersion,
+			Version:         rapid.SampledFrom([]int{1, toolgate.PolicyVersion}).Draw(t, "version"),
 			Schema:          rapid.SampledFrom([]string{"", toolgate.PolicySchemaID, "../../policy.schema.json"}).Draw(t, "schema"),
 			MinCost:         minCost,
 			Budget:          cost("budget"),
@@ -648,7 +650,7 @@ func policyMutations(minCost kernel.Cost) []mutation {
 			return pathRule{"/budgets", "unknown_field"}, true
 		}},
 		{"version", func(_ *rapid.T, r map[string]any) (pathRule, bool) {
-			r["version"] = json.Number("2")
+			r["version"] = json.Number("3")
 			return pathRule{"/version", "version"}, true
 		}},
 		{"result-text-limit", func(_ *rapid.T, r map[string]any) (pathRule, bool) {

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/verity-go/verity/claims"
@@ -48,8 +49,8 @@ func (p Policy) violations(bad func(at string) bool) []Violation {
 		}
 	}
 
-	if p.Version != PolicyVersion {
-		add("/version", policyRuleVersion, "this package reads version %d, got %d", PolicyVersion, p.Version)
+	if p.Version != 1 && p.Version != 2 {
+		add("/version", policyRuleVersion, "this package reads versions 1 and 2, got %d", p.Version)
 	}
 	if costShape("/min_cost", p.MinCost) && p.MinCost <= 0 {
 		add("/min_cost", policyRuleMinCost, "min_cost must be positive: every call costs at least it, which bounds a caller's calls to budget/min_cost")
@@ -109,7 +110,9 @@ func (p Policy) violations(bad func(at string) bool) []Violation {
 		} else if r.Match != "" {
 			add(at+"/match", policyRuleUnknownField, "the default rule has no match: it applies to every tool no rule matches")
 		}
-		atLeastMin(at+"/cost", r.Cost, "cost")
+		if r.Effect != EffectRefuse || r.Cost != 0 {
+			atLeastMin(at+"/cost", r.Cost, "cost")
+		}
 		if r.Tier != "" && !r.Tier.Valid() {
 			add(at+"/tier", policyRuleEnum, "want one of %s, got %q", strings.Join(policyTiers, ", "), r.Tier)
 		}
@@ -118,10 +121,118 @@ func (p Policy) violations(bad func(at string) bool) []Violation {
 	if p.DefaultRule != nil {
 		checkRule("/default_rule", *p.DefaultRule, false)
 	}
+	if p.DefaultRule != nil {
+		for _, m := range r2Members(*p.DefaultRule) {
+			add("/default_rule/"+m, policyRuleUnknownField, "the default rule has no %s: it applies to every tool no rule matches", m)
+		}
+	}
+	if p.Version == 1 && p.Labels != nil {
+		add("/labels", policyRuleUnknownField, "labels needs version 2")
+	}
+	for k, l := range p.Labels {
+		if !labelPattern.MatchString(l) {
+			add(violation.Index("/labels", k), policyRuleLabel, "%q is not a label (%s)", l, labelPattern)
+		}
+	}
+	ruleNames := map[string]int{}
+	attached := map[string]bool{}
+	for _, r := range p.Tools {
+		for _, l := range r.Labels {
+			attached[l] = true
+		}
+	}
+	declared := map[string]bool{}
+	for _, l := range p.Labels {
+		declared[l] = true
+	}
+	knownLabel := func(at, l string, attaching bool) {
+		switch {
+		case !labelPattern.MatchString(l):
+			add(at, policyRuleLabel, "%q is not a label (%s)", l, labelPattern)
+		case p.Labels != nil && !declared[l]:
+			add(at, policyRuleUnknownLabel, "%q is not declared in labels", l)
+		case p.Labels == nil && !attaching && !attached[l]:
+			add(at, policyRuleUnknownLabel, "no rule attaches %q: this flow never applies", l)
+		}
+	}
 	first := newRuleIndex()
 	for i, r := range p.Tools {
 		at := violation.Index("/tools", i)
 		checkRule(at, r, true)
+		if p.Version == 1 {
+			for _, m := range r2Members(r) {
+				add(at+"/"+m, policyRuleUnknownField, "%s needs version 2", m)
+			}
+		}
+		if r.Name != "" {
+			if !ruleNamePattern.MatchString(r.Name) {
+				add(at+"/name", policyRuleRuleName, "%q is not a rule name (%s)", r.Name, ruleNamePattern)
+			} else if j, ok := ruleNames[r.Name]; ok {
+				add(at+"/name", policyRuleDuplicateRule, "%q is also the name of /tools/%d", r.Name, j)
+			} else {
+				ruleNames[r.Name] = i
+			}
+		}
+		if len(r.Arguments) > 0 && !bad(at+"/arguments") {
+			if _, err := compileArgumentSchema(r.Arguments); err != nil {
+				add(at+"/arguments", policyRuleArgSchema, "%v", err)
+			}
+		}
+		for k, pc := range r.Paths {
+			pat := violation.Index(at+"/paths", k)
+			if _, err := pointerTokens(pc.Argument); err != nil && pc.Argument != "" {
+				add(pat+"/argument", policyRulePointer, "%v", err)
+			} else if pc.Argument == "" && !bad(pat) {
+				add(pat+"/argument", policyRuleRequired, "the argument is a JSON Pointer such as \"/path\"")
+			}
+			if len(pc.Under) == 0 && !bad(pat) {
+				add(pat+"/under", policyRuleRequired, "under lists at least one directory")
+			}
+			for j, root := range pc.Under {
+				if root == "" {
+					continue // the decoder said so
+				}
+				if err := checkRoot(root); err != nil {
+					add(violation.Index(pat+"/under", j), policyRulePath, "%s", strings.TrimPrefix(err.Error(), "toolgate: "))
+				}
+			}
+		}
+		if pc := r.Principals; pc != nil && len(pc.Issuers)+len(pc.Subjects)+len(pc.Groups)+len(pc.Scopes) == 0 && !bad(at+"/principals") {
+			add(at+"/principals", policyRuleRequired, "principals lists at least one of issuers, subjects, groups, scopes")
+		}
+		if rt := r.Rate; rt != nil && !bad(at+"/rate") {
+			if rt.Calls < 1 || rt.Calls > math.MaxInt32 {
+				add(at+"/rate/calls", policyRuleRange, "%d is outside [1, %d]", rt.Calls, math.MaxInt32)
+			}
+			if rt.Per < time.Millisecond || rt.Per > MaxRatePer {
+				add(at+"/rate/per", policyRuleDuration, "%s is outside [1ms, %s]", rt.Per, MaxRatePer)
+			}
+			if rt.Scope != "" && rt.Scope != RateScopeTool && rt.Scope != RateScopeRule {
+				add(at+"/rate/scope", policyRuleEnum, "want one of tool, rule, got %q", rt.Scope)
+			}
+		}
+		for k, l := range r.Labels {
+			knownLabel(violation.Index(at+"/labels", k), l, true)
+		}
+		for k, f := range r.Flow {
+			fat := violation.Index(at+"/flow", k)
+			if len(f.After) == 0 && !bad(fat) {
+				add(fat+"/after", policyRuleRequired, "after names at least one label")
+			}
+			for j, l := range f.After {
+				if l != "" {
+					knownLabel(violation.Index(fat+"/after", j), l, false)
+				}
+			}
+			switch {
+			case !f.Ask && f.Tier != "":
+				add(fat+"/tier", policyRuleFlowTier, "a tier is for a flow that asks; this one refuses")
+			case f.Ask && f.Tier != "" && f.Tier != claims.TierDelete && f.Tier != claims.TierPrivilege:
+				add(fat+"/tier", policyRuleEnum, "want one of DELETE, PRIVILEGE, got %q", f.Tier)
+			case f.Ask:
+				needsApprovers(fat+"/tier", tierOrPrivilege(f.Tier))
+			}
+		}
 		if r.Match == "" {
 			continue
 		}
@@ -311,4 +422,21 @@ func (x *ruleIndex) firstGlob(name string) int {
 		}
 	}
 	return best
+}
+
+// r2Members lists the version 2 members r sets, by their names in the
+// file.
+func r2Members(r RuleSpec) []string {
+	var out []string
+	for _, m := range []struct {
+		name string
+		set  bool
+	}{{"name", r.Name != ""}, {"principals", r.Principals != nil}, {"arguments", len(r.Arguments) > 0},
+		{"paths", r.Paths != nil}, {"effect", r.Effect != EffectAllow}, {"reason", r.Reason != ""}, {"rate", r.Rate != nil},
+		{"labels", r.Labels != nil}, {"flow", r.Flow != nil}} {
+		if m.set {
+			out = append(out, m.name)
+		}
+	}
+	return out
 }
