@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"fmt"
+	"slices"
 )
 
 // DefaultHorizon is the horizon of a Session without WithHorizon: the
@@ -65,28 +66,31 @@ func (s *Session) Release(execID string) error {
 // Horizon returns the session's horizon (WithHorizon).
 func (s *Session) Horizon() int { return s.window.limit }
 
-// Forget drops execution execID's ledger entry from m: afterwards
-// Rollback, Refund and Settle of it fail with ErrUnknownExecution and
-// Budget.Charged does not know it. The totals (gross, refunded, net) and
-// the step counters are unchanged, so T1, T2 and T4 hold as before. An
-// open reservation cannot be forgotten (ErrReservationOpen), nor an
-// execution m does not know (ErrUnknownExecution); on error m is
-// returned unchanged. A Session forgets the executions beyond its
-// horizon (WithHorizon).
-func (k *Kernel) Forget(m Meter, execID string) (Meter, error) {
+// Forget drops the ledger entries of executions execIDs from m:
+// afterwards Rollback, Refund and Settle of them fail with
+// ErrUnknownExecution and Budget.Charged does not know them. The totals
+// (gross, refunded, net) and the step counters are unchanged, so T1, T2
+// and T4 hold as before. An open reservation cannot be forgotten
+// (ErrReservationOpen), nor an execution m does not know
+// (ErrUnknownExecution); on error m is returned unchanged. A Session
+// forgets the executions beyond its horizon (WithHorizon), several at a
+// time.
+func (k *Kernel) Forget(m Meter, execIDs ...string) (Meter, error) {
 	if m.tag != k.tag {
 		return m, fmt.Errorf("%w: use Kernel.Start", ErrForeignState)
 	}
-	if m.open.find(execID) >= 0 {
-		return m, fmt.Errorf("%w: %q: settle it", ErrReservationOpen, execID)
-	}
-	h := keyHash(execID)
-	if _, ok := m.budget.ledger.get(h, execID); !ok {
-		return m, fmt.Errorf("%w: %q", ErrUnknownExecution, execID)
+	for _, id := range execIDs {
+		if m.open.find(id) >= 0 {
+			return m, fmt.Errorf("%w: %q: settle it", ErrReservationOpen, id)
+		}
+		if _, ok := m.budget.ledger.get(keyHash(id), id); !ok {
+			return m, fmt.Errorf("%w: %q", ErrUnknownExecution, id)
+		}
 	}
 	b := m.budget
+	ledger, n := b.ledger.del(execIDs)
 	next := m
-	next.budget = Budget{limit: b.limit, gross: b.gross, refunded: b.refunded, ledger: b.ledger.del(h, execID), entries: b.entries - 1}
+	next.budget = Budget{limit: b.limit, gross: b.gross, refunded: b.refunded, ledger: ledger, entries: b.entries - n}
 	return next, nil
 }
 
@@ -103,31 +107,46 @@ func (b Budget) refundForgotten(amount Cost) (Budget, error) {
 	return Budget{limit: b.limit, gross: b.gross, refunded: b.refunded + amount, ledger: b.ledger, entries: b.entries}, nil
 }
 
-// del returns the ledger without key: the map without it, and the tail
-// copied without it when the tail holds it (the tail is shared with other
+// del returns the ledger without keys, and how many it held: the map
+// without them (one batch, so that a node is copied once), and the tail
+// copied without them when it holds any (the tail is shared with other
 // versions, so it is never written in place).
-func (l ledger) del(h uint64, key string) ledger {
-	m := l.m.Delete(key)
-	in := false
-	for i := range l.n {
-		if it := &l.tail.items[i]; it.hash == h && it.key == key {
-			in = true
-			break
-		}
-	}
-	if !in {
-		return ledger{m: m, tail: l.tail, n: l.n}
-	}
-	nt := newTail(l.n)
+func (l ledger) del(keys []string) (ledger, int) {
 	n := 0
-	for _, it := range l.tail.items[:l.n] {
-		if it.hash != h || it.key != key {
-			nt.items[n] = it
+	b := l.m.Builder()
+	for _, key := range keys {
+		if _, ok := b.Delete(key); ok {
 			n++
 		}
 	}
-	nt.used.Store(int32(n))
-	return ledger{m: m, tail: nt, n: n}
+	m := b.Map()
+	drop := func(it *ledgerItem) bool { return slices.Contains(keys, it.key) }
+	in := 0
+	for i := range l.n {
+		if drop(&l.tail.items[i]) {
+			in++
+		}
+	}
+	if in == 0 {
+		return ledger{m: m, tail: l.tail, n: l.n}, n
+	}
+	// A key in the tail may also be in the map (an older version of its
+	// entry): count it once.
+	seen := map[string]bool{}
+	nt := newTail(l.n)
+	k := 0
+	for i := range l.n {
+		it := &l.tail.items[i]
+		if !drop(it) {
+			nt.items[k] = *it
+			k++
+		} else if _, inMap := l.m.Get(it.key); !inMap && !seen[it.key] {
+			seen[it.key] = true
+			n++
+		}
+	}
+	nt.used.Store(int32(k))
+	return ledger{m: m, tail: nt, n: k}, n
 }
 
 // window holds a session's most recent Records, at most limit, in a ring:
@@ -222,20 +241,51 @@ func (s *Session) forgetIfBeyond(execID string) {
 	s.forget(execID)
 }
 
+// forgetBatch is how many executions a session forgets at once: their
+// ledger entries leave in one batch (Kernel.Forget), a node of the ledger
+// copied once per batch rather than once per execution.
+const forgetBatch = 32
+
+// forget forgets execID: at once for Rollback (its Record is gone) and
+// for Refund and Settle (they look in s.dropping first), and from the
+// ledger with the next batch.
 func (s *Session) forget(execID string) {
-	// Only an id that repeats one charged before (WithIDs promises it
-	// does not) can be missing from the ledger: nothing to forget then.
-	if m, err := s.k.Forget(s.meter, execID); err == nil {
+	s.dropping = append(s.dropping, execID)
+	s.forgotten++
+	if len(s.dropping) >= forgetBatch {
+		s.drop()
+	}
+}
+
+// drop removes the ledger entries of the executions waiting in s.dropping.
+func (s *Session) drop() {
+	ids := s.dropping[:0]
+	for _, id := range s.dropping {
+		// Only an id that repeats one charged before (WithIDs promises it
+		// does not) can be missing from the ledger: nothing to forget then.
+		if _, _, ok := s.meter.budget.Charged(id); ok && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	if m, err := s.k.Forget(s.meter, ids...); err == nil {
 		s.meter = m
 	}
-	s.forgotten++
+	clear(s.dropping)
+	s.dropping = s.dropping[:0]
 }
+
+// dropped reports whether execID is forgotten and its ledger entry not
+// yet dropped.
+func (s *Session) dropped(execID string) bool { return slices.Contains(s.dropping, execID) }
 
 // beyond words the error for execID, whose Record or ledger entry the
 // session does not have: ErrBeyondHorizon when it is kept beyond the
 // horizon (held or reserved: no Record) or when the session has forgotten
 // executions (execID may be one of them; err is wrapped too), else err.
 func (s *Session) beyond(execID string, err error) error {
+	if s.dropped(execID) {
+		return fmt.Errorf("%w: %q is older than the last %d executions", ErrBeyondHorizon, execID, s.window.limit)
+	}
 	if _, ok := s.kept[execID]; ok {
 		return fmt.Errorf("%w: %q is older than the last %d executions", ErrBeyondHorizon, execID, s.window.limit)
 	}

@@ -111,6 +111,7 @@ type Session struct {
 	held       map[string]struct{} // executions held until Release
 	kept       map[string]struct{} // executions beyond the window whose ledger entries stay
 	forgotten  uint64              // executions forgotten
+	dropping   []string            // forgotten, their ledger entries not yet dropped
 }
 
 // NewSession starts a session of k from initial, recording a StartEntry
@@ -325,6 +326,9 @@ func (s *Session) Settle(ctx context.Context, execID string, actual Cost) (Settl
 	if err != nil {
 		return SettleRecord{}, err
 	}
+	if s.dropped(execID) {
+		return SettleRecord{}, s.beyond(execID, nil)
+	}
 	meter, r, err := s.k.Settle(s.meter, execID, actual)
 	if errors.Is(err, ErrUnknownExecution) {
 		err = s.beyond(execID, err)
@@ -385,6 +389,9 @@ func (s *Session) Refund(ctx context.Context, execID string, amount Cost, reason
 	now, err := s.now()
 	if err != nil {
 		return RefundRecord{}, err
+	}
+	if s.dropped(execID) {
+		return RefundRecord{}, s.beyond(execID, nil)
 	}
 	meter, r, err := s.k.Refund(s.meter, execID, amount, reason)
 	if errors.Is(err, ErrUnknownExecution) {
