@@ -15,6 +15,8 @@
 //	verity repair  FILE                         cut a torn final record off a log file (the cut bytes are kept aside)
 //	verity view    SRC [--addr 127.0.0.1:8080] [--head SEQ:HASH]
 //	                                            serve a page showing the log
+//	verity policy  check POLICY [-tools FILE | -- UPSTREAM…] | test POLICY CASES
+//	                                            lint a tool gate's policy against an MCP server's tools; run its test cases
 //
 // SRC is a log file (the path), a log in a SQLite database
 // (sqlite:PATH#LOG) or in PostgreSQL (postgres://USER@HOST/DB?…#LOG). The
@@ -99,6 +101,7 @@ commands:
   view    SRC [--addr 127.0.0.1:8080] [--head SEQ:HASH]
           [--max-conns 256] [--conn-wait 1s] [--read-header-timeout 10s] [--read-timeout 30s]
           [--write-timeout 60s] [--idle-timeout 60s] [--max-header-bytes 65536]
+  policy  check POLICY [-tools FILE | -- UPSTREAM...] | test POLICY CASES   (verity policy -h)
 
 SRC: FILE | sqlite:PATH#LOG | postgres://USER@HOST/DB#LOG (without #LOG: list the logs;
      the database sources need a verity built with -tags sql)
@@ -132,6 +135,7 @@ func run(ctx context.Context, e *env, args []string) int {
 		"export":  cmdExport,
 		"repair":  cmdRepair,
 		"view":    cmdView,
+		"policy":  cmdPolicy,
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {

@@ -1,0 +1,324 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/verity-go/verity/claims"
+	"github.com/verity-go/verity/kernel/toolgate"
+)
+
+const policyUsage = `usage: verity policy check POLICY [-tools FILE | [-timeout 30s] -- UPSTREAM COMMAND...]
+       verity policy test  POLICY CASES
+
+check   loads the tool gate's policy file (every problem at once, with its path) and
+        lints it against the tools an upstream MCP server offers: rules that match no
+        tool, rules shadowed by an earlier rule, approvers for tiers no rule needs,
+        labels that no flow reads or no rule attaches, rate windows that never count,
+        and the tools no rule matches. The tools come from -tools FILE (a tools/list
+        result, or a JSON-RPC response holding one) or from the server started with
+        UPSTREAM COMMAND, spoken to over stdio (initialize, then tools/list, every page).
+test    decides each case of CASES (a JSON file: {"cases": [...]}) with the policy's
+        decision core and compares the verdict, rule, condition and reason with the
+        case's expectations.
+
+exit: 0 ok, 1 problems found or a case failed (or an error), 2 usage
+`
+
+// cmdPolicy is "verity policy check|test".
+func cmdPolicy(ctx context.Context, e *env, args []string) error {
+	if len(args) == 0 {
+		return usagef("policy needs a subcommand: check or test\n\n%s", policyUsage)
+	}
+	switch args[0] {
+	case "check":
+		return policyCheck(ctx, e, args[1:])
+	case "test":
+		return policyTest(e, args[1:])
+	case "-h", "--help", "help":
+		fmt.Fprint(e.stdout, policyUsage)
+		return nil
+	}
+	return usagef("unknown policy subcommand %q\n\n%s", args[0], policyUsage)
+}
+
+// errPolicyFindings is returned when check found problems or a test case
+// failed: they are on stdout already (exit 1).
+var errPolicyFindings = errors.New("the policy has problems (listed above)")
+
+// loadPolicyConfig loads and compiles the policy file at p.
+func loadPolicyConfig(p string) (toolgate.Config, *toolgate.Compiled, error) {
+	pol, err := toolgate.LoadPolicy(p)
+	if err != nil {
+		return toolgate.Config{}, nil, err
+	}
+	cfg, err := pol.Config()
+	if err != nil {
+		return toolgate.Config{}, nil, err
+	}
+	compiled, err := cfg.Compile()
+	if err != nil {
+		return toolgate.Config{}, nil, err
+	}
+	return cfg, compiled, nil
+}
+
+func policyCheck(ctx context.Context, e *env, args []string) error {
+	var upstream []string
+	if i := slices.Index(args, "--"); i >= 0 {
+		args, upstream = args[:i], args[i+1:]
+		if len(upstream) == 0 {
+			return usagef("policy check: -- needs the upstream server's command")
+		}
+	}
+	fs := flag.NewFlagSet("policy check", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	toolsFile := fs.String("tools", "", "a tools/list result (JSON)")
+	timeout := fs.Duration("timeout", 30*time.Second, "how long the upstream server may take to list its tools")
+	policyFile, err := parseInterspersed(fs, args, 1)
+	if err != nil {
+		return err
+	}
+	switch {
+	case *toolsFile != "" && upstream != nil:
+		return usagef("policy check: give -tools FILE or -- UPSTREAM COMMAND, not both")
+	case *toolsFile == "" && upstream == nil:
+		return usagef("policy check: give -tools FILE or -- UPSTREAM COMMAND")
+	case *timeout <= 0:
+		return usagef("policy check: -timeout must be positive")
+	}
+	cfg, _, err := loadPolicyConfig(policyFile[0])
+	if err != nil {
+		return err
+	}
+	var tools []string
+	if *toolsFile != "" {
+		data, err := os.ReadFile(*toolsFile)
+		if err != nil {
+			return err
+		}
+		tools, err = parseToolsList(data)
+		if err != nil {
+			return fmt.Errorf("%s: %w", *toolsFile, err)
+		}
+	} else {
+		ctx, cancel := context.WithTimeout(ctx, *timeout)
+		defer cancel()
+		tools, err = listUpstreamTools(ctx, upstream, e.stderr)
+		if err != nil {
+			return fmt.Errorf("upstream %s: %w", upstream[0], err)
+		}
+	}
+	findings, unmatched := lintPolicy(cfg, tools)
+	fmt.Fprintf(e.stdout, "%s: %d rules, %d tools upstream\n", policyFile[0], len(cfg.Rules), len(tools))
+	for _, f := range findings {
+		fmt.Fprintf(e.stdout, "  %s\n", f)
+	}
+	if len(unmatched) > 0 {
+		what := "refused as unknown tools"
+		if cfg.AllowUnknown {
+			what = "run under the default rule"
+		}
+		fmt.Fprintf(e.stdout, "  note: no rule matches %s (%s)\n", strings.Join(unmatched, ", "), what)
+	}
+	if len(findings) > 0 {
+		return errPolicyFindings
+	}
+	fmt.Fprintln(e.stdout, "  ok")
+	return nil
+}
+
+// parseInterspersed parses fs's flags wherever they are among args and
+// returns the n positional arguments.
+func parseInterspersed(fs *flag.FlagSet, args []string, n int) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, usagef("%s: %v", fs.Name(), err)
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(pos) != n {
+		return nil, usagef("%s: want %d file argument(s), got %d", fs.Name(), n, len(pos))
+	}
+	return pos, nil
+}
+
+// parseToolsList reads the tool names of a tools/list result, bare
+// ({"tools": [...]}) or inside a JSON-RPC response ({"result": {...}}).
+func parseToolsList(data []byte) ([]string, error) {
+	var doc struct {
+		Tools  []struct{ Name string } `json:"tools"`
+		Result *struct {
+			Tools []struct{ Name string } `json:"tools"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("not a tools/list result: %w", err)
+	}
+	list := doc.Tools
+	if doc.Result != nil {
+		list = doc.Result.Tools
+	}
+	if list == nil {
+		return nil, errors.New(`not a tools/list result: no "tools" array`)
+	}
+	var names []string
+	for i, t := range list {
+		if t.Name == "" {
+			return nil, fmt.Errorf("tools[%d] has no name", i)
+		}
+		names = append(names, t.Name)
+	}
+	return names, nil
+}
+
+// ruleName names rule i in findings: #i and its name.
+func ruleName(cfg toolgate.Config, i int) string {
+	if n := cfg.Rules[i].Name; n != "" {
+		return fmt.Sprintf("rule #%d %q (%s)", i, n, cfg.Rules[i].Match)
+	}
+	return fmt.Sprintf("rule #%d (%s)", i, cfg.Rules[i].Match)
+}
+
+// matchesName reports whether rule r's match (a tool name or a
+// path.Match pattern, as the gate reads it) names tool.
+func matchesName(r toolgate.Rule, tool string) bool {
+	if r.Match == tool {
+		return true
+	}
+	ok, err := path.Match(r.Match, tool)
+	return err == nil && ok
+}
+
+// conditional reports whether r applies to only some calls of the tools
+// it matches (principals, an argument schema, paths).
+func conditional(r toolgate.Rule) bool {
+	return r.Principals != nil || len(r.Arguments) > 0 || len(r.Paths) > 0
+}
+
+// lintPolicy returns the problems of cfg against the upstream's tools, in
+// rule order, and the tools no rule matches.
+func lintPolicy(cfg toolgate.Config, tools []string) (findings, unmatched []string) {
+	attached, read := map[string][]int{}, map[string][]int{}
+	tiers := map[claims.RiskTier]bool{}
+	needs := func(t claims.RiskTier) {
+		if t == claims.TierDelete || t == claims.TierPrivilege {
+			tiers[t] = true
+		}
+	}
+	for i, r := range cfg.Rules {
+		var matched, open []string
+		for _, t := range tools {
+			if !matchesName(r, t) {
+				continue
+			}
+			matched = append(matched, t)
+			// The first earlier rule that takes every call of t.
+			shadowed := false
+			for j := range i {
+				if matchesName(cfg.Rules[j], t) && !conditional(cfg.Rules[j]) {
+					shadowed = true
+					break
+				}
+			}
+			if !shadowed {
+				open = append(open, t)
+			}
+		}
+		live := len(open) > 0
+		switch {
+		case len(matched) == 0:
+			findings = append(findings, fmt.Sprintf("%s matches no tool the upstream lists", ruleName(cfg, i)))
+		case !live:
+			findings = append(findings, fmt.Sprintf("%s is shadowed: earlier rules take every call of %s", ruleName(cfg, i), strings.Join(matched, ", ")))
+		}
+		if !live {
+			if r.Rate != nil {
+				findings = append(findings, fmt.Sprintf("%s: its rate window (%d per %s) never counts a call", ruleName(cfg, i), r.Rate.Calls, r.Rate.Per))
+			}
+			continue
+		}
+		if r.Effect == toolgate.EffectRefuse {
+			continue
+		}
+		needs(r.Tier)
+		for _, l := range r.Labels {
+			attached[l] = append(attached[l], i)
+		}
+		for _, f := range r.Flow {
+			if f.Ask {
+				needs(f.Tier)
+				if f.Tier == "" {
+					needs(claims.TierPrivilege)
+				}
+			}
+			for _, l := range f.After {
+				read[l] = append(read[l], i)
+			}
+		}
+	}
+	if cfg.AllowUnknown {
+		needs(cfg.DefaultRule.Tier)
+		for _, l := range cfg.DefaultRule.Labels {
+			attached[l] = append(attached[l], -1)
+		}
+	}
+	for _, l := range sortedKeys(attached) {
+		if _, ok := read[l]; !ok {
+			findings = append(findings, fmt.Sprintf("label %q is attached (%s) but no flow reads it", l, rulesList(attached[l])))
+		}
+	}
+	for _, l := range sortedKeys(read) {
+		if _, ok := attached[l]; !ok {
+			findings = append(findings, fmt.Sprintf("label %q is read by a flow (%s) but no rule that matches an upstream tool attaches it", l, rulesList(read[l])))
+		}
+	}
+	for _, t := range []claims.RiskTier{claims.TierDelete, claims.TierPrivilege} {
+		if names := cfg.Approvers[t]; len(names) > 0 && !tiers[t] {
+			findings = append(findings, fmt.Sprintf("approvers for %s (%s) approve nothing: no rule that matches an upstream tool needs %s", t, strings.Join(names, ", "), t))
+		}
+	}
+	for _, t := range tools {
+		if !slices.ContainsFunc(cfg.Rules, func(r toolgate.Rule) bool { return matchesName(r, t) }) {
+			unmatched = append(unmatched, t)
+		}
+	}
+	return findings, unmatched
+}
+
+func sortedKeys(m map[string][]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func rulesList(idx []int) string {
+	var parts []string
+	for _, i := range idx {
+		if i < 0 {
+			parts = append(parts, "default rule")
+			continue
+		}
+		parts = append(parts, "rule #"+strconv.Itoa(i))
+	}
+	return strings.Join(parts, ", ")
+}
