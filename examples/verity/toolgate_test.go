@@ -15,9 +15,15 @@ import (
 	"github.com/verity-go/verity/trace"
 )
 
-// gateLog writes a log file through a tool gate: a read, a refused unknown
-// tool, an approved deletion and a failed send.
+// gateLog writes a log file through a tool gate with a budget of 10: a
+// read, a refused unknown tool, an approved deletion and a failed send.
 func gateLog(t *testing.T) string {
+	t.Helper()
+	return gateLogWith(t, 10*kernel.Unit)
+}
+
+// gateLogWith is gateLog with the given budget.
+func gateLogWith(t *testing.T, budget kernel.Cost) string {
 	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "gate.trace")
@@ -26,7 +32,7 @@ func gateLog(t *testing.T) string {
 	log, err := trace.NewLog(f)
 	require.NoError(t, err)
 	n := 0
-	g, err := toolgate.New(ctx, log, toolgate.Config{Budget: 10 * kernel.Unit, MinCost: kernel.Unit / 100, Rules: []toolgate.Rule{
+	g, err := toolgate.New(ctx, log, toolgate.Config{Budget: budget, MinCost: kernel.Unit / 100, Rules: []toolgate.Rule{
 		{Match: "read_*", Cost: kernel.Unit / 10},
 		{Match: "delete_file", Cost: kernel.Unit, Tier: claims.TierDelete},
 		{Match: "send", Cost: 2 * kernel.Unit, RefundOnError: true},

@@ -138,6 +138,7 @@ type index struct {
 	budget []*budgetSeries
 	belief []*beliefSeries
 	claims []claimRow
+	calls  *calls      // the tool calls a gate decided
 	store  trace.Store // where payloads are read from on demand; nil if none
 	tail   *row        // the record a log file's reader refused, shown after the entries before it
 	close  func() error
@@ -147,7 +148,7 @@ type index struct {
 // verifier marks the first bad one, and the kernel, belief and claims
 // entries feed the charts and the decisions table.
 func buildIndex(ctx context.Context, e *env, src Source, kept headFlag) (*index, error) {
-	ix := &index{close: func() error { return nil }, status: status{Source: src.String(), Kinds: map[string]int{}}}
+	ix := &index{close: func() error { return nil }, status: status{Source: src.String(), Kinds: map[string]int{}}, calls: newCalls()}
 	o, err := openLog(ctx, e, src)
 	if errors.Is(err, errListed) {
 		return nil, err
@@ -298,6 +299,7 @@ func (ix *index) read(ctx context.Context, e *env) {
 		ix.status.Kinds[entry.Kind]++
 		if r.State == "ok" && decoded != nil {
 			ix.chart(entry, decoded, budgets, beliefs, states)
+			ix.calls.add(entry, decoded)
 		}
 	}
 	ix.status.Entries = v.Head().Size
@@ -399,6 +401,10 @@ func (ix *index) handler(addr string, logReq func(*http.Request)) http.Handler {
 	mux.HandleFunc("GET /api/claims", func(w http.ResponseWriter, r *http.Request) {
 		off, lim := paging(r)
 		writeJSON(w, map[string]any{"total": len(ix.claims), "offset": off, "rows": window(ix.claims, off, lim)})
+	})
+	mux.HandleFunc("GET /api/calls", func(w http.ResponseWriter, r *http.Request) {
+		off, lim := paging(r)
+		writeJSON(w, map[string]any{"total": len(ix.calls.rows), "offset": off, "rows": window(ix.calls.rows, off, lim), "counts": ix.calls.counts})
 	})
 	_, port, _ := net.SplitHostPort(addr)
 	allowed := map[string]bool{addr: true, "localhost:" + port: true}

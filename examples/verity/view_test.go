@@ -310,7 +310,7 @@ func checkRequests(t *testing.T, base string, reqs *requests) {
 	defer reqs.mu.Unlock()
 	require.NotEmpty(t, reqs.seen)
 	known := map[string]bool{"/": true, "/app.js": true, "/app.css": true, "/favicon.ico": true, "/api/status": true,
-		"/api/budget": true, "/api/belief": true, "/api/entries": true, "/api/claims": true, "/api/entry": true}
+		"/api/budget": true, "/api/belief": true, "/api/entries": true, "/api/claims": true, "/api/entry": true, "/api/calls": true}
 	for i, r := range reqs.seen {
 		assert.Equal(t, u.Host, reqs.host[i])
 		assert.True(t, known[r.Path], "unexpected request %s", r)

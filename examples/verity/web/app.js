@@ -6,7 +6,7 @@ const PAGE = 100;
 const SVG = "http://www.w3.org/2000/svg";
 const $ = (id) => document.getElementById(id);
 
-const view = { offset: 0, q: "", kinds: null, total: 0, selected: null, status: null, claimsOffset: 0 };
+const view = { offset: 0, q: "", kinds: null, total: 0, selected: null, status: null, claimsOffset: 0, callsOffset: 0 };
 
 async function api(path) {
   const r = await fetch(path, { headers: { Accept: "application/json" } });
@@ -72,65 +72,129 @@ function steps(points) {
   return points.flatMap((p, i) => (i === 0 ? [p] : [[p[0], points[i - 1][1]], p]));
 }
 
+// ticks returns the multiples of a nice step from lo to hi, about n of them.
+function ticks(lo, hi, n) {
+  const step = niceStep((hi - lo) / n);
+  const out = [];
+  for (let v = Math.ceil(lo / step) * step; v <= hi + 1e-9; v += step) out.push(+v.toFixed(6));
+  return out;
+}
+
 // width is the SVG's drawing width: the box's own for a chart alone, so
-// that it is drawn at its size rather than scaled up.
-function chart(title, series, yMax, kind, width) {
-  const W = Math.round(width), H = 230, L = 52, R = 12, T = 10, B = 26;
+// that it is drawn at its size rather than scaled up. opts.xLabel and
+// opts.yLabel name the axes; opts.dots marks every point of the series
+// with that class, so that a short or small series is seen.
+function chart(title, series, yMax, kind, width, opts) {
+  opts = opts || {};
+  const W = Math.round(width), H = 250, L = 58, R = 14, T = 10, B = 44;
   const xs = series.flatMap((s) => s.points.map((p) => p[0]));
   const x0 = Math.min(...xs), x1 = Math.max(...xs, x0 + 1);
   const ymax = yMax > 0 ? yMax : 1;
   const sx = (x) => L + ((x - x0) / (x1 - x0)) * (W - L - R);
-  const sy = (y) => T + (1 - y / ymax) * (H - T - B);
+  const sy = (y) => T + (1 - Math.min(y, ymax) / ymax) * (H - T - B);
   const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, class: kind + "-chart", role: "img", "aria-label": title });
-  const step = niceStep(ymax / 5);
-  for (let y = 0; y <= ymax + 1e-9; y += step) {
+  for (const y of ticks(0, ymax, 5)) {
     root.append(svg("line", { class: "grid", x1: L, x2: W - R, y1: sy(y), y2: sy(y) }));
-    const t = svg("text", { x: L - 6, y: sy(y) + 3, "text-anchor": "end" });
+    const t = svg("text", { x: L - 6, y: sy(y) + 3, "text-anchor": "end", class: "y-tick" });
     t.textContent = +y.toFixed(3);
     root.append(t);
   }
   root.append(svg("line", { class: "axis", x1: L, x2: L, y1: T, y2: H - B }));
   root.append(svg("line", { class: "axis", x1: L, x2: W - R, y1: H - B, y2: H - B }));
-  for (const [x, anchor] of [[x0, "start"], [x1, "end"]]) {
-    const t = svg("text", { x: sx(x), y: H - 8, "text-anchor": anchor });
-    t.textContent = "entry " + x;
+  for (const x of ticks(x0, x1, Math.max(2, Math.min(8, Math.floor((W - L - R) / 90))))) {
+    root.append(svg("line", { class: "axis", x1: sx(x), x2: sx(x), y1: H - B, y2: H - B + 4 }));
+    const t = svg("text", { x: sx(x), y: H - B + 15, "text-anchor": "middle", class: "x-tick" });
+    t.textContent = x.toLocaleString();
+    root.append(t);
+  }
+  if (opts.xLabel) {
+    const t = svg("text", { x: L + (W - L - R) / 2, y: H - 6, "text-anchor": "middle", class: "axis-label" });
+    t.textContent = opts.xLabel;
+    root.append(t);
+  }
+  if (opts.yLabel) {
+    const t = svg("text", { x: 12, y: T + (H - T - B) / 2, "text-anchor": "middle", class: "axis-label", transform: `rotate(-90 12 ${T + (H - T - B) / 2})` });
+    t.textContent = opts.yLabel;
     root.append(t);
   }
   for (const s of series) {
     const pts = s.points.map((p) => sx(p[0]).toFixed(1) + "," + sy(p[1]).toFixed(1)).join(" ");
     root.append(svg("polyline", { class: "series series-" + s.cls, points: pts, "data-points": s.points.length }));
   }
-  return el("figure", { class: "chart" }, el("h4", {}, title), root);
+  for (const s of opts.dots || []) {
+    for (const p of s.points) root.append(svg("circle", { class: "dot series-" + s.cls, cx: sx(p[0]).toFixed(1), cy: sy(p[1]).toFixed(1), r: 3 }));
+  }
+  const head = el("h4", {}, title);
+  if (opts.note) head.append(el("span", { class: "note" }, " — " + opts.note));
+  return el("figure", { class: "chart" }, head, root);
 }
 
 function chartWidth(box, n) {
   return n === 1 ? Math.max(480, box.clientWidth - 20) : 640;
 }
 
+// renderBudget draws each kernel session's budget. A spend far below the
+// limit would lie flat on zero at the limit's scale: then the chart is
+// scaled to the spend, and the limit, off the scale, is named instead.
 function renderBudget(list) {
   const box = $("budget-charts");
   box.replaceChildren();
-  if (!list || list.length === 0) return box.append(el("p", { class: "empty" }, "no kernel session among the verified entries"));
+  $("budget").hidden = !list || list.length === 0;
+  if ($("budget").hidden) return;
   for (const s of list) {
     const col = (i) => steps(s.points.map((p) => [p[0], p[i]]));
-    const top = Math.max(...s.points.map((p) => Math.max(p[1], p[4])));
-    box.append(chart("session " + s.session, [
-      { cls: "limit", points: col(4) },
+    const spend = Math.max(...s.points.map((p) => p[1]));
+    const limit = Math.max(...s.points.map((p) => p[4]));
+    const small = spend < limit / 10;
+    const series = [
       { cls: "gross", points: col(1) },
       { cls: "refunded", points: col(2) },
       { cls: "net", points: col(3) },
-    ], top * 1.05, "budget", chartWidth(box, list.length)));
+    ];
+    if (!small) series.unshift({ cls: "limit", points: col(4) });
+    const net = s.points.map((p) => [p[0], p[3]]);
+    const last = s.points[s.points.length - 1];
+    box.append(chart(`session ${s.session}: net ${+last[3].toFixed(3)} of ${+last[4].toFixed(3)}`, series,
+      (small ? Math.max(spend, limit / 1000) : Math.max(spend, limit)) * 1.1, "budget", chartWidth(box, list.length),
+      { xLabel: "log entry (seq)", yLabel: "units", note: small ? `scaled to the spend; the limit, ${+limit.toFixed(3)}, is above it` : "",
+        dots: net.length <= 80 ? [{ cls: "net", points: net }] : [] }));
   }
 }
 
 function renderBelief(list) {
   const box = $("belief-charts");
   box.replaceChildren();
-  if (!list || list.length === 0) return box.append(el("p", { class: "empty" }, "no belief session among the verified entries"));
+  $("belief").hidden = !list || list.length === 0;
+  if ($("belief").hidden) return;
   for (const s of list) {
     const last = s.points[s.points.length - 1];
-    box.append(chart(`session ${s.session}: ${last[1]} of ${s.declared} survive`, [{ cls: "survivors", points: steps(s.points) }], s.declared, "belief", chartWidth(box, list.length)));
+    box.append(chart(`session ${s.session}: ${last[1]} of ${s.declared} survive`, [{ cls: "survivors", points: steps(s.points) }], s.declared, "belief", chartWidth(box, list.length),
+      { xLabel: "log entry (seq)", yLabel: "hypotheses" }));
   }
+}
+
+// ---- tool calls ----
+
+// loadCalls fills the tool calls table: one row per call a tool gate
+// decided, refusals and denials coloured.
+async function loadCalls() {
+  const page = await api(`/api/calls?offset=${view.callsOffset}&limit=${PAGE}`);
+  $("calls").hidden = page.total === 0;
+  if (page.total === 0) return;
+  const counts = Object.entries(page.counts).sort().map(([v, n]) => `${n} ${v}`).join(", ");
+  $("calls-counts").textContent = `${page.total.toLocaleString()}: ${counts}`;
+  const body = $("calls-table").tBodies[0];
+  body.replaceChildren(...page.rows.map((c) => {
+    const verdict = el("td", { class: "verdict" }, el("span", { class: "v v-" + c.verdict }, c.verdict));
+    if (c.reason) verdict.append(el("div", { class: "why" }, c.reason));
+    if (c.outcome && c.outcome !== "ok") verdict.append(el("div", { class: "why" }, "tool " + c.outcome));
+    const tr = el("tr", { class: "call r-" + c.verdict, "data-seq": c.seq, title: `call ${c.call_id}, entry ${c.seq}` },
+      el("td", {}, c.seq), el("td", {}, c.time), el("td", {}, c.caller), el("td", { class: "tool" }, c.tool),
+      verdict, el("td", {}, c.rule || "—"), el("td", { class: "num" }, c.cost), el("td", {}, (c.approvers || []).join(", ") || "—"));
+    tr.addEventListener("click", () => showEntry(c.seq));
+    return tr;
+  }));
+  pager($("calls-pager"), view.callsOffset, page.total, (off) => { view.callsOffset = off; loadCalls(); });
 }
 
 // ---- claims ----
@@ -139,7 +203,7 @@ async function loadClaims() {
   const page = await api(`/api/claims?offset=${view.claimsOffset}&limit=${PAGE}`);
   const body = $("claims-table").tBodies[0];
   body.replaceChildren();
-  if (page.total === 0) body.append(el("tr", {}, el("td", { colSpan: 6, class: "empty" }, "no claims decision among the verified entries")));
+  $("claims").hidden = page.total === 0;
   for (const c of page.rows) {
     const approvals = (c.approvals || []).map((a) => `${a.approver} ${a.decision} ${a.timestamp}${a.reason ? ": " + a.reason : ""}`);
     const pending = (c.required || []).filter((r) => !(c.approvals || []).some((a) => a.approver === r));
@@ -284,7 +348,7 @@ async function main() {
     renderStatus(status);
     renderBudget(budget);
     renderBelief(belief);
-    await Promise.all([loadEntries(), loadClaims()]);
+    await Promise.all([loadEntries(), loadClaims(), loadCalls()]);
     const linked = /^#entry=(\d+)$/.exec(location.hash);
     if (linked) await showEntry(Number(linked[1]));
     document.body.dataset.loadMs = Math.round(performance.now());
