@@ -54,6 +54,23 @@ func TestViewToolCalls(t *testing.T) {
 	assert.Equal(t, "failed: smtp down", s.Outcome)
 	assert.Equal(t, map[string]int{"allowed": 2, "approved": 1, "refused": 1}, page.Counts)
 
+	// A call the kernel rejects (over budget) is a refusal, named by its
+	// rule, with the kernel's reason once.
+	base, _ = startView(t, gateLogWith(t, kernel.Unit))
+	getJSON(t, base+"api/calls", &page)
+	var rejected *callRow
+	for i, r := range page.Rows {
+		if r.Tool == "delete_file" {
+			rejected = &page.Rows[i]
+		}
+	}
+	require.NotNil(t, rejected)
+	assert.Equal(t, "refused", rejected.Verdict)
+	assert.Equal(t, "#1", rejected.Rule)
+	assert.Equal(t, "0", rejected.Cost)
+	assert.Equal(t, "budget exceeded: cost 1, remaining 0.9", rejected.Reason)
+	assert.Equal(t, []string{"human"}, rejected.Approver, "approved, then refused by the budget")
+
 	// A log without a gate has no tool calls.
 	path, _ := fileLog(t, 40)
 	base, _ = startView(t, path)
