@@ -37,7 +37,18 @@ type modelConn struct {
 // a request or of unknown state; otherwise it finds no room; a
 // connection closed twice frees one slot.
 func TestConnCapHoldsAndOnlyIdleConnectionsMakeRoom(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
+	rapid.Check(t, connCapMachine)
+}
+
+// FuzzConnCap runs the same state machine on the fuzzer's bytes.
+func FuzzConnCap(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
+	f.Fuzz(rapid.MakeFuzz(connCapMachine))
+}
+
+func connCapMachine(t *rapid.T) {
+	{
 		max := rapid.IntRange(1, 5).Draw(t, "max")
 		now := time.Unix(1e9, 0)
 		l := NewListener(nil, max, time.Second)
@@ -110,7 +121,7 @@ func TestConnCapHoldsAndOnlyIdleConnectionsMakeRoom(t *testing.T) {
 			},
 			"state": func(t *rapid.T) {
 				if len(all) == 0 {
-					t.Skip("no connection")
+					return // nothing to act on yet
 				}
 				m := rapid.SampledFrom(all).Draw(t, "conn")
 				s := rapid.SampledFrom([]http.ConnState{http.StateNew, http.StateActive, http.StateIdle, http.StateHijacked}).Draw(t, "state")
@@ -120,7 +131,7 @@ func TestConnCapHoldsAndOnlyIdleConnectionsMakeRoom(t *testing.T) {
 			},
 			"close": func(t *rapid.T) {
 				if len(all) == 0 {
-					t.Skip("no connection")
+					return // nothing to act on yet
 				}
 				m := rapid.SampledFrom(all).Draw(t, "conn")
 				_ = m.c.Close()
@@ -144,5 +155,43 @@ func TestConnCapHoldsAndOnlyIdleConnectionsMakeRoom(t *testing.T) {
 				}
 			},
 		})
-	})
+	}
+}
+
+// BenchmarkAdmit is the Listener's cost per connection: a slot taken
+// and released, with the cap full of connections in requests (the
+// scan for one to close finds none) or of idle ones (one is closed for
+// room each time).
+func BenchmarkAdmit(b *testing.B) {
+	for _, idle := range []bool{false, true} {
+		name := map[bool]string{false: "room", true: "full-of-idle"}[idle]
+		b.Run(name, func(b *testing.B) {
+			const max = DefaultMaxConns
+			l := NewListener(nil, max, time.Second)
+			fill := max - 1
+			if idle {
+				fill = max
+			}
+			for range fill {
+				c, _, _ := l.step(&fakeConn{}, time.Now())
+				if idle {
+					l.ConnState(c, http.StateIdle)
+				}
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				c, victim, _ := l.step(&fakeConn{}, time.Now())
+				if victim != nil {
+					_ = victim.Close()
+					c, _, _ = l.step(&fakeConn{}, time.Now())
+				}
+				l.ConnState(c, http.StateNew)
+				if idle {
+					l.ConnState(c, http.StateIdle)
+				} else {
+					_ = c.Close()
+				}
+			}
+		})
+	}
 }
