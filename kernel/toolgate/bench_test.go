@@ -1,6 +1,8 @@
 package toolgate_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -53,5 +55,49 @@ func BenchmarkToolCall1ms(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkGateCall50Rules is BenchmarkGateCall under a policy of 50
+// rules as a real catalogue has them: the call meets its rule last, after
+// rules with argument schemas, principals and path conditions, and that
+// rule has a path condition, an argument schema, a rate window and a
+// label.
+func BenchmarkGateCall50Rules(b *testing.B) {
+	rules := make([]toolgate.Rule, 0, 50)
+	for i := range 49 {
+		r := toolgate.Rule{Match: fmt.Sprintf("tool_%d_*", i), Cost: 1}
+		switch i % 3 {
+		case 0:
+			r.Arguments = json.RawMessage(`{"type": "object", "properties": {"limit": {"type": "integer", "maximum": 10}}}`)
+		case 1:
+			r.Principals = &toolgate.PrincipalCondition{Groups: []string{"admin"}}
+		case 2:
+			r.Match = "read_file"
+			r.Effect = toolgate.EffectRefuse
+			r.Paths = []toolgate.PathCondition{{Argument: "/path", Under: []string{fmt.Sprintf("/srv/secret%d", i)}}}
+		}
+		rules = append(rules, r)
+	}
+	rules = append(rules, toolgate.Rule{Match: "read_*", Cost: 1, Name: "reads", Labels: []string{"private_data"},
+		Arguments: json.RawMessage(`{"type": "object", "properties": {"path": {"type": "string"}, "limit": {"type": "integer", "minimum": 1}}, "required": ["path"]}`),
+		Paths:     []toolgate.PathCondition{{Argument: "/path", Under: []string{"/srv/data"}}},
+		Rate:      &toolgate.Rate{Calls: 1 << 30, Per: time.Minute}})
+	log, _ := trace.NewLog(trace.NewMemory())
+	g, err := toolgate.New(ctx, log, toolgate.Config{Budget: kernel.Cost(1 << 50), MinCost: 1, Rules: rules})
+	if err != nil {
+		b.Fatal(err)
+	}
+	args := []byte(`{"path":"/srv/data/report.csv","limit":100}`)
+	out := []byte(`{"rows":[["a","b"],["c","d"]],"truncated":false}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		d, err := g.Before(ctx, toolgate.Call{Tool: "read_file", Arguments: args, Caller: "agent"})
+		if err != nil || d.Verdict != toolgate.Allow {
+			b.Fatal(err, d.Explanation)
+		}
+		if _, err := g.After(ctx, d.Call, toolgate.Result{Output: out}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

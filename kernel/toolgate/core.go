@@ -306,6 +306,26 @@ type args struct {
 	decoded bool
 	v       any
 	err     error
+	paths   []normalized // the paths normalised so far
+}
+
+// normalized is a path and what NormalizePath made of it.
+type normalized struct {
+	path  string
+	forms []string
+	err   error
+}
+
+// normalize is NormalizePath, once per path of a call.
+func (a *args) normalize(p string) ([]string, error) {
+	for _, n := range a.paths {
+		if n.path == p {
+			return n.forms, n.err
+		}
+	}
+	forms, err := NormalizePath(p)
+	a.paths = append(a.paths, normalized{p, forms, err})
+	return forms, err
 }
 
 func (a *args) value() (any, error) {
@@ -349,7 +369,8 @@ func (r *compiledRule) applies(c *Call, a *args) (ok bool, condition, why string
 		if !found || !isString {
 			return false, "", ""
 		}
-		switch verdict, why := p.cond.check(s); verdict {
+		forms, err := a.normalize(s)
+		switch verdict, why := p.cond.check(s, forms, err); verdict {
 		case pathUnsafe:
 			return false, "paths/" + strconv.Itoa(k), "argument " + p.cond.Argument + ": " + why
 		case pathOutside:
@@ -492,17 +513,19 @@ func windowID(r *compiledRule, tool string) string {
 // countWithin counts the times in (at-per, at] (times ascending).
 func countWithin(times []time.Time, at time.Time, per time.Duration) int {
 	from := at.Add(-per)
-	n := 0
-	for i := len(times) - 1; i >= 0; i-- {
-		t := times[i]
-		if !t.After(from) {
-			break
+	lo, _ := slices.BinarySearchFunc(times, from, func(t, from time.Time) int {
+		if t.After(from) {
+			return 1
 		}
-		if !t.After(at) {
-			n++
+		return -1
+	})
+	hi, _ := slices.BinarySearchFunc(times, at, func(t, at time.Time) int {
+		if t.After(at) {
+			return 1
 		}
-	}
-	return n
+		return -1
+	})
+	return max(hi-lo, 0)
 }
 
 func allSeen(seen map[string]bool, labels []string) bool {

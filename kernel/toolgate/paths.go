@@ -197,9 +197,9 @@ const (
 	pathUnsafe                     // the path cannot be read one way: refuse
 )
 
-// check decides the condition for the path p against clean roots.
-func (pc PathCondition) check(p string) (pathVerdict, string) {
-	forms, err := NormalizePath(p)
+// check decides the condition for the path p, whose NormalizePath is
+// forms, err, against clean roots.
+func (pc PathCondition) check(p string, forms []string, err error) (pathVerdict, string) {
 	if err != nil {
 		return pathUnsafe, strings.TrimPrefix(err.Error(), "toolgate: ")
 	}
