@@ -192,4 +192,3 @@ func TestConditionsMatchModel(t *testing.T) {
 		require.NoError(rt, err)
 	})
 }
-
