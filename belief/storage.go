@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/verity-go/verity/internal/osfile"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -88,23 +89,61 @@ func (m *MemoryStorage) List(ctx context.Context) ([]string, error) {
 // FileStorage keeps each session's log in its own trace.File, named
 // <session id>.trace in one directory. Session ids must be 1 to 128
 // characters of [A-Za-z0-9_-] (UUIDs are); any other id is not found,
-// which also keeps path separators out of file names. Two processes must
-// not open the same directory (trace.File is single-process).
+// which also keeps path separators out of file names.
+//
+// One FileStorage at a time uses a directory: NewFileStorage takes the
+// operating system's one-writer lock (trace.Lock) on the file .lock in it
+// and holds it until Close, so a second one (another server process, or
+// the same process) is refused with an error matching trace.ErrLocked that
+// names the holder's pid where the system can say. Each session's log
+// file is locked too while it is open (trace.OpenFile). Two servers
+// writing one directory would each append to a session's log after the
+// head it saw and fork it. Readers (the verity command) take no lock. See
+// trace's "One writer" for what the lock does not cover (network file
+// systems).
 type FileStorage struct {
 	dir  string
 	opts trace.FileOptions
+	mu   sync.Mutex
+	lock *os.File // holds the directory's lock; nil once closed
 }
+
+// lockName is the file in a FileStorage's directory that holds its lock.
+const lockName = ".lock"
 
 // fileSuffix is the file name suffix of a session log.
 const fileSuffix = ".trace"
 
 // NewFileStorage returns a FileStorage over dir, creating it if needed.
 // opts is passed to trace.OpenFile (the zero value fsyncs every append).
+// It locks dir until Close; a directory another FileStorage holds is an
+// error matching trace.ErrLocked.
 func NewFileStorage(dir string, opts trace.FileOptions) (*FileStorage, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	return &FileStorage{dir: dir, opts: opts}, nil
+	lf, err := osfile.OpenRegular(filepath.Join(dir, lockName), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("belief: lock data directory %s: %w", dir, err)
+	}
+	if err := trace.Lock(lf); err != nil {
+		lf.Close()
+		return nil, fmt.Errorf("belief: data directory %s is in use: %w", dir, err)
+	}
+	return &FileStorage{dir: dir, opts: opts, lock: lf}, nil
+}
+
+// Close releases the directory's lock. Stores it handed out stay usable
+// until closed themselves; close them first (a Server's Close does).
+func (f *FileStorage) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.lock == nil {
+		return trace.ErrClosed
+	}
+	err := f.lock.Close()
+	f.lock = nil
+	return err
 }
 
 func safeID(id string) bool {

@@ -106,6 +106,7 @@ func TestKillDuringEliminations(t *testing.T) {
 		fs, err := belief.NewFileStorage(dir, trace.FileOptions{})
 		require.NoError(t, err)
 		checked += storagetest.CheckAcks(t, fs, acks)
+		require.NoError(t, fs.Close()) // the next trial's process locks the directory
 	}
 	t.Logf("%d trials, %d acknowledged events checked, %d torn tails repaired", trials, checked, repaired)
 }

@@ -17,7 +17,10 @@ const (
 // durable file: every Put and Remove is an entry, and opening the store
 // replays them. It holds the pending bundles in memory (only those), and
 // is safe for concurrent use. The log only grows; entries of other kinds
-// in it are skipped, so it may be the Session's own log.
+// in it are skipped, so it may be the Session's own log. Over a
+// trace.File, the file's one-writer lock keeps a second process from
+// opening the same store (trace.OpenFile refuses it with trace.ErrLocked),
+// so two processes never approve one bundle from two copies of it.
 type LogPending struct {
 	pm  pendingMap
 	log *trace.Log

@@ -146,10 +146,15 @@ func countPrefix(s, p string) int {
 func TestApprovalsAfterRestart(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
+	var logs []*trace.Log
 	start := func() *claims.Session {
-		store, err := claims.NewLogPending(ctx, openFileLog(t, filepath.Join(dir, "pending.log")))
+		for _, l := range logs { // a restart: the old process's files are closed (one writer each)
+			require.NoError(t, l.Close())
+		}
+		logs = []*trace.Log{openFileLog(t, filepath.Join(dir, "pending.log")), openFileLog(t, filepath.Join(dir, "claims.log"))}
+		store, err := claims.NewLogPending(ctx, logs[0])
 		require.NoError(t, err)
-		s, err := claims.NewSession(ctx, openFileLog(t, filepath.Join(dir, "claims.log")), pendingtest.Policy(), claims.WithPending(store))
+		s, err := claims.NewSession(ctx, logs[1], pendingtest.Policy(), claims.WithPending(store))
 		require.NoError(t, err)
 		return s
 	}

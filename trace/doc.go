@@ -76,6 +76,45 @@
 // fsync fails the store refuses further work (ErrBroken) until reopened.
 // DESIGN.md explains these choices and gives the performance figures.
 //
+// # One writer
+//
+// A log file has one writer at a time. OpenFile takes an exclusive,
+// advisory operating system lock on the log file itself and holds it until
+// Close; a second OpenFile of the same file, in this process or another,
+// fails at once with a *LockedError (errors.Is ErrLocked) that names the
+// file and, on Linux, the process holding it. RepairFile takes the same
+// lock. Readers (OpenFileReadOnly, and the verity command's verify,
+// inspect and view) take no lock: they work while a writer appends and read
+// up to the last complete record. Two writers would otherwise each append
+// after the head they saw and fork the chain.
+//
+// The lock is on the file, not on a lock file beside it, so there is no
+// second file to leave behind or to delete by mistake, and it goes wherever
+// the log goes. On Linux it is an open file description lock (fcntl
+// F_OFD_SETLK): it belongs to the open file, so closing another descriptor
+// of the log (a reader's) never drops it, it is refused to a second open in
+// the same process, the kernel releases it when the holder exits however it
+// exits (never stale), and a reader can test for it without taking it. On
+// the BSDs and macOS it is flock(2), with the same ownership but no holder
+// pid and no test, so there a reader that meets an incomplete final record
+// reports it as a torn tail. Other systems take no lock. The lock is
+// advisory: it binds the writers in this module (File, RepairFile, and
+// through them belief's FileStorage, which also locks its directory,
+// claims' LogPending over a File, the tool gate and verity-mcp), not a
+// program writing the bytes by other means. It is not to be relied upon on
+// a network file system (NFS maps it onto its own lock protocol, which can
+// lose locks when a client or server restarts; others may lock only on one
+// machine): a log that several machines write belongs in trace/sqlstore,
+// whose stores refuse a batch that does not continue the head.
+//
+// # Only regular files
+//
+// A log is a regular file. OpenFile, OpenFileReadOnly and RepairFile open
+// without blocking (O_NONBLOCK) and check the type of the file they opened
+// (fstat, so a path swapped after a check cannot slip through): a named
+// pipe, a device such as /dev/zero, a directory or a socket is a
+// *NotRegularError (ErrNotRegular, and ErrNotLog), never read.
+//
 // # What it does not cover
 //
 // A hash chain proves that a log has not changed since someone saw its

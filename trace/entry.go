@@ -94,6 +94,8 @@ var (
 	ErrBroken     = errors.New("trace: store failed earlier and must be reopened")
 	ErrNotLog     = errors.New("trace: not a trace log file")
 	ErrReadOnly   = errors.New("trace: log file opened read-only")
+	ErrLocked     = errors.New("trace: log file is open for writing elsewhere")
+	ErrNotRegular = errors.New("trace: not a regular file")
 )
 
 // ChainBreakError reports the first entry that does not verify: its index,

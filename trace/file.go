@@ -112,8 +112,11 @@ func (e *NotLogError) Unwrap() []error { return []error{ErrNotLog, ErrCorrupt} }
 
 // File is the embedded default Store: one append-only file of
 // length-prefixed, self-checking records (FORMAT.md). Opening it verifies
-// the whole chain. It is safe for concurrent use within one process; two
-// processes must not open the same file for writing.
+// the whole chain. It is safe for concurrent use within one process. One
+// File at a time writes a log file: OpenFile holds an exclusive operating
+// system lock on the file while it is open, and a second writer (in this
+// process or another) is refused with a *LockedError (see "One writer" in
+// the package documentation).
 type File struct {
 	path string
 	fs   fileSystem
@@ -145,6 +148,12 @@ type File struct {
 // entry. An existing empty (0-byte) file is an empty log. A file that
 // verifies is fsynced, and so is its directory (an earlier open may have
 // created the file and failed before syncing it).
+//
+// The File holds the log's one-writer lock until Close: if another File
+// (in any process) holds it, OpenFile fails at once with a *LockedError
+// (ErrLocked) naming the file and, on Linux, the holder's pid. A path that
+// is not a regular file (a named pipe, a device, a directory, a socket)
+// is refused without blocking, as a *NotRegularError.
 func OpenFile(path string, opts FileOptions) (*File, error) {
 	s, err := openFile(path, opts)
 	if err != nil {
@@ -157,8 +166,13 @@ func OpenFile(path string, opts FileOptions) (*File, error) {
 // or a copy on read-only media needs: it reads and verifies the file as
 // OpenFile does, but never creates, writes, syncs or repairs it (a 0-byte
 // file reads as an empty log and stays 0 bytes). Append returns
-// ErrReadOnly. A torn final record is a *TornTailError as with OpenFile;
-// RepairFile is the explicit way to cut it.
+// ErrReadOnly. It takes no lock, so it works while a writer appends: it
+// reads the log as it was when opened. A final record that is incomplete
+// while a writer holds the log is an append in progress, and the log reads
+// up to the last complete record (on Linux, where a reader can ask
+// whether a writer holds the lock); with no writer, it is a
+// *TornTailError as with OpenFile, and RepairFile is the explicit way to
+// cut it. Anything but a regular file is a *NotRegularError.
 func OpenFileReadOnly(path string) (*File, error) {
 	return OpenFile(path, FileOptions{Sync: SyncManual, readOnly: true})
 }
@@ -192,11 +206,11 @@ func openFile(path string, opts FileOptions) (*File, error) {
 		opts.GroupMaxDelay = 2 * time.Millisecond
 	}
 	var f fsFile
+	var ro *os.File // the read-only file
 	var err error
 	if opts.readOnly {
-		var of *os.File
-		if of, err = os.Open(path); err == nil {
-			f = osFile{of}
+		if ro, err = openRegular(path, os.O_RDONLY); err == nil {
+			f = osFile{ro}
 		}
 	} else {
 		f, err = opts.fs.OpenFile(path)
@@ -223,7 +237,10 @@ func openFile(path string, opts FileOptions) (*File, error) {
 			f.Close()
 			return nil, err
 		}
-		if sc.torn != nil {
+		// A reader that finds the final record incomplete while a writer
+		// holds the log is looking at an append in progress, not at a
+		// crash: it reads up to the last complete record.
+		if sc.torn != nil && !(ro != nil && writerActive(ro)) {
 			f.Close()
 			return nil, sc.torn
 		}
@@ -777,7 +794,9 @@ type RepairResult struct {
 // is intact but does not link (a chain break, not a crash), are not
 // repaired: the *CorruptRecordError or *ChainBreakError is returned and the
 // file is left alone. A log with no torn tail (an empty file too) is left
-// alone, and a missing one is an error wrapping fs.ErrNotExist.
+// alone, and a missing one is an error wrapping fs.ErrNotExist. RepairFile
+// takes the writer's lock: a log that a writer holds open (whose final
+// record may be an append in progress) is refused with a *LockedError.
 func RepairFile(path string) (RepairResult, error) {
 	res, err := repairFile(path, osFS{})
 	return res, ioError(err)

@@ -11,7 +11,8 @@ import (
 // to simulate short writes, failed fsyncs and crashes that drop unsynced
 // bytes.
 type fileSystem interface {
-	// OpenFile opens name for reading and writing, creating it if missing.
+	// OpenFile opens name for reading and writing, creating it if missing,
+	// and holds the one-writer lock until the file is closed.
 	OpenFile(name string) (fsFile, error)
 	// Exists reports whether name exists.
 	Exists(name string) (bool, error)
@@ -43,9 +44,10 @@ func (f osFile) Size() (int64, error) {
 	return st.Size(), nil
 }
 
-// OpenFile opens name with O_RDWR|O_CREATE|O_APPEND and mode 0o600.
+// OpenFile opens name with O_RDWR|O_CREATE|O_APPEND and mode 0o600,
+// only if it is a regular file, and takes the one-writer lock (lock.go).
 func (osFS) OpenFile(name string) (fsFile, error) {
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	f, err := openRegular(name, os.O_RDWR|os.O_CREATE|os.O_APPEND)
 	if err != nil {
 		return nil, err
 	}

@@ -515,8 +515,10 @@ func TestHTTPConcurrent(t *testing.T) {
 // starts a new server on the same directory and finds them unchanged.
 func TestHTTPRestartFileStorage(t *testing.T) {
 	dir := t.TempDir()
+	var fs *belief.FileStorage
 	start := func() (*belief.Server, *Handler) {
-		fs, err := belief.NewFileStorage(dir, trace.FileOptions{})
+		var err error
+		fs, err = belief.NewFileStorage(dir, trace.FileOptions{})
 		require.NoError(t, err)
 		b, err := belief.NewServer(context.Background(), fs)
 		require.NoError(t, err)
@@ -532,9 +534,10 @@ func TestHTTPRestartFileStorage(t *testing.T) {
 	before := e.do("GET", "/v1/sessions/{sid}", "", nil)
 	auditBefore := e.do("GET", "/v1/sessions/{sid}/audit", "", nil)
 	require.NoError(t, b.Close())
+	require.NoError(t, fs.Close()) // the directory is locked until then
 
 	b2, h2 := start()
-	defer b2.Close()
+	defer func() { b2.Close(); fs.Close() }()
 	e.h = h2
 	after := e.do("GET", "/v1/sessions/{sid}", "", nil)
 	assert.Equal(t, before.text, after.text)

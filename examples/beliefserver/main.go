@@ -21,6 +21,16 @@
 // room before it is closed (internal/httpguard). Logs are
 // structured (log/slog, JSON on stderr); SIGINT or SIGTERM shut the server
 // down gracefully.
+//
+// With -data, the server holds DIR's lock for as long as it runs: a
+// second server on the same DIR exits at once with status 1 and an error
+// naming the process that holds it (one writer per directory; see
+// trace's "One writer").
+//
+// Exit status: 0 after a graceful shutdown (or -h), 1 on a runtime error
+// (a directory or database that cannot be opened or is in use, a listen
+// address that cannot be bound, a server failure), 2 on a usage error
+// (an unknown flag, an argument, -data with -db, a malformed -db).
 package main
 
 import (
@@ -35,6 +45,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -53,10 +64,46 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stderr, nil); err != nil {
-		fmt.Fprintln(os.Stderr, "beliefserver:", err)
-		os.Exit(1)
+	os.Exit(exitCode(run(ctx, os.Args[1:], os.Stderr, nil), os.Stderr))
+}
+
+// Exit codes (documented above and in -h).
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+const exitHelp = `
+exit status: 0 stopped gracefully (or -h), 1 runtime error (a -data
+directory or -db database that cannot be opened or is in use by another
+server, an address that cannot be bound), 2 usage error (bad flag or
+argument, -data with -db, a malformed -db)
+`
+
+// usageError is a mistake in the command line (exit 2).
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Errorf(format, args...)}
+}
+
+// exitCode reports err on w and returns the exit status for it.
+func exitCode(err error, w io.Writer) int {
+	var ue *usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.As(err, &ue):
+		fmt.Fprintln(w, "beliefserver:", err)
+		fmt.Fprintln(w, "run beliefserver -h for the flags")
+		return exitUsage
 	}
+	fmt.Fprintln(w, "beliefserver:", err)
+	return exitError
 }
 
 // run serves until ctx is done. ready, if not nil, is called with the
@@ -73,14 +120,30 @@ func run(ctx context.Context, args []string, logOut io.Writer, ready func(addr s
 	checkpointEvery := fl.Int("checkpoint-every", belief.DefaultCheckpointEvery, "audit events between checkpoints in a session's log (0: none)")
 	limits := httpguard.Defaults()
 	limits.AddFlags(fl)
+	fl.Usage = func() {
+		fmt.Fprintln(logOut, "usage: beliefserver [flags]")
+		fl.PrintDefaults()
+		fmt.Fprint(logOut, exitHelp)
+	}
 	if err := fl.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return &usageError{err}
 	}
 	if fl.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fl.Args())
+		return usagef("unexpected arguments %q", fl.Args())
+	}
+	if *data != "" && *dbSpec != "" {
+		return usagef("-data and -db are mutually exclusive")
+	}
+	if _, port, err := net.SplitHostPort(*addr); err != nil {
+		return usagef("-addr %q: %v", *addr, err)
+	} else if n, err := strconv.ParseUint(port, 10, 16); err != nil && port != "" || n > 65535 {
+		return usagef("-addr %q: the port must be a number up to 65535", *addr)
 	}
 	if err := limits.Validate(); err != nil {
-		return err
+		return &usageError{err}
 	}
 	logger := slog.New(slog.NewJSONHandler(logOut, nil))
 
@@ -90,12 +153,10 @@ func run(ctx context.Context, args []string, logOut io.Writer, ready func(addr s
 		if err != nil {
 			return err
 		}
+		defer fs.Close() // releases the directory's lock, after b.Close (deferred later, runs first)
 		storage = fs
 	}
 	if *dbSpec != "" {
-		if *data != "" {
-			return errors.New("-data and -db are mutually exclusive")
-		}
 		db, st, err := openSQLStorage(ctx, *dbSpec)
 		if err != nil {
 			return err
@@ -157,7 +218,7 @@ func openSQLStorage(ctx context.Context, spec string) (*sql.DB, *sqlstorage.Stor
 		driver, dialect = "sqlite", sqlstore.SQLite
 		dsn = "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
 	default:
-		return nil, nil, fmt.Errorf("-db %q: want postgres://... or sqlite:PATH", spec)
+		return nil, nil, usagef("-db %q: want postgres://... or sqlite:PATH", spec)
 	}
 	db, err := sql.Open(driver, dsn)
 	if err != nil {

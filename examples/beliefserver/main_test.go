@@ -1,19 +1,26 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/verity-go/verity/trace"
 )
 
 // syncBuffer is a log sink safe for the server goroutine and the test.
@@ -152,4 +159,122 @@ func TestServeSharedDB(t *testing.T) {
 	assert.Error(t, run(context.Background(), []string{"-db", "mysql://x"}, &out, nil))
 	assert.Error(t, run(context.Background(), []string{"-db", "sqlite:"}, &out, nil))
 	assert.Error(t, run(context.Background(), []string{"-db", "sqlite:x.db", "-data", t.TempDir()}, &out, nil))
+}
+
+// TestMain lets the tests run the command itself in a child process: the
+// test binary, started with BELIEFSERVER_MAIN=1, is the beliefserver.
+func TestMain(m *testing.M) {
+	if os.Getenv("BELIEFSERVER_MAIN") == "1" {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// command returns the beliefserver command run in a child process.
+func command(args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "BELIEFSERVER_MAIN=1")
+	return cmd
+}
+
+// TestSecondServerOnOneDirRefused: a beliefserver process serving -data
+// DIR holds it; a second process on the same DIR exits at once with
+// status 1 and an error naming the directory and the holder, and the
+// first keeps serving. After the first stops, every acknowledged write is
+// still there and the logs verify.
+func TestSecondServerOnOneDirRefused(t *testing.T) {
+	dir := t.TempDir()
+	first := command("-addr", "127.0.0.1:0", "-data", dir)
+	stderr, err := first.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, first.Start())
+	t.Cleanup(func() { _ = first.Process.Kill(); _ = first.Wait() })
+	lines := bufio.NewScanner(stderr)
+	var addr string
+	for addr == "" && lines.Scan() {
+		var l struct{ Msg, Addr string }
+		if json.Unmarshal(lines.Bytes(), &l) == nil && l.Msg == "listening" {
+			addr = l.Addr
+		}
+	}
+	require.NotEmpty(t, addr, "the first server starts")
+	go func() { // keep draining its log
+		for lines.Scan() {
+		}
+	}()
+	base := "http://" + addr
+	code, created := call(t, "POST", base+"/v1/sessions", declare)
+	require.Equal(t, 201, code)
+	id := created["session_id"].(string)
+
+	var out bytes.Buffer
+	second := command("-addr", "127.0.0.1:0", "-data", dir)
+	second.Stderr = &out
+	err = second.Run()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "the second server must not run: %s", out.String())
+	assert.Equal(t, 1, ee.ExitCode())
+	assert.Contains(t, out.String(), "data directory "+dir+" is in use")
+	if runtime.GOOS == "linux" {
+		assert.Contains(t, out.String(), fmt.Sprintf("by process %d", first.Process.Pid))
+	}
+
+	code, _ = call(t, "POST", base+"/v1/sessions/"+id+"/eliminate",
+		`{"source_id":"s","observation_id":"o","eliminated":["a"]}`)
+	require.Equal(t, 200, code, "the first server still serves")
+	require.NoError(t, first.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, first.Wait())
+
+	base2, stop, _ := start(t, "-data", dir)
+	code, audit := call(t, "GET", base2+"/v1/sessions/"+id+"/audit", "")
+	require.Equal(t, 200, code)
+	assert.Len(t, audit["events"], 2, "the declaration and the elimination")
+	require.NoError(t, stop())
+	paths, err := filepath.Glob(filepath.Join(dir, "*.trace"))
+	require.NoError(t, err)
+	require.Len(t, paths, 1)
+	ro, err := trace.OpenFileReadOnly(paths[0])
+	require.NoError(t, err)
+	defer ro.Close()
+	h, err := trace.VerifyStore(context.Background(), ro)
+	require.NoError(t, err)
+	assert.Positive(t, h.Size)
+}
+
+// TestUsageErrorsExit2: every configuration mistake exits 2, -h exits 0
+// and lists the exit statuses, a runtime failure exits 1.
+func TestUsageErrorsExit2(t *testing.T) {
+	for _, args := range [][]string{
+		{"-nope"},
+		{"extra"},
+		{"-addr", "127.0.0.1:bad"},
+		{"-addr", "no-port"},
+		{"-db", "mysql://x"},
+		{"-db", "sqlite:"},
+		{"-db", "sqlite:x.db", "-data", t.TempDir()},
+		{"-max-body", "x"},
+	} {
+		var out bytes.Buffer
+		cmd := command(args...)
+		cmd.Stderr = &out
+		err := cmd.Run()
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee, "%q", args)
+		assert.Equal(t, 2, ee.ExitCode(), "%q: %s", args, out.String())
+	}
+	var out bytes.Buffer
+	cmd := command("-h")
+	cmd.Stderr = &out
+	require.NoError(t, cmd.Run())
+	assert.Contains(t, out.String(), "exit status: 0")
+	assert.Contains(t, out.String(), "2 usage error")
+
+	notDir := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(notDir, nil, 0o600))
+	cmd = command("-addr", "127.0.0.1:0", "-data", notDir)
+	err := cmd.Run()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, 1, ee.ExitCode(), "a -data that is a file is a runtime error")
 }

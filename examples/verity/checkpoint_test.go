@@ -31,7 +31,8 @@ func TestBeliefCheckpoints(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.NoError(t, srv.Close())
-	paths, err := filepath.Glob(filepath.Join(dir, "*"))
+	require.NoError(t, st.Close())
+	paths, err := filepath.Glob(filepath.Join(dir, "*.trace"))
 	require.NoError(t, err)
 	require.Len(t, paths, 1)
 

@@ -78,8 +78,18 @@
 // which the two fsyncs are about 1.2 ms. The client's allocations are the
 // same either way (63–64 allocs, 140 KB per call).
 //
+// -log is held with the log's one-writer lock (trace.OpenFile) for as
+// long as the proxy runs: a second verity-mcp on the same log exits 1 at
+// once, naming the process that holds it, before it starts the upstream,
+// so two proxies never spend one budget twice or fork the log.
+//
 // Exit status: 0 after a clean shutdown (the stdio client went away, or
-// with -http an interrupt), 1 on a failure, 2 on bad usage.
+// with -http an interrupt), 1 on a failure at run time (the log cannot be
+// opened or is in use by another proxy, the upstream does not start, a
+// database error), 2 on a configuration error: a bad flag or argument, a
+// policy file that cannot be read (or is not a regular file) or does not
+// decode, an -approver the policy does not expect, -db without the
+// policy's shared_budget or the other way round.
 package main
 
 import (
@@ -136,6 +146,13 @@ type config struct {
 
 const usage = `usage: verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH] [-http ADDR [-http-caller KEY]] [-caller KEY] [-approver NAME] -- command [args...]`
 
+const exitHelp = `
+exit status: 0 clean shutdown, 1 run-time failure (the log cannot be opened
+or another proxy holds it, the upstream does not start, a database error),
+2 configuration error (bad flag or argument, unreadable or invalid policy,
+an -approver the policy does not expect, -db and shared_budget mismatched)
+`
+
 // parseArgs reads the command line; the upstream command follows "--".
 func parseArgs(args []string, stderr io.Writer) (config, error) {
 	var c config
@@ -144,6 +161,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, usage)
 		fs.PrintDefaults()
+		fmt.Fprint(stderr, exitHelp)
 	}
 	fs.StringVar(&c.policy, "policy", "", "the policy file (toolgate.LoadPolicy; see policy.schema.json)")
 	fs.StringVar(&c.log, "log", "", "the trace log file, created when missing, resumed when present")
@@ -192,9 +210,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	policy, cfg, err := loadPolicy(c.policy)
+	if err == nil {
+		err = checkShared(c, policy)
+	}
 	if err != nil {
-		logger.Error("verity-mcp failed", "err", err)
-		return 1
+		fmt.Fprintf(stderr, "verity-mcp: %v\n%s\n", err, usage)
+		return 2
 	}
 	warnings, err := checkApprover(cfg, c.approver, c.policy)
 	if err != nil {
@@ -222,6 +243,18 @@ func loadPolicy(path string) (toolgate.Policy, toolgate.Config, error) {
 		return toolgate.Policy{}, toolgate.Config{}, err
 	}
 	return policy, cfg, nil
+}
+
+// checkShared checks that -db is given exactly when the policy has a
+// shared_budget.
+func checkShared(c config, policy toolgate.Policy) error {
+	switch {
+	case c.db != "" && policy.Shared == nil:
+		return fmt.Errorf("-db names a database but %s has no shared_budget", c.policy)
+	case c.db == "" && policy.Shared != nil:
+		return fmt.Errorf("%s has a shared_budget (%q): give its database with -db", c.policy, policy.Shared.ID)
+	}
+	return nil
 }
 
 // approvalTiers are the tiers whose calls need an approval.
@@ -275,12 +308,7 @@ func checkApprover(cfg toolgate.Config, approver, policyPath string) (warnings [
 // until ctx ends), then closes everything and reports the log's head.
 func serve(ctx context.Context, c config, policy toolgate.Policy, cfg toolgate.Config, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Logger) (err error) {
 	var opts []toolgate.Option
-	switch {
-	case c.db != "" && policy.Shared == nil:
-		return fmt.Errorf("-db names a database but %s has no shared_budget", c.policy)
-	case c.db == "" && policy.Shared != nil:
-		return fmt.Errorf("%s has a shared_budget (%q): give its database with -db", c.policy, policy.Shared.ID)
-	case c.db != "":
+	if c.db != "" {
 		shared, closeDB, err := openShared(ctx, c.db, policy.Shared.ID, policy.Shared.Limit)
 		if err != nil {
 			return err

@@ -37,6 +37,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -656,8 +657,14 @@ func httpAddr(t *testing.T, p *proxy) string {
 	return addr
 }
 
+// TestUsage: every configuration error exits 2 with the usage (and -h
+// lists the exit statuses); failures at run time exit 1.
 func TestUsage(t *testing.T) {
 	pol := writePolicy(t, "10", "")
+	shared := writePolicy(t, "10", `,
+  "shared_budget": {"id": "team", "limit": "3"}`)
+	badPolicy := filepath.Join(t.TempDir(), "bad.json")
+	require.NoError(t, os.WriteFile(badPolicy, []byte(`{"version": 1, "budget": "ten"}`), 0o600))
 	cases := map[string][]string{
 		"no policy":                  {"-log", "x", "--", "true"},
 		"no log":                     {"-policy", pol, "--", "true"},
@@ -665,6 +672,10 @@ func TestUsage(t *testing.T) {
 		"bad -db":                    {"-policy", pol, "-log", "x", "-db", "mysql://x", "--", "true"},
 		"bad flag":                   {"-nope"},
 		"-http-caller without -http": {"-policy", pol, "-log", "x", "-http-caller", "web", "--", "true"},
+		"missing policy":             {"-policy", filepath.Join(t.TempDir(), "none.json"), "-log", filepath.Join(t.TempDir(), "l"), "--", "true"},
+		"invalid policy":             {"-policy", badPolicy, "-log", filepath.Join(t.TempDir(), "l"), "--", "true"},
+		"-db without a shared":       {"-policy", pol, "-log", filepath.Join(t.TempDir(), "l"), "-db", "sqlite:" + filepath.Join(t.TempDir(), "b.db"), "--", "true"},
+		"shared without -db":         {"-policy", shared, "-log", filepath.Join(t.TempDir(), "l"), "--", "true"},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -676,9 +687,8 @@ func TestUsage(t *testing.T) {
 	}
 	// Failures after the command line is read exit 1 and say why.
 	failures := map[string][]string{
-		"missing policy":        {"-policy", filepath.Join(t.TempDir(), "none.json"), "-log", filepath.Join(t.TempDir(), "l"), "--", "true"},
-		"-db without a shared":  {"-policy", pol, "-log", filepath.Join(t.TempDir(), "l"), "-db", "sqlite:" + filepath.Join(t.TempDir(), "b.db"), "--", "true"},
 		"upstream not starting": {"-policy", pol, "-log", filepath.Join(t.TempDir(), "l"), "--", filepath.Join(t.TempDir(), "no-such-server")},
+		"log in a missing dir":  {"-policy", pol, "-log", filepath.Join(t.TempDir(), "no", "l"), "--", "true"},
 	}
 	for name, args := range failures {
 		t.Run(name, func(t *testing.T) {
@@ -688,6 +698,53 @@ func TestUsage(t *testing.T) {
 			assert.Contains(t, stderr.String(), "verity-mcp failed")
 		})
 	}
+	var stderr bytes.Buffer
+	assert.Equal(t, 0, run(context.Background(), []string{"-h"}, strings.NewReader(""), io.Discard, &stderr))
+	assert.Contains(t, stderr.String(), "exit status: 0 clean shutdown, 1 run-time failure")
+	assert.Contains(t, stderr.String(), "2 configuration error")
+}
+
+// TestSecondProxyOnOneLogRefused: a verity-mcp process holds its -log; a
+// second one on the same log exits 1 at once, before starting its
+// upstream, naming the log and the holder; the first keeps serving, and
+// its log verifies with every call it acknowledged.
+func TestSecondProxyOnOneLogRefused(t *testing.T) {
+	bin := proxyBinary(t)
+	up := newUpstream(t)
+	pol := writePolicy(t, "10", "")
+	logPath := filepath.Join(t.TempDir(), "trace.log")
+	argv := append([]string{"-policy", pol, "-log", logPath, "--"}, up.argv()...)
+	firstErr := &syncBuffer{}
+	first := exec.Command(bin, argv...)
+	first.Stderr = firstErr
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "agent", Version: "v1"}, nil).
+		Connect(context.Background(), &sdk.CommandTransport{Command: first}, nil)
+	require.NoError(t, err, "stderr:\n%s", firstErr.String())
+	call := func() {
+		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "search", Arguments: map[string]any{"query": "x"}})
+		require.NoError(t, err)
+		require.False(t, res.IsError, text(res))
+	}
+	call()
+
+	second := exec.Command(bin, argv...)
+	var out bytes.Buffer
+	second.Stderr = &out
+	second.Stdin = strings.NewReader("")
+	err = second.Run()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "the second proxy must not run:\n%s", out.String())
+	assert.Equal(t, 1, ee.ExitCode())
+	assert.Contains(t, out.String(), logPath+" is open for writing by process")
+	if runtime.GOOS == "linux" {
+		assert.Contains(t, out.String(), fmt.Sprintf("by process %d", first.Process.Pid))
+	}
+	assert.Equal(t, 1, up.ran(t, "search"), "the second proxy never started its upstream")
+
+	call() // the first still serves
+	require.NoError(t, cs.Close(), "stderr:\n%s", firstErr.String())
+	assert.Equal(t, 2, up.ran(t, "search"))
+	checkLog(t, firstErr.String(), logPath, pol, "stdio", 2*kernel.Unit)
 }
 
 // TestApproverMustBeThePolicys: -approver names who the client's human
