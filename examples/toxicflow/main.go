@@ -24,7 +24,14 @@
 //     condition), and every decision is replayed: decided again by the
 //     pure decision core from the call and what the log held before it.
 //
-// Run it with
+// The policy is policy.json (version 2 of the tool gate's policy file);
+// from the repository's root,
+//
+//	go run ./examples/verity policy check examples/toxicflow/policy.json -tools examples/toxicflow/testdata/tools.json
+//	go run ./examples/verity policy test examples/toxicflow/policy.json examples/toxicflow/testdata/cases.json
+//
+// lint it against the server's tools and run its cases. Run the
+// demonstration with
 //
 //	go run . -log toxicflow.trace
 //
@@ -34,6 +41,7 @@ package main
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"flag"
 	"fmt"
@@ -129,8 +137,11 @@ func demonstrate(ctx context.Context, out io.Writer, argv []string) (report, err
 	showPulls(out, rep.Leaked)
 
 	fmt.Fprintln(out, "\n== 2. with the gate")
-	cfg := policy()
-	fmt.Fprintln(out, "policy:")
+	cfg, err := policy()
+	if err != nil {
+		return rep, err
+	}
+	fmt.Fprintln(out, "policy (policy.json):")
 	for i, r := range cfg.Rules {
 		fmt.Fprintf(out, "  #%d %-18s %-22s labels %v", i, r.Name, r.Match, r.Labels)
 		for _, f := range r.Flow {
@@ -186,26 +197,20 @@ func demonstrate(ctx context.Context, out io.Writer, argv []string) (report, err
 	return rep, nil
 }
 
-// policy is the gate's configuration: what each tool costs and which
-// labels its calls bring into the caller's session; opening a pull
+// policyFile is the gate's policy (policy.json): what each tool costs and
+// which labels its calls bring into the caller's session; opening a pull
 // request after untrusted input and private data is refused.
-func policy() toolgate.Config {
-	return toolgate.Config{
-		Budget:  10 * kernel.Unit,
-		MinCost: kernel.Unit / 100,
-		Rules: []toolgate.Rule{
-			{Name: "read-issues", Match: "*_issue*", Cost: kernel.Unit / 10,
-				Description: "issues are written by anyone", Labels: []string{"untrusted_input"}},
-			{Name: "read-private-repo", Match: "get_file_contents", Cost: kernel.Unit / 10,
-				Arguments:   []byte(`{"type":"object","properties":{"repo":{"enum":["` + PrivateRepo + `"]}},"required":["repo"]}`),
-				Description: "the private repositories", Labels: []string{"private_data"}},
-			{Name: "read-public-repo", Match: "get_file_contents", Cost: kernel.Unit / 10},
-			{Name: "open-pull-request", Match: "create_pull_request", Cost: kernel.Unit,
-				Labels: []string{"external_comm"},
-				Flow: []toolgate.FlowRule{{After: []string{"untrusted_input", "private_data"},
-					Reason: "a pull request is public: after untrusted input and private data in this session it could publish the private data"}}},
-		},
+//
+//go:embed policy.json
+var policyFile []byte
+
+// policy returns the gate's configuration from policyFile.
+func policy() (toolgate.Config, error) {
+	p, err := toolgate.ParsePolicy(policyFile)
+	if err != nil {
+		return toolgate.Config{}, err
 	}
+	return p.Config()
 }
 
 // agent runs the scripted model against srv through an MCP client, and

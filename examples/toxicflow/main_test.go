@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -91,15 +93,16 @@ func TestReplayCatchesAnotherPolicy(t *testing.T) {
 	var out bytes.Buffer
 	rep, err := demonstrate(context.Background(), &out, []string{"-log", path})
 	require.NoError(t, err)
-	_, n, err := audit(context.Background(), &bytes.Buffer{}, path, policy(), rep.calls, rep.meter)
+	cfg := mustPolicy(t)
+	_, n, err := audit(context.Background(), &bytes.Buffer{}, path, cfg, rep.calls, rep.meter)
 	require.NoError(t, err, "the run's own policy replays")
 	require.Equal(t, 5, n)
-	noFlow := policy()
+	noFlow := mustPolicy(t)
 	noFlow.Rules[3].Flow = nil
 	_, _, err = audit(context.Background(), &bytes.Buffer{}, path, noFlow, rep.calls, rep.meter)
 	require.ErrorContains(t, err, "replay of entry")
 
-	unlabelled := policy()
+	unlabelled := mustPolicy(t)
 	unlabelled.Rules[1].Arguments = nil
 	unlabelled.Rules[1].Match = "no_such_tool"
 	_, _, err = audit(context.Background(), &bytes.Buffer{}, path, unlabelled, rep.calls, rep.meter)
@@ -117,4 +120,35 @@ func TestUsage(t *testing.T) {
 	b, err := os.ReadFile(existing)
 	require.NoError(t, err)
 	assert.Equal(t, "keep me", string(b), "an existing file is never written")
+}
+
+func mustPolicy(t *testing.T) toolgate.Config {
+	t.Helper()
+	cfg, err := policy()
+	require.NoError(t, err)
+	return cfg
+}
+
+// TestToolsListIsTheServers: testdata/tools.json, which `verity policy
+// check policy.json -tools testdata/tools.json` lints the policy against,
+// is what the GitHub-like server lists.
+func TestToolsListIsTheServers(t *testing.T) {
+	ctx := context.Background()
+	st, ct := sdk.NewInMemoryTransports()
+	ss, err := newGitHub().server().Connect(ctx, st, nil)
+	require.NoError(t, err)
+	defer ss.Close()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "v1"}, nil).Connect(ctx, ct, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	res, err := cs.ListTools(ctx, nil)
+	require.NoError(t, err)
+	got, err := json.MarshalIndent(res, "", "  ")
+	require.NoError(t, err)
+	if os.Getenv("UPDATE_TOOLS") != "" {
+		require.NoError(t, os.WriteFile("testdata/tools.json", append(got, '\n'), 0o644))
+	}
+	want, err := os.ReadFile("testdata/tools.json")
+	require.NoError(t, err)
+	assert.JSONEq(t, string(want), string(got), "run UPDATE_TOOLS=1 go test -run TestToolsListIsTheServers")
 }

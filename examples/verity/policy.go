@@ -57,21 +57,27 @@ func cmdPolicy(ctx context.Context, e *env, args []string) error {
 // failed: they are on stdout already (exit 1).
 var errPolicyFindings = errors.New("the policy has problems (listed above)")
 
-// loadPolicyConfig loads and compiles the policy file at p.
+// loadPolicyConfig loads and compiles the policy file at p, and returns
+// the labels it declares.
 func loadPolicyConfig(p string) (toolgate.Config, *toolgate.Compiled, error) {
+	cfg, compiled, _, err := loadPolicy(p)
+	return cfg, compiled, err
+}
+
+func loadPolicy(p string) (toolgate.Config, *toolgate.Compiled, []string, error) {
 	pol, err := toolgate.LoadPolicy(p)
 	if err != nil {
-		return toolgate.Config{}, nil, err
+		return toolgate.Config{}, nil, nil, err
 	}
 	cfg, err := pol.Config()
 	if err != nil {
-		return toolgate.Config{}, nil, err
+		return toolgate.Config{}, nil, nil, err
 	}
 	compiled, err := cfg.Compile()
 	if err != nil {
-		return toolgate.Config{}, nil, err
+		return toolgate.Config{}, nil, nil, err
 	}
-	return cfg, compiled, nil
+	return cfg, compiled, pol.Labels, nil
 }
 
 func policyCheck(ctx context.Context, e *env, args []string) error {
@@ -98,7 +104,7 @@ func policyCheck(ctx context.Context, e *env, args []string) error {
 	case *timeout <= 0:
 		return usagef("policy check: -timeout must be positive")
 	}
-	cfg, _, err := loadPolicyConfig(policyFile[0])
+	cfg, compiled, declared, err := loadPolicy(policyFile[0])
 	if err != nil {
 		return err
 	}
@@ -120,17 +126,13 @@ func policyCheck(ctx context.Context, e *env, args []string) error {
 			return fmt.Errorf("upstream %s: %w", upstream[0], err)
 		}
 	}
-	findings, unmatched := lintPolicy(cfg, tools)
+	findings, notes := lintPolicy(cfg, compiled, declared, tools)
 	fmt.Fprintf(e.stdout, "%s: %d rules, %d tools upstream\n", policyFile[0], len(cfg.Rules), len(tools))
 	for _, f := range findings {
 		fmt.Fprintf(e.stdout, "  %s\n", f)
 	}
-	if len(unmatched) > 0 {
-		what := "refused as unknown tools"
-		if cfg.AllowUnknown {
-			what = "run under the default rule"
-		}
-		fmt.Fprintf(e.stdout, "  note: no rule matches %s (%s)\n", strings.Join(unmatched, ", "), what)
+	for _, n := range notes {
+		fmt.Fprintf(e.stdout, "  note: %s\n", n)
 	}
 	if len(findings) > 0 {
 		return errPolicyFindings
@@ -206,15 +208,13 @@ func matchesName(r toolgate.Rule, tool string) bool {
 	return err == nil && ok
 }
 
-// conditional reports whether r applies to only some calls of the tools
-// it matches (principals, an argument schema, paths).
-func conditional(r toolgate.Rule) bool {
-	return r.Principals != nil || len(r.Arguments) > 0 || len(r.Paths) > 0
-}
-
-// lintPolicy returns the problems of cfg against the upstream's tools, in
-// rule order, and the tools no rule matches.
-func lintPolicy(cfg toolgate.Config, tools []string) (findings, unmatched []string) {
+// lintPolicy returns the problems of cfg (compiled, with the labels the
+// file declares) against the upstream's tools, in rule order, and the
+// tools no rule matches. Which tools a rule decides for, and which an
+// earlier unconditional rule takes from it, is compiled.Coverage's
+// answer.
+func lintPolicy(cfg toolgate.Config, compiled *toolgate.Compiled, declared, tools []string) (findings, notes []string) {
+	coverage := compiled.Coverage(tools)
 	attached, read := map[string][]int{}, map[string][]int{}
 	tiers := map[claims.RiskTier]bool{}
 	needs := func(t claims.RiskTier) {
@@ -223,30 +223,19 @@ func lintPolicy(cfg toolgate.Config, tools []string) (findings, unmatched []stri
 		}
 	}
 	for i, r := range cfg.Rules {
-		var matched, open []string
-		for _, t := range tools {
-			if !matchesName(r, t) {
-				continue
-			}
-			matched = append(matched, t)
-			// The first earlier rule that takes every call of t.
-			shadowed := false
-			for j := range i {
-				if matchesName(cfg.Rules[j], t) && !conditional(cfg.Rules[j]) {
-					shadowed = true
-					break
-				}
-			}
-			if !shadowed {
-				open = append(open, t)
-			}
-		}
+		cov := coverage[i]
+		open := cov.Tools
+		matched := slices.Concat(cov.Tools, sortedKeys(cov.Shadowed))
 		live := len(open) > 0
 		switch {
 		case len(matched) == 0:
 			findings = append(findings, fmt.Sprintf("%s matches no tool the upstream lists", ruleName(cfg, i)))
 		case !live:
-			findings = append(findings, fmt.Sprintf("%s is shadowed: earlier rules take every call of %s", ruleName(cfg, i), strings.Join(matched, ", ")))
+			var by []string
+			for _, t := range sortedKeys(cov.Shadowed) {
+				by = append(by, fmt.Sprintf("%s (%s)", t, cov.Shadowed[t]))
+			}
+			findings = append(findings, fmt.Sprintf("%s is shadowed: earlier rules take every call of %s", ruleName(cfg, i), strings.Join(by, ", ")))
 		}
 		if !live {
 			if r.Rate != nil {
@@ -281,7 +270,7 @@ func lintPolicy(cfg toolgate.Config, tools []string) (findings, unmatched []stri
 	}
 	for _, l := range sortedKeys(attached) {
 		if _, ok := read[l]; !ok {
-			findings = append(findings, fmt.Sprintf("label %q is attached (%s) but no flow reads it", l, rulesList(attached[l])))
+			notes = append(notes, fmt.Sprintf("label %q is attached (%s) but no flow reads it: it is only recorded", l, rulesList(attached[l])))
 		}
 	}
 	for _, l := range sortedKeys(read) {
@@ -289,20 +278,35 @@ func lintPolicy(cfg toolgate.Config, tools []string) (findings, unmatched []stri
 			findings = append(findings, fmt.Sprintf("label %q is read by a flow (%s) but no rule that matches an upstream tool attaches it", l, rulesList(read[l])))
 		}
 	}
+	for _, l := range declared {
+		_, a := attached[l]
+		_, r := read[l]
+		if !a && !r && !slices.Contains(cfg.DefaultRule.Labels, l) {
+			findings = append(findings, fmt.Sprintf("label %q is declared but no rule that matches an upstream tool attaches it and no flow reads it", l))
+		}
+	}
 	for _, t := range []claims.RiskTier{claims.TierDelete, claims.TierPrivilege} {
 		if names := cfg.Approvers[t]; len(names) > 0 && !tiers[t] {
 			findings = append(findings, fmt.Sprintf("approvers for %s (%s) approve nothing: no rule that matches an upstream tool needs %s", t, strings.Join(names, ", "), t))
 		}
 	}
+	var unmatched []string
 	for _, t := range tools {
 		if !slices.ContainsFunc(cfg.Rules, func(r toolgate.Rule) bool { return matchesName(r, t) }) {
 			unmatched = append(unmatched, t)
 		}
 	}
-	return findings, unmatched
+	if len(unmatched) > 0 {
+		what := "refused as unknown tools"
+		if cfg.AllowUnknown {
+			what = "run under the default rule"
+		}
+		notes = append(notes, fmt.Sprintf("no rule matches %s (%s)", strings.Join(unmatched, ", "), what))
+	}
+	return findings, notes
 }
 
-func sortedKeys(m map[string][]int) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

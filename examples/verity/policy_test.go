@@ -81,8 +81,8 @@ func TestPolicyCheckFindsProblems(t *testing.T) {
 	require.NoError(t, os.WriteFile(shadowed, data, 0o600))
 	r = verity(t, "policy", "check", shadowed, "-tools", fsTools)
 	require.Equal(t, exitError, r.code, r.stdout+r.stderr)
-	assert.Contains(t, r.stdout, "rule #9 (read_?ext_file) is shadowed: earlier rules take every call of read_text_file")
-	assert.Contains(t, r.stdout, "rule #10 (list_d*) is shadowed: earlier rules take every call of list_directory, list_directory_with_sizes")
+	assert.Contains(t, r.stdout, "rule #9 (read_?ext_file) is shadowed: earlier rules take every call of read_text_file (rule #0)")
+	assert.Contains(t, r.stdout, "rule #10 (list_d*) is shadowed: earlier rules take every call of list_directory (rule #1), list_directory_with_sizes (rule #1)")
 	assert.Equal(t, 2, strings.Count(r.stdout, "\n  rule"), r.stdout)
 
 	// A policy file with a problem: every violation, exit 1.
@@ -109,19 +109,24 @@ func TestLintLabelsWindowsAndTiers(t *testing.T) {
 			{Match: "burst_*", Cost: kernel.Unit, Rate: &toolgate.Rate{Calls: 2, Per: time.Minute}},
 		},
 	}
-	findings, unmatched := lintPolicy(cfg, []string{"get_issue", "send_mail", "list"})
+	compiled, err := cfg.Compile()
+	require.NoError(t, err)
+	findings, notes := lintPolicy(cfg, compiled, []string{"untrusted_input", "unused"}, []string{"get_issue", "send_mail", "list"})
 	assert.Equal(t, []string{
 		"rule #1 (get_secret) matches no tool the upstream lists",
 		"rule #3 (burst_*) matches no tool the upstream lists",
 		"rule #3 (burst_*): its rate window (2 per 1m0s) never counts a call",
-		`label "external_comm" is attached (rule #2) but no flow reads it`,
 		`label "private_data" is read by a flow (rule #2) but no rule that matches an upstream tool attaches it`,
+		`label "unused" is declared but no rule that matches an upstream tool attaches it and no flow reads it`,
 		"approvers for DELETE (human) approve nothing: no rule that matches an upstream tool needs DELETE",
 	}, findings)
-	assert.Equal(t, []string{"list"}, unmatched)
+	assert.Equal(t, []string{
+		`label "external_comm" is attached (rule #2) but no flow reads it: it is only recorded`,
+		"no rule matches list (refused as unknown tools)",
+	}, notes)
 
-	findings, _ = lintPolicy(cfg, []string{"get_issue", "get_secret", "send_mail", "burst_a"})
-	assert.Equal(t, []string{`label "external_comm" is attached (rule #2) but no flow reads it`}, findings)
+	findings, _ = lintPolicy(cfg, compiled, nil, []string{"get_issue", "get_secret", "send_mail", "burst_a"})
+	assert.Empty(t, findings)
 }
 
 // fakeServer is an MCP server over stdio in sh: it sends a notification
@@ -258,4 +263,18 @@ func TestPolicyUsageErrors(t *testing.T) {
 	r := verity(t, "policy", "-h")
 	assert.Equal(t, exitOK, r.code)
 	assert.Contains(t, r.stdout, "verity policy check POLICY")
+}
+
+// TestPolicyToxicFlow: the toxic-flow example's version 2 policy (labels,
+// an argument condition, a flow, a rate window) passes check against its
+// server's tools and its cases.
+func TestPolicyToxicFlow(t *testing.T) {
+	const dir = "../toxicflow/"
+	r := verity(t, "policy", "check", dir+"policy.json", "-tools", dir+"testdata/tools.json")
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, "4 rules, 4 tools upstream")
+	assert.Contains(t, r.stdout, `note: label "external_comm" is attached (rule #3) but no flow reads it`)
+	r = verity(t, "policy", "test", dir+"policy.json", dir+"testdata/cases.json")
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, "7/7 cases passed")
 }
