@@ -90,7 +90,9 @@ type caller struct {
 	windows map[string][]time.Time
 	// at, when set, is the time the session records an execution at: the
 	// time its decision was made.
-	at atomic.Pointer[time.Time]
+	// (Unix nanoseconds, 0 when unset: an atomic, for a session's clock
+	// is read by After's settlements too).
+	at atomic.Int64
 
 	mu      sync.Mutex
 	open    map[string]openCall   // by call id
@@ -430,8 +432,8 @@ func (g *Gate) caller(ctx context.Context, key string) (*caller, error) {
 func (g *Gate) startSession(ctx context.Context, key string, cl *caller) (*kernel.Session, error) {
 	id := g.SessionID(key)
 	clock := func() time.Time {
-		if at := cl.at.Load(); at != nil {
-			return *at
+		if at := cl.at.Load(); at != 0 {
+			return time.Unix(0, at).UTC()
 		}
 		return g.clock()
 	}
@@ -596,13 +598,13 @@ func (g *Gate) Before(ctx context.Context, c Call) (Decision, error) {
 		a.Tags = append(a.Tags, "approval:"+approvalID)
 	}
 	var rec kernel.Record
-	cl.at.Store(&at) // the execution is recorded at the decision's time
+	cl.at.Store(at.UnixNano()) // the execution is recorded at the decision's time
 	if r.Reserve {
 		rec, err = cl.sess.Reserve(ctx, a)
 	} else {
 		rec, err = cl.sess.Execute(ctx, a)
 	}
-	cl.at.Store(nil)
+	cl.at.Store(0)
 	if err != nil {
 		unreserve()
 		var rej *kernel.RejectedError
