@@ -37,7 +37,8 @@
 //	4  corrupt: a record or row that cannot be read, before the end of the log; never repaired
 //	5  chain break: an entry that does not verify (changed, removed, reordered or forged); never repaired
 //	6  the log does not extend the kept head: it is shorter than the head or its entry there has another hash
-//	7  not a log: the file does not begin with the trace file magic
+//	7  not a log: not a regular file (a FIFO, a device such as /dev/zero, a directory, a socket: refused
+//	   without reading it), or a file that does not begin with the trace file magic
 //	8  replay: the log verifies but disagrees with a replay of the sessions it records
 package main
 
@@ -106,7 +107,7 @@ commands:
 SRC: FILE | sqlite:PATH#LOG | postgres://USER@HOST/DB#LOG (without #LOG: list the logs;
      the database sources need a verity built with -tags sql)
 exit: 0 ok, 1 error, 2 usage, 3 torn tail, 4 corrupt, 5 chain break,
-      6 does not extend the kept head, 7 not a log, 8 replay disagrees
+      6 does not extend the kept head, 7 not a log (or not a regular file), 8 replay disagrees
 `
 
 // usageError is a mistake on the command line (exit 2).

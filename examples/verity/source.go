@@ -154,8 +154,12 @@ func openDB(src Source) (*sql.DB, error) {
 		return nil, errNoSQL
 	}
 	if src.Dialect == sqlstore.SQLite {
-		if _, err := os.Stat(src.Path); err != nil {
+		st, err := os.Stat(src.Path)
+		if err != nil {
 			return nil, fmt.Errorf("sqlite database: %w", err)
+		}
+		if !st.Mode().IsRegular() { // the driver would block on a FIFO
+			return nil, &trace.NotRegularError{Path: src.Path, Mode: st.Mode().Type()}
 		}
 		return sql.Open("sqlite", "file:"+src.Path+"?_pragma=busy_timeout(10000)")
 	}

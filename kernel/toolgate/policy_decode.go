@@ -22,6 +22,7 @@ import (
 
 	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/internal/canon"
+	"github.com/verity-go/verity/internal/osfile"
 	"github.com/verity-go/verity/internal/violation"
 	"github.com/verity-go/verity/kernel"
 )
@@ -69,11 +70,15 @@ func ParsePolicy(data []byte) (Policy, error) {
 	return parsePolicy(data, "policy")
 }
 
-// LoadPolicy reads the policy file at path (see ParsePolicy). An error
-// reading the file is returned as it is; a refused file is a
+// LoadPolicy reads the policy file at path (see ParsePolicy). A path that
+// is not a regular file (a named pipe, a device, a directory) is refused
+// without blocking, with an error saying what it is. An
+// error reading the file is returned as it is; a refused file is a
 // *ValidationError wrapping ErrInvalidPolicy whose message names the path.
 func LoadPolicy(path string) (Policy, error) {
-	f, err := os.Open(path)
+	// Only a regular file: a FIFO or a device would block the read or
+	// never end it.
+	f, err := osfile.OpenRegular(path, os.O_RDONLY, 0)
 	if err != nil {
 		return Policy{}, fmt.Errorf("toolgate: reading policy: %w", err)
 	}
