@@ -50,8 +50,11 @@
 // client sending its headers at once is never that slow. A connection in
 // the middle of a request (its handler running) or hijacked is never
 // closed for room. When nothing can be closed, the new connection waits
-// up to ConnWait for one to end and is otherwise closed unanswered, so
-// that the accept loop moves on rather than queue without bound. The
+// up to ConnWait for one to end and is otherwise closed unanswered; once
+// the cap has been full for ConnWait with no connection let in, those
+// queued behind it (which have waited as long) are closed at once, until
+// there is room again — so that the queue is shed rather than each of
+// its connections waiting its turn. The
 // states come from the http.Server's ConnState hook, which New installs;
 // a Listener used without it only caps and waits.
 //
@@ -71,6 +74,13 @@
 // each write still must reach a client that reads. What ends such a
 // stream (an MCP session's idle timeout, for example) is the handler's
 // concern.
+//
+// # One package for every server
+//
+// verity-mcp, in the nested module kernel/toolgate/mcp, imports this
+// package too: Go's rule for internal packages is by import path, and
+// that module's path is under this one's, so every server shares one
+// implementation and the nested module takes no new dependency.
 //
 // # What it does not cover
 //

@@ -116,8 +116,9 @@ func TestListenerClosesSilentConnectionAfterEvictAfter(t *testing.T) {
 }
 
 // TestListenerNeverClosesRequestInProgress: with the cap full of requests
-// in progress, a new connection waits ConnWait and is closed unanswered;
-// the requests in progress complete; then there is room again.
+// in progress, a new connection waits ConnWait and is closed unanswered,
+// and the next one at once; the requests in progress complete; then
+// there is room again.
 func TestListenerNeverClosesRequestInProgress(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan struct{}, 2)
@@ -145,6 +146,10 @@ func TestListenerNeverClosesRequestInProgress(t *testing.T) {
 	_, err := get(addr, "/")
 	require.Error(t, err, "no room: closed unanswered")
 	assert.GreaterOrEqual(t, time.Since(start), 150*time.Millisecond, "after waiting for room")
+	start = time.Now()
+	_, err = get(addr, "/")
+	require.Error(t, err, "still no room")
+	assert.Less(t, time.Since(start), 150*time.Millisecond, "full for ConnWait already: closed at once")
 	close(release)
 	require.NoError(t, <-done)
 	require.NoError(t, <-done)

@@ -24,9 +24,12 @@ type Listener struct {
 
 	now func() time.Time // time.Now; tests set a clock
 
-	mu    sync.Mutex
-	open  map[*conn]struct{}
-	freed chan struct{} // a slot was released (capacity 1, never blocks)
+	mu   sync.Mutex
+	open map[*conn]struct{}
+	// fullSince is when a new connection first found no room since one
+	// was last let in (zero: one was let in since).
+	fullSince time.Time
+	freed     chan struct{} // a slot was released (capacity 1, never blocks)
 
 	evicted, refused atomic.Uint64
 }
@@ -98,6 +101,17 @@ func (l *Listener) admit(nc net.Conn) *conn {
 			_ = victim.Conn.Close()
 			continue
 		}
+		// Connections queued behind this one in the kernel have waited
+		// as long: once the cap has been full for the wait, they are
+		// closed at once, until one is let in again.
+		l.mu.Lock()
+		if l.fullSince.IsZero() {
+			l.fullSince = now
+		}
+		if d := l.fullSince.Add(l.wait); d.Before(deadline) {
+			deadline = d
+		}
+		l.mu.Unlock()
 		if !now.Before(deadline) {
 			l.refused.Add(1)
 			_ = nc.Close()
@@ -129,6 +143,7 @@ func (l *Listener) step(nc net.Conn, now time.Time) (admitted, victim *conn, nex
 	if len(l.open) < l.max {
 		c := &conn{Conn: nc, l: l, since: now}
 		l.open[c] = struct{}{}
+		l.fullSince = time.Time{}
 		return c, nil, time.Time{}
 	}
 	victim, next = l.victim(now)
