@@ -11,6 +11,8 @@
 //     TestRateWindowMultiProcess).
 //   - The window's bounds, invalid input and that a refusal records
 //     nothing: TestRateWindowRules; pruning: TestPruneWindows.
+//   - Two tool gates with their own logs and pools share a window through
+//     the database and allow its limit between them: TestGatesShareSQLWindows.
 //   - A database at version 1 of the budget schema gains the windows and
 //     keeps its budgets: TestWindowsMigrateFromVersion1 (windows_internal_test.go).
 
@@ -31,8 +33,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
+	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/sqlbudget"
 	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/trace"
 	"github.com/verity-go/verity/trace/sqlstore/sqltest"
 )
 
@@ -368,5 +372,53 @@ func TestPruneWindows(t *testing.T) {
 		n, err = bs.PruneWindows(ctx, time.Time{})
 		require.NoError(t, err)
 		assert.Zero(t, n)
+	})
+}
+
+// TestGatesShareSQLWindows: two tool gates, each with its own log and
+// its own pool (two processes' worth), share one rate window through the
+// database; between them they allow the rule's limit of calls, and each
+// refusal names the rule's rate condition.
+func TestGatesShareSQLWindows(t *testing.T) {
+	sqltest.ForEach(t, func(t *testing.T, b sqltest.Backend) {
+		dsn := b.NewDSN(t)
+		_, s1 := budgets(t, b, dsn)
+		_, s2 := budgets(t, b, dsn)
+		now := epoch
+		clock := func() time.Time { return now }
+		cfg := toolgate.Config{Budget: 100 * kernel.Unit, MinCost: kernel.Unit / 100, Rules: []toolgate.Rule{
+			{Name: "send", Match: "send_*", Cost: kernel.Unit / 10, Rate: &toolgate.Rate{Calls: 3, Per: time.Minute, Scope: toolgate.RateScopeRule}},
+		}}
+		gates := make([]*toolgate.Gate, 2)
+		for i, st := range []*sqlbudget.Store{s1, s2} {
+			g, err := toolgate.New(ctx, trace.NewMemoryLog(), cfg, toolgate.WithClock(clock), toolgate.WithSharedWindows(st))
+			require.NoError(t, err)
+			gates[i] = g
+		}
+		allowed := 0
+		for i := range 8 {
+			d, err := gates[i%2].Before(ctx, toolgate.Call{Tool: []string{"send_mail", "send_sms"}[i%2], Caller: "tenant"})
+			require.NoError(t, err)
+			switch d.Verdict {
+			case toolgate.Allow:
+				allowed++
+				_, err := gates[i%2].After(ctx, d.Call, toolgate.Result{})
+				require.NoError(t, err)
+			default:
+				assert.Equal(t, toolgate.ConditionRate, d.Condition, d.Explanation)
+			}
+			now = now.Add(time.Second)
+		}
+		assert.Equal(t, 3, allowed, "the window's limit, across both gates")
+
+		// A minute after the first call, its place in the window is free.
+		now = epoch.Add(time.Minute)
+		d, err := gates[0].Before(ctx, toolgate.Call{Tool: "send_mail", Caller: "tenant"})
+		require.NoError(t, err)
+		assert.Equal(t, toolgate.Allow, d.Verdict, d.Explanation)
+		// Another caller has a window of its own.
+		d, err = gates[1].Before(ctx, toolgate.Call{Tool: "send_mail", Caller: "other"})
+		require.NoError(t, err)
+		assert.Equal(t, toolgate.Allow, d.Verdict, d.Explanation)
 	})
 }
