@@ -50,13 +50,21 @@ func TestPrincipalReachesGate(t *testing.T) {
 	checkLog(t, log, g, bob.Key())
 }
 
-// TestResumeChargesTheOriginalPrincipal: a call interrupted for approval
-// is resumed as the same call — charged to the principal it was made
-// for, whatever principal the resume's context carries.
-func TestResumeChargesTheOriginalPrincipal(t *testing.T) {
+// TestResumeKeepsThePrincipal: a call interrupted for approval is
+// resumed as the same call, for the principal it was made for, whatever
+// principal the resume's context carries: the delete rule admits only
+// bob, so a resume decided for mallory would be refused as an unknown
+// tool, and the call would not run.
+func TestResumeKeepsThePrincipal(t *testing.T) {
 	bob := toolgate.Principal{Issuer: "https://id.example", Subject: "bob"}
 	mallory := toolgate.Principal{Issuer: "https://id.example", Subject: "mallory"}
-	g, log := newGate(t, catalogue(10*kernel.Unit))
+	cfg := catalogue(10 * kernel.Unit)
+	for i := range cfg.Rules {
+		if cfg.Rules[i].Match == "delete_file" {
+			cfg.Rules[i].Principals = &toolgate.PrincipalCondition{Subjects: []string{"bob"}}
+		}
+	}
+	g, log := newGate(t, cfg)
 	del := &fakeTool{name: "delete_file"}
 	tn := newToolsNode(t, g, []eino.Option{eino.WithCallerFunc(func(context.Context) string { return "" })}, del)
 	graph := compose.NewGraph[*schema.Message, []*schema.Message]()
@@ -70,16 +78,21 @@ func TestResumeChargesTheOriginalPrincipal(t *testing.T) {
 	msg := calls(call("c1", "delete_file", `{}`))
 	_, err = run.Invoke(toolgate.WithPrincipal(context.Background(), bob), msg, compose.WithCheckPointID("cp"))
 	info, _ := compose.ExtractInterruptInfo(err)
+	if info == nil {
+		t.Fatalf("no interrupt: %v", err)
+	}
 	ps := eino.PendingApprovals(info.InterruptContexts)
 	if len(ps) != 1 || ps[0].Caller != bob.Key() {
 		t.Fatalf("pending %+v", ps)
 	}
 	resume := compose.ResumeWithData(toolgate.WithPrincipal(context.Background(), mallory), ps[0].InterruptID, eino.Approve(""))
-	if _, err := run.Invoke(resume, msg, compose.WithCheckPointID("cp")); err != nil {
+	out, err := run.Invoke(resume, msg, compose.WithCheckPointID("cp"))
+	if err != nil {
 		t.Fatal(err)
 	}
 	if del.runs.Load() != 1 {
-		t.Fatalf("delete ran %d", del.runs.Load())
+		m, _ := toolMessage(out, "c1")
+		t.Fatalf("delete ran %d times; the model read %v", del.runs.Load(), m)
 	}
 	if _, ok := g.Meter(mallory.Key()); ok {
 		t.Fatal("the resumed call was charged to the resume's principal")
