@@ -2,6 +2,7 @@ package adk_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -68,6 +69,47 @@ func TestPrincipalReachesGate(t *testing.T) {
 			require.True(t, ok, "the gate charged the call to the principal %q", tc.want.Key())
 			assert.Equal(t, testConfig().Rules[0].Cost, m.Budget().Net())
 			checkLog(t, log, g, tc.want.Key())
+		})
+	}
+}
+
+// TestPrincipalsRuleSeesTheADKUser: a rule limited to the ADK app's user
+// alice applies to her runs, and not to a run whose context carries
+// another principal: what the guard passes is what the gate decides on.
+func TestPrincipalsRuleSeesTheADKUser(t *testing.T) {
+	cfg := testConfig()
+	cfg.Rules[0].Principals = &toolgate.PrincipalCondition{Issuers: []string{"adk:" + appName}, Subjects: []string{userID}}
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		runs int64
+	}{
+		{"ADKUser", context.Background(), 1},
+		{"OtherPrincipal", toolgate.WithPrincipal(context.Background(), toolgate.Principal{Issuer: "https://id.example", Subject: userID}), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newGate(t, newLog(t), cfg)
+			guard, err := adk.New(g)
+			require.NoError(t, err)
+			ts := &tools{}
+			acfg := llmagent.Config{Name: "assistant", Tools: ts.list(t),
+				Model: newScript("scripted", []*genai.FunctionCall{call("c1", "read_file", map[string]any{"path": "/etc/motd"})})}
+			guard.Install(&acfg)
+			a, err := llmagent.New(acfg)
+			require.NoError(t, err)
+			r, err := runner.New(runner.Config{AppName: appName, Agent: a, SessionService: session.InMemoryService(), AutoCreateSession: true})
+			require.NoError(t, err)
+			var events []*session.Event
+			for ev, err := range r.Run(tc.ctx, userID, sessionName(t), genai.NewContentFromText("go", genai.RoleUser), agent.RunConfig{}) {
+				require.NoError(t, err)
+				events = append(events, ev)
+			}
+			assert.Equal(t, tc.runs, ts.reads.Load())
+			if tc.runs == 0 {
+				resp := functionResponses(events, "read_file")
+				require.Len(t, resp, 1)
+				assert.Contains(t, fmt.Sprint(resp[0]), "not in the gate's catalogue")
+			}
 		})
 	}
 }

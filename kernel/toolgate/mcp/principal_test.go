@@ -88,3 +88,34 @@ func TestPrincipalFromBearerToken(t *testing.T) {
 	assert.Equal(t, toolgate.Principal{}, gatemcp.DefaultPrincipal(ctx, nil))
 	replays(t, r.log, r.gate, bob.Key())
 }
+
+// TestPrincipalsRuleSeesTheToken: a rule limited to a scope applies to
+// the calls of a token that holds it and to no other: the principal the
+// Guard passes is what the gate decides on.
+func TestPrincipalsRuleSeesTheToken(t *testing.T) {
+	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		info := &auth.TokenInfo{UserID: token, Expiration: time.Now().Add(time.Hour)}
+		if token == "bob" {
+			info.Scopes = []string{"files:read"}
+		}
+		return info, nil
+	}
+	cfg := catalogue(10 * kernel.Unit)
+	cfg.Rules[0].Principals = &toolgate.PrincipalCondition{Scopes: []string{"files:read"}}
+	r := newRigWith(t, cfg, gatemcp.Options{})
+	handler := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return r.srv }, nil)
+	srv := httptest.NewServer(auth.RequireBearerToken(verify, nil)(handler))
+	t.Cleanup(srv.Close)
+	connect := func(token string) *sdk.ClientSession {
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: token, Version: "v1"}, nil).Connect(ctx, &sdk.StreamableClientTransport{
+			Endpoint: srv.URL, HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}, nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = cs.Close() })
+		return cs
+	}
+	assert.False(t, call(t, connect("bob"), "read_file", "/a").IsError, "bob holds the scope")
+	res := call(t, connect("eve"), "read_file", "/a")
+	require.True(t, res.IsError, "eve does not")
+	assert.Contains(t, res.Content[0].(*sdk.TextContent).Text, "not in the gate's catalogue")
+	assert.Equal(t, 1, r.tools.count("read_file"))
+}
