@@ -856,6 +856,73 @@ func (g *Gate) Deny(ctx context.Context, id, approver, reason string) error {
 	return err
 }
 
+// GroupPrefix starts an approver name that a group answers for: with
+// approvers {"PRIVILEGE": ["group:security"]}, any principal in the group
+// "security" may approve (ApproveAs) or deny (DenyAs) a PRIVILEGE call.
+const GroupPrefix = "group:"
+
+// ErrNotAnApprover: ApproveAs or DenyAs was given a principal the request
+// does not wait for.
+var ErrNotAnApprover = errors.New("toolgate: not an approver of this request")
+
+// ApproveAs is Approve by a principal: it answers for the first approver
+// the request still waits for that names it — its Key(), or GroupPrefix
+// and one of its Groups. The approval is recorded under that approver's
+// name, its reason starting with the principal's key, so that the log
+// says who answered for the group. A principal the request does not wait
+// for is ErrNotAnApprover.
+func (g *Gate) ApproveAs(ctx context.Context, id string, p Principal, reason string) (bool, error) {
+	name, err := g.answersFor(id, p)
+	if err != nil {
+		return false, err
+	}
+	return g.decide(ctx, id, name, claims.ApprovalApproved, asReason(p, name, reason))
+}
+
+// DenyAs is Deny by a principal, who answers as in ApproveAs.
+func (g *Gate) DenyAs(ctx context.Context, id string, p Principal, reason string) error {
+	name, err := g.answersFor(id, p)
+	if err != nil {
+		return err
+	}
+	_, err = g.decide(ctx, id, name, claims.ApprovalRejected, asReason(p, name, reason))
+	return err
+}
+
+// answersFor returns the approver name p answers for in request id.
+func (g *Gate) answersFor(id string, p Principal) (string, error) {
+	g.mu.Lock()
+	ap, ok := g.approvals[id]
+	var awaiting []string
+	if ok {
+		awaiting = slices.Clone(ap.req.Awaiting)
+	}
+	g.mu.Unlock()
+	if !ok {
+		return "", fmt.Errorf("%w: %q", ErrUnknownApproval, id)
+	}
+	key := p.Key()
+	for _, name := range awaiting {
+		if key != "" && name == key {
+			return name, nil
+		}
+		if group, isGroup := strings.CutPrefix(name, GroupPrefix); isGroup && slices.Contains(p.Groups, group) {
+			return name, nil
+		}
+	}
+	return "", fmt.Errorf("%w: %q waits for %s, and %q is none of them", ErrNotAnApprover, id, strings.Join(awaiting, ", "), key)
+}
+
+func asReason(p Principal, name, reason string) string {
+	if key := p.Key(); key != name {
+		if reason == "" {
+			return "by " + key
+		}
+		return "by " + key + ": " + reason
+	}
+	return reason
+}
+
 func (g *Gate) decide(ctx context.Context, id, approver string, dec claims.ApprovalDecision, reason string) (bool, error) {
 	g.mu.Lock()
 	ap, ok := g.approvals[id]

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
+	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/kernel/toolgate"
 )
 
@@ -60,4 +61,39 @@ func TestCallerDefaultsToThePrincipal(t *testing.T) {
 	assert.False(t, ok, "the anonymous caller made no call")
 	_, err = g.After(ctx, d.Call, toolgate.Result{})
 	require.NoError(t, err)
+}
+
+// TestApproversByGroup: an approver named "group:<g>" is answered by any
+// principal of that group, recorded under the group with who answered;
+// someone outside it cannot answer.
+func TestApproversByGroup(t *testing.T) {
+	log := newLog(t)
+	cfg := testConfig()
+	cfg.Approvers = map[claims.RiskTier][]string{claims.TierDelete: {"group:security"}}
+	g := newGate(t, log, cfg)
+	d, err := g.Before(ctx, call("delete_file", `{"path":"x"}`))
+	require.NoError(t, err)
+	require.Equal(t, toolgate.AskApproval, d.Verdict)
+	assert.Equal(t, []string{"group:security"}, d.Approval.Awaiting)
+
+	mallory := toolgate.Principal{Issuer: "idp", Subject: "mallory", Groups: []string{"dev"}}
+	_, err = g.ApproveAs(ctx, d.Approval.ID, mallory, "")
+	require.ErrorIs(t, err, toolgate.ErrNotAnApprover)
+
+	carol := toolgate.Principal{Issuer: "idp", Subject: "carol", Groups: []string{"dev", "security"}}
+	ok, err := g.ApproveAs(ctx, d.Approval.ID, carol, "looks fine")
+	require.NoError(t, err)
+	require.True(t, ok)
+	d, err = g.Before(ctx, call("delete_file", `{"path":"x"}`))
+	require.NoError(t, err)
+	assert.Equal(t, toolgate.Allow, d.Verdict)
+
+	var found bool
+	for e, err := range log.Entries(ctx, 0) {
+		require.NoError(t, err)
+		if strings.Contains(string(e.Payload), `"by idp|carol: looks fine"`) && strings.Contains(string(e.Payload), `group:security`) {
+			found = true
+		}
+	}
+	assert.True(t, found, "the log names who answered for the group")
 }
