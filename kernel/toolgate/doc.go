@@ -66,20 +66,80 @@
 // cost the rule's (Rule.Cost or Rule.CostFunc), its effects count the call
 // in "calls" and "calls/"+tool (kernel.Count: nothing to declare), its
 // input the arguments (recorded with their digest and size, see
-// kernel.Action.Input), its tags "call:"+id and, when a human approved it,
-// "approval:"+the approval's id. The kernel's checks (budget, minimum
+// kernel.Action.Input), its tags "call:"+id, the rule's, labels' and
+// windows' (see below) and, when a human approved it, "approval:"+the
+// approval's id. The kernel's checks (budget, minimum
 // cost and step limit, the user's invariants over the counters) decide;
 // a rejection comes back as Refuse with kernel.Verdict.Explain's one line.
 //
-// # Order of the checks
+// # The decision core
 //
-// Before refuses a tool no rule matches (unless Config.AllowUnknown, which
-// applies Config.DefaultRule), a call whose cost function fails, and a call
-// id already running; a DELETE or PRIVILEGE call then needs an approval;
-// then the kernel decides. A refusal's explanation is one line, whatever
-// text went into it. Refusals the kernel does not make are recorded
-// as KindRefuse entries (RefuseEntry); the kernel records its own
-// executions and rejections.
+// Which rule applies to a call and what it decides is a pure function,
+// Compiled.Decide: of the compiled rules (Config.Compile, Policy.Compile),
+// what the caller's session has seen (a Snapshot: the labels of its
+// calls that ran, the times of its calls in each rate window), the call
+// and its time. It returns a Ruling — the verdict, the rule and the
+// condition that decided, the price, the tier, the windows the call
+// counts in and the labels it carries — and changes nothing. Gate is the
+// shell around it: it reads the clock once per decision, keeps each
+// caller's Snapshot, asks the humans, drives the kernel session and
+// appends to the log. A host with its own concurrency model can call
+// Decide directly.
+//
+// In order, for a call: the first rule whose match, principals, argument
+// schema and path conditions all hold applies (none: the tool is unknown,
+// refused unless Config.AllowUnknown, which applies Config.DefaultRule);
+// arguments that are not one JSON value every reader reads the same way
+// (duplicate members, invalid UTF-8, integers beyond 2^53), met by a rule
+// that looks at them, and a path the gate cannot read one way
+// (PathCondition) refuse the call at that rule — never passing it on to a
+// later, more lenient one; a refusing rule (EffectRefuse) refuses with its
+// reason; the rule's flow refuses, or asks a human, when given labels were
+// seen in the caller's session; its rate window refuses a call beyond its
+// limit; its price is computed; a DELETE or PRIVILEGE tier (the rule's or
+// an asking flow's) needs an approval of exactly this call; a shared rate
+// window (WithSharedWindows) must admit it; then the kernel decides
+// (budget, minimum cost, step limit, invariants). A call id already
+// running is refused.
+//
+// Rules are therefore first-match-wins lists: refusing rules with
+// conditions placed first make deny-lists, allowing rules with
+// conditions make allow-lists, and principals limit a rule to subjects,
+// issuers, groups or scopes. Call.Principal is who the call is made for,
+// as the host authenticated them; a call without a Caller is charged to
+// Principal.Key().
+//
+// # Rate windows and labels, from the log
+//
+// A Rate is at most Calls calls of one caller in any window of length Per
+// ending at the call's time, per tool or for the whole rule. A rule's
+// Labels are attached to the caller's session by each call the rule
+// allows, once the kernel has recorded it as executed (whether the tool
+// then succeeds or not: a failed call may still have read what it read).
+// Both are on the log — an execution's tags name its rule ("rule:#2" or
+// "rule:"+name), each label ("label:private_data") and each window
+// ("window:rule:#2|tool:read_file") — and the execution is recorded at the
+// decision's time, so that a gate restarted over the log, or a caller
+// resumed after it was let go, knows the same labels and windows and
+// decides every later call as the gate before it would have. Flows make
+// the toxic-flow defence deterministic and replayable: "refuse
+// create_pull_request once untrusted_input and private_data were both
+// seen" is a flow on the pull-request rule. Windows shared by several
+// gates live outside the process (RateWindows, kernel/sqlbudget), under
+// SharedWindowKey.
+//
+// # Attribution
+//
+// Every Decision names the rule that decided (Decision.Rule: its index and
+// name) and the condition (Decision.Condition: "match", "effect",
+// "paths/0", "flow/1", "rate", "tier", "approval", "kernel",
+// "unknown_tool", …). Its explanation says the same in one line —
+// tool "open_pr" (rule #5 "pr", flow/0): private data after untrusted input
+// — and so does its log entry: a KindRefuse entry (RefuseEntry) has rule,
+// rule_name and condition members; a kernel execution or rejection carries
+// the rule's tag. Explanations are one line whatever text went into them:
+// control characters and the line and paragraph separators U+2028 and
+// U+2029 become spaces (OneLine, and kernel.Verdict.Explain).
 //
 // # Approvals
 //
@@ -102,6 +162,11 @@
 // of that call with the approver's reason; a call is asked about again
 // after that. While a request waits, Before of the same call returns the
 // same request.
+//
+// Approvers may be named by group: "group:security" in Config.Approvers
+// (or the policy's approvers) is answered by any principal of that group
+// through ApproveAs or DenyAs, recorded under the group's name with who
+// answered.
 //
 // Waiting requests and approvals not yet used live in memory: after a
 // restart the call is asked about again (fail closed). An approval not yet
