@@ -141,6 +141,30 @@ var policySemanticRules = map[string]bool{
 //	  ]
 //	}
 //
+// Version 2 adds, on the entries of tools, a name, conditions that limit
+// a rule to some calls (principals, an argument schema, path conditions),
+// refusing rules, rate windows, labels and flows (see RuleSpec, Rule and
+// the package doc), and a top-level list of the labels in use:
+//
+//	{
+//	  "version": 2, "budget": "10", "min_cost": "0.01",
+//	  "labels": ["untrusted_input", "private_data"],
+//	  "tools": [
+//	    {"name": "no-secrets", "match": "read_*", "effect": "refuse", "reason": "secrets stay put",
+//	     "paths": [{"argument": "/path", "under": ["/srv/data/secrets"]}]},
+//	    {"name": "data", "match": "read_*", "cost": "0.01", "labels": ["private_data"],
+//	     "paths": [{"argument": "/path", "under": ["/srv/data"]}], "rate": {"calls": 60, "per": "1m"}},
+//	    {"name": "issues", "match": "get_issue", "cost": "0.01", "labels": ["untrusted_input"]},
+//	    {"name": "sql-read", "match": "sql", "cost": "0.05", "principals": {"scopes": ["db:read"]},
+//	     "arguments": {"properties": {"q": {"type": "string", "pattern": "^SELECT "}}, "required": ["q"]}},
+//	    {"name": "pr", "match": "create_pull_request", "cost": "0.1",
+//	     "flow": [{"after": ["untrusted_input", "private_data"], "effect": "refuse", "reason": "no leaks"}]}
+//	  ]
+//	}
+//
+// A version 1 file reads as it always has; Compile makes a file's rules
+// ready to decide, and answers a linter's questions.
+//
 // policy.schema.json (PolicySchema) documents the format as a JSON Schema
 // (draft 2020-12) for editors and other languages;
 // testdata/policy/example.json is a complete example, a filesystem MCP
@@ -160,7 +184,11 @@ type Policy struct {
 	// MinCost.
 	Budget kernel.Cost
 	// MinCost ("min_cost", required) is ε, the least a call may cost;
-	// positive, and no cost of the file is below it.
+	// positive, and no cost of the file is below it. It also bounds how
+	// many calls a caller may make, whatever they cost: the kernel's step
+	// limit is floor(budget/min_cost) calls (budget 5 and min_cost 1
+	// allow 5 calls even at a cost of 0.5 each), and a call beyond it is
+	// refused naming step_limit and that quotient.
 	MinCost kernel.Cost
 	// AllowUnknown ("unknown_tools": "allow"; "refuse", the default, is
 	// false) runs tools no rule matches under DefaultRule.
