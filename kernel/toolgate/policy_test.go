@@ -427,6 +427,60 @@ func TestExamplePolicyDrivesAGate(t *testing.T) {
 	assert.Equal(t, spent(), s.Meter().Budget().Net())
 }
 
+// drawVersion2 sets the members of version 2 on p's tools now and then,
+// as the decoder reads them back (argument schemas as compact JSON with
+// sorted keys, rate scopes explicit).
+func drawVersion2(t *rapid.T, p *toolgate.Policy, text *rapid.Generator[string]) {
+	labels := []string{"private_data", "untrusted_input", "x.y:z"}
+	declare := rapid.Bool().Draw(t, "declare_labels")
+	for i := range p.Tools {
+		r := &p.Tools[i]
+		l := fmt.Sprintf("tool%d.", i)
+		if rapid.Bool().Draw(t, l+"named") {
+			r.Name = fmt.Sprintf("rule-%d.%s", i, rapid.StringMatching(`[a-z0-9_]{0,4}`).Draw(t, l+"name"))
+		}
+		if rapid.IntRange(0, 3).Draw(t, l+"principals") == 0 {
+			r.Principals = &toolgate.PrincipalCondition{Groups: []string{"admin"}}
+			if rapid.Bool().Draw(t, l+"scopes") {
+				r.Principals = &toolgate.PrincipalCondition{Issuers: []string{"https://idp.example"}, Scopes: []string{"db:read", "db:write"}}
+			}
+		}
+		if rapid.IntRange(0, 3).Draw(t, l+"arguments") == 0 {
+			r.Arguments = json.RawMessage(rapid.SampledFrom([]string{`{"properties":{"path":{"type":"string"}},"type":"object"}`, `true`,
+				`{"required":["q"]}`}).Draw(t, l+"schema"))
+		}
+		if rapid.IntRange(0, 3).Draw(t, l+"paths") == 0 {
+			r.Paths = []toolgate.PathCondition{{Argument: rapid.SampledFrom([]string{"/path", "/a~1b/0", "/x~0"}).Draw(t, l+"pointer"),
+				Under: []string{"/srv/data", "/tmp"}[:rapid.IntRange(1, 2).Draw(t, l+"roots")], CaseInsensitive: rapid.Bool().Draw(t, l+"fold")}}
+		}
+		if rapid.IntRange(0, 4).Draw(t, l+"refuse") == 0 {
+			r.Effect, r.Reason = toolgate.EffectRefuse, text.Draw(t, l+"reason")
+			if rapid.Bool().Draw(t, l+"no_cost") {
+				r.Cost = 0
+			}
+		}
+		if rapid.IntRange(0, 3).Draw(t, l+"rate") == 0 {
+			r.Rate = &toolgate.Rate{Calls: rapid.IntRange(1, 1000).Draw(t, l+"calls"),
+				Per:   rapid.SampledFrom([]time.Duration{time.Second, time.Minute, 90 * time.Second, time.Hour, 1500 * time.Millisecond}).Draw(t, l+"per"),
+				Scope: rapid.SampledFrom([]toolgate.RateScope{toolgate.RateScopeTool, toolgate.RateScopeRule}).Draw(t, l+"scope")}
+		}
+		if rapid.Bool().Draw(t, l+"labels") {
+			r.Labels = []string{rapid.SampledFrom(labels).Draw(t, l+"label")}
+		}
+		if rapid.IntRange(0, 3).Draw(t, l+"flow") == 0 {
+			f := toolgate.FlowRule{After: []string{rapid.SampledFrom(labels).Draw(t, l+"after")}, Reason: text.Draw(t, l+"flow_reason")}
+			if f.Ask = rapid.Bool().Draw(t, l+"ask"); f.Ask {
+				f.Tier = rapid.SampledFrom([]claims.RiskTier{"", claims.TierDelete, claims.TierPrivilege}).Draw(t, l+"flow_tier")
+			}
+			r.Flow = []toolgate.FlowRule{f}
+			declare = true // a flow's label is then known
+		}
+	}
+	if declare {
+		p.Labels = labels
+	}
+}
+
 // policyGen draws valid policies: every field set now and then, tools
 // that never shadow each other, approvers for every tier a rule needs.
 func policyGen() *rapid.Generator[toolgate.Policy] {
@@ -462,12 +516,22 @@ func policyGen() *rapid.Generator[toolgate.Policy] {
 			shape := rapid.SampledFrom([]string{"t%d", "t%d_*", "t%d_?x", "t%d_[a-c]*", "ns/t%d", "t%d-" + rapid.StringMatching(`[a-z0-9_]{0,8}`).Draw(t, "suffix")}).Draw(t, "shape")
 			p.Tools = append(p.Tools, rule(fmt.Sprintf("tool%d", i), fmt.Sprintf(shape, i)))
 		}
+		if p.Version == 2 {
+			drawVersion2(t, &p, text)
+		}
 		if rapid.Bool().Draw(t, "approvers") {
 			p.Approvers = map[claims.RiskTier][]string{}
 			needs := []claims.RiskTier{}
 			for _, r := range append(slices.Clone(p.Tools), ptrRule(p.DefaultRule)...) {
 				if r.Tier == claims.TierDelete || r.Tier == claims.TierPrivilege {
 					needs = append(needs, r.Tier)
+				}
+				for _, f := range r.Flow {
+					if f.Ask && f.Tier == "" {
+						needs = append(needs, claims.TierPrivilege)
+					} else if f.Ask {
+						needs = append(needs, f.Tier)
+					}
 				}
 			}
 			for _, tr := range []claims.RiskTier{claims.TierDelete, claims.TierPrivilege} {
@@ -598,8 +662,9 @@ func TestValidPolicyStartsAGate(t *testing.T) {
 		g, err := toolgate.New(ctx, trace.NewMemoryLog(), cfg)
 		require.NoError(t, err)
 		for i, r := range p.Tools {
-			if strings.ContainsAny(r.Match, `*?[\`) || r.Tier == claims.TierDelete || r.Tier == claims.TierPrivilege {
-				continue
+			if strings.ContainsAny(r.Match, `*?[\`) || r.Tier == claims.TierDelete || r.Tier == claims.TierPrivilege ||
+				r.Principals != nil || r.Arguments != nil || r.Paths != nil || r.Effect == toolgate.EffectRefuse {
+				continue // a call with no arguments and no principal meets another rule
 			}
 			caller := fmt.Sprint(i)
 			d, err := g.Before(ctx, toolgate.Call{Tool: r.Match, Caller: caller})
@@ -707,6 +772,7 @@ func policyMutations(minCost kernel.Cost) []mutation {
 		}),
 		toolMutation("missing-cost", func(m map[string]any, at string) pathRule {
 			delete(m, "cost")
+			delete(m, "effect") // a refusing rule needs no cost
 			return pathRule{at + "/cost", "required"}
 		}),
 		invMutation("empty-name", func(m map[string]any, at string) pathRule {
