@@ -7,6 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/verity-go/verity/internal/canon"
@@ -69,9 +72,57 @@ type Entry struct {
 // Head identifies the state of a log: how many entries it has and the hash
 // of the last one (Genesis when empty). Keeping a Head outside the log and
 // verifying against it detects truncation as well as tampering.
+//
+// Written as text (String, ParseHead, and the verity command's head and
+// verify --head) a head is SEQ:HASH: the sequence number of the last
+// entry, which is Size-1, and its hash. The number is a sequence number,
+// not a size: the head of a log of 15 entries is 14:<hash of entry 14>.
+// In JSON a Head has both members by name, {"size":15,"hash":"…"}.
 type Head struct {
 	Size uint64 `json:"size"`
 	Hash Hash   `json:"hash"`
+}
+
+// emptyHead is the text form of the head of an empty log, which has no
+// last entry to name.
+const emptyHead = "empty"
+
+// String writes h as SEQ:HASH — the last entry's sequence number (Size-1)
+// in decimal and its hash in lower-case hex — the form the verity command
+// prints and its --head flag reads; ParseHead reads it back. The head of
+// an empty log is "empty".
+func (h Head) String() string {
+	if h.Size == 0 {
+		return emptyHead
+	}
+	return strconv.FormatUint(h.Size-1, 10) + ":" + h.Hash.String()
+}
+
+// ParseHead reads a head written by Head.String: SEQ:HASH, the sequence
+// number of the last entry (decimal, no sign, no leading zero) and its
+// hash (64 lower-case hex digits), giving the Head of a log of SEQ+1
+// entries; or "empty". Anything else is an error wrapping ErrMalformed
+// that says what was wrong.
+func ParseHead(s string) (Head, error) {
+	if s == emptyHead {
+		return Head{}, nil
+	}
+	seqText, hashText, ok := strings.Cut(s, ":")
+	if !ok {
+		return Head{}, fmt.Errorf("%w: head %q: want SEQ:HASH, the last entry's sequence number and hash", ErrMalformed, s)
+	}
+	if seqText == "" || len(seqText) > 1 && seqText[0] == '0' || strings.TrimLeft(seqText, "0123456789") != "" {
+		return Head{}, fmt.Errorf("%w: head %q: SEQ must be a decimal sequence number without sign or leading zero", ErrMalformed, s)
+	}
+	seq, err := strconv.ParseUint(seqText, 10, 64)
+	if err != nil || seq == math.MaxUint64 {
+		return Head{}, fmt.Errorf("%w: head %q: SEQ out of range", ErrMalformed, s)
+	}
+	h, err := ParseHash(hashText)
+	if err != nil {
+		return Head{}, fmt.Errorf("%w: head %q: %s", ErrMalformed, s, strings.TrimPrefix(err.Error(), ErrMalformed.Error()+": "))
+	}
+	return Head{Size: seq + 1, Hash: h}, nil
 }
 
 // Limits on entry fields.
@@ -105,6 +156,7 @@ type ChainBreakError struct {
 	Field    string // "seq", "prev", "kind", "time", "payload" or "hash"
 	Expected string
 	Actual   string
+	Head     Head // the head of the entries before Index, which verified
 }
 
 func (e *ChainBreakError) Error() string {
@@ -121,8 +173,8 @@ type TruncatedError struct {
 }
 
 func (e *TruncatedError) Error() string {
-	return fmt.Sprintf("trace: log does not extend the trusted head: want size %d hash %s, log has size %d hash %s",
-		e.Want.Size, e.Want.Hash, e.Got.Size, e.Got.Hash)
+	return fmt.Sprintf("trace: log does not extend the trusted head %s (%d entries): the log has %d entries, head %s",
+		e.Want, e.Want.Size, e.Got.Size, e.Got)
 }
 
 func (e *TruncatedError) Unwrap() error { return ErrTruncated }
@@ -372,31 +424,32 @@ func (v *Verifier) Add(e Entry) error {
 		return err
 	}
 	if !v.fieldsChecked {
-		if err := fieldError(idx, e); err != nil {
+		if err := fieldError(v.head, e); err != nil {
 			return err
 		}
 	}
 	if got := EntryHash(e); got != e.Hash {
-		return &ChainBreakError{Index: idx, Field: "hash", Expected: got.String(), Actual: e.Hash.String()}
+		return &ChainBreakError{Index: idx, Field: "hash", Expected: got.String(), Actual: e.Hash.String(), Head: v.head}
 	}
 	v.head = Head{Size: idx + 1, Hash: e.Hash}
 	return nil
 }
 
-// fieldError reports, as a *ChainBreakError at index idx, the first field
+// fieldError reports, as a *ChainBreakError after head, the first field
 // of e that breaks the rules ValidFields applies.
-func fieldError(idx uint64, e Entry) error {
+func fieldError(head Head, e Entry) error {
+	idx := head.Size
 	if err := validKind(e.Kind); err != nil {
-		return &ChainBreakError{Index: idx, Field: "kind", Expected: "1 to 128 bytes of [a-z0-9_-] in dot-separated words", Actual: fmt.Sprintf("%q", e.Kind)}
+		return &ChainBreakError{Index: idx, Field: "kind", Expected: "1 to 128 bytes of [a-z0-9_-] in dot-separated words", Actual: fmt.Sprintf("%q", e.Kind), Head: head}
 	}
 	// The wire form has a four-digit year: a time outside 0000-9999 would
 	// hash like another time, so it cannot be covered by the hash.
 	if err := validTime(e.Time); err != nil {
-		return &ChainBreakError{Index: idx, Field: "time", Expected: "a time in years 0000-9999", Actual: e.Time.UTC().Format(time.RFC3339Nano)}
+		return &ChainBreakError{Index: idx, Field: "time", Expected: "a time in years 0000-9999", Actual: e.Time.UTC().Format(time.RFC3339Nano), Head: head}
 	}
 	if err := ValidPayload(e.Payload); err != nil {
 		return &ChainBreakError{Index: idx, Field: "payload", Expected: fmt.Sprintf("RFC 8785 canonical JSON of 1 to %d bytes", MaxPayloadLen),
-			Actual: fmt.Sprintf("%d bytes refused (%s)", len(e.Payload), reason(err))}
+			Actual: fmt.Sprintf("%d bytes refused (%s)", len(e.Payload), reason(err)), Head: head}
 	}
 	return nil
 }
@@ -405,10 +458,10 @@ func fieldError(idx uint64, e Entry) error {
 // not continue head.
 func linkError(head Head, seq uint64, prev Hash) error {
 	if seq != head.Size {
-		return &ChainBreakError{Index: head.Size, Field: "seq", Expected: fmt.Sprint(head.Size), Actual: fmt.Sprint(seq)}
+		return &ChainBreakError{Index: head.Size, Field: "seq", Expected: fmt.Sprint(head.Size), Actual: fmt.Sprint(seq), Head: head}
 	}
 	if prev != head.Hash {
-		return &ChainBreakError{Index: head.Size, Field: "prev", Expected: head.Hash.String(), Actual: prev.String()}
+		return &ChainBreakError{Index: head.Size, Field: "prev", Expected: head.Hash.String(), Actual: prev.String(), Head: head}
 	}
 	return nil
 }

@@ -70,6 +70,7 @@ type TornTailError struct {
 	Offset int64  // where the torn record starts
 	Size   int64  // file size
 	Reason string
+	Head   Head // the head of the entries before the torn record: what RepairFile keeps
 }
 
 func (e *TornTailError) Error() string {
@@ -87,6 +88,7 @@ type CorruptRecordError struct {
 	Index  uint64
 	Offset int64
 	Reason string
+	Head   Head // the head of the entries before Index, which verified (zero when a later read found the damage)
 }
 
 func (e *CorruptRecordError) Error() string {
@@ -324,11 +326,11 @@ func scanFile(path string, r io.ReaderAt, size int64) (scanResult, error) {
 		remaining := size - off
 		torn := func(reason string) (scanResult, error) {
 			res.head, res.end = head, off
-			res.torn = &TornTailError{Path: path, Index: idx, Offset: off, Size: size, Reason: reason}
+			res.torn = &TornTailError{Path: path, Index: idx, Offset: off, Size: size, Reason: reason, Head: head}
 			return res, nil
 		}
 		corrupt := func(reason string) (scanResult, error) {
-			return res, &CorruptRecordError{Path: path, Index: idx, Offset: off, Reason: reason}
+			return res, &CorruptRecordError{Path: path, Index: idx, Offset: off, Reason: reason, Head: head}
 		}
 		if remaining < frameHeaderLen {
 			return torn("frame header cut short")

@@ -24,6 +24,14 @@
 // logs, one id per line. The database sources need the build tag "sql",
 // which compiles in the SQLite and PostgreSQL drivers.
 //
+// A head (SEQ:HASH) is the last entry's sequence number — the number of
+// entries minus one — and its hash, as trace.Head.String writes it and
+// trace.ParseHead reads it. A head written with the number of entries in
+// its place (trace.Head's Size) is a usage error that says so, not a
+// tamper alarm. On a torn, corrupt or broken log, verify prints the head
+// of the last entry that verified: for a torn tail, the one `verity
+// repair` keeps.
+//
 // Every command that reads a log verifies it as it reads (a log file is
 // verified whole when it is opened): no entry is printed, exported,
 // replayed or shown that is not part of a verified chain from entry 0.
@@ -45,6 +53,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -106,6 +115,8 @@ commands:
 
 SRC: FILE | sqlite:PATH#LOG | postgres://USER@HOST/DB#LOG (without #LOG: list the logs;
      the database sources need a verity built with -tags sql)
+SEQ:HASH: a head, the last entry's sequence number (the number of entries minus one) and its
+     hash, as verity head prints it and trace.Head.String writes it
 exit: 0 ok, 1 error, 2 usage, 3 torn tail, 4 corrupt, 5 chain break,
       6 does not extend the kept head, 7 not a log (or not a regular file), 8 replay disagrees
 `
@@ -145,6 +156,10 @@ func run(ctx context.Context, e *env, args []string) int {
 	}
 	err := cmd(ctx, e, args[1:])
 	if err == nil {
+		return exitOK
+	}
+	if errors.Is(err, flag.ErrHelp) { // COMMAND -h
+		fmt.Fprint(e.stderr, usage)
 		return exitOK
 	}
 	code := exitCode(err)

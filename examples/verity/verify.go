@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"strconv"
 	"strings"
 	"time"
 
@@ -62,36 +61,29 @@ func problem(err error) string {
 	return "error"
 }
 
-// ParseHead reads a kept head in the form `verity head` prints: SEQ:HASH,
-// the sequence number of the last entry (decimal, no sign, no leading
-// zero) and its hash (64 lower-case hex digits). It returns the trace.Head
-// of the log that ends there (Size SEQ+1).
+// ParseHead reads a kept head in the form `verity head` prints and
+// trace.Head.String writes: SEQ:HASH, the sequence number of the last
+// entry (decimal, no sign, no leading zero; the log's size minus one) and
+// its hash (64 lower-case hex digits). It returns the trace.Head of the
+// log that ends there (Size SEQ+1). An empty log has no head to keep.
 func ParseHead(s string) (trace.Head, error) {
-	seqText, hashText, ok := strings.Cut(s, ":")
-	if !ok {
-		return trace.Head{}, fmt.Errorf("head %q: want SEQ:HASH", s)
-	}
-	if seqText == "" || len(seqText) > 1 && seqText[0] == '0' || strings.TrimLeft(seqText, "0123456789") != "" {
-		return trace.Head{}, fmt.Errorf("head %q: SEQ must be a decimal sequence number", s)
-	}
-	seq, err := strconv.ParseUint(seqText, 10, 64)
-	if err != nil || seq == ^uint64(0) {
-		return trace.Head{}, fmt.Errorf("head %q: SEQ out of range", s)
-	}
-	h, err := trace.ParseHash(hashText)
+	h, err := trace.ParseHead(s)
 	if err != nil {
-		return trace.Head{}, fmt.Errorf("head %q: %w", s, err)
+		return trace.Head{}, errors.New(strings.TrimPrefix(err.Error(), trace.ErrMalformed.Error()+": "))
 	}
-	return trace.Head{Size: seq + 1, Hash: h}, nil
+	if h.Size == 0 {
+		return trace.Head{}, fmt.Errorf("head %q: an empty log has no head to keep; want SEQ:HASH", s)
+	}
+	return h, nil
 }
 
-// FormatHead writes h as SEQ:HASH; the head of an empty log has no
-// entry to name and is written as "".
+// FormatHead writes h as SEQ:HASH (trace.Head.String); the head of an
+// empty log has no entry to name and is written as "".
 func FormatHead(h trace.Head) string {
 	if h.Size == 0 {
 		return ""
 	}
-	return strconv.FormatUint(h.Size-1, 10) + ":" + h.Hash.String()
+	return h.String()
 }
 
 // parseFlags parses flags and positional arguments in any order and
@@ -100,7 +92,9 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	fs.SetOutput(io.Discard)
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+			return nil, err // -h: the usage, exit 0
+		} else if err != nil {
 			return nil, usagef("%s: %v", fs.Name(), err)
 		}
 		args = fs.Args()
@@ -165,7 +159,9 @@ func cmdVerify(ctx context.Context, e *env, args []string) error {
 	fmt.Fprintf(e.stdout, "source   %s\n", src)
 	res := verifySource(ctx, e, src, kept)
 	fmt.Fprintf(e.stdout, "entries  %d verified\n", res.Head.Size)
-	if res.Head.Size > 0 {
+	if res.Head.Size > 0 && res.Err != nil {
+		fmt.Fprintf(e.stdout, "head     %s  (the last entry that verified)\n", FormatHead(res.Head))
+	} else if res.Head.Size > 0 {
 		fmt.Fprintf(e.stdout, "head     %s\n", FormatHead(res.Head))
 	}
 	if kept.set {
@@ -201,17 +197,19 @@ type verification struct {
 func verifySource(ctx context.Context, e *env, src Source, kept headFlag) verification {
 	o, err := openLog(ctx, e, src)
 	if err != nil {
+		// The head of the entries that verified, before the damage: the
+		// one `verity repair` keeps for a torn tail.
 		var torn *trace.TornTailError
 		var corrupt *trace.CorruptRecordError
 		var brk *trace.ChainBreakError
 		v := verification{Err: err}
 		switch {
 		case errors.As(err, &torn):
-			v.Head.Size = torn.Index
+			v.Head = torn.Head
 		case errors.As(err, &corrupt):
-			v.Head.Size = corrupt.Index
+			v.Head = corrupt.Head
 		case errors.As(err, &brk):
-			v.Head.Size = brk.Index
+			v.Head = brk.Head
 		}
 		return v
 	}
@@ -219,10 +217,34 @@ func verifySource(ctx context.Context, e *env, src Source, kept headFlag) verifi
 	st := withProgress(ctx, e, o.store, "verifying")
 	if kept.set {
 		h, err := trace.VerifyStoreAgainst(ctx, st, kept.head)
+		if isTruncated(err) {
+			if serr := sizeForSeq(ctx, o.store, kept.head); serr != nil {
+				err = serr
+			}
+		}
 		return verification{h, err}
 	}
 	h, err := trace.VerifyStore(ctx, st)
 	return verification{h, err}
+}
+
+// sizeForSeq explains a kept head the log does not extend when its hash is
+// that of the entry before the one it names: the number was written as a
+// size (trace.Head's Size) where a head has the last entry's sequence
+// number. That is a mistake in the command line (a usage error), not a
+// log that was cut or changed.
+func sizeForSeq(ctx context.Context, st trace.Store, kept trace.Head) error {
+	if kept.Size < 2 {
+		return nil
+	}
+	for e, err := range st.Entries(ctx, kept.Size-2) {
+		if err != nil || e.Hash != kept.Hash {
+			return nil
+		}
+		return usagef("--head %s: %s is the hash of entry %d, not of entry %d: a head names its last entry's sequence number, the log's size minus one; keep heads as `verity head` prints them (here %s)",
+			kept, kept.Hash, e.Seq, e.Seq+1, trace.Head{Size: e.Seq + 1, Hash: e.Hash})
+	}
+	return nil
 }
 
 // progressStore is a trace.Store whose Entries draws a progress bar on a

@@ -104,7 +104,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -434,9 +433,7 @@ func logHead(logger *slog.Logger, path string, h trace.Head) {
 		logger.Info("log head", "log", path, "entries", 0)
 		return
 	}
-	seq := h.Size - 1
-	logger.Info("log head", "log", path, "seq", seq, "hash", h.Hash.String(),
-		"head", strconv.FormatUint(seq, 10)+":"+h.Hash.String())
+	logger.Info("log head", "log", path, "seq", h.Size-1, "hash", h.Hash.String(), "head", h.String())
 }
 
 type nopWriteCloser struct{ io.Writer }
