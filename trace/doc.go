@@ -115,6 +115,57 @@
 // pipe, a device such as /dev/zero, a directory or a socket is a
 // *NotRegularError (ErrNotRegular, and ErrNotLog), never read.
 //
+// # Signed checkpoints
+//
+// A Checkpoint is a head with the name of the log it belongs to (its
+// origin), signed with an Ed25519 key in the text format of C2SP's
+// signed-note and tlog-checkpoint, so that transparency-log tooling (and
+// golang.org/x/mod/sumdb/note) reads it:
+//
+//	example.com/agent-7
+//	1042
+//	W4s0CKlsGNt9bxTt0Gk6cWxE1F+1cnG0JmmKxG8TSIs=
+//
+//	— example.com/agent-7 Az3grl…base64 of (key id || signature)…=
+//
+// The first line is the origin, the second the log's size (its number of
+// entries), the third the base64 of the hash of entry Size-1 — this log is
+// a hash chain, not a Merkle tree, so the third line is that entry's hash
+// where a tree log puts its root. Then a blank line and signature lines
+// "— NAME BASE64(key id || signature)": the key id is the first four bytes
+// of SHA-256(NAME || 0x0A || 0x01 || public key), the signature is Ed25519
+// over the three text lines with their newlines. Keys are text in
+// x/mod's forms: a verifier key NAME+HASH+BASE64(0x01 || public key), a
+// signer key PRIVATE+KEY+NAME+HASH+BASE64(0x01 || seed), HASH the key id
+// in hex (GenerateCheckpointKey, ParseSignerKey, ParseVerifierKey,
+// ReadSignerKeyFile refuses a key file others may read).
+//
+// CheckpointSigner.Sign writes a checkpoint; ParseCheckpoint reads one
+// strictly (three text lines, no extension lines, canonical base64, one
+// rule per field: what it accepts is what Sign writes); a
+// CheckpointVerifier's Verify checks the signature by its key (others,
+// such as a witness's cosignature, are ignored as the format requires) and
+// the origin, which defaults to the key's name. A log extends a
+// checkpoint when it has at least Size entries and its entry at Size-1 has
+// the checkpoint's hash: VerifyAgainst(entries, c.Head()), or
+// VerifyStoreAgainst. CheckpointStore wraps a Store and rewrites a
+// checkpoint file (atomically) every N entries and on Close.
+//
+// What a checkpoint kept by someone else proves: that the key's holder saw
+// the log at that size with that head, so any later change to an entry up
+// to that size — even a rewrite of the whole log with every hash
+// recomputed, which Verify alone accepts — and any truncation below it is
+// detected. What it does not prove: anything about the entries after it
+// (they are as trustworthy as the chain alone, until the next
+// checkpoint); anything at all against whoever holds the signer key, who
+// can rewrite the log and sign a new checkpoint of the rewritten one
+// (keep the key away from the log's host, or keep earlier checkpoints: two
+// checkpoints one log cannot both extend expose it); anything if the
+// checkpoint is kept where the log's holder can replace it (store it with
+// someone else: an auditor, a ticket, a transparency log). There is no
+// witness cosigning here: nothing stops the key holder from showing
+// different checkpoints to different people.
+//
 // # What it does not cover
 //
 // A hash chain proves that a log has not changed since someone saw its
