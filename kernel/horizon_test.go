@@ -212,3 +212,29 @@ func TestNegativeHorizonRefused(t *testing.T) {
 	_, err := kernel.NewSession(ctx, fixedClockLog(t), k, mustState(t, nil), kernel.WithHorizon(-1))
 	assert.ErrorIs(t, err, kernel.ErrInvalidConfig)
 }
+
+// A long-lived session keeps its last few executions: within its horizon
+// Rollback and Refund work as ever, beyond it they are refused with
+// ErrBeyondHorizon; a reservation left open is kept until it is settled.
+func ExampleWithHorizon() {
+	k, _ := kernel.New(kernel.Config{Budget: 100 * kernel.Unit, MinActionCost: kernel.Unit})
+	initial, _ := kernel.NewState(map[string]any{"n": 0})
+	sess, _ := kernel.NewSession(ctx, trace.NewMemoryLog(), k, initial, kernel.WithHorizon(2))
+
+	inc := kernel.Action{ID: "inc", Cost: kernel.Unit, Effects: []kernel.Effect{kernel.Increment("n", kernel.Int(1))}}
+	call, _ := sess.Reserve(ctx, kernel.Action{ID: "call", Cost: 5 * kernel.Unit})
+	first, _ := sess.Execute(ctx, inc)
+	sess.Execute(ctx, inc)
+	last, _ := sess.Execute(ctx, inc)
+
+	_, err := sess.Refund(ctx, first.ExecID, kernel.Unit, "too old")
+	fmt.Println(errors.Is(err, kernel.ErrBeyondHorizon))
+	rr, _ := sess.Rollback(ctx, last.ExecID)
+	fmt.Println("rolled back, refunded", rr.Refund)
+	s, _ := sess.Settle(ctx, call.ExecID, 2*kernel.Unit)
+	fmt.Println("settled, refunded", s.Refund, "-", sess.Meter())
+	// Output:
+	// true
+	// rolled back, refunded 1
+	// settled, refunded 3 - spent 4 of 100 (gross 8, refunded 4), 4 steps, 0 emergency steps
+}

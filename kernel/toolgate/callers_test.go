@@ -270,3 +270,27 @@ func TestEvictionMatchesModel(t *testing.T) {
 		require.NoError(t, err)
 	})
 }
+
+// A gate keeps the sessions of its most recent callers only; a caller let
+// go resumes from the log with what it spent.
+func ExampleWithCallerLimit() {
+	log, _ := trace.NewLog(trace.NewMemory())
+	g, _ := toolgate.New(ctx, log, toolgate.Config{Budget: 3 * kernel.Unit, MinCost: kernel.Unit,
+		Rules: []toolgate.Rule{{Match: "search", Cost: kernel.Unit}}}, toolgate.WithCallerLimit(1))
+	call := func(who string) toolgate.Verdict {
+		d, _ := g.Before(ctx, toolgate.Call{Tool: "search", Caller: who})
+		if d.Verdict == toolgate.Allow {
+			g.After(ctx, d.Call, toolgate.Result{Output: []byte(`"ok"`)})
+		}
+		return d.Verdict
+	}
+	call("alice")
+	call("alice")
+	call("bob") // alice is let go
+	live, evicted := g.LiveCallers()
+	fmt.Println(live, evicted)
+	fmt.Println(call("alice"), call("alice")) // resumed: one unit left
+	// Output:
+	// 1 1
+	// allow refuse
+}
