@@ -3,6 +3,8 @@ package kernel
 import (
 	"fmt"
 	"slices"
+
+	"github.com/verity-go/verity/internal/hamt"
 )
 
 // DefaultHorizon is the horizon of a Session without WithHorizon: the
@@ -112,6 +114,9 @@ func (b Budget) refundForgotten(amount Cost) (Budget, error) {
 // copied without them when it holds any (the tail is shared with other
 // versions, so it is never written in place).
 func (l ledger) del(keys []string) (ledger, int) {
+	if len(keys) > 8 && 2*len(keys) >= l.m.Len()+l.n {
+		return l.rebuild(keys)
+	}
 	n := 0
 	b := l.m.Builder()
 	for _, key := range keys {
@@ -147,6 +152,37 @@ func (l ledger) del(keys []string) (ledger, int) {
 	}
 	nt.used.Store(int32(k))
 	return ledger{m: m, tail: nt, n: k}, n
+}
+
+// rebuild is del for many keys: a new map of the entries that stay, each
+// node allocated once, and no tail — cheaper than a path copy per key
+// when the keys are a good part of the ledger.
+func (l ledger) rebuild(keys []string) (ledger, int) {
+	drop := make(map[string]struct{}, len(keys))
+	for _, k := range keys {
+		drop[k] = struct{}{}
+	}
+	var b hamt.Builder[string, ledgerEntry, hamt.Seeded[string]]
+	b.Grow(max(l.m.Len()+l.n-len(keys), 0))
+	n := 0
+	for k, v := range l.m.All() {
+		if _, ok := drop[k]; ok {
+			n++
+			continue
+		}
+		b.Set(k, v)
+	}
+	for _, it := range l.tail.itemsTo(l.n) {
+		if _, ok := drop[it.key]; ok {
+			if _, inMap := l.m.Get(it.key); !inMap {
+				n++
+				delete(drop, it.key) // counted once
+			}
+			continue
+		}
+		b.Set(it.key, it.val)
+	}
+	return ledger{m: b.Map()}, n
 }
 
 // window holds a session's most recent Records, at most limit, in a ring:
@@ -241,29 +277,35 @@ func (s *Session) forgetIfBeyond(execID string) {
 	s.forget(execID)
 }
 
-// forgetBatch is how many executions a session forgets at once: their
-// ledger entries leave in one batch (Kernel.Forget), a node of the ledger
-// copied once per batch rather than once per execution.
+// forgetBatch is the fewest executions a session forgets at once (four
+// times its horizon when that is more): their ledger entries leave in one
+// batch (Kernel.Forget), most of the ledger, which is then rebuilt
+// without them — cheaper than a path copy per execution. So a session
+// holds at most five horizons' worth of ledger entries, plus its open
+// reservations and held executions.
 const forgetBatch = 32
 
 // forget forgets execID: at once for Rollback (its Record is gone) and
 // for Refund and Settle (they look in s.dropping first), and from the
 // ledger with the next batch.
 func (s *Session) forget(execID string) {
-	s.dropping = append(s.dropping, execID)
+	if s.dropping == nil {
+		s.dropping = map[string]struct{}{}
+	}
+	s.dropping[execID] = struct{}{}
 	s.forgotten++
-	if len(s.dropping) >= forgetBatch {
+	if len(s.dropping) >= max(forgetBatch, 4*s.window.limit) {
 		s.drop()
 	}
 }
 
 // drop removes the ledger entries of the executions waiting in s.dropping.
 func (s *Session) drop() {
-	ids := s.dropping[:0]
-	for _, id := range s.dropping {
+	ids := make([]string, 0, len(s.dropping))
+	for id := range s.dropping {
 		// Only an id that repeats one charged before (WithIDs promises it
 		// does not) can be missing from the ledger: nothing to forget then.
-		if _, _, ok := s.meter.budget.Charged(id); ok && !slices.Contains(ids, id) {
+		if _, _, ok := s.meter.budget.Charged(id); ok {
 			ids = append(ids, id)
 		}
 	}
@@ -271,12 +313,14 @@ func (s *Session) drop() {
 		s.meter = m
 	}
 	clear(s.dropping)
-	s.dropping = s.dropping[:0]
 }
 
 // dropped reports whether execID is forgotten and its ledger entry not
 // yet dropped.
-func (s *Session) dropped(execID string) bool { return slices.Contains(s.dropping, execID) }
+func (s *Session) dropped(execID string) bool {
+	_, ok := s.dropping[execID]
+	return ok
+}
 
 // beyond words the error for execID, whose Record or ledger entry the
 // session does not have: ErrBeyondHorizon when it is kept beyond the

@@ -111,7 +111,7 @@ type Session struct {
 	held       map[string]struct{} // executions held until Release
 	kept       map[string]struct{} // executions beyond the window whose ledger entries stay
 	forgotten  uint64              // executions forgotten
-	dropping   []string            // forgotten, their ledger entries not yet dropped
+	dropping   map[string]struct{} // forgotten, their ledger entries not yet dropped
 }
 
 // NewSession starts a session of k from initial, recording a StartEntry
