@@ -172,11 +172,12 @@ func (l ledger) rebuild(keys []string) (ledger, int) {
 		}
 		b.Set(k, v)
 	}
+	counted := map[string]bool{} // a key may be in the tail several times
 	for _, it := range l.tail.itemsTo(l.n) {
 		if _, ok := drop[it.key]; ok {
-			if _, inMap := l.m.Get(it.key); !inMap {
+			if _, inMap := l.m.Get(it.key); !inMap && !counted[it.key] {
+				counted[it.key] = true
 				n++
-				delete(drop, it.key) // counted once
 			}
 			continue
 		}

@@ -3,6 +3,7 @@ package kernel_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -237,4 +238,55 @@ func ExampleWithHorizon() {
 	// true
 	// rolled back, refunded 1
 	// settled, refunded 3 - spent 4 of 100 (gross 8, refunded 4), 4 steps, 0 emergency steps
+}
+
+// TestForgetDropsOnlyWhatItIsGiven: Kernel.Forget of any subset of a
+// Meter's executions (a few: path copies; many: a rebuild) drops exactly
+// their ledger entries, keeps every other as it was and the totals and
+// steps unchanged, and refuses an open reservation or an unknown id
+// without changing anything.
+func TestForgetDropsOnlyWhatItIsGiven(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		k := mustKernel(t, kernel.Config{Budget: units(1000), MinActionCost: 1})
+		m, s := k.Start(), mustState(t, nil)
+		n := rapid.IntRange(2, 200).Draw(t, "executions")
+		var ids []string
+		for i := range n {
+			id := fmt.Sprint("e", i)
+			a := kernel.Action{ID: "a", Cost: kernel.Cost(rapid.Int64Range(1, 5).Draw(t, "cost"))}
+			var err error
+			reserved := i == n-1 && rapid.Bool().Draw(t, "last reserved")
+			if reserved {
+				s, m, _, err = k.Reserve(m, s, k.Evaluate(m, s, a), id)
+			} else {
+				s, m, _, err = k.Execute(m, s, a, id)
+			}
+			require.NoError(t, err)
+			if i%3 == 0 && !reserved {
+				m, _, err = k.Refund(m, id, 1, "some")
+				require.NoError(t, err)
+			}
+			ids = append(ids, id)
+		}
+		forget := rapid.SliceOfNDistinct(rapid.SampledFrom(ids[:n-1]), 0, n-1, func(s string) string { return s }).Draw(t, "forget")
+		next, err := k.Forget(m, forget...)
+		require.NoError(t, err)
+		assert.Equal(t, m.String(), next.String())
+		for _, id := range ids {
+			c0, r0, ok0 := m.Budget().Charged(id)
+			c1, r1, ok1 := next.Budget().Charged(id)
+			if slices.Contains(forget, id) {
+				assert.False(t, ok1, "%s forgotten", id)
+				continue
+			}
+			assert.True(t, ok0 && ok1 && c0 == c1 && r0 == r1, "%s kept as it was", id)
+		}
+		if len(m.Reservations()) > 0 {
+			again, err := k.Forget(m, ids[n-1])
+			assert.ErrorIs(t, err, kernel.ErrReservationOpen)
+			assert.Equal(t, m, again)
+		}
+		_, err = k.Forget(m, "never")
+		assert.ErrorIs(t, err, kernel.ErrUnknownExecution)
+	})
 }
