@@ -105,19 +105,15 @@ func WithPrincipal(principal func(ctx agent.ReadonlyContext) toolgate.Principal)
 // put in the run's context with toolgate.WithPrincipal (the context given
 // to runner.Run reaches the tool's), else the ADK user: issuer "adk:"
 // followed by the app name (ADK's user ids are the app's), subject the
-// user id (agent.ReadonlyContext's AppName and UserID), and the
-// attributes "adk.app" and "adk.session". ADK does not authenticate its
+// user id (agent.ReadonlyContext's AppName and UserID; the session is
+// the caller key's). ADK does not authenticate its
 // users; the host that does passes what it verified with
 // toolgate.WithPrincipal.
 func SessionPrincipal(ctx agent.ReadonlyContext) toolgate.Principal {
 	if p, ok := toolgate.PrincipalFrom(ctx); ok {
 		return p
 	}
-	return toolgate.Principal{
-		Issuer:     "adk:" + ctx.AppName(),
-		Subject:    ctx.UserID(),
-		Attributes: map[string]string{"adk.app": ctx.AppName(), "adk.session": ctx.SessionID()},
-	}
+	return toolgate.Principal{Issuer: "adk:" + ctx.AppName(), Subject: ctx.UserID()}
 }
 
 // WithApprover sets whose approval a confirmed ADK tool confirmation
