@@ -2,6 +2,8 @@ package sqlbudget
 
 import (
 	"context"
+	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -46,5 +48,55 @@ func TestWindowsMigrateFromVersion1(t *testing.T) {
 		// A second Open finds nothing to do.
 		_, err = Open(ctx, db, b.Dialect)
 		require.NoError(t, err)
+	})
+}
+
+// FuzzAdmit: Admit on a SQLite database never panics; it refuses exactly
+// the windows it cannot decide (invalid key, duration not positive,
+// negative limit, a time outside int64 nanoseconds) with its sentinels,
+// changes nothing when it refuses, and otherwise never admits beyond the
+// limit.
+func FuzzAdmit(f *testing.F) {
+	f.Add("k", int64(0), int64(time.Second), 1)
+	f.Add("", int64(0), int64(time.Second), 1)
+	f.Add("k", int64(math.MaxInt64), int64(1), 1)
+	f.Add("k", int64(math.MinInt64), int64(math.MaxInt64), 0)
+	f.Add("k\x00", int64(5), int64(-1), -1)
+	ctx := context.Background()
+	db := sqltest.SQLite(f)
+	bs, err := Open(ctx, db, "sqlite")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, key string, atNs, perNs int64, limit int) {
+		at := time.Unix(0, atNs)
+		if limit > 1000 {
+			limit %= 1000
+		}
+		var before int
+		if err := db.QueryRow("SELECT count(*) FROM " + WindowsTable).Scan(&before); err != nil {
+			t.Fatal(err)
+		}
+		ok, seen, err := bs.Admit(ctx, key, at, time.Duration(perNs), limit)
+		invalid := validID("k", key) != nil || perNs <= 0 || limit < 0 || atNs == math.MaxInt64
+		if invalid != (err != nil) {
+			t.Fatalf("Admit(%q, %d, %d, %d) = %v, want invalid=%v", key, atNs, perNs, limit, err, invalid)
+		}
+		if err != nil {
+			if !errors.Is(err, ErrInvalidID) && !errors.Is(err, ErrInvalidWindow) {
+				t.Fatalf("error %v is neither sentinel", err)
+			}
+			var after int
+			if err := db.QueryRow("SELECT count(*) FROM " + WindowsTable).Scan(&after); err != nil {
+				t.Fatal(err)
+			}
+			if after != before {
+				t.Fatalf("a refused window changed %d rows to %d", before, after)
+			}
+			return
+		}
+		if ok && seen >= limit || !ok && seen < limit {
+			t.Fatalf("admitted %v with %d seen of %d", ok, seen, limit)
+		}
 	})
 }
