@@ -694,7 +694,7 @@ func (g *Gate) ask(ctx context.Context, cl *caller, d Decision, ru Ruling, key c
 	question = OneLine(question)
 	claim := claims.Claim{
 		ID:          "call",
-		Statement:   fmt.Sprintf("call tool %q with arguments sha256:%s", c.Tool, key.digest),
+		Statement:   fmt.Sprintf("call tool %q with arguments sha256:%s (%s, %s)", c.Tool, key.digest, d.Rule, d.Condition),
 		ClaimType:   claims.ClaimDecision,
 		Uncertainty: claims.Uncertainty{Method: claims.MethodConfidenceScore, Value: 0, Interpretation: "the agent asks to run this exact call", GateRecommendation: claims.RecommendExecute},
 		RiskTier:    tier,
