@@ -5,6 +5,7 @@ import (
 	"path"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
 
 	"github.com/verity-go/verity/kernel/toolgate"
@@ -55,6 +56,41 @@ func FuzzNormalizePath(f *testing.F) {
 				if err != nil || len(again) != 1 || again[0] != fm {
 					t.Fatalf("%q: form %q normalises to %q, %v", p, fm, again, err)
 				}
+			}
+		}
+	})
+}
+
+// FuzzDecide: whatever arguments, tool and principal a call carries, the
+// decision core decides without panicking, names a rule whenever it does
+// not refuse the tool as unknown, and explains a refusal in one line.
+func FuzzDecide(f *testing.F) {
+	comp, err := toolgate.Config{Budget: 1000, MinCost: 1, Rules: conditionRules}.Compile()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add("read_file", []byte(`{"path": "/srv/data/../secret/x"}`), "admin")
+	f.Add("read_file", []byte(`{"path": "/srv/data/a", "path": "/srv/secret/b"}`), "")
+	f.Add("sql", []byte(`{"q": "SELECT 1"}`), "db:read")
+	f.Add("post", []byte("\xff"), "")
+	f.Add("read_file", []byte(`{"path": "/srv/data/\u2028x"}`), "")
+	f.Fuzz(func(t *testing.T, tool string, args []byte, group string) {
+		p := toolgate.Principal{Issuer: "idp", Subject: "s", Groups: []string{group}, Scopes: []string{group}}
+		s := toolgate.Snapshot{Labels: map[string]bool{"untrusted_input": true, "private_data": group == ""}}
+		r := comp.Decide(s, toolgate.Call{Tool: tool, Arguments: args, Principal: p}, time.Unix(0, 0))
+		switch r.Verdict {
+		case toolgate.Allow, toolgate.Refuse:
+		default:
+			t.Fatalf("verdict %v", r.Verdict)
+		}
+		if r.Condition != toolgate.ConditionUnknownTool && !r.Rule.Found {
+			t.Fatalf("condition %q without a rule", r.Condition)
+		}
+		if one := toolgate.OneLine(r.Explanation); one != r.Explanation && r.Verdict == toolgate.Refuse {
+			// The gate makes it one line; the core's own words must not need it
+			// beyond what the arguments carry.
+			if !strings.ContainsAny(string(args), "\n\r\u2028\u2029") && !strings.ContainsAny(tool, "\n\r\u2028\u2029") {
+				t.Fatalf("explanation %q is not one line", r.Explanation)
 			}
 		}
 	})
