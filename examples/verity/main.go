@@ -7,6 +7,11 @@
 //	go install -tags sql ./examples/verity  # and SQLite and PostgreSQL sources
 //
 //	verity verify  SRC [--head SEQ:HASH]        check the whole chain (and that it extends a kept head)
+//	verity verify  SRC -checkpoint FILE -pubkey KEY [-origin O]
+//	                                            ... and that it extends a signed checkpoint
+//	verity keygen  -name NAME -out PREFIX       an Ed25519 checkpoint key: PREFIX.key (0600) and PREFIX.pub
+//	verity checkpoint sign SRC -key PREFIX.key [-origin O] [-out FILE]
+//	                                            sign the head (C2SP signed-note / tlog-checkpoint text)
 //	verity head    SRC [--json]                 the head to keep: SEQ:HASH of the last entry
 //	verity inspect SRC [--kind K] [--from N] [--to N] [--json]
 //	                                            one line per entry with a summary of its payload (or NDJSON)
@@ -48,6 +53,8 @@
 //	7  not a log: not a regular file (a FIFO, a device such as /dev/zero, a directory, a socket: refused
 //	   without reading it), or a file that does not begin with the trace file magic
 //	8  replay: the log verifies but disagrees with a replay of the sessions it records
+//	9  checkpoint: the -checkpoint file is malformed, not signed by -pubkey, or for another origin
+//	   (a log that does not extend a good checkpoint, such as a rewritten one, exits 6)
 package main
 
 import (
@@ -72,6 +79,7 @@ const (
 	exitNotExtends = 6
 	exitNotLog     = 7
 	exitReplay     = 8
+	exitCheckpoint = 9
 )
 
 // env is what a command runs against: its output streams and whether
@@ -112,13 +120,18 @@ commands:
           [--max-conns 256] [--conn-wait 1s] [--read-header-timeout 10s] [--read-timeout 30s]
           [--write-timeout 60s] [--idle-timeout 60s] [--max-header-bytes 65536]
   policy  check POLICY [-tools FILE | -- UPSTREAM...] | test POLICY CASES   (verity policy -h)
+  verify  SRC -checkpoint FILE -pubkey KEY [-origin ORIGIN]   the log must extend a signed checkpoint
+  keygen  -name NAME -out PREFIX      an Ed25519 checkpoint key: PREFIX.key (0600) and PREFIX.pub
+  checkpoint sign SRC -key PREFIX.key [-origin ORIGIN] [-out FILE]   (verity checkpoint -h)
 
 SRC: FILE | sqlite:PATH#LOG | postgres://USER@HOST/DB#LOG (without #LOG: list the logs;
      the database sources need a verity built with -tags sql)
 SEQ:HASH: a head, the last entry's sequence number (the number of entries minus one) and its
      hash, as verity head prints it and trace.Head.String writes it
 exit: 0 ok, 1 error, 2 usage, 3 torn tail, 4 corrupt, 5 chain break,
-      6 does not extend the kept head, 7 not a log (or not a regular file), 8 replay disagrees
+      6 does not extend the kept head or the signed checkpoint (a rewritten log),
+      7 not a log (or not a regular file), 8 replay disagrees,
+      9 the checkpoint does not verify (malformed, another key, a bad signature, another origin)
 `
 
 // usageError is a mistake on the command line (exit 2).
@@ -148,6 +161,9 @@ func run(ctx context.Context, e *env, args []string) int {
 		"repair":  cmdRepair,
 		"view":    cmdView,
 		"policy":  cmdPolicy,
+		// signed checkpoints (signing.go)
+		"keygen":     cmdKeygen,
+		"checkpoint": cmdCheckpoint,
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {
@@ -193,6 +209,8 @@ func exitCode(err error) int {
 		return exitCorrupt
 	case errors.As(err, &re):
 		return exitReplay
+	case isBadCheckpoint(err):
+		return exitCheckpoint
 	}
 	return exitError
 }

@@ -138,6 +138,8 @@ func cmdVerify(ctx context.Context, e *env, args []string) error {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	var kept headFlag
 	fs.Var(&kept, "head", "a head kept elsewhere, SEQ:HASH; the log must extend it")
+	var cpf checkpointFlags
+	cpf.add(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -145,6 +147,20 @@ func cmdVerify(ctx context.Context, e *env, args []string) error {
 	src, err := oneSource("verify", pos)
 	if err != nil {
 		return err
+	}
+	if kept.set && cpf.file != "" {
+		return usagef("verify takes --head or -checkpoint, not both")
+	}
+	signed, v, ok, err := cpf.head()
+	if isBadCheckpoint(err) {
+		fmt.Fprintf(e.stdout, "result   checkpoint does not verify: %v\n", err)
+	}
+	if err != nil {
+		return err
+	}
+	if ok {
+		fmt.Fprintf(e.stdout, "checkpoint %s: %s, %d entries, signed by %s+%08x\n", cpf.file, signed.Origin, signed.Size, v.Name(), v.KeyHash())
+		kept = headFlag{head: signed.Head(), set: true}
 	}
 	if !src.IsFile() && !src.HasLog {
 		o, err := openLog(ctx, e, src)
