@@ -61,6 +61,17 @@ import (
 //     ±(2^53−1) (value), approvers naming every tier a DELETE or
 //     PRIVILEGE rule uses when approvers is present (approvers), a shared
 //     budget id at most 256 bytes (id_length).
+//   - Version 2's members, beyond their shape (which the schema says,
+//     with the first group): rule names ^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$
+//     (rule_name), unique (duplicate_rule_name); argument schemas that
+//     compile (argument_schema); path conditions whose argument is a JSON
+//     Pointer (pointer) and whose directories are absolute, plain paths
+//     (path); rate windows a Go duration in [1ms, 366 days] long
+//     (duration); labels ^[A-Za-z][A-Za-z0-9_.:-]{0,63}$ (label), declared
+//     when labels is present, and, when it is not, every flow label
+//     attached by some rule (unknown_label); a tier only on a flow that
+//     asks (flow_tier); approvers for the tier a flow asks at (approvers).
+//     In a version 1 file these members are unknown (unknown_field).
 //
 // A problem inside a member that is already wrong is not reported again
 // (a rule that is not an object reports no missing cost). The schema and
