@@ -163,6 +163,9 @@ func TestREADMECommands(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the README's programs; not with -short")
 	}
+	if raceEnabled {
+		t.Skip("the README's programs are built by the go commands the test starts, never with -race: run without it")
+	}
 	if runtime.GOOS == "windows" {
 		t.Skip("the README's commands are for a POSIX shell")
 	}

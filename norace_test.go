@@ -1,0 +1,5 @@
+//go:build !race
+
+package verity_test
+
+const raceEnabled = false
