@@ -78,6 +78,14 @@
 // which the two fsyncs are about 1.2 ms. The client's allocations are the
 // same either way (63–64 allocs, 140 KB per call).
 //
+// With -sign-key FILE (a key from `verity keygen`), the proxy keeps a
+// signed checkpoint of the log's head beside it, in LOG.checkpoint (the
+// C2SP tlog-checkpoint text, origin the key's name; see trace's "Signed
+// checkpoints" for what it proves), replaced atomically every
+// -checkpoint-every entries (100) and on exit; `verity verify LOG
+// -checkpoint LOG.checkpoint -pubkey PREFIX.pub` checks the log against
+// it. Copy it somewhere the log's holder cannot change.
+//
 // -log is held with the log's one-writer lock (trace.OpenFile) for as
 // long as the proxy runs: a second verity-mcp on the same log exits 1 at
 // once, naming the process that holds it, before it starts the upstream,
@@ -141,15 +149,17 @@ type config struct {
 	caller     string
 	approver   string
 	upstream   []string
+	sign       signConfig // -sign-key, -checkpoint-every (sign.go)
 }
 
-const usage = `usage: verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH] [-http ADDR [-http-caller KEY]] [-caller KEY] [-approver NAME] -- command [args...]`
+const usage = `usage: verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH] [-http ADDR [-http-caller KEY]] [-caller KEY] [-approver NAME] [-sign-key FILE [-checkpoint-every N]] -- command [args...]`
 
 const exitHelp = `
 exit status: 0 clean shutdown, 1 run-time failure (the log cannot be opened
 or another proxy holds it, the upstream does not start, a database error),
 2 configuration error (bad flag or argument, unreadable or invalid policy,
-an -approver the policy does not expect, -db and shared_budget mismatched)
+an -approver the policy does not expect, -db and shared_budget mismatched,
+a -sign-key file that is malformed, unreadable or readable by others)
 `
 
 // parseArgs reads the command line; the upstream command follows "--".
@@ -168,6 +178,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.http, "http", "", "also serve streamable HTTP at this address (host:port)")
 	fs.StringVar(&c.httpCaller, "http-caller", "", "charge every streamable HTTP session to this one caller key (default: each session is its own caller)")
 	addHTTPFlags(fs, &c.httpConfig)
+	addSignFlags(fs, &c.sign)
 	fs.StringVar(&c.caller, "caller", "stdio", "the caller key the stdio client's calls are charged to")
 	fs.StringVar(&c.approver, "approver", toolgate.DefaultApprover, "the approver name the client's human answers as")
 	if err := fs.Parse(args); err != nil {
@@ -187,6 +198,9 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 		return c, errors.New("-http-caller needs -http")
 	}
 	if err := c.httpConfig.check(); err != nil {
+		return c, err
+	}
+	if err := c.sign.check(fs); err != nil {
 		return c, err
 	}
 	if c.db != "" {
@@ -211,6 +225,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	policy, cfg, err := loadPolicy(c.policy)
 	if err == nil {
 		err = checkShared(c, policy)
+	}
+	if err == nil {
+		err = c.sign.load()
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "verity-mcp: %v\n%s\n", err, usage)
@@ -321,9 +338,14 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, cfg toolgate.C
 	if err != nil {
 		return fmt.Errorf("opening the log: %w", err)
 	}
-	log, err := trace.NewLog(store)
+	signed, err := c.sign.wrap(ctx, store, c.log)
 	if err != nil {
 		_ = store.Close()
+		return fmt.Errorf("opening the log: %w", err)
+	}
+	log, err := trace.NewLog(signed)
+	if err != nil {
+		_ = signed.Close()
 		return fmt.Errorf("opening the log: %w", err)
 	}
 	defer func() {
@@ -332,6 +354,9 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, cfg toolgate.C
 			err = fmt.Errorf("closing the log: %w", cerr)
 		}
 		logHead(logger, c.log, head)
+		if c.sign.signer != nil {
+			logger.Info("checkpoint", "path", checkpointPath(c.log), "origin", c.sign.signer.Name(), "entries", head.Size)
+		}
 	}()
 
 	gate, err := toolgate.New(ctx, log, cfg, opts...)
