@@ -22,6 +22,11 @@
 // structured (log/slog, JSON on stderr); SIGINT or SIGTERM shut the server
 // down gracefully.
 //
+// With -data and -sign-key FILE, each session's log keeps a signed
+// checkpoint of its head beside it, DIR/ID.trace.checkpoint (origin
+// KEYNAME/ID), every -sign-every entries and when the log is closed
+// (sign.go; -checkpoint-every is the belief snapshots' interval).
+//
 // With -data, the server holds DIR's lock for as long as it runs: a
 // second server on the same DIR exits at once with status 1 and an error
 // naming the process that holds it (one writer per directory; see
@@ -30,7 +35,8 @@
 // Exit status: 0 after a graceful shutdown (or -h), 1 on a runtime error
 // (a directory or database that cannot be opened or is in use, a listen
 // address that cannot be bound, a server failure), 2 on a usage error
-// (an unknown flag, an argument, -data with -db, a malformed -db).
+// (an unknown flag, an argument, -data with -db, a malformed -db,
+// -sign-key without -data or with a malformed or open key file).
 package main
 
 import (
@@ -118,12 +124,14 @@ func run(ctx context.Context, args []string, logOut io.Writer, ready func(addr s
 	maxBody := fl.Int64("max-body", server.DefaultMaxBodyBytes, "largest request body in bytes")
 	cacheSize := fl.Int("cache-size", belief.DefaultCacheSize, "idle sessions kept open")
 	checkpointEvery := fl.Int("checkpoint-every", belief.DefaultCheckpointEvery, "audit events between checkpoints in a session's log (0: none)")
+	var sign signFlags // -sign-key, -sign-every (sign.go)
+	sign.add(fl)
 	limits := httpguard.Defaults()
 	limits.AddFlags(fl)
 	fl.Usage = func() {
 		fmt.Fprintln(logOut, "usage: beliefserver [flags]")
 		fl.PrintDefaults()
-		fmt.Fprint(logOut, exitHelp)
+		fmt.Fprint(logOut, signHelp+exitHelp)
 	}
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -145,6 +153,9 @@ func run(ctx context.Context, args []string, logOut io.Writer, ready func(addr s
 	if err := limits.Validate(); err != nil {
 		return &usageError{err}
 	}
+	if _, err := sign.storage(nil, *data); err != nil {
+		return err
+	}
 	logger := slog.New(slog.NewJSONHandler(logOut, nil))
 
 	var storage belief.Storage = belief.NewMemoryStorage()
@@ -163,6 +174,10 @@ func run(ctx context.Context, args []string, logOut io.Writer, ready func(addr s
 		}
 		defer db.Close() // after b.Close (deferred later, runs first)
 		storage = st
+	}
+	storage, err := sign.storage(storage, *data)
+	if err != nil {
+		return err
 	}
 	b, err := belief.NewServer(ctx, storage, belief.WithPolicy(belief.Policy{AllowForce: *allowForce}),
 		belief.WithCacheSize(*cacheSize), belief.WithCheckpointEvery(*checkpointEvery))
