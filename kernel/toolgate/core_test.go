@@ -299,3 +299,25 @@ func TestCoverageFindsUnusedAndShadowedRules(t *testing.T) {
 	ref, _ = comp.Match("list_directory", toolgate.Principal{}, nil)
 	assert.False(t, ref.Found)
 }
+
+// TestRateWindowWhenTheClockStepsBack: a clock that steps back (a wall
+// clock corrected) neither lets a window overflow nor loses its calls.
+func TestRateWindowWhenTheClockStepsBack(t *testing.T) {
+	clock := newFakeClock()
+	start := clock.t
+	g := newGate(t, newLog(t), toolgate.Config{Budget: units(100), MinCost: 1, Rules: []toolgate.Rule{
+		{Match: "send", Cost: 1, Rate: &toolgate.Rate{Calls: 3, Per: time.Minute}}}}, toolgate.WithClock(clock.now))
+	send := func(at time.Duration) toolgate.Verdict {
+		clock.t = start.Add(at)
+		d, err := g.Before(ctx, toolgate.Call{Tool: "send", Caller: "a"})
+		require.NoError(t, err)
+		return d.Verdict
+	}
+	assert.Equal(t, toolgate.Allow, send(0))
+	assert.Equal(t, toolgate.Allow, send(50*time.Second))
+	assert.Equal(t, toolgate.Allow, send(10*time.Second), "stepped back: two calls in (-50s, 10s]")
+	assert.Equal(t, toolgate.Refuse, send(55*time.Second), "three calls in (-5s, 55s]")
+	assert.Equal(t, toolgate.Allow, send(65*time.Second), "two calls in (5s, 65s]")
+	assert.Equal(t, toolgate.Allow, send(70*time.Second), "two calls in (10s, 70s]")
+	assert.Equal(t, toolgate.Refuse, send(71*time.Second), "three calls in (11s, 71s]")
+}

@@ -649,7 +649,13 @@ func (cl *caller) ran(ru Ruling, at time.Time) {
 		for k < len(ts) && !ts[k].After(from) {
 			k++
 		}
-		cl.windows[w.ID] = append(ts[k:], at)
+		ts = ts[k:]
+		// In time order even when the clock stepped back.
+		i := len(ts)
+		for i > 0 && ts[i-1].After(at) {
+			i--
+		}
+		cl.windows[w.ID] = slices.Insert(ts, i, at)
 	}
 	for _, l := range ru.Labels {
 		cl.labels[l] = true
