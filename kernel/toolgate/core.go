@@ -45,6 +45,9 @@ type compiledRule struct {
 	schema  *jsonschema.Schema
 	paths   []compiledPath
 	tags    []string // "rule:<id>" and the labels' "label:<name>", on every execution
+	// window and windowTag are the rate window's id and tag when they do
+	// not depend on the tool (scope rule, or a literal match).
+	window, windowTag string
 }
 
 type compiledPath struct {
@@ -111,6 +114,8 @@ type Window struct {
 	ID    string
 	Per   time.Duration
 	Limit int
+
+	tag string // "window:"+ID, when made once
 }
 
 // Ruling is the core's decision about a call.
@@ -203,6 +208,10 @@ func compileRule(r Rule, i int) (compiledRule, error) {
 		cr.tags = append(cr.tags, "label:"+l)
 	}
 	cr.Labels = slices.Clone(r.Labels)
+	if r.Rate != nil && (r.Rate.Scope == RateScopeRule || cr.literal && i >= 0) {
+		cr.window = windowID(&cr, r.Match)
+		cr.windowTag = "window:" + cr.window
+	}
 	return cr, nil
 }
 
@@ -480,7 +489,10 @@ func (c *Compiled) Decide(s Snapshot, call Call, at time.Time) Ruling {
 		break
 	}
 	if rt := r.Rate; rt != nil {
-		w := Window{ID: windowID(r, call.Tool), Per: rt.Per, Limit: rt.Calls}
+		w := Window{ID: r.window, Per: rt.Per, Limit: rt.Calls, tag: r.windowTag}
+		if w.ID == "" {
+			w.ID = windowID(r, call.Tool)
+		}
 		if n := countWithin(s.Windows[w.ID], at, rt.Per); n >= rt.Calls {
 			return refuse(ConditionRate, "rate", "%d calls in the last %s, at most %d", n, rt.Per, rt.Calls)
 		}

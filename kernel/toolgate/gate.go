@@ -586,7 +586,11 @@ func (g *Gate) Before(ctx context.Context, c Call) (Decision, error) {
 	tags = append(tags, "call:"+c.ID)
 	tags = append(tags, r.tags...)
 	for _, w := range ru.Windows {
-		tags = append(tags, "window:"+w.ID)
+		if w.tag != "" {
+			tags = append(tags, w.tag)
+		} else {
+			tags = append(tags, "window:"+w.ID)
+		}
 	}
 	a := kernel.Action{ID: c.Tool, Name: c.Tool, Description: r.Description, Cost: ru.Cost, Category: string(r.Tier),
 		Reversible: false, Input: c.Arguments, Tags: tags,
