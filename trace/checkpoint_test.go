@@ -434,3 +434,88 @@ func FuzzParseCheckpoint(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseKeys: the key parsers never panic, and a key they accept is
+// written back as the same text.
+func FuzzParseKeys(f *testing.F) {
+	for _, v := range sumdbVectors(f) {
+		f.Add(v.SignerKey)
+		f.Add(v.VerifierKey)
+	}
+	f.Add("PRIVATE+KEY+x+00000000+AQ==")
+	f.Add("x+00000000+AQ==")
+	f.Add("a+b+c+d")
+	f.Fuzz(func(t *testing.T, s string) {
+		if v, err := ParseVerifierKey(s); err == nil {
+			if v.String() != s {
+				t.Fatalf("verifier key %q written back as %q", s, v.String())
+			}
+		} else if !errors.Is(err, ErrKeyMalformed) {
+			t.Fatalf("error not wrapping ErrKeyMalformed: %v", err)
+		}
+		if k, err := ParseSignerKey(s); err == nil {
+			if k.String() != s {
+				t.Fatalf("signer key %q written back as %q", s, k.String())
+			}
+		} else if !errors.Is(err, ErrKeyMalformed) {
+			t.Fatalf("error not wrapping ErrKeyMalformed: %v", err)
+		}
+	})
+}
+
+func BenchmarkCheckpointSign(b *testing.B) {
+	s := testSigner(b, "example.com/log", 1)
+	c := Checkpoint{Origin: "example.com/log", Size: 1 << 20, Hash: Hash{1, 2, 3}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Sign(c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkCheckpointVerify(b *testing.B) {
+	s := testSigner(b, "example.com/log", 1)
+	note, err := s.Sign(Checkpoint{Origin: "example.com/log", Size: 1 << 20, Hash: Hash{1, 2, 3}})
+	require.NoError(b, err)
+	v := s.Verifier()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := v.Verify(note, ""); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkParseCheckpoint(b *testing.B) {
+	s := testSigner(b, "example.com/log", 1)
+	note, err := s.Sign(Checkpoint{Origin: "example.com/log", Size: 1 << 20, Hash: Hash{1, 2, 3}})
+	require.NoError(b, err)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(note)))
+	for b.Loop() {
+		if _, err := ParseCheckpoint(note); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCheckpointStoreAppend is BenchmarkMemoryAppend through a
+// CheckpointStore that signs and writes a checkpoint file every 1000
+// entries: the cost a signing server adds per append.
+func BenchmarkCheckpointStoreAppend(b *testing.B) {
+	ctx := context.Background()
+	cs, err := NewCheckpointStore(ctx, NewMemory(), CheckpointOptions{
+		Signer: testSigner(b, "example.com/log", 1), Path: filepath.Join(b.TempDir(), "log.checkpoint"), Every: 1000,
+	})
+	require.NoError(b, err)
+	log, err := NewLog(cs)
+	require.NoError(b, err)
+	b.SetBytes(int64(len(payload200)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := log.Append(ctx, "bench.entry", payload200); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
