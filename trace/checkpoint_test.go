@@ -14,7 +14,9 @@ package trace
 //   - The parser is strict and total: FuzzParseCheckpoint (what it accepts
 //     is exactly what the writer would write).
 //   - CheckpointStore writes a checkpoint every N entries and on Close
-//     (TestCheckpointStoreWritesEveryN).
+//     (TestCheckpointStoreWritesEveryN); the file always holds a
+//     checkpoint the log extends, the one a naive model expects
+//     (TestCheckpointFileAlwaysVerifiesAndIsExtended, rapid).
 
 import (
 	"bytes"
@@ -516,6 +518,87 @@ func BenchmarkCheckpointStoreAppend(b *testing.B) {
 	for b.Loop() {
 		if _, err := log.Append(ctx, "bench.entry", payload200); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestCheckpointFileAlwaysVerifiesAndIsExtended: whatever the batches and
+// the interval, the checkpoint file is, at every moment, a checkpoint the
+// verifier accepts of a head the log extends — the head after the last
+// append that crossed a multiple of Every (or the last explicit
+// Checkpoint), checked against a naive model — and after Close it is
+// the final head.
+func TestCheckpointFileAlwaysVerifiesAndIsExtended(t *testing.T) {
+	s := testSigner(t, "example.com/log", 1)
+	v := s.Verifier()
+	ctx := context.Background()
+	rapid.Check(t, func(rt *rapid.T) {
+		every := rapid.Uint64Range(0, 5).Draw(rt, "every")
+		path := filepath.Join(t.TempDir(), "log.checkpoint")
+		mem := NewMemory()
+		cs, err := NewCheckpointStore(ctx, mem, CheckpointOptions{Signer: s, Path: path, Every: every})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		var head Head
+		var want *Head // the model: the head the file should hold
+		steps := rapid.IntRange(1, 12).Draw(rt, "steps")
+		for i := range steps {
+			if rapid.IntRange(0, 5).Draw(rt, "op") == 0 {
+				if err := cs.Checkpoint(); err != nil {
+					rt.Fatal(err)
+				}
+				h := head
+				want = &h
+			} else {
+				n := rapid.IntRange(1, 4).Draw(rt, "batch")
+				batch := make([]Entry, 0, n)
+				h := head
+				for j := range n {
+					e, nh, err := Next(h, "test.step", []byte(strconv.Itoa(i*10+j)), t0)
+					if err != nil {
+						rt.Fatal(err)
+					}
+					batch, h = append(batch, e), nh
+				}
+				if err := cs.Append(ctx, batch...); err != nil {
+					rt.Fatal(err)
+				}
+				if every > 0 && h.Size/every > head.Size/every {
+					want = &h
+				}
+				head = h
+			}
+			checkFile(rt, path, v, mem, want)
+		}
+		if err := cs.Close(); err != nil {
+			rt.Fatal(err)
+		}
+		checkFile(rt, path, v, nil, &head)
+	})
+}
+
+func checkFile(t *rapid.T, path string, v *CheckpointVerifier, mem *Memory, want *Head) {
+	note, err := os.ReadFile(path)
+	if want == nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("a checkpoint file before any was due: %v", err)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := v.Verify(note, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Head() != *want {
+		t.Fatalf("checkpoint at %d, model %d", c.Size, want.Size)
+	}
+	if mem != nil {
+		if _, err := VerifyStoreAgainst(context.Background(), mem, c.Head()); err != nil {
+			t.Fatalf("the log does not extend its checkpoint: %v", err)
 		}
 	}
 }
