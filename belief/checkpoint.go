@@ -39,6 +39,7 @@ type checkpointWire struct {
 	Obligations   []obligationWire  `json:"obligations"`
 	Observations  []observationWire `json:"observations"`
 	Ontology      OntologyBundle    `json:"ontology"`
+	Owner         string            `json:"owner,omitempty"`
 	SessionID     string            `json:"session_id"`
 	Since         uint64            `json:"since"`
 	Survivors     []string          `json:"survivors"`
@@ -84,6 +85,7 @@ func (s State) checkpoint(prev mark) ([]byte, error) {
 		Obligations:   []obligationWire{},
 		Observations:  []observationWire{},
 		Ontology:      p.ontology,
+		Owner:         p.owner,
 		SessionID:     p.id,
 		Since:         prev.events,
 		Survivors:     s.Survivors(),
@@ -194,7 +196,7 @@ func (r *restorer) state() (State, mark, error) {
 	if len(w.Hypotheses) == 0 || !slices.Equal(sp.ids, w.Hypotheses) {
 		return State{}, mark{}, errors.New("checkpoint hypotheses are not a sorted set")
 	}
-	p := &state{id: w.SessionID, ontology: w.Ontology, sp: sp, alive: make([]uint64, (len(sp.ids)+63)/64),
+	p := &state{id: w.SessionID, owner: w.Owner, ontology: w.Ontology, sp: sp, alive: make([]uint64, (len(sp.ids)+63)/64),
 		terminated: w.Terminated, obligations: map[string]obligation{}, obs: r.obs,
 		base: w.Events, baseID: w.HeadEventID, seq: w.Events, headHash: w.HeadEventHash, survHash: w.SurvivorsHash}
 	last := int32(-1)

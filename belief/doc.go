@@ -65,6 +65,11 @@
 //   - An empty hypothesis list is INVALID_REQUEST; duplicates are removed
 //     and DECLARE_SESSION records the de-duplicated list sorted by code
 //     point. Ids are opaque strings: "", " " and "😀" are valid.
+//   - A session may have an owner (DeclareRequest.Owner, State.Owner): the
+//     principal a transport authenticated when the session was declared.
+//     DECLARE_SESSION records it in its payload ("owner", absent when
+//     empty) and checkpoints carry it, so every storage keeps it; the core
+//     never interprets it (belief/server answers 404 to anyone else).
 //   - ELIMINATE with an id outside the declared set is
 //     INVALID_HYPOTHESIS_ID (details.unknown_ids) and rejects the whole
 //     call. Declared ids already eliminated are ignored_eliminated.

@@ -53,6 +53,7 @@ type obsMap = hamt.Map[obsKey, obsRecord, hamt.Seeded[obsKey]]
 
 type state struct {
 	id          string
+	owner       string // DeclareRequest.Owner
 	ontology    OntologyBundle
 	sp          *space
 	alive       []uint64
@@ -137,6 +138,15 @@ func (s State) ActiveObligation() (string, bool) {
 		return "", false
 	}
 	return s.p.active, true
+}
+
+// Owner returns the principal the session belongs to, as its
+// DECLARE_SESSION recorded it ("" for a session declared without one).
+func (s State) Owner() string {
+	if s.p == nil {
+		return ""
+	}
+	return s.p.owner
 }
 
 // Len returns the number of events in the audit log.
@@ -353,12 +363,13 @@ func Declare(sessionID string, req DeclareRequest, st Stamp) (State, *AuditEntry
 	vs = checkString(vs, "/ontology/causal_graph_ref", o.CausalGraphRef, false)
 	vs = checkString(vs, "/ontology/causal_graph_version", o.CausalGraphVersion, false)
 	meta, vs := checkObject(vs, "/metadata", req.Metadata)
+	vs = checkString(vs, "/owner", req.Owner, false)
 	vs = checkStamp(vs, st)
 	if err := invalid(vs); err != nil {
 		return State{}, nil, err
 	}
 	sp := newSpace(req.Hypotheses)
-	pre := &state{id: sessionID, ontology: o, sp: sp, alive: make([]uint64, (len(sp.ids)+63)/64)}
+	pre := &state{id: sessionID, owner: req.Owner, ontology: o, sp: sp, alive: make([]uint64, (len(sp.ids)+63)/64)}
 	pre.survHash = survivorsHash(sp, pre.alive, sessionID, trace.Hash{})
 	next := *pre
 	next.alive = newFullSet(len(sp.ids))
@@ -374,6 +385,9 @@ func Declare(sessionID string, req DeclareRequest, st Stamp) (State, *AuditEntry
 	}
 	if meta != nil {
 		payload["metadata"] = meta
+	}
+	if req.Owner != "" {
+		payload["owner"] = req.Owner
 	}
 	e, err := pre.commit(&next, VerbDeclareSession, payload, map[string]any{"n_survivors": next.n}, nil, "", st)
 	if err != nil {

@@ -99,6 +99,11 @@ type DeclareRequest struct {
 	Ontology   OntologyBundle  `json:"ontology"`
 	Hypotheses []string        `json:"hypotheses"`
 	Metadata   json.RawMessage `json:"metadata,omitempty"`
+	// Owner names the principal the session belongs to ("" for none).
+	// A transport sets it from the caller's authentication, never from
+	// the request body; it is recorded in the DECLARE_SESSION payload, so
+	// the log carries it across restarts and storages.
+	Owner string `json:"owner,omitempty"`
 }
 
 // EliminateRequest is the ELIMINATE message. (SourceID, ObservationID) is
