@@ -22,6 +22,36 @@
 // ExampleNew runs such a session end to end; examples/beliefserver is a
 // complete server (memory or file storage, flags, graceful shutdown).
 //
+// # Authentication and ownership
+//
+// WithAuthenticator(a) makes every request authenticate first: a
+// request a refuses is answered 401 UNAUTHENTICATED with
+// WWW-Authenticate: Bearer realm="verity" and the same body whatever the
+// reason (the reason is logged, never sent). Authenticator is one method,
+// Authenticate(*http.Request) (Principal, error), so that a signed-token
+// validator can come from a module with its own dependencies; TokenFile
+// is the one in this package: a file of SHA-256 digests of static bearer
+// tokens,
+//
+//	# sha256:HEX SUBJECT [GROUP,GROUP...]
+//	sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 alice ops,admins
+//
+// parsed strictly (ParseTokenFile: a *TokenFileError names the first bad
+// line), holding no token itself, and comparing the digest of a
+// request's token with every line in constant time (crypto/subtle).
+//
+// A session belongs to the principal that declared it: DECLARE_SESSION
+// records Principal.Key as the session's owner (belief.DeclareRequest.Owner;
+// a client cannot set it), so the owner survives restarts in every
+// storage. Every route of a session whose owner is not the caller's
+// principal answers 404 SESSION_NOT_FOUND, word for word the answer for
+// an id that names no session, so that nobody learns which ids exist.
+// Fail closed: a session declared without authentication (no owner,
+// including every session written before owners were recorded) is
+// served only by a Handler without an Authenticator, and an owned one
+// only to its owner, never anonymously. To hand an ownerless session to
+// a principal, replay its audit log into a new session.
+//
 // # Endpoints
 //
 //	POST /v1/sessions                                          DECLARE_SESSION      201

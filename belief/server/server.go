@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,6 +54,7 @@ type Handler struct {
 	mux     *http.ServeMux
 	log     *slog.Logger
 	maxBody int64
+	auth    Authenticator // nil: anonymous
 
 	drainBytes int64         // drainBytes, or less in tests
 	drainTime  time.Duration // drainTime, or less in tests
@@ -80,13 +82,15 @@ type route struct {
 	serve    func(h *Handler, w http.ResponseWriter, r *http.Request)
 }
 
-var mutating = []int{200, 400, 404, 409, 412, 413, 500}
+// Every route answers 401 to a request that does not authenticate when
+// the Handler has an Authenticator (auth.go).
+var mutating = []int{200, 400, 401, 404, 409, 412, 413, 500}
 
 var routes = []route{
-	{"POST", "/v1/sessions", []int{201, 400, 413, 500}, (*Handler).declare},
-	{"GET", "/v1/sessions/{session_id}", []int{200, 404, 500}, (*Handler).snapshot},
+	{"POST", "/v1/sessions", []int{201, 400, 401, 413, 500}, (*Handler).declare},
+	{"GET", "/v1/sessions/{session_id}", []int{200, 401, 404, 500}, (*Handler).snapshot},
 	{"POST", "/v1/sessions/{session_id}/eliminate", mutating, (*Handler).eliminate},
-	{"GET", "/v1/sessions/{session_id}/audit", []int{200, 400, 404, 500}, (*Handler).audit},
+	{"GET", "/v1/sessions/{session_id}/audit", []int{200, 400, 401, 404, 500}, (*Handler).audit},
 	{"POST", "/v1/sessions/{session_id}/obligations", mutating, (*Handler).obligation},
 	{"POST", "/v1/sessions/{session_id}/obligations/{obligation_id}/exit", mutating, (*Handler).exit},
 	{"POST", "/v1/sessions/{session_id}/conclusions", mutating, (*Handler).conclusion},
@@ -155,7 +159,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		h.log.Info("request", "method", r.Method, "path", r.URL.Path, "status", sw.status, "duration", time.Since(start))
 	}()
-	h.mux.ServeHTTP(sw, r)
+	ar, ok := h.authenticate(sw, r)
+	if !ok {
+		return
+	}
+	h.mux.ServeHTTP(sw, ar)
 }
 
 type errorBody struct {
@@ -346,9 +354,24 @@ func callOptions(r *http.Request) []belief.CallOption {
 	return []belief.CallOption{belief.ExpectHead(v)}
 }
 
-// session resolves the {session_id} path value.
+// session resolves the {session_id} path value to a session of the
+// caller: one whose recorded owner is the caller's principal (""
+// without authentication). Any other is SESSION_NOT_FOUND, worded as for
+// an id that names no session.
 func (h *Handler) session(r *http.Request) (*belief.Session, error) {
-	return h.b.Session(r.Context(), r.PathValue("session_id"))
+	id := r.PathValue("session_id")
+	s, err := h.b.Session(r.Context(), id)
+	if err != nil {
+		return nil, err
+	}
+	st, err := s.State(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	if subtle.ConstantTimeCompare([]byte(st.Owner()), []byte(owner(r))) != 1 {
+		return nil, notFound(id)
+	}
+	return s, nil
 }
 
 func setETag(w http.ResponseWriter, snap belief.Snapshot) {
@@ -410,6 +433,7 @@ func (h *Handler) declare(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, invalid(vs))
 		return
 	}
+	req.Owner = owner(r)
 	sess, st, err := h.b.Declare(r.Context(), req)
 	if err != nil {
 		h.fail(w, r, err)
