@@ -128,7 +128,8 @@ func (gd *Guard) Caller(ctx context.Context, req *sdk.CallToolRequest) string {
 // CallToolRequest.Extra.TokenInfo: mcp/shared.go's RequestExtra,
 // auth/auth.go's TokenInfo{Scopes, Expiration, UserID, Extra}): subject
 // TokenInfo.UserID, scopes TokenInfo.Scopes, issuer TokenInfo.Extra["iss"]
-// when the verifier put a string there. A session without a verified
+// when the verifier put a string there, groups TokenInfo.Extra["groups"]
+// when it put a []string there (as the bearer package's Verifier does). A session without a verified
 // token (stdio, in-memory, an unauthenticated HTTP server) has the zero
 // principal.
 func DefaultPrincipal(ctx context.Context, req *sdk.CallToolRequest) toolgate.Principal {
@@ -142,6 +143,9 @@ func DefaultPrincipal(ctx context.Context, req *sdk.CallToolRequest) toolgate.Pr
 	p := toolgate.Principal{Subject: ti.UserID, Scopes: slices.Clone(ti.Scopes)}
 	if iss, ok := ti.Extra["iss"].(string); ok {
 		p.Issuer = iss
+	}
+	if groups, ok := ti.Extra["groups"].([]string); ok {
+		p.Groups = slices.Clone(groups)
 	}
 	return p
 }

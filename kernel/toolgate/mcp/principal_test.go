@@ -42,7 +42,7 @@ func TestPrincipalFromBearerToken(t *testing.T) {
 			return nil, auth.ErrInvalidToken
 		}
 		return &auth.TokenInfo{UserID: "bob", Scopes: []string{"repo:read"}, Expiration: time.Now().Add(time.Hour),
-			Extra: map[string]any{"iss": "https://id.example"}}, nil
+			Extra: map[string]any{"iss": "https://id.example", "groups": []string{"eng", "ops"}}}, nil
 	}
 	var seen []toolgate.Principal
 	r := newRigWith(t, catalogue(10*kernel.Unit), gatemcp.Options{
@@ -63,7 +63,7 @@ func TestPrincipalFromBearerToken(t *testing.T) {
 	t.Cleanup(func() { _ = cs.Close() })
 	assert.False(t, call(t, cs, "read_file", "/a").IsError)
 
-	bob := toolgate.Principal{Issuer: "https://id.example", Subject: "bob", Scopes: []string{"repo:read"}}
+	bob := toolgate.Principal{Issuer: "https://id.example", Subject: "bob", Scopes: []string{"repo:read"}, Groups: []string{"eng", "ops"}}
 	require.Len(t, seen, 1)
 	assert.Equal(t, bob, seen[0])
 	m, ok := r.gate.Meter(bob.Key())

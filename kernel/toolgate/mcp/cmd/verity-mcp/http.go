@@ -67,12 +67,14 @@ func (h httpConfig) check() error {
 //     endPOST) but not by an open GET stream, so a client that only
 //     listens must ping (MCP's ping) to keep its session; closing the
 //     session ends its streams;
+//   - with -jwks, every request but the protected-resource metadata's
+//     needs a bearer token (protect, auth.go);
 //   - request bodies are at most -max-body bytes:
 //     sdk.StreamableHTTPOptions.MaxRequestBodyBytes, answered 413.
 //
 // stop closes the sessions first (their open streams would hold
 // Shutdown), then shuts the server down.
-func serveHTTP(addr string, srv *sdk.Server, h httpConfig, logger *slog.Logger) (stop func(context.Context) error, err error) {
+func serveHTTP(addr string, srv *sdk.Server, h httpConfig, protect func(http.Handler) (http.Handler, error), logger *slog.Logger) (stop func(context.Context) error, err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("-http: %w", err)
@@ -81,7 +83,12 @@ func serveHTTP(addr string, srv *sdk.Server, h httpConfig, logger *slog.Logger) 
 		SessionTimeout:      h.sessionTimeout,
 		MaxRequestBodyBytes: h.maxBody,
 	})
-	hs, gl := httpguard.New(ln, httpguard.Stream(handler, h.limits), h.limits)
+	guarded, err := protect(handler)
+	if err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("-http: %w", err)
+	}
+	hs, gl := httpguard.New(ln, httpguard.Stream(guarded, h.limits), h.limits)
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(gl) }()
 	logger.Info("listening", "http", ln.Addr().String(), "session_timeout", h.sessionTimeout, "max_conns", h.limits.MaxConns)

@@ -150,6 +150,7 @@ type config struct {
 	approver   string
 	upstream   []string
 	sign       signConfig // -sign-key, -checkpoint-every (sign.go)
+	auth       authConfig // -jwks, -issuer, -resource, … (auth.go)
 }
 
 const usage = `usage: verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH] [-http ADDR [-http-caller KEY]] [-caller KEY] [-approver NAME] [-sign-key FILE [-checkpoint-every N]] -- command [args...]`
@@ -179,6 +180,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.httpCaller, "http-caller", "", "charge every streamable HTTP session to this one caller key (default: each session is its own caller)")
 	addHTTPFlags(fs, &c.httpConfig)
 	addSignFlags(fs, &c.sign)
+	addAuthFlags(fs, &c.auth)
 	fs.StringVar(&c.caller, "caller", "stdio", "the caller key the stdio client's calls are charged to")
 	fs.StringVar(&c.approver, "approver", toolgate.DefaultApprover, "the approver name the client's human answers as")
 	if err := fs.Parse(args); err != nil {
@@ -196,6 +198,9 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 		return c, errors.New("-approver may not be empty")
 	case c.httpCaller != "" && c.http == "":
 		return c, errors.New("-http-caller needs -http")
+	}
+	if err := c.auth.check(c.http, c.httpCaller); err != nil {
+		return c, err
 	}
 	if err := c.httpConfig.check(); err != nil {
 		return c, err
@@ -228,6 +233,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	if err == nil {
 		err = c.sign.load()
+	}
+	if err == nil {
+		err = c.auth.load(ctx, logger)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "verity-mcp: %v\n%s\n", err, usage)
@@ -386,15 +394,26 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, cfg toolgate.C
 	guard, err := gatemcp.New(gate, gatemcp.Options{
 		Approver: c.approver,
 		Logger:   logger,
-		// A streamable HTTP session is the caller -http-caller names, or
-		// else the one its id names; the one stdio connection is the
-		// caller -caller names.
-		Caller: func(_ context.Context, req *sdk.CallToolRequest) string {
+		// A streamable HTTP session is, with -jwks, the caller its
+		// token's principal keys (issuer and subject), whatever its
+		// session; without, the one caller -http-caller names (by
+		// default DefaultHTTPCaller), or with -caller-per-session the one
+		// its id names. The one stdio connection is the caller -caller
+		// names.
+		Caller: func(ctx context.Context, req *sdk.CallToolRequest) string {
 			if id := req.Session.ID(); id != "" {
-				if c.httpCaller != "" {
+				switch {
+				case c.auth.enabled():
+					if key := gatemcp.DefaultPrincipal(ctx, req).Key(); key != "" {
+						return key
+					}
+					return id // unreachable: every verified token has a subject
+				case c.auth.perSession:
+					return id
+				case c.httpCaller != "":
 					return c.httpCaller
 				}
-				return id
+				return DefaultHTTPCaller
 			}
 			return c.caller
 		},
@@ -406,7 +425,7 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, cfg toolgate.C
 	logger.Info("serving", "upstream", c.upstream[0], "tools", len(names), "names", names, "log", c.log)
 
 	if c.http != "" {
-		stopHTTP, err := serveHTTP(c.http, srv, c.httpConfig, logger)
+		stopHTTP, err := serveHTTP(c.http, srv, c.httpConfig, c.auth.protect, logger)
 		if err != nil {
 			return err
 		}
