@@ -148,13 +148,18 @@
 // streamable HTTP, with a policy file, a log file, and a budget shared by
 // several proxies through a SQL database.
 //
-// Over streamable HTTP, the proxy's callers are its sessions by default:
-// each Mcp-Session-Id has a budget and counters of its own, so a client
-// that initializes a new session starts with a fresh budget. With
-// -http-caller KEY every HTTP session is the one caller KEY — one budget,
-// one set of counters, which a new session does not reset. Either way,
-// with -db the policy's shared_budget bounds every caller of every
-// session, and of every proxy on that database, together.
+// Over streamable HTTP, the proxy authenticates its clients with OAuth
+// bearer tokens when given -jwks (package bearer in this module: JWTs
+// checked against the issuer's keys, the RFC 9728 metadata document, 401
+// and 403 insufficient_scope): each token's principal, issuer and
+// subject, is then one caller with one budget, whatever session it uses,
+// and DefaultPrincipal hands its subject, scopes, issuer and groups to
+// the gate. Without -jwks it serves loopback addresses only (unless told
+// -insecure-no-auth) and every session is the one caller "http" (or
+// -http-caller KEY), which a new session does not reset;
+// -caller-per-session gives each session a budget of its own instead.
+// Either way, with -db the policy's shared_budget bounds every caller of
+// every session, and of every proxy on that database, together.
 //
 // # Guarantees and their tests
 //

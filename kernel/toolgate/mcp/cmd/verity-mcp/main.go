@@ -1,6 +1,7 @@
 // Command verity-mcp puts a Verity tool gate in front of any MCP server.
 //
-//	verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH] [-http ADDR [-http-caller KEY]]
+//	verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH]
+//	           [-http ADDR [-jwks FILE|URL -issuer ISS -resource URL [-scopes S] | -http-caller KEY | -caller-per-session] [-insecure-no-auth]]
 //	           [-caller KEY] [-approver NAME] -- <upstream command and args>
 //
 // It starts the upstream MCP server as a child process over stdio, lists
@@ -23,19 +24,55 @@
 // # Callers and budgets
 //
 // Each caller key has its own budget (the policy's "budget") and its own
-// counters: the stdio client is the caller -caller (default "stdio"). A
-// streamable HTTP session is, by default, the caller named by its
-// Mcp-Session-Id — so each session has a budget of its own, and an HTTP
-// client that initializes a new session starts afresh. With -http-caller
-// KEY every HTTP session is the one caller KEY: they share its budget and
-// counters, and a new session resets nothing. (Being one caller, they
-// share its approvals too: an approval bound to KEY, a tool and its
-// arguments may be used by an identical call from another session.)
+// counters: the stdio client is the caller -caller (default "stdio").
+// Over streamable HTTP:
+//
+//   - with -jwks (see "Authentication" below), each principal — the
+//     token's issuer and subject — is one caller, keyed by
+//     toolgate.Principal.Key ("ISSUER|SUBJECT"): all its sessions, and
+//     all its tokens, share one budget, and a new session resets
+//     nothing;
+//   - without, every session is the one caller "http" (or the KEY of
+//     -http-caller KEY): they share its budget and counters, and a new
+//     session resets nothing. (Being one caller, they share its
+//     approvals too: an approval bound to the caller, a tool and its
+//     arguments may be used by an identical call from another session.)
+//     With -caller-per-session each session is instead the caller named
+//     by its Mcp-Session-Id, with a budget of its own — which a client
+//     resets by initializing a new session, so ask for it only when the
+//     clients are trusted to.
+//
 // Either way, with -db the policy's shared_budget bounds all callers of
 // all sessions together. A durable log keeps what each caller spent:
 // started again over the same log, the proxy resumes the stdio caller's
-// budget (and the -http-caller's) where it stopped (start a new log, or
+// budget (and the HTTP callers') where it stopped (start a new log, or
 // pass another -caller, for a fresh one).
+//
+// # Authentication
+//
+// Without -jwks anyone who reaches -http may call the tools, so -http
+// then accepts only a loopback address (127.0.0.1:PORT, [::1]:PORT,
+// localhost:PORT); any other, or an empty host (every interface), exits
+// 2 unless -insecure-no-auth is given, which says what it does.
+//
+// With -jwks FILE|URL, -issuer ISS and -resource URL, the HTTP server is
+// an OAuth 2.1 protected resource as the MCP authorization
+// specification describes (package kernel/toolgate/mcp/bearer): every
+// request needs "Authorization: Bearer TOKEN", a JWT signed RS256, ES256
+// or EdDSA by a key of the JWKS (a URL is fetched again every
+// -jwks-refresh and when a token names an unknown kid, at most every
+// 10 s), whose iss is ISS, whose aud names URL, and whose exp and nbf
+// hold within -token-leeway (30s). A missing or refused token is
+// answered 401 with `WWW-Authenticate: Bearer resource_metadata="…"`
+// and no reason; a token without every scope of -scopes is answered 403
+// with error="insufficient_scope". The RFC 9728 metadata document
+// (resource, authorization_servers, scopes_supported,
+// bearer_methods_supported) is served without a token at
+// /.well-known/oauth-protected-resource (and that path followed by the
+// resource's path). The token's subject, scopes, issuer and groups (the
+// claim -groups-claim, default "groups") are the call's
+// toolgate.Principal, which the policy's "principals" conditions read.
+// A JWKS that cannot be read or is malformed exits 2 at start.
 //
 // With -db, the policy's shared_budget (id and limit) is a row in that
 // database (kernel/sqlbudget) that every caller of every proxy pointed at
@@ -153,14 +190,22 @@ type config struct {
 	auth       authConfig // -jwks, -issuer, -resource, … (auth.go)
 }
 
-const usage = `usage: verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH] [-http ADDR [-http-caller KEY]] [-caller KEY] [-approver NAME] [-sign-key FILE [-checkpoint-every N]] -- command [args...]`
+const usage = `usage: verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH] [-http ADDR [-jwks FILE|URL -issuer ISS -resource URL [-scopes S]] [-http-caller KEY|-caller-per-session] [-insecure-no-auth]] [-caller KEY] [-approver NAME] [-sign-key FILE [-checkpoint-every N]] -- command [args...]`
 
 const exitHelp = `
 exit status: 0 clean shutdown, 1 run-time failure (the log cannot be opened
 or another proxy holds it, the upstream does not start, a database error),
 2 configuration error (bad flag or argument, unreadable or invalid policy,
 an -approver the policy does not expect, -db and shared_budget mismatched,
-a -sign-key file that is malformed, unreadable or readable by others)
+a -sign-key file that is malformed, unreadable or readable by others,
+-http on a non-loopback address without -jwks or -insecure-no-auth, a
+-jwks that cannot be read or is malformed)
+
+-http without -jwks serves anyone who reaches it: it binds loopback
+addresses only (unless -insecure-no-auth) and charges every session to
+one caller ("http", or -http-caller; -caller-per-session for one budget
+per session). With -jwks, -issuer and -resource it requires OAuth bearer
+tokens, and each token's principal (issuer and subject) is one caller.
 `
 
 // parseArgs reads the command line; the upstream command follows "--".
@@ -177,7 +222,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.log, "log", "", "the trace log file, created when missing, resumed when present")
 	fs.StringVar(&c.db, "db", "", "the database of the policy's shared budget: postgres://… or sqlite:PATH")
 	fs.StringVar(&c.http, "http", "", "also serve streamable HTTP at this address (host:port)")
-	fs.StringVar(&c.httpCaller, "http-caller", "", "charge every streamable HTTP session to this one caller key (default: each session is its own caller)")
+	fs.StringVar(&c.httpCaller, "http-caller", "", "without -jwks, charge every streamable HTTP session to this one caller key (default \""+DefaultHTTPCaller+"\")")
 	addHTTPFlags(fs, &c.httpConfig)
 	addSignFlags(fs, &c.sign)
 	addAuthFlags(fs, &c.auth)

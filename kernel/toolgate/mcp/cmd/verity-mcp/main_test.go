@@ -22,7 +22,9 @@ package main
 //     session replays from it: checkLog, called by the tests above;
 //     a restart resumes the caller's spend: TestProxyRestartResumesSpend.
 //   - With -http-caller, every HTTP session is one caller, and a new
-//     session does not reset the budget: TestHTTPCallerSharesOneBudget.
+//     session does not reset the budget: TestHTTPCallerSharesOneBudget;
+//     bearer tokens, loopback-only and one caller without them:
+//     auth_test.go.
 //   - Usage errors exit 2: TestUsage; an -approver the policy does not
 //     expect: TestApproverMustBeThePolicys,
 //     TestApproverCheckRefusesOnlyAnApproverOfNothing (rapid); the -db flag: FuzzParseDB,
@@ -541,7 +543,7 @@ func TestProxyServesStreamableHTTP(t *testing.T) {
 	up.file(t, "b.txt", "b")
 	pol := writePolicy(t, "10", "")
 	logPath := filepath.Join(t.TempDir(), "trace.log")
-	p := startProxy(t, append([]string{"-policy", pol, "-log", logPath, "-http", "127.0.0.1:0", "--"}, up.argv()...), nil)
+	p := startProxy(t, append([]string{"-policy", pol, "-log", logPath, "-http", "127.0.0.1:0", "-caller-per-session", "--"}, up.argv()...), nil)
 
 	addr := httpAddr(t, p)
 

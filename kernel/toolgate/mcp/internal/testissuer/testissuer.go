@@ -53,6 +53,10 @@ func New(t testing.TB, audience string) *Issuer {
 	}
 	is := &Issuer{keys: map[string]crypto.Signer{"RS256": rk, "ES256": ek, "EdDSA": dk}, Audience: audience}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/jwks.json" {
+			http.NotFound(w, r)
+			return
+		}
 		is.Fetches.Add(1)
 		w.Header().Set("Content-Type", "application/json")
 		if p := is.extra.Load(); p != nil {
