@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/verity-go/verity/internal/osfile"
 )
 
 // maxKeyFileBytes bounds a key file; a key is about 100 bytes.
@@ -18,17 +20,17 @@ const maxKeyFileBytes = 4096
 // readKeyFile reads a key file: one key followed by at most one newline
 // (LF or CRLF).
 func readKeyFile(path string) (string, os.FileInfo, error) {
-	f, err := os.Open(path)
+	f, err := osfile.OpenRegular(path, os.O_RDONLY, 0)
 	if err != nil {
+		if errors.Is(err, osfile.ErrNotRegular) {
+			return "", nil, fmt.Errorf("%w: key file %s is not a regular file", ErrKeyMalformed, path)
+		}
 		return "", nil, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
 		return "", nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return "", nil, fmt.Errorf("%w: key file %s is not a regular file", ErrKeyMalformed, path)
 	}
 	b, err := io.ReadAll(io.LimitReader(f, maxKeyFileBytes+1))
 	if err != nil {

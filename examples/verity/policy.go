@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"slices"
 	"sort"
@@ -110,7 +109,7 @@ func policyCheck(ctx context.Context, e *env, args []string) error {
 	}
 	var tools []string
 	if *toolsFile != "" {
-		data, err := os.ReadFile(*toolsFile)
+		data, err := readInput(*toolsFile, maxToolsListSize)
 		if err != nil {
 			return err
 		}

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -79,12 +77,7 @@ const maxCasesSize = 8 << 20
 var caseEpoch = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 
 func readCases(name string) ([]policyCase, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxCasesSize+1))
+	data, err := readInput(name, maxCasesSize)
 	if err != nil {
 		return nil, err
 	}

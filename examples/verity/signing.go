@@ -183,7 +183,7 @@ func (c *checkpointFlags) head() (trace.Checkpoint, *trace.CheckpointVerifier, b
 	if err != nil {
 		return trace.Checkpoint{}, nil, false, &usageError{fmt.Sprintf("-pubkey: %v", err)}
 	}
-	note, err := os.ReadFile(c.file)
+	note, err := readInput(c.file, maxCheckpointSize)
 	if err != nil {
 		return trace.Checkpoint{}, nil, false, err
 	}
