@@ -273,7 +273,8 @@ const (
 )
 
 // Rate is at most Calls calls of one caller in any window of length Per
-// ending at a call's recorded time (the window (at-Per, at]).
+// ending at a call's recorded time (the window (at-Per, at]); calls
+// recorded after at, when the clock stepped back, count too.
 type Rate struct {
 	Calls int
 	Per   time.Duration

@@ -440,7 +440,8 @@ func (c *Compiled) find(call *Call, a *args) (r *compiledRule, condition, why st
 // first rule that applies (its match, principals, argument schema and
 // paths; arguments that cannot be read one way or an unsafe path refuse
 // the call at that rule); a refusing rule; the rule's flow against the
-// labels seen; its rate window (the calls in (at-Per, at]); its price;
+// labels seen; its rate window (the calls after at-Per: those in
+// (at-Per, at], and later ones when the clock stepped back); its price;
 // its tier (or the flow's) needing a human.
 func (c *Compiled) Decide(s Snapshot, call Call, at time.Time) Ruling {
 	a := args{raw: call.Arguments}
@@ -522,7 +523,9 @@ func windowID(r *compiledRule, tool string) string {
 	return "rule:" + r.id + "|tool:" + tool
 }
 
-// countWithin counts the times in (at-per, at] (times ascending).
+// countWithin counts the times after at-per (times ascending): those in
+// (at-per, at], and any recorded later than at when the clock stepped
+// back, so that a window never holds more than its limit.
 func countWithin(times []time.Time, at time.Time, per time.Duration) int {
 	from := at.Add(-per)
 	lo, _ := slices.BinarySearchFunc(times, from, func(t, from time.Time) int {
@@ -531,13 +534,7 @@ func countWithin(times []time.Time, at time.Time, per time.Duration) int {
 		}
 		return -1
 	})
-	hi, _ := slices.BinarySearchFunc(times, at, func(t, at time.Time) int {
-		if t.After(at) {
-			return 1
-		}
-		return -1
-	})
-	return max(hi-lo, 0)
+	return len(times) - lo
 }
 
 func allSeen(seen map[string]bool, labels []string) bool {

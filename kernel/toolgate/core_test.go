@@ -321,3 +321,24 @@ func TestRateWindowWhenTheClockStepsBack(t *testing.T) {
 	assert.Equal(t, toolgate.Allow, send(70*time.Second), "two calls in (10s, 70s]")
 	assert.Equal(t, toolgate.Refuse, send(71*time.Second), "three calls in (11s, 71s]")
 }
+
+// TestRateWindowCountsCallsAfterAClockStepBack: calls recorded later than
+// a stepped-back clock still count, so a window never holds more than
+// its limit, whichever way the clock moved (as a shared window counts).
+func TestRateWindowCountsCallsAfterAClockStepBack(t *testing.T) {
+	clock := newFakeClock()
+	start := clock.t
+	g := newGate(t, newLog(t), toolgate.Config{Budget: units(100), MinCost: 1, Rules: []toolgate.Rule{
+		{Match: "send", Cost: 1, Rate: &toolgate.Rate{Calls: 2, Per: time.Minute}}}}, toolgate.WithClock(clock.now))
+	send := func(at time.Duration) toolgate.Verdict {
+		clock.t = start.Add(at)
+		d, err := g.Before(ctx, toolgate.Call{Tool: "send", Caller: "a"})
+		require.NoError(t, err)
+		return d.Verdict
+	}
+	assert.Equal(t, toolgate.Allow, send(0))
+	assert.Equal(t, toolgate.Allow, send(50*time.Second))
+	assert.Equal(t, toolgate.Refuse, send(10*time.Second), "stepped back: calls at 0s and 50s, both within a minute of 10s")
+	assert.Equal(t, toolgate.Refuse, send(5*time.Second), "stepped back further")
+	assert.Equal(t, toolgate.Allow, send(111*time.Second), "one call in (51s, 111s]")
+}

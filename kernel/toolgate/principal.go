@@ -79,7 +79,7 @@ func (p Principal) clone() Principal {
 // whether a call of a rule with a "rate" fits.
 type RateWindows interface {
 	// Admit records one call under key at time at when fewer than limit calls under key
-	// fall within (at-per, at], and reports whether it did and how many it saw before.
+	// fall within (at-per, at] (or later, when the clock stepped back), and reports whether it did and how many it saw before.
 	Admit(ctx context.Context, key string, at time.Time, per time.Duration, limit int) (admitted bool, seen int, err error)
 }
 
