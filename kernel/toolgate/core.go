@@ -453,7 +453,7 @@ func (c *Compiled) Decide(s Snapshot, call Call, at time.Time) Ruling {
 	out := Ruling{Verdict: Refuse, Rule: r.ref(), Tier: r.Tier, rule: r}
 	refuse := func(cond, reason, format string, args ...any) Ruling {
 		out.Condition, out.Reason = cond, reason
-		out.Explanation = fmt.Sprintf("tool %q (%s, %s): ", call.Tool, out.Rule, cond) + fmt.Sprintf(format, args...)
+		out.Explanation = OneLine(fmt.Sprintf("tool %q (%s, %s): ", call.Tool, out.Rule, cond) + fmt.Sprintf(format, args...))
 		return out
 	}
 	if condition != "" {
@@ -509,7 +509,7 @@ func (c *Compiled) Decide(s Snapshot, call Call, at time.Time) Ruling {
 		out.Verdict, out.Condition = AskApproval, ConditionTier
 		if askCond != "" {
 			out.Condition = askCond
-			out.Explanation = askWhy
+			out.Explanation = OneLine(askWhy)
 		}
 	}
 	return out

@@ -342,3 +342,26 @@ func TestRateWindowCountsCallsAfterAClockStepBack(t *testing.T) {
 	assert.Equal(t, toolgate.Refuse, send(5*time.Second), "stepped back further")
 	assert.Equal(t, toolgate.Allow, send(111*time.Second), "one call in (51s, 111s]")
 }
+
+// TestDecideExplanationIsOneLine: a Ruling's explanation is one line
+// whatever the policy's reasons hold, from the decision core itself (as
+// verity policy test and a host running the core see it), not only once
+// the gate records it.
+func TestDecideExplanationIsOneLine(t *testing.T) {
+	comp, err := toolgate.Config{Budget: 100, MinCost: 1,
+		Approvers: map[claims.RiskTier][]string{claims.TierPrivilege: {"human"}},
+		Rules: []toolgate.Rule{
+			{Match: "rm", Effect: toolgate.EffectRefuse, Reason: "never.\nThen retry\u2028now"},
+			{Match: "send", Cost: 1, Flow: []toolgate.FlowRule{{After: []string{"secret"}, Reason: "after\r\nsecret"}}},
+			{Match: "post", Cost: 1, Flow: []toolgate.FlowRule{{After: []string{"secret"}, Ask: true, Reason: "ask\x00about\nsecret"}}},
+			{Match: "read", Cost: 1, Labels: []string{"secret"}},
+		}}.Compile()
+	require.NoError(t, err)
+	s := toolgate.Snapshot{Labels: map[string]bool{"secret": true}}
+	for _, tool := range []string{"rm", "send", "post"} {
+		ru := comp.Decide(s, toolgate.Call{Tool: tool}, time.Unix(1000, 0))
+		require.NotEqual(t, toolgate.Allow, ru.Verdict, tool)
+		assert.NotEmpty(t, ru.Explanation, tool)
+		assert.Equal(t, toolgate.OneLine(ru.Explanation), ru.Explanation, tool)
+	}
+}
