@@ -23,6 +23,12 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 )
 
+// TB is what signing needs of a test (testing.TB, rapid.T).
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+}
+
 // Algs are the algorithms the issuer signs with, one key each.
 var Algs = []string{"RS256", "ES256", "EdDSA"}
 
@@ -37,7 +43,10 @@ type Issuer struct {
 }
 
 // New starts an issuer whose tokens name audience.
-func New(t testing.TB, audience string) *Issuer {
+func New(t interface {
+	TB
+	Cleanup(func())
+}, audience string) *Issuer {
 	t.Helper()
 	rk, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -79,6 +88,9 @@ func (is *Issuer) Serve(doc []byte) {
 	is.extra.Store(&doc)
 }
 
+// Key is the issuer's signing key for alg.
+func (is *Issuer) Key(alg string) crypto.Signer { return is.keys[alg] }
+
 // Kid is the key id of the key for alg.
 func Kid(alg string) string { return "k-" + alg }
 
@@ -118,18 +130,18 @@ func (is *Issuer) Claims(sub string, scopes string) jwt.MapClaims {
 }
 
 // Sign signs claims with the issuer's key for alg, naming its kid.
-func (is *Issuer) Sign(t testing.TB, alg string, claims jwt.MapClaims) string {
+func (is *Issuer) Sign(t TB, alg string, claims jwt.MapClaims) string {
 	t.Helper()
 	return SignWith(t, alg, Kid(alg), is.keys[alg], claims)
 }
 
 // Token is a valid token for sub with scopes, signed with alg.
-func (is *Issuer) Token(t testing.TB, alg, sub, scopes string) string {
+func (is *Issuer) Token(t TB, alg, sub, scopes string) string {
 	return is.Sign(t, alg, is.Claims(sub, scopes))
 }
 
 // SignWith signs claims with key under alg and kid.
-func SignWith(t testing.TB, alg, kid string, key any, claims jwt.MapClaims) string {
+func SignWith(t TB, alg, kid string, key any, claims jwt.MapClaims) string {
 	t.Helper()
 	tok := jwt.NewWithClaims(jwt.GetSigningMethod(alg), claims)
 	tok.Header["kid"] = kid
@@ -141,7 +153,7 @@ func SignWith(t testing.TB, alg, kid string, key any, claims jwt.MapClaims) stri
 }
 
 // Unsigned is claims as an "alg": "none" token naming kid.
-func Unsigned(t testing.TB, kid string, claims jwt.MapClaims) string {
+func Unsigned(t TB, kid string, claims jwt.MapClaims) string {
 	t.Helper()
 	tok := jwt.NewWithClaims(jwt.SigningMethodNone, claims)
 	tok.Header["kid"] = kid
