@@ -107,8 +107,8 @@ type Decision struct {
 }
 
 // ApprovalRequest is a call waiting for a human. It is bound to the
-// caller, the tool and the arguments' digest: the approval it leads to
-// lets exactly that call run, once.
+// caller, the tool, the arguments' digest and the tier: the approval it
+// leads to lets exactly that call run, once, while it needs that tier.
 type ApprovalRequest struct {
 	// ID identifies the request (it is the claims bundle's id); give it
 	// to Approve or Deny.

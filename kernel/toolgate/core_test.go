@@ -365,3 +365,34 @@ func TestDecideExplanationIsOneLine(t *testing.T) {
 		assert.Equal(t, toolgate.OneLine(ru.Explanation), ru.Explanation, tool)
 	}
 }
+
+// TestApprovalAtALowerTierDoesNotAnswerAFlow: an approval granted when a
+// call needed DELETE approvers does not let it run once a flow asks the
+// PRIVILEGE approvers about it: the call is asked about again.
+func TestApprovalAtALowerTierDoesNotAnswerAFlow(t *testing.T) {
+	g := newGate(t, newLog(t), toolgate.Config{Budget: units(100), MinCost: 1,
+		Approvers: map[claims.RiskTier][]string{claims.TierDelete: {"alice"}, claims.TierPrivilege: {"alice", "bob"}},
+		Rules: []toolgate.Rule{
+			{Match: "read_private", Cost: 1, Labels: []string{"private_data"}},
+			{Match: "delete", Cost: 1, Tier: claims.TierDelete,
+				Flow: []toolgate.FlowRule{{After: []string{"private_data"}, Ask: true, Reason: "private data seen"}}},
+		}})
+	del := toolgate.Call{Tool: "delete", Arguments: []byte(`{"path":"/srv/x"}`), Caller: "agent"}
+	d, err := g.Before(ctx, del)
+	require.NoError(t, err)
+	require.Equal(t, toolgate.AskApproval, d.Verdict)
+	require.Equal(t, claims.TierDelete, d.Approval.Tier)
+	ok, err := g.Approve(ctx, d.Approval.ID, "alice", "")
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	d, err = g.Before(ctx, toolgate.Call{Tool: "read_private", Caller: "agent"})
+	require.NoError(t, err)
+	require.Equal(t, toolgate.Allow, d.Verdict)
+
+	d, err = g.Before(ctx, del)
+	require.NoError(t, err)
+	require.Equal(t, toolgate.AskApproval, d.Verdict, "the flow asks the PRIVILEGE approvers: %s", d.Explanation)
+	assert.Equal(t, claims.TierPrivilege, d.Approval.Tier)
+	assert.Equal(t, "flow/0", d.Condition)
+}

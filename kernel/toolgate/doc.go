@@ -156,9 +156,11 @@
 // Config.MaxWaiting requests of its caller already waiting. The host asks
 // the human and records the answer with Approve
 // or Deny (claims approvals, on the log), then calls Before again with the
-// same call. An approval is bound to the caller, the tool and the
-// arguments' digest, and is used once: the next Before of exactly that call
-// executes, its tags naming the approval. A denial refuses the next Before
+// same call. An approval is bound to the caller, the tool, the
+// arguments' digest and the tier it was asked at, and is used once: the
+// next Before of exactly that call executes, its tags naming the approval
+// (a call that now needs another tier, a flow asking, is asked about
+// again). A denial refuses the next Before
 // of that call with the approver's reason; a call is asked about again
 // after that. While a request waits, Before of the same call returns the
 // same request.

@@ -101,8 +101,13 @@ type caller struct {
 	waiting map[callKey]*approval // the request a call waits on
 }
 
-// callKey is what an approval is bound to, besides the caller.
-type callKey struct{ tool, digest string }
+// callKey is what an approval is bound to, besides the caller: the tool,
+// the arguments and the tier asked at, so that an approval by the
+// approvers of one tier never answers for those of another.
+type callKey struct {
+	tool, digest string
+	tier         claims.RiskTier
+}
 
 type openCall struct {
 	execID   string
@@ -535,7 +540,7 @@ func (g *Gate) Before(ctx context.Context, c Call) (Decision, error) {
 	}
 	var approvalID string
 	if ru.Verdict == AskApproval {
-		key = callKey{tool: c.Tool, digest: c.ArgumentsDigest()}
+		key = callKey{tool: c.Tool, digest: c.ArgumentsDigest(), tier: ru.Tier}
 		if ds := cl.denied[key]; len(ds) > 0 {
 			dn := ds[0]
 			popFront(cl.denied, key)
@@ -852,8 +857,8 @@ func (g *Gate) Pending() []ApprovalRequest {
 // Approve records approver's approval of the request id (a claims
 // approval, on the log) and reports whether the call may now run: true
 // once every required approver has approved. The approval is bound to the
-// request's caller, tool and arguments, and is used by the next Before of
-// exactly that call, once.
+// request's caller, tool, arguments and tier, and is used by the next
+// Before of exactly that call at that tier, once.
 func (g *Gate) Approve(ctx context.Context, id, approver, reason string) (bool, error) {
 	return g.decide(ctx, id, approver, claims.ApprovalApproved, reason)
 }
