@@ -124,6 +124,7 @@ type approval struct {
 	key    callKey
 	bundle claims.ClaimBundle // as its last evaluation returned it
 	seq    uint64             // the claims evaluation that made the request
+	by     map[string]bool    // the keys of the principals who answered (ApproveAs)
 }
 
 // Option configures a Gate.
@@ -860,14 +861,14 @@ func (g *Gate) Pending() []ApprovalRequest {
 // request's caller, tool, arguments and tier, and is used by the next
 // Before of exactly that call at that tier, once.
 func (g *Gate) Approve(ctx context.Context, id, approver, reason string) (bool, error) {
-	return g.decide(ctx, id, approver, claims.ApprovalApproved, reason)
+	return g.decide(ctx, id, approver, claims.ApprovalApproved, reason, nil)
 }
 
 // Deny records approver's rejection of the request id: the next Before of
 // the call is refused with the approver's reason (and the one after asks
 // again).
 func (g *Gate) Deny(ctx context.Context, id, approver, reason string) error {
-	_, err := g.decide(ctx, id, approver, claims.ApprovalRejected, reason)
+	_, err := g.decide(ctx, id, approver, claims.ApprovalRejected, reason, nil)
 	return err
 }
 
@@ -885,13 +886,14 @@ var ErrNotAnApprover = errors.New("toolgate: not an approver of this request")
 // and one of its Groups. The approval is recorded under that approver's
 // name, its reason starting with the principal's key, so that the log
 // says who answered for the group. A principal the request does not wait
-// for is ErrNotAnApprover.
+// for, or one who answered it already (for a group or by key: one
+// principal is one approver), is ErrNotAnApprover.
 func (g *Gate) ApproveAs(ctx context.Context, id string, p Principal, reason string) (bool, error) {
 	name, err := g.answersFor(id, p)
 	if err != nil {
 		return false, err
 	}
-	return g.decide(ctx, id, name, claims.ApprovalApproved, asReason(p, name, reason))
+	return g.decide(ctx, id, name, claims.ApprovalApproved, asReason(p, name, reason), &p)
 }
 
 // DenyAs is Deny by a principal, who answers as in ApproveAs.
@@ -900,7 +902,7 @@ func (g *Gate) DenyAs(ctx context.Context, id string, p Principal, reason string
 	if err != nil {
 		return err
 	}
-	_, err = g.decide(ctx, id, name, claims.ApprovalRejected, asReason(p, name, reason))
+	_, err = g.decide(ctx, id, name, claims.ApprovalRejected, asReason(p, name, reason), &p)
 	return err
 }
 
@@ -938,7 +940,9 @@ func asReason(p Principal, name, reason string) string {
 	return reason
 }
 
-func (g *Gate) decide(ctx context.Context, id, approver string, dec claims.ApprovalDecision, reason string) (bool, error) {
+// decide records approver's answer to request id; by, when not nil, is
+// the principal answering (ApproveAs, DenyAs), who answers a request once.
+func (g *Gate) decide(ctx context.Context, id, approver string, dec claims.ApprovalDecision, reason string, by *Principal) (bool, error) {
 	g.mu.Lock()
 	ap, ok := g.approvals[id]
 	var cl *caller
@@ -955,6 +959,9 @@ func (g *Gate) decide(ctx context.Context, id, approver string, dec claims.Appro
 	if cl.waiting[ap.key] != ap {
 		return false, fmt.Errorf("%w: %q was decided already", ErrUnknownApproval, id)
 	}
+	if by != nil && ap.by[by.Key()] {
+		return false, fmt.Errorf("%w: %q answered %q already", ErrNotAnApprover, by.Key(), id)
+	}
 	ev, err := g.claims.Approve(ctx, ap.bundle, g.claimsContext(ap.req.Caller), approver, dec, reason)
 	if err != nil {
 		return false, fmt.Errorf("toolgate: recording %s of %q: %w", strings.ToLower(string(dec)), id, err)
@@ -962,7 +969,15 @@ func (g *Gate) decide(ctx context.Context, id, approver string, dec claims.Appro
 	switch ev.Decision {
 	case claims.DecisionEscalate:
 		ap.bundle = ev.Bundle
+		if by != nil {
+			if ap.by == nil {
+				ap.by = map[string]bool{}
+			}
+			ap.by[by.Key()] = true
+		}
+		g.mu.Lock() // Pending and answersFor read the request under g.mu
 		ap.req.Awaiting = slices.Clone(ev.Pending)
+		g.mu.Unlock()
 		return false, nil
 	case claims.DecisionPublish:
 		cl.granted[ap.key] = append(cl.granted[ap.key], id)

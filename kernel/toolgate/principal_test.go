@@ -97,3 +97,55 @@ func TestApproversByGroup(t *testing.T) {
 	}
 	assert.True(t, found, "the log names who answered for the group")
 }
+
+// TestOnePrincipalIsOneApprover: a request that waits for two approvers
+// needs two principals — one who is in the group and named too answers
+// once, not for both.
+func TestOnePrincipalIsOneApprover(t *testing.T) {
+	cfg := testConfig()
+	cfg.Approvers = map[claims.RiskTier][]string{claims.TierDelete: {"group:security", "idp|bob"}}
+	g := newGate(t, newLog(t), cfg)
+	d, err := g.Before(ctx, call("delete_file", `{"path":"x"}`))
+	require.NoError(t, err)
+	require.Equal(t, toolgate.AskApproval, d.Verdict)
+
+	bob := toolgate.Principal{Issuer: "idp", Subject: "bob", Groups: []string{"security"}}
+	ok, err := g.ApproveAs(ctx, d.Approval.ID, bob, "")
+	require.NoError(t, err)
+	require.False(t, ok)
+	_, err = g.ApproveAs(ctx, d.Approval.ID, bob, "")
+	require.ErrorIs(t, err, toolgate.ErrNotAnApprover, "bob answered already")
+	d, err = g.Before(ctx, call("delete_file", `{"path":"x"}`))
+	require.NoError(t, err)
+	require.Equal(t, toolgate.AskApproval, d.Verdict)
+
+	carol := toolgate.Principal{Issuer: "idp", Subject: "carol", Groups: []string{"security"}}
+	_, err = g.ApproveAs(ctx, d.Approval.ID, carol, "")
+	require.ErrorIs(t, err, toolgate.ErrNotAnApprover, "the group has answered; only bob is awaited")
+}
+
+// TestPendingWhileApproving: Pending and ApproveAs read a request while
+// an approval changes what it waits for (run with -race).
+func TestPendingWhileApproving(t *testing.T) {
+	cfg := testConfig()
+	cfg.Approvers = map[claims.RiskTier][]string{claims.TierDelete: {"a", "b"}}
+	g := newGate(t, newLog(t), cfg)
+	d, err := g.Before(ctx, call("delete_file", `{"path":"x"}`))
+	require.NoError(t, err)
+	require.Equal(t, toolgate.AskApproval, d.Verdict)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 200 {
+			for _, p := range g.Pending() {
+				_ = p.Awaiting
+			}
+			_, _ = g.ApproveAs(ctx, d.Approval.ID, toolgate.Principal{Issuer: "x", Subject: "y"}, "")
+		}
+	}()
+	ok, err := g.Approve(ctx, d.Approval.ID, "a", "")
+	require.NoError(t, err)
+	require.False(t, ok)
+	<-done
+	assert.Equal(t, []string{"b"}, g.Pending()[0].Awaiting)
+}
