@@ -3,6 +3,8 @@ package bearer_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -170,5 +172,35 @@ func BenchmarkVerifyToken(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkProtectedRequest: one HTTP request through Protect with a
+// valid token and cached keys, against the same handler unprotected —
+// the added cost of authentication per request.
+func BenchmarkProtectedRequest(b *testing.B) {
+	is := testissuer.New(b, resource)
+	v := newVerifier(b, is)
+	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	h, err := bearer.Protect(ok, v, bearer.Resource{URL: resource, AuthorizationServers: []string{is.URL}, Scopes: []string{"tools:call"}})
+	require.NoError(b, err)
+	run := func(b *testing.B, h http.Handler, token string) {
+		req := httptest.NewRequest("POST", "/mcp", nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			if w.Code != http.StatusNoContent {
+				b.Fatal(w.Code)
+			}
+		}
+	}
+	b.Run("unprotected", func(b *testing.B) { run(b, ok, "") })
+	for _, alg := range testissuer.Algs {
+		tok := is.Token(b, alg, "alice", "tools:call")
+		b.Run(alg, func(b *testing.B) { run(b, h, tok) })
 	}
 }
