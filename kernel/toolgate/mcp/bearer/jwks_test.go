@@ -170,3 +170,28 @@ func TestRemoteKeysRefreshPeriodically(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	assert.Equal(t, n, is.Fetches.Load(), "no fetch once ctx ends")
 }
+
+// TestKeySetConcurrentLookups: lookups of known and unknown kids from
+// many goroutines, while the set is refreshed, find the known keys
+// every time (run with -race).
+func TestKeySetConcurrentLookups(t *testing.T) {
+	is := testissuer.New(t, "https://r.example")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ks, err := RemoteKeys(ctx, is.JWKSURL, RemoteOptions{Refresh: 5 * time.Millisecond, MinInterval: time.Millisecond})
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 200 {
+				if _, ok := ks.Lookup(ctx, testissuer.Kid(testissuer.Algs[(g+i)%3])); !ok {
+					t.Errorf("a published key was not found")
+					return
+				}
+				_, _ = ks.Lookup(ctx, fmt.Sprint("unknown-", g, i))
+			}
+		})
+	}
+	wg.Wait()
+	assert.Greater(t, is.Fetches.Load(), int64(1))
+}

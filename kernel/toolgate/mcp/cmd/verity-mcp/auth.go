@@ -120,8 +120,11 @@ func loopback(addr string) bool {
 
 // load reads the keys (a malformed JWKS is a configuration error) and
 // makes the verifier; a remote JWKS is refreshed until ctx ends.
-func (a *authConfig) load(ctx context.Context, logger *slog.Logger) error {
+func (a *authConfig) load(ctx context.Context, httpAddr string, logger *slog.Logger) error {
 	if !a.enabled() {
+		if httpAddr != "" && !loopback(httpAddr) {
+			logger.Warn("-insecure-no-auth: anyone who reaches -http may call the tools", "http", httpAddr)
+		}
 		return nil
 	}
 	var ks *bearer.KeySet
@@ -138,6 +141,9 @@ func (a *authConfig) load(ctx context.Context, logger *slog.Logger) error {
 		Issuer: a.issuer, Audience: a.resource, Keys: ks,
 		Leeway: a.leeway, GroupsClaim: a.groupsClaim, Logger: logger,
 	})
+	if err == nil {
+		logger.Info("bearer tokens required", "issuer", a.issuer, "resource", a.resource, "jwks", a.jwks, "scopes", a.scopeList())
+	}
 	return err
 }
 

@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -265,5 +266,10 @@ func TestAuthUsage(t *testing.T) {
 		p := startProxy(t, append(append([]string{"-policy", pol, "-log", log()}, extra...), append([]string{"--"}, up.argv()...)...), nil)
 		httpAddr(t, p)
 		stopHTTPProxy(t, p)
+		if slices.Contains(extra, "-insecure-no-auth") {
+			assert.Contains(t, p.stderr.String(), "anyone who reaches -http may call the tools")
+		} else {
+			assert.Contains(t, p.stderr.String(), "bearer tokens required")
+		}
 	}
 }

@@ -280,7 +280,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = c.sign.load()
 	}
 	if err == nil {
-		err = c.auth.load(ctx, logger)
+		err = c.auth.load(ctx, c.http, logger)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "verity-mcp: %v\n%s\n", err, usage)
