@@ -27,6 +27,12 @@
 // KEYNAME/ID), every -sign-every entries and when the log is closed
 // (sign.go; -checkpoint-every is the belief snapshots' interval).
 //
+// With -token-file FILE, every request needs a bearer token whose SHA-256
+// digest is a line of FILE, and a session belongs to the principal that
+// declared it: any other gets 404 (belief/server's doc.go). Without it,
+// the server binds only loopback addresses unless -insecure-no-auth is
+// given. -tls-cert and -tls-key serve HTTPS (security.go).
+//
 // With -data, the server holds DIR's lock for as long as it runs: a
 // second server on the same DIR exits at once with status 1 and an error
 // naming the process that holds it (one writer per directory; see
@@ -36,7 +42,10 @@
 // (a directory or database that cannot be opened or is in use, a listen
 // address that cannot be bound, a server failure), 2 on a usage error
 // (an unknown flag, an argument, -data with -db, a malformed -db,
-// -sign-key without -data or with a malformed or open key file).
+// -sign-key without -data or with a malformed or open key file, a
+// malformed -token-file, -tls-cert without -tls-key or the reverse, a
+// key pair that does not load, a non-loopback -addr without -token-file
+// or -insecure-no-auth).
 package main
 
 import (
@@ -84,7 +93,8 @@ const exitHelp = `
 exit status: 0 stopped gracefully (or -h), 1 runtime error (a -data
 directory or -db database that cannot be opened or is in use by another
 server, an address that cannot be bound), 2 usage error (bad flag or
-argument, -data with -db, a malformed -db)
+argument, -data with -db, a malformed -db, a malformed -token-file,
+-tls-cert without -tls-key, a non-loopback -addr without -token-file)
 `
 
 // usageError is a mistake in the command line (exit 2).
@@ -126,12 +136,14 @@ func run(ctx context.Context, args []string, logOut io.Writer, ready func(addr s
 	checkpointEvery := fl.Int("checkpoint-every", belief.DefaultCheckpointEvery, "audit events between checkpoints in a session's log (0: none)")
 	var sign signFlags // -sign-key, -sign-every (sign.go)
 	sign.add(fl)
+	var sec securityFlags // -token-file, -insecure-no-auth, -tls-cert, -tls-key (security.go)
+	sec.add(fl)
 	limits := httpguard.Defaults()
 	limits.AddFlags(fl)
 	fl.Usage = func() {
 		fmt.Fprintln(logOut, "usage: beliefserver [flags]")
 		fl.PrintDefaults()
-		fmt.Fprint(logOut, signHelp+exitHelp)
+		fmt.Fprint(logOut, signHelp+securityHelp+exitHelp)
 	}
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -154,6 +166,9 @@ func run(ctx context.Context, args []string, logOut io.Writer, ready func(addr s
 		return &usageError{err}
 	}
 	if _, err := sign.storage(nil, *data); err != nil {
+		return err
+	}
+	if err := sec.setup(*addr); err != nil {
 		return err
 	}
 	logger := slog.New(slog.NewJSONHandler(logOut, nil))
@@ -193,11 +208,16 @@ func run(ctx context.Context, args []string, logOut io.Writer, ready func(addr s
 	if err != nil {
 		return err
 	}
-	hs, gl := httpguard.New(ln, server.New(b, server.WithLogger(logger), server.WithMaxBodyBytes(*maxBody)), limits)
+	hs, gl := httpguard.New(ln, server.New(b, append(sec.options(), server.WithLogger(logger), server.WithMaxBodyBytes(*maxBody))...), limits)
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(gl) }()
+	if sec.tlsConfig != nil {
+		hs.TLSConfig = sec.tlsConfig
+		go func() { served <- hs.ServeTLS(gl, "", "") }()
+	} else {
+		go func() { served <- hs.Serve(gl) }()
+	}
 	logger.Info("listening", "addr", ln.Addr().String(), "data", *data, "allow_force", *allowForce,
-		"sessions_recovered", len(ids))
+		"sessions_recovered", len(ids), "auth", sec.authorized, "tls", sec.tlsConfig != nil)
 	if ready != nil {
 		ready(ln.Addr().String())
 	}
