@@ -52,11 +52,13 @@ func ExampleProtect() {
 	}
 	get("/.well-known/oauth-protected-resource", "")
 	get("/mcp", "")
+	get("/mcp", "not-a-token")
 	get("/mcp", is.Token(tb, "EdDSA", "alice", "repo:read"))
 	get("/mcp", is.Token(tb, "EdDSA", "alice", "tools:call"))
 	// Output:
 	// 200
 	// 401 Bearer resource_metadata="https://mcp.example/.well-known/oauth-protected-resource/mcp"
+	// 401 Bearer error="invalid_token", resource_metadata="https://mcp.example/.well-known/oauth-protected-resource/mcp"
 	// 403 Bearer error="insufficient_scope", scope="tools:call", resource_metadata="https://mcp.example/.well-known/oauth-protected-resource/mcp"
 	// 200
 }

@@ -53,7 +53,8 @@ func (r Resource) MetadataURL() (string, error) {
 //     *RequireBearerTokenOptions) func(http.Handler) http.Handler", with
 //     RequireBearerTokenOptions{ResourceMetadataURL}); a missing or
 //     refused token is answered 401 with `WWW-Authenticate: Bearer
-//     resource_metadata="…"` and a body that does not say why. It puts
+//     resource_metadata="…"` (with error="invalid_token" first when a
+//     token was presented) and a body that does not say why. It puts
 //     the token's auth.TokenInfo in the request's context, where the
 //     streamable MCP transport finds it (CallToolRequest.Extra.TokenInfo)
 //     and binds each session to its UserID;
@@ -76,6 +77,9 @@ func Protect(h http.Handler, v *Verifier, r Resource) (http.Handler, error) {
 		BearerMethodsSupported: []string{"header"},
 	})
 	scoped := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if cw, ok := w.(*challengeWriter); ok {
+			w = cw.ResponseWriter // verified: the handler writes to the connection itself
+		}
 		ti := auth.TokenInfoFromContext(req.Context())
 		if ti == nil || !HasScopes(ti, r.Scopes) {
 			w.Header().Set("WWW-Authenticate", fmt.Sprintf("Bearer error=%q, scope=%q, resource_metadata=%q",
@@ -93,6 +97,28 @@ func Protect(h http.Handler, v *Verifier, r Resource) (http.Handler, error) {
 			meta.ServeHTTP(w, req)
 			return
 		}
+		if fields := strings.Fields(req.Header.Get("Authorization")); len(fields) == 2 && strings.EqualFold(fields[0], "bearer") {
+			// A token was presented: a 401 says error="invalid_token".
+			w = &challengeWriter{ResponseWriter: w}
+		}
 		protected.ServeHTTP(w, req)
 	}), nil
 }
+
+// challengeWriter adds error="invalid_token" (RFC 6750 §3.1) to the
+// challenge of the 401 that auth.RequireBearerToken answers a presented
+// but refused token with; the SDK's challenge names only the metadata.
+type challengeWriter struct{ http.ResponseWriter }
+
+func (c *challengeWriter) WriteHeader(code int) {
+	if code == http.StatusUnauthorized {
+		h := c.Header()
+		if v := h.Get("WWW-Authenticate"); strings.HasPrefix(v, "Bearer ") {
+			h.Set("WWW-Authenticate", `Bearer error="invalid_token", `+strings.TrimPrefix(v, "Bearer "))
+		}
+	}
+	c.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (c *challengeWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }

@@ -125,14 +125,15 @@ func TestBearerTokensOnHTTP(t *testing.T) {
 	for name, tok := range bad {
 		status, challenge, body := post("Bearer " + tok)
 		assert.Equal(t, http.StatusUnauthorized, status, name)
-		assert.Equal(t, `Bearer resource_metadata="`+metaURL+`"`, challenge, name)
+		assert.Equal(t, `Bearer error="invalid_token", resource_metadata="`+metaURL+`"`, challenge, name)
 		assert.Equal(t, "invalid token\n", body, name)
 	}
 	status, challenge, _ := post("")
 	assert.Equal(t, http.StatusUnauthorized, status, "no token")
 	assert.Equal(t, `Bearer resource_metadata="`+metaURL+`"`, challenge)
-	status, _, _ = post("Basic YWxpY2U6cHc=")
+	status, challenge, _ = post("Basic YWxpY2U6cHc=")
 	assert.Equal(t, http.StatusUnauthorized, status, "not a bearer token")
+	assert.Equal(t, `Bearer resource_metadata="`+metaURL+`"`, challenge, "no bearer token: no error code")
 
 	// A valid token without the required scope: 403 insufficient_scope.
 	status, challenge, body := post("Bearer " + is.Token(t, "ES256", "alice", "repo:read"))

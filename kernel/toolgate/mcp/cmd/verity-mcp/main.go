@@ -64,7 +64,8 @@
 // 10 s), whose iss is ISS, whose aud names URL, and whose exp and nbf
 // hold within -token-leeway (30s). A missing or refused token is
 // answered 401 with `WWW-Authenticate: Bearer resource_metadata="…"`
-// and no reason; a token without every scope of -scopes is answered 403
+// (error="invalid_token" first when a token was presented) and no
+// reason; a token without every scope of -scopes is answered 403
 // with error="insufficient_scope". The RFC 9728 metadata document
 // (resource, authorization_servers, scopes_supported,
 // bearer_methods_supported) is served without a token at
