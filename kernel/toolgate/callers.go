@@ -122,11 +122,17 @@ func (g *Gate) evictLocked(now time.Time) {
 		if !over && now.Sub(c.used) <= g.live.idle {
 			return // the rest were used more recently still
 		}
+		g.live.unlink(c)
 		if g.idle(c) {
-			g.live.unlink(c)
 			delete(g.callers, c.key)
 			g.resumed[g.SessionID(c.key)] = true // its session is on the log
 			g.live.evicted++
+		} else {
+			// Kept (in use, or holding what a human or a call will still
+			// need): to the front, so that callers kept that way never pile
+			// up where the walk starts and stop the others being let go.
+			// What changes that is a use, which moves it to the front too.
+			g.live.pushFront(c)
 		}
 		c = prev
 	}

@@ -294,3 +294,29 @@ func ExampleWithCallerLimit() {
 	// 1 1
 	// allow refuse
 }
+
+// TestCallersWaitingForAHumanDoNotStopEviction: callers kept for a
+// request nobody answers sit at the least recently used end; the callers
+// behind them are still let go at the limit.
+func TestCallersWaitingForAHumanDoNotStopEviction(t *testing.T) {
+	cfg := toolgate.Config{Budget: units(100), MinCost: 1, Rules: []toolgate.Rule{
+		{Match: "read", Cost: units(1)},
+		{Match: "drop", Cost: units(1), Tier: claims.TierDelete},
+	}}
+	g, err := toolgate.New(ctx, newLog(t), cfg, toolgate.WithCallerLimit(4))
+	require.NoError(t, err)
+	const asking = 40
+	for i := range asking {
+		d, err := g.Before(ctx, toolgate.Call{Tool: "drop", Caller: fmt.Sprintf("asking%d", i)})
+		require.NoError(t, err)
+		require.Equal(t, toolgate.AskApproval, d.Verdict)
+	}
+	for i := range 200 {
+		d, err := g.Before(ctx, toolgate.Call{Tool: "read", Caller: fmt.Sprintf("reader%d", i)})
+		require.NoError(t, err)
+		_, err = g.After(ctx, d.Call, toolgate.Result{})
+		require.NoError(t, err)
+	}
+	live, _ := g.LiveCallers()
+	assert.LessOrEqual(t, live, asking+4, "the readers beyond the limit are let go")
+}
