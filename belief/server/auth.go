@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/verity-go/verity/belief"
@@ -165,10 +166,8 @@ func ParseTokenFile(r io.Reader) (*TokenFile, error) {
 			return bad("the digest of line %d again", prev)
 		}
 		seen[e.digest] = line
-		for _, r := range f[1] {
-			if r < 0x21 || r == 0x7f {
-				return bad("the subject holds a control character")
-			}
+		if !printable(f[1]) {
+			return bad("the subject holds a space or a control character")
 		}
 		e.p.Subject = f[1]
 		if len(f) == 3 {
@@ -176,10 +175,8 @@ func ParseTokenFile(r io.Reader) (*TokenFile, error) {
 				if g == "" {
 					return bad("an empty group")
 				}
-				for _, r := range g {
-					if r < 0x21 || r == 0x7f {
-						return bad("a group holds a control character")
-					}
+				if !printable(g) {
+					return bad("a group holds a space or a control character")
 				}
 				e.p.Groups = append(e.p.Groups, g)
 			}
@@ -190,6 +187,12 @@ func ParseTokenFile(r io.Reader) (*TokenFile, error) {
 		return nil, &TokenFileError{Line: line, Reason: "no token"}
 	}
 	return tf, nil
+}
+
+// printable reports whether s holds no white space and no control
+// character (Unicode's definitions).
+func printable(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) < 0
 }
 
 // LoadTokenFile reads the token file at path (ParseTokenFile).

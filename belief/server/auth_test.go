@@ -283,6 +283,7 @@ func TestParseTokenFile(t *testing.T) {
 		{"trailing comma", d + " alice ops,", 1},
 		{"duplicate digest", d + " alice\n" + d + " bob", 2},
 		{"control character", d + " al\x01ice", 1},
+		{"no-break space", d + " al\u00a0ice", 1},
 		{"invalid UTF-8", d + " al\xffice", 1},
 		{"bad after good", d + " alice\n\nnonsense", 3},
 	} {
