@@ -515,6 +515,21 @@ func (c *Compiled) Decide(s Snapshot, call Call, at time.Time) Ruling {
 	return out
 }
 
+// windowLengths maps the id of each rule with a rate to its window's
+// length.
+func (c *Compiled) windowLengths() map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for i := range c.rules {
+		if r := &c.rules[i]; r.Rate != nil {
+			out[r.id] = r.Rate.Per
+		}
+	}
+	if c.def != nil && c.def.Rate != nil {
+		out[c.def.id] = c.def.Rate.Per
+	}
+	return out
+}
+
 // windowID is the id of the window a call of tool counts in under r.
 func windowID(r *compiledRule, tool string) string {
 	if r.Rate.Scope == RateScopeRule {

@@ -396,3 +396,33 @@ func TestApprovalAtALowerTierDoesNotAnswerAFlow(t *testing.T) {
 	assert.Equal(t, claims.TierPrivilege, d.Approval.Tier)
 	assert.Equal(t, "flow/0", d.Condition)
 }
+
+// TestRestartDecidesAsBeforeAfterAClockStepBack: a gate restarted over
+// the log decides a call as the gate before it would have, even once the
+// clock jumped forward and back.
+func TestRestartDecidesAsBeforeAfterAClockStepBack(t *testing.T) {
+	cfg := toolgate.Config{Budget: units(100), MinCost: 1, Rules: []toolgate.Rule{
+		{Match: "send", Cost: 1, Rate: &toolgate.Rate{Calls: 2, Per: time.Minute}}}}
+	// The same calls, the last one made by the gate that made the others
+	// or by one restarted over their log.
+	run := func(restart bool) toolgate.Verdict {
+		clock := newFakeClock()
+		start := clock.t
+		log, err := trace.NewLog(trace.NewMemory(), trace.WithClock(clock.now))
+		require.NoError(t, err)
+		g := newGate(t, log, cfg, toolgate.WithClock(clock.now))
+		send := func(at time.Duration) toolgate.Verdict {
+			clock.t = start.Add(at)
+			d, err := g.Before(ctx, toolgate.Call{Tool: "send", Caller: "a"})
+			require.NoError(t, err)
+			return d.Verdict
+		}
+		require.Equal(t, toolgate.Allow, send(0))
+		require.Equal(t, toolgate.Allow, send(100*time.Second), "the clock jumped forward")
+		if restart {
+			g = newGate(t, log, cfg, toolgate.WithClock(clock.now))
+		}
+		return send(30 * time.Second) // and back
+	}
+	assert.Equal(t, run(false), run(true), "the restarted gate decides as the live one")
+}

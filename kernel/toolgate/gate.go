@@ -652,24 +652,31 @@ func SharedWindowKey(caller, id string) string { return "toolgate|" + caller + "
 // time in its windows and its labels. cl.turn is held.
 func (cl *caller) ran(ru Ruling, at time.Time) {
 	for _, w := range ru.Windows {
-		ts := cl.windows[w.ID]
-		// Keep only what a window of this length can still count.
-		from := at.Add(-w.Per)
-		k := 0
-		for k < len(ts) && !ts[k].After(from) {
-			k++
-		}
-		ts = ts[k:]
-		// In time order even when the clock stepped back.
-		i := len(ts)
-		for i > 0 && ts[i-1].After(at) {
-			i--
-		}
-		cl.windows[w.ID] = slices.Insert(ts, i, at)
+		cl.windows[w.ID] = addTime(cl.windows[w.ID], at, w.Per)
 	}
 	for _, l := range ru.Labels {
 		cl.labels[l] = true
 	}
+}
+
+// addTime returns the times of a window (ascending) with at added, and
+// without those a window of length per no longer counts from at. A
+// caller rebuilt from the log adds its times the same way, so that it
+// keeps exactly what the gate before it kept.
+func addTime(ts []time.Time, at time.Time, per time.Duration) []time.Time {
+	// Keep only what a window of this length can still count.
+	from := at.Add(-per)
+	k := 0
+	for k < len(ts) && !ts[k].After(from) {
+		k++
+	}
+	ts = ts[k:]
+	// In time order even when the clock stepped back.
+	i := len(ts)
+	for i > 0 && ts[i-1].After(at) {
+		i--
+	}
+	return slices.Insert(ts, i, at)
 }
 
 // popFront removes the first element of m[key], and the key with it when
@@ -996,6 +1003,7 @@ func (g *Gate) decide(ctx context.Context, id, approver string, dec claims.Appro
 // "window:<id>", at the entry's time), so that a gate restarted over the
 // log decides as the one before it would have.
 func (g *Gate) rebuild(ctx context.Context, session string, cl *caller) error {
+	per := g.comp.windowLengths()
 	for e, err := range g.log.Entries(ctx, 0) {
 		if err != nil {
 			return err
@@ -1028,13 +1036,14 @@ func (g *Gate) rebuild(ctx context.Context, session string, cl *caller) error {
 				cl.labels[t[len("label:"):]] = true
 			case strings.HasPrefix(t, "window:"):
 				id := t[len("window:"):]
-				cl.windows[id] = append(cl.windows[id], rec.Time)
+				rule, _, _ := strings.Cut(strings.TrimPrefix(id, "rule:"), "|")
+				// A window of no rule with a rate (the policy changed) is
+				// never counted again.
+				if p, ok := per[rule]; ok {
+					cl.windows[id] = addTime(cl.windows[id], rec.Time, p)
+				}
 			}
 		}
-	}
-	for id, ts := range cl.windows {
-		slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
-		cl.windows[id] = ts
 	}
 	return nil
 }
