@@ -11,6 +11,9 @@
 //   - Sessions declared without an owner are served only without
 //     authentication, and owned ones only with it: TestOwnerlessSessions.
 //   - TLS round trip: TestAuthOverTLS.
+//   - Only the owner reaches a session, against a naive model, with
+//     sessions closed and read back between requests:
+//     TestOnlyTheOwnerReachesASession (rapid).
 //   - The token file parser: TestParseTokenFile, FuzzParseTokenFile.
 
 package server
