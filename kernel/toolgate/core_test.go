@@ -426,3 +426,27 @@ func TestRestartDecidesAsBeforeAfterAClockStepBack(t *testing.T) {
 	}
 	assert.Equal(t, run(false), run(true), "the restarted gate decides as the live one")
 }
+
+// TestRestartKeepsTheWindowOfARuleNamedDefault: a rule named "default"
+// and the default rule both with a rate: a restarted gate keeps each
+// window's calls as long as its own rate counts them.
+func TestRestartKeepsTheWindowOfARuleNamedDefault(t *testing.T) {
+	clock := newFakeClock()
+	start := clock.t
+	cfg := toolgate.Config{Budget: units(100), MinCost: 1, AllowUnknown: true,
+		DefaultRule: toolgate.Rule{Cost: 1, Rate: &toolgate.Rate{Calls: 1, Per: time.Second}},
+		Rules: []toolgate.Rule{{Name: "default", Match: "x", Cost: 1, Rate: &toolgate.Rate{Calls: 2, Per: time.Hour}}}}
+	log, err := trace.NewLog(trace.NewMemory(), trace.WithClock(clock.now))
+	require.NoError(t, err)
+	g := newGate(t, log, cfg, toolgate.WithClock(clock.now))
+	send := func(g *toolgate.Gate, at time.Duration) toolgate.Verdict {
+		clock.t = start.Add(at)
+		d, err := g.Before(ctx, toolgate.Call{Tool: "x", Caller: "a"})
+		require.NoError(t, err)
+		return d.Verdict
+	}
+	require.Equal(t, toolgate.Allow, send(g, 0))
+	require.Equal(t, toolgate.Allow, send(g, 30*time.Minute))
+	g = newGate(t, log, cfg, toolgate.WithClock(clock.now))
+	assert.Equal(t, toolgate.Refuse, send(g, 31*time.Minute), "two calls in the last hour")
+}
