@@ -435,7 +435,7 @@ func TestRestartKeepsTheWindowOfARuleNamedDefault(t *testing.T) {
 	start := clock.t
 	cfg := toolgate.Config{Budget: units(100), MinCost: 1, AllowUnknown: true,
 		DefaultRule: toolgate.Rule{Cost: 1, Rate: &toolgate.Rate{Calls: 1, Per: time.Second}},
-		Rules: []toolgate.Rule{{Name: "default", Match: "x", Cost: 1, Rate: &toolgate.Rate{Calls: 2, Per: time.Hour}}}}
+		Rules:       []toolgate.Rule{{Name: "default", Match: "x", Cost: 1, Rate: &toolgate.Rate{Calls: 2, Per: time.Hour}}}}
 	log, err := trace.NewLog(trace.NewMemory(), trace.WithClock(clock.now))
 	require.NoError(t, err)
 	g := newGate(t, log, cfg, toolgate.WithClock(clock.now))
