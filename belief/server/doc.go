@@ -38,7 +38,8 @@
 //
 // parsed strictly (ParseTokenFile: a *TokenFileError names the first bad
 // line), holding no token itself, and comparing the digest of a
-// request's token with every line in constant time (crypto/subtle).
+// request's token with every line in constant time (crypto/subtle). With
+// an Authenticator, the request log line carries "principal" (its Key).
 //
 // A session belongs to the principal that declared it: DECLARE_SESSION
 // records Principal.Key as the session's owner (belief.DeclareRequest.Owner;

@@ -150,6 +150,7 @@ func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
+	var who string // the authenticated principal's Key, for the log
 	defer func() {
 		if p := recover(); p != nil {
 			h.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p))
@@ -157,12 +158,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				writeError(sw, http.StatusInternalServerError, belief.CodeInternal, "internal error", nil)
 			}
 		}
+		if h.auth != nil {
+			h.log.Info("request", "method", r.Method, "path", r.URL.Path, "status", sw.status, "duration", time.Since(start), "principal", who)
+			return
+		}
 		h.log.Info("request", "method", r.Method, "path", r.URL.Path, "status", sw.status, "duration", time.Since(start))
 	}()
 	ar, ok := h.authenticate(sw, r)
 	if !ok {
 		return
 	}
+	who = owner(ar)
 	h.mux.ServeHTTP(sw, ar)
 }
 

@@ -120,6 +120,8 @@ func TestTokenFileOverTLS(t *testing.T) {
 		assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
 		resp.Body.Close()
 	}
+	assert.Contains(t, logs.String(), `"status":201,`)
+	assert.Contains(t, logs.String(), `"principal":"alice"`, "the request log names the principal")
 	assert.Contains(t, logs.String(), `"auth":"token-file"`)
 	assert.Contains(t, logs.String(), `"tls":true`)
 }
