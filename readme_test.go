@@ -16,7 +16,8 @@ package verity_test
 // checkout's files, made instead of running a block's `git clone` line
 // (the one line that needs the network, and the only one not run). Go
 // modules come from the module cache (GOPROXY=off): the test builds
-// offline. Commands installed with `go install` land in the workspace's
+// offline, from what the checkout itself requires (go mod download fills
+// the cache first when a fresh machine has not yet). Commands installed with `go install` land in the workspace's
 // bin, first on PATH.
 
 import (
@@ -94,6 +95,19 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
+// rootModulesCached makes sure the modules this checkout requires are in
+// the module cache (go mod download, with the environment the tests run
+// in: nothing is fetched when they already are), so that the README's
+// commands, run offline, find everything a clone's build would.
+func rootModulesCached(t *testing.T, root string) {
+	t.Helper()
+	cmd := exec.Command("go", "mod", "download")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go mod download in %s: %v\n%s", root, err, out)
+	}
+}
+
 // offlineEnv is the environment of the go commands the tests run: no
 // module proxy, no workspace file.
 func offlineEnv(extra ...string) []string {
@@ -108,6 +122,7 @@ func TestREADMEGoBlocksCompile(t *testing.T) {
 		t.Skip("no go command")
 	}
 	root := repoRoot(t)
+	rootModulesCached(t, root)
 	mod := t.TempDir()
 	n := 0
 	for _, b := range readmeBlocks(t) {
@@ -173,6 +188,7 @@ func TestREADMECommands(t *testing.T) {
 		t.Skip("no bash")
 	}
 	root := repoRoot(t)
+	rootModulesCached(t, root)
 	ws := t.TempDir()
 	copyCheckout(t, root, filepath.Join(ws, "verity"))
 	bin := filepath.Join(ws, "bin")
