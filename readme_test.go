@@ -109,9 +109,11 @@ func rootModulesCached(t *testing.T, root string) {
 }
 
 // offlineEnv is the environment of the go commands the tests run: no
-// module proxy, no workspace file.
+// module proxy, no checksum database (the cached modules were checked
+// against the checkout's go.sum when they were downloaded), no workspace
+// file.
 func offlineEnv(extra ...string) []string {
-	return append(os.Environ(), append([]string{"GOPROXY=off", "GOWORK=off", "GOTOOLCHAIN=local"}, extra...)...)
+	return append(os.Environ(), append([]string{"GOPROXY=off", "GOSUMDB=off", "GOWORK=off", "GOTOOLCHAIN=local"}, extra...)...)
 }
 
 // TestREADMEGoBlocksCompile builds every Go block of the README, each as
