@@ -77,13 +77,19 @@ func (r RuleRef) String() string {
 	return "rule #" + strconv.Itoa(r.Index)
 }
 
-// id returns the rule's id in window keys and tags: its name, or "#i".
+// defaultRuleID is the default rule's id in window keys, tags and log
+// entries; no rule of the policy may take it as its name, so that no two
+// rules share a window.
+const defaultRuleID = "default"
+
+// id returns the rule's id in window keys and tags: its name, "#i", or
+// defaultRuleID.
 func (r RuleRef) id() string {
 	switch {
 	case r.Name != "":
 		return r.Name
 	case r.Index < 0:
-		return "default"
+		return defaultRuleID
 	}
 	return "#" + strconv.Itoa(r.Index)
 }

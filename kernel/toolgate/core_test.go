@@ -427,26 +427,23 @@ func TestRestartDecidesAsBeforeAfterAClockStepBack(t *testing.T) {
 	assert.Equal(t, run(false), run(true), "the restarted gate decides as the live one")
 }
 
-// TestRestartKeepsTheWindowOfARuleNamedDefault: a rule named "default"
-// and the default rule both with a rate: a restarted gate keeps each
-// window's calls as long as its own rate counts them.
-func TestRestartKeepsTheWindowOfARuleNamedDefault(t *testing.T) {
-	clock := newFakeClock()
-	start := clock.t
+// TestNoRuleTakesTheDefaultRulesName: "default" is the default rule's id
+// in window keys, tags and log entries, so a rule of that name would share
+// the default rule's window and be told apart from it on the log by
+// nothing. A Config and a policy file naming a rule so are both refused.
+func TestNoRuleTakesTheDefaultRulesName(t *testing.T) {
 	cfg := toolgate.Config{Budget: units(100), MinCost: 1, AllowUnknown: true,
 		DefaultRule: toolgate.Rule{Cost: 1, Rate: &toolgate.Rate{Calls: 1, Per: time.Second}},
 		Rules:       []toolgate.Rule{{Name: "default", Match: "x", Cost: 1, Rate: &toolgate.Rate{Calls: 2, Per: time.Hour}}}}
-	log, err := trace.NewLog(trace.NewMemory(), trace.WithClock(clock.now))
+	log, err := trace.NewLog(trace.NewMemory())
 	require.NoError(t, err)
-	g := newGate(t, log, cfg, toolgate.WithClock(clock.now))
-	send := func(g *toolgate.Gate, at time.Duration) toolgate.Verdict {
-		clock.t = start.Add(at)
-		d, err := g.Before(ctx, toolgate.Call{Tool: "x", Caller: "a"})
-		require.NoError(t, err)
-		return d.Verdict
-	}
-	require.Equal(t, toolgate.Allow, send(g, 0))
-	require.Equal(t, toolgate.Allow, send(g, 30*time.Minute))
-	g = newGate(t, log, cfg, toolgate.WithClock(clock.now))
-	assert.Equal(t, toolgate.Refuse, send(g, 31*time.Minute), "two calls in the last hour")
+	_, err = toolgate.New(ctx, log, cfg)
+	require.ErrorContains(t, err, `name "default" is the default rule's`)
+
+	_, err = toolgate.ParsePolicy([]byte(`{"version": 2, "budget": "10", "min_cost": "1", "tools": [{"name": "default", "match": "x", "cost": "1"}]}`))
+	var ve *toolgate.ValidationError
+	require.ErrorAs(t, err, &ve)
+	require.Len(t, ve.Violations, 1, "%v", err)
+	assert.Equal(t, "/tools/0/name", ve.Violations[0].Path)
+	assert.Equal(t, "rule_name", ve.Violations[0].Rule)
 }

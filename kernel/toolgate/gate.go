@@ -290,6 +290,8 @@ func (c Config) validateV2(name string, r Rule, isDefault bool, names map[string
 	if r.Name != "" {
 		if !ruleNamePattern.MatchString(r.Name) {
 			bad("name %q is not %s", r.Name, ruleNamePattern)
+		} else if r.Name == defaultRuleID {
+			bad("name %q is the default rule's", r.Name)
 		} else if names[r.Name] {
 			bad("name %q names another rule too", r.Name)
 		}

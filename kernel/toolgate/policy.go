@@ -99,7 +99,7 @@ const (
 
 	// Version 2's rules (all beyond what the schema says).
 	policyRuleDuration      = "duration"            // a rate's per that is no Go duration, or outside [1ms, 366 days]
-	policyRuleRuleName      = "rule_name"           // a rule name not ^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$
+	policyRuleRuleName      = "rule_name"           // a rule name not ^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$, or "default"
 	policyRuleDuplicateRule = "duplicate_rule_name" // two rules with one name
 	policyRuleArgSchema     = "argument_schema"     // an arguments schema that does not compile
 	policyRulePointer       = "pointer"             // a path condition's argument that is no JSON Pointer

@@ -167,6 +167,8 @@ func (p Policy) violations(bad func(at string) bool) []Violation {
 		if r.Name != "" {
 			if !ruleNamePattern.MatchString(r.Name) {
 				add(at+"/name", policyRuleRuleName, "%q is not a rule name (%s)", r.Name, ruleNamePattern)
+			} else if r.Name == defaultRuleID {
+				add(at+"/name", policyRuleRuleName, "%q is the default rule's name", r.Name)
 			} else if j, ok := ruleNames[r.Name]; ok {
 				add(at+"/name", policyRuleDuplicateRule, "%q is also the name of /tools/%d", r.Name, j)
 			} else {
