@@ -38,7 +38,7 @@ func TestAdkAgent(t *testing.T) {
 				`  list_files → {"files":["/tmp/build-cache.tar"]}`,
 				"  delete_file waits for a human",
 				`adk asks: Allow the DELETE tool call "delete_file" with arguments {"path":"/var/log/app.log.1"}?`,
-				`  send_report refused: action "send_report" rejected: budget: cost 3, remaining `,
+				`  send_report refused: tool "send_report" (rule #2, kernel): action "send_report" rejected: budget: cost 3, remaining `,
 				`model: Done: `,
 				"chain verified",
 				"equal to the live gate",
@@ -47,7 +47,7 @@ func TestAdkAgent(t *testing.T) {
 				want = append(want, "human: yes", `  delete_file → {"deleted":"/var/log/app.log.1"}`,
 					"host: deleted [/var/log/app.log.1]", "spent 3.7 of 5 in 4 calls", "claims.approve×1")
 			} else {
-				want = append(want, "human: no", `  delete_file refused: tool "delete_file" (DELETE) denied by human`,
+				want = append(want, "human: no", `  delete_file refused: tool "delete_file" (rule #1, approval): DELETE denied by human`,
 					"host: deleted []", "spent 3.2 of 5 in 3 calls", "toolgate.refuse×1")
 			}
 			for _, w := range want {
@@ -58,7 +58,7 @@ func TestAdkAgent(t *testing.T) {
 			if n := strings.Count(s, "send_report refused"); n != 1 {
 				t.Errorf("%d reports refused, want 1\n%s", n, s)
 			}
-			if !strings.Contains(s, "send_report was refused (action \"send_report\" rejected: budget") {
+			if !strings.Contains(s, "send_report was refused (tool \"send_report\" (rule #2, kernel): action \"send_report\" rejected: budget") {
 				t.Errorf("the model did not read the refusal\n%s", s)
 			}
 

@@ -23,13 +23,13 @@ func TestEinoAgent(t *testing.T) {
 	}{
 		{"approved", "y\n", []string{
 			"model reads call-4: deleted /var/crash/core.1234",
-			`model reads call-5: action "restart_service" rejected: budget: cost 2, remaining 0`,
+			`model reads call-5: tool "restart_service" (rule #1, kernel): action "restart_service" rejected: budget: cost 2, remaining 0`,
 			"budget: spent 5 of 5 in 4 calls",
 			"replay rebuilt the budget: spent 5 in 4 calls",
 		}, 1},
 		{"denied", "n\n", []string{
-			`model reads call-4: tool "delete_file" (DELETE) denied by human: keep it for the post-mortem`,
-			`model reads call-5: action "restart_service" rejected: budget: cost 2, remaining 1`,
+			`model reads call-4: tool "delete_file" (rule #2, approval): DELETE denied by human: keep it for the post-mortem`,
+			`model reads call-5: tool "restart_service" (rule #1, kernel): action "restart_service" rejected: budget: cost 2, remaining 1`,
 			"budget: spent 4 of 5 in 3 calls",
 			"replay rebuilt the budget: spent 4 in 3 calls",
 		}, 0},

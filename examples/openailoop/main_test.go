@@ -160,14 +160,14 @@ func TestLoopThroughGate(t *testing.T) {
 				if second["call_3"] != "deleted /var/crash/core.1234" || ran["delete_file"] != 1 {
 					t.Fatalf("approved delete: ran %d, the model read %q", ran["delete_file"], second["call_3"])
 				}
-			} else if second["call_3"] != `tool "delete_file" (DELETE) denied by human: the human's reason` || ran["delete_file"] != 0 {
+			} else if second["call_3"] != `tool "delete_file" (rule #2, approval): DELETE denied by human: the human's reason` || ran["delete_file"] != 0 {
 				t.Fatalf("denied delete: ran %d, the model read %q", ran["delete_file"], second["call_3"])
 			}
 			if second["call_4"] != `tool "drop_database" is not in the gate's catalogue` {
 				t.Fatalf("the model read %q for the unknown tool", second["call_4"])
 			}
 			refusal := srv.toolMessages(3)["call_5"]
-			if !strings.HasPrefix(refusal, `action "restart_service" rejected: budget: cost 2, remaining `) || ran["restart_service"] != 0 {
+			if !strings.HasPrefix(refusal, `tool "restart_service" (rule #1, kernel): action "restart_service" rejected: budget: cost 2, remaining `) || ran["restart_service"] != 0 {
 				t.Fatalf("restart: ran %d, the model read %q", ran["restart_service"], refusal)
 			}
 			if ran["read_log"] != 2 {
@@ -225,13 +225,13 @@ func TestOpenAILoop(t *testing.T) {
 	}{
 		{true, []string{
 			"model reads call_3: deleted /var/crash/core.1234",
-			`model reads call_4: action "restart_service" rejected: budget: cost 2, remaining 0.5`,
+			`model reads call_4: tool "restart_service" (rule #1, kernel): action "restart_service" rejected: budget: cost 2, remaining 0.5`,
 			"budget: spent 2 of 2.5 in 3 calls",
 			"replay rebuilt the budget: spent 2 in 3 calls",
 		}},
 		{false, []string{
-			`model reads call_3: tool "delete_file" (DELETE) denied by human: no`,
-			`model reads call_4: action "restart_service" rejected: budget: cost 2, remaining 1.5`,
+			`model reads call_3: tool "delete_file" (rule #2, approval): DELETE denied by human: no`,
+			`model reads call_4: tool "restart_service" (rule #1, kernel): action "restart_service" rejected: budget: cost 2, remaining 1.5`,
 			"budget: spent 1 of 2.5 in 2 calls",
 			"replay rebuilt the budget: spent 1 in 2 calls",
 		}},
