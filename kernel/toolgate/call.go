@@ -186,8 +186,9 @@ type Rule struct {
 	CheckResult bool
 
 	// Name names the rule in decisions, explanations and window keys
-	// (`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`, unique, not "default", the default rule's id); without it the rule
-	// is named by its index ("#2").
+	// (`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`, unique, and not "default",
+	// the default rule's id); without it the rule is named by its index
+	// ("#2").
 	Name string
 	// Principals, when set, limits the rule to calls whose principal it
 	// admits; the rule does not apply to the others.
