@@ -522,16 +522,16 @@ func (c *Compiled) Decide(s Snapshot, call Call, at time.Time) Ruling {
 }
 
 // windowLengths maps the id of each rule with a rate to its window's
-// length (the longest, should a rule be named as the default rule is).
+// length (ids are unique: no rule may take the default rule's).
 func (c *Compiled) windowLengths() map[string]time.Duration {
 	out := map[string]time.Duration{}
 	for i := range c.rules {
 		if r := &c.rules[i]; r.Rate != nil {
-			out[r.id] = max(out[r.id], r.Rate.Per)
+			out[r.id] = r.Rate.Per
 		}
 	}
 	if c.def != nil && c.def.Rate != nil {
-		out[c.def.id] = max(out[c.def.id], c.def.Rate.Per)
+		out[c.def.id] = c.def.Rate.Per
 	}
 	return out
 }
