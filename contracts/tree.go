@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -202,26 +203,34 @@ func (d *treeDecoder) object(o map[string]any, dst reflect.Value) {
 		d.mismatch("object", dst)
 		return
 	}
-	for name, i := range jsonFields(dst.Type()) {
-		if e, ok := o[name]; ok {
-			d.path = append(d.path, token{name: name})
-			d.value(e, dst.Field(i))
+	for _, f := range jsonFields(dst.Type()) {
+		if e, ok := o[f.name]; ok {
+			d.path = append(d.path, token{name: f.name})
+			d.value(e, dst.Field(f.index))
 			d.path = d.path[:len(d.path)-1]
 		}
 	}
 }
 
+// jsonField is a struct field by the JSON member name it reads.
+type jsonField struct {
+	name  string
+	index int
+}
+
 // fieldCache maps a struct type to its fields by JSON member name.
-var fieldCache sync.Map // reflect.Type → map[string]int
+var fieldCache sync.Map // reflect.Type → []jsonField
 
 // jsonFields returns the exported fields of struct type t by the name their
-// json tag gives them (the field name when the tag gives none); a field
-// tagged "-" has none.
-func jsonFields(t reflect.Type) map[string]int {
+// json tag gives them (the field name when the tag gives none), sorted by
+// name as canonical JSON orders members, so that the first value that does
+// not fit is the one encoding/json meets first in the canonical text; a
+// field tagged "-" has none.
+func jsonFields(t reflect.Type) []jsonField {
 	if m, ok := fieldCache.Load(t); ok {
-		return m.(map[string]int)
+		return m.([]jsonField)
 	}
-	m := make(map[string]int, t.NumField())
+	m := make([]jsonField, 0, t.NumField())
 	for i := range t.NumField() {
 		f := t.Field(i)
 		if !f.IsExported() {
@@ -234,8 +243,9 @@ func jsonFields(t reflect.Type) map[string]int {
 		case "":
 			name = f.Name
 		}
-		m[name] = i
+		m = append(m, jsonField{name: name, index: i})
 	}
+	slices.SortFunc(m, func(a, b jsonField) int { return canon.CompareUTF16([]byte(a.name), []byte(b.name)) })
 	fieldCache.Store(t, m)
 	return m
 }
