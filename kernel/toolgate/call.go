@@ -121,6 +121,12 @@ type ApprovalRequest struct {
 	Awaiting []string
 	// Question is the sentence to put to the human.
 	Question string
+	// Arguments are the call's arguments as Question shows them: compact
+	// JSON, in full, invisible characters escaped.
+	Arguments string
+	// Asked is when the gate asked; Expires when the request (or its
+	// answer, not yet used) expires: zero without Config.ApprovalTTL.
+	Asked, Expires time.Time
 }
 
 // Result is what a tool returned, reported to After.
@@ -347,6 +353,15 @@ type Config struct {
 	MaxWaiting int
 	// CheckResults runs the speculative firewall over every result.
 	CheckResults bool
+	// ApprovalTimeout is how long a host that waits for an answer from
+	// elsewhere (an approval inbox: Gate.Await) holds a call that needs
+	// one before it refuses it (Gate.Unanswered); 0 holds none. At most
+	// MaxApprovalTimeout.
+	ApprovalTimeout time.Duration
+	// ApprovalTTL is how long a request, and an approval or denial of
+	// it not yet used, lasts from when it was asked: past it, it expires
+	// (a KindExpire entry) and the call is asked about again. 0: never.
+	ApprovalTTL time.Duration
 }
 
 // DefaultApprover is who approves DELETE and PRIVILEGE calls when

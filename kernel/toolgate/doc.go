@@ -171,8 +171,27 @@
 // answered.
 //
 // Waiting requests and approvals not yet used live in memory: after a
-// restart the call is asked about again (fail closed). An approval not yet
-// used does not expire; Deny withdraws a request nobody will answer.
+// restart the call is asked about again (fail closed), unless the gate
+// was made WithDurableApprovals: then each request is recorded as it was
+// asked (KindAsk: its question and arguments as shown), and a gate
+// restarted over the same log restores from it every request that was
+// neither used nor expired — waiting ones in Pending, with the approvals
+// already given, and approvals or denials for the next Before of their
+// call. Without Config.ApprovalTTL (policy "approval_ttl") a request and
+// an approval not yet used never expire, and Deny withdraws a request
+// nobody will answer; with it they expire that long after the request
+// was asked, each recorded as a KindExpire entry (Before expires what it
+// meets, ExpireApprovals sweeps the rest), and the call is asked about
+// again.
+//
+// A host whose humans answer elsewhere than where the call was made (an
+// approval inbox: a page listing Pending, answering with ApproveAs and
+// DenyAs) holds the call: Await returns once the request is decided, and
+// after Config.ApprovalTimeout (policy "approval_timeout") Unanswered
+// refuses the call, recorded as a KindRefuse entry with the reason
+// "approval_timeout" and the request's id. The request itself still
+// waits: an approval given later is used by the next Before of the same
+// call.
 //
 // # After
 //

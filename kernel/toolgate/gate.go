@@ -73,6 +73,10 @@ type Gate struct {
 	callers   map[string]*caller
 	live      callers              // the callers by last use (callers.go)
 	approvals map[string]*approval // waiting requests by id
+
+	pending claims.PendingStore  // the claims session's waiting bundles
+	durable bool                 // WithDurableApprovals (held.go)
+	expiry  map[string]time.Time // by request id: when it, or its answer, expires (held.go)
 }
 
 // caller is one caller's kernel session and the calls and approvals in
@@ -125,6 +129,7 @@ type approval struct {
 	bundle claims.ClaimBundle // as its last evaluation returned it
 	seq    uint64             // the claims evaluation that made the request
 	by     map[string]bool    // the keys of the principals who answered (ApproveAs)
+	done   chan struct{}      // closed once decided, for Await (held.go); under Gate.mu
 }
 
 // Option configures a Gate.
@@ -137,6 +142,7 @@ type options struct {
 	windows     RateWindows
 	callerLimit int
 	idleCallers time.Duration
+	durable     bool
 }
 
 // WithClock sets the clock every record is stamped with (default
@@ -180,7 +186,8 @@ func New(ctx context.Context, log *trace.Log, cfg Config, opts ...Option) (*Gate
 	}
 	policy := claims.DefaultPolicy()
 	policy.Approvers = cfg.Approvers
-	cs, err := claims.NewSession(ctx, log, policy, claims.WithClock(o.clock), claims.WithIDs(o.newID))
+	pending := claims.NewMemoryPending()
+	cs, err := claims.NewSession(ctx, log, policy, claims.WithClock(o.clock), claims.WithIDs(o.newID), claims.WithPending(pending))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
@@ -190,7 +197,7 @@ func New(ctx context.Context, log *trace.Log, cfg Config, opts ...Option) (*Gate
 	}
 	g := &Gate{log: log, cfg: cfg, k: k, claims: cs, clock: o.clock, newID: o.newID, shared: o.shared, windows: o.windows, comp: comp,
 		resumed: map[string]bool{}, callers: map[string]*caller{}, approvals: map[string]*approval{},
-		live: callers{limit: o.callerLimit, idle: o.idleCallers}}
+		live: callers{limit: o.callerLimit, idle: o.idleCallers}, pending: pending, durable: o.durable, expiry: map[string]time.Time{}}
 	for e, err := range log.Entries(ctx, 0) {
 		if err != nil {
 			return nil, fmt.Errorf("toolgate: reading the log: %w", err)
@@ -204,6 +211,11 @@ func New(ctx context.Context, log *trace.Log, cfg Config, opts ...Option) (*Gate
 		}
 		if s, ok := d.(kernel.StartEntry); ok && strings.HasPrefix(s.Session, SessionPrefix) {
 			g.resumed[s.Session] = true
+		}
+	}
+	if g.durable {
+		if err := g.restoreApprovals(ctx); err != nil {
+			return nil, err
 		}
 	}
 	return g, nil
@@ -267,6 +279,7 @@ func (c Config) validate() error {
 	if c.MinCost <= 0 {
 		errs = append(errs, fmt.Errorf("minimum cost %s must be positive", c.MinCost))
 	}
+	errs = append(errs, c.validateApprovalTimes()...)
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
 	}
@@ -544,6 +557,10 @@ func (g *Gate) Before(ctx context.Context, c Call) (Decision, error) {
 	var approvalID string
 	if ru.Verdict == AskApproval {
 		key = callKey{tool: c.Tool, digest: c.ArgumentsDigest(), tier: ru.Tier}
+		if _, err := g.expireLocked(ctx, cl, &key, at); err != nil {
+			cl.mu.Unlock()
+			return Decision{}, err
+		}
 		if ds := cl.denied[key]; len(ds) > 0 {
 			dn := ds[0]
 			popFront(cl.denied, key)
@@ -735,6 +752,9 @@ func (g *Gate) ask(ctx context.Context, cl *caller, d Decision, ru Ruling, key c
 	}
 	ap := &approval{key: key, bundle: ev.Bundle, seq: ev.Seq, req: ApprovalRequest{ID: ev.Bundle.ID, Caller: c.Caller, Tool: c.Tool,
 		ArgumentsDigest: key.digest, Tier: tier, Awaiting: slices.Clone(ev.Pending), Question: question}}
+	if err := g.asked(ctx, ap, c, shown, at); err != nil {
+		return Decision{}, err
+	}
 	cl.waiting[key] = ap
 	g.mu.Lock()
 	g.approvals[ap.req.ID] = ap
@@ -996,6 +1016,7 @@ func (g *Gate) decide(ctx context.Context, id, approver string, dec claims.Appro
 	delete(cl.waiting, ap.key)
 	g.mu.Lock()
 	delete(g.approvals, id)
+	settledLocked(ap)
 	g.mu.Unlock()
 	return ev.Decision == claims.DecisionPublish, nil
 }

@@ -1,6 +1,8 @@
 package toolgate
 
 import (
+	"time"
+
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -215,6 +217,16 @@ type Policy struct {
 	MaxWaiting int
 	// CheckResults ("check_results") is Config.CheckResults.
 	CheckResults bool
+	// ApprovalTimeout ("approval_timeout", a Go duration such as "5m")
+	// is Config.ApprovalTimeout: how long a call waiting for an answer
+	// from elsewhere (an approval inbox) is held before it is refused;
+	// in [1s, MaxApprovalTimeout], at most ApprovalTTL when both are
+	// given. Absent: calls are not held.
+	ApprovalTimeout time.Duration
+	// ApprovalTTL ("approval_ttl", a Go duration) is Config.ApprovalTTL:
+	// how long a request, and its answer not yet used, lasts; in [1s,
+	// MaxRatePer]. Absent: they never expire.
+	ApprovalTTL time.Duration
 	// Labels ("labels", version 2) declares the flow labels the rules may
 	// use: when present, a label no entry names is refused (unknown_label).
 	Labels []string
@@ -420,6 +432,8 @@ func (p Policy) Config() (Config, error) {
 		ResultTextLimit: p.ResultTextLimit,
 		MaxWaiting:      p.MaxWaiting,
 		CheckResults:    p.CheckResults,
+		ApprovalTimeout: p.ApprovalTimeout,
+		ApprovalTTL:     p.ApprovalTTL,
 	}
 	for _, r := range p.Tools {
 		cfg.Rules = append(cfg.Rules, r.Rule())
@@ -458,6 +472,8 @@ type (
 		ResultTextLimit int                   `json:"result_text_limit,omitempty"`
 		MaxWaiting      int                   `json:"max_waiting,omitempty"`
 		CheckResults    bool                  `json:"check_results,omitempty"`
+		ApprovalTimeout string                `json:"approval_timeout,omitempty"`
+		ApprovalTTL     string                `json:"approval_ttl,omitempty"`
 		SharedBudget    *policySharedJSON     `json:"shared_budget,omitempty"`
 		Labels          []string              `json:"labels,omitempty"`
 	}
@@ -577,6 +593,12 @@ func (p Policy) MarshalJSON() ([]byte, error) {
 		ResultTextLimit: p.ResultTextLimit, MaxWaiting: p.MaxWaiting, CheckResults: p.CheckResults}
 	if p.AllowUnknown {
 		j.UnknownTools = "allow"
+	}
+	if p.ApprovalTimeout != 0 {
+		j.ApprovalTimeout = p.ApprovalTimeout.String()
+	}
+	if p.ApprovalTTL != 0 {
+		j.ApprovalTTL = p.ApprovalTTL.String()
 	}
 	if p.DefaultRule != nil {
 		r := policyRuleToJSON(*p.DefaultRule)

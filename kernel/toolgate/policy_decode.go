@@ -60,7 +60,9 @@ import (
 //     within's min at most its max (bounds), one_of ints within
 //     ±(2^53−1) (value), approvers naming every tier a DELETE or
 //     PRIVILEGE rule uses when approvers is present (approvers), a shared
-//     budget id at most 256 bytes (id_length).
+//     budget id at most 256 bytes (id_length); approval_timeout a Go
+//     duration in [1s, 24h] and approval_ttl one in [1s, 366 days], the
+//     timeout at most the ttl (duration).
 //   - Version 2's members, beyond their shape (which the schema says,
 //     with the first group): rule names ^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$
 //     (rule_name), unique (duplicate_rule_name); argument schemas that
@@ -316,6 +318,22 @@ func (d *policyDecoder) array(at string, v any) ([]any, bool) {
 	return a, ok
 }
 
+// duration reads a Go duration string ("5m", "90s", "24h"); a string
+// that is none is refused (duration), and 1s stands in for it.
+func (d *policyDecoder) duration(at string, v any) time.Duration {
+	s, ok := v.(string)
+	if !ok {
+		d.add(at, policyRuleType, "want a duration string such as \"5m\", got %s", canon.KindOf(v))
+		return time.Second
+	}
+	x, err := time.ParseDuration(s)
+	if err != nil {
+		d.add(at, policyRuleDuration, "%s is not a duration such as \"5m\", \"90s\" or \"24h\"", policyShow(s))
+		return time.Second
+	}
+	return x
+}
+
 func (d *policyDecoder) str(at string, v any) string {
 	s, ok := v.(string)
 	if !ok {
@@ -446,7 +464,7 @@ var policyTiers = []string{string(claims.TierReadOnly), string(claims.TierWriteL
 	string(claims.TierDelete), string(claims.TierPrivilege)}
 
 var policyMembers = []string{"$schema", "version", "budget", "min_cost", "unknown_tools", "default_rule", "approvers",
-	"tools", "invariants", "result_text_limit", "max_waiting", "check_results", "shared_budget", "labels"}
+	"tools", "invariants", "result_text_limit", "max_waiting", "check_results", "approval_timeout", "approval_ttl", "shared_budget", "labels"}
 
 func (d *policyDecoder) policy(tree any) Policy {
 	var p Policy
@@ -517,6 +535,12 @@ func (d *policyDecoder) policy(tree any) Policy {
 	}
 	if v, ok := m["check_results"]; ok {
 		p.CheckResults = d.boolean("/check_results", v)
+	}
+	if v, ok := m["approval_timeout"]; ok {
+		p.ApprovalTimeout = d.duration("/approval_timeout", v)
+	}
+	if v, ok := m["approval_ttl"]; ok {
+		p.ApprovalTTL = d.duration("/approval_ttl", v)
 	}
 	if v, ok := m["labels"]; ok && d.version != 1 {
 		p.Labels = d.strList("/labels", v)

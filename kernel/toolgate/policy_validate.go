@@ -339,6 +339,15 @@ func (p Policy) violations(bad func(at string) bool) []Violation {
 	if p.MaxWaiting < -1 || p.MaxWaiting > MaxPolicyWaiting {
 		add("/max_waiting", policyRuleRange, "%d is outside [-1, %d]", p.MaxWaiting, MaxPolicyWaiting)
 	}
+	if t := p.ApprovalTimeout; t != 0 && (t < time.Second || t > MaxApprovalTimeout) {
+		add("/approval_timeout", policyRuleDuration, "%s is outside [1s, %s]", t, MaxApprovalTimeout)
+	}
+	if t := p.ApprovalTTL; t != 0 && (t < time.Second || t > MaxRatePer) {
+		add("/approval_ttl", policyRuleDuration, "%s is outside [1s, %s]", t, MaxRatePer)
+	}
+	if p.ApprovalTimeout > 0 && p.ApprovalTTL > 0 && p.ApprovalTimeout > p.ApprovalTTL && !bad("/approval_timeout") && !bad("/approval_ttl") {
+		add("/approval_timeout", policyRuleDuration, "%s is longer than approval_ttl %s: a held call would outlive its request", p.ApprovalTimeout, p.ApprovalTTL)
+	}
 
 	if s := p.Shared; s != nil {
 		switch {
