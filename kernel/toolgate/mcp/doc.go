@@ -91,6 +91,17 @@
 // the call is refused and says so, and its request stays pending in the
 // gate (Gate.Pending), where a host may approve it out of band.
 //
+// With Options.Hold and a policy approval_timeout (Config.ApprovalTimeout)
+// such a call — and one whose request waits for approvers other than
+// Options.Approver — is held instead, while its request is answered out
+// of band (an approval inbox: Gate.ApproveAs, Gate.DenyAs): approved, it
+// runs once; denied, it is refused with the approver's reason; unanswered
+// within the timeout, or when the client stops waiting, it is refused
+// (Gate.Unanswered: a "toolgate.refuse" entry with the reason
+// "approval_timeout") and its request still waits, so that the same call
+// made again after an approval runs (TestHeldCallRunsOnceApprovedElsewhere,
+// TestHeldCallTimesOut).
+//
 // When the policy names other approvers for the tier too
 // (Config.Approvers), the human's approval leaves the request waiting for
 // them: the call is refused ("approved here, still awaiting bob"), and

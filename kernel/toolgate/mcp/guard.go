@@ -59,6 +59,15 @@ type Options struct {
 	StateKey []byte
 	// Logger receives a record of each decision; none when nil.
 	Logger *slog.Logger
+	// Hold holds a call whose approval the client's human cannot give —
+	// the client cannot elicit, or the request waits for approvers other
+	// than Approver — until it is answered elsewhere (an approval inbox
+	// answering with Gate.ApproveAs or DenyAs), for at most the gate's
+	// ApprovalTimeout, and then decides it again; unanswered, the call is
+	// refused (Gate.Unanswered, on the log) and its request still waits.
+	// Without Hold, or with no approval timeout, such a call is refused
+	// at once.
+	Hold bool
 }
 
 // Guard puts a toolgate.Gate in front of an MCP server's tools: its
@@ -71,6 +80,7 @@ type Guard struct {
 	principal func(context.Context, *sdk.CallToolRequest) toolgate.Principal
 	key       []byte
 	logger    *slog.Logger
+	hold      bool
 
 	mu    sync.Mutex
 	conns map[*sdk.ServerSession]string // per-connection keys of sessions without an id
@@ -82,7 +92,7 @@ func New(g *toolgate.Gate, opts Options) (*Guard, error) {
 		return nil, errors.New("toolgate/mcp: nil gate")
 	}
 	gd := &Guard{gate: g, approver: opts.Approver, caller: opts.Caller, principal: opts.Principal, logger: opts.Logger,
-		conns: map[*sdk.ServerSession]string{}}
+		hold: opts.Hold, conns: map[*sdk.ServerSession]string{}}
 	if gd.principal == nil {
 		gd.principal = DefaultPrincipal
 	}
@@ -293,6 +303,9 @@ func (gd *Guard) run(ctx context.Context, req *sdk.CallToolRequest, d toolgate.D
 // refused, and the request stays pending for the others.
 func (gd *Guard) ask(ctx context.Context, req *sdk.CallToolRequest, d toolgate.Decision, run runFunc, log *slog.Logger) (sdk.Result, error) {
 	ap := d.Approval
+	if gd.holds(req, ap) {
+		return gd.held(ctx, req, d, run, log)
+	}
 	if !slices.Contains(ap.Awaiting, gd.approver) {
 		log.Info("awaiting other approvers", "call", d.Call.ID, "approval", ap.ID, "awaiting", ap.Awaiting)
 		return refusal(fmt.Sprintf("tool %q: awaiting approval from %s", ap.Tool, strings.Join(ap.Awaiting, ", "))), nil

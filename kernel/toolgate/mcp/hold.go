@@ -1,0 +1,58 @@
+package mcp
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/verity-go/verity/kernel/toolgate"
+)
+
+// holds reports whether a call asking ap is held for an answer given
+// elsewhere (Options.Hold): its human cannot answer here.
+func (gd *Guard) holds(req *sdk.CallToolRequest, ap *toolgate.ApprovalRequest) bool {
+	if !gd.hold || gd.gate.ApprovalTimeout() <= 0 {
+		return false
+	}
+	return !slices.Contains(ap.Awaiting, gd.approver) || !canElicit(req.ClientCapabilities())
+}
+
+// held waits for the request of d to be decided elsewhere, for at most
+// the gate's approval timeout, then decides the call again: it runs once
+// approved, is refused once denied. Unanswered — or when the client
+// stops waiting — the call is refused and the refusal recorded; the
+// request stays waiting, so that the same call made again after an
+// approval runs.
+func (gd *Guard) held(ctx context.Context, req *sdk.CallToolRequest, d toolgate.Decision, run runFunc, log *slog.Logger) (sdk.Result, error) {
+	ap := d.Approval
+	timeout := gd.gate.ApprovalTimeout()
+	log.Info("holding for an approval", "call", d.Call.ID, "approval", ap.ID, "awaiting", ap.Awaiting, "timeout", timeout)
+	start := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	answered := gd.gate.Await(wctx, ap.ID)
+	cancel()
+	if !answered {
+		r, err := gd.gate.Unanswered(context.WithoutCancel(ctx), d, time.Since(start))
+		if err != nil {
+			log.Error("recording the refusal", "call", d.Call.ID, "err", err)
+			return refusal(fmt.Sprintf("tool %q refused: no approval within %s", ap.Tool, timeout)), nil
+		}
+		log.Info("unanswered", "call", d.Call.ID, "approval", ap.ID, "seq", r.Seq, "client_gone", ctx.Err() != nil)
+		return refusal(r.Explanation), nil
+	}
+	d, err := gd.gate.Before(ctx, d.Call)
+	if err != nil {
+		log.Error("no decision", "err", err)
+		return refusal(fmt.Sprintf("tool %q refused: the gate could not decide: %v", ap.Tool, err)), nil
+	}
+	if d.Verdict == toolgate.AskApproval {
+		// Expired, and asked again: not held twice.
+		return refusal(fmt.Sprintf("tool %q: %s (awaiting %s)", d.Call.Tool, d.Explanation, strings.Join(d.Approval.Awaiting, ", "))), nil
+	}
+	return gd.decided(ctx, req, d, run, log)
+}
