@@ -1,6 +1,7 @@
 package toolgate_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -85,6 +86,36 @@ func BenchmarkGateCall50Rules(b *testing.B) {
 		Rate:      &toolgate.Rate{Calls: 1 << 30, Per: time.Minute}})
 	log, _ := trace.NewLog(trace.NewMemory())
 	g, err := toolgate.New(ctx, log, toolgate.Config{Budget: kernel.Cost(1 << 50), MinCost: 1, Rules: rules})
+	if err != nil {
+		b.Fatal(err)
+	}
+	args := []byte(`{"path":"/srv/data/report.csv","limit":100}`)
+	out := []byte(`{"rows":[["a","b"],["c","d"]],"truncated":false}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		d, err := g.Before(ctx, toolgate.Call{Tool: "read_file", Arguments: args, Caller: "agent"})
+		if err != nil || d.Verdict != toolgate.Allow {
+			b.Fatal(err, d.Explanation)
+		}
+		if _, err := g.After(ctx, d.Call, toolgate.Result{Output: out}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// nopObserver is told everything and keeps nothing.
+type nopObserver struct{}
+
+func (nopObserver) ObserveDecision(context.Context, toolgate.DecisionEvent) {}
+func (nopObserver) ObserveOutcome(context.Context, toolgate.OutcomeEvent)   {}
+
+// BenchmarkGateCallObserved is BenchmarkGateCall with an Observer that
+// does nothing: the cost of the events themselves (two clock reads each,
+// the caller's budget, the allow kept until After).
+func BenchmarkGateCallObserved(b *testing.B) {
+	log, _ := trace.NewLog(trace.NewMemory())
+	g, err := toolgate.New(ctx, log, toolgate.Config{Budget: kernel.Cost(1 << 50), MinCost: 1,
+		Rules: []toolgate.Rule{{Match: "read_*", Cost: 1}}}, toolgate.WithObserver(nopObserver{}))
 	if err != nil {
 		b.Fatal(err)
 	}

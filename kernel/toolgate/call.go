@@ -93,6 +93,9 @@ type Decision struct {
 	// Reserved: the tool's cost is known afterwards; Before charged an
 	// upper bound that After settles.
 	Reserved bool
+	// Cost is what Before charged an allowed call: its rule's cost, or
+	// the upper bound of a reserved one. Zero unless allowed.
+	Cost kernel.Cost
 	// ApprovalID names the approval an allowed call relied on.
 	ApprovalID string
 	// Approval is the request to put to a human (AskApproval only).

@@ -215,4 +215,17 @@
 // serialises its decisions (the kernel's atomic path), so concurrent calls
 // never overspend and never fork the log; different callers share only the
 // log.
+//
+// # Observing the gate
+//
+// WithObserver has the gate tell an Observer of every decision
+// (DecisionEvent: the Decision or Before's error, how long Before took,
+// the caller's budget after it) and every outcome (OutcomeEvent: the
+// Outcome, the allow that opened the call, when the tool started and
+// ended as the gate saw it, the budget after it), on the caller's
+// goroutine once the entry is on the log. LogObserver writes one
+// log/slog line for each; the nested module kernel/toolgate/otel records
+// OpenTelemetry spans (the GenAI "execute_tool" span) and metrics from
+// the same events, for every adapter alike. Without an Observer the gate
+// reads no clock for it and makes no event: the call costs what it did.
 package toolgate

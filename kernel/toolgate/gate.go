@@ -67,6 +67,7 @@ type Gate struct {
 	shared  kernel.SharedBudget
 	windows RateWindows
 	comp    *Compiled
+	obs     Observer // nil: nobody observes (observe.go)
 
 	mu        sync.Mutex
 	resumed   map[string]bool // kernel sessions already on the log
@@ -119,6 +120,7 @@ type openCall struct {
 	rule     *compiledRule
 	cost     kernel.Cost
 	reserved bool
+	obs      *observed // the allow, when the gate has an Observer
 }
 
 type denial struct{ id, approver, reason string }
@@ -143,6 +145,7 @@ type options struct {
 	callerLimit int
 	idleCallers time.Duration
 	durable     bool
+	observers   []Observer
 }
 
 // WithClock sets the clock every record is stamped with (default
@@ -197,7 +200,8 @@ func New(ctx context.Context, log *trace.Log, cfg Config, opts ...Option) (*Gate
 	}
 	g := &Gate{log: log, cfg: cfg, k: k, claims: cs, clock: o.clock, newID: o.newID, shared: o.shared, windows: o.windows, comp: comp,
 		resumed: map[string]bool{}, callers: map[string]*caller{}, approvals: map[string]*approval{},
-		live: callers{limit: o.callerLimit, idle: o.idleCallers}, pending: pending, durable: o.durable, expiry: map[string]time.Time{}}
+		live: callers{limit: o.callerLimit, idle: o.idleCallers}, pending: pending, durable: o.durable, expiry: map[string]time.Time{},
+		obs: joinObservers(o.observers)}
 	for e, err := range log.Entries(ctx, 0) {
 		if err != nil {
 			return nil, fmt.Errorf("toolgate: reading the log: %w", err)
@@ -513,6 +517,15 @@ func tierOrDefault(t claims.RiskTier) claims.RiskTier {
 // condition that decided. An error means no decision could be made or
 // recorded, and nothing ran.
 func (g *Gate) Before(ctx context.Context, c Call) (Decision, error) {
+	if g.obs == nil {
+		return g.before(ctx, c, time.Time{})
+	}
+	return g.observeBefore(ctx, c)
+}
+
+// before is Before; start, when not zero, is when it was called, kept
+// with an allowed call for the gate's Observer.
+func (g *Gate) before(ctx context.Context, c Call, start time.Time) (Decision, error) {
 	if c.ID == "" {
 		c.ID = g.newID()
 	}
@@ -645,10 +658,14 @@ func (g *Gate) Before(ctx context.Context, c Call) (Decision, error) {
 		return Decision{}, err
 	}
 	cl.ran(ru, at)
+	d.Verdict, d.ExecID, d.Seq, d.Reserved, d.ApprovalID, d.Cost = Allow, rec.ExecID, rec.Seq, r.Reserve, approvalID, ru.Cost
+	oc := openCall{execID: rec.ExecID, tool: c.Tool, rule: r, cost: ru.Cost, reserved: r.Reserve}
+	if !start.IsZero() {
+		oc.obs = &observed{decision: d, started: start, allowed: time.Now()}
+	}
 	cl.mu.Lock()
-	cl.open[c.ID] = openCall{execID: rec.ExecID, tool: c.Tool, rule: r, cost: ru.Cost, reserved: r.Reserve}
+	cl.open[c.ID] = oc
 	cl.mu.Unlock()
-	d.Verdict, d.ExecID, d.Seq, d.Reserved, d.ApprovalID = Allow, rec.ExecID, rec.Seq, r.Reserve, approvalID
 	return d, nil
 }
 

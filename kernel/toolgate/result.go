@@ -55,6 +55,15 @@ type ResultEntry struct {
 // closed, even when a shared budget then fails to follow (the error says
 // so; the shared balance overstates spending, the safe direction).
 func (g *Gate) After(ctx context.Context, c Call, r Result) (Outcome, error) {
+	if g.obs == nil {
+		return g.after(ctx, c, r, nil)
+	}
+	return g.observeAfter(ctx, c, r)
+}
+
+// after is After; ev, when not nil, is filled with what the gate's
+// Observer is told besides the Outcome.
+func (g *Gate) after(ctx context.Context, c Call, r Result, ev *OutcomeEvent) (Outcome, error) {
 	cl := g.acquire(c.Caller)
 	if cl == nil {
 		return Outcome{}, fmt.Errorf("%w: %q", ErrUnknownCall, c.ID)
@@ -69,6 +78,9 @@ func (g *Gate) After(ctx context.Context, c Call, r Result) (Outcome, error) {
 	cl.mu.Unlock()
 	if !ok || oc.execID == "" {
 		return Outcome{}, fmt.Errorf("%w: %q", ErrUnknownCall, c.ID)
+	}
+	if ev != nil {
+		ev.open(oc)
 	}
 
 	if r.Measured && r.Actual < 0 {
