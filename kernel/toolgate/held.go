@@ -140,7 +140,10 @@ func (g *Gate) Unanswered(ctx context.Context, d Decision, waited time.Duration)
 		why += fmt.Sprintf("; the request waits until %s: call again once it is approved", ap.Expires.UTC().Format(time.RFC3339))
 	}
 	d.Condition = "approval"
-	return g.refuse(ctx, d, "approval_timeout", why, ap.ID, trace.Normalize(g.clock()))
+	start := time.Now()
+	d, err := g.refuse(ctx, d, "approval_timeout", why, ap.ID, trace.Normalize(g.clock()))
+	g.observeDecision(ctx, d.Call, d, err, start)
+	return d, err
 }
 
 // asked completes a new request (its time, shown arguments and expiry)

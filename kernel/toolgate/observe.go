@@ -19,8 +19,8 @@ import (
 // are values it may keep; Call.Arguments is the caller's slice, to be
 // read, never changed.
 type Observer interface {
-	// ObserveDecision is told of every Before: its Decision, or the error
-	// that kept it from deciding.
+	// ObserveDecision is told of every Before (its Decision, or the error
+	// that kept it from deciding) and of every Unanswered's refusal.
 	ObserveDecision(ctx context.Context, e DecisionEvent)
 	// ObserveOutcome is told of every After of an allowed call: its
 	// Outcome, or the error that kept it from being recorded.
@@ -122,6 +122,17 @@ func (os observers) ObserveOutcome(ctx context.Context, e OutcomeEvent) {
 func (g *Gate) observeBefore(ctx context.Context, c Call) (Decision, error) {
 	start := time.Now()
 	d, err := g.before(ctx, c, start)
+	g.observeDecision(ctx, c, d, err, start)
+	return d, err
+}
+
+// observeDecision tells the Observer, if any, of the decision d about c
+// (or the error err), made since start: Before's, or Unanswered's
+// refusal.
+func (g *Gate) observeDecision(ctx context.Context, c Call, d Decision, err error, start time.Time) {
+	if g.obs == nil {
+		return
+	}
 	e := DecisionEvent{Call: d.Call, Decision: d, Err: err, Start: start, Duration: time.Since(start)}
 	if err != nil {
 		e.Call = c
@@ -131,7 +142,6 @@ func (g *Gate) observeBefore(ctx context.Context, c Call) (Decision, error) {
 	}
 	e.Budget, e.Metered = g.budget(e.Call.Caller)
 	g.obs.ObserveDecision(ctx, e)
-	return d, err
 }
 
 // observeAfter is After with an Observer.

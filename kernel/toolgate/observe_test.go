@@ -15,6 +15,7 @@ import (
 	"os"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -145,6 +146,18 @@ func TestObserverToldOfEveryDecisionAndOutcome(t *testing.T) {
 	assert.Equal(t, "b", failed.Call.Caller)
 	assert.Equal(t, "c4", failed.Call.ID)
 	assert.Zero(t, failed.Decision.Verdict)
+
+	// A call held for its human and not answered is a refusal observed
+	// like Before's.
+	u, err := g.Unanswered(ctx, ask.Decision, time.Second)
+	require.NoError(t, err)
+	require.Len(t, r.decisions, 6)
+	unanswered := r.decisions[5]
+	assert.Equal(t, u, unanswered.Decision)
+	assert.Equal(t, toolgate.Refuse, unanswered.Decision.Verdict)
+	assert.Equal(t, "approval", unanswered.Decision.Condition)
+	assert.Equal(t, "c3", unanswered.Call.ID)
+	assert.True(t, unanswered.Metered)
 }
 
 // jsonLines decodes the JSON log lines in b.
