@@ -252,6 +252,15 @@ func (v Verdict) with(st Status) []CheckResult {
 	return out
 }
 
+// owned returns v with slices of its own: the action's, the checks and
+// the inverse (a Session's evaluate lends them).
+func (v Verdict) owned() Verdict {
+	v.action = v.action.clone()
+	v.checks = slices.Clone(v.checks)
+	v.inverse = slices.Clone(v.inverse)
+	return v
+}
+
 // Err returns nil if the action is allowed, else a *RejectedError.
 func (v Verdict) Err() error {
 	if v.allowed {
@@ -281,10 +290,21 @@ func (k *Kernel) Evaluate(m Meter, s State, a Action) Verdict {
 	buf := make([]Effect, n, 2*n)
 	copy(buf, a.Effects)
 	a.Effects, a.Tags, a.Input = buf[:n:n], slices.Clone(a.Tags), slices.Clone(a.Input)
+	return k.evaluate(m, s, a, buf[n:n:2*n], make([]CheckResult, 0, k.checkCount()))
+}
+
+// checkCount is the number of checks Evaluate reports.
+func (k *Kernel) checkCount() int { return 5 + len(k.invariants) + len(k.preconds) }
+
+// evaluate is Evaluate on an action whose slices the Verdict may keep,
+// appending the inverse to inv and the checks to checks. A Session lends
+// it the caller's action and its own buffers under its mutex, and copies
+// what leaves the call (sessionScratch).
+func (k *Kernel) evaluate(m Meter, s State, a Action, inv []Effect, checks []CheckResult) Verdict {
 	emergency := k.isEmergency(a.ID)
 	v := Verdict{
 		emergency: emergency,
-		checks:    make([]CheckResult, 0, 5+len(k.invariants)+len(k.preconds)),
+		checks:    checks,
 		next:      s,
 		action:    a,
 		tag:       k.tag,
@@ -336,7 +356,7 @@ func (k *Kernel) Evaluate(m Meter, s State, a Action) Verdict {
 	simulated := false
 	if !wellFormed {
 		add(CheckResult{Check: CheckEffects, Status: StatusSkipped, Reason: "action is not well formed"})
-	} else if next, inv, err := simulate(s, a.Effects, buf[n:n:2*n]); err != nil {
+	} else if next, inv, err := simulate(s, a.Effects, inv); err != nil {
 		fail(CheckEffects, err)
 	} else {
 		add(CheckResult{Check: CheckEffects, Status: StatusPassed})
@@ -441,6 +461,13 @@ type Record struct {
 // clone returns a copy of r that shares no slices with it: the action's
 // effects and the inverse in one allocation (they live and die together).
 func (r Record) clone() Record {
+	r = r.cloneAction()
+	r.Warnings = slices.Clone(r.Warnings)
+	return r
+}
+
+// cloneAction is clone but for the warnings.
+func (r Record) cloneAction() Record {
 	n, m := len(r.Action.Effects), len(r.Inverse)
 	buf := make([]Effect, n+m)
 	copy(buf, r.Action.Effects)
@@ -448,8 +475,33 @@ func (r Record) clone() Record {
 	r.Action.Effects, r.Inverse = buf[:n:n], buf[n:]
 	r.Action.Tags = slices.Clone(r.Action.Tags)
 	r.Action.Input = slices.Clone(r.Action.Input)
-	r.Warnings = slices.Clone(r.Warnings)
 	return r
+}
+
+// twoCopies returns two copies of r that share no slices with r or with
+// each other, but for r's Warnings, which the first copy keeps: in fewer
+// allocations than two clones, both copies' effects and inverses in one,
+// both copies' tags in another.
+func (r Record) twoCopies() (Record, Record) {
+	a, b := r, r
+	n, m := len(r.Action.Effects), len(r.Inverse)
+	buf := make([]Effect, 2*(n+m))
+	copy(buf, r.Action.Effects)
+	copy(buf[n:], r.Inverse)
+	copy(buf[n+m:], buf[:n+m])
+	a.Action.Effects, a.Inverse = buf[:n:n], buf[n:n+m:n+m]
+	b.Action.Effects, b.Inverse = buf[n+m:2*n+m:2*n+m], buf[2*n+m:]
+	if t := len(r.Action.Tags); t > 0 {
+		tags := make([]string, 2*t)
+		copy(tags, r.Action.Tags)
+		copy(tags[t:], r.Action.Tags)
+		a.Action.Tags, b.Action.Tags = tags[:t:t], tags[t:]
+	} else {
+		a.Action.Tags, b.Action.Tags = slices.Clone(r.Action.Tags), slices.Clone(r.Action.Tags)
+	}
+	a.Action.Input, b.Action.Input = slices.Clone(r.Action.Input), slices.Clone(r.Action.Input)
+	b.Warnings = slices.Clone(r.Warnings) // a keeps r's
+	return a, b
 }
 
 // Execute evaluates a and, if it is allowed, commits it: it returns the
@@ -472,6 +524,16 @@ func (k *Kernel) Execute(m Meter, s State, a Action, execID string) (State, Mete
 // shares nothing with the Verdict, which may be committed again (on
 // another branch of a pure kernel's history).
 func (k *Kernel) Commit(m Meter, s State, v Verdict, execID string) (State, Meter, Record, error) {
+	next, nm, rec, err := k.commit(m, s, &v, execID)
+	if err != nil {
+		return next, nm, rec, err
+	}
+	return next, nm, rec.cloneAction(), nil
+}
+
+// commit is Commit whose Record shares the action's slices and the
+// inverse with v (its Warnings are its own).
+func (k *Kernel) commit(m Meter, s State, v *Verdict, execID string) (State, Meter, Record, error) {
 	if v.tag != k.tag || v.from != s.d || v.fromMeter != m {
 		return s, m, Record{}, fmt.Errorf("%w: evaluate again", ErrStaleVerdict)
 	}
@@ -502,7 +564,6 @@ func (k *Kernel) Commit(m Meter, s State, v Verdict, execID string) (State, Mete
 	if len(v.action.Input) > 0 {
 		rec.InputDigest, rec.InputSize = sha256.Sum256(v.action.Input), len(v.action.Input)
 	}
-	rec = rec.clone()
 	rec.Warnings = v.Warnings()
 	return v.next, next, rec, nil
 }

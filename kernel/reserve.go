@@ -65,7 +65,16 @@ func (m Meter) Reservations() []Reservation {
 // T1 holds at every instant, with any number of reservations open; a
 // reservation never settled stays charged.
 func (k *Kernel) Reserve(m Meter, s State, v Verdict, execID string) (State, Meter, Record, error) {
-	world, next, rec, err := k.Commit(m, s, v, execID)
+	world, next, rec, err := k.reserve(m, s, &v, execID)
+	if err != nil {
+		return world, next, rec, err
+	}
+	return world, next, rec.cloneAction(), nil
+}
+
+// reserve is Reserve as commit is Commit: the Record shares v's slices.
+func (k *Kernel) reserve(m Meter, s State, v *Verdict, execID string) (State, Meter, Record, error) {
+	world, next, rec, err := k.commit(m, s, v, execID)
 	if err != nil {
 		return s, m, Record{}, err
 	}

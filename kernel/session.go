@@ -112,6 +112,7 @@ type Session struct {
 	kept       map[string]struct{} // executions beyond the window whose ledger entries stay
 	forgotten  uint64              // executions forgotten
 	dropping   map[string]struct{} // forgotten, their ledger entries not yet dropped
+	scratch    sessionScratch
 }
 
 // NewSession starts a session of k from initial, recording a StartEntry
@@ -257,19 +258,28 @@ func (s *Session) commit(ctx context.Context, a Action, reserve bool) (Record, e
 	if err != nil {
 		return Record{}, err
 	}
-	v := s.k.Evaluate(s.meter, s.world, a)
+	// The Verdict lends a's slices and the session's scratch buffers: it
+	// is the session's own until the copies below (or owned, on
+	// rejection), read only under the mutex.
+	v := s.scratch.evaluate(s.k, s.meter, s.world, a)
+	defer s.scratch.clear(len(a.Effects))
 	if !v.Allowed() {
-		return Record{}, s.reject(ctx, now, v, nil)
+		return Record{}, s.reject(ctx, now, v.owned(), nil)
 	}
 	id := s.nextExecID()
 	if err := checkExecID(id); err != nil {
 		return Record{}, err
 	}
-	commit, kind := s.k.Commit, KindExecute
+	kind := KindExecute
+	var world State
+	var meter Meter
+	var rec Record
 	if reserve {
-		commit, kind = s.k.Reserve, KindReserve
+		kind = KindReserve
+		world, meter, rec, err = s.k.reserve(s.meter, s.world, &v, id)
+	} else {
+		world, meter, rec, err = s.k.commit(s.meter, s.world, &v, id)
 	}
-	world, meter, rec, err := commit(s.meter, s.world, v, id)
 	if err != nil {
 		return Record{}, err
 	}
@@ -279,11 +289,12 @@ func (s *Session) commit(ctx context.Context, a Action, reserve bool) (Record, e
 	charged := s.shared != nil && rec.Action.Cost > 0
 	if charged {
 		if err := s.shared.Charge(ctx, id, int64(rec.Action.Cost)); err != nil {
-			return Record{}, s.reject(ctx, now, v, err)
+			return Record{}, s.reject(ctx, now, v.owned(), err)
 		}
 	}
 	rec.Time = now
-	te, err := s.log.Append(ctx, kind, payload(ExecuteEntry{Session: s.id, Record: s.recorded(rec)}), trace.At(now))
+	s.scratch.payload = ExecuteEntry{Session: s.id, Record: s.recorded(rec)}.appendJSON(s.scratch.payload[:0])
+	te, err := s.log.Append(ctx, kind, s.scratch.payload, trace.At(now))
 	if err != nil {
 		err = fmt.Errorf("kernel: recording execution (nothing committed): %w", err)
 		if charged {
@@ -296,9 +307,47 @@ func (s *Session) commit(ctx context.Context, a Action, reserve bool) (Record, e
 	}
 	rec.Seq, rec.Hash = te.Seq, te.Hash
 	s.world, s.meter = world, meter
-	out := rec.clone()
-	s.remember(rec, s.hold) // the session's copy, for Rollback
+	// The session keeps its own copy for Rollback, and the caller gets
+	// another: neither shares a slice with a, the scratch or the other.
+	kept, out := rec.twoCopies()
+	s.remember(kept, s.hold)
 	return out, nil
+}
+
+// sessionScratch holds the buffers a Session reuses from one action to
+// the next under its mutex: a Verdict's checks and inverse, and the
+// payload of the entry (trace.Log.Append keeps a copy, never the bytes it
+// is given).
+type sessionScratch struct {
+	checks  []CheckResult
+	inverse []Effect
+	payload []byte
+}
+
+// evaluate is Kernel.Evaluate on a itself (its slices shared, not
+// copied) and the scratch buffers.
+func (sc *sessionScratch) evaluate(k *Kernel, m Meter, s State, a Action) Verdict {
+	if n := k.checkCount(); cap(sc.checks) < n {
+		sc.checks = make([]CheckResult, 0, n)
+	}
+	if n := len(a.Effects); cap(sc.inverse) < n {
+		sc.inverse = make([]Effect, 0, n)
+	}
+	return k.evaluate(m, s, a, sc.inverse[:0], sc.checks[:0])
+}
+
+// maxScratchPayload is the largest payload buffer a session keeps for
+// the next action.
+const maxScratchPayload = 64 << 10
+
+// clear drops what the buffers reference after an action of n effects,
+// so that the scratch keeps no value or error alive.
+func (sc *sessionScratch) clear(n int) {
+	clear(sc.checks[:cap(sc.checks)])
+	clear(sc.inverse[:min(n, cap(sc.inverse))])
+	if cap(sc.payload) > maxScratchPayload {
+		sc.payload = nil
+	}
 }
 
 // recorded returns rec as its entry records it: without the input's bytes

@@ -324,6 +324,62 @@ func TestSessionRecordsAreNotAliased(t *testing.T) {
 	assert.Equal(t, kernel.OpIncrement, sess.History()[0].Action.Effects[0].Op)
 }
 
+// TestSessionCopiesShareNothing: the Record Execute returns, the copy
+// the session keeps (History, Rollback) and the caller's action share no
+// slice, and a later action does not change an earlier Record: changing
+// any of them changes none of the others.
+func TestSessionCopiesShareNothing(t *testing.T) {
+	k := mustKernel(t, kernel.Config{Budget: 10 * kernel.Unit, MinActionCost: kernel.Unit,
+		Invariants: []kernel.Invariant{nonNegative("x")}})
+	s0 := mustState(t, map[string]any{"x": 0, "y": 0})
+	sess, err := kernel.NewSession(ctx, trace.NewMemoryLog(), k, s0)
+	require.NoError(t, err)
+	a := kernel.Action{ID: "a", Cost: kernel.Unit, Tags: []string{"t1", "t2"}, Input: []byte(`{"q":1}`),
+		Effects: []kernel.Effect{kernel.Increment("x", kernel.Int(1)), kernel.Set("y", kernel.Int(7))}}
+	want := sess.Evaluate(a).Next()
+	rec, err := sess.Execute(ctx, a)
+	require.NoError(t, err)
+	kept := sess.History()[0]
+	require.Equal(t, kept, rec)
+
+	a.Effects[0], a.Tags[0], a.Input[0] = kernel.Delete("x"), "caller", '['
+	b := kernel.Action{ID: "b", Cost: kernel.Unit, Tags: []string{"u"},
+		Effects: []kernel.Effect{kernel.Set("x", kernel.Int(5)), kernel.Delete("y")}}
+	recB, err := sess.Execute(ctx, b)
+	require.NoError(t, err)
+	assert.Equal(t, kept, rec, "the caller's action and a later action leave the Record as it was")
+	assert.Equal(t, kept, sess.History()[0])
+
+	rec.Action.Effects[1], rec.Inverse[0], rec.Action.Tags[1], rec.Action.Input[1] = kernel.Delete("y"), kernel.Delete("x"), "mine", '?'
+	assert.Equal(t, kept, sess.History()[0], "the session's copy does not change with the caller's Record")
+
+	_, err = sess.Rollback(ctx, recB.ExecID)
+	require.NoError(t, err)
+	assert.True(t, sess.State().Equal(want))
+	_, err = sess.Rollback(ctx, kept.ExecID)
+	require.NoError(t, err)
+	assert.True(t, sess.State().Equal(s0))
+}
+
+// TestRejectionOutlivesTheNextAction: the Verdict a rejection returns
+// is its own; the session's next actions do not change its checks.
+func TestRejectionOutlivesTheNextAction(t *testing.T) {
+	sess, err := kernel.NewSession(ctx, trace.NewMemoryLog(), sessionKernel(t), mustState(t, map[string]any{"x": 0}))
+	require.NoError(t, err)
+	bad := kernel.Action{ID: "dec", Cost: kernel.Unit, Effects: []kernel.Effect{kernel.Decrement("x", kernel.Int(1))}}
+	_, err = sess.Execute(ctx, bad)
+	var rej *kernel.RejectedError
+	require.ErrorAs(t, err, &rej)
+	before := rej.Verdict.Checks()
+	require.NotEmpty(t, rej.Verdict.Failures())
+	for range 3 {
+		_, err := sess.Execute(ctx, incX)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, before, rej.Verdict.Checks())
+	assert.False(t, rej.Verdict.Allowed())
+}
+
 // cancellingStore is a trace.Store whose appends cancel the context they
 // were given and fail with its error, as a store watching ctx would when
 // the caller gives up mid-append.
