@@ -3,15 +3,14 @@ package kernel
 import (
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"maps"
 	"math"
-	"slices"
 	"strconv"
 	"unicode/utf8"
 
 	"github.com/verity-go/verity/internal/canon"
+	"github.com/verity-go/verity/internal/strictjson"
+	"github.com/verity-go/verity/internal/violation"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -359,14 +358,14 @@ func appendChecks(dst []byte, checks []CheckResult) []byte {
 }
 
 // DecodeEntry reads the payload of a trace entry a Session recorded,
-// strictly (canon.DecodeInto: no duplicate member, valid UTF-8, no
-// integer a reader would round; then no unknown or missing member, known
+// strictly (internal/strictjson: no duplicate member, valid UTF-8, no
+// integer a reader would round, no unknown or missing member; then known
 // names, counts, costs and fingerprints in the form the Session writes
 // them, an input's digest and size that its bytes have), as the Entry type
 // its kind names: StartEntry, ExecuteEntry, RejectEntry, RollbackEntry,
 // ReserveEntry, SettleEntry or RefundEntry. A record's Time, Seq and Hash
-// are the entry's. An entry of another kind is an error wrapping
-// ErrDecode.
+// are the entry's. An error wraps ErrDecode; a problem within the payload
+// names the member by its JSON Pointer.
 func DecodeEntry(e trace.Entry) (Entry, error) {
 	var (
 		out Entry
@@ -374,243 +373,289 @@ func DecodeEntry(e trace.Entry) (Entry, error) {
 	)
 	switch e.Kind {
 	case KindStart:
-		out, err = decodeMembers(e.Payload, &startWire{}, (*startWire).entry)
-	case KindExecute:
-		out, err = decodeMembers(e.Payload, &executeWire{}, func(w *executeWire, r *reader) Entry { return w.entry(r, e) })
+		var w startMembers
+		if err = decodePayload(e.Payload, &w); err == nil {
+			out = w.entry()
+		}
+	case KindExecute, KindReserve:
+		var w executeMembers
+		if err = decodePayload(e.Payload, &w); err == nil {
+			x := w.entry(e)
+			if e.Kind == KindExecute {
+				out = x
+			} else {
+				x.Reserved = true
+				out = ReserveEntry(x)
+			}
+		}
 	case KindReject:
-		out, err = decodeMembers(e.Payload, &rejectWire{}, (*rejectWire).entry)
+		var w rejectMembers
+		if err = decodePayload(e.Payload, &w); err == nil {
+			out = w.entry()
+		}
 	case KindRollback:
-		out, err = decodeMembers(e.Payload, &rollbackWire{}, func(w *rollbackWire, r *reader) Entry { return w.entry(r, e) })
-	case KindReserve:
-		out, err = decodeMembers(e.Payload, &executeWire{}, func(w *executeWire, r *reader) Entry {
-			x := w.entry(r, e).(ExecuteEntry)
-			x.Reserved = true
-			return ReserveEntry(x)
-		})
+		var w rollbackMembers
+		if err = decodePayload(e.Payload, &w); err == nil {
+			out = w.entry(e)
+		}
 	case KindSettle:
-		out, err = decodeMembers(e.Payload, &settleWire{}, func(w *settleWire, r *reader) Entry { return w.entry(r, e) })
+		var w settleMembers
+		if err = decodePayload(e.Payload, &w); err == nil {
+			out = w.entry(e)
+		}
 	case KindRefund:
-		out, err = decodeMembers(e.Payload, &refundWire{}, func(w *refundWire, r *reader) Entry { return w.entry(r, e) })
+		var w refundMembers
+		if err = decodePayload(e.Payload, &w); err == nil {
+			out = w.entry(e)
+		}
 	default:
 		return nil, fmt.Errorf("%w: %q is not a kind a session records", ErrDecode, e.Kind)
 	}
 	if err != nil {
-		return nil, within(err, "%s payload", e.Kind)
+		return nil, fmt.Errorf("%w: %s payload: %w", ErrDecode, e.Kind, err)
 	}
 	return out, nil
 }
 
-// decodeMembers decodes payload into the wire struct w (every member of
-// the payload must have a field) and converts it with entry.
-func decodeMembers[W any](payload []byte, w *W, entry func(*W, *reader) Entry) (Entry, error) {
-	if err := canon.DecodeInto(payload, w, true); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrDecode, err)
-	}
-	var r reader
-	out := entry(w, &r)
-	if r.err != nil {
-		return nil, r.err
-	}
-	return out, nil
+func decodePayload(payload []byte, w any) error { return strictjson.Unmarshal(payload, w) }
+
+// The members of each payload, as appendJSON writes them. The member
+// types read themselves in the one form the Session writes (wCount,
+// wCost, wFingerprint, wAction, wEffect, wValue, wState).
+
+type startMembers struct {
+	Budget        wCost             `json:"budget"`
+	Emergency     []string          `json:"emergency"`
+	Invariants    []invariantMember `json:"invariants"`
+	MaxSteps      wCount            `json:"max_steps"`
+	MinCost       wCost             `json:"min_cost"`
+	Preconditions []string          `json:"preconditions"`
+	Session       string            `json:"session"`
+	State         wState            `json:"state"`
 }
 
-// The wire structs hold each member as canon decoded it (strings, bools,
-// json.Number, []any, map[string]any); a reader converts them.
-
-type startWire struct {
-	Budget        any `json:"budget"`
-	Emergency     any `json:"emergency"`
-	Invariants    any `json:"invariants"`
-	MaxSteps      any `json:"max_steps"`
-	MinCost       any `json:"min_cost"`
-	Preconditions any `json:"preconditions"`
-	Session       any `json:"session"`
-	State         any `json:"state"`
+type invariantMember struct {
+	Enforcement wEnforcement `json:"enforcement"`
+	Name        string       `json:"name"`
 }
 
-func (w *startWire) entry(r *reader) Entry {
+// wEnforcement is an invariant's enforcement by name.
+type wEnforcement Enforcement
+
+func (e *wEnforcement) UnmarshalStrict(d *strictjson.Decoder) error {
+	name, err := d.ReadStringBytes()
+	if err != nil {
+		return err
+	}
+	for _, x := range []Enforcement{EnforcementBlocking, EnforcementMonitoring} {
+		if x.String() == string(name) {
+			*e = wEnforcement(x)
+			return nil
+		}
+	}
+	return d.Errorf("value", "unknown enforcement %q", name)
+}
+
+func (w *startMembers) entry() Entry {
+	invs := make([]Invariant, len(w.Invariants))
+	for i, m := range w.Invariants {
+		invs[i] = Invariant{Name: m.Name, Enforcement: Enforcement(m.Enforcement)}
+	}
 	return StartEntry{
-		Session:       r.str("session", w.Session),
-		Budget:        r.cost("budget", w.Budget),
-		MinCost:       r.cost("min_cost", w.MinCost),
-		MaxSteps:      r.count("max_steps", w.MaxSteps),
-		Emergency:     r.strs("emergency", w.Emergency),
-		Invariants:    r.invariants("invariants", w.Invariants),
-		Preconditions: r.strs("preconditions", w.Preconditions),
-		State:         r.state("state", w.State),
+		Session:       w.Session,
+		Budget:        Cost(w.Budget),
+		MinCost:       Cost(w.MinCost),
+		MaxSteps:      uint64(w.MaxSteps),
+		Emergency:     w.Emergency,
+		Invariants:    invs,
+		Preconditions: w.Preconditions,
+		State:         w.State.s,
 	}
 }
 
-type executeWire struct {
-	Action         any `json:"action"`
-	After          any `json:"after"`
-	Before         any `json:"before"`
-	Budget         any `json:"budget"`
-	Emergency      any `json:"emergency"`
-	EmergencySteps any `json:"emergency_steps"`
-	Exec           any `json:"exec"`
-	Input          any `json:"input"`
-	Inverse        any `json:"inverse"`
-	Session        any `json:"session"`
-	Steps          any `json:"steps"`
-	Warnings       any `json:"warnings"`
+type executeMembers struct {
+	Action         wAction        `json:"action"`
+	After          wFingerprint   `json:"after"`
+	Before         wFingerprint   `json:"before"`
+	Budget         budgetMembers  `json:"budget"`
+	Emergency      bool           `json:"emergency"`
+	EmergencySteps wCount         `json:"emergency_steps"`
+	Exec           string         `json:"exec"`
+	Input          *inputMembers  `json:"input,omitempty"`
+	Inverse        []wEffect      `json:"inverse"`
+	Session        string         `json:"session"`
+	Steps          wCount         `json:"steps"`
+	Warnings       []checkMembers `json:"warnings"`
 }
 
-func (w *executeWire) entry(r *reader, e trace.Entry) Entry {
-	in := r.input("input", w.Input)
-	a := r.action("action", w.Action, false)
+func (w *executeMembers) entry(e trace.Entry) ExecuteEntry {
+	a := w.Action.a
+	in := w.Input.recorded()
 	a.Input = in.data
-	return ExecuteEntry{Session: r.str("session", w.Session), Record: Record{
-		ExecID:         r.str("exec", w.Exec),
+	return ExecuteEntry{Session: w.Session, Record: Record{
+		ExecID:         w.Exec,
 		Action:         a,
 		InputDigest:    in.digest,
 		InputSize:      in.size,
-		Emergency:      r.boolean("emergency", w.Emergency),
-		Before:         r.fingerprint("before", w.Before),
-		After:          r.fingerprint("after", w.After),
-		Inverse:        r.effects("inverse", w.Inverse),
-		Budget:         r.budget("budget", w.Budget),
-		Steps:          r.count("steps", w.Steps),
-		EmergencySteps: r.count("emergency_steps", w.EmergencySteps),
-		Warnings:       r.checks("warnings", w.Warnings),
+		Emergency:      w.Emergency,
+		Before:         Fingerprint(w.Before),
+		After:          Fingerprint(w.After),
+		Inverse:        effects(w.Inverse),
+		Budget:         w.Budget.snapshot(),
+		Steps:          uint64(w.Steps),
+		EmergencySteps: uint64(w.EmergencySteps),
+		Warnings:       checks(w.Warnings),
 		Time:           e.Time,
 		Seq:            e.Seq,
 		Hash:           e.Hash,
 	}}
 }
 
-type rejectWire struct {
-	Action    any `json:"action"`
-	Budget    any `json:"budget"`
-	Checks    any `json:"checks"`
-	Emergency any `json:"emergency"`
-	Input     any `json:"input"`
-	Session   any `json:"session"`
-	State     any `json:"state"`
-	Steps     any `json:"steps"`
+type rejectMembers struct {
+	Action    wRejectedAction `json:"action"`
+	Budget    budgetMembers   `json:"budget"`
+	Checks    []checkMembers  `json:"checks"`
+	Emergency bool            `json:"emergency"`
+	Input     *inputMembers   `json:"input,omitempty"`
+	Session   string          `json:"session"`
+	State     wFingerprint    `json:"state"`
+	Steps     wCount          `json:"steps"`
 }
 
-func (w *rejectWire) entry(r *reader) Entry {
-	in := r.input("input", w.Input)
-	a := r.action("action", w.Action, true)
+func (w *rejectMembers) entry() Entry {
+	a := w.Action.a
+	in := w.Input.recorded()
 	a.Input = in.data
 	return RejectEntry{
 		InputDigest: in.digest,
 		InputSize:   in.size,
-		Session:     r.str("session", w.Session),
+		Session:     w.Session,
 		Action:      a,
-		Emergency:   r.boolean("emergency", w.Emergency),
-		Checks:      r.checks("checks", w.Checks),
-		Budget:      r.budget("budget", w.Budget),
-		State:       r.fingerprint("state", w.State),
-		Steps:       r.count("steps", w.Steps),
+		Emergency:   w.Emergency,
+		Checks:      checks(w.Checks),
+		Budget:      w.Budget.snapshot(),
+		State:       Fingerprint(w.State),
+		Steps:       uint64(w.Steps),
 	}
 }
 
-type rollbackWire struct {
-	After   any `json:"after"`
-	Before  any `json:"before"`
-	Budget  any `json:"budget"`
-	Effects any `json:"effects"`
-	Exec    any `json:"exec"`
-	Refund  any `json:"refund"`
-	Session any `json:"session"`
-	Steps   any `json:"steps"`
+type rollbackMembers struct {
+	After   wFingerprint  `json:"after"`
+	Before  wFingerprint  `json:"before"`
+	Budget  budgetMembers `json:"budget"`
+	Effects []wEffect     `json:"effects"`
+	Exec    string        `json:"exec"`
+	Refund  wCost         `json:"refund"`
+	Session string        `json:"session"`
+	Steps   wCount        `json:"steps"`
 }
 
-func (w *rollbackWire) entry(r *reader, e trace.Entry) Entry {
-	return RollbackEntry{Session: r.str("session", w.Session), RollbackRecord: RollbackRecord{
-		ExecID:  r.str("exec", w.Exec),
-		Refund:  r.cost("refund", w.Refund),
-		Before:  r.fingerprint("before", w.Before),
-		After:   r.fingerprint("after", w.After),
-		Effects: r.effects("effects", w.Effects),
-		Budget:  r.budget("budget", w.Budget),
-		Steps:   r.count("steps", w.Steps),
+func (w *rollbackMembers) entry(e trace.Entry) Entry {
+	return RollbackEntry{Session: w.Session, RollbackRecord: RollbackRecord{
+		ExecID:  w.Exec,
+		Refund:  Cost(w.Refund),
+		Before:  Fingerprint(w.Before),
+		After:   Fingerprint(w.After),
+		Effects: effects(w.Effects),
+		Budget:  w.Budget.snapshot(),
+		Steps:   uint64(w.Steps),
 		Time:    e.Time,
 		Seq:     e.Seq,
 		Hash:    e.Hash,
 	}}
 }
 
-type settleWire struct {
-	Actual   any `json:"actual"`
-	Budget   any `json:"budget"`
-	Exec     any `json:"exec"`
-	Overrun  any `json:"overrun"`
-	Refund   any `json:"refund"`
-	Reserved any `json:"reserved"`
-	Session  any `json:"session"`
-	Unpaid   any `json:"unpaid"`
+type settleMembers struct {
+	Actual   wCost         `json:"actual"`
+	Budget   budgetMembers `json:"budget"`
+	Exec     string        `json:"exec"`
+	Overrun  wCost         `json:"overrun"`
+	Refund   wCost         `json:"refund"`
+	Reserved wCost         `json:"reserved"`
+	Session  string        `json:"session"`
+	Unpaid   wCost         `json:"unpaid"`
 }
 
-func (w *settleWire) entry(r *reader, e trace.Entry) Entry {
-	return SettleEntry{Session: r.str("session", w.Session), SettleRecord: SettleRecord{
-		ExecID:   r.str("exec", w.Exec),
-		Reserved: r.cost("reserved", w.Reserved),
-		Actual:   r.cost("actual", w.Actual),
-		Refund:   r.cost("refund", w.Refund),
-		Overrun:  r.cost("overrun", w.Overrun),
-		Unpaid:   r.cost("unpaid", w.Unpaid),
-		Budget:   r.budget("budget", w.Budget),
+func (w *settleMembers) entry(e trace.Entry) Entry {
+	return SettleEntry{Session: w.Session, SettleRecord: SettleRecord{
+		ExecID:   w.Exec,
+		Reserved: Cost(w.Reserved),
+		Actual:   Cost(w.Actual),
+		Refund:   Cost(w.Refund),
+		Overrun:  Cost(w.Overrun),
+		Unpaid:   Cost(w.Unpaid),
+		Budget:   w.Budget.snapshot(),
 		Time:     e.Time,
 		Seq:      e.Seq,
 		Hash:     e.Hash,
 	}}
 }
 
-type refundWire struct {
-	Amount  any `json:"amount"`
-	Budget  any `json:"budget"`
-	Exec    any `json:"exec"`
-	Reason  any `json:"reason"`
-	Session any `json:"session"`
+type refundMembers struct {
+	Amount  wCost         `json:"amount"`
+	Budget  budgetMembers `json:"budget"`
+	Exec    string        `json:"exec"`
+	Reason  string        `json:"reason"`
+	Session string        `json:"session"`
 }
 
-func (w *refundWire) entry(r *reader, e trace.Entry) Entry {
-	return RefundEntry{Session: r.str("session", w.Session), RefundRecord: RefundRecord{
-		ExecID: r.str("exec", w.Exec),
-		Amount: r.cost("amount", w.Amount),
-		Reason: r.str("reason", w.Reason),
-		Budget: r.budget("budget", w.Budget),
+func (w *refundMembers) entry(e trace.Entry) Entry {
+	return RefundEntry{Session: w.Session, RefundRecord: RefundRecord{
+		ExecID: w.Exec,
+		Amount: Cost(w.Amount),
+		Reason: w.Reason,
+		Budget: w.Budget.snapshot(),
 		Time:   e.Time,
 		Seq:    e.Seq,
 		Hash:   e.Hash,
 	}}
 }
 
-// reader converts decoded members, keeping the first problem.
-type reader struct{ err error }
-
-func (r *reader) fail(member, format string, args ...any) {
-	if r.err == nil {
-		r.err = fmt.Errorf("%w: %s: %s", ErrDecode, member, fmt.Sprintf(format, args...))
-	}
+type budgetMembers struct {
+	Gross    wCost `json:"gross"`
+	Limit    wCost `json:"limit"`
+	Refunded wCost `json:"refunded"`
 }
 
-func (r *reader) failWith(member string, err error) {
-	if r.err == nil {
-		r.err = within(err, "%s", member)
-	}
+func (b budgetMembers) snapshot() BudgetSnapshot {
+	return BudgetSnapshot{Limit: Cost(b.Limit), Gross: Cost(b.Gross), Refunded: Cost(b.Refunded)}
 }
 
-// as returns x as a T, or fails: a member that is absent or null is
-// missing.
-func as[T any](r *reader, member string, x any) (T, bool) {
-	v, ok := x.(T)
-	if !ok {
-		if x == nil {
-			r.fail(member, "missing")
-		} else {
-			r.fail(member, "unexpected %T", x)
-		}
-	}
-	return v, ok
+type checkMembers struct {
+	Check  string  `json:"check"`
+	Name   string  `json:"name"`
+	Reason string  `json:"reason"`
+	Status wStatus `json:"status"`
 }
 
-func (r *reader) str(member string, x any) string {
-	s, _ := as[string](r, member, x)
-	return s
+// checks returns the recorded checks (nil for none, as a Session holds
+// them).
+func checks(ms []checkMembers) []CheckResult {
+	if len(ms) == 0 {
+		return nil
+	}
+	out := make([]CheckResult, len(ms))
+	for i, m := range ms {
+		out[i] = CheckResult{Check: CheckName(m.Check), Name: m.Name, Reason: m.Reason, Status: Status(m.Status)}
+	}
+	return out
+}
+
+func effects(ws []wEffect) []Effect {
+	out := make([]Effect, len(ws))
+	for i, w := range ws {
+		out[i] = w.e
+	}
+	return out
+}
+
+// inputMembers is a call's input as appendInput writes it: a digest, a
+// size and at most one of base64 and text.
+type inputMembers struct {
+	Base64 wOptString   `json:"base64,omitempty"`
+	Digest wFingerprint `json:"digest"`
+	Size   wCount       `json:"size"`
+	Text   wOptString   `json:"text,omitempty"`
 }
 
 // recordedInput is a call's input as an entry records it.
@@ -620,220 +665,355 @@ type recordedInput struct {
 	size   int
 }
 
-// input reads an input member as appendInput writes it (absent: no
-// input): the digest and size must be those of the bytes when they are
-// there, and the bytes in the one form appendInput chooses for them.
-func (r *reader) input(member string, x any) recordedInput {
-	var in recordedInput
-	if x == nil {
-		return in
+func (m *inputMembers) recorded() recordedInput {
+	if m == nil {
+		return recordedInput{}
 	}
-	m, ok := as[map[string]any](r, member, x)
-	if !ok {
-		return in
-	}
-	text, hasText := m["text"]
-	b64, hasB64 := m["base64"]
-	if len(m) != 2+btoi(hasText)+btoi(hasB64) || (hasText && hasB64) {
-		r.fail(member, "an input has a digest, a size and at most one of base64 and text")
-		return in
-	}
-	in.digest = trace.Hash(r.fingerprint(member+"/digest", m["digest"]))
-	size := r.count(member+"/size", m["size"])
-	// The bytes beyond the input limit are not in the entry, so the size
-	// is bounded only by what a count written as a JSON number (and an int)
-	// can hold.
-	if r.err == nil && (size == 0 || size > min(maxSafe, math.MaxInt)) {
-		r.fail(member+"/size", "size %d out of range", size)
-	}
-	in.size = int(size)
+	return recordedInput{data: m.data(), digest: trace.Hash(m.Digest), size: int(m.Size)}
+}
+
+func (m *inputMembers) data() []byte {
 	switch {
-	case hasText:
-		s := r.str(member+"/text", text)
-		in.data = []byte(s)
-	case hasB64:
-		s := r.str(member+"/base64", b64)
-		data, err := base64.StdEncoding.Strict().DecodeString(s)
+	case m.Text.set:
+		return []byte(m.Text.s)
+	case m.Base64.set:
+		b, _ := base64.StdEncoding.Strict().DecodeString(m.Base64.s)
+		return b
+	}
+	return nil
+}
+
+// UnmarshalStrict reads an input member: the digest and size must be
+// those of the bytes when they are there, and the bytes in the one form
+// appendInput chooses for them.
+func (m *inputMembers) UnmarshalStrict(d *strictjson.Decoder) error {
+	type plain inputMembers
+	if err := d.Decode((*plain)(m)); err != nil {
+		return err
+	}
+	if m.Text.set && m.Base64.set {
+		return d.Errorf("value", "an input has a digest, a size and at most one of base64 and text")
+	}
+	// The bytes beyond the input limit are not in the entry, so the size
+	// is bounded only by what a count written as a JSON number (and an
+	// int) can hold.
+	if m.Size == 0 || uint64(m.Size) > min(maxSafe, math.MaxInt) {
+		return d.Errorf("value", "size %d out of range", m.Size)
+	}
+	if m.Base64.set {
+		data, err := base64.StdEncoding.Strict().DecodeString(m.Base64.s)
 		switch {
-		case err != nil || base64.StdEncoding.EncodeToString(data) != s:
-			r.fail(member+"/base64", "not canonical base64")
+		case err != nil || base64.StdEncoding.EncodeToString(data) != m.Base64.s:
+			return d.Errorf("value", "base64 not canonical")
 		case utf8.Valid(data):
-			r.fail(member+"/base64", "valid UTF-8 is recorded as text")
+			return d.Errorf("value", "valid UTF-8 is recorded as text")
 		}
-		in.data = data
 	}
-	if r.err == nil && in.data != nil && (len(in.data) != in.size || sha256.Sum256(in.data) != in.digest) {
-		r.fail(member, "the recorded bytes do not have the recorded digest and size")
+	if data := m.data(); data != nil && (len(data) != int(m.Size) || sha256.Sum256(data) != m.Digest) {
+		return d.Errorf("value", "the recorded bytes do not have the recorded digest and size")
 	}
-	return in
+	return nil
 }
 
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
+// wOptString is an optional string member: absent, or a string (not
+// null).
+type wOptString struct {
+	s   string
+	set bool
 }
 
-func (r *reader) boolean(member string, x any) bool {
-	b, _ := as[bool](r, member, x)
-	return b
+func (o *wOptString) UnmarshalStrict(d *strictjson.Decoder) error {
+	s, err := d.ReadString()
+	o.s, o.set = s, err == nil
+	return err
 }
 
-// count reads a count as appendCount writes it: a number up to 2^53−1,
-// a decimal string beyond.
-func (r *reader) count(member string, x any) uint64 {
-	var text string
+// wCount is a count as appendCount writes it: a number up to 2^53−1, a
+// decimal string beyond.
+type wCount uint64
+
+func (c *wCount) UnmarshalStrict(d *strictjson.Decoder) error {
+	var text []byte
 	number := false
-	switch v := x.(type) {
-	case json.Number:
-		text, number = string(v), true
-	case string:
-		text = v
-	}
-	n, err := strconv.ParseUint(text, 10, 64)
-	if err != nil || strconv.FormatUint(n, 10) != text || number != (n <= maxSafe) {
-		r.fail(member, "not a count as the session writes it: %v", x)
-	}
-	return n
-}
-
-// cost reads a cost as appendCost writes it: its exact decimal string.
-func (r *reader) cost(member string, x any) Cost {
-	s, ok := as[string](r, member, x)
-	if !ok {
-		return 0
-	}
-	c, err := ParseCost(s)
-	if err != nil {
-		r.failWith(member, err)
-	} else if c.String() != s {
-		r.fail(member, "cost %q is not written %q", s, c.String())
-	}
-	return c
-}
-
-func (r *reader) fingerprint(member string, x any) Fingerprint {
-	var f Fingerprint
-	if s, ok := as[string](r, member, x); ok {
-		if err := f.UnmarshalText([]byte(s)); err != nil || f.String() != s {
-			r.fail(member, "not a fingerprint in lower-case hex")
-		}
-	}
-	return f
-}
-
-func (r *reader) strs(member string, x any) []string {
-	list, _ := as[[]any](r, member, x)
-	out := make([]string, 0, len(list))
-	for i, it := range list {
-		out = append(out, r.str(member+"/"+strconv.Itoa(i), it))
-	}
-	return out
-}
-
-func (r *reader) budget(member string, x any) BudgetSnapshot {
-	m, _ := as[map[string]any](r, member, x)
-	if r.err == nil && len(m) != 3 {
-		r.fail(member, "a budget has exactly gross, limit and refunded")
-	}
-	return BudgetSnapshot{Limit: r.cost(member+"/limit", m["limit"]), Gross: r.cost(member+"/gross", m["gross"]), Refunded: r.cost(member+"/refunded", m["refunded"])}
-}
-
-// action reads an action; idOnly allows the {"id": …} a rejection records
-// for an action that was not well formed.
-func (r *reader) action(member string, x any, idOnly bool) Action {
-	if m, ok := x.(map[string]any); ok && idOnly && len(m) == 1 {
-		return Action{ID: r.str(member+"/id", m["id"])}
-	}
-	if x == nil {
-		r.fail(member, "missing")
-		return Action{}
-	}
-	a, err := actionFromJSON(x)
-	if err != nil {
-		r.failWith(member, err)
-	}
-	return a
-}
-
-func (r *reader) effects(member string, x any) []Effect {
-	list, _ := as[[]any](r, member, x)
-	out := make([]Effect, 0, len(list))
-	for i, it := range list {
-		e, err := effectFromJSON(it)
+	switch d.Peek() {
+	case strictjson.Number:
+		lit, _, err := d.ReadNumber()
 		if err != nil {
-			r.failWith(member+"/"+strconv.Itoa(i), err)
+			return err
 		}
-		out = append(out, e)
-	}
-	return out
-}
-
-func (r *reader) checks(member string, x any) []CheckResult {
-	list, _ := as[[]any](r, member, x)
-	var out []CheckResult
-	for i, it := range list {
-		at := member + "/" + strconv.Itoa(i)
-		m, _ := as[map[string]any](r, at, it)
-		if r.err == nil && len(m) != 4 {
-			r.fail(at, "a check has exactly check, name, reason and status")
-		}
-		c := CheckResult{Check: CheckName(r.str(at+"/check", m["check"])), Name: r.str(at+"/name", m["name"]), Reason: r.str(at+"/reason", m["reason"])}
-		c.Status = parseStatus(r.str(at+"/status", m["status"]))
-		if c.Status == 0 && r.err == nil {
-			r.fail(at+"/status", "unknown status %v", m["status"])
-		}
-		out = append(out, c)
-	}
-	return out
-}
-
-func (r *reader) invariants(member string, x any) []Invariant {
-	list, _ := as[[]any](r, member, x)
-	out := make([]Invariant, 0, len(list))
-	for i, it := range list {
-		at := member + "/" + strconv.Itoa(i)
-		m, _ := as[map[string]any](r, at, it)
-		if r.err == nil && len(m) != 2 {
-			r.fail(at, "an invariant has exactly enforcement and name")
-		}
-		inv := Invariant{Name: r.str(at+"/name", m["name"])}
-		switch e := r.str(at+"/enforcement", m["enforcement"]); e {
-		case EnforcementBlocking.String():
-			inv.Enforcement = EnforcementBlocking
-		case EnforcementMonitoring.String():
-			inv.Enforcement = EnforcementMonitoring
-		default:
-			r.fail(at+"/enforcement", "unknown enforcement %q", e)
-		}
-		out = append(out, inv)
-	}
-	return out
-}
-
-func (r *reader) state(member string, x any) State {
-	m, ok := as[map[string]any](r, member, x)
-	if !ok {
-		return State{}
-	}
-	b := newBuilder(State{})
-	for _, key := range slices.Sorted(maps.Keys(m)) {
-		v, err := fromJSON(m[key], 1)
+		text, number = lit, true
+	case strictjson.String:
+		s, err := d.ReadStringBytes()
 		if err != nil {
-			r.failWith(member+"/"+key, err)
-			return State{}
+			return err
 		}
-		b.set(key, v)
+		text = s
+	default:
+		return d.Errorf(violation.RuleType, "want a count, got %s", d.Peek())
 	}
-	return b.state()
+	n, ok := parseCount(text)
+	if !ok || number != (n <= maxSafe) {
+		return d.Errorf("value", "not a count as the session writes it: %s", text)
+	}
+	*c = wCount(n)
+	return nil
 }
 
-func parseStatus(s string) Status {
+// parseCount parses canonical decimal digits (no sign, no leading zero)
+// that fit a uint64.
+func parseCount(b []byte) (uint64, bool) {
+	if len(b) == 0 || len(b) > 20 || (len(b) > 1 && b[0] == '0') {
+		return 0, false
+	}
+	var n uint64
+	for _, ch := range b {
+		if ch < '0' || ch > '9' {
+			return 0, false
+		}
+		d := uint64(ch - '0')
+		if n > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		n = n*10 + d
+	}
+	return n, true
+}
+
+// wCost is a cost as appendCost writes it: its exact decimal string.
+type wCost Cost
+
+func (c *wCost) UnmarshalStrict(d *strictjson.Decoder) error {
+	s, err := d.ReadString()
+	if err != nil {
+		return err
+	}
+	v, err := ParseCost(s)
+	if err != nil {
+		return d.Fail("value", err)
+	}
+	if v.String() != s {
+		return d.Errorf("value", "cost %q is not written %q", s, v.String())
+	}
+	*c = wCost(v)
+	return nil
+}
+
+// wFingerprint is a fingerprint or digest in lower-case hex.
+type wFingerprint Fingerprint
+
+func (f *wFingerprint) UnmarshalStrict(d *strictjson.Decoder) error {
+	s, err := d.ReadStringBytes()
+	if err != nil {
+		return err
+	}
+	if len(s) != 2*len(f) {
+		return d.Errorf("value", "not a fingerprint in lower-case hex")
+	}
+	for i := range f {
+		hi, lo := lowerHex(s[2*i]), lowerHex(s[2*i+1])
+		if hi < 0 || lo < 0 {
+			return d.Errorf("value", "not a fingerprint in lower-case hex")
+		}
+		f[i] = byte(hi<<4 | lo)
+	}
+	return nil
+}
+
+func lowerHex(c byte) int {
+	switch {
+	case c >= '0' && c <= '9':
+		return int(c - '0')
+	case c >= 'a' && c <= 'f':
+		return int(c-'a') + 10
+	}
+	return -1
+}
+
+// wStatus is a check's status by name.
+type wStatus Status
+
+func (s *wStatus) UnmarshalStrict(d *strictjson.Decoder) error {
+	name, err := d.ReadStringBytes()
+	if err != nil {
+		return err
+	}
 	for st := StatusPassed; st <= StatusSkipped; st++ {
-		if statusNames[st] == s {
-			return st
+		if statusNames[st] == string(name) {
+			*s = wStatus(st)
+			return nil
 		}
 	}
-	return 0
+	return d.Errorf("value", "unknown status %q", name)
+}
+
+// actionMembers are the members of an action (see DecodeAction), every
+// one optional.
+type actionMembers struct {
+	Category      string    `json:"category,optional"`
+	Cost          wLaxCost  `json:"cost,optional"`
+	Description   string    `json:"description,optional"`
+	Effects       []wEffect `json:"effects,optional"`
+	ID            string    `json:"id,optional"`
+	Name          string    `json:"name,optional"`
+	Postcondition string    `json:"postcondition,optional"`
+	Precondition  string    `json:"precondition,optional"`
+	Reversible    bool      `json:"reversible,optional"`
+	Tags          []string  `json:"tags,optional"`
+}
+
+func (m *actionMembers) action() (Action, error) {
+	a := Action{
+		ID: m.ID, Name: m.Name, Description: m.Description, Category: m.Category,
+		Precondition: m.Precondition, Postcondition: m.Postcondition,
+		Reversible: m.Reversible, Cost: Cost(m.Cost),
+	}
+	if len(m.Tags) > 0 {
+		a.Tags = m.Tags
+	}
+	if len(m.Effects) > 0 {
+		a.Effects = effects(m.Effects)
+	}
+	return a, a.Validate()
+}
+
+// wLaxCost is an action's cost: a decimal number or string, exact.
+type wLaxCost Cost
+
+func (c *wLaxCost) UnmarshalStrict(d *strictjson.Decoder) error {
+	var text string
+	switch d.Peek() {
+	case strictjson.Number:
+		lit, _, err := d.ReadNumber()
+		if err != nil {
+			return err
+		}
+		text = string(lit)
+	case strictjson.String:
+		s, err := d.ReadString()
+		if err != nil {
+			return err
+		}
+		text = s
+	default:
+		return d.Errorf(violation.RuleType, "want a number or a decimal string, got %s", d.Peek())
+	}
+	v, err := ParseCost(text)
+	if err != nil {
+		return d.Fail("value", err)
+	}
+	*c = wLaxCost(v)
+	return nil
+}
+
+// wAction is a valid action.
+type wAction struct{ a Action }
+
+func (w *wAction) UnmarshalStrict(d *strictjson.Decoder) error {
+	var m actionMembers
+	if err := d.Decode(&m); err != nil {
+		return err
+	}
+	a, err := m.action()
+	if err != nil {
+		return d.Fail("value", err)
+	}
+	w.a = a
+	return nil
+}
+
+// wRejectedAction is a valid action, or the {"id": …} a rejection records
+// for an action that was not well formed.
+type wRejectedAction struct{ a Action }
+
+func (w *wRejectedAction) UnmarshalStrict(d *strictjson.Decoder) error {
+	start := d.Offset()
+	n := 0
+	if err := d.Object(func(string) error { n++; return d.Skip() }); err != nil {
+		return err
+	}
+	d.Rewind(start)
+	if n != 1 {
+		var a wAction
+		err := a.UnmarshalStrict(d)
+		w.a = a.a
+		return err
+	}
+	var id struct {
+		ID string `json:"id"`
+	}
+	err := d.Decode(&id)
+	w.a = Action{ID: id.ID}
+	return err
+}
+
+// effectMembers are the members of an effect: op and key, a value unless
+// the op is delete, an initial value for count only.
+type effectMembers struct {
+	Initial wValue `json:"initial,optional"`
+	Key     string `json:"key"`
+	Op      string `json:"op"`
+	Value   wValue `json:"value,optional"`
+}
+
+// wEffect is a valid effect.
+type wEffect struct{ e Effect }
+
+func (w *wEffect) UnmarshalStrict(d *strictjson.Decoder) error {
+	var m effectMembers
+	if err := d.Decode(&m); err != nil {
+		return err
+	}
+	op, err := parseOp(m.Op)
+	if err != nil {
+		return d.Fail("value", err)
+	}
+	switch {
+	case op != OpDelete && !m.Value.set:
+		return d.Fail("value", fmt.Errorf("%w: %s needs a value", ErrDecode, op))
+	case m.Initial.set && op != OpCount:
+		return d.Fail("value", fmt.Errorf("%w: only count takes an initial value", ErrDecode))
+	case !m.Initial.set && op == OpCount:
+		return d.Fail("value", fmt.Errorf("%w: count needs an initial value", ErrDecode))
+	}
+	e := Effect{Op: op, Key: m.Key, Value: m.Value.v, Initial: m.Initial.v}
+	if err := e.validate(); err != nil {
+		return d.Fail("value", err)
+	}
+	w.e = e
+	return nil
+}
+
+// wValue is a typed-JSON value (see Value.MarshalJSON), and whether the
+// member was there.
+type wValue struct {
+	v   Value
+	set bool
+}
+
+func (w *wValue) UnmarshalStrict(d *strictjson.Decoder) error {
+	v, err := readValue(d)
+	w.v, w.set = v, err == nil
+	return err
+}
+
+// wState is a state: an object of variable → typed value.
+type wState struct{ s State }
+
+func (w *wState) UnmarshalStrict(d *strictjson.Decoder) error {
+	var o members
+	err := d.Object(func(key string) error {
+		v, err := readValue(d)
+		o.keys, o.vals = append(o.keys, key), append(o.vals, v)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	o.sort()
+	b := newBuilder(State{})
+	for i, k := range o.keys {
+		b.set(k, o.vals[i])
+	}
+	w.s = b.state()
+	return nil
 }

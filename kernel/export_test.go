@@ -1,6 +1,10 @@
 package kernel
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/verity-go/verity/trace"
+)
 
 // The budget's transitions are the kernel's own (Commit charges, Rollback
 // refunds); the tests of their rules reach them through these.
@@ -18,3 +22,7 @@ func (b Budget) CanAfford(c Cost) bool                    { return b.canAfford(c
 
 // EntryPayload is the payload a Session writes for e.
 func EntryPayload(e Entry) []byte { return payload(e) }
+
+// OldDecodeEntry is the entry decoder DecodeEntry replaced (see
+// entry_old_test.go).
+func OldDecodeEntry(e trace.Entry) (Entry, error) { return oldDecodeEntry(e) }
