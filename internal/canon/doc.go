@@ -1,6 +1,7 @@
 // Package canon implements RFC 8785, the JSON Canonicalization Scheme (JCS):
 // the one byte form of a JSON value that every hash in Verity is taken over,
-// and the one strict way Verity's decoders read JSON.
+// and the rules of strict JSON that internal/strictjson, the reader behind
+// Verity's decoders, enforces (CheckNumber is its number rule).
 //
 // # Usage
 //

@@ -59,6 +59,9 @@ func (o Options) Unmarshal(data []byte, v any) error {
 		}
 	}
 	if err != nil {
+		// A text that is not strict JSON is refused as a whole: what was
+		// found before in it says nothing.
+		d.problems = d.problems[:0]
 		d.record(err)
 	}
 	var out error
