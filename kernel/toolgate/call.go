@@ -120,6 +120,10 @@ type ApprovalRequest struct {
 	Tool            string
 	ArgumentsDigest string
 	Tier            claims.RiskTier
+	// Principal is the key (Principal.Key) of the principal the call was
+	// made for, "" for none: who may not approve a PRIVILEGE call unless
+	// Config.SelfApproval.
+	Principal string
 	// Awaiting lists the approvers who have not decided yet.
 	Awaiting []string
 	// Question is the sentence to put to the human.
@@ -365,6 +369,12 @@ type Config struct {
 	// it not yet used, lasts from when it was asked: past it, it expires
 	// (a KindExpire entry) and the call is asked about again. 0: never.
 	ApprovalTTL time.Duration
+	// SelfApproval lets the principal a PRIVILEGE call was made for
+	// approve it too. By default it may not: an approval of a PRIVILEGE
+	// call by its own principal (by key, or for a group it belongs to)
+	// is refused with ErrSelfApproval and recorded (KindRefuseAnswer).
+	// DELETE calls may always be approved by their own principal.
+	SelfApproval bool
 }
 
 // DefaultApprover is who approves DELETE and PRIVILEGE calls when

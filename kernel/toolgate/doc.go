@@ -170,6 +170,36 @@
 // through ApproveAs or DenyAs, recorded under the group's name with who
 // answered.
 //
+// A PRIVILEGE call cannot be approved by the principal it was made for
+// (ApprovalRequest.Principal, or its caller key): not by its key, not for
+// a group it belongs to, not through an approver name equal to its key
+// (ErrSelfApproval). Another approver must answer, unless
+// Config.SelfApproval (the policy's "self_approval": true) allows it.
+// Denying one's own call, and approving one's own DELETE call, are
+// allowed. Every answer the gate refuses — self-approval, a principal who
+// is not an approver or answered already, a request decided already or
+// never asked — is recorded as a KindRefuseAnswer entry
+// (RefuseAnswerEntry) and changes nothing.
+//
+// # Only the questions the gate asked wait
+//
+// A request enters Pending only when Before decides that a call needs a
+// human. A framework that brings a call back with a human's answer (ADK's
+// tool confirmation, eino's resume, an MCP elicitation result or retry)
+// hands both to Resume, with the id of the request it put to the human,
+// instead of calling Before: Resume never makes a request, and counts the
+// answer only for a request the gate made and still waits on, for
+// exactly that call — caller, tool, arguments and tier. A forged answer
+// (no question, or an unknown one), a replayed one (the request was
+// answered and used), one brought back with other arguments than those
+// asked about, or one the approver may not give, is recorded
+// (KindRefuseAnswer), refuses the call it came with
+// (Decision.Condition ConditionAnswer), and neither makes, decides nor
+// cancels a request: the question the gate did ask stays waiting and
+// answerable (TestOnlyQuestionsTheGateAskedWait,
+// TestForgedAnswerLeavesTheQuestionAnswerable). The adapters in
+// kernel/toolgate/adk, eino and mcp all resume through it.
+//
 // Waiting requests and approvals not yet used live in memory: after a
 // restart the call is asked about again (fail closed), unless the gate
 // was made WithDurableApprovals: then each request is recorded as it was

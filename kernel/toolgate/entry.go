@@ -12,8 +12,8 @@ import (
 // ErrDecode: an entry is not a well-formed toolgate entry.
 var ErrDecode = errors.New("toolgate: malformed entry")
 
-// DecodeEntry reads a KindRefuse or KindResult entry back: a RefuseEntry or
-// a ResultEntry. It is strict — one JSON object, no unknown or duplicate
+// DecodeEntry reads a KindRefuse, KindResult or KindRefuseAnswer entry
+// back: a RefuseEntry, a ResultEntry or a RefuseAnswerEntry. It is strict — one JSON object, no unknown or duplicate
 // members, every required member present — and returns an error wrapping
 // ErrDecode otherwise, or for an entry of another kind.
 func DecodeEntry(e trace.Entry) (any, error) {
@@ -27,6 +27,12 @@ func DecodeEntry(e trace.Entry) (any, error) {
 	case KindResult:
 		var r ResultEntry
 		if err := decodeStrict(e.Payload, &r, "session", "caller", "call_id", "exec_id", "tool", "ok", "output_sha256", "output_size", "charged"); err != nil {
+			return nil, err
+		}
+		return r, nil
+	case KindRefuseAnswer:
+		var r RefuseAnswerEntry
+		if err := decodeStrict(e.Payload, &r, "session", "caller", "reason", "explanation"); err != nil {
 			return nil, err
 		}
 		return r, nil

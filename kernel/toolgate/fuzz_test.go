@@ -16,6 +16,7 @@ func FuzzDecodeEntry(f *testing.F) {
 	f.Add(toolgate.KindRefuse, []byte(`{"session":"toolgate:","caller":"","call_id":"1","tool":"x","reason":"unknown_tool","explanation":"e","arguments_sha256":"00","arguments_size":0}`))
 	f.Add(toolgate.KindResult, []byte(`{"session":"toolgate:a","caller":"a","call_id":"1","exec_id":"e","tool":"x","ok":true,"output_sha256":"00","output_size":2,"output_text":"ok","charged":100}`))
 	f.Add(toolgate.KindResult, []byte(`{"session":"s","session":"s"}`))
+	f.Add(toolgate.KindRefuseAnswer, []byte(`{"session":"toolgate:a","caller":"a","approval":"r1","call_id":"dd","tool":"delete_file","arguments_sha256":"00","approver":"human","decision":"APPROVED","reason":"other_call","explanation":"e"}`))
 	f.Fuzz(func(t *testing.T, kind string, payload []byte) {
 		v, err := toolgate.DecodeEntry(trace.Entry{Kind: kind, Payload: payload})
 		if err != nil {

@@ -518,14 +518,15 @@ func tierOrDefault(t claims.RiskTier) claims.RiskTier {
 // recorded, and nothing ran.
 func (g *Gate) Before(ctx context.Context, c Call) (Decision, error) {
 	if g.obs == nil {
-		return g.before(ctx, c, time.Time{})
+		return g.before(ctx, c, time.Time{}, nil)
 	}
-	return g.observeBefore(ctx, c)
+	return g.observeBefore(ctx, c, nil)
 }
 
-// before is Before; start, when not zero, is when it was called, kept
-// with an allowed call for the gate's Observer.
-func (g *Gate) before(ctx context.Context, c Call, start time.Time) (Decision, error) {
+// before is Before, and Resume when res is not nil; start, when not
+// zero, is when it was called, kept with an allowed call for the gate's
+// Observer.
+func (g *Gate) before(ctx context.Context, c Call, start time.Time, res *resumption) (Decision, error) {
 	if c.ID == "" {
 		c.ID = g.newID()
 	}
@@ -568,7 +569,31 @@ func (g *Gate) before(ctx context.Context, c Call, start time.Time) (Decision, e
 		return g.refuse(ctx, d, "duplicate_call", fmt.Sprintf("call id %q is already running", c.ID), "", at)
 	}
 	var approvalID string
-	if ru.Verdict == AskApproval {
+	if res != nil && ru.Verdict != AskApproval && (res.request != "" || res.answer != nil) {
+		// An answer for a call that needs no human answers no question.
+		defer cl.mu.Unlock()
+		d.Condition = ConditionAnswer
+		seq, err := g.recordAnswerRefusal(ctx, refusalOf(c, res, AnswerOtherCall, fmt.Sprintf(
+			"tool %q: the call needs no approval, so the answer is to a question about another call; this call is not run", c.Tool)), at)
+		if err != nil {
+			return Decision{}, err
+		}
+		d.Verdict, d.Explanation, d.Seq = Refuse, OneLine(fmt.Sprintf("tool %q: the answer is to a question about another call; this call is not run", c.Tool)), seq
+		return d, nil
+	}
+	if ru.Verdict == AskApproval && res != nil {
+		key = callKey{tool: c.Tool, digest: c.ArgumentsDigest(), tier: ru.Tier}
+		if _, err := g.expireLocked(ctx, cl, &key, at); err != nil {
+			cl.mu.Unlock()
+			return Decision{}, err
+		}
+		dd, id, done, err := g.resume(ctx, cl, d, key, res, at)
+		if done || err != nil {
+			cl.mu.Unlock()
+			return dd, err
+		}
+		approvalID = id
+	} else if ru.Verdict == AskApproval {
 		key = callKey{tool: c.Tool, digest: c.ArgumentsDigest(), tier: ru.Tier}
 		if _, err := g.expireLocked(ctx, cl, &key, at); err != nil {
 			cl.mu.Unlock()
@@ -768,7 +793,7 @@ func (g *Gate) ask(ctx context.Context, cl *caller, d Decision, ru Ruling, key c
 		return Decision{}, fmt.Errorf("toolgate: approval request for %q evaluated %s: %s", c.Tool, ev.Decision, ev.Reason)
 	}
 	ap := &approval{key: key, bundle: ev.Bundle, seq: ev.Seq, req: ApprovalRequest{ID: ev.Bundle.ID, Caller: c.Caller, Tool: c.Tool,
-		ArgumentsDigest: key.digest, Tier: tier, Awaiting: slices.Clone(ev.Pending), Question: question}}
+		ArgumentsDigest: key.digest, Tier: tier, Principal: c.Principal.Key(), Awaiting: slices.Clone(ev.Pending), Question: question}}
 	if err := g.asked(ctx, ap, c, shown, at); err != nil {
 		return Decision{}, err
 	}
@@ -937,7 +962,7 @@ var ErrNotAnApprover = errors.New("toolgate: not an approver of this request")
 func (g *Gate) ApproveAs(ctx context.Context, id string, p Principal, reason string) (bool, error) {
 	name, err := g.answersFor(id, p)
 	if err != nil {
-		return false, err
+		return false, g.refusedAnswer(ctx, id, "", &p, claims.ApprovalApproved, err)
 	}
 	return g.decide(ctx, id, name, claims.ApprovalApproved, asReason(p, name, reason), &p)
 }
@@ -946,7 +971,7 @@ func (g *Gate) ApproveAs(ctx context.Context, id string, p Principal, reason str
 func (g *Gate) DenyAs(ctx context.Context, id string, p Principal, reason string) error {
 	name, err := g.answersFor(id, p)
 	if err != nil {
-		return err
+		return g.refusedAnswer(ctx, id, "", &p, claims.ApprovalRejected, err)
 	}
 	_, err = g.decide(ctx, id, name, claims.ApprovalRejected, asReason(p, name, reason), &p)
 	return err
@@ -988,6 +1013,8 @@ func asReason(p Principal, name, reason string) string {
 
 // decide records approver's answer to request id; by, when not nil, is
 // the principal answering (ApproveAs, DenyAs), who answers a request once.
+// An answer refused for who gives it or when is recorded
+// (KindRefuseAnswer).
 func (g *Gate) decide(ctx context.Context, id, approver string, dec claims.ApprovalDecision, reason string, by *Principal) (bool, error) {
 	g.mu.Lock()
 	ap, ok := g.approvals[id]
@@ -997,20 +1024,65 @@ func (g *Gate) decide(ctx context.Context, id, approver string, dec claims.Appro
 	}
 	g.mu.Unlock()
 	if !ok || cl == nil {
-		return false, fmt.Errorf("%w: %q", ErrUnknownApproval, id)
+		return false, g.refusedAnswer(ctx, id, approver, by, dec, fmt.Errorf("%w: %q", ErrUnknownApproval, id))
 	}
 	defer g.release(cl)
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
+	granted, _, err := g.decideLocked(ctx, cl, ap, approver, dec, reason, by, nil)
+	return granted, err
+}
+
+// refusedAnswer records the refusal err of an answer given through the
+// gate's API to request id, and returns err.
+func (g *Gate) refusedAnswer(ctx context.Context, id, approver string, by *Principal, dec claims.ApprovalDecision, err error) error {
+	g.mu.Lock()
+	ap := g.approvals[id]
+	g.mu.Unlock()
+	e := answerEntry(id, ap, approver, by, dec, answerReason(err), explainAnswer(err))
+	if _, lerr := g.recordAnswerRefusal(ctx, e, trace.Normalize(g.clock())); lerr != nil {
+		return errors.Join(err, lerr)
+	}
+	return err
+}
+
+// decideLocked records approver's answer to ap (cl.mu held); c, when not
+// nil, is the call the answer came back with (Resume). An answer refused
+// for who gives it or when is recorded, and refusal is its entry's
+// sequence number.
+func (g *Gate) decideLocked(ctx context.Context, cl *caller, ap *approval, approver string, dec claims.ApprovalDecision, reason string, by *Principal, c *Call) (granted bool, refusal uint64, err error) {
+	id := ap.req.ID
+	refused := func(err error) (bool, uint64, error) {
+		e := answerEntry(id, ap, approver, by, dec, answerReason(err), explainAnswer(err))
+		if c != nil {
+			e.CallID, e.Tool, e.ArgumentsSHA256 = c.ID, c.Tool, c.ArgumentsDigest()
+		}
+		seq, lerr := g.recordAnswerRefusal(ctx, e, trace.Normalize(g.clock()))
+		if lerr != nil {
+			return false, 0, errors.Join(err, lerr)
+		}
+		return false, seq, err
+	}
 	if cl.waiting[ap.key] != ap {
-		return false, fmt.Errorf("%w: %q was decided already", ErrUnknownApproval, id)
+		return refused(fmt.Errorf("%w: %q was decided already", ErrUnknownApproval, id))
 	}
 	if by != nil && ap.by[by.Key()] {
-		return false, fmt.Errorf("%w: %q answered %q already", ErrNotAnApprover, by.Key(), id)
+		return refused(fmt.Errorf("%w: %q answered %q already (%w)", ErrNotAnApprover, by.Key(), id, errAnsweredAlready))
+	}
+	if dec == claims.ApprovalApproved && g.selfApproval(ap, approver, by) {
+		who := approver
+		if by != nil {
+			who = by.Key()
+		}
+		return refused(fmt.Errorf("%w: %q made the call %q asks about", ErrSelfApproval, who, id))
 	}
 	ev, err := g.claims.Approve(ctx, ap.bundle, g.claimsContext(ap.req.Caller), approver, dec, reason)
 	if err != nil {
-		return false, fmt.Errorf("toolgate: recording %s of %q: %w", strings.ToLower(string(dec)), id, err)
+		err = fmt.Errorf("toolgate: recording %s of %q: %w", strings.ToLower(string(dec)), id, err)
+		if errors.Is(err, claims.ErrNotRequired) || errors.Is(err, claims.ErrAlreadyDecided) {
+			return refused(err)
+		}
+		return false, 0, err
 	}
 	switch ev.Decision {
 	case claims.DecisionEscalate:
@@ -1024,7 +1096,7 @@ func (g *Gate) decide(ctx context.Context, id, approver string, dec claims.Appro
 		g.mu.Lock() // Pending and answersFor read the request under g.mu
 		ap.req.Awaiting = slices.Clone(ev.Pending)
 		g.mu.Unlock()
-		return false, nil
+		return false, 0, nil
 	case claims.DecisionPublish:
 		cl.granted[ap.key] = append(cl.granted[ap.key], id)
 	default: // REFUSE: a rejection
@@ -1035,7 +1107,7 @@ func (g *Gate) decide(ctx context.Context, id, approver string, dec claims.Appro
 	delete(g.approvals, id)
 	settledLocked(ap)
 	g.mu.Unlock()
-	return ev.Decision == claims.DecisionPublish, nil
+	return ev.Decision == claims.DecisionPublish, 0, nil
 }
 
 // rebuild restores the caller's Snapshot from the log: the labels and

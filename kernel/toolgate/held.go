@@ -52,6 +52,7 @@ type AskEntry struct {
 	Approval        string          `json:"approval"`
 	Session         string          `json:"session"`
 	Caller          string          `json:"caller"`
+	Principal       string          `json:"principal,omitempty"` // see ApprovalRequest.Principal
 	CallID          string          `json:"call_id"`
 	Tool            string          `json:"tool"`
 	ArgumentsSHA256 string          `json:"arguments_sha256"`
@@ -160,7 +161,7 @@ func (g *Gate) asked(ctx context.Context, ap *approval, c Call, shown string, at
 	if !g.durable {
 		return nil
 	}
-	e := AskEntry{Approval: ap.req.ID, Session: g.SessionID(c.Caller), Caller: c.Caller, CallID: c.ID, Tool: c.Tool,
+	e := AskEntry{Approval: ap.req.ID, Session: g.SessionID(c.Caller), Caller: c.Caller, Principal: ap.req.Principal, CallID: c.ID, Tool: c.Tool,
 		ArgumentsSHA256: ap.key.digest, Tier: ap.key.tier, Arguments: shown, Question: ap.req.Question, Asked: at}
 	if !ap.req.Expires.IsZero() {
 		e.Expires = &ap.req.Expires
@@ -473,7 +474,7 @@ func (g *Gate) restoreLocked(cl *caller, r *restored) {
 	switch b.Decision {
 	case claims.DecisionDefer, claims.DecisionEscalate:
 		p := claims.Pending{Bundle: b}
-		ap := &approval{key: key, bundle: b, seq: r.seq, req: ApprovalRequest{ID: a.Approval, Caller: a.Caller, Tool: a.Tool,
+		ap := &approval{key: key, bundle: b, seq: r.seq, req: ApprovalRequest{ID: a.Approval, Caller: a.Caller, Principal: a.Principal, Tool: a.Tool,
 			ArgumentsDigest: a.ArgumentsSHA256, Tier: a.Tier, Awaiting: p.Awaiting(), Question: a.Question,
 			Arguments: a.Arguments, Asked: a.Asked, Expires: expires}}
 		for _, h := range b.AuditTrail.HumanApprovals {

@@ -109,6 +109,9 @@ const (
 	policyRuleLabel         = "label"               // a label not ^[A-Za-z][A-Za-z0-9_.:-]{0,63}$
 	policyRuleUnknownLabel  = "unknown_label"       // a label not declared, or a flow label no rule attaches
 	policyRuleFlowTier      = "flow_tier"           // a tier on a flow entry that refuses
+
+	// self_approval's rule.
+	policyRuleSelfApprovalUnused = "self_approval_unused" // self_approval with no PRIVILEGE rule or flow to apply to
 )
 
 // policySemanticRules are the rules the schema does not check.
@@ -118,6 +121,7 @@ var policySemanticRules = map[string]bool{
 	policyRuleValue: true, policyRuleApprovers: true, policyRuleIDLength: true,
 	policyRuleDuration: true, policyRuleRuleName: true, policyRuleDuplicateRule: true, policyRuleArgSchema: true,
 	policyRulePointer: true, policyRulePath: true, policyRuleLabel: true, policyRuleUnknownLabel: true, policyRuleFlowTier: true,
+	policyRuleSelfApprovalUnused: true,
 }
 
 // Policy is a policy file: a gate's Config written in JSON, so that a
@@ -227,6 +231,9 @@ type Policy struct {
 	// how long a request, and its answer not yet used, lasts; in [1s,
 	// MaxRatePer]. Absent: they never expire.
 	ApprovalTTL time.Duration
+	// SelfApproval ("self_approval") is Config.SelfApproval: true lets
+	// the principal a PRIVILEGE call was made for approve it too.
+	SelfApproval bool
 	// Labels ("labels", version 2) declares the flow labels the rules may
 	// use: when present, a label no entry names is refused (unknown_label).
 	Labels []string
@@ -434,6 +441,7 @@ func (p Policy) Config() (Config, error) {
 		CheckResults:    p.CheckResults,
 		ApprovalTimeout: p.ApprovalTimeout,
 		ApprovalTTL:     p.ApprovalTTL,
+		SelfApproval:    p.SelfApproval,
 	}
 	for _, r := range p.Tools {
 		cfg.Rules = append(cfg.Rules, r.Rule())
@@ -474,6 +482,7 @@ type (
 		CheckResults    bool                  `json:"check_results,omitempty"`
 		ApprovalTimeout string                `json:"approval_timeout,omitempty"`
 		ApprovalTTL     string                `json:"approval_ttl,omitempty"`
+		SelfApproval    bool                  `json:"self_approval,omitempty"`
 		SharedBudget    *policySharedJSON     `json:"shared_budget,omitempty"`
 		Labels          []string              `json:"labels,omitempty"`
 	}
@@ -590,7 +599,7 @@ func policyRuleToJSON(r RuleSpec) policyRuleJSON {
 // written and fails, and invalid UTF-8 in a string is written as U+FFFD.
 func (p Policy) MarshalJSON() ([]byte, error) {
 	j := policyJSON{Schema: p.Schema, Version: p.Version, Budget: p.Budget, MinCost: p.MinCost,
-		ResultTextLimit: p.ResultTextLimit, MaxWaiting: p.MaxWaiting, CheckResults: p.CheckResults}
+		ResultTextLimit: p.ResultTextLimit, MaxWaiting: p.MaxWaiting, CheckResults: p.CheckResults, SelfApproval: p.SelfApproval}
 	if p.AllowUnknown {
 		j.UnknownTools = "allow"
 	}

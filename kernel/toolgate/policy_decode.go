@@ -464,7 +464,7 @@ var policyTiers = []string{string(claims.TierReadOnly), string(claims.TierWriteL
 	string(claims.TierDelete), string(claims.TierPrivilege)}
 
 var policyMembers = []string{"$schema", "version", "budget", "min_cost", "unknown_tools", "default_rule", "approvers",
-	"tools", "invariants", "result_text_limit", "max_waiting", "check_results", "approval_timeout", "approval_ttl", "shared_budget", "labels"}
+	"tools", "invariants", "result_text_limit", "max_waiting", "check_results", "approval_timeout", "approval_ttl", "self_approval", "shared_budget", "labels"}
 
 func (d *policyDecoder) policy(tree any) Policy {
 	var p Policy
@@ -541,6 +541,9 @@ func (d *policyDecoder) policy(tree any) Policy {
 	}
 	if v, ok := m["approval_ttl"]; ok {
 		p.ApprovalTTL = d.duration("/approval_ttl", v)
+	}
+	if v, ok := m["self_approval"]; ok {
+		p.SelfApproval = d.boolean("/self_approval", v)
 	}
 	if v, ok := m["labels"]; ok && d.version != 1 {
 		p.Labels = d.strList("/labels", v)

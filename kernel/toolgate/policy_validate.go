@@ -65,6 +65,9 @@ func (p Policy) violations(bad func(at string) bool) []Violation {
 	case !p.AllowUnknown && p.DefaultRule != nil && !bad("/unknown_tools"):
 		add("/default_rule", policyRuleDefaultUnused, `default_rule applies only with "unknown_tools": "allow"; unknown tools are refused`)
 	}
+	if p.SelfApproval && !p.asksAtPrivilege() {
+		add("/self_approval", policyRuleSelfApprovalUnused, "self_approval applies to PRIVILEGE calls, and no rule or flow asks at PRIVILEGE")
+	}
 
 	// Approvers.
 	if p.Approvers != nil {
@@ -450,4 +453,24 @@ func r2Members(r RuleSpec) []string {
 		}
 	}
 	return out
+}
+
+// asksAtPrivilege reports whether a rule or a flow of p asks a human at
+// the PRIVILEGE tier.
+func (p Policy) asksAtPrivilege() bool {
+	rules := slices.Clone(p.Tools)
+	if p.DefaultRule != nil {
+		rules = append(rules, *p.DefaultRule)
+	}
+	for _, r := range rules {
+		if r.Tier == claims.TierPrivilege && r.Effect != EffectRefuse {
+			return true
+		}
+		for _, f := range r.Flow {
+			if f.Ask && tierOrPrivilege(f.Tier) == claims.TierPrivilege {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -1,0 +1,331 @@
+package toolgate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/verity-go/verity/claims"
+	"github.com/verity-go/verity/internal/canon"
+	"github.com/verity-go/verity/trace"
+)
+
+// KindRefuseAnswer records a human's answer the gate refused (a
+// RefuseAnswerEntry): one to no question it asked — forged, replayed, or
+// brought back with another call than the one asked about — or one by
+// a principal who may not give it (not an approver, an approver who
+// answered already, the call's own principal approving a PRIVILEGE
+// call). Such an answer changes no request.
+const KindRefuseAnswer = "toolgate.refuse_answer"
+
+// ConditionAnswer is the Decision.Condition of a call Resume refused
+// because the answer it came back with was refused (KindRefuseAnswer).
+const ConditionAnswer = "answer"
+
+// The reasons of a RefuseAnswerEntry.
+const (
+	// AnswerUnasked: no question the gate asked waits for this answer —
+	// none was asked for the call, or the request was answered and used
+	// already (a replay), or the gate restarted and holds it no more.
+	AnswerUnasked = "unasked"
+	// AnswerOtherCall: the request was asked about another call (another
+	// caller, tool, arguments or tier) than the one the answer came back
+	// with.
+	AnswerOtherCall = "other_call"
+	// AnswerDecided: a denial of a request approved already.
+	AnswerDecided = "decided"
+	// AnswerNotApprover: the approver is none the request waits for.
+	AnswerNotApprover = "not_an_approver"
+	// AnswerAnsweredAlready: the principal or approver answered the
+	// request already (one principal is one approver).
+	AnswerAnsweredAlready = "answered_already"
+	// AnswerSelfApproval: the call's own principal approving a PRIVILEGE
+	// call, which Config.SelfApproval does not allow.
+	AnswerSelfApproval = "self_approval"
+)
+
+// ErrSelfApproval: the principal a PRIVILEGE call was made for tried to
+// approve it, and Config.SelfApproval is not set.
+var ErrSelfApproval = errors.New("toolgate: a PRIVILEGE call cannot be approved by the principal that made it")
+
+// RefuseAnswerEntry is the payload of a KindRefuseAnswer entry.
+type RefuseAnswerEntry struct {
+	Session string `json:"session"`
+	Caller  string `json:"caller"`
+	// Approval is the request the answer named, "" when it named none.
+	Approval string `json:"approval,omitempty"`
+	// CallID, Tool and ArgumentsSHA256 describe the call the answer came
+	// back with (Resume); empty for an answer given through Approve,
+	// ApproveAs, Deny or DenyAs.
+	CallID          string `json:"call_id,omitempty"`
+	Tool            string `json:"tool,omitempty"`
+	ArgumentsSHA256 string `json:"arguments_sha256,omitempty"`
+	// Approver is who answered: the principal's key (ApproveAs, DenyAs,
+	// Answer.By) or the approver name; Decision what they answered
+	// (APPROVED, REJECTED). Both are empty for a call resumed without an
+	// answer.
+	Approver string `json:"approver,omitempty"`
+	Decision string `json:"decision,omitempty"`
+	// Reason is one of the Answer* reasons; Explanation says it in words.
+	Reason      string `json:"reason"`
+	Explanation string `json:"explanation"`
+}
+
+// Answer is a human's answer that a framework brings back with the call
+// it was asked about: ADK's tool confirmation, eino's resume data, an MCP
+// elicitation result. See Resume.
+type Answer struct {
+	Approved bool
+	// By is the authenticated principal who answered, as in ApproveAs;
+	// when nil, Approver is the approver name answered for, as in
+	// Approve.
+	By       *Principal
+	Approver string
+	// Reason is recorded with the answer.
+	Reason string
+}
+
+// resumption is what Resume adds to Before: the request the adapter put
+// to the human for the call, and the answer.
+type resumption struct {
+	request string
+	answer  *Answer
+}
+
+// Resume decides a call that a framework brings back after the gate
+// asked about it: the call, the id of the request the adapter put to the
+// human for it (ApprovalRequest.ID, "" when it put none) and the human's
+// answer (nil when the call comes back without one). Only questions the
+// gate asked wait, and only their answers count:
+//
+//   - Resume never makes a request: a call that needs a human and has no
+//     question waiting for it is refused, never asked.
+//   - The answer counts only for a request the gate made and still waits
+//     on, for exactly this call (caller, tool, arguments, tier); it is
+//     recorded as Approve, ApproveAs (By), Deny or DenyAs would record
+//     it, and the call is then decided as Before decides it: it runs on
+//     its approval, is refused on a denial, or still waits (AskApproval,
+//     the same request) for other approvers.
+//   - Any other answer — to no question asked, to a request answered and
+//     used already (a replay), to a question about other arguments, by
+//     someone who may not give it — is recorded (KindRefuseAnswer) and
+//     the call refused (Condition ConditionAnswer); no request is made,
+//     decided or cancelled, and the question the gate did ask stays
+//     waiting and answerable.
+//
+// A request decided through the gate meanwhile (Approve from Pending)
+// is used by the call it was asked about: a call resumed without an
+// answer, or with an approval, runs on it. With request "" and no answer
+// the call is decided as Before decides it, except that it is refused
+// rather than asked when it needs a human: a framework resuming a call
+// for a question of its own (a tool's own confirmation) goes through
+// unchanged.
+func (g *Gate) Resume(ctx context.Context, c Call, request string, answer *Answer) (Decision, error) {
+	if answer != nil {
+		a := *answer
+		if a.By != nil {
+			p := a.By.clone()
+			a.By = &p
+		}
+		answer = &a
+	}
+	res := &resumption{request: request, answer: answer}
+	if g.obs == nil {
+		return g.before(ctx, c, time.Time{}, res)
+	}
+	return g.observeBefore(ctx, c, res)
+}
+
+// resume settles the answer a resumed call that needs a human brings
+// (cl.mu held, key the call's). It returns done with the decision when
+// the call is decided here — refused, or still waiting — and otherwise
+// the approval it runs on.
+func (g *Gate) resume(ctx context.Context, cl *caller, d Decision, key callKey, res *resumption, at time.Time) (Decision, string, bool, error) {
+	c := d.Call
+	refuse := func(reason, why string, waiting *approval) (Decision, string, bool, error) {
+		seq, err := g.recordAnswerRefusal(ctx, refusalOf(c, res, reason, why), at)
+		if err != nil {
+			return Decision{}, "", true, err
+		}
+		d.Verdict, d.Condition, d.Explanation, d.Seq = Refuse, ConditionAnswer, OneLine(why), seq
+		if waiting != nil {
+			d.Approval = waiting.request()
+		}
+		return d, "", true, nil
+	}
+	if res.request == "" {
+		return refuse(AnswerUnasked, fmt.Sprintf("tool %q (%s, approval): %s needs a human's approval and no question was asked for this call; make the call again to ask",
+			c.Tool, d.Rule, key.tier), cl.waiting[key])
+	}
+	g.mu.Lock()
+	ap := g.approvals[res.request]
+	g.mu.Unlock()
+	if ap != nil {
+		if ap.req.Caller != c.Caller || ap.key != key || cl.waiting[key] != ap {
+			return refuse(AnswerOtherCall, fmt.Sprintf("tool %q: the answer is to a question about another call (%s); this call is not run, and that question still waits",
+				c.Tool, ap.req.Question), cl.waiting[key])
+		}
+		if a := res.answer; a != nil {
+			name, by := a.Approver, a.By
+			if by != nil {
+				var err error
+				if name, err = g.answersFor(ap.req.ID, *by); err != nil {
+					return refuse(AnswerNotApprover, fmt.Sprintf("tool %q: %v", c.Tool, err), ap)
+				}
+			}
+			dec := claims.ApprovalRejected
+			if a.Approved {
+				dec = claims.ApprovalApproved
+			}
+			reason := a.Reason
+			if by != nil {
+				reason = asReason(*by, name, reason)
+			}
+			if _, refusal, err := g.decideLocked(ctx, cl, ap, name, dec, reason, by, &c); err != nil {
+				if refusal == 0 {
+					return Decision{}, "", true, err
+				}
+				d.Verdict, d.Condition, d.Explanation, d.Seq = Refuse, ConditionAnswer, OneLine(fmt.Sprintf("tool %q: %v", c.Tool, err)), refusal
+				if cl.waiting[key] == ap {
+					d.Approval = ap.request()
+				}
+				return d, "", true, nil
+			}
+		}
+		if cl.waiting[key] == ap { // no answer, or other approvers still to answer
+			d.Verdict, d.Explanation, d.Seq, d.Approval = AskApproval, ap.req.Question, ap.seq, ap.request()
+			return d, "", true, nil
+		}
+	}
+	if i := slices.IndexFunc(cl.denied[key], func(dn denial) bool { return dn.id == res.request }); i >= 0 {
+		dn := cl.denied[key][i]
+		cl.denied[key] = slices.Delete(cl.denied[key], i, i+1)
+		if len(cl.denied[key]) == 0 {
+			delete(cl.denied, key)
+		}
+		d.Condition = "approval"
+		why := fmt.Sprintf("tool %q (%s, approval): %s denied by %s", c.Tool, d.Rule, key.tier, dn.approver)
+		if dn.reason != "" {
+			why += ": " + dn.reason
+		}
+		dd, err := g.refuse(ctx, d, "denied", why, dn.id, at)
+		return dd, "", true, err
+	}
+	if i := slices.Index(cl.granted[key], res.request); i >= 0 {
+		if a := res.answer; a != nil && !a.Approved && ap == nil {
+			return refuse(AnswerDecided, fmt.Sprintf("tool %q: its request was approved already; this denial came after and was not recorded, and the call is not run", c.Tool), nil)
+		}
+		cl.granted[key] = slices.Delete(cl.granted[key], i, i+1)
+		if len(cl.granted[key]) == 0 {
+			delete(cl.granted, key)
+		}
+		return d, res.request, false, nil
+	}
+	if ap != nil {
+		return Decision{}, "", true, fmt.Errorf("toolgate: request %q settled without a grant or a denial", res.request)
+	}
+	return refuse(AnswerUnasked, fmt.Sprintf("tool %q: the answer is to no question waiting for this call (answered and used already, or never asked); make the call again to ask",
+		c.Tool), cl.waiting[key])
+}
+
+// request returns a copy of the request ap waits on.
+func (ap *approval) request() *ApprovalRequest {
+	req := ap.req
+	req.Awaiting = slices.Clone(req.Awaiting)
+	return &req
+}
+
+// refusalOf is the refusal entry of the answer res brings with c.
+func refusalOf(c Call, res *resumption, reason, why string) RefuseAnswerEntry {
+	e := RefuseAnswerEntry{Caller: c.Caller, Approval: res.request, CallID: c.ID, Tool: c.Tool,
+		ArgumentsSHA256: c.ArgumentsDigest(), Reason: reason, Explanation: why}
+	if a := res.answer; a != nil {
+		e.Approver, e.Decision = a.Approver, string(claims.ApprovalRejected)
+		if a.By != nil {
+			e.Approver = a.By.Key()
+		}
+		if a.Approved {
+			e.Decision = string(claims.ApprovalApproved)
+		}
+	}
+	return e
+}
+
+// recordAnswerRefusal appends e (KindRefuseAnswer) and returns its
+// sequence number.
+func (g *Gate) recordAnswerRefusal(ctx context.Context, e RefuseAnswerEntry, at time.Time) (uint64, error) {
+	e.Session = g.SessionID(e.Caller)
+	e.Explanation = OneLine(e.Explanation)
+	b, err := canon.Marshal(e)
+	if err != nil {
+		return 0, fmt.Errorf("toolgate: recording a refused answer: %w", err)
+	}
+	entry, err := g.log.Append(ctx, KindRefuseAnswer, b, trace.At(at))
+	if err != nil {
+		return 0, fmt.Errorf("toolgate: recording a refused answer: %w", err)
+	}
+	return entry.Seq, nil
+}
+
+// selfApproval reports whether approver (a name) or by (a principal)
+// approving ap is the call's own principal approving a PRIVILEGE call
+// the gate's Config does not let it approve. The principal is the call's
+// by its key, or its caller key when the host chose one: a principal
+// answering for a group it belongs to is still itself.
+func (g *Gate) selfApproval(ap *approval, approver string, by *Principal) bool {
+	if g.cfg.SelfApproval || ap.key.tier != claims.TierPrivilege {
+		return false
+	}
+	who := approver
+	if by != nil {
+		who = by.Key()
+	}
+	return who != "" && (who == ap.req.Principal || who == ap.req.Caller)
+}
+
+// answerEntry is the refusal entry of an answer given through the gate's
+// API (Approve, ApproveAs, Deny, DenyAs) to request id, ap when the gate
+// holds it.
+func answerEntry(id string, ap *approval, approver string, by *Principal, dec claims.ApprovalDecision, reason, why string) RefuseAnswerEntry {
+	e := RefuseAnswerEntry{Approval: id, Approver: approver, Decision: string(dec), Reason: reason, Explanation: why}
+	if by != nil {
+		e.Approver = by.Key()
+	}
+	if ap != nil {
+		e.Caller, e.Tool, e.ArgumentsSHA256 = ap.req.Caller, ap.req.Tool, ap.req.ArgumentsDigest
+	}
+	return e
+}
+
+// isAnswerRefusal reports whether err refuses an answer for who gave it
+// or when (not a failure of the log or the claims session).
+func isAnswerRefusal(err error) bool {
+	return errors.Is(err, ErrNotAnApprover) || errors.Is(err, ErrSelfApproval) || errors.Is(err, ErrUnknownApproval) ||
+		errors.Is(err, claims.ErrNotRequired) || errors.Is(err, claims.ErrAlreadyDecided)
+}
+
+// answerReason is the RefuseAnswerEntry reason of an answer refusal.
+func answerReason(err error) string {
+	switch {
+	case errors.Is(err, ErrSelfApproval):
+		return AnswerSelfApproval
+	case errors.Is(err, claims.ErrAlreadyDecided), errors.Is(err, errAnsweredAlready):
+		return AnswerAnsweredAlready
+	case errors.Is(err, ErrUnknownApproval):
+		return AnswerUnasked
+	}
+	return AnswerNotApprover
+}
+
+// errAnsweredAlready marks the ErrNotAnApprover of a principal who
+// answered already.
+var errAnsweredAlready = errors.New("answered already")
+
+// explainAnswer is err's text without the package prefixes, for a log
+// entry.
+func explainAnswer(err error) string {
+	return strings.TrimPrefix(err.Error(), "toolgate: ")
+}
