@@ -241,6 +241,8 @@ func toolgateSummary(e trace.Entry) (string, any, error) {
 	switch r := v.(type) {
 	case toolgate.RefuseEntry:
 		return fmt.Sprintf("refused %s call %s for %q (%s): %s", r.Tool, r.CallID, r.Caller, r.Reason, shorten(r.Explanation, 160)), r, nil
+	case toolgate.RefuseAnswerEntry:
+		return fmt.Sprintf("refused answer %s by %q to request %s for %q (%s): %s", r.Decision, r.Approver, r.Approval, r.Caller, r.Reason, shorten(r.Explanation, 160)), r, nil
 	case toolgate.ResultEntry:
 		status := "ok"
 		if !r.OK {
