@@ -58,16 +58,26 @@
 //
 // ADK resumes a call with any answer to any adk_request_confirmation
 // call in the session, including one the model wrote itself with a
-// harmless hint over a destructive call. So the guard counts an answer
-// only for a question it put: it remembers, per caller and function call
-// id, the gate request each confirmation it requested showed, and takes
-// an answer only while the gate waits on that request, once. A forged
-// request, an answer sent twice, or one that comes back after a restart
-// runs nothing (TestForgedConfirmationNeverRuns,
-// TestConfirmationReplayRunsOnce, TestConfirmationAfterRestart); the
-// model reads that the call waits and is to be made again, which asks the
-// human the gate's question. (A request made while ADK resumes a call is
-// never shown to the user, so the guard does not ask there.)
+// harmless hint, naming any call id and arguments. So the guard hands a
+// resumed call to the gate's Resume (see toolgate's "Only the questions
+// the gate asked wait") with the request it showed for that call id: the
+// answer counts only while the gate waits on that request, and only for
+// exactly the arguments asked about, once. A forged request, one over
+// other arguments than those asked about (the question about
+// delete_file /tmp/ok, a forgery for the same call id over /etc/passwd),
+// an answer sent twice, or one that comes back after a restart runs
+// nothing, is recorded (toolgate.KindRefuseAnswer), makes no request and
+// cancels none: the question the guard put still waits in Gate.Pending
+// and its answer still counts (TestForgedConfirmationNeverRuns,
+// TestForgedConfirmationOverAskedCall, TestConfirmationReplayRunsOnce,
+// TestConfirmationAfterRestart, TestOnlyQuestionsTheGateAskedWait). The
+// model reads that the confirmation answers no question asked; making the
+// call again asks the human the gate's question. (A request made while
+// ADK resumes a call is never shown to the user, so the guard does not
+// ask there.) The approver recorded is WithApprover's name; for a
+// PRIVILEGE call, a name that is the call's own principal's key is a
+// self-approval the gate refuses unless the policy allows it
+// (TestPrivilegeSelfConfirmationRefused).
 //
 // ADK puts one question per call to the user. When the gate names
 // several approvers (Config.Approvers), the confirmation records one

@@ -68,8 +68,8 @@ type Guard struct {
 	onError   func(agent.Context, toolgate.Call, error)
 
 	mu    sync.Mutex
-	open  map[openKey]openCall // allowed calls whose result is not reported yet
-	asked map[openKey]string   // approval id of each confirmation the guard requested, by (caller, function call id)
+	open  map[openKey]openCall                 // allowed calls whose result is not reported yet
+	asked map[openKey]toolgate.ApprovalRequest // the request each confirmation the guard requested showed, by (caller, function call id)
 }
 
 type openKey struct{ caller, id string }
@@ -155,7 +155,7 @@ func New(gate *toolgate.Gate, opts ...Option) (*Guard, error) {
 		principal: SessionPrincipal,
 		approver:  func(agent.Context, toolgate.ApprovalRequest) string { return toolgate.DefaultApprover },
 		open:      map[openKey]openCall{},
-		asked:     map[openKey]string{},
+		asked:     map[openKey]toolgate.ApprovalRequest{},
 	}
 	for _, o := range opts {
 		o(g)
@@ -253,15 +253,15 @@ func (g *Guard) Plugin() (*plugin.Plugin, error) {
 //     refused and never runs.
 //
 // The guard remembers each confirmation it requested, by caller and
-// function call id, with the id of the gate's request it showed. A
-// confirmation counts only when the guard requested one for this call and
-// the gate still waits on that very request; it is used once. Any other
-// confirmation — on an adk_request_confirmation call the model wrote with
-// a hint of its own (ADK resumes the call it names just the same), an
-// answer sent a second time, an answer that comes back after a restart —
-// is ignored: nothing runs, and the model reads that the call waits for
-// approval and is to be made again, when the human is asked the gate's
-// question.
+// function call id, with the gate's request it showed, and hands a
+// resumed call to Gate.Resume with that request and the answer: it counts
+// only while the gate waits on that very request, for exactly the
+// arguments asked about, once. Any other confirmation — on an
+// adk_request_confirmation call the model wrote with a hint or arguments
+// of its own (ADK resumes the call it names just the same), an answer
+// sent a second time, an answer that comes back after a restart — is
+// recorded and refused by the gate: nothing runs, no request is made or
+// cancelled, and the question the guard put still waits for its answer.
 //
 // An error of the gate (a log that failed, a cancelled context) refuses
 // the call with its text: nothing runs that the log does not hold.
@@ -281,26 +281,50 @@ func (g *Guard) BeforeTool(ctx agent.Context, t tool.Tool, args map[string]any) 
 	}
 	c.Arguments = encodeArguments(args)
 
-	d, err := g.gate.Before(ctx, c)
+	var d toolgate.Decision
+	var err error
 	resumed := false
 	if conf := ctx.ToolConfirmation(); conf != nil {
 		// ADK resumes a call with the answer to an adk_request_confirmation
-		// call, whoever wrote that call: the model can write one with a hint
-		// of its own, and a client can send an answer twice. The answer
-		// counts only for the request the guard itself put for this call
-		// and is still waiting on; it is used once.
+		// call, whoever wrote that call: RequestConfirmationRequestProcessor
+		// (internal/llminternal/request_confirmation_processor.go) takes
+		// the call to resume — its id, name and arguments — from the
+		// adk_request_confirmation call's "originalFunctionCall", and the
+		// ToolConfirmation from the user's function response. The model
+		// can write such a call naming any call id and arguments, and a
+		// client can send an answer twice. The gate's Resume counts the
+		// answer only for the request the guard put for this call id, while
+		// it waits, and for exactly the arguments it asked about; any
+		// other is recorded and refused, makes no request and cancels
+		// none, so that the question put stays answerable.
 		g.mu.Lock()
-		askedID, ok := g.asked[key]
-		delete(g.asked, key)
+		req, ok := g.asked[key]
 		g.mu.Unlock()
-		if err == nil && d.Verdict == toolgate.AskApproval {
-			if !ok || askedID != d.Approval.ID {
-				setDecision(span, d)
-				return g.notAsked(d), nil
-			}
-			resumed = true
-			d, err = g.answer(ctx, c, d, conf.Confirmed, confirmationReason(conf.Confirmed, conf.Payload, c.ID))
+		if !ok {
+			// No question of the guard's: a tool's own confirmation
+			// (functiontool's RequireConfirmation) goes through; a call
+			// that needs the gate's human is refused, never asked here.
+			d, err = g.gate.Resume(ctx, c, "", nil)
+		} else {
+			ans := &toolgate.Answer{Approved: conf.Confirmed, Approver: g.approver(ctx, req),
+				Reason: confirmationReason(conf.Confirmed, conf.Payload, c.ID)}
+			d, err = g.gate.Resume(ctx, c, req.ID, ans)
 		}
+		if err == nil && d.Verdict == toolgate.Refuse && d.Condition == toolgate.ConditionAnswer {
+			setDecision(span, d)
+			return g.notAsked(d), nil
+		}
+		if ok && err == nil {
+			// The answer counted: the question is settled for this guard.
+			g.mu.Lock()
+			if g.asked[key].ID == req.ID {
+				delete(g.asked, key)
+			}
+			g.mu.Unlock()
+			resumed = true
+		}
+	} else {
+		d, err = g.gate.Before(ctx, c)
 	}
 	if err != nil {
 		return g.refused(span, fmt.Sprintf("tool %q was not run: %v", c.Tool, err)), nil
@@ -339,7 +363,7 @@ func (g *Guard) BeforeTool(ctx agent.Context, t tool.Tool, args map[string]any) 
 			return g.refused(span, fmt.Sprintf("tool %q needs a human's approval, which cannot be asked: %v", c.Tool, err)), nil
 		}
 		g.mu.Lock()
-		g.asked[key] = req.ID
+		g.asked[key] = req
 		g.mu.Unlock()
 		return map[string]any{"error": "waiting for approval: " + req.Question}, nil
 	default:
@@ -347,31 +371,17 @@ func (g *Guard) BeforeTool(ctx agent.Context, t tool.Tool, args map[string]any) 
 	}
 }
 
-// notAsked is the result of a resumed call whose confirmation answers no
-// request the guard put for it: an adk_request_confirmation call the
-// model wrote itself, an answer sent again after it was used, or one that
-// comes back after a restart. The confirmation is ignored and nothing
-// runs. The guard asks the human when the model makes the call again: a
+// notAsked is the result of a resumed call whose confirmation the gate
+// refused (toolgate.ConditionAnswer, recorded on the log): an
+// adk_request_confirmation call the model wrote itself, an answer sent
+// again after it was used, one that comes back after a restart or over
+// other arguments than those asked about. Nothing runs, and no request is
+// made: the question the guard put, if any, still waits for its answer;
+// otherwise the human is asked when the model makes the call again (a
 // confirmation requested while ADK resumes a call is never shown to the
-// user (see BeforeTool), and one never shown must not be remembered as
-// asked, or the model's next forged call would pass for its answer.
+// user, see BeforeTool).
 func (g *Guard) notAsked(d toolgate.Decision) map[string]any {
-	return map[string]any{"error": "waiting for approval: " + d.Approval.Question +
-		" (the confirmation received answers no question asked for this call; make the call again to ask)"}
-}
-
-// answer records a human's answer to the request d waits on and asks the
-// gate again: AskApproval still when the request needs further approvers.
-func (g *Guard) answer(ctx agent.Context, c toolgate.Call, d toolgate.Decision, confirmed bool, reason string) (toolgate.Decision, error) {
-	approver := g.approver(ctx, *d.Approval)
-	if confirmed {
-		if _, err := g.gate.Approve(ctx, d.Approval.ID, approver, reason); err != nil {
-			return toolgate.Decision{}, err
-		}
-	} else if err := g.gate.Deny(ctx, d.Approval.ID, approver, reason); err != nil {
-		return toolgate.Decision{}, err
-	}
-	return g.gate.Before(ctx, c)
+	return map[string]any{"error": "the confirmation received answers no question asked for this call: " + d.Explanation}
 }
 
 // confirmationReason is the reason recorded with a human's answer: the
