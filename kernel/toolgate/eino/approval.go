@@ -75,6 +75,12 @@ type Answer struct {
 	// Approver is who answers (the option WithApprover's name, by
 	// default toolgate.DefaultApprover, when empty).
 	Approver string
+	// By, when set, is the authenticated principal who answers: the
+	// answer is recorded as toolgate.Gate.ApproveAs or DenyAs records it
+	// (for the approver it names, by key or group), and Approver is not
+	// used. The principal a PRIVILEGE call was made for cannot approve it
+	// unless the gate's Config.SelfApproval allows it.
+	By *toolgate.Principal
 	// Reason is recorded with the answer; a denial's reason is part of
 	// the refusal the model reads.
 	Reason string

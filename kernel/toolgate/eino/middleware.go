@@ -134,15 +134,24 @@ func ReportCost(ctx context.Context, actual kernel.Cost) bool {
 //   - AskApproval: the run is interrupted with tool.StatefulInterrupt; the
 //     interrupt's Info is an *ApprovalInfo holding the question. Resume
 //     the run targeting the interrupt's id with an Answer (see
-//     PendingApprovals): Middleware records it with g.Approve or g.Deny,
-//     then asks g.Before again, so the call runs once when approved and
-//     never when denied. A resume that does not answer leaves the call
-//     waiting and interrupts again, unless the request was decided
-//     through the gate meanwhile. A denial that comes after the request
-//     was decided (toolgate.ErrUnknownApproval: identical calls of one
-//     message share a request, and another call's answer decided it)
-//     cannot be recorded, and refuses its call all the same: it never
-//     runs, nor takes the grant another answer gave.
+//     PendingApprovals): Middleware hands the resumed call, the request
+//     its checkpoint names and the answer to g.Resume, so the call runs
+//     once when approved and never when denied. A resume that does not
+//     answer leaves the call waiting and interrupts again, unless the
+//     request was decided through the gate meanwhile. The answer counts
+//     only while the gate waits on that request, for exactly the call it
+//     asked about: a checkpoint rewritten to other arguments or to
+//     another call's request, or resumed again after its answer was used,
+//     runs nothing, is recorded (toolgate.KindRefuseAnswer) and makes no
+//     request, and the question asked still waits
+//     (TestResumesAnswerOnlyTheQuestionAsked,
+//     TestOnlyQuestionsTheGateAskedWait). A denial that comes after the
+//     request was decided (identical calls of one message share a
+//     request, and another call's answer decided it) cannot be recorded,
+//     and refuses its call all the same: it never runs, nor takes the
+//     grant another answer gave. An Answer By a principal is recorded as
+//     g.ApproveAs records it; the principal a PRIVILEGE call was made for
+//     cannot approve it (TestPrivilegeSelfApprovalRefused).
 //
 // A tool error passes through unchanged (after g.After records it), as
 // does an interrupt raised by the tool itself; the gate then counts the
@@ -195,39 +204,43 @@ type guard struct {
 func (m *guard) admit(ctx context.Context, in *compose.ToolInput) (toolgate.Decision, error) {
 	c := toolgate.Call{Tool: in.Name, ID: in.CallID, Arguments: []byte(in.Arguments), Caller: m.opts.caller(ctx), Principal: m.opts.principal(ctx)}
 	// tool.GetInterruptState / tool.GetResumeContext (components/tool/
-	// interrupt.go): the state this call saved when it was interrupted for
-	// approval, and the answer the resume brought it.
+	// interrupt.go):
+	//
+	//	func GetInterruptState[T any](ctx context.Context) (wasInterrupted bool, hasState bool, state T)
+	//	func GetResumeContext[T any](ctx context.Context) (isResumeTarget bool, hasData bool, data T)
+	//
+	// the state this call saved when it was interrupted for approval, and
+	// the answer the resume brought it. A resumed call goes to the gate's
+	// Resume with the request it was interrupted on: the answer counts
+	// only for that request while it waits, and only for exactly this
+	// call; any other is recorded and refused, and makes no request.
+	var d toolgate.Decision
+	var err error
 	if was, has, st := tool.GetInterruptState[*approvalState](ctx); was && has && st != nil {
 		c.ID, c.Caller, c.Principal = st.CallID, st.Caller, st.Principal
+		var ans *toolgate.Answer
 		if target, hasData, data := tool.GetResumeContext[any](ctx); target && hasData {
-			ans := answerOf(data)
-			who := ans.Approver
-			if who == "" {
-				who = m.opts.approver
+			a := answerOf(data)
+			ans = &toolgate.Answer{Approved: a.Approved, Approver: a.Approver, By: a.By, Reason: a.Reason}
+			if ans.Approver == "" {
+				ans.Approver = m.opts.approver
 			}
-			var err error
-			if ans.Approved {
-				_, err = m.g.Approve(ctx, st.ApprovalID, who, ans.Reason)
-			} else {
-				err = m.g.Deny(ctx, st.ApprovalID, who, ans.Reason)
-			}
-			switch {
-			case err == nil:
-			case !errors.Is(err, toolgate.ErrUnknownApproval):
-				return refusal(c, err), nil
-			case !ans.Approved:
-				// The request was decided already — by the answer to an
-				// identical call of the same message, which shares it, or
-				// through the gate — or the gate restarted and forgot it.
-				// The human denied this call: it never runs, and does not
-				// ask Before, which could hand it the other answer's grant.
-				return lateDenial(c, who, ans.Reason), nil
-			}
-			// A late approval records nothing: Before decides from what the
-			// gate holds (a grant, a denial, or a new request).
 		}
+		d, err = m.g.Resume(ctx, c, st.ApprovalID, ans)
+		if err == nil && ans != nil && !ans.Approved && d.Verdict == toolgate.Refuse && d.Condition == toolgate.ConditionAnswer {
+			// The human denied this call, after its request was decided
+			// — by the answer to an identical call of the same message,
+			// which shares it, or through the gate — or the gate forgot it
+			// (a restart). It never runs, and the model reads the denial.
+			who := ans.Approver
+			if ans.By != nil {
+				who = ans.By.Key()
+			}
+			return lateDenial(c, who, ans.Reason), nil
+		}
+	} else {
+		d, err = m.g.Before(ctx, c)
 	}
-	d, err := m.g.Before(ctx, c)
 	if err != nil {
 		return refusal(c, err), nil
 	}
