@@ -89,14 +89,14 @@ func reject(sentinel error, format string, args ...any) *Error {
 // Rules name what a Violation breaks. They are stable strings that callers
 // may branch on; belief/server sends them in details.violations.
 const (
-	RuleSyntax       = "syntax"        // not one JSON text that RFC 8785 accepts (duplicate keys, lone surrogates, unsafe integers, too deep), or an unreadable query string
-	RuleType         = "type"          // the wrong JSON type (a number for a string, an array for an object, a string for force)
-	RuleRequired     = "required"      // a required member missing, null or empty
-	RuleRange        = "range"         // a number or time outside its range (min_total_eliminations, an event's year)
-	RuleUTF8         = "utf8"          // a string that is not valid UTF-8
-	RuleUnknownField = "unknown_field" // a member or query parameter the protocol does not define
-	RulePathMismatch = "path_mismatch" // a body session_id or obligation_id that disagrees with the URL path
-	RuleDuplicate    = "duplicate"     // a query parameter given more than once
+	RuleSyntax       = violation.RuleSyntax       // not one JSON text that RFC 8785 accepts (duplicate keys, lone surrogates, unsafe integers, too deep), or an unreadable query string
+	RuleType         = violation.RuleType         // the wrong JSON type (a number for a string, an array for an object, a string for force)
+	RuleRequired     = violation.RuleRequired     // a required member missing, null or empty
+	RuleRange        = "range"                    // a number or time outside its range (min_total_eliminations, an event's year)
+	RuleUTF8         = "utf8"                     // a string that is not valid UTF-8
+	RuleUnknownField = violation.RuleUnknownField // a member or query parameter the protocol does not define
+	RulePathMismatch = "path_mismatch"            // a body session_id or obligation_id that disagrees with the URL path
+	RuleDuplicate    = "duplicate"                // a query parameter given more than once
 )
 
 // Violation is one problem found in a request: an RFC 6901 JSON Pointer

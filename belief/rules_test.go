@@ -96,7 +96,7 @@ func TestDeclareReportsAllViolationsSorted(t *testing.T) {
 		{Path: "/event_id", Rule: belief.RuleRequired, Message: "must not be empty"},
 		{Path: "/hypotheses/1", Rule: belief.RuleUTF8, Message: "must be valid UTF-8"},
 		{Path: "/hypotheses/3", Rule: belief.RuleUTF8, Message: "must be valid UTF-8"},
-		{Path: "/metadata", Rule: belief.RuleType, Message: "must be a JSON object"},
+		{Path: "/metadata", Rule: belief.RuleType, Message: "want an object, got a number"},
 		{Path: "/session_id", Rule: belief.RuleRequired, Message: "must not be empty"},
 	}, ve.Violations)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/verity-go/verity/internal/canon"
 	"github.com/verity-go/verity/internal/hamt"
+	"github.com/verity-go/verity/internal/strictjson"
 	"github.com/verity-go/verity/internal/violation"
 	"github.com/verity-go/verity/trace"
 )
@@ -272,7 +273,7 @@ func checkObject(vs []Violation, path string, raw json.RawMessage) (json.RawMess
 		return nil, append(vs, Violation{Path: path, Rule: RuleSyntax, Message: canonReason(err)})
 	}
 	if c[0] != '{' {
-		return nil, append(vs, Violation{Path: path, Rule: RuleType, Message: "must be a JSON object"})
+		return nil, append(vs, Violation{Path: path, Rule: RuleType, Message: strictjson.WantMessage("an object", strictjson.KindOfJSON(c))})
 	}
 	return c, vs
 }
@@ -708,7 +709,7 @@ func forceOf(vs []Violation, ctx json.RawMessage) (bool, []Violation) {
 	case "false":
 		return false, vs
 	}
-	return false, append(vs, Violation{Path: "/context/force", Rule: RuleType, Message: "must be a JSON boolean"})
+	return false, append(vs, Violation{Path: "/context/force", Rule: RuleType, Message: strictjson.WantMessage("a boolean", strictjson.KindOfJSON(f))})
 }
 
 // RequestTermination performs REQUEST_TERMINATION: approved iff no

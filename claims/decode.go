@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/verity-go/verity/internal/canon"
+	"github.com/verity-go/verity/internal/strictjson"
 	"github.com/verity-go/verity/internal/violation"
 )
 
@@ -100,7 +101,7 @@ func (d *decoder) add(path, rule, format string, args ...any) {
 func (d *decoder) object(path string, v any, allowed ...string) (map[string]any, bool) {
 	m, ok := v.(map[string]any)
 	if !ok {
-		d.add(path, RuleType, "want object, got %s", canon.KindOf(v))
+		d.add(path, RuleType, "%s", strictjson.WantMessage("an object", strictjson.KindOf(v)))
 		return nil, false
 	}
 	for k := range m {
@@ -145,7 +146,7 @@ func (d *decoder) text(path string, v any) (string, bool) {
 			return d.invalidUTF8(path, x)
 		}
 	}
-	d.add(path, RuleType, "want string, got %s", canon.KindOf(v))
+	d.add(path, RuleType, "%s", strictjson.WantMessage("a string", strictjson.KindOf(v)))
 	return "", false
 }
 
@@ -179,7 +180,7 @@ func (d *decoder) unit(m map[string]any, path, key string) float64 {
 	}
 	n, isNum := v.(json.Number)
 	if !isNum {
-		d.add(p, RuleType, "want number, got %s", canon.KindOf(v))
+		d.add(p, RuleType, "%s", strictjson.WantMessage("a number", strictjson.KindOf(v)))
 		return 0
 	}
 	f, err := strconv.ParseFloat(string(n), 64)
@@ -234,7 +235,7 @@ func (d *decoder) time(m map[string]any, path, key string, required bool) time.T
 	p := violation.Join(path, key)
 	s, isStr := v.(string)
 	if !isStr {
-		d.add(p, RuleType, "want string, got %s", canon.KindOf(v))
+		d.add(p, RuleType, "%s", strictjson.WantMessage("a string", strictjson.KindOf(v)))
 		return time.Time{}
 	}
 	if d.recordForm {
@@ -324,7 +325,7 @@ func (d *decoder) array(m map[string]any, path, key string, required bool) []any
 	}
 	a, isArr := v.([]any)
 	if !isArr {
-		d.add(violation.Join(path, key), RuleType, "want array, got %s", canon.KindOf(v))
+		d.add(violation.Join(path, key), RuleType, "%s", strictjson.WantMessage("an array", strictjson.KindOf(v)))
 		return nil
 	}
 	return a

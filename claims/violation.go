@@ -5,21 +5,21 @@ import "github.com/verity-go/verity/internal/violation"
 // Rules name what a Violation breaks. They are stable strings that callers
 // may branch on.
 const (
-	RuleSyntax          = "syntax"           // not a single well-formed JSON text
-	RuleUnknownField    = "unknown_field"    // a member the specification does not define
-	RuleType            = "type"             // wrong JSON type (string for a number, ...)
-	RuleRequired        = "required"         // a required field is missing or empty
-	RuleEnum            = "enum"             // a value outside a closed enum (case-sensitive)
-	RuleRange           = "range"            // a number outside [0,1], or NaN
-	RuleTime            = "time"             // a timestamp that is not RFC 3339
-	RuleEvidenceHash    = "evidence_hash"    // not 64 lower-case hex digits (SHA-256)
-	RuleUTF8            = "utf8"             // a string that is not valid UTF-8
-	RuleNoClaims        = "no_claims"        // a bundle without claims
-	RuleDuplicateID     = "duplicate_id"     // two claims with the same id
-	RuleEvidenceMissing = "evidence_missing" // a FACT claim without evidence pointers
-	RuleEvidenceWeak    = "evidence_weak"    // no pointer reaches MinSourceConfidence
-	RuleDuplicate       = "duplicate"        // a repeated approver or approval
-	RuleNotRequired     = "not_required"     // an approval from someone not in required_approvals
+	RuleSyntax          = violation.RuleSyntax       // not a single well-formed JSON text
+	RuleUnknownField    = violation.RuleUnknownField // a member the specification does not define
+	RuleType            = violation.RuleType         // wrong JSON type (string for a number, ...)
+	RuleRequired        = violation.RuleRequired     // a required field is missing or empty
+	RuleEnum            = "enum"                     // a value outside a closed enum (case-sensitive)
+	RuleRange           = "range"                    // a number outside [0,1], or NaN
+	RuleTime            = "time"                     // a timestamp that is not RFC 3339
+	RuleEvidenceHash    = "evidence_hash"            // not 64 lower-case hex digits (SHA-256)
+	RuleUTF8            = "utf8"                     // a string that is not valid UTF-8
+	RuleNoClaims        = "no_claims"                // a bundle without claims
+	RuleDuplicateID     = "duplicate_id"             // two claims with the same id
+	RuleEvidenceMissing = "evidence_missing"         // a FACT claim without evidence pointers
+	RuleEvidenceWeak    = "evidence_weak"            // no pointer reaches MinSourceConfidence
+	RuleDuplicate       = "duplicate"                // a repeated approver or approval
+	RuleNotRequired     = "not_required"             // an approval from someone not in required_approvals
 )
 
 // Violation is one broken rule, located by an RFC 6901 JSON Pointer such

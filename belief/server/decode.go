@@ -10,6 +10,7 @@ import (
 
 	"github.com/verity-go/verity/belief"
 	"github.com/verity-go/verity/internal/canon"
+	"github.com/verity-go/verity/internal/strictjson"
 	"github.com/verity-go/verity/internal/violation"
 )
 
@@ -40,7 +41,7 @@ func parseBody(body []byte, vs *[]belief.Violation) (*object, bool) {
 		*vs = append(*vs, belief.Violation{Rule: belief.RuleSyntax, Message: strings.TrimPrefix(se.Error(), "canon: ")})
 		return nil, false
 	case err != nil || m == nil: // valid JSON, but not an object (null included)
-		*vs = append(*vs, belief.Violation{Rule: belief.RuleType, Message: "must be a JSON object"})
+		*vs = append(*vs, belief.Violation{Rule: belief.RuleType, Message: strictjson.WantMessage("an object", strictjson.KindOfJSON(t))})
 		return nil, false
 	}
 	return &object{members: m, seen: map[string]bool{}, vs: vs}, true
@@ -50,7 +51,7 @@ func parseBody(body []byte, vs *[]belief.Violation) (*object, bool) {
 func asObject(at string, raw json.RawMessage, vs *[]belief.Violation) (*object, bool) {
 	var m map[string]json.RawMessage
 	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
-		*vs = append(*vs, belief.Violation{Path: at, Rule: belief.RuleType, Message: "must be a JSON object"})
+		*vs = append(*vs, belief.Violation{Path: at, Rule: belief.RuleType, Message: strictjson.WantMessage("an object", strictjson.KindOfJSON(raw))})
 		return nil, false
 	}
 	return &object{at: at, members: m, seen: map[string]bool{}, vs: vs}, true
@@ -83,7 +84,7 @@ func (o *object) str(name string, required bool) (string, bool) {
 	}
 	var s string
 	if raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
-		o.badMember(name, belief.RuleType, "must be a string")
+		o.badMember(name, belief.RuleType, strictjson.WantMessage("a string", strictjson.KindOfJSON(raw)))
 		return "", false
 	}
 	return s, true
@@ -96,14 +97,14 @@ func (o *object) strList(name string, required bool) ([]string, bool) {
 	}
 	var items []json.RawMessage
 	if raw[0] != '[' || json.Unmarshal(raw, &items) != nil {
-		o.badMember(name, belief.RuleType, "must be an array of strings")
+		o.badMember(name, belief.RuleType, strictjson.WantMessage("an array of strings", strictjson.KindOfJSON(raw)))
 		return nil, false
 	}
 	out := make([]string, len(items))
 	good := true
 	for i, it := range items {
 		if len(it) == 0 || it[0] != '"' || json.Unmarshal(it, &out[i]) != nil {
-			o.bad(violation.Index(violation.Join(o.at, name), i), belief.RuleType, "must be a string")
+			o.bad(violation.Index(violation.Join(o.at, name), i), belief.RuleType, strictjson.WantMessage("a string", strictjson.KindOfJSON(it)))
 			good = false
 		}
 	}
@@ -118,7 +119,7 @@ func (o *object) obj(name string) json.RawMessage {
 		return nil
 	}
 	if raw[0] != '{' {
-		o.badMember(name, belief.RuleType, "must be a JSON object")
+		o.badMember(name, belief.RuleType, strictjson.WantMessage("an object", strictjson.KindOfJSON(raw)))
 		return nil
 	}
 	return raw
@@ -137,12 +138,12 @@ func (o *object) integer(name string, required bool) (int64, bool) {
 	}
 	for i := 0; i < len(digits); i++ {
 		if digits[i] < '0' || digits[i] > '9' {
-			o.badMember(name, belief.RuleType, "must be an integer")
+			o.badMember(name, belief.RuleType, strictjson.WantMessage("an integer", strictjson.KindOfJSON(raw)))
 			return 0, false
 		}
 	}
 	if digits == "" {
-		o.badMember(name, belief.RuleType, "must be an integer")
+		o.badMember(name, belief.RuleType, strictjson.WantMessage("an integer", strictjson.KindOfJSON(raw)))
 		return 0, false
 	}
 	v, err := strconv.ParseInt(s, 10, 64)
@@ -264,7 +265,7 @@ func decodeTermination(body []byte, sessionID string) (belief.TerminationRequest
 		var m map[string]json.RawMessage
 		if json.Unmarshal(req.Context, &m) == nil {
 			if f, ok := m["force"]; ok && string(f) != "true" && string(f) != "false" {
-				o.bad("/context/force", belief.RuleType, "must be a JSON boolean")
+				o.bad("/context/force", belief.RuleType, strictjson.WantMessage("a boolean", strictjson.KindOfJSON(f)))
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package strictjson
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -136,7 +137,7 @@ var (
 // typeError is the one wording of a wrong type: "want an object, got a
 // string".
 func (d *Decoder) typeError(want string) error {
-	return &problem{path: d.Pointer(), rule: violation.RuleType, msg: "want " + want + ", got " + d.Peek().String(), cause: ErrType, offset: d.pos}
+	return &problem{path: d.Pointer(), rule: violation.RuleType, msg: WantMessage(want, d.Peek()), cause: ErrType, offset: d.pos}
 }
 
 func (d *Decoder) push(key string)  { d.path = append(d.path, seg{key: key, index: -1}) }
@@ -611,4 +612,34 @@ func (d *Decoder) Raw() ([]byte, error) {
 		return nil, err
 	}
 	return d.data[start:d.pos], nil
+}
+
+// WantMessage is the one wording of a wrong JSON type, for every reader
+// in Verity: "want an object, got a string".
+func WantMessage(want string, got Kind) string { return "want " + want + ", got " + got.String() }
+
+// KindOf returns the kind of a value of a canon.Decode tree
+// (map[string]any, []any, string, json.Number, bool, nil).
+func KindOf(v any) Kind {
+	switch v.(type) {
+	case nil:
+		return Null
+	case bool:
+		return Bool
+	case string:
+		return String
+	case json.Number:
+		return Number
+	case []any:
+		return Array
+	case map[string]any:
+		return Object
+	}
+	return Invalid
+}
+
+// KindOfJSON returns the kind of the JSON text raw by its first byte.
+func KindOfJSON(raw []byte) Kind {
+	d := Decoder{data: raw}
+	return d.Peek()
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/internal/canon"
 	"github.com/verity-go/verity/internal/osfile"
+	"github.com/verity-go/verity/internal/strictjson"
 	"github.com/verity-go/verity/internal/violation"
 	"github.com/verity-go/verity/kernel"
 )
@@ -294,7 +295,7 @@ func (d *policyDecoder) add(at, rule, format string, args ...any) {
 func (d *policyDecoder) object(at string, v any, allowed, required []string) (map[string]any, bool) {
 	m, ok := v.(map[string]any)
 	if !ok {
-		d.add(at, policyRuleType, "want an object, got %s", canon.KindOf(v))
+		d.add(at, policyRuleType, "%s", strictjson.WantMessage("an object", strictjson.KindOf(v)))
 		return nil, false
 	}
 	for k := range m {
@@ -313,7 +314,7 @@ func (d *policyDecoder) object(at string, v any, allowed, required []string) (ma
 func (d *policyDecoder) array(at string, v any) ([]any, bool) {
 	a, ok := v.([]any)
 	if !ok {
-		d.add(at, policyRuleType, "want an array, got %s", canon.KindOf(v))
+		d.add(at, policyRuleType, "%s", strictjson.WantMessage("an array", strictjson.KindOf(v)))
 	}
 	return a, ok
 }
@@ -323,7 +324,7 @@ func (d *policyDecoder) array(at string, v any) ([]any, bool) {
 func (d *policyDecoder) duration(at string, v any) time.Duration {
 	s, ok := v.(string)
 	if !ok {
-		d.add(at, policyRuleType, "want a duration string such as \"5m\", got %s", canon.KindOf(v))
+		d.add(at, policyRuleType, "%s", strictjson.WantMessage("a duration string such as \"5m\"", strictjson.KindOf(v)))
 		return time.Second
 	}
 	x, err := time.ParseDuration(s)
@@ -337,7 +338,7 @@ func (d *policyDecoder) duration(at string, v any) time.Duration {
 func (d *policyDecoder) str(at string, v any) string {
 	s, ok := v.(string)
 	if !ok {
-		d.add(at, policyRuleType, "want a string, got %s", canon.KindOf(v))
+		d.add(at, policyRuleType, "%s", strictjson.WantMessage("a string", strictjson.KindOf(v)))
 	}
 	return s
 }
@@ -345,7 +346,7 @@ func (d *policyDecoder) str(at string, v any) string {
 func (d *policyDecoder) boolean(at string, v any) bool {
 	b, ok := v.(bool)
 	if !ok {
-		d.add(at, policyRuleType, "want a boolean, got %s", canon.KindOf(v))
+		d.add(at, policyRuleType, "%s", strictjson.WantMessage("a boolean", strictjson.KindOf(v)))
 	}
 	return b
 }
@@ -397,7 +398,7 @@ func (d *policyDecoder) cost(at string, v any) kernel.Cost {
 		}
 		return 0
 	}
-	d.add(at, policyRuleType, "want a cost (a decimal string or a number), got %s", canon.KindOf(v))
+	d.add(at, policyRuleType, "%s", strictjson.WantMessage("a cost (a decimal string or a number)", strictjson.KindOf(v)))
 	return 0
 }
 
@@ -406,7 +407,7 @@ func (d *policyDecoder) cost(at string, v any) kernel.Cost {
 func (d *policyDecoder) integer(at string, v any, lo, hi int64) int64 {
 	n, ok := v.(json.Number)
 	if !ok {
-		d.add(at, policyRuleType, "want an integer, got %s", canon.KindOf(v))
+		d.add(at, policyRuleType, "%s", strictjson.WantMessage("an integer", strictjson.KindOf(v)))
 		return 0
 	}
 	r, ok := policyRat(n)
@@ -425,7 +426,7 @@ func (d *policyDecoder) integer(at string, v any, lo, hi int64) int64 {
 func (d *policyDecoder) number(at string, v any) float64 {
 	n, ok := v.(json.Number)
 	if !ok {
-		d.add(at, policyRuleType, "want a number, got %s", canon.KindOf(v))
+		d.add(at, policyRuleType, "%s", strictjson.WantMessage("a number", strictjson.KindOf(v)))
 		return 0
 	}
 	f, err := strconv.ParseFloat(string(n), 64)
@@ -457,7 +458,7 @@ func policyShow(v any) string {
 	case json.Number:
 		return string(x)
 	}
-	return canon.KindOf(v)
+	return strictjson.KindOf(v).String()
 }
 
 var policyTiers = []string{string(claims.TierReadOnly), string(claims.TierWriteLimited), string(claims.TierModify),
@@ -642,7 +643,7 @@ func (d *policyDecoder) rule(at string, v any, withMatch bool) RuleSpec {
 			}
 			r.Arguments = b
 		default:
-			d.add(at+"/arguments", policyRuleType, "want a JSON Schema (an object or a boolean), got %s", canon.KindOf(v))
+			d.add(at+"/arguments", policyRuleType, "%s", strictjson.WantMessage("a JSON Schema (an object or a boolean)", strictjson.KindOf(v)))
 		}
 	}
 	if v, ok := m["paths"]; ok {
@@ -687,7 +688,7 @@ func (d *policyDecoder) rule(at string, v any, withMatch bool) RuleSpec {
 					}
 					rt.Per = per
 				} else {
-					d.add(rat+"/per", policyRuleType, "want a duration string such as \"1m\", got %s", canon.KindOf(x))
+					d.add(rat+"/per", policyRuleType, "%s", strictjson.WantMessage("a duration string such as \"1m\"", strictjson.KindOf(x)))
 				}
 			}
 			if x, ok := rm["scope"]; ok {
@@ -755,7 +756,7 @@ func (d *policyDecoder) strList(at string, v any) []string {
 func (d *policyDecoder) approvers(at string, v any) map[claims.RiskTier][]string {
 	m, ok := v.(map[string]any)
 	if !ok {
-		d.add(at, policyRuleType, "want an object, got %s", canon.KindOf(v))
+		d.add(at, policyRuleType, "%s", strictjson.WantMessage("an object", strictjson.KindOf(v)))
 		return nil
 	}
 	out := make(map[claims.RiskTier][]string, len(m))
@@ -902,6 +903,6 @@ func (d *policyDecoder) scalar(at string, v any) kernel.Value {
 		}
 		return kernel.Int(i)
 	}
-	d.add(at, policyRuleType, "want a string, number, boolean or null, got %s", canon.KindOf(v))
+	d.add(at, policyRuleType, "%s", strictjson.WantMessage("a string, number, boolean or null", strictjson.KindOf(v)))
 	return kernel.Null()
 }
