@@ -250,8 +250,71 @@ func validTime(t time.Time) error {
 // Normalize returns t as the log stores it: UTC, no monotonic reading.
 func Normalize(t time.Time) time.Time { return t.Round(0).UTC() }
 
-// appendTime writes t (UTC) as YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ.
+// Seconds since 1970 of minTime and maxTime.
+const minUnix, maxUnix = -62167219200, 253402300800
+
+// twoDigits holds "00" to "99".
+const twoDigits = "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"
+
+// appendTime writes t (UTC) as YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ. A time in
+// years 0000-9999 (every entry's) is written from its Unix seconds with
+// the civil-from-days arithmetic of H. Hinnant's "chrono-compatible
+// low-level date algorithms"; others as time.Time.Date breaks them down.
 func appendTime(b []byte, t time.Time) []byte {
+	sec := t.Unix()
+	if sec < minUnix || sec >= maxUnix {
+		return appendTimeSlow(b, t)
+	}
+	// Days and seconds since 0000-01-01; the days then counted from
+	// -0400-03-01 (day 60 of year 0, a leap year, is 0000-03-01), so that
+	// every quantity is non-negative and a year ends with February.
+	since := uint64(sec - minUnix)
+	daySec := since % 86400
+	z := since/86400 - 60 + 146097
+	era := z / 146097
+	doe := z - era*146097                                  // day of the 400-year era
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365 // year of the era
+	doy := doe - (365*yoe + yoe/4 - yoe/100)               // day of the year from March 1
+	mp := (5*doy + 2) / 153                                // month from March, 0-11
+	d := doy - (153*mp+2)/5 + 1
+	m := mp + 3
+	if mp >= 10 {
+		m = mp - 9
+	}
+	y := yoe + era*400
+	if m <= 2 {
+		y++
+	}
+	y -= 400
+	hh, mi, ss := daySec/3600, daySec/60%60, daySec%60
+	ns := uint64(t.Nanosecond())
+	var w [timeLen]byte
+	put2 := func(i int, v uint64) { w[i], w[i+1] = twoDigits[2*v], twoDigits[2*v+1] }
+	put2(0, y/100)
+	put2(2, y%100)
+	w[4] = '-'
+	put2(5, m)
+	w[7] = '-'
+	put2(8, d)
+	w[10] = 'T'
+	put2(11, hh)
+	w[13] = ':'
+	put2(14, mi)
+	w[16] = ':'
+	put2(17, ss)
+	w[19] = '.'
+	w[20] = byte('0' + ns/100000000)
+	ns %= 100000000
+	put2(21, ns/1000000)
+	put2(23, ns/10000%100)
+	put2(25, ns/100%100)
+	put2(27, ns%100)
+	w[29] = 'Z'
+	return append(b, w[:]...)
+}
+
+// appendTimeSlow is appendTime for any time.
+func appendTimeSlow(b []byte, t time.Time) []byte {
 	t = t.UTC()
 	y, mo, d := t.Date()
 	h, mi, s := t.Clock()

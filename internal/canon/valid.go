@@ -8,122 +8,175 @@ import (
 )
 
 // isCanonical reports whether b is exactly the canonical form of a JSON
-// value, reading it once and writing nothing. Valid uses it as the fast
+// value, reading it once, writing nothing and allocating nothing (a key
+// with escapes is compared as it is decoded). Valid uses it as the fast
 // path and falls back to a full Transform only to explain a rejection.
 func isCanonical(b []byte) bool {
-	c := checker{in: b}
-	return c.value() && c.pos == len(b)
+	pos, ok := checkValue(b, 0, 0)
+	return ok && pos == len(b)
 }
 
-type checker struct {
-	in    []byte
-	pos   int
-	depth int
-}
-
-func (c *checker) value() bool {
-	if c.pos >= len(c.in) {
-		return false
+// checkValue checks the canonical value at in[pos:], inside depth arrays
+// and objects, and returns the position after it. The positions are
+// passed and returned, not kept in a struct, so that they stay in
+// registers.
+func checkValue(in []byte, pos, depth int) (int, bool) {
+	if pos >= len(in) {
+		return pos, false
 	}
-	switch ch := c.in[c.pos]; {
-	case ch == '{':
-		return c.object()
-	case ch == '[':
-		return c.array()
+	switch ch := in[pos]; {
 	case ch == '"':
-		_, ok := c.str()
-		return ok
-	case ch == 't':
-		return c.lit("true")
-	case ch == 'f':
-		return c.lit("false")
-	case ch == 'n':
-		return c.lit("null")
+		end, _, ok := checkString(in, pos)
+		return end, ok
+	case ch == '{':
+		return checkObject(in, pos, depth+1)
+	case ch == '[':
+		return checkArray(in, pos, depth+1)
 	case ch == '-' || ch >= '0' && ch <= '9':
-		return c.number()
+		return checkNumber(in, pos)
+	case ch == 't':
+		return checkLiteral(in, pos, "true")
+	case ch == 'f':
+		return checkLiteral(in, pos, "false")
+	case ch == 'n':
+		return checkLiteral(in, pos, "null")
 	}
-	return false
+	return pos, false
 }
 
-func (c *checker) lit(w string) bool {
-	if !bytes.HasPrefix(c.in[c.pos:], []byte(w)) {
-		return false
+func checkLiteral(in []byte, pos int, w string) (int, bool) {
+	if !bytes.HasPrefix(in[pos:], []byte(w)) {
+		return pos, false
 	}
-	c.pos += len(w)
-	return true
+	return pos + len(w), true
 }
 
-func (c *checker) array() bool {
-	if c.depth++; c.depth > MaxDepth {
-		return false
+func checkArray(in []byte, pos, depth int) (int, bool) {
+	if depth > MaxDepth {
+		return pos, false
 	}
-	c.pos++
-	if c.pos < len(c.in) && c.in[c.pos] == ']' {
-		c.pos++
-		c.depth--
-		return true
+	pos++
+	if pos < len(in) && in[pos] == ']' {
+		return pos + 1, true
 	}
 	for {
-		if !c.value() || c.pos >= len(c.in) {
-			return false
+		var ok bool
+		if pos, ok = checkValue(in, pos, depth); !ok || pos >= len(in) {
+			return pos, false
 		}
-		switch c.in[c.pos] {
+		switch in[pos] {
 		case ',':
-			c.pos++
+			pos++
 		case ']':
-			c.pos++
-			c.depth--
-			return true
+			return pos + 1, true
 		default:
-			return false
+			return pos, false
 		}
 	}
 }
 
-func (c *checker) object() bool {
-	if c.depth++; c.depth > MaxDepth {
-		return false
+func checkObject(in []byte, pos, depth int) (int, bool) {
+	if depth > MaxDepth {
+		return pos, false
 	}
-	c.pos++
-	if c.pos < len(c.in) && c.in[c.pos] == '}' {
-		c.pos++
-		c.depth--
-		return true
+	pos++
+	if pos < len(in) && in[pos] == '}' {
+		return pos + 1, true
 	}
-	var prev []byte
-	first := true
+	var prev []byte // the previous key's body, as written
+	prevEsc := false
 	for {
-		if c.pos >= len(c.in) || c.in[c.pos] != '"' {
-			return false
+		if pos >= len(in) || in[pos] != '"' {
+			return pos, false
 		}
-		// A key without escapes is a slice of the input; one with escapes
-		// is decoded into a fresh buffer (rare in canonical text).
-		key, ok := c.str()
+		end, esc, ok := checkString(in, pos)
 		if !ok {
-			return false
+			return pos, false
 		}
-		if !first && CompareUTF16(prev, key) >= 0 {
-			return false
+		key := in[pos+1 : end-1]
+		if prev != nil && compareKeys(prev, prevEsc, key, esc) >= 0 {
+			return pos, false
 		}
-		prev, first = key, false
-		if c.pos >= len(c.in) || c.in[c.pos] != ':' {
-			return false
+		prev, prevEsc = key, esc
+		pos = end
+		if pos >= len(in) || in[pos] != ':' {
+			return pos, false
 		}
-		c.pos++
-		if !c.value() || c.pos >= len(c.in) {
-			return false
+		pos++
+		if pos >= len(in) {
+			return pos, false
 		}
-		switch c.in[c.pos] {
-		case ',':
-			c.pos++
-		case '}':
-			c.pos++
-			c.depth--
-			return true
+		// Strings and numbers, the usual members, without the dispatch.
+		switch c := in[pos]; {
+		case c == '"':
+			pos, _, ok = checkString(in, pos)
+		case c >= '0' && c <= '9' || c == '-':
+			pos, ok = checkNumber(in, pos)
 		default:
-			return false
+			pos, ok = checkValue(in, pos, depth)
+		}
+		if !ok || pos >= len(in) {
+			return pos, false
+		}
+		switch in[pos] {
+		case ',':
+			pos++
+		case '}':
+			return pos + 1, true
+		default:
+			return pos, false
 		}
 	}
+}
+
+// compareKeys compares two key bodies as written in canonical text by
+// their decoded UTF-16 code units; esc says whether a body holds an
+// escape. Both have been checked by checkString.
+func compareKeys(a []byte, aEsc bool, b []byte, bEsc bool) int {
+	if !aEsc && !bEsc {
+		return CompareUTF16(a, b)
+	}
+	for len(a) > 0 && len(b) > 0 {
+		ra, na := keyRune(a)
+		rb, nb := keyRune(b)
+		if ra != rb {
+			ua, la := utf16Units(ra)
+			ub, lb := utf16Units(rb)
+			if ua != ub {
+				return int(ua) - int(ub)
+			}
+			return int(la) - int(lb)
+		}
+		a, b = a[na:], b[nb:]
+	}
+	return len(a) - len(b)
+}
+
+// keyRune decodes the first character of a checked canonical string
+// body: an escape (always of a character below 0x80), an ASCII byte or a
+// UTF-8 sequence.
+func keyRune(s []byte) (rune, int) {
+	switch c := s[0]; {
+	case c == '\\':
+		switch s[1] {
+		case 'b':
+			return '\b', 2
+		case 'f':
+			return '\f', 2
+		case 'n':
+			return '\n', 2
+		case 'r':
+			return '\r', 2
+		case 't':
+			return '\t', 2
+		case 'u':
+			return rune(lowerHex(s[4])<<4 | lowerHex(s[5])), 6
+		}
+		return rune(s[1]), 2 // '"' or '\\'
+	case c < utf8.RuneSelf:
+		return rune(c), 1
+	}
+	return utf8.DecodeRune(s)
 }
 
 // plainASCII marks the bytes a canonical string holds as they are: printable
@@ -139,94 +192,64 @@ var plainASCII = func() (t [256]bool) {
 // tricks of "Bit Twiddling Hacks": x-0x01…01 &^ x sets a byte's high bit
 // when the byte is zero, x-0x20…20 &^ x when it is below 0x20, each exact
 // for bytes below 0x80, and a byte from 0x80 has its high bit already).
-// str uses it to pass over eight plain bytes at a time.
+// checkString uses it to pass over eight plain bytes at a time.
 func plainWord(w uint64) bool {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	q, b := w^(ones*'"'), w^(ones*'\\') // a zero byte where w has '"', '\\'
 	return (w|(w-ones*0x20)&^w|(q-ones)&^q|(b-ones)&^b)&highs == 0
 }
 
-// str checks a canonical string at c.pos. It returns the decoded bytes:
-// a slice of the input when there are no escapes, else a new buffer.
-func (c *checker) str() ([]byte, bool) {
-	c.pos++
-	start := c.pos
-	var buf []byte // decoded bytes, once an escape has been seen
-	runStart := start
-	in := c.in
+// checkString checks the canonical string whose opening quote is at
+// in[pos] and returns the position after its closing quote and whether
+// it holds an escape.
+func checkString(in []byte, pos int) (end int, esc bool, ok bool) {
+	pos++
 	for {
-		for c.pos+8 <= len(in) && plainWord(binary.LittleEndian.Uint64(in[c.pos:])) {
-			c.pos += 8
+		for pos+8 <= len(in) && plainWord(binary.LittleEndian.Uint64(in[pos:])) {
+			pos += 8
 		}
-		for c.pos < len(in) && plainASCII[in[c.pos]] {
-			c.pos++
+		for pos < len(in) && plainASCII[in[pos]] {
+			pos++
 		}
-		if c.pos >= len(in) {
-			return nil, false
+		if pos >= len(in) {
+			return pos, esc, false
 		}
-		switch ch := in[c.pos]; {
+		switch ch := in[pos]; {
 		case ch == '"':
-			c.pos++
-			if buf == nil {
-				return in[start : c.pos-1], true
-			}
-			return append(buf, in[runStart:c.pos-1]...), true
+			return pos + 1, esc, true
 		case ch >= utf8.RuneSelf:
-			r, n := utf8.DecodeRune(in[c.pos:])
+			r, n := utf8.DecodeRune(in[pos:])
 			if r == utf8.RuneError && n <= 1 {
-				return nil, false
+				return pos, esc, false
 			}
-			c.pos += n
+			pos += n
 		case ch < 0x20:
-			return nil, false
+			return pos, esc, false
 		default: // '\\'
-			if buf == nil {
-				buf = make([]byte, 0, c.pos-start+16)
+			esc = true
+			if pos+1 >= len(in) {
+				return pos, esc, false
 			}
-			buf = append(buf, in[runStart:c.pos]...)
-			if c.pos+1 >= len(in) {
-				return nil, false
-			}
-			var r byte
-			switch in[c.pos+1] {
-			case '"':
-				r = '"'
-			case '\\':
-				r = '\\'
-			case 'b':
-				r = '\b'
-			case 'f':
-				r = '\f'
-			case 'n':
-				r = '\n'
-			case 'r':
-				r = '\r'
-			case 't':
-				r = '\t'
+			switch in[pos+1] {
+			case '"', '\\', 'b', 'f', 'n', 'r', 't':
+				pos += 2
 			case 'u':
 				// only \u00xx (lower-case hex) for controls without a short form
-				if c.pos+6 > len(in) || in[c.pos+2] != '0' || in[c.pos+3] != '0' {
-					return nil, false
+				if pos+6 > len(in) || in[pos+2] != '0' || in[pos+3] != '0' {
+					return pos, esc, false
 				}
-				hi, lo := lowerHex(in[c.pos+4]), lowerHex(in[c.pos+5])
+				hi, lo := lowerHex(in[pos+4]), lowerHex(in[pos+5])
 				if hi < 0 || lo < 0 || hi > 1 {
-					return nil, false
+					return pos, esc, false
 				}
-				r = byte(hi<<4 | lo)
-				switch r {
+				switch byte(hi<<4 | lo) {
 				case '\b', '\f', '\n', '\r', '\t':
-					return nil, false
+					return pos, esc, false
 				}
-				buf = append(buf, r)
-				c.pos += 6
-				runStart = c.pos
-				continue
+				pos += 6
 			default:
-				return nil, false
+				return pos, esc, false
 			}
-			buf = append(buf, r)
-			c.pos += 2
-			runStart = c.pos
 		}
 	}
 }
@@ -241,59 +264,63 @@ func lowerHex(ch byte) int {
 	return -1
 }
 
-func (c *checker) number() bool {
-	start := c.pos
-	if c.in[c.pos] == '-' {
-		c.pos++
+// checkNumber checks the canonical number at in[pos:].
+func checkNumber(in []byte, pos int) (int, bool) {
+	start := pos
+	if in[pos] == '-' {
+		pos++
 	}
-	digits := func() int {
-		n := 0
-		for c.pos < len(c.in) && c.in[c.pos] >= '0' && c.in[c.pos] <= '9' {
-			c.pos++
-			n++
-		}
-		return n
+	intStart := pos
+	for pos < len(in) && in[pos] >= '0' && in[pos] <= '9' {
+		pos++
 	}
-	intStart := c.pos
-	n := digits()
-	if n == 0 || n > 1 && c.in[intStart] == '0' {
-		return false
+	n := pos - intStart
+	if n == 0 || n > 1 && in[intStart] == '0' {
+		return pos, false
 	}
 	frac := false
-	if c.pos < len(c.in) && c.in[c.pos] == '.' {
+	if pos < len(in) && in[pos] == '.' {
 		frac = true
-		c.pos++
-		if digits() == 0 {
-			return false
+		pos++
+		d := pos
+		for pos < len(in) && in[pos] >= '0' && in[pos] <= '9' {
+			pos++
+		}
+		if pos == d {
+			return pos, false
 		}
 	}
-	if c.pos < len(c.in) && (c.in[c.pos] == 'e' || c.in[c.pos] == 'E') {
+	if pos < len(in) && (in[pos] == 'e' || in[pos] == 'E') {
 		frac = true
-		c.pos++
-		if c.pos < len(c.in) && (c.in[c.pos] == '+' || c.in[c.pos] == '-') {
-			c.pos++
+		pos++
+		if pos < len(in) && (in[pos] == '+' || in[pos] == '-') {
+			pos++
 		}
-		if digits() == 0 {
-			return false
+		d := pos
+		for pos < len(in) && in[pos] >= '0' && in[pos] <= '9' {
+			pos++
+		}
+		if pos == d {
+			return pos, false
 		}
 	}
-	lit := c.in[start:c.pos]
+	lit := in[start:pos]
 	if !frac {
-		if string(lit) == "-0" {
-			return false
+		if n == 1 && in[intStart] == '0' && start != intStart {
+			return pos, false // -0
 		}
 		if n <= 15 {
-			return true // below 10^15 < 2^53: exact, written as its digits
+			return pos, true // below 10^15 < 2^53: exact, written as its digits
 		}
 		if n > 21 {
-			return false // from 1e21 on RFC 8785 writes an exponent
+			return pos, false // from 1e21 on RFC 8785 writes an exponent
 		}
 		// Between, it is canonical only as some double's canonical text.
 	}
 	f, err := strconv.ParseFloat(string(lit), 64)
 	if err != nil || f != f {
-		return false
+		return pos, false
 	}
 	var tmp [32]byte
-	return bytes.Equal(AppendFloat(tmp[:0], f), lit)
+	return pos, bytes.Equal(AppendFloat(tmp[:0], f), lit)
 }
