@@ -76,15 +76,32 @@
 //     approval request. The client fulfils the input request (the SDK's
 //     client does it with its ElicitationHandler and retries on its own)
 //     and retries the call with the answer in InputResponses and the
-//     state echoed back; the Guard records the answer and decides the
-//     same call again.
+//     state echoed back; the Guard hands the answer, the request the
+//     state names and the call to toolgate.Gate.Resume.
 //   - Before it, the Guard asks with ServerSession.Elicit while the call
-//     waits, records the answer, and decides again.
+//     waits, and hands the answer to Gate.Resume the same way.
 //
-// "accept" is an approval (toolgate.Gate.Approve); "decline", "cancel",
-// no answer, or an elicitation that failed are a denial (Gate.Deny); both
-// are recorded under Options.Approver (toolgate.DefaultApprover by
-// default). An approved call runs once — the approval is bound to the
+// "accept" is an approval; "decline", "cancel", no answer, or an
+// elicitation that failed are a denial. The human who answers an
+// elicitation is the session's user: in a session with an authenticated
+// principal (a verified bearer token: DefaultPrincipal) the answer is
+// that principal's, recorded as Gate.ApproveAs records it, and counts
+// only when the request awaits that principal, by key or group; the
+// principal a PRIVILEGE call was made for cannot approve it — the answer
+// is refused and recorded, and the call waits for another approver
+// (toolgate.Config.SelfApproval allows it). A session without one
+// answers under Options.Approver (toolgate.DefaultApprover by default)
+// (TestElicitationAnswersAsTheSessionsUser).
+//
+// Only the questions the gate asked wait: Gate.Resume counts an answer
+// only for the request the Guard put for exactly that call, while it
+// waits, once. A retry whose state the Guard did not issue, or issued for
+// other arguments, a retry replayed after its answer was used, and an
+// answer the gate refuses run nothing, are recorded (a
+// "toolgate.refuse_answer" entry), and make no request and cancel none
+// (TestOnlyQuestionsTheGateAskedWait, TestInputRequiredResult).
+//
+// An approved call runs once — the approval is bound to the
 // caller, tool and arguments and used by that one execution — and a
 // denied call never runs; the next identical call is asked about again. A
 // client that does not advertise form elicitation cannot ask its human:
@@ -112,26 +129,29 @@
 // Identical calls made at the same time (one caller, tool and arguments)
 // wait on one approval request, and each is put to the human. The first
 // answer decides it; a later one — to a request already decided, or that
-// the human has answered and others still await — cannot be recorded: the
-// Guard logs it as a warning (Options.Logger; the trace log holds the
-// first answer only), and when it is a decline refuses its call ("tool
-// \"delete_file\" denied by human: declined (after another answer to the
-// same request)"), which never runs on the other answer's approval. A
-// late accept is a no-op: its call is decided from what the gate holds —
-// the approval the first answer gave, used by whichever identical call
-// comes first, or its denial — or asked about again.
+// the human has answered and others still await — is refused: the
+// Guard logs it as a warning (Options.Logger; the trace log holds it as
+// a "toolgate.refuse_answer" entry), and when it is a decline refuses its
+// call ("tool \"delete_file\" denied by human: declined (after another
+// answer to the same request)"), which never runs on the other answer's
+// approval. A late accept runs its call on the approval the first answer
+// gave if no identical call used it yet, and is refused otherwise; it
+// never asks again.
 //
 // The request state is "vg1." + the state's JSON + "." + its HMAC-SHA256,
 // both base64url: a state the Guard did not issue, or issued for another
-// caller, tool or arguments, refuses the retry (ErrRequestState). It binds
+// caller, tool or arguments, refuses the retry (ErrRequestState), and the
+// gate records the refused answer. It binds
 // the caller and the tool by their SHA-256, so it is a few hundred bytes
 // however long the caller key (a custom Options.Caller) or the tool's
 // name; a state over the 4096 bytes a retry may echo back is never issued
 // (the call is refused and says why). The key
 // is random per Guard unless Options.StateKey sets one; servers behind a
 // load balancer that serve one another's retries share a key. Waiting
-// requests live in the gate's memory: a retry that reaches another gate,
-// or the same one after a restart, is asked about again (fail closed).
+// requests live in the gate's memory (unless the gate keeps them on its
+// log: toolgate.WithDurableApprovals): a retry that reaches another gate,
+// or the same one after a restart, answers no question and is refused
+// (fail closed); the call made again is asked about again.
 //
 // The SDK sets the result type that marks a result input-required only
 // for results a tool handler returns (Server.callTool, through an

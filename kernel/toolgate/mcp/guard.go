@@ -14,7 +14,6 @@ import (
 	"github.com/google/uuid"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate"
 )
@@ -222,33 +221,34 @@ func (gd *Guard) callTool(ctx context.Context, req *sdk.CallToolRequest, run run
 	call := toolgate.Call{Tool: p.Name, Arguments: []byte(p.Arguments), Caller: gd.Caller(ctx, req), Principal: gd.principal(ctx, req)}
 	log := gd.logger.With("tool", p.Name, "caller", call.Caller)
 
-	// A retry of a call that waited for the human (SEP-2322): record the
-	// human's answer, then decide the same call again.
-	pending := false
+	// A retry of a call that waited for the human (SEP-2322): the gate's
+	// Resume takes the human's answer for the request the state names,
+	// only for exactly the call it asked about.
 	if strings.HasPrefix(p.RequestState, stateVersion+".") {
-		st, err := decodeState(gd.key, p.RequestState)
-		if err == nil && !st.binds(call) {
-			err = fmt.Errorf("%w: it was issued for another call", ErrRequestState)
-		}
-		if err != nil {
-			log.Warn("refused retry", "err", err)
-			return refusal(fmt.Sprintf("tool %q refused: %v", p.Name, err)), nil
-		}
-		call.ID = st.CallID
 		var answer *sdk.ElicitResult
 		if r, ok := p.InputResponses[InputKey].(*sdk.ElicitResult); ok {
 			answer = r
 		}
-		waiting, refused, err := gd.record(ctx, st.Approval, p.Name, answer, nil, log)
+		st, err := decodeState(gd.key, p.RequestState)
+		request := ""
+		if err == nil {
+			call.ID, request = st.CallID, st.Approval
+			if !st.binds(call) {
+				err = fmt.Errorf("%w: it was issued for another call", ErrRequestState)
+			}
+		}
 		if err != nil {
-			log.Error("recording the answer", "err", err)
+			// An answer to no question this Guard asked, or to one about
+			// another call: the gate records it and refuses the call, and
+			// no request is made or cancelled.
+			log.Warn("refused retry", "err", err)
+			a, _ := gd.answerOf(call, answer, nil)
+			if _, rerr := gd.gate.Resume(context.WithoutCancel(ctx), call, request, a); rerr != nil {
+				log.Error("recording the refused answer", "err", rerr)
+			}
 			return refusal(fmt.Sprintf("tool %q refused: %v", p.Name, err)), nil
 		}
-		if refused != "" {
-			return refusal(refused), nil
-		}
-		pending = waiting
-		req = withoutApprovalInput(req)
+		return gd.settle(ctx, withoutApprovalInput(req), call, request, answer, nil, run, log)
 	}
 
 	d, err := gd.gate.Before(ctx, call)
@@ -257,9 +257,6 @@ func (gd *Guard) callTool(ctx context.Context, req *sdk.CallToolRequest, run run
 		return refusal(fmt.Sprintf("tool %q refused: the gate could not decide: %v", p.Name, err)), nil
 	}
 	if d.Verdict == toolgate.AskApproval {
-		if pending {
-			return refusal(fmt.Sprintf("tool %q: approved here, still awaiting %s", p.Name, strings.Join(d.Approval.Awaiting, ", "))), nil
-		}
 		return gd.ask(ctx, req, d, run, log)
 	}
 	return gd.decided(ctx, req, d, run, log)
@@ -306,7 +303,7 @@ func (gd *Guard) ask(ctx context.Context, req *sdk.CallToolRequest, d toolgate.D
 	if gd.holds(req, ap) {
 		return gd.held(ctx, req, d, run, log)
 	}
-	if !slices.Contains(ap.Awaiting, gd.approver) {
+	if !gd.answers(d.Call, ap) {
 		log.Info("awaiting other approvers", "call", d.Call.ID, "approval", ap.ID, "awaiting", ap.Awaiting)
 		return refusal(fmt.Sprintf("tool %q: awaiting approval from %s", ap.Tool, strings.Join(ap.Awaiting, ", "))), nil
 	}
@@ -330,81 +327,106 @@ func (gd *Guard) ask(ctx context.Context, req *sdk.CallToolRequest, d toolgate.D
 
 	log.Info("asking", "call", d.Call.ID, "approval", ap.ID, "via", "elicitation/create")
 	answer, eerr := req.Session.Elicit(ctx, params)
-	pending, refused, err := gd.record(ctx, ap.ID, ap.Tool, answer, eerr, log)
-	if err != nil {
-		log.Error("recording the answer", "err", err)
-		return refusal(fmt.Sprintf("tool %q refused: %v", ap.Tool, err)), nil
-	}
-	if refused != "" {
-		return refusal(refused), nil
-	}
-	d, err = gd.gate.Before(ctx, d.Call)
-	if err != nil {
-		log.Error("no decision", "err", err)
-		return refusal(fmt.Sprintf("tool %q refused: the gate could not decide: %v", ap.Tool, err)), nil
-	}
-	if d.Verdict == toolgate.AskApproval && pending {
-		return refusal(fmt.Sprintf("tool %q: approved here, still awaiting %s", ap.Tool, strings.Join(d.Approval.Awaiting, ", "))), nil
-	}
-	return gd.decided(ctx, req, d, run, log)
+	return gd.settle(ctx, req, d.Call, ap.ID, answer, eerr, run, log)
 }
 
-// record records the human's answer to the approval request id for tool:
-// accept approves; decline, cancel, no answer or a failed elicitation
-// deny. It reports whether the request still waits for other approvers.
-//
-// An answer the gate cannot take because it comes late — the request was
-// decided already (toolgate.ErrUnknownApproval: another answer to it, for
-// an identical call asked at the same time, got there first; or the gate
-// no longer holds it), or the human already answered it and it waits on
-// others (claims.ErrAlreadyDecided) — is logged as a warning and not
-// recorded. A late denial returns the explanation its call is refused
-// with, so that the call never runs on the other answer's approval; a
-// late approval returns nothing, and Before decides from what the gate
-// holds.
-func (gd *Guard) record(ctx context.Context, id, tool string, answer *sdk.ElicitResult, askErr error, log *slog.Logger) (pending bool, refused string, err error) {
-	ctx = context.WithoutCancel(ctx) // the human answered: record it
-	reason := ""
+// answers reports whether the human of call's session can answer ap: the
+// session's authenticated principal, by its key or a group of its, or,
+// for a session without one, Options.Approver.
+func (gd *Guard) answers(call toolgate.Call, ap *toolgate.ApprovalRequest) bool {
+	p := call.Principal
+	key := p.Key()
+	if key == "" {
+		return slices.Contains(ap.Awaiting, gd.approver)
+	}
+	for _, name := range ap.Awaiting {
+		if group, ok := strings.CutPrefix(name, toolgate.GroupPrefix); (ok && slices.Contains(p.Groups, group)) || name == key {
+			return true
+		}
+	}
+	return false
+}
+
+// answerOf is the human's answer as the gate records it: accept approves;
+// decline, cancel, no answer or a failed elicitation deny. The human who
+// answers an elicitation is the session's user, so a session with an
+// authenticated principal answers as that principal (toolgate.Answer.By:
+// recorded as Gate.ApproveAs records it, and refused when it is the
+// principal of the PRIVILEGE call it approves); one without answers
+// under Options.Approver. It returns the action for the log too.
+func (gd *Guard) answerOf(call toolgate.Call, answer *sdk.ElicitResult, askErr error) (*toolgate.Answer, string) {
+	a := &toolgate.Answer{Approver: gd.approver}
+	if call.Principal.Key() != "" {
+		p := call.Principal
+		a.By = &p
+	}
 	if answer != nil {
 		if r, ok := answer.Content["reason"].(string); ok {
-			reason = r
+			a.Reason = r
 		}
 	}
 	action := "none"
 	switch {
 	case askErr != nil:
 		action = "failed"
-		reason = "the approval could not be asked: " + askErr.Error()
-		err = gd.gate.Deny(ctx, id, gd.approver, reason)
+		a.Reason = "the approval could not be asked: " + askErr.Error()
 	case answer == nil:
-		reason = "no answer"
-		err = gd.gate.Deny(ctx, id, gd.approver, reason)
+		a.Reason = "no answer"
 	case answer.Action == "accept":
 		action = "accept"
-		var granted bool
-		granted, err = gd.gate.Approve(ctx, id, gd.approver, reason)
-		pending = err == nil && !granted
+		a.Approved = true
 	case answer.Action == "decline" || answer.Action == "cancel":
 		action = answer.Action
-		if reason == "" {
-			reason = map[string]string{"decline": "declined", "cancel": "cancelled"}[answer.Action]
+		if a.Reason == "" {
+			a.Reason = map[string]string{"decline": "declined", "cancel": "cancelled"}[answer.Action]
 		}
-		err = gd.gate.Deny(ctx, id, gd.approver, reason)
 	default:
 		action = "unrecognised"
-		reason = fmt.Sprintf("unrecognised answer %q", answer.Action)
-		err = gd.gate.Deny(ctx, id, gd.approver, reason)
+		a.Reason = fmt.Sprintf("unrecognised answer %q", answer.Action)
 	}
-	if errors.Is(err, toolgate.ErrUnknownApproval) || errors.Is(err, claims.ErrAlreadyDecided) {
-		log.Warn("answer to a request already decided: not recorded", "approval", id, "approver", gd.approver,
-			"answer", action, "err", err)
-		if action == "accept" {
-			return false, "", nil
+	return a, action
+}
+
+// settle hands the human's answer to the approval request id, with the
+// call it was asked about, to the gate's Resume, and acts on the
+// decision: the call runs on an approval, is refused on a denial, and
+// waits (refused here) when other approvers are still awaited.
+//
+// An answer the gate refuses (toolgate.ConditionAnswer, recorded on the
+// log) runs nothing and makes no request: one that comes late — the
+// request was decided already (another answer to it, for an identical
+// call asked at the same time, got there first, or its approval was
+// used: a replayed retry), or the human already answered it and it waits
+// on others — and one the human may not give (not an approver, or a
+// PRIVILEGE call's own principal). It is logged as a warning; a late
+// denial's call is refused as denied, so that it never runs on the other
+// answer's approval.
+func (gd *Guard) settle(ctx context.Context, req *sdk.CallToolRequest, call toolgate.Call, id string, answer *sdk.ElicitResult, askErr error,
+	run runFunc, log *slog.Logger) (sdk.Result, error) {
+	a, action := gd.answerOf(call, answer, askErr)
+	// The human answered: record it even when the request is cancelled.
+	d, err := gd.gate.Resume(context.WithoutCancel(ctx), call, id, a)
+	if err != nil {
+		log.Error("recording the answer", "err", err)
+		return refusal(fmt.Sprintf("tool %q refused: %v", call.Tool, err)), nil
+	}
+	who := a.Approver
+	if a.By != nil {
+		who = a.By.Key()
+	}
+	switch {
+	case d.Verdict == toolgate.Refuse && d.Condition == toolgate.ConditionAnswer:
+		log.Warn("answer refused: not recorded", "approval", id, "approver", who,
+			"answer", action, "why", d.Explanation, "seq", d.Seq)
+		if !a.Approved {
+			return refusal(fmt.Sprintf("tool %q denied by %s: %s (after another answer to the same request)",
+				call.Tool, who, toolgate.OneLine(a.Reason))), nil
 		}
-		return false, fmt.Sprintf("tool %q denied by %s: %s (after another answer to the same request)",
-			tool, gd.approver, toolgate.OneLine(reason)), nil
+		return refusal(d.Explanation), nil
+	case d.Verdict == toolgate.AskApproval:
+		return refusal(fmt.Sprintf("tool %q: approved here, still awaiting %s", call.Tool, strings.Join(d.Approval.Awaiting, ", "))), nil
 	}
-	return pending, "", err
+	return gd.decided(ctx, req, d, run, log)
 }
 
 // approvalQuestion is the elicitation put to the human: the gate's

@@ -245,11 +245,14 @@ func TestInputRequiredResult(t *testing.T) {
 	assert.Equal(t, 1, r.tools.count("delete_file"))
 
 	// Replaying the same retry does not run it again: the approval was
-	// used, so the gate asks anew.
+	// used, so the answer answers no question; it is recorded and
+	// refused, and asks nobody.
 	res, err = cs.CallTool(ctx, retry)
 	require.NoError(t, err)
-	assert.True(t, res.NeedsInput(), text(res))
+	assert.True(t, res.IsError, text(res))
+	assert.Contains(t, text(res), "no question waiting")
 	assert.Equal(t, 1, r.tools.count("delete_file"), "a replayed answer never runs a call twice")
+	assert.Empty(t, r.gate.Pending(), "a replayed answer asks nobody")
 	replays(t, r.log, r.gate, caller)
 }
 
@@ -434,7 +437,7 @@ func TestLateDeclineNeverRuns(t *testing.T) {
 			assert.Equal(t, 1, r.tools.count("delete_file"), "the approved call ran once, the declined one never")
 			assert.Len(t, human.questions(), 2, "neither call was asked again")
 			assert.Empty(t, r.gate.Pending())
-			assert.Len(t, rec.matching("WARN", "answer to a request already decided", "answer=decline"), 1)
+			assert.Len(t, rec.matching("WARN", "answer refused: not recorded", "answer=decline"), 1)
 		})
 	})
 	t.Run("after the others approved", func(t *testing.T) {
@@ -450,7 +453,7 @@ func TestLateDeclineNeverRuns(t *testing.T) {
 			})
 			assert.Equal(t, late, text(res[1]))
 			assert.Zero(t, r.tools.count("delete_file"), "the declined call never ran on the human's and bob's approval")
-			assert.Len(t, rec.matching("WARN", "answer to a request already decided", "answer=decline"), 1)
+			assert.Len(t, rec.matching("WARN", "answer refused: not recorded", "answer=decline"), 1)
 		})
 	})
 	t.Run("while the others are awaited", func(t *testing.T) {
@@ -461,7 +464,7 @@ func TestLateDeclineNeverRuns(t *testing.T) {
 			})
 			assert.Equal(t, late, text(res[1]))
 			assert.Zero(t, r.tools.count("delete_file"))
-			assert.Len(t, rec.matching("WARN", "answer to a request already decided", "answer=decline"), 1)
+			assert.Len(t, rec.matching("WARN", "answer refused: not recorded", "answer=decline"), 1)
 			pending := r.gate.Pending()
 			require.Len(t, pending, 1, "the human's first answer stands; bob is awaited")
 			assert.Equal(t, []string{"bob"}, pending[0].Awaiting)
