@@ -17,6 +17,7 @@ type faultFS struct {
 	files       map[string]*faultFile
 	shortWrites int // the next n writes write half and fail
 	failSyncs   int // the next n fsyncs fail and make nothing durable
+	beforeSync  func() // called at the start of every file fsync, outside the lock
 }
 
 type faultFile struct {
@@ -82,6 +83,21 @@ func (fs *faultFS) crash(keep int) {
 	}
 }
 
+// image returns what a crash at this instant would leave of name: its
+// durable bytes and the first keep bytes of its unsynced tail. The files
+// themselves are left alone, so writers may go on.
+func (fs *faultFS) image(name string, keep int) []byte {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	f := fs.files[name]
+	nd := bytes.Clone(f.durable)
+	if len(f.data) > len(f.durable) && bytes.HasPrefix(f.data, f.durable) {
+		extra := f.data[len(f.durable):]
+		nd = append(nd, extra[:min(keep, len(extra))]...)
+	}
+	return nd
+}
+
 func (fs *faultFS) bytes(name string) []byte {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
@@ -141,6 +157,12 @@ func (h *faultHandle) Write(p []byte) (int, error) {
 }
 
 func (h *faultHandle) Sync() error {
+	h.fs.mu.Lock()
+	hook := h.fs.beforeSync
+	h.fs.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
 	h.fs.mu.Lock()
 	defer h.fs.mu.Unlock()
 	f, err := h.file()

@@ -40,10 +40,15 @@ type SyncPolicy int
 const (
 	// SyncEveryAppend fsyncs before every Append returns (the default).
 	SyncEveryAppend SyncPolicy = iota
-	// SyncGroup lets concurrent appenders share one fsync: an append
-	// returns once a sync covering it completes; a sync runs when
-	// GroupMaxBatch records are waiting or GroupMaxDelay has passed since
-	// the first of them was written, whichever comes first.
+	// SyncGroup is group commit: concurrent appenders share one fsync. An
+	// append returns once a sync covering it completes. With GroupMaxDelay
+	// zero (the default) a sync starts as soon as a record is waiting and
+	// no sync is running, and every record written while one runs is
+	// covered by the next: a lone appender pays one fsync, as with
+	// SyncEveryAppend, and n concurrent appenders pay about two between
+	// them. With GroupMaxDelay set, a sync runs when GroupMaxBatch records
+	// are waiting or GroupMaxDelay has passed since the first of them was
+	// written, whichever comes first.
 	SyncGroup
 	// SyncManual never fsyncs on its own; call File.Sync. Appends that
 	// were not followed by a successful Sync may be lost in a crash.
@@ -54,11 +59,26 @@ const (
 // fsync per append.
 type FileOptions struct {
 	Sync          SyncPolicy    // default SyncEveryAppend
-	GroupMaxBatch int           // SyncGroup: this many waiting records start a sync at once (default 64)
-	GroupMaxDelay time.Duration // SyncGroup: longest wait before a sync (default 2ms)
+	GroupMaxBatch int           // SyncGroup with GroupMaxDelay: this many waiting records start a sync at once (default 64)
+	GroupMaxDelay time.Duration // SyncGroup: longest wait before a sync (default 0: none, a sync starts when none is running)
+
+	// OnSync, when set, is called after every fsync that makes appended
+	// records durable (under any policy, File.Sync and Close included;
+	// not the syncs of OpenFile), with how long it took, how many records
+	// it covered and its error: the hook for an fsync latency histogram.
+	// It is called without the store's lock held, from the goroutine that
+	// ran the fsync; it must return quickly.
+	OnSync func(SyncStat)
 
 	fs       fileSystem // nil: the operating system's; the crash tests inject faults here
 	readOnly bool       // set by OpenFileReadOnly
+}
+
+// SyncStat describes one fsync of appended records (FileOptions.OnSync).
+type SyncStat struct {
+	Duration time.Duration // how long the fsync took
+	Records  int           // records it made durable (written since the previous sync)
+	Err      error         // the fsync's error; the store is then broken
 }
 
 // TornTailError reports a final record that was cut short or damaged,
@@ -135,6 +155,7 @@ type File struct {
 
 	// group commit
 	written, synced uint64 // records written / known durable
+	syncing         bool   // an appender is running the group's fsync (GroupMaxDelay 0)
 	cond            *sync.Cond
 	kick, full      chan struct{}
 	done            chan struct{}
@@ -204,8 +225,8 @@ func openFile(path string, opts FileOptions) (*File, error) {
 	if opts.GroupMaxBatch <= 0 {
 		opts.GroupMaxBatch = 64
 	}
-	if opts.GroupMaxDelay <= 0 {
-		opts.GroupMaxDelay = 2 * time.Millisecond
+	if opts.GroupMaxDelay < 0 {
+		opts.GroupMaxDelay = 0
 	}
 	var f fsFile
 	var ro *os.File // the read-only file
@@ -265,7 +286,7 @@ func openFile(path string, opts FileOptions) (*File, error) {
 	}
 	s.written, s.synced = s.head.Size, s.head.Size
 	s.cond = sync.NewCond(&s.mu)
-	if opts.Sync == SyncGroup {
+	if opts.Sync == SyncGroup && opts.GroupMaxDelay > 0 {
 		s.kick = make(chan struct{}, 1)
 		s.full = make(chan struct{}, 1)
 		s.done = make(chan struct{})
@@ -528,10 +549,16 @@ func (s *File) Append(ctx context.Context, entries ...Entry) error {
 // appendDeferred appends entries and returns what to wait on for their
 // durability (nil: nothing). checked: a Log built them (with next, from a
 // canonical payload), so their fields are not checked a second time.
-func (s *File) appendDeferred(ctx context.Context, entries []Entry, checked bool) (func() error, error) {
+func (s *File) appendDeferred(ctx context.Context, entries []Entry, checked bool) (wait func() error, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	var stat *SyncStat // an fsync made under the lock, reported after it
+	defer func() {
+		if stat != nil {
+			s.opts.OnSync(*stat)
+		}
+	}()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.usable(); err != nil {
@@ -579,7 +606,16 @@ func (s *File) appendDeferred(ctx context.Context, entries []Entry, checked bool
 	s.written = s.head.Size
 	switch s.opts.Sync {
 	case SyncEveryAppend:
-		if err := s.f.Sync(); err != nil {
+		records := int(s.written - s.synced)
+		start := time.Now()
+		err := s.f.Sync()
+		if s.opts.OnSync != nil {
+			if err != nil {
+				records = 0
+			}
+			stat = &SyncStat{Duration: time.Since(start), Records: records, Err: err}
+		}
+		if err != nil {
 			s.broken = fmt.Errorf("%w: fsync failed: %v", ErrBroken, err)
 			return nil, s.broken
 		}
@@ -587,6 +623,9 @@ func (s *File) appendDeferred(ctx context.Context, entries []Entry, checked bool
 		return nil, nil
 	case SyncGroup:
 		target := s.written
+		if s.opts.GroupMaxDelay == 0 {
+			return func() error { return s.waitSynced(target) }, nil
+		}
 		select {
 		case s.kick <- struct{}{}:
 		default:
@@ -603,22 +642,67 @@ func (s *File) appendDeferred(ctx context.Context, entries []Entry, checked bool
 	}
 }
 
+// waitSynced returns once the first target records are durable. With
+// GroupMaxDelay zero the waiter runs the fsync itself when none is
+// running (it leads the group: its fsync covers every record written so
+// far); the others wait for it and, if it did not cover them, one of them
+// leads the next.
 func (s *File) waitSynced(target uint64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for s.synced < target && s.broken == nil && !s.closed {
+	for {
+		if s.synced >= target {
+			return nil
+		}
+		if s.broken != nil {
+			return s.broken
+		}
+		if s.closed {
+			return ErrClosed
+		}
+		if s.opts.GroupMaxDelay == 0 && !s.syncing {
+			s.syncing = true
+			s.syncLocked()
+			s.syncing = false
+			s.cond.Broadcast()
+			continue
+		}
 		s.cond.Wait()
 	}
-	if s.synced >= target {
-		return nil
-	}
-	if s.broken != nil {
-		return s.broken
-	}
-	return ErrClosed
 }
 
-// syncer runs group commits until the store is closed.
+// syncLocked fsyncs what has been written so far with s.mu released
+// during the fsync (s.mu is held on entry and on return), records the
+// outcome and reports it to OnSync. The caller wakes the waiters.
+func (s *File) syncLocked() {
+	upto := s.written
+	if upto == s.synced || s.broken != nil {
+		return
+	}
+	f := s.f
+	s.mu.Unlock()
+	start := time.Now()
+	err := f.Sync()
+	d := time.Since(start)
+	s.mu.Lock()
+	records := 0
+	if err != nil {
+		if s.broken == nil {
+			s.broken = fmt.Errorf("%w: fsync failed: %v", ErrBroken, err)
+		}
+	} else if upto > s.synced {
+		records = int(upto - s.synced)
+		s.synced = upto
+	}
+	if s.opts.OnSync != nil {
+		s.mu.Unlock()
+		s.opts.OnSync(SyncStat{Duration: d, Records: records, Err: err})
+		s.mu.Lock()
+	}
+}
+
+// syncer runs group commits until the store is closed (SyncGroup with a
+// GroupMaxDelay).
 func (s *File) syncer() {
 	defer close(s.syncerDone)
 	for {
@@ -649,22 +733,12 @@ func (s *File) syncer() {
 // syncOnce fsyncs what has been written so far and wakes its waiters.
 func (s *File) syncOnce() {
 	s.mu.Lock()
-	upto := s.written
-	if upto == s.synced || s.broken != nil {
-		s.mu.Unlock()
-		return
+	for s.syncing { // one group fsync at a time
+		s.cond.Wait()
 	}
-	f := s.f
-	s.mu.Unlock()
-	err := f.Sync()
-	s.mu.Lock()
-	if err != nil {
-		if s.broken == nil {
-			s.broken = fmt.Errorf("%w: fsync failed: %v", ErrBroken, err)
-		}
-	} else if upto > s.synced {
-		s.synced = upto
-	}
+	s.syncing = true
+	s.syncLocked()
+	s.syncing = false
 	s.cond.Broadcast()
 	s.mu.Unlock()
 }
@@ -675,28 +749,21 @@ func (s *File) syncOnce() {
 // SyncEveryAppend there is nothing left to sync and it returns at once.
 func (s *File) Sync() error {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err := s.usable(); err != nil {
-		s.mu.Unlock()
 		return err
 	}
-	if s.synced == s.written {
-		s.mu.Unlock()
-		return nil
+	for s.syncing {
+		s.cond.Wait()
 	}
-	upto := s.written
-	err := s.f.Sync()
-	if err != nil {
-		s.broken = fmt.Errorf("%w: fsync failed: %v", ErrBroken, err)
-		s.cond.Broadcast()
-		s.mu.Unlock()
-		return s.broken
+	if err := s.usable(); err != nil {
+		return err
 	}
-	if upto > s.synced {
-		s.synced = upto
-	}
+	s.syncing = true
+	s.syncLocked()
+	s.syncing = false
 	s.cond.Broadcast()
-	s.mu.Unlock()
-	return nil
+	return s.usable()
 }
 
 // Entries implements Store, streaming records from the file.
@@ -768,10 +835,14 @@ func (s *File) Close() error {
 	}
 	var err error
 	s.mu.Lock()
+	for s.syncing { // an appender's group fsync
+		s.cond.Wait()
+	}
 	if s.broken == nil && s.synced < s.written {
-		if err = s.f.Sync(); err == nil {
-			s.synced = s.written
-		}
+		s.syncing = true
+		s.syncLocked()
+		s.syncing = false
+		err = s.broken
 	}
 	s.closed = true
 	s.cond.Broadcast()

@@ -178,6 +178,10 @@ func (l *Log) appendOwned(ctx context.Context, expected *Head, at time.Time, kin
 			l.head = h
 			l.mu.Unlock()
 			if wait != nil {
+				if d, ok := ctx.Value(deferKey{}).(*Durability); ok {
+					d.add(wait)
+					return e, nil
+				}
 				if err := wait(); err != nil {
 					return Entry{}, err
 				}
@@ -195,6 +199,61 @@ func (l *Log) appendOwned(ctx context.Context, expected *Head, at time.Time, kin
 		}
 		l.head = fresh
 	}
+}
+
+// Durability collects the appends made under a context from
+// DeferDurability that are written but may not yet be durable; Wait
+// returns once they all are. It is safe for concurrent use.
+type Durability struct {
+	mu    sync.Mutex
+	waits []func() error
+}
+
+type deferKey struct{}
+
+// DeferDurability returns a context under which a Log's appends to a
+// store with group commit (a File with SyncGroup) return as soon as their
+// entry is written, in order, to the file, without waiting for the fsync
+// that makes it durable, and the Durability that waits for it. It is how
+// a shell takes a decision under its own lock and waits for the decision
+// to be durable after releasing the lock, so that the decisions of
+// concurrent callers, even of one caller, share one fsync.
+//
+// Nothing may act on such an entry, or report it to anyone, before Wait
+// returns nil: until then a crash of the machine (not of the process:
+// written bytes are in the operating system's cache) may lose it. What is
+// lost is always a suffix of the log, so a later entry — a later
+// decision made on the state the lost one left — is lost with it. If Wait
+// fails, the store is broken (ErrBroken) and the entries may or may not
+// be on disk; reopening the log shows which. Under a store that is
+// durable when Append returns (Memory, SyncEveryAppend, the SQL stores)
+// the context changes nothing and Wait returns at once.
+func DeferDurability(ctx context.Context) (context.Context, *Durability) {
+	d := &Durability{}
+	return context.WithValue(ctx, deferKey{}, d), d
+}
+
+func (d *Durability) add(wait func() error) {
+	d.mu.Lock()
+	d.waits = append(d.waits, wait)
+	d.mu.Unlock()
+}
+
+// Wait returns once every entry appended under the context so far is
+// durable, or the first error of the syncs that were to make them so.
+// Entries appended later are waited for by a later Wait.
+func (d *Durability) Wait() error {
+	d.mu.Lock()
+	waits := d.waits
+	d.waits = nil
+	d.mu.Unlock()
+	var first error
+	for _, w := range waits {
+		if err := w(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // deferredSyncer is implemented by stores that can write under the Log's
