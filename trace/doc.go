@@ -66,8 +66,8 @@
 // not continue the head, durability) is documented on the type and checked
 // by the conformance suite in trace/storetest. File is an append-only file
 // of length-prefixed, self-checking records; its SyncPolicy fsyncs every
-// append, shares one fsync among concurrent appenders, or leaves syncing to
-// the caller. OpenFile verifies the whole chain and applies the field rules
+// append, shares one fsync among concurrent appenders (group commit, see
+// below), or leaves syncing to the caller. OpenFile verifies the whole chain and applies the field rules
 // the writer applies, so it reads exactly what Append writes. A final
 // record cut short by a crash is a *TornTailError, which RepairFile cuts
 // off after saving the bytes in a side file; damage anywhere else is a
@@ -75,6 +75,39 @@
 // repaired; a file without the format's magic is a *NotLogError. After an
 // fsync fails the store refuses further work (ErrBroken) until reopened.
 // DESIGN.md explains these choices and gives the performance figures.
+//
+// # Durability and group commit
+//
+// A File's SyncPolicy says when an append is durable. SyncEveryAppend
+// (the zero value) fsyncs inside every Append. SyncGroup is group commit:
+// an appender writes its record under the Log's lock, then waits outside
+// it for an fsync that covers it; when none is running the appender runs
+// it itself, and every record written while an fsync runs is covered by
+// the next one. A lone appender pays one fsync, as with SyncEveryAppend;
+// n concurrent appenders pay about two between them (GroupMaxDelay, when
+// set, holds each fsync back to gather more). SyncManual leaves syncing
+// to File.Sync. FileOptions.OnSync reports every fsync's duration, the
+// records it covered and its error, for a latency histogram.
+//
+// DeferDurability goes one step further for a shell that decides under a
+// lock of its own (the tool gate's per-caller turn, a kernel session's
+// mutex): appends under its context return as soon as the record is
+// written, and Durability.Wait, called after the lock is released, waits
+// for the fsync. The shell must not act on, or report, an entry before
+// Wait returns nil.
+//
+// What a crash can lose, exactly. Under SyncEveryAppend and SyncGroup an
+// Append that returned nil (under DeferDurability: whose Wait returned
+// nil) is on disk: no crash loses it. A crash of the process alone loses
+// nothing written either, since the operating system keeps the written
+// bytes; a crash of the machine (power, kernel) may lose records that
+// were written but not yet covered by a completed fsync, and since an
+// fsync covers every byte written before it, what is lost is always a
+// suffix of the log, possibly ending in a torn record (RepairFile). So a
+// record decided on the state an earlier, lost record left is lost with
+// it, and the log that reopens is one the writer had at some moment. An
+// fsync that fails breaks the store (ErrBroken): the waiting appenders
+// get the error and nothing more is written until the log is reopened.
 //
 // # One writer
 //

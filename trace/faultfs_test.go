@@ -15,8 +15,8 @@ import (
 type faultFS struct {
 	mu          sync.Mutex
 	files       map[string]*faultFile
-	shortWrites int // the next n writes write half and fail
-	failSyncs   int // the next n fsyncs fail and make nothing durable
+	shortWrites int    // the next n writes write half and fail
+	failSyncs   int    // the next n fsyncs fail and make nothing durable
 	beforeSync  func() // called at the start of every file fsync, outside the lock
 }
 

@@ -239,6 +239,33 @@
 // Outcome.Speculative says whether a host that stores tool output as
 // evidence must not.
 //
+// # Durability: what a crash can lose
+//
+// Before returns a decision only once its log entries are durable, and
+// After returns an outcome only once the settlement or refund and the
+// result entry are: nothing the gate acknowledged is lost by any crash,
+// and the decision to run a tool is on disk before the host can run it.
+// Over a trace.File with SyncGroup (group commit, what verity-mcp opens)
+// the gate takes each decision under the caller's locks, writes it there
+// and waits for the fsync after releasing them (trace.DeferDurability),
+// so concurrent calls, of one caller or of many, share fsyncs: a lone
+// call pays one fsync for its decision and one for its result, n calls in
+// flight about two per burst between them. After shares one fsync among
+// its settlement and its result.
+//
+// What a crash may lose is what nobody was told: a decision written but
+// not yet durable (its Before had not returned, so its tool had not run)
+// and a result not yet durable (the host ran the tool, but its After had
+// not returned). The log then ends with the call's execution and no
+// result: the call stays charged in full (a reservation at its upper
+// bound), the direction that never overspends, and a gate restarted over
+// the log resumes the caller with that spend. A crash of the process
+// alone loses nothing written: only a machine crash loses unsynced
+// bytes, always a suffix of the log (see trace's package documentation).
+// If the fsync fails, Before and After return an error (the store is then
+// broken, trace.ErrBroken, and refuses every later append until the log
+// is reopened): the host must not run the tool.
+//
 // # Concurrency
 //
 // A Gate is safe for concurrent use. Each caller's kernel session

@@ -527,6 +527,20 @@ func (g *Gate) Before(ctx context.Context, c Call) (Decision, error) {
 // zero, is when it was called, kept with an allowed call for the gate's
 // Observer.
 func (g *Gate) before(ctx context.Context, c Call, start time.Time, res *resumption) (Decision, error) {
+	// The decision is taken under the caller's locks and written to the
+	// log there; it becomes durable after they are released, so that the
+	// decisions of concurrent calls (of one caller too) share an fsync
+	// under a log with group commit. It is returned only once durable.
+	dctx, dur := trace.DeferDurability(ctx)
+	d, err := g.beforeWritten(dctx, c, start, res)
+	if werr := dur.Wait(); werr != nil {
+		return Decision{}, fmt.Errorf("toolgate: the decision on %q is not durable: %w", c.Tool, werr)
+	}
+	return d, err
+}
+
+// beforeWritten is before up to the decision written, not yet durable.
+func (g *Gate) beforeWritten(ctx context.Context, c Call, start time.Time, res *resumption) (Decision, error) {
 	if c.ID == "" {
 		c.ID = g.newID()
 	}

@@ -64,6 +64,18 @@ func (g *Gate) After(ctx context.Context, c Call, r Result) (Outcome, error) {
 // after is After; ev, when not nil, is filled with what the gate's
 // Observer is told besides the Outcome.
 func (g *Gate) after(ctx context.Context, c Call, r Result, ev *OutcomeEvent) (Outcome, error) {
+	// The settlement or refund and the result share one fsync, taken
+	// after the caller's session is unlocked (see before).
+	dctx, dur := trace.DeferDurability(ctx)
+	out, err := g.afterWritten(dctx, c, r, ev)
+	if werr := dur.Wait(); werr != nil {
+		return out, fmt.Errorf("toolgate: the result of %q is not durable: %w", c.Tool, werr)
+	}
+	return out, err
+}
+
+// afterWritten is after up to the result written, not yet durable.
+func (g *Gate) afterWritten(ctx context.Context, c Call, r Result, ev *OutcomeEvent) (Outcome, error) {
 	cl := g.acquire(c.Caller)
 	if cl == nil {
 		return Outcome{}, fmt.Errorf("%w: %q", ErrUnknownCall, c.ID)

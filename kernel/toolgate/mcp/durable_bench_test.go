@@ -1,0 +1,161 @@
+package mcp_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/verity-go/verity/kernel/toolgate"
+	gatemcp "github.com/verity-go/verity/kernel/toolgate/mcp"
+	"github.com/verity-go/verity/trace"
+)
+
+// What a durable gate costs against the same calls without it, in one
+// run on one machine. The upstream is an MCP server whose one tool takes
+// toolTime (1 ms); the client reaches it
+//
+//	direct         client → upstream
+//	passthrough    client → proxy (Forward, no gate) → upstream
+//	durable        client → proxy (Forward + the Guard, a trace.File with
+//	               SyncGroup, as verity-mcp opens its log) → upstream
+//	durable-every  the same with SyncEveryAppend, an fsync per entry on
+//	               the critical path (verity-mcp's log before group commit)
+//
+// over the SDK's in-memory transports, with 1 call in flight (sequential:
+// ns/op is a call's latency) and 8 (ns/op is wall time over calls, and
+// calls/s the throughput). fsync is the cost of one 256-byte append and
+// fsync in the same directory as the logs: the unit the gate's added
+// latency is measured in. allocs/op count every side (all in-process).
+//
+//	go test -run '^$' -bench DurableGate -benchtime 2s .
+func BenchmarkDurableGate(b *testing.B) {
+	for _, inflight := range []int{1, 8} {
+		for _, mode := range []string{"direct", "passthrough", "durable", "durable-every"} {
+			b.Run(fmt.Sprintf("inflight=%d/%s", inflight, mode), func(b *testing.B) {
+				var syncs atomic.Int64
+				cs := durableRig(b, mode, func(trace.SyncStat) { syncs.Add(1) })
+				callsInFlight(b, cs, inflight)
+				if mode == "durable" || mode == "durable-every" {
+					b.ReportMetric(float64(syncs.Load())/float64(b.N+1), "fsyncs/call")
+				}
+			})
+		}
+	}
+	b.Run("fsync", func(b *testing.B) {
+		f, err := os.Create(filepath.Join(b.TempDir(), "fsync"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		buf := make([]byte, 256)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := f.Write(buf); err != nil {
+				b.Fatal(err)
+			}
+			if err := f.Sync(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+const toolTime = time.Millisecond
+
+// durableRig returns a client session reaching a 1 ms upstream tool as
+// mode says; onSync sees the log's fsyncs.
+func durableRig(b *testing.B, mode string, onSync func(trace.SyncStat)) *sdk.ClientSession {
+	up := sdk.NewServer(&sdk.Implementation{Name: "upstream", Version: "v1"}, nil)
+	sdk.AddTool(up, &sdk.Tool{Name: "read_file"}, func(_ context.Context, _ *sdk.CallToolRequest, in pathIn) (*sdk.CallToolResult, any, error) {
+		time.Sleep(toolTime)
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "read " + in.Path}}}, nil, nil
+	})
+	upstream := serve(b, up)
+	if mode == "direct" {
+		return upstream
+	}
+	proxy := sdk.NewServer(&sdk.Implementation{Name: "proxy", Version: "v1"}, nil)
+	if _, err := gatemcp.Forward(ctx, proxy, upstream, nil); err != nil {
+		b.Fatal(err)
+	}
+	if mode != "passthrough" {
+		pol := trace.SyncGroup
+		if mode == "durable-every" {
+			pol = trace.SyncEveryAppend
+		}
+		store, err := trace.OpenFile(filepath.Join(b.TempDir(), "gate.log"), trace.FileOptions{Sync: pol, OnSync: onSync})
+		if err != nil {
+			b.Fatal(err)
+		}
+		log, err := trace.NewLog(store)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = log.Close() })
+		g, err := toolgate.New(ctx, log, toolgate.Config{Budget: 1 << 50, MinCost: 1, Rules: []toolgate.Rule{{Match: "read_file", Cost: 1}}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		gd, err := gatemcp.New(g, gatemcp.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		proxy.AddReceivingMiddleware(gd.Middleware())
+	}
+	return serve(b, proxy)
+}
+
+// serve connects a new client to srv over in-memory transports.
+func serve(b *testing.B, srv *sdk.Server) *sdk.ClientSession {
+	st, ct := sdk.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = ss.Close() })
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "v1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// callsInFlight makes b.N calls, inflight at a time, and reports calls/s.
+func callsInFlight(b *testing.B, cs *sdk.ClientSession, inflight int) {
+	p := &sdk.CallToolParams{Name: "read_file", Arguments: map[string]any{"path": "notes.txt"}}
+	call := func() {
+		res, err := cs.CallTool(ctx, p)
+		if err != nil || res.IsError {
+			b.Errorf("call: %v %v", err, res)
+		}
+	}
+	call() // the first decision starts the caller's kernel session
+	b.ReportAllocs()
+	if inflight == 1 {
+		for b.Loop() {
+			call()
+		}
+	} else {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		b.ResetTimer()
+		for range inflight {
+			wg.Go(func() {
+				for next.Add(1) <= int64(b.N) {
+					call()
+				}
+			})
+		}
+		wg.Wait()
+		b.StopTimer()
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+}
