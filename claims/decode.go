@@ -2,10 +2,8 @@ package claims
 
 import (
 	"encoding/base64"
-	"encoding/json"
-	"fmt"
+	"errors"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,164 +32,446 @@ import (
 // timestamp (see ClaimBundle.Complete), decision DEFER, reason "", no
 // required approvals and an empty audit trail.
 func DecodeBundle(data []byte) (ClaimBundle, error) {
-	return decodeWith(data, "claim bundle JSON", false, (*decoder).bundle)
+	return decodeAs[ClaimBundle, *bundleMembers](data, "claim bundle JSON", specForm)
 }
 
 // DecodeClaim decodes one Claim. Omitted defaults: id "", no evidence
 // pointers, if_wrong_cost "".
 func DecodeClaim(data []byte) (Claim, error) {
-	return decodeWith(data, "claim JSON", false, (*decoder).claim)
+	return decodeAs[Claim, *claimMembers](data, "claim JSON", specForm)
 }
 
 // DecodeEvidencePointer decodes one EvidencePointer. An omitted
 // retrieved_at is the zero time (which Validate rejects).
 func DecodeEvidencePointer(data []byte) (EvidencePointer, error) {
-	return decodeWith(data, "evidence pointer JSON", false, (*decoder).evidence)
+	return decodeAs[EvidencePointer, *evidenceMembers](data, "evidence pointer JSON", specForm)
 }
 
 // DecodeUncertainty decodes one Uncertainty. Omitted defaults:
 // interpretation "" and gate_recommendation EXECUTE.
 func DecodeUncertainty(data []byte) (Uncertainty, error) {
-	return decodeWith(data, "uncertainty JSON", false, (*decoder).uncertainty)
+	return decodeAs[Uncertainty, *uncertaintyMembers](data, "uncertainty JSON", specForm)
 }
 
 // DecodeApproval decodes one Approval. Only reason may be omitted.
 func DecodeApproval(data []byte) (Approval, error) {
-	return decodeWith(data, "approval JSON", false, (*decoder).approval)
+	return decodeAs[Approval, *approvalMembers](data, "approval JSON", specForm)
 }
 
-// decodeWith decodes data with walk; recordForm selects the record form
-// (see Record) instead of the specification's. The error is a
-// *ValidationError about subject wrapping ErrMalformed, plus
-// ErrUnknownValue for an unknown enum value and canon's error for text
-// that is not strict JSON.
-func decodeWith[T any](data []byte, subject string, recordForm bool, walk func(*decoder, string, any) T) (T, error) {
-	var zero T
-	// canon rejects what encoding/json would silently accept or alter:
-	// duplicate keys, invalid UTF-8, lone surrogates, excessive nesting.
-	tree, err := canon.Decode(data)
+// form says which form a document is in: the specification's, or the
+// record form (see Record), which also accepts the record's forms of
+// values outside the specification and any value of an enum. The readers
+// below get it as the strictjson context.
+type form bool
+
+const (
+	specForm   form = false
+	recordForm form = true
+)
+
+func formOf(d *strictjson.Decoder) form { f, _ := d.Context().(form); return f }
+
+// members is the tagged struct a document is read into, and the value it
+// stands for.
+type members[T any, M any] interface {
+	*M
+	value() T
+}
+
+// decodeAs reads data into the members M strictly (internal/strictjson)
+// and returns their value. The error is a *ValidationError about subject
+// wrapping ErrMalformed, plus ErrUnknownValue for an unknown enum value
+// and canon's error for text that is not strict JSON.
+func decodeAs[T any, P members[T, M], M any](data []byte, subject string, f form) (T, error) {
+	var m M
+	if err := (strictjson.Options{Context: f}).Unmarshal(data, P(&m)); err != nil {
+		var zero T
+		return zero, decodeError(subject, err)
+	}
+	return P(&m).value(), nil
+}
+
+func decodeError(subject string, err error) error {
+	var se *strictjson.Error
+	if !errors.As(err, &se) {
+		return invalid(subject, []Violation{{Rule: RuleSyntax, Message: err.Error()}}, ErrMalformed)
+	}
+	vs := se.Violations()
+	wraps := []error{ErrMalformed}
+	for i, v := range vs {
+		switch v.Rule {
+		case violation.RuleDuplicateKey:
+			// A key twice is one of the ways a text is not strict JSON.
+			vs[i].Rule = RuleSyntax
+		case RuleEnum:
+			wraps = append(wraps, ErrUnknownValue)
+		}
+	}
+	var syn *canon.SyntaxError
+	if errors.As(err, &syn) {
+		wraps = append(wraps, syn)
+	}
+	return invalid(subject, vs, wraps...)
+}
+
+// text is a string; in the record form a string that is not valid UTF-8
+// is {"bytes": base64}.
+type text string
+
+func (t *text) UnmarshalStrict(d *strictjson.Decoder) error {
+	if d.Peek() == strictjson.Object && formOf(d) == recordForm {
+		s, err := readBytesForm(d)
+		*t = text(s)
+		return err
+	}
+	s, err := d.ReadString()
+	*t = text(s)
+	return err
+}
+
+// readBytesForm reads the record form {"bytes": base64} of a string that
+// is not valid UTF-8; its problems are reported.
+func readBytesForm(d *strictjson.Decoder) (string, error) {
+	var (
+		out             string
+		seen, validUTF8 bool
+	)
+	err := d.Object(func(key string) error {
+		if key != "bytes" {
+			d.Report(d.Errorf(RuleUnknownField, "unknown member"))
+			return d.Skip()
+		}
+		seen = true
+		if d.Peek() == strictjson.String {
+			s, err := d.ReadString()
+			if err != nil {
+				return err
+			}
+			if b, err := base64.StdEncoding.Strict().DecodeString(s); err == nil {
+				out, validUTF8 = string(b), utf8.Valid(b)
+				return nil
+			}
+		} else if err := d.Skip(); err != nil {
+			return err
+		}
+		d.Report(d.Errorf(RuleType, "want a string of standard base64"))
+		return nil
+	})
 	if err != nil {
-		vs := []Violation{{Rule: RuleSyntax, Message: strings.TrimPrefix(err.Error(), "canon: ")}}
-		return zero, invalid(subject, vs, ErrMalformed, err)
+		return "", err
 	}
-	d := &decoder{recordForm: recordForm}
-	v := walk(d, "", tree)
-	if len(d.vs) > 0 {
-		var unknown error
-		if slices.ContainsFunc(d.vs, func(v Violation) bool { return v.Rule == RuleEnum }) {
-			unknown = ErrUnknownValue
-		}
-		return zero, invalid(subject, d.vs, ErrMalformed, unknown)
+	switch {
+	case !seen:
+		d.Report(d.ErrorfIn("bytes", RuleType, "want a string of standard base64"))
+	case validUTF8:
+		d.Report(d.Errorf(RuleType, "a string of valid UTF-8 is written as a JSON string"))
+		out = ""
 	}
-	return v, nil
+	return out, nil
 }
 
-type decoder struct {
-	vs []Violation
-	// recordForm accepts the record form of values outside the
-	// specification (see Record) and any value of an enum.
-	recordForm bool
+// strs are the items of a list of strings.
+func strs(ts []text) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = string(t)
+	}
+	return out
 }
 
-func (d *decoder) add(path, rule, format string, args ...any) {
-	d.vs = append(d.vs, Violation{Path: path, Rule: rule, Message: fmt.Sprintf(format, args...)})
-}
-
-// object checks that v is an object holding only the allowed members.
-func (d *decoder) object(path string, v any, allowed ...string) (map[string]any, bool) {
-	m, ok := v.(map[string]any)
-	if !ok {
-		d.add(path, RuleType, "%s", strictjson.WantMessage("an object", strictjson.KindOf(v)))
-		return nil, false
-	}
-	for k := range m {
-		if !slices.Contains(allowed, k) {
-			d.add(violation.Join(path, k), RuleUnknownField, "unknown field %q", k)
-		}
-	}
-	return m, true
-}
-
-// member returns m[key]; a missing required member is reported. A member
-// with a default counts as absent when it is null.
-func (d *decoder) member(m map[string]any, path, key string, required bool) (any, bool) {
-	v, ok := m[key]
-	if required && !ok {
-		d.add(violation.Join(path, key), RuleRequired, "missing required field")
-		return nil, false
-	}
-	if !required && v == nil {
-		return nil, false
-	}
-	return v, ok
-}
-
-func (d *decoder) str(m map[string]any, path, key string, required bool) string {
-	v, ok := d.member(m, path, key, required)
-	if !ok {
+// opt returns *t, or "" for an absent or null member.
+func opt(t *text) string {
+	if t == nil {
 		return ""
 	}
-	s, _ := d.text(violation.Join(path, key), v)
-	return s
+	return string(*t)
 }
 
-// text returns the string v is, reporting any other JSON type. In the
-// record form a string that is not valid UTF-8 is {"bytes": base64}.
-func (d *decoder) text(path string, v any) (string, bool) {
-	switch x := v.(type) {
-	case string:
-		return x, true
-	case map[string]any:
-		if d.recordForm {
-			return d.invalidUTF8(path, x)
+// unit is a number in [0,1] (in the record form any finite number, or
+// NaN, Infinity and -Infinity as strings).
+type unit float64
+
+func (u *unit) UnmarshalStrict(d *strictjson.Decoder) error {
+	if d.Peek() == strictjson.String && formOf(d) == recordForm {
+		start := d.Offset()
+		s, err := d.ReadString()
+		if err != nil {
+			return err
 		}
-	}
-	d.add(path, RuleType, "%s", strictjson.WantMessage("a string", strictjson.KindOf(v)))
-	return "", false
-}
-
-// invalidUTF8 decodes the record form {"bytes": base64} of a string that
-// is not valid UTF-8.
-func (d *decoder) invalidUTF8(path string, v map[string]any) (string, bool) {
-	m, _ := d.object(path, v, "bytes")
-	b64, isStr := m["bytes"].(string)
-	b, err := base64.StdEncoding.Strict().DecodeString(b64)
-	switch {
-	case !isStr || err != nil:
-		d.add(violation.Join(path, "bytes"), RuleType, "want a string of standard base64")
-	case utf8.Valid(b):
-		d.add(path, RuleType, "a string of valid UTF-8 is written as a JSON string")
-	default:
-		return string(b), true
-	}
-	return "", false
-}
-
-func (d *decoder) unit(m map[string]any, path, key string) float64 {
-	v, ok := d.member(m, path, key, true)
-	if !ok {
-		return 0
-	}
-	p := violation.Join(path, key)
-	if s, isStr := v.(string); isStr && d.recordForm {
 		if f, special := specialNumbers[s]; special {
-			return f
+			*u = unit(f)
+			return nil
+		}
+		d.Rewind(start)
+	}
+	lit, _, err := d.ReadNumber()
+	if err != nil {
+		return err
+	}
+	n := string(lit)
+	f, err := strconv.ParseFloat(n, 64)
+	if formOf(d) == recordForm && err == nil {
+		*u = unit(f) // any finite number
+		return nil
+	}
+	if err != nil || !inUnit(f) || !exactlyInUnit(n, f) {
+		return d.Errorf(RuleRange, "%s is outside [0,1]", n)
+	}
+	*u = unit(f)
+	return nil
+}
+
+// timestamp is an RFC 3339 time, normalised to UTC (in the record form
+// also "@…" for a time outside the years 0000-9999).
+type timestamp struct{ t time.Time }
+
+func (ts *timestamp) UnmarshalStrict(d *strictjson.Decoder) error {
+	s, err := d.ReadString()
+	if err != nil {
+		return err
+	}
+	if formOf(d) == recordForm {
+		if t, ok := parseUnixTime(s); ok {
+			ts.t = t
+			return nil
 		}
 	}
-	n, isNum := v.(json.Number)
-	if !isNum {
-		d.add(p, RuleType, "%s", strictjson.WantMessage("a number", strictjson.KindOf(v)))
-		return 0
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil || !isRFC3339(s) {
+		return d.Errorf(RuleTime, "%q is not an RFC 3339 timestamp", s)
 	}
-	f, err := strconv.ParseFloat(string(n), 64)
-	if d.recordForm && err == nil {
-		return f // any finite number
+	t = t.UTC()
+	if y := t.Year(); y < 0 || y > 9999 {
+		return d.Errorf(RuleTime, "%q falls outside the years 0000-9999 in UTC", s)
 	}
-	if err != nil || !inUnit(f) || !exactlyInUnit(string(n), f) {
-		d.add(p, RuleRange, "%s is outside [0,1]", n)
-		return 0
+	ts.t = t
+	return nil
+}
+
+func optTime(ts *timestamp) time.Time {
+	if ts == nil {
+		return time.Time{}
 	}
-	return f
+	return ts.t
+}
+
+// enumValue is a value of a closed enum, spelled exactly (in the record
+// form any value).
+type enumValue[T interface {
+	~string
+	Valid() bool
+}] struct{ v T }
+
+func (e *enumValue[T]) UnmarshalStrict(d *strictjson.Decoder) error {
+	var s text
+	if err := s.UnmarshalStrict(d); err != nil {
+		return err
+	}
+	if !T(s).Valid() && formOf(d) == specForm {
+		return d.Errorf(RuleEnum, "unknown value %q", string(s))
+	}
+	e.v = T(s)
+	return nil
+}
+
+// or returns e's value, or def for an absent or null member.
+func or[T interface {
+	~string
+	Valid() bool
+}](e *enumValue[T], def T) T {
+	if e == nil {
+		return def
+	}
+	return e.v
+}
+
+type bundleMembers struct {
+	ID                *text                `json:"id,optional"`
+	Timestamp         *timestamp           `json:"timestamp,optional"`
+	OriginAgent       text                 `json:"origin_agent"`
+	Claims            []claimMembers       `json:"claims"`
+	Decision          *enumValue[Decision] `json:"decision,optional"`
+	Reason            *text                `json:"reason,optional"`
+	RequiredApprovals *[]text              `json:"required_approvals,optional"`
+	AuditTrail        *auditMembers        `json:"audit_trail,optional"`
+}
+
+func (m *bundleMembers) value() ClaimBundle {
+	b := ClaimBundle{
+		ID:                opt(m.ID),
+		Timestamp:         optTime(m.Timestamp),
+		OriginAgent:       string(m.OriginAgent),
+		Claims:            values[Claim, *claimMembers](m.Claims),
+		Decision:          or(m.Decision, DecisionDefer),
+		Reason:            opt(m.Reason),
+		RequiredApprovals: optStrs(m.RequiredApprovals),
+	}
+	if m.AuditTrail == nil {
+		m.AuditTrail = &auditMembers{}
+	}
+	b.AuditTrail = m.AuditTrail.value()
+	return b
+}
+
+func optStrs(ts *[]text) []string {
+	if ts == nil {
+		return []string{}
+	}
+	return strs(*ts)
+}
+
+// values returns the value of each member struct (an empty list for
+// none).
+func values[T any, P members[T, M], M any](ms []M) []T {
+	out := make([]T, len(ms))
+	for i := range ms {
+		out[i] = P(&ms[i]).value()
+	}
+	return out
+}
+
+func optValues[T any, P members[T, M], M any](ms *[]M) []T {
+	if ms == nil {
+		return []T{}
+	}
+	return values[T, P](*ms)
+}
+
+type auditMembers struct {
+	GatesPassed    *[]text            `json:"gates_passed,optional"`
+	GatesFailed    *[]text            `json:"gates_failed,optional"`
+	HumanApprovals *[]approvalMembers `json:"human_approvals,optional"`
+	Caveats        *[]noteMembers     `json:"caveats,optional"`
+	Flags          *[]noteMembers     `json:"flags,optional"`
+}
+
+func (m *auditMembers) value() AuditTrail {
+	a := AuditTrail{
+		GatesPassed:    optStrs(m.GatesPassed),
+		GatesFailed:    optStrs(m.GatesFailed),
+		HumanApprovals: optValues[Approval, *approvalMembers](m.HumanApprovals),
+		Caveats:        optValues[Note, *noteMembers](m.Caveats),
+		Flags:          optValues[Note, *noteMembers](m.Flags),
+	}
+	if len(a.Caveats) == 0 {
+		a.Caveats = nil
+	}
+	if len(a.Flags) == 0 {
+		a.Flags = nil
+	}
+	return a
+}
+
+type claimMembers struct {
+	ID               *text                `json:"id,optional"`
+	Statement        text                 `json:"statement"`
+	ClaimType        enumValue[ClaimType] `json:"claim_type"`
+	EvidencePointers *[]evidenceMembers   `json:"evidence_pointers,optional"`
+	Uncertainty      uncertaintyMembers   `json:"uncertainty"`
+	RiskTier         enumValue[RiskTier]  `json:"risk_tier"`
+	IfWrongCost      *text                `json:"if_wrong_cost,optional"`
+}
+
+func (m *claimMembers) value() Claim {
+	return Claim{
+		ID:               opt(m.ID),
+		Statement:        string(m.Statement),
+		ClaimType:        m.ClaimType.v,
+		EvidencePointers: optValues[EvidencePointer, *evidenceMembers](m.EvidencePointers),
+		Uncertainty:      m.Uncertainty.value(),
+		RiskTier:         m.RiskTier.v,
+		IfWrongCost:      opt(m.IfWrongCost),
+	}
+}
+
+type evidenceMembers struct {
+	Source           text       `json:"source"`
+	SourceConfidence unit       `json:"source_confidence"`
+	EvidenceHash     text       `json:"evidence_hash"`
+	RetrievedAt      *timestamp `json:"retrieved_at,optional"`
+}
+
+func (m *evidenceMembers) value() EvidencePointer {
+	return EvidencePointer{
+		Source:           string(m.Source),
+		SourceConfidence: float64(m.SourceConfidence),
+		EvidenceHash:     string(m.EvidenceHash),
+		RetrievedAt:      optTime(m.RetrievedAt),
+	}
+}
+
+type uncertaintyMembers struct {
+	Method             enumValue[UncertaintyMethod]   `json:"method"`
+	Value              unit                           `json:"value"`
+	Interpretation     *text                          `json:"interpretation,optional"`
+	GateRecommendation *enumValue[GateRecommendation] `json:"gate_recommendation,optional"`
+}
+
+func (m *uncertaintyMembers) value() Uncertainty {
+	return Uncertainty{
+		Method:             m.Method.v,
+		Value:              float64(m.Value),
+		Interpretation:     opt(m.Interpretation),
+		GateRecommendation: or(m.GateRecommendation, RecommendExecute),
+	}
+}
+
+type approvalMembers struct {
+	Approver  text                        `json:"approver"`
+	Timestamp timestamp                   `json:"timestamp"`
+	Decision  enumValue[ApprovalDecision] `json:"decision"`
+	Reason    *text                       `json:"reason,optional"`
+}
+
+func (m *approvalMembers) value() Approval {
+	return Approval{
+		Approver:  string(m.Approver),
+		Timestamp: m.Timestamp.t,
+		Decision:  m.Decision.v,
+		Reason:    opt(m.Reason),
+	}
+}
+
+type noteMembers struct {
+	ClaimID *text `json:"claim_id,optional"`
+	Gate    text  `json:"gate"`
+	Text    text  `json:"text"`
+}
+
+func (m *noteMembers) value() Note {
+	return Note{ClaimID: opt(m.ClaimID), Gate: string(m.Gate), Text: string(m.Text)}
+}
+
+type recordMembers struct {
+	Actor     *text            `json:"actor,optional"`
+	Clearance recordClearance  `json:"clearance"`
+	Approval  *approvalMembers `json:"approval,optional"`
+	Bundle    bundleMembers    `json:"bundle"`
+}
+
+func (m *recordMembers) value() Record {
+	r := Record{Actor: opt(m.Actor), Clearance: RiskTier(m.Clearance), Bundle: m.Bundle.value()}
+	if m.Approval != nil {
+		a := m.Approval.value()
+		r.Approval = &a
+	}
+	return r
+}
+
+// recordClearance is a record's risk tier, which must be valid in the record
+// form too.
+type recordClearance RiskTier
+
+func (c *recordClearance) UnmarshalStrict(d *strictjson.Decoder) error {
+	var s text
+	if err := s.UnmarshalStrict(d); err != nil {
+		return err
+	}
+	if !RiskTier(s).Valid() {
+		return d.Errorf(RuleEnum, "unknown risk tier %q", string(s))
+	}
+	*c = recordClearance(s)
+	return nil
 }
 
 func inUnit(f float64) bool { return f >= 0 && f <= 1 && !math.IsNaN(f) }
@@ -225,35 +505,6 @@ func exactlyInUnit(s string, f float64) bool {
 		return true
 	}
 	return point == 1 && strings.TrimRight(digits, "0") == "1"
-}
-
-func (d *decoder) time(m map[string]any, path, key string, required bool) time.Time {
-	v, ok := d.member(m, path, key, required)
-	if !ok {
-		return time.Time{}
-	}
-	p := violation.Join(path, key)
-	s, isStr := v.(string)
-	if !isStr {
-		d.add(p, RuleType, "%s", strictjson.WantMessage("a string", strictjson.KindOf(v)))
-		return time.Time{}
-	}
-	if d.recordForm {
-		if t, ok := parseUnixTime(s); ok {
-			return t
-		}
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil || !isRFC3339(s) {
-		d.add(p, RuleTime, "%q is not an RFC 3339 timestamp", s)
-		return time.Time{}
-	}
-	t = t.UTC()
-	if y := t.Year(); y < 0 || y > 9999 {
-		d.add(p, RuleTime, "%q falls outside the years 0000-9999 in UTC", s)
-		return time.Time{}
-	}
-	return t
 }
 
 // isRFC3339 reports whether s has the syntax of an RFC 3339 date-time
@@ -297,191 +548,4 @@ func isRFC3339(s string) bool {
 		}
 	}
 	return rest[1:3] < "24" && rest[4:6] < "60"
-}
-
-func enum[T ~string](d *decoder, m map[string]any, path, key string, valid func(T) bool, def T) T {
-	required := def == ""
-	v, ok := d.member(m, path, key, required)
-	if !ok {
-		return def
-	}
-	s, isStr := d.text(violation.Join(path, key), v)
-	if !isStr {
-		return def
-	}
-	if !valid(T(s)) && !d.recordForm {
-		d.add(violation.Join(path, key), RuleEnum, "unknown value %q", s)
-		return def
-	}
-	return T(s)
-}
-
-// array returns the elements of an array member; null or missing give nil
-// when the member has a default.
-func (d *decoder) array(m map[string]any, path, key string, required bool) []any {
-	v, ok := d.member(m, path, key, required)
-	if !ok {
-		return nil
-	}
-	a, isArr := v.([]any)
-	if !isArr {
-		d.add(violation.Join(path, key), RuleType, "%s", strictjson.WantMessage("an array", strictjson.KindOf(v)))
-		return nil
-	}
-	return a
-}
-
-func decodeList[T any](d *decoder, m map[string]any, path, key string, required bool, walk func(*decoder, string, any) T) []T {
-	items := d.array(m, path, key, required)
-	out := make([]T, len(items))
-	for i, it := range items {
-		out[i] = walk(d, violation.Index(violation.Join(path, key), i), it)
-	}
-	return out
-}
-
-func (d *decoder) strings(m map[string]any, path, key string) []string {
-	items := d.array(m, path, key, false)
-	out := make([]string, len(items))
-	for i, it := range items {
-		out[i], _ = d.text(violation.Index(violation.Join(path, key), i), it)
-	}
-	return out
-}
-
-func (d *decoder) bundle(path string, v any) ClaimBundle {
-	m, ok := d.object(path, v, "id", "timestamp", "origin_agent", "claims", "decision",
-		"reason", "required_approvals", "audit_trail")
-	if !ok {
-		return ClaimBundle{}
-	}
-	b := ClaimBundle{
-		ID:                d.str(m, path, "id", false),
-		Timestamp:         d.time(m, path, "timestamp", false),
-		OriginAgent:       d.str(m, path, "origin_agent", true),
-		Claims:            decodeList(d, m, path, "claims", true, (*decoder).claim),
-		Decision:          enum(d, m, path, "decision", Decision.Valid, DecisionDefer),
-		Reason:            d.str(m, path, "reason", false),
-		RequiredApprovals: d.strings(m, path, "required_approvals"),
-	}
-	if at, present := d.member(m, path, "audit_trail", false); present {
-		b.AuditTrail = d.auditTrail(violation.Join(path, "audit_trail"), at)
-	} else {
-		b.AuditTrail = d.auditTrail(violation.Join(path, "audit_trail"), map[string]any{})
-	}
-	return b
-}
-
-func (d *decoder) auditTrail(path string, v any) AuditTrail {
-	m, ok := d.object(path, v, "gates_passed", "gates_failed", "human_approvals", "caveats", "flags")
-	if !ok {
-		return AuditTrail{}
-	}
-	a := AuditTrail{
-		GatesPassed:    d.strings(m, path, "gates_passed"),
-		GatesFailed:    d.strings(m, path, "gates_failed"),
-		HumanApprovals: decodeList(d, m, path, "human_approvals", false, (*decoder).approval),
-		Caveats:        decodeList(d, m, path, "caveats", false, (*decoder).note),
-		Flags:          decodeList(d, m, path, "flags", false, (*decoder).note),
-	}
-	if len(a.Caveats) == 0 {
-		a.Caveats = nil
-	}
-	if len(a.Flags) == 0 {
-		a.Flags = nil
-	}
-	return a
-}
-
-func (d *decoder) claim(path string, v any) Claim {
-	m, ok := d.object(path, v, "id", "statement", "claim_type", "evidence_pointers",
-		"uncertainty", "risk_tier", "if_wrong_cost")
-	if !ok {
-		return Claim{}
-	}
-	c := Claim{
-		ID:               d.str(m, path, "id", false),
-		Statement:        d.str(m, path, "statement", true),
-		ClaimType:        enum(d, m, path, "claim_type", ClaimType.Valid, ""),
-		EvidencePointers: decodeList(d, m, path, "evidence_pointers", false, (*decoder).evidence),
-		RiskTier:         enum(d, m, path, "risk_tier", RiskTier.Valid, ""),
-		IfWrongCost:      d.str(m, path, "if_wrong_cost", false),
-	}
-	if u, present := d.member(m, path, "uncertainty", true); present {
-		c.Uncertainty = d.uncertainty(violation.Join(path, "uncertainty"), u)
-	}
-	return c
-}
-
-func (d *decoder) evidence(path string, v any) EvidencePointer {
-	m, ok := d.object(path, v, "source", "source_confidence", "evidence_hash", "retrieved_at")
-	if !ok {
-		return EvidencePointer{}
-	}
-	return EvidencePointer{
-		Source:           d.str(m, path, "source", true),
-		SourceConfidence: d.unit(m, path, "source_confidence"),
-		EvidenceHash:     d.str(m, path, "evidence_hash", true),
-		RetrievedAt:      d.time(m, path, "retrieved_at", false),
-	}
-}
-
-func (d *decoder) uncertainty(path string, v any) Uncertainty {
-	m, ok := d.object(path, v, "method", "value", "interpretation", "gate_recommendation")
-	if !ok {
-		return Uncertainty{}
-	}
-	return Uncertainty{
-		Method:             enum(d, m, path, "method", UncertaintyMethod.Valid, ""),
-		Value:              d.unit(m, path, "value"),
-		Interpretation:     d.str(m, path, "interpretation", false),
-		GateRecommendation: enum(d, m, path, "gate_recommendation", GateRecommendation.Valid, RecommendExecute),
-	}
-}
-
-func (d *decoder) approval(path string, v any) Approval {
-	m, ok := d.object(path, v, "approver", "timestamp", "decision", "reason")
-	if !ok {
-		return Approval{}
-	}
-	return Approval{
-		Approver:  d.str(m, path, "approver", true),
-		Timestamp: d.time(m, path, "timestamp", true),
-		Decision:  enum(d, m, path, "decision", ApprovalDecision.Valid, ""),
-		Reason:    d.str(m, path, "reason", false),
-	}
-}
-
-func (d *decoder) note(path string, v any) Note {
-	m, ok := d.object(path, v, "claim_id", "gate", "text")
-	if !ok {
-		return Note{}
-	}
-	return Note{
-		ClaimID: d.str(m, path, "claim_id", false),
-		Gate:    d.str(m, path, "gate", true),
-		Text:    d.str(m, path, "text", true),
-	}
-}
-
-func (d *decoder) record(path string, v any) Record {
-	m, ok := d.object(path, v, "actor", "clearance", "approval", "bundle")
-	if !ok {
-		return Record{}
-	}
-	r := Record{
-		Actor:     d.str(m, path, "actor", false),
-		Clearance: enum(d, m, path, "clearance", RiskTier.Valid, ""),
-	}
-	if _, present := m["clearance"]; present && !r.Clearance.Valid() {
-		d.add(violation.Join(path, "clearance"), RuleEnum, "unknown risk tier %q", string(r.Clearance))
-	}
-	if a, present := d.member(m, path, "approval", false); present {
-		approval := d.approval(violation.Join(path, "approval"), a)
-		r.Approval = &approval
-	}
-	if b, present := d.member(m, path, "bundle", true); present {
-		r.Bundle = d.bundle(violation.Join(path, "bundle"), b)
-	}
-	return r
 }

@@ -130,7 +130,7 @@ func ExampleDecodeBundle() {
 	fmt.Println(errors.Is(err, claims.ErrUnknownValue))
 	// Output:
 	// /claims/0/claim_type: enum: unknown value "fact"
-	// /claims/0/color: unknown_field: unknown field "color"
+	// /claims/0/color: unknown_field: unknown member
 	// /claims/0/uncertainty/value: range: 1.2 is outside [0,1]
 	// true
 }

@@ -28,14 +28,14 @@ type LogPending struct {
 
 // decodeRemoval reads the payload of a KindPendingRemove entry.
 func decodeRemoval(b []byte) (string, error) {
-	return decodeWith(b, "pending removal", true, func(d *decoder, path string, v any) string {
-		m, ok := d.object(path, v, "bundle_id")
-		if !ok {
-			return ""
-		}
-		return d.str(m, path, "bundle_id", true)
-	})
+	return decodeAs[string, *removalMembers](b, "pending removal", recordForm)
 }
+
+type removalMembers struct {
+	BundleID text `json:"bundle_id"`
+}
+
+func (m *removalMembers) value() string { return string(m.BundleID) }
 
 // NewLogPending opens the store kept in log, replaying its entries. An
 // entry of the store's kinds that does not decode is an error.

@@ -57,7 +57,7 @@ func (r Record) MarshalJSON() ([]byte, error) { return canon.Marshal(r.value()) 
 // rejected. Every problem is reported, with its path, in one
 // *ValidationError wrapping ErrMalformed.
 func DecodeRecord(payload []byte) (Record, error) {
-	return decodeWith(payload, "claims record", true, (*decoder).record)
+	return decodeAs[Record, *recordMembers](payload, "claims record", recordForm)
 }
 
 func (r Record) value() map[string]any {

@@ -51,6 +51,24 @@ type Decoder struct {
 	problems     []problem
 	scratch      []byte
 	keys         []string // the keys of the open objects of Object, for duplicates
+	context      any
+}
+
+// Context returns Options.Context.
+func (d *Decoder) Context() any { return d.context }
+
+// Report records a problem and lets reading go on: an Unmarshaler that
+// finds several problems in its value reports all but the last (or all,
+// and returns nil once it has read the value).
+func (d *Decoder) Report(err error) {
+	if err != nil {
+		d.record(err)
+	}
+}
+
+// ErrorfIn is Errorf for the member name of the value being read.
+func (d *Decoder) ErrorfIn(name, rule, format string, args ...any) error {
+	return &problem{path: violation.Join(d.Pointer(), name), rule: rule, msg: fmt.Sprintf(format, args...), offset: d.pos}
 }
 
 type seg struct {
@@ -104,7 +122,9 @@ func (d *Decoder) fatalAt(off int, err error, detail string) error {
 	if err == canon.ErrDuplicateKey {
 		rule = violation.RuleDuplicateKey
 	}
-	return &problem{path: d.Pointer(), rule: rule, msg: msg, cause: &canon.SyntaxError{Offset: off, Err: err, Detail: detail}, offset: off, fatal: true}
+	// The text is refused as a whole: the problem is the document's (its
+	// offset says where).
+	return &problem{rule: rule, msg: msg, cause: &canon.SyntaxError{Offset: off, Err: err, Detail: detail}, offset: off, fatal: true}
 }
 
 func trimPkg(s string) string {

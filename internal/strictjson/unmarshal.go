@@ -30,6 +30,9 @@ type Options struct {
 	// MaxDepth bounds the nesting of arrays and objects; 0 means
 	// canon.MaxDepth (512).
 	MaxDepth int
+	// Context is handed to every Unmarshaler (Decoder.Context): what the
+	// reading is for, when a type reads differently in one use.
+	Context any
 }
 
 // Unmarshal reads the one JSON text data into v (a non-nil pointer)
@@ -46,7 +49,7 @@ func (o Options) Unmarshal(data []byte, v any) error {
 		return fmt.Errorf("strictjson: Unmarshal needs a non-nil pointer, not %T", v)
 	}
 	d := decoderPool.Get().(*Decoder)
-	*d = Decoder{data: data, maxDepth: o.MaxDepth, allowUnknown: o.AllowUnknown,
+	*d = Decoder{data: data, maxDepth: o.MaxDepth, allowUnknown: o.AllowUnknown, context: o.Context,
 		path: d.path[:0], problems: d.problems[:0], scratch: d.scratch[:0], keys: d.keys[:0]}
 	if d.maxDepth <= 0 {
 		d.maxDepth = canon.MaxDepth
@@ -69,7 +72,7 @@ func (o Options) Unmarshal(data []byte, v any) error {
 		out = &Error{problems: append([]problem(nil), d.problems...)}
 	}
 	if cap(d.scratch) <= 64<<10 && cap(d.problems) <= 1024 {
-		d.data = nil
+		d.data, d.context = nil, nil
 		clear(d.path[:cap(d.path)])
 		clear(d.keys[:cap(d.keys)])
 		clear(d.problems[:cap(d.problems)])
