@@ -14,6 +14,7 @@ import (
 
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate"
+	vtrace "github.com/verity-go/verity/trace"
 )
 
 // ScopeName is the instrumentation scope of the tracer and meter the
@@ -217,9 +218,15 @@ func (o *Observer) ObserveGate(g *toolgate.Gate) (metric.Registration, error) {
 	}, o.waiting, o.live)
 }
 
-// ObserveSync records one fsync of the trace log that took d.
-func (o *Observer) ObserveSync(d time.Duration) {
-	o.sync.Record(context.Background(), d.Seconds())
+// ObserveSync records one fsync of the trace log: give it to
+// trace.FileOptions.OnSync. A failed fsync is recorded with error.type
+// "fsync_error".
+func (o *Observer) ObserveSync(s vtrace.SyncStat) {
+	if s.Err != nil {
+		o.sync.Record(context.Background(), s.Duration.Seconds(), metric.WithAttributes(AttrErrorType.String("fsync_error")))
+		return
+	}
+	o.sync.Record(context.Background(), s.Duration.Seconds())
 }
 
 // units is c in whole units.

@@ -321,14 +321,17 @@ func TestObserveGate(t *testing.T) {
 	require.NoError(t, err)
 	r.before(t, toolgate.Call{Tool: "delete_file", Caller: "a", Arguments: []byte(`{"path":"1"}`)})
 	r.before(t, toolgate.Call{Tool: "delete_file", Caller: "b", Arguments: []byte(`{"path":"2"}`)})
-	r.obs.ObserveSync(3 * time.Millisecond)
+	r.obs.ObserveSync(vtrace.SyncStat{Duration: 3 * time.Millisecond, Records: 2})
+	r.obs.ObserveSync(vtrace.SyncStat{Duration: time.Millisecond, Err: errors.New("EIO")})
 	m := collect(t, r)
 	assert.Equal(t, map[string]int64{"[]": 2}, sums[int64](m[gateotel.MetricApprovalsWaiting]))
 	assert.Equal(t, map[string]int64{"[]": 2}, sums[int64](m[gateotel.MetricLiveCallers]))
-	sync := m[gateotel.MetricSyncDuration].(metricdata.Histogram[float64])
-	require.Len(t, sync.DataPoints, 1)
-	assert.Equal(t, uint64(1), sync.DataPoints[0].Count)
-	assert.InDelta(t, 0.003, sync.DataPoints[0].Sum, 1e-9)
+	assert.Equal(t, map[string]uint64{"[]": 1, "[error.type=fsync_error]": 1}, counts(m[gateotel.MetricSyncDuration]))
+	for _, p := range m[gateotel.MetricSyncDuration].(metricdata.Histogram[float64]).DataPoints {
+		if p.Attributes.Len() == 0 {
+			assert.InDelta(t, 0.003, p.Sum, 1e-9)
+		}
+	}
 
 	require.NoError(t, reg.Unregister())
 	m = collect(t, r)

@@ -100,7 +100,32 @@
 // # Output
 //
 // Logs go to stderr (log/slog, text); the upstream's stderr is passed
-// through. On exit the proxy writes the log's head — its last sequence
+// through. Each decision and each result is one line (toolgate.LogObserver:
+// msg="toolgate decision" with tool, call_id, caller, principal, verdict,
+// rule, condition, seq, cost, remaining, approval, explanation and
+// duration; msg="toolgate result" with charged, ok, remaining,
+// tool_duration); -decision-log=false leaves them out.
+//
+// # Metrics
+//
+// With -metrics ADDR the proxy serves Prometheus metrics at
+// http://ADDR/metrics (kernel/toolgate/otel's instruments through the
+// OpenTelemetry Prometheus exporter): verity_toolgate_calls_total by
+// verdict, tool and caller; verity_toolgate_spend_total (units charged,
+// after settlements and refunds) by tool and caller;
+// verity_toolgate_budget_remaining by caller;
+// verity_toolgate_approvals_waiting; verity_toolgate_callers_live;
+// gen_ai_execute_tool_duration_seconds, the upstream's latency as the
+// gate sees it (from the allow to the result), by tool and error_type;
+// verity_toolgate_decision_duration_seconds (the gate's, its fsyncs
+// included) by verdict; verity_trace_sync_duration_seconds, each fsync of
+// the log. Callers and tools are unbounded, so the first
+// -metrics-max-callers callers and -metrics-max-tools tools (100 each)
+// are labelled and every later one is counted as "_other": totals stay
+// exact, the series bounded. Like -http without tokens, -metrics binds
+// loopback addresses only unless -insecure-metrics, for the metrics name
+// callers, tools and spend; its server has -http's default bounds
+// (internal/httpguard). On exit the proxy writes the log's head — its last sequence
 // number and hash, "SEQ:HASH" as examples/verity prints it — which a later
 // `verity verify` can check the log against.
 //
@@ -192,11 +217,12 @@ type config struct {
 	caller     string
 	approver   string
 	upstream   []string
-	sign       signConfig // -sign-key, -checkpoint-every (sign.go)
-	auth       authConfig // -jwks, -issuer, -resource, … (auth.go)
+	sign       signConfig    // -sign-key, -checkpoint-every (sign.go)
+	auth       authConfig    // -jwks, -issuer, -resource, … (auth.go)
+	observe    observeConfig // -metrics, -decision-log, … (metrics.go)
 }
 
-const usage = `usage: verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH] [-http ADDR [-jwks FILE|URL -issuer ISS -resource URL [-scopes S]] [-http-caller KEY|-caller-per-session] [-insecure-no-auth]] [-caller KEY] [-approver NAME] [-sign-key FILE [-checkpoint-every N]] -- command [args...]`
+const usage = `usage: verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH] [-http ADDR [-jwks FILE|URL -issuer ISS -resource URL [-scopes S]] [-http-caller KEY|-caller-per-session] [-insecure-no-auth]] [-caller KEY] [-approver NAME] [-sign-key FILE [-checkpoint-every N]] [-metrics ADDR [-insecure-metrics]] -- command [args...]`
 
 const exitHelp = `
 exit status: 0 clean shutdown, 1 run-time failure (the log cannot be opened
@@ -232,6 +258,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	addHTTPFlags(fs, &c.httpConfig)
 	addSignFlags(fs, &c.sign)
 	addAuthFlags(fs, &c.auth)
+	addObserveFlags(fs, &c.observe)
 	fs.StringVar(&c.caller, "caller", "stdio", "the caller key the stdio client's calls are charged to")
 	fs.StringVar(&c.approver, "approver", toolgate.DefaultApprover, "the approver name the client's human answers as")
 	if err := fs.Parse(args); err != nil {
@@ -254,6 +281,9 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 		return c, err
 	}
 	if err := c.httpConfig.check(); err != nil {
+		return c, err
+	}
+	if err := c.observe.check(); err != nil {
 		return c, err
 	}
 	if err := c.sign.check(fs); err != nil {
@@ -382,7 +412,16 @@ func checkApprover(cfg toolgate.Config, approver, policyPath string) (warnings [
 // serve runs the proxy until the stdio client leaves (or, with -http,
 // until ctx ends), then closes everything and reports the log's head.
 func serve(ctx context.Context, c config, policy toolgate.Policy, cfg toolgate.Config, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Logger) (err error) {
-	var opts []toolgate.Option
+	stopMetrics, err := c.observe.start(logger)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if merr := stopMetrics(ctx); merr != nil && err == nil {
+			err = merr
+		}
+	}()
+	opts := c.observe.gateOptions(logger)
 	if c.db != "" {
 		shared, closeDB, err := openShared(ctx, c.db, policy.Shared.ID, policy.Shared.Limit)
 		if err != nil {
@@ -395,7 +434,7 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, cfg toolgate.C
 
 	// Group commit: concurrent calls share fsyncs; every decision and
 	// result is still durable before it is acted on or answered.
-	store, err := trace.OpenFile(c.log, trace.FileOptions{Sync: trace.SyncGroup})
+	store, err := trace.OpenFile(c.log, c.observe.fileOptions(trace.FileOptions{Sync: trace.SyncGroup}))
 	if err != nil {
 		return fmt.Errorf("opening the log: %w", err)
 	}
@@ -422,6 +461,9 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, cfg toolgate.C
 
 	gate, err := toolgate.New(ctx, log, cfg, opts...)
 	if err != nil {
+		return err
+	}
+	if err := c.observe.watch(gate); err != nil {
 		return err
 	}
 

@@ -188,11 +188,15 @@ func (s *syncBuffer) String() string {
 // human answers elicitations with its action.
 type human struct {
 	action string
+	before func() // when set, runs as the human is asked
 	mu     sync.Mutex
 	asked  int
 }
 
 func (h *human) handler(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+	if h.before != nil {
+		h.before()
+	}
 	h.mu.Lock()
 	h.asked++
 	h.mu.Unlock()
