@@ -6,269 +6,264 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/verity-go/verity/belief"
-	"github.com/verity-go/verity/internal/canon"
 	"github.com/verity-go/verity/internal/strictjson"
 	"github.com/verity-go/verity/internal/violation"
 )
 
-// object is a decoded JSON object whose members are read one by one with
-// strict types; every problem is collected as a violation located by a
-// JSON Pointer, and members nobody asked for are reported as unknown.
-type object struct {
-	at      string // the object's JSON Pointer ("" for the body)
-	members map[string]json.RawMessage
-	seen    map[string]bool
-	vs      *[]belief.Violation
-}
+// The request bodies are read in one pass (internal/strictjson) into a
+// tagged struct of members per request, then checked: a body that is not
+// strict JSON (duplicate keys, invalid UTF-8, lone surrogates, an integer
+// literal a double would read back as another number, nesting over 512,
+// more than one value) is one syntax violation; otherwise every wrong
+// type and unknown member is one violation, located by its JSON Pointer,
+// and check adds what types cannot say (a required member missing or
+// null, an id that disagrees with the path). An empty body reads as {}.
 
-// parseBody reads body strictly (canon.DecodeInto: no duplicate keys,
-// valid UTF-8, no lone surrogates, no integer literal that a double would
-// read back as a different number, nesting ≤ 512, one value) as one JSON object for member-by-member reading. An
-// empty body reads as {}.
-func parseBody(body []byte, vs *[]belief.Violation) (*object, bool) {
+// decodeBody reads body into the members m (a pointer) and returns the
+// violations, and whether the body was an object at all (only then is
+// there more to check).
+func decodeBody(body []byte, m any) ([]belief.Violation, bool) {
 	t := bytes.TrimSpace(body)
 	if len(t) == 0 {
 		t = []byte("{}")
 	}
-	var m map[string]json.RawMessage
-	err := canon.DecodeInto(t, &m, false)
-	var se *canon.SyntaxError
-	switch {
-	case errors.As(err, &se):
-		*vs = append(*vs, belief.Violation{Rule: belief.RuleSyntax, Message: strings.TrimPrefix(se.Error(), "canon: ")})
-		return nil, false
-	case err != nil || m == nil: // valid JSON, but not an object (null included)
-		*vs = append(*vs, belief.Violation{Rule: belief.RuleType, Message: strictjson.WantMessage("an object", strictjson.KindOfJSON(t))})
-		return nil, false
+	err := strictjson.Unmarshal(t, m)
+	if err == nil {
+		return nil, true
 	}
-	return &object{members: m, seen: map[string]bool{}, vs: vs}, true
-}
-
-// asObject reads a member already checked by parseBody as an object.
-func asObject(at string, raw json.RawMessage, vs *[]belief.Violation) (*object, bool) {
-	var m map[string]json.RawMessage
-	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
-		*vs = append(*vs, belief.Violation{Path: at, Rule: belief.RuleType, Message: strictjson.WantMessage("an object", strictjson.KindOfJSON(raw))})
-		return nil, false
+	var se *strictjson.Error
+	if !errors.As(err, &se) {
+		return []belief.Violation{{Rule: belief.RuleSyntax, Message: err.Error()}}, false
 	}
-	return &object{at: at, members: m, seen: map[string]bool{}, vs: vs}, true
-}
-
-func (o *object) bad(path, rule, msg string) {
-	*o.vs = append(*o.vs, belief.Violation{Path: path, Rule: rule, Message: msg})
-}
-
-// badMember reports a violation at member name.
-func (o *object) badMember(name, rule, msg string) { o.bad(violation.Join(o.at, name), rule, msg) }
-
-// get returns a member that is present and not null.
-func (o *object) get(name string, required bool) (json.RawMessage, bool) {
-	o.seen[name] = true
-	raw, ok := o.members[name]
-	if !ok || string(bytes.TrimSpace(raw)) == "null" {
-		if required {
-			o.badMember(name, belief.RuleRequired, "is required")
+	vs := se.Violations()
+	whole := false
+	for i := range vs {
+		if vs[i].Rule == violation.RuleDuplicateKey {
+			// A key twice is one of the ways a text is not strict JSON.
+			vs[i].Rule = belief.RuleSyntax
 		}
-		return nil, false
+		whole = whole || vs[i].Path == ""
 	}
-	return bytes.TrimSpace(raw), true
+	return vs, !whole
 }
 
-func (o *object) str(name string, required bool) (string, bool) {
-	raw, ok := o.get(name, required)
-	if !ok {
-		return "", false
-	}
-	var s string
-	if raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
-		o.badMember(name, belief.RuleType, strictjson.WantMessage("a string", strictjson.KindOfJSON(raw)))
-		return "", false
-	}
-	return s, true
+// member is an optional member: present is false when it is absent or
+// null, true when it is there (even with a wrong value, which the reader
+// reports).
+type member[T any] struct {
+	v       T
+	present bool
 }
 
-func (o *object) strList(name string, required bool) ([]string, bool) {
-	raw, ok := o.get(name, required)
-	if !ok {
-		return nil, false
+func (m *member[T]) UnmarshalStrict(d *strictjson.Decoder) error {
+	if d.Peek() == strictjson.Null {
+		return d.ReadNull()
 	}
-	var items []json.RawMessage
-	if raw[0] != '[' || json.Unmarshal(raw, &items) != nil {
-		o.badMember(name, belief.RuleType, strictjson.WantMessage("an array of strings", strictjson.KindOfJSON(raw)))
-		return nil, false
-	}
-	out := make([]string, len(items))
-	good := true
-	for i, it := range items {
-		if len(it) == 0 || it[0] != '"' || json.Unmarshal(it, &out[i]) != nil {
-			o.bad(violation.Index(violation.Join(o.at, name), i), belief.RuleType, strictjson.WantMessage("a string", strictjson.KindOfJSON(it)))
-			good = false
+	m.present = true
+	return d.Decode(&m.v)
+}
+
+// required adds a violation for each required member that is absent or
+// null.
+func required(vs *[]belief.Violation, at string, members map[string]bool) {
+	for name, present := range members {
+		if !present {
+			*vs = append(*vs, belief.Violation{Path: violation.Join(at, name), Rule: belief.RuleRequired, Message: "is required"})
 		}
 	}
-	return out, good
 }
 
-// obj returns an optional member that must be a JSON object (null is
-// absent).
-func (o *object) obj(name string) json.RawMessage {
-	raw, ok := o.get(name, false)
-	if !ok {
-		return nil
+// rawObject is a JSON object kept as written.
+type rawObject json.RawMessage
+
+func (r *rawObject) UnmarshalStrict(d *strictjson.Decoder) error {
+	if k := d.Peek(); k != strictjson.Object {
+		return d.Errorf(belief.RuleType, "%s", strictjson.WantMessage("an object", k))
 	}
-	if raw[0] != '{' {
-		o.badMember(name, belief.RuleType, strictjson.WantMessage("an object", strictjson.KindOfJSON(raw)))
-		return nil
-	}
-	return raw
+	raw, err := d.Raw()
+	*r = rawObject(bytes.Clone(raw))
+	return err
 }
 
-// integer reads a JSON integer literal (no fraction, no exponent).
-func (o *object) integer(name string, required bool) (int64, bool) {
-	raw, ok := o.get(name, required)
-	if !ok {
-		return 0, false
+func (m member[T]) raw() json.RawMessage {
+	if r, ok := any(m.v).(rawObject); ok && m.present {
+		return json.RawMessage(r)
 	}
-	s := string(raw)
-	digits := s
-	if len(digits) > 0 && digits[0] == '-' {
-		digits = digits[1:]
+	return nil
+}
+
+// integer is a JSON integer literal (no fraction, no exponent) in int64.
+type integer int64
+
+func (n *integer) UnmarshalStrict(d *strictjson.Decoder) error {
+	if k := d.Peek(); k != strictjson.Number {
+		return d.Errorf(belief.RuleType, "%s", strictjson.WantMessage("an integer", k))
 	}
-	for i := 0; i < len(digits); i++ {
-		if digits[i] < '0' || digits[i] > '9' {
-			o.badMember(name, belief.RuleType, strictjson.WantMessage("an integer", strictjson.KindOfJSON(raw)))
-			return 0, false
-		}
-	}
-	if digits == "" {
-		o.badMember(name, belief.RuleType, strictjson.WantMessage("an integer", strictjson.KindOfJSON(raw)))
-		return 0, false
-	}
-	v, err := strconv.ParseInt(s, 10, 64)
+	lit, isInt, err := d.ReadNumber()
 	if err != nil {
-		o.badMember(name, belief.RuleRange, "integer out of range")
-		return 0, false
+		return err
 	}
-	return v, true
-}
-
-// done reports every member that was not read.
-func (o *object) done() {
-	for k := range o.members {
-		if !o.seen[k] {
-			o.badMember(k, belief.RuleUnknownField, "unknown field")
-		}
+	if !isInt {
+		return d.Errorf(belief.RuleType, "%s", strictjson.WantMessage("an integer", strictjson.Number))
 	}
+	v, err := strconv.ParseInt(string(lit), 10, 64)
+	if err != nil {
+		return d.Errorf(belief.RuleRange, "integer out of range")
+	}
+	*n = integer(v)
+	return nil
 }
 
 // pathSessionID checks an optional body session_id against the path.
-func (o *object) pathSessionID(fromPath string) {
-	if id, ok := o.str("session_id", false); ok && id != fromPath {
-		o.badMember("session_id", belief.RulePathMismatch, fmt.Sprintf("%q does not match the session id in the path", id))
+func pathSessionID(vs *[]belief.Violation, id member[string], fromPath string) {
+	if id.present && id.v != fromPath {
+		*vs = append(*vs, belief.Violation{Path: "/session_id", Rule: belief.RulePathMismatch, Message: fmt.Sprintf("%q does not match the session id in the path", id.v)})
 	}
+}
+
+type declareMembers struct {
+	Ontology   member[ontologyMembers] `json:"ontology,optional"`
+	Hypotheses member[[]string]        `json:"hypotheses,optional"`
+	Metadata   member[rawObject]       `json:"metadata,optional"`
+}
+
+type ontologyMembers struct {
+	HypothesisSpaceID  member[string] `json:"hypothesis_space_id,optional"`
+	HypothesisVersion  member[string] `json:"hypothesis_version,optional"`
+	CausalGraphRef     member[string] `json:"causal_graph_ref,optional"`
+	CausalGraphVersion member[string] `json:"causal_graph_version,optional"`
 }
 
 func decodeDeclare(body []byte) (belief.DeclareRequest, []belief.Violation) {
-	var vs []belief.Violation
-	o, ok := parseBody(body, &vs)
+	var m declareMembers
+	vs, ok := decodeBody(body, &m)
 	if !ok {
 		return belief.DeclareRequest{}, vs
 	}
+	on := &m.Ontology.v
+	if m.Ontology.present && !wrongTypeAt(vs, "/ontology") {
+		required(&vs, "/ontology", map[string]bool{"hypothesis_space_id": on.HypothesisSpaceID.present,
+			"hypothesis_version": on.HypothesisVersion.present, "causal_graph_ref": on.CausalGraphRef.present,
+			"causal_graph_version": on.CausalGraphVersion.present})
+	}
+	required(&vs, "", map[string]bool{"ontology": m.Ontology.present, "hypotheses": m.Hypotheses.present})
 	var req belief.DeclareRequest
-	if raw, ok := o.get("ontology", true); ok {
-		if on, ok := asObject("/ontology", raw, &vs); ok {
-			req.Ontology.HypothesisSpaceID, _ = on.str("hypothesis_space_id", true)
-			req.Ontology.HypothesisVersion, _ = on.str("hypothesis_version", true)
-			req.Ontology.CausalGraphRef, _ = on.str("causal_graph_ref", true)
-			req.Ontology.CausalGraphVersion, _ = on.str("causal_graph_version", true)
-			on.done()
+	req.Ontology.HypothesisSpaceID = on.HypothesisSpaceID.v
+	req.Ontology.HypothesisVersion = on.HypothesisVersion.v
+	req.Ontology.CausalGraphRef = on.CausalGraphRef.v
+	req.Ontology.CausalGraphVersion = on.CausalGraphVersion.v
+	req.Hypotheses = m.Hypotheses.v
+	req.Metadata = m.Metadata.raw()
+	return req, vs
+}
+
+// wrongTypeAt reports whether the value at pointer at has the wrong type
+// (so that nothing within it is checked).
+func wrongTypeAt(vs []belief.Violation, at string) bool {
+	for _, v := range vs {
+		if v.Path == at && v.Rule == belief.RuleType {
+			return true
 		}
 	}
-	req.Hypotheses, _ = o.strList("hypotheses", true)
-	req.Metadata = o.obj("metadata")
-	o.done()
-	return req, vs
+	return false
+}
+
+type eliminateMembers struct {
+	SessionID     member[string]    `json:"session_id,optional"`
+	SourceID      member[string]    `json:"source_id,optional"`
+	ObservationID member[string]    `json:"observation_id,optional"`
+	Eliminated    member[[]string]  `json:"eliminated,optional"`
+	Justification member[rawObject] `json:"justification,optional"`
 }
 
 func decodeEliminate(body []byte, sessionID string) (belief.EliminateRequest, []belief.Violation) {
-	var vs []belief.Violation
-	o, ok := parseBody(body, &vs)
+	var m eliminateMembers
+	vs, ok := decodeBody(body, &m)
 	if !ok {
 		return belief.EliminateRequest{}, vs
 	}
-	var req belief.EliminateRequest
-	o.pathSessionID(sessionID)
-	req.SourceID, _ = o.str("source_id", true)
-	req.ObservationID, _ = o.str("observation_id", true)
-	req.Eliminated, _ = o.strList("eliminated", true)
-	req.Justification = o.obj("justification")
-	o.done()
-	return req, vs
+	pathSessionID(&vs, m.SessionID, sessionID)
+	required(&vs, "", map[string]bool{"source_id": m.SourceID.present, "observation_id": m.ObservationID.present,
+		"eliminated": m.Eliminated.present})
+	return belief.EliminateRequest{SourceID: m.SourceID.v, ObservationID: m.ObservationID.v,
+		Eliminated: m.Eliminated.v, Justification: m.Justification.raw()}, vs
+}
+
+type obligationMembers struct {
+	SessionID            member[string]  `json:"session_id,optional"`
+	ObligationID         member[string]  `json:"obligation_id,optional"`
+	MinTotalEliminations member[integer] `json:"min_total_eliminations,optional"`
 }
 
 func decodeObligation(body []byte, sessionID string) (belief.ObligationRequest, []belief.Violation) {
-	var vs []belief.Violation
-	o, ok := parseBody(body, &vs)
+	var m obligationMembers
+	vs, ok := decodeBody(body, &m)
 	if !ok {
 		return belief.ObligationRequest{}, vs
 	}
-	var req belief.ObligationRequest
-	o.pathSessionID(sessionID)
-	req.ObligationID, _ = o.str("obligation_id", true)
-	req.MinTotalEliminations, _ = o.integer("min_total_eliminations", true)
-	o.done()
-	return req, vs
+	pathSessionID(&vs, m.SessionID, sessionID)
+	required(&vs, "", map[string]bool{"obligation_id": m.ObligationID.present, "min_total_eliminations": m.MinTotalEliminations.present})
+	return belief.ObligationRequest{ObligationID: m.ObligationID.v, MinTotalEliminations: int64(m.MinTotalEliminations.v)}, vs
+}
+
+type exitMembers struct {
+	SessionID    member[string]    `json:"session_id,optional"`
+	ObligationID member[string]    `json:"obligation_id,optional"`
+	Context      member[rawObject] `json:"context,optional"`
 }
 
 func decodeExit(body []byte, sessionID, obligationID string) (belief.ExitRequest, []belief.Violation) {
-	var vs []belief.Violation
-	o, ok := parseBody(body, &vs)
+	var m exitMembers
+	vs, ok := decodeBody(body, &m)
 	if !ok {
 		return belief.ExitRequest{}, vs
 	}
-	req := belief.ExitRequest{ObligationID: obligationID}
-	o.pathSessionID(sessionID)
-	if id, ok := o.str("obligation_id", false); ok && id != obligationID {
-		o.badMember("obligation_id", belief.RulePathMismatch, fmt.Sprintf("%q does not match the obligation id in the path", id))
+	pathSessionID(&vs, m.SessionID, sessionID)
+	if m.ObligationID.present && m.ObligationID.v != obligationID {
+		vs = append(vs, belief.Violation{Path: "/obligation_id", Rule: belief.RulePathMismatch, Message: fmt.Sprintf("%q does not match the obligation id in the path", m.ObligationID.v)})
 	}
-	req.Context = o.obj("context")
-	o.done()
-	return req, vs
+	return belief.ExitRequest{ObligationID: obligationID, Context: m.Context.raw()}, vs
+}
+
+type conclusionMembers struct {
+	SessionID    member[string]    `json:"session_id,optional"`
+	ConclusionID member[string]    `json:"conclusion_id,optional"`
+	Context      member[rawObject] `json:"context,optional"`
 }
 
 func decodeConclusion(body []byte, sessionID string) (belief.ConclusionRequest, []belief.Violation) {
-	var vs []belief.Violation
-	o, ok := parseBody(body, &vs)
+	var m conclusionMembers
+	vs, ok := decodeBody(body, &m)
 	if !ok {
 		return belief.ConclusionRequest{}, vs
 	}
-	var req belief.ConclusionRequest
-	o.pathSessionID(sessionID)
-	req.ConclusionID, _ = o.str("conclusion_id", true)
-	req.Context = o.obj("context")
-	o.done()
-	return req, vs
+	pathSessionID(&vs, m.SessionID, sessionID)
+	required(&vs, "", map[string]bool{"conclusion_id": m.ConclusionID.present})
+	return belief.ConclusionRequest{ConclusionID: m.ConclusionID.v, Context: m.Context.raw()}, vs
+}
+
+type terminationMembers struct {
+	SessionID member[string]    `json:"session_id,optional"`
+	Context   member[rawObject] `json:"context,optional"`
 }
 
 func decodeTermination(body []byte, sessionID string) (belief.TerminationRequest, []belief.Violation) {
-	var vs []belief.Violation
-	o, ok := parseBody(body, &vs)
+	var m terminationMembers
+	vs, ok := decodeBody(body, &m)
 	if !ok {
 		return belief.TerminationRequest{}, vs
 	}
-	var req belief.TerminationRequest
-	o.pathSessionID(sessionID)
-	req.Context = o.obj("context")
+	pathSessionID(&vs, m.SessionID, sessionID)
+	req := belief.TerminationRequest{Context: m.Context.raw()}
 	if req.Context != nil {
-		var m map[string]json.RawMessage
-		if json.Unmarshal(req.Context, &m) == nil {
-			if f, ok := m["force"]; ok && string(f) != "true" && string(f) != "false" {
-				o.bad("/context/force", belief.RuleType, strictjson.WantMessage("a boolean", strictjson.KindOfJSON(f)))
+		var c map[string]json.RawMessage
+		if json.Unmarshal(req.Context, &c) == nil {
+			if f, ok := c["force"]; ok && string(f) != "true" && string(f) != "false" {
+				vs = append(vs, belief.Violation{Path: "/context/force", Rule: belief.RuleType, Message: strictjson.WantMessage("a boolean", strictjson.KindOfJSON(f))})
 			}
 		}
 	}
-	o.done()
 	return req, vs
 }

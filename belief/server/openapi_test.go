@@ -157,7 +157,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 }
 
 // TestOpenAPIRequestSchemas: every documented request member is accepted
-// by the decoder (no "unknown field"), a member that is not documented is
+// by the decoder (no "unknown member"), a member that is not documented is
 // rejected, and the documented required members are the ones the decoder
 // requires.
 func TestOpenAPIRequestSchemas(t *testing.T) {
@@ -206,7 +206,7 @@ func TestOpenAPIRequestSchemas(t *testing.T) {
 		}
 		for c := range candidates {
 			b, _ := json.Marshal(map[string]any{c: nil})
-			unknown := slices.Contains(decode(b), belief.Violation{Path: "/" + c, Rule: belief.RuleUnknownField, Message: "unknown field"})
+			unknown := slices.Contains(decode(b), belief.Violation{Path: "/" + c, Rule: belief.RuleUnknownField, Message: "unknown member"})
 			assert.Equal(t, !slices.Contains(props, c), unknown, "%s: member %q documented=%v but decoder unknown=%v", name, c, slices.Contains(props, c), unknown)
 		}
 		// Every member null: only "is required" complaints, for exactly the required ones.
@@ -226,7 +226,7 @@ func TestOpenAPIRequestSchemas(t *testing.T) {
 		// An undocumented member is rejected.
 		body["undocumented"] = 1
 		b, _ = json.Marshal(body)
-		assert.Contains(t, decode(b), belief.Violation{Path: "/undocumented", Rule: belief.RuleUnknownField, Message: "unknown field"}, name)
+		assert.Contains(t, decode(b), belief.Violation{Path: "/undocumented", Rule: belief.RuleUnknownField, Message: "unknown member"}, name)
 	}
 }
 
