@@ -197,6 +197,16 @@ type Rule struct {
 	// CheckResult runs the speculative firewall over the call's output
 	// (see Outcome.Speculative); Config.CheckResults turns it on for all.
 	CheckResult bool
+	// Timeout is how long a host that runs the tool (the MCP proxy) waits
+	// for it; Config.Timeout when zero. The gate itself times nothing:
+	// the host reports a call that timed out to After as failed.
+	Timeout time.Duration
+	// CostFrom, on a Reserve rule, names the figure of the tool's result
+	// the call is settled at: a JSON Pointer into the result's
+	// structuredContent or _meta (ParseCostPointer). The gate reads no
+	// result: the host measures it (CostPointer.Measure) and reports
+	// Result.Actual.
+	CostFrom string
 
 	// Name names the rule in decisions, explanations and window keys
 	// (`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`, unique, and not "default",
@@ -375,6 +385,10 @@ type Config struct {
 	// is refused with ErrSelfApproval and recorded (KindRefuseAnswer).
 	// DELETE calls may always be approved by their own principal.
 	SelfApproval bool
+	// Timeout is how long a host that runs the tools waits for one whose
+	// rule has no Timeout; zero: as long as the caller waits. The gate
+	// times nothing itself.
+	Timeout time.Duration
 }
 
 // DefaultApprover is who approves DELETE and PRIVILEGE calls when

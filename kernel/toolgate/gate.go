@@ -279,6 +279,10 @@ func (c Config) validate() error {
 			errs = append(errs, fmt.Errorf("%s: tier %s needs approvers and Config.Approvers names none", name, r.Tier))
 		}
 		errs = append(errs, c.validateV2(name, r, i == len(c.Rules), names)...)
+		errs = append(errs, validateHost(name, r)...)
+	}
+	if c.Timeout < 0 || c.Timeout > MaxToolTimeout {
+		errs = append(errs, fmt.Errorf("timeout %s is outside [0, %s]", c.Timeout, MaxToolTimeout))
 	}
 	if c.MinCost <= 0 {
 		errs = append(errs, fmt.Errorf("minimum cost %s must be positive", c.MinCost))

@@ -101,6 +101,7 @@ const (
 
 	// Version 2's rules (all beyond what the schema says).
 	policyRuleDuration      = "duration"            // a rate's per that is no Go duration, or outside [1ms, 366 days]
+	policyRuleCostFrom      = "cost_from"           // cost_from on a rule without reserve
 	policyRuleRuleName      = "rule_name"           // a rule name not ^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$, or "default"
 	policyRuleDuplicateRule = "duplicate_rule_name" // two rules with one name
 	policyRuleArgSchema     = "argument_schema"     // an arguments schema that does not compile
@@ -234,6 +235,10 @@ type Policy struct {
 	// SelfApproval ("self_approval") is Config.SelfApproval: true lets
 	// the principal a PRIVILEGE call was made for approve it too.
 	SelfApproval bool
+	// Timeout ("timeout", a Go duration in [1ms, MaxToolTimeout]) is
+	// Config.Timeout: how long a host waits for a tool whose rule has no
+	// timeout of its own. Absent: as long as the caller waits.
+	Timeout time.Duration
 	// Labels ("labels", version 2) declares the flow labels the rules may
 	// use: when present, a label no entry names is refused (unknown_label).
 	Labels []string
@@ -265,6 +270,14 @@ type RuleSpec struct {
 	// CheckResult ("check_result") checks the output for speculative
 	// markers.
 	CheckResult bool
+	// Timeout ("timeout", a Go duration in [1ms, MaxToolTimeout]) is
+	// Rule.Timeout: how long a host waits for the tool; Policy.Timeout
+	// when zero.
+	Timeout time.Duration
+	// CostFrom ("cost_from", with reserve only) is Rule.CostFrom: the
+	// JSON Pointer, into the result's structuredContent or _meta, of the
+	// figure the call is settled at.
+	CostFrom string
 
 	// The members of version 2 (see Rule for what each does): "name",
 	// "principals" ({"issuers", "subjects", "groups", "scopes"}),
@@ -294,7 +307,7 @@ func (r RuleSpec) Rule() Rule {
 	}
 	out := Rule{Match: r.Match, Description: r.Description, Cost: r.Cost, Reserve: r.Reserve, Tier: tier,
 		RefundOnError: r.RefundOnError, CheckResult: r.CheckResult, Name: r.Name, Arguments: slices.Clone(r.Arguments),
-		Effect: r.Effect, Reason: r.Reason, Labels: slices.Clone(r.Labels)}
+		Effect: r.Effect, Reason: r.Reason, Labels: slices.Clone(r.Labels), Timeout: r.Timeout, CostFrom: r.CostFrom}
 	if r.Principals != nil {
 		pc := *r.Principals
 		out.Principals = &pc
@@ -442,6 +455,7 @@ func (p Policy) Config() (Config, error) {
 		ApprovalTimeout: p.ApprovalTimeout,
 		ApprovalTTL:     p.ApprovalTTL,
 		SelfApproval:    p.SelfApproval,
+		Timeout:         p.Timeout,
 	}
 	for _, r := range p.Tools {
 		cfg.Rules = append(cfg.Rules, r.Rule())
@@ -483,6 +497,7 @@ type (
 		ApprovalTimeout string                `json:"approval_timeout,omitempty"`
 		ApprovalTTL     string                `json:"approval_ttl,omitempty"`
 		SelfApproval    bool                  `json:"self_approval,omitempty"`
+		Timeout         string                `json:"timeout,omitempty"`
 		SharedBudget    *policySharedJSON     `json:"shared_budget,omitempty"`
 		Labels          []string              `json:"labels,omitempty"`
 	}
@@ -500,6 +515,8 @@ type (
 		Tier          string                `json:"tier,omitempty"`
 		RefundOnError bool                  `json:"refund_on_error,omitempty"`
 		CheckResult   bool                  `json:"check_result,omitempty"`
+		Timeout       string                `json:"timeout,omitempty"`
+		CostFrom      string                `json:"cost_from,omitempty"`
 		Rate          *policyRateJSON       `json:"rate,omitempty"`
 		Labels        []string              `json:"labels,omitempty"`
 		Flow          []policyFlowJSON      `json:"flow,omitempty"`
@@ -562,7 +579,10 @@ type (
 func policyRuleToJSON(r RuleSpec) policyRuleJSON {
 	j := policyRuleJSON{Name: r.Name, Match: r.Match, Description: r.Description, Reserve: r.Reserve,
 		Tier: string(r.Tier), RefundOnError: r.RefundOnError, CheckResult: r.CheckResult, Arguments: r.Arguments,
-		Reason: r.Reason, Labels: r.Labels}
+		Reason: r.Reason, Labels: r.Labels, CostFrom: r.CostFrom}
+	if r.Timeout != 0 {
+		j.Timeout = r.Timeout.String()
+	}
 	if r.Effect == EffectRefuse {
 		j.Effect = "refuse"
 	}
@@ -608,6 +628,9 @@ func (p Policy) MarshalJSON() ([]byte, error) {
 	}
 	if p.ApprovalTTL != 0 {
 		j.ApprovalTTL = p.ApprovalTTL.String()
+	}
+	if p.Timeout != 0 {
+		j.Timeout = p.Timeout.String()
 	}
 	if p.DefaultRule != nil {
 		r := policyRuleToJSON(*p.DefaultRule)

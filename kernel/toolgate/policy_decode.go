@@ -63,7 +63,10 @@ import (
 //     PRIVILEGE rule uses when approvers is present (approvers), a shared
 //     budget id at most 256 bytes (id_length); approval_timeout a Go
 //     duration in [1s, 24h] and approval_ttl one in [1s, 366 days], the
-//     timeout at most the ttl (duration).
+//     timeout at most the ttl (duration); timeout, the policy's and a
+//     rule's, a Go duration in [1ms, 24h] (duration); cost_from only on
+//     a reserved rule (cost_from) and a JSON Pointer into the result's
+//     structuredContent or _meta (pointer).
 //   - Version 2's members, beyond their shape (which the schema says,
 //     with the first group): rule names ^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$
 //     (rule_name), unique (duplicate_rule_name); argument schemas that
@@ -465,7 +468,7 @@ var policyTiers = []string{string(claims.TierReadOnly), string(claims.TierWriteL
 	string(claims.TierDelete), string(claims.TierPrivilege)}
 
 var policyMembers = []string{"$schema", "version", "budget", "min_cost", "unknown_tools", "default_rule", "approvers",
-	"tools", "invariants", "result_text_limit", "max_waiting", "check_results", "approval_timeout", "approval_ttl", "self_approval", "shared_budget", "labels"}
+	"tools", "invariants", "result_text_limit", "max_waiting", "check_results", "approval_timeout", "approval_ttl", "self_approval", "shared_budget", "labels", "timeout"}
 
 func (d *policyDecoder) policy(tree any) Policy {
 	var p Policy
@@ -546,6 +549,9 @@ func (d *policyDecoder) policy(tree any) Policy {
 	if v, ok := m["self_approval"]; ok {
 		p.SelfApproval = d.boolean("/self_approval", v)
 	}
+	if v, ok := m["timeout"]; ok {
+		p.Timeout = d.duration("/timeout", v)
+	}
 	if v, ok := m["labels"]; ok && d.version != 1 {
 		p.Labels = d.strList("/labels", v)
 	}
@@ -565,7 +571,7 @@ func (d *policyDecoder) policy(tree any) Policy {
 }
 
 var (
-	policyRuleMembers   = []string{"match", "description", "cost", "reserve", "tier", "refund_on_error", "check_result"}
+	policyRuleMembers   = []string{"match", "description", "cost", "reserve", "tier", "refund_on_error", "check_result", "timeout", "cost_from"}
 	policyRuleMembersV2 = []string{"name", "principals", "arguments", "paths", "effect", "reason", "rate", "labels", "flow"}
 )
 
@@ -612,6 +618,12 @@ func (d *policyDecoder) rule(at string, v any, withMatch bool) RuleSpec {
 	}
 	if v, ok := m["check_result"]; ok {
 		r.CheckResult = d.boolean(at+"/check_result", v)
+	}
+	if v, ok := m["timeout"]; ok {
+		r.Timeout = d.duration(at+"/timeout", v)
+	}
+	if v, ok := m["cost_from"]; ok {
+		r.CostFrom = d.str(at+"/cost_from", v)
 	}
 	if !slices.Contains(allowed, "name") {
 		return r

@@ -55,7 +55,7 @@ var (
 		"min_cost": true, "budget": true, "glob": true, "duplicate_match": true, "shadowed": true, "regex": true,
 		"duplicate_name": true, "bounds": true, "value": true, "approvers": true, "id_length": true,
 		"duration": true, "rule_name": true, "duplicate_rule_name": true, "argument_schema": true, "pointer": true,
-		"path": true, "label": true, "unknown_label": true, "flow_tier": true, "self_approval_unused": true,
+		"path": true, "label": true, "unknown_label": true, "flow_tier": true, "self_approval_unused": true, "cost_from": true,
 	}
 	policyBeforeSchema = map[string]bool{"size": true, "syntax": true, "duplicate_key": true, "number": true}
 )

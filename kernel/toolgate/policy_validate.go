@@ -120,6 +120,17 @@ func (p Policy) violations(bad func(at string) bool) []Violation {
 			add(at+"/tier", policyRuleEnum, "want one of %s, got %q", strings.Join(policyTiers, ", "), r.Tier)
 		}
 		needsApprovers(at+"/tier", r.Tier)
+		if t := r.Timeout; t != 0 && (t < time.Millisecond || t > MaxToolTimeout) {
+			add(at+"/timeout", policyRuleDuration, "%s is outside [1ms, %s]", t, MaxToolTimeout)
+		}
+		if r.CostFrom != "" {
+			if _, err := ParseCostPointer(r.CostFrom); err != nil {
+				add(at+"/cost_from", policyRulePointer, "%v", strings.TrimPrefix(err.Error(), "toolgate: "))
+			}
+			if !r.Reserve {
+				add(at+"/cost_from", policyRuleCostFrom, "cost_from settles a reserved call: this rule has no reserve")
+			}
+		}
 	}
 	if p.DefaultRule != nil {
 		checkRule("/default_rule", *p.DefaultRule, false)
@@ -344,6 +355,9 @@ func (p Policy) violations(bad func(at string) bool) []Violation {
 	}
 	if t := p.ApprovalTimeout; t != 0 && (t < time.Second || t > MaxApprovalTimeout) {
 		add("/approval_timeout", policyRuleDuration, "%s is outside [1s, %s]", t, MaxApprovalTimeout)
+	}
+	if t := p.Timeout; t != 0 && (t < time.Millisecond || t > MaxToolTimeout) {
+		add("/timeout", policyRuleDuration, "%s is outside [1ms, %s]", t, MaxToolTimeout)
 	}
 	if t := p.ApprovalTTL; t != 0 && (t < time.Second || t > MaxRatePer) {
 		add("/approval_ttl", policyRuleDuration, "%s is outside [1s, %s]", t, MaxRatePer)
