@@ -192,6 +192,46 @@
 // Either way, with -db the policy's shared_budget bounds every caller of
 // every session, and of every proxy on that database, together.
 //
+// # Faithful to the upstream
+//
+// Proxy is the forwarder verity-mcp runs (Forward, which serves the
+// tools through the SDK's own types, remains for in-process use). The
+// SDK's client decodes a result into CallToolResult, whose UnmarshalJSON
+// reads a lone UTF-16 surrogate ("x\ud800y") as U+FFFD, and a Go server
+// lists the tools it holds sorted and re-encoded through Tool; so the
+// Proxy takes each response's result off the upstream's connection as
+// received (Proxy.Transport wraps the sdk.Connection: the SDK writes a
+// request with its call's context, which names where the result goes)
+// and answers tools/list and tools/call in a receiving middleware with a
+// RawResult, JSON the SDK writes as it is (whitespace aside). tools/list
+// is the upstream's — its order, its members (execution included),
+// nothing added — except that a Guard, by default when the gate refuses
+// unknown tools (Options.Listing), leaves out the tools the caller's
+// principal may never call (Gate.MayCall), the rest kept as written. The
+// Proxy follows the upstream's notifications/tools/list_changed and tells
+// its own clients; a call of a tool the upstream does not list is refused
+// by the Guard (Options.Listed) before the gate: never asked of a human,
+// never charged. The upstream's own requests — elicitation/create,
+// sampling/createMessage, roots/list — go to the real client (the one
+// whose call is in progress, else the one heard from last) through
+// RelayMiddleware; the proxy advertises those capabilities upstream, not
+// roots of its own.
+//
+// # Honest about failures
+//
+// A call runs within its rule's timeout (policy "timeout", per rule or
+// for all; Gate.Timeout): one that times out is an IsError result "timed
+// out after …", recorded as failed and settled by its rule (refunded
+// under refund_on_error, charged otherwise). A call the Proxy never wrote
+// to an upstream — none attached, the connection closed, the process
+// being restarted — is settled at nothing: a call is charged only once
+// its request was written to the upstream. A reserved rule with
+// "cost_from" (a JSON Pointer into the result's structuredContent or
+// _meta, toolgate.ParseCostPointer) is settled at the figure the result
+// reports; a missing or invalid figure settles at the reservation, and
+// the result entry says measured false; the Guard's log line says
+// "measured", "unmeasured", "unreached" or "fixed".
+//
 // # Guarantees and their tests
 //
 // Through the SDK's real client and server (in-memory transports):
@@ -215,18 +255,25 @@
 // (TestParallelCallsNeverOverspend, rapid); one budget per connection
 // (TestEachConnectionHasItsOwnBudget). Each test checks that the log
 // verifies and that the caller's kernel session replays from it
-// (kernel.Replay) to the gate's budget and steps. The proxy's tests, with
-// a real upstream server process, are listed in cmd/verity-mcp.
+// (kernel.Replay) to the gate's budget and steps. Through a Proxy whose
+// upstream is stopped and started at random, a caller is charged for
+// exactly the calls that reached it (TestUnreachedCallsAreNeverCharged,
+// rapid); a tool the upstream lacks never reaches the gate
+// (TestUnlistedToolNeverReachesTheGate); filtering a tools/list never
+// panics (FuzzFilterTools). The proxy's tests, with a real upstream
+// server process, are listed in cmd/verity-mcp.
 //
 // # What it does not cover
 //
 // A tool handler that itself returns input requests (its own multi
 // round-trip) is a new call to the gate on each round: each round is
-// decided and charged. Costs are the rules' (fixed, or reserved and
-// settled at the reservation): an MCP result carries no measured cost.
-// Forward lists the upstream's tools once (no tools/list_changed) and does
-// not relay the upstream's own requests to its client (elicitation,
-// sampling, roots). Prompts and resources are not gated.
+// decided and charged. Forward (not Proxy) lists the upstream's tools
+// once and relays nothing. With several clients on one Proxy, an
+// upstream's request made outside any call goes to the client heard from
+// last. On protocol 2026-07-28 and later a server may not send requests
+// while it serves a call, so a relay to such a client fails; an upstream
+// on that protocol asks through input-required results, which pass
+// through. Prompts and resources are not gated.
 //
 // # Cost
 //

@@ -67,7 +67,31 @@ type Options struct {
 	// Without Hold, or with no approval timeout, such a call is refused
 	// at once.
 	Hold bool
+	// Listed, when set, reports whether the server behind the Guard has
+	// a tool (Proxy.Listed): a call of a tool it does not have is refused
+	// as an IsError result before the gate — never asked of a human,
+	// never charged, not on the log.
+	Listed func(tool string) bool
+	// Listing says what tools/list shows a caller: ListingAuto (the zero
+	// value) hides the tools it may never call when the gate refuses
+	// unknown tools, and shows the server's list otherwise.
+	Listing Listing
 }
+
+// Listing is what a Guard does to tools/list.
+type Listing int
+
+const (
+	// ListingAuto is ListingCallable when the gate refuses unknown
+	// tools (Gate.AllowsUnknown false), ListingAll otherwise.
+	ListingAuto Listing = iota
+	// ListingAll passes the server's list on unchanged.
+	ListingAll
+	// ListingCallable drops from it the tools the caller may never call
+	// (Gate.MayCall false for the call's principal), keeping the others
+	// as the server wrote them, in its order.
+	ListingCallable
+)
 
 // Guard puts a toolgate.Gate in front of an MCP server's tools: its
 // Middleware sends every tools/call through the gate. A Guard is safe for
@@ -80,6 +104,8 @@ type Guard struct {
 	key       []byte
 	logger    *slog.Logger
 	hold      bool
+	listed    func(string) bool
+	hide      bool
 
 	mu    sync.Mutex
 	conns map[*sdk.ServerSession]string // per-connection keys of sessions without an id
@@ -91,7 +117,16 @@ func New(g *toolgate.Gate, opts Options) (*Guard, error) {
 		return nil, errors.New("toolgate/mcp: nil gate")
 	}
 	gd := &Guard{gate: g, approver: opts.Approver, caller: opts.Caller, principal: opts.Principal, logger: opts.Logger,
-		hold: opts.Hold, conns: map[*sdk.ServerSession]string{}}
+		hold: opts.Hold, listed: opts.Listed, conns: map[*sdk.ServerSession]string{}}
+	switch opts.Listing {
+	case ListingAuto:
+		gd.hide = !g.AllowsUnknown()
+	case ListingAll:
+	case ListingCallable:
+		gd.hide = true
+	default:
+		return nil, fmt.Errorf("toolgate/mcp: unknown listing %d", opts.Listing)
+	}
 	if gd.principal == nil {
 		gd.principal = DefaultPrincipal
 	}
@@ -198,6 +233,9 @@ func (gd *Guard) ConnectionKey(ss *sdk.ServerSession) string {
 func (gd *Guard) Middleware() sdk.Middleware {
 	return func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if method == MethodListTools && gd.hide {
+				return gd.listTools(ctx, method, req, next)
+			}
 			if method != MethodCallTool {
 				return next(ctx, method, req)
 			}
@@ -220,6 +258,10 @@ func (gd *Guard) callTool(ctx context.Context, req *sdk.CallToolRequest, run run
 	p := req.Params
 	call := toolgate.Call{Tool: p.Name, Arguments: []byte(p.Arguments), Caller: gd.Caller(ctx, req), Principal: gd.principal(ctx, req)}
 	log := gd.logger.With("tool", p.Name, "caller", call.Caller)
+	if gd.listed != nil && !gd.listed(p.Name) {
+		log.Info("refused: not a tool of the server")
+		return refusal(fmt.Sprintf("tool %q refused: the server has no such tool", p.Name)), nil
+	}
 
 	// A retry of a call that waited for the human (SEP-2322): the gate's
 	// Resume takes the human's answer for the request the state names,
@@ -276,11 +318,42 @@ func (gd *Guard) decided(ctx context.Context, req *sdk.CallToolRequest, d toolga
 	return refusal(fmt.Sprintf("tool %q: %s (awaiting %s)", d.Call.Tool, d.Explanation, strings.Join(d.Approval.Awaiting, ", "))), nil
 }
 
-// run runs an allowed call and reports how it ended to the gate.
+// run runs an allowed call and reports how it ended to the gate: within
+// its rule's timeout (Gate.Timeout), a call that timed out failed; a
+// call that never reached the upstream (a Proxy says so) is settled at
+// nothing; a reserved call whose rule has cost_from is settled at the
+// figure its result reports, at its reservation when the figure is
+// missing or invalid (unmeasured).
 func (gd *Guard) run(ctx context.Context, req *sdk.CallToolRequest, d toolgate.Decision, run runFunc, log *slog.Logger) (sdk.Result, error) {
-	res, err := run(ctx, req)
+	rctx, cancel := ctx, context.CancelFunc(func() {})
+	timeout := gd.gate.Timeout(d.Rule)
+	if timeout > 0 {
+		rctx, cancel = context.WithTimeout(ctx, timeout)
+	}
+	dl := &delivery{}
+	res, err := run(withDelivery(rctx, dl), req)
+	// Timed out: the deadline passed, the client's context did not end,
+	// and no answer came (an error, or the Proxy's error result).
+	timedOut := errors.Is(rctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil && !answered(res, err)
+	cancel()
+	if timedOut {
+		log.Warn("timed out", "call", d.Call.ID, "timeout", timeout)
+		res, err = refusal(fmt.Sprintf("tool %q timed out after %s", d.Call.Tool, timeout)), nil
+	}
 	out, failure := outcome(res, err)
-	o, aerr := gd.gate.After(context.WithoutCancel(ctx), d.Call, toolgate.Result{Output: out, Err: failure})
+	r := toolgate.Result{Output: out, Err: failure}
+	measure := "fixed"
+	switch rule, _ := gd.gate.RuleOf(d.Rule); {
+	case dl.unreached():
+		// Never reached the upstream: it costs nothing.
+		r.Measured, r.Actual, measure = true, 0, "unreached"
+	case d.Reserved && rule.CostFrom != "" && failure == nil:
+		r.Actual, measure = measured(rule.CostFrom, res)
+		r.Measured = measure == "measured"
+	case d.Reserved:
+		measure = "unmeasured"
+	}
+	o, aerr := gd.gate.After(context.WithoutCancel(ctx), d.Call, r)
 	switch {
 	case aerr == nil:
 	case errors.Is(aerr, kernel.ErrOverrun):
@@ -289,8 +362,75 @@ func (gd *Guard) run(ctx context.Context, req *sdk.CallToolRequest, d toolgate.D
 		// The tool ran; its result stands. The log misses its outcome.
 		log.Error("recording the result", "call", d.Call.ID, "err", aerr)
 	}
-	log.Info("ran", "call", d.Call.ID, "exec", d.ExecID, "ok", failure == nil, "charged", o.Charged, "approval", d.ApprovalID)
+	log.Info("ran", "call", d.Call.ID, "exec", d.ExecID, "ok", failure == nil, "charged", o.Charged, "cost", measure, "approval", d.ApprovalID)
 	return res, err
+}
+
+// answered reports whether run returned the tool's own result.
+func answered(res sdk.Result, err error) bool {
+	if err != nil || res == nil {
+		return false
+	}
+	if r, ok := res.(*sdk.CallToolResult); ok && r.IsError {
+		return false
+	}
+	return true
+}
+
+// measured reads a result's cost at the cost_from pointer: "measured"
+// and the figure, or "unmeasured" when it is missing or invalid.
+func measured(pointer string, res sdk.Result) (kernel.Cost, string) {
+	p, err := toolgate.ParseCostPointer(pointer)
+	if err != nil {
+		return 0, "unmeasured"
+	}
+	raw, err := resultJSON(res)
+	if err != nil {
+		return 0, "unmeasured"
+	}
+	c, err := p.Measure(raw)
+	if err != nil {
+		return 0, "unmeasured"
+	}
+	return c, "measured"
+}
+
+// resultJSON is a tool result as JSON: a RawResult's as received.
+func resultJSON(res sdk.Result) ([]byte, error) {
+	if r, ok := res.(*RawResult); ok {
+		return r.JSON, nil
+	}
+	return json.Marshal(res)
+}
+
+// listTools passes on the server's tools/list without the tools the
+// caller may never call. The caller's principal is read as for a call
+// (Options.Principal) from a call request of the same session and
+// extra.
+func (gd *Guard) listTools(ctx context.Context, method string, req sdk.Request, next sdk.MethodHandler) (sdk.Result, error) {
+	lr, ok := req.(*sdk.ListToolsRequest)
+	if !ok {
+		return nil, fmt.Errorf("toolgate/mcp: %s request of type %T", method, req)
+	}
+	res, err := next(ctx, method, req)
+	if err != nil {
+		return res, err
+	}
+	p := gd.principal(ctx, &sdk.CallToolRequest{Session: lr.Session, Extra: lr.Extra, Params: &sdk.CallToolParamsRaw{}})
+	may := func(tool string) bool { return gd.gate.MayCall(tool, p) }
+	switch r := res.(type) {
+	case *sdk.ListToolsResult:
+		out := *r
+		out.Tools = slices.DeleteFunc(slices.Clone(r.Tools), func(t *sdk.Tool) bool { return t == nil || !may(t.Name) })
+		return &out, nil
+	case *RawResult:
+		raw, err := filterTools(r.JSON, may)
+		if err != nil {
+			return nil, err
+		}
+		return &RawResult{JSON: raw}, nil
+	}
+	return nil, fmt.Errorf("toolgate/mcp: %s result of type %T", method, res)
 }
 
 // ask puts an AskApproval to the client's human: an input-required result
@@ -518,6 +658,13 @@ func refusal(explanation string) *sdk.CallToolResult {
 func outcome(res sdk.Result, err error) ([]byte, error) {
 	if err != nil {
 		return nil, err
+	}
+	if raw, ok := res.(*RawResult); ok {
+		var decoded sdk.CallToolResult
+		if derr := json.Unmarshal(raw.JSON, &decoded); derr != nil {
+			return raw.JSON, fmt.Errorf("toolgate/mcp: the tool's result does not decode: %w", derr)
+		}
+		res = &decoded
 	}
 	r, ok := res.(*sdk.CallToolResult)
 	if !ok || r == nil {

@@ -2,7 +2,8 @@
 //
 //	verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH]
 //	           [-http ADDR [-jwks FILE|URL -issuer ISS -resource URL [-scopes S] | -http-caller KEY | -caller-per-session] [-insecure-no-auth]]
-//	           [-caller KEY] [-approver NAME] -- <upstream command and args>
+//	           [-caller KEY] [-approver NAME] [-list auto|all|callable] [-upstream-exit]
+//	           -- <upstream command and args>
 //
 // It starts the upstream MCP server as a child process over stdio, lists
 // its tools, and serves the same tools to its own client over stdio (and
@@ -20,6 +21,38 @@
 // none of their tiers, the command exits 2 naming the approvers the
 // policy expects; when it approves one tier but not the other, it warns
 // that the other's calls wait for their approvers, out of band.
+//
+// # Faithful to the upstream
+//
+// Clients see the upstream's own answers (gatemcp.Proxy): tools/list as
+// the upstream wrote it, in its order and with all its members, and each
+// result as the upstream wrote it, byte for byte up to whitespace — a
+// lone UTF-16 surrogate ("x\ud800y") included. -list callable (the
+// default, auto, when the policy refuses unknown tools) leaves out of
+// tools/list the tools the caller may never call under the policy, the
+// others untouched; -list all shows every tool. When the upstream sends
+// notifications/tools/list_changed the proxy reads its tools again and
+// tells its clients. A call of a tool the upstream does not list is
+// refused as an error result before the gate: no human is asked, nothing
+// is charged. The upstream's own requests to its client — elicitation,
+// sampling, roots/list — are relayed to the real client (the one whose
+// call is in progress) and its answers sent back.
+//
+// # Failures
+//
+// The policy's "timeout" (for every tool, and per rule) bounds how long
+// a call waits for the upstream: a call that times out returns an error
+// result, is recorded as failed, and is settled by its rule (refunded
+// with refund_on_error, charged otherwise). A call that never reached the
+// upstream (its request was never written to it) is never charged. When
+// the upstream process exits, the proxy logs "upstream exited; restarting
+// it" at error level and starts it again after 100 ms, doubling the wait
+// after each restart up to 10 s (an upstream that ran a minute or more
+// starts the count again), then logs "upstream restarted"; calls made
+// meanwhile fail, uncharged. With -upstream-exit it logs "upstream
+// exited; stopping (-upstream-exit)" instead and exits 1, after closing
+// the log. A reserved rule's "cost_from" settles each call at the figure
+// the tool's result reports (see toolgate's policy).
 //
 // # Callers and budgets
 //
@@ -162,7 +195,7 @@
 // Exit status: 0 after a clean shutdown (the stdio client went away, or
 // with -http an interrupt), 1 on a failure at run time (the log cannot be
 // opened or is in use by another proxy, the upstream does not start, a
-// database error), 2 on a configuration error: a bad flag or argument, a
+// database error, the upstream exited under -upstream-exit), 2 on a configuration error: a bad flag or argument, a
 // policy file that cannot be read (or is not a regular file) or does not
 // decode, an -approver the policy does not expect, -db without the
 // policy's shared_budget or the other way round.
@@ -217,16 +250,22 @@ type config struct {
 	caller     string
 	approver   string
 	upstream   []string
-	sign       signConfig    // -sign-key, -checkpoint-every (sign.go)
-	auth       authConfig    // -jwks, -issuer, -resource, … (auth.go)
-	observe    observeConfig // -metrics, -decision-log, … (metrics.go)
+	// upstreamExit: when the upstream dies, exit 1 instead of restarting
+	// it (-upstream-exit).
+	upstreamExit bool
+	listing      string        // -list: auto, all or callable
+	sign         signConfig    // -sign-key, -checkpoint-every (sign.go)
+	auth         authConfig    // -jwks, -issuer, -resource, … (auth.go)
+	observe      observeConfig // -metrics, -decision-log, … (metrics.go)
 }
 
-const usage = `usage: verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH] [-http ADDR [-jwks FILE|URL -issuer ISS -resource URL [-scopes S]] [-http-caller KEY|-caller-per-session] [-insecure-no-auth]] [-caller KEY] [-approver NAME] [-sign-key FILE [-checkpoint-every N]] [-metrics ADDR [-insecure-metrics]] -- command [args...]`
+const usage = `usage: verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH] [-http ADDR [-jwks FILE|URL -issuer ISS -resource URL [-scopes S]] [-http-caller KEY|-caller-per-session] [-insecure-no-auth]] [-caller KEY] [-approver NAME] [-sign-key FILE [-checkpoint-every N]] [-metrics ADDR [-insecure-metrics]] [-list auto|all|callable] [-upstream-exit] -- command [args...]`
 
 const exitHelp = `
 exit status: 0 clean shutdown, 1 run-time failure (the log cannot be opened
-or another proxy holds it, the upstream does not start, a database error),
+or another proxy holds it, the upstream does not start, a database error,
+the upstream exited under -upstream-exit; without it the upstream is
+restarted with backoff),
 2 configuration error (bad flag or argument, unreadable or invalid policy,
 an -approver the policy does not expect, -db and shared_budget mismatched,
 a -sign-key file that is malformed, unreadable or readable by others,
@@ -261,7 +300,12 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	addObserveFlags(fs, &c.observe)
 	fs.StringVar(&c.caller, "caller", "stdio", "the caller key the stdio client's calls are charged to")
 	fs.StringVar(&c.approver, "approver", toolgate.DefaultApprover, "the approver name the client's human answers as")
+	fs.BoolVar(&c.upstreamExit, "upstream-exit", false, "when the upstream exits, exit 1 instead of restarting it")
+	fs.StringVar(&c.listing, "list", "auto", "what tools/list shows: all (the upstream's list), callable (without the tools the caller may never call), or auto (callable when the policy refuses unknown tools)")
 	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if _, err := parseListing(c.listing); err != nil {
 		return c, err
 	}
 	c.upstream = fs.Args()
@@ -467,28 +511,46 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, cfg toolgate.C
 		return err
 	}
 
-	// The upstream: a child process over stdio (mcp.CommandTransport).
-	cmd := exec.Command(c.upstream[0], c.upstream[1:]...)
-	cmd.Stderr = stderr
-	client := sdk.NewClient(&sdk.Implementation{Name: "verity-mcp", Version: version}, nil)
-	up, err := client.Connect(ctx, &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil)
-	if err != nil {
-		return fmt.Errorf("starting the upstream %q: %w", c.upstream[0], err)
-	}
-	defer func() {
-		if cerr := up.Close(); cerr != nil {
-			logger.Warn("upstream exit", "err", cerr)
+	// The upstream: a child process over stdio (mcp.CommandTransport),
+	// served faithfully by a Proxy and restarted when it dies.
+	proxy := gatemcp.NewProxy(logger)
+	srv := sdk.NewServer(&sdk.Implementation{Name: "verity-mcp", Version: version}, proxy.ServerOptions(nil))
+	start := func(ctx context.Context) (*sdk.ClientSession, error) {
+		cmd := exec.Command(c.upstream[0], c.upstream[1:]...)
+		cmd.Stderr = stderr
+		client := sdk.NewClient(&sdk.Implementation{Name: "verity-mcp", Version: version}, proxy.ClientOptions())
+		client.AddReceivingMiddleware(proxy.RelayMiddleware())
+		up, err := client.Connect(ctx, proxy.Transport(&sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}), nil)
+		if err != nil {
+			return nil, fmt.Errorf("starting the upstream %q: %w", c.upstream[0], err)
 		}
-	}()
-
-	srv := sdk.NewServer(&sdk.Implementation{Name: "verity-mcp", Version: version}, nil)
-	names, err := gatemcp.Forward(ctx, srv, up, logger)
+		if _, err := proxy.Attach(ctx, srv, up); err != nil {
+			_ = up.Close()
+			return nil, err
+		}
+		return up, nil
+	}
+	up, err := start(ctx)
 	if err != nil {
 		return err
 	}
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	sup := newSupervisor(up, start, c.upstreamExit, logger, stopRun)
+	go sup.run(runCtx)
+	defer func() {
+		if serr := sup.stop(); serr != nil && err == nil {
+			err = serr
+		}
+	}()
+	names := proxy.Tools()
+
+	listing, _ := parseListing(c.listing)
 	guard, err := gatemcp.New(gate, gatemcp.Options{
 		Approver: c.approver,
 		Logger:   logger,
+		Listed:   proxy.Listed,
+		Listing:  listing,
 		// A streamable HTTP session is, with -jwks, the caller its
 		// token's principal keys (issuer and subject), whatever its
 		// session; without, the one caller -http-caller names (by
@@ -516,7 +578,7 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, cfg toolgate.C
 	if err != nil {
 		return err
 	}
-	srv.AddReceivingMiddleware(guard.Middleware())
+	srv.AddReceivingMiddleware(guard.Middleware(), proxy.Middleware())
 	logger.Info("serving", "upstream", c.upstream[0], "tools", len(names), "names", names, "log", c.log)
 
 	if c.http != "" {
@@ -532,11 +594,11 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, cfg toolgate.C
 	}
 
 	t := &sdk.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}
-	if rerr := srv.Run(ctx, t); rerr != nil && !errors.Is(rerr, context.Canceled) && !errors.Is(rerr, io.EOF) {
+	if rerr := srv.Run(runCtx, t); rerr != nil && !errors.Is(rerr, context.Canceled) && !errors.Is(rerr, io.EOF) {
 		logger.Warn("stdio session ended", "err", rerr)
 	}
 	if c.http != "" {
-		<-ctx.Done() // the HTTP clients are served until an interrupt
+		<-runCtx.Done() // the HTTP clients are served until an interrupt
 	}
 	return nil
 }

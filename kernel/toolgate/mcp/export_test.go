@@ -1,0 +1,4 @@
+package mcp
+
+// FilterTools exposes filterTools to the tests.
+var FilterTools = filterTools
