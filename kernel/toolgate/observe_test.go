@@ -1,7 +1,8 @@
 package toolgate_test
 
 // An Observer is told of every decision and every outcome, with the
-// caller's budget after it: TestObserverToldOfEveryDecisionAndOutcome;
+// caller's budget after it: TestObserverToldOfEveryDecisionAndOutcome,
+// TestEveryDecisionAndOutcomeObservedOnce (rapid);
 // LogObserver writes one line each with the documented fields:
 // TestLogObserverLines, ExampleLogObserver.
 

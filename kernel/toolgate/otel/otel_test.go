@@ -8,7 +8,8 @@ package otel_test
 //     TestSpansOfAllowRefuseAndApproval;
 //   - metrics count exactly what ran: TestMetricsCountTheTraffic;
 //   - callers and tools beyond the caps are counted under "_other", the
-//     totals exact: TestLabelsAreCapped;
+//     totals exact: TestLabelsAreCapped, TestLabelsStayBoundedAndTotalsExact
+//     (rapid);
 //   - with AnnotateSpan the context's span carries the attributes and no
 //     span is made: TestAnnotateSpanUsesTheContextsSpan;
 //   - approvals waiting and live callers are read from the gate at
