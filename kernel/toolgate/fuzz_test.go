@@ -66,3 +66,65 @@ func FuzzBefore(f *testing.F) {
 		}
 	})
 }
+
+// FuzzResume: whatever a framework brings back — any tool, arguments,
+// caller, call id, request id and answer — Resume decides without
+// panicking and never makes a request: Gate.Pending holds after it at
+// most the requests it held before, and an AskApproval names one of
+// them. A refused answer is a Refuse with ConditionAnswer.
+func FuzzResume(f *testing.F) {
+	f.Add("delete_file", []byte(`{"path":"/etc/passwd"}`), "s", "dd", "", uint8(1))
+	f.Add("delete_file", []byte(`{"path":"/tmp/ok"}`), "s", "dd", "asked", uint8(1))
+	f.Add("read_file", []byte(`{}`), "", "", "asked", uint8(2))
+	f.Add("delete_file", []byte("\xff"), "\x00", "x", "unknown", uint8(0))
+	g, err := toolgate.New(ctx, newLog(f), testConfig())
+	if err != nil {
+		f.Fatal(err)
+	}
+	d, err := g.Before(ctx, toolgate.Call{ID: "dd", Caller: "s", Tool: "delete_file", Arguments: []byte(`{"path":"/tmp/ok"}`)})
+	if err != nil || d.Verdict != toolgate.AskApproval {
+		f.Fatalf("the real question: %v %v", d.Verdict, err)
+	}
+	asked := d.Approval.ID
+	f.Fuzz(func(t *testing.T, tool string, args []byte, caller, id, request string, answer uint8) {
+		if request == "asked" {
+			request = asked
+		}
+		var a *toolgate.Answer
+		switch answer % 3 {
+		case 1:
+			a = &toolgate.Answer{Approved: true, Approver: toolgate.DefaultApprover}
+		case 2:
+			a = &toolgate.Answer{Approver: toolgate.DefaultApprover}
+		}
+		before := map[string]bool{}
+		for _, r := range g.Pending() {
+			before[r.ID] = true
+		}
+		d, err := g.Resume(ctx, toolgate.Call{Tool: tool, Arguments: args, Caller: caller, ID: id}, request, a)
+		for _, r := range g.Pending() {
+			if !before[r.ID] {
+				t.Fatalf("Resume made request %s (%s)", r.ID, r.Question)
+			}
+		}
+		if err != nil {
+			return
+		}
+		switch d.Verdict {
+		case toolgate.Allow:
+			if _, err := g.After(ctx, d.Call, toolgate.Result{}); err != nil {
+				t.Fatalf("After: %v", err)
+			}
+		case toolgate.AskApproval:
+			if d.Approval == nil || !before[d.Approval.ID] {
+				t.Fatalf("asks about %+v, which did not wait", d.Approval)
+			}
+		case toolgate.Refuse:
+			if strings.ContainsAny(d.Explanation, "\n\r") {
+				t.Fatalf("explanation on more than one line: %q", d.Explanation)
+			}
+		default:
+			t.Fatalf("verdict %v", d.Verdict)
+		}
+	})
+}
