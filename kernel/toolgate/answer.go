@@ -134,9 +134,9 @@ func (g *Gate) Resume(ctx context.Context, c Call, request string, answer *Answe
 	}
 	res := &resumption{request: request, answer: answer}
 	if g.obs == nil {
-		return g.before(ctx, c, time.Time{}, res)
+		return g.before(ctx, c, time.Time{}, res, nil)
 	}
-	return g.observeBefore(ctx, c, res)
+	return g.observeBefore(ctx, c, res, nil)
 }
 
 // resume settles the answer a resumed call that needs a human brings

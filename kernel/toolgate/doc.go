@@ -275,6 +275,15 @@
 // broken, trace.ErrBroken, and refuses every later append until the log
 // is reopened): the host must not run the tool.
 //
+// BeforeWritten trades that order for latency: it returns an allowed
+// decision once written, with a wait for its fsync, so the host runs the
+// tool while the fsync runs and a lone call's critical path holds one
+// fsync, not two. Nothing acknowledged is lost still (the host answers
+// only after the wait and After), but a machine crash during the tool
+// may lose the decision, charge and rate-window count of a tool that
+// ran. The MCP Guard's SyncWhileRunning option uses it; it is off by
+// default.
+//
 // # Concurrency
 //
 // A Gate is safe for concurrent use. Each caller's kernel session

@@ -522,21 +522,55 @@ func tierOrDefault(t claims.RiskTier) claims.RiskTier {
 // recorded, and nothing ran.
 func (g *Gate) Before(ctx context.Context, c Call) (Decision, error) {
 	if g.obs == nil {
-		return g.before(ctx, c, time.Time{}, nil)
+		return g.before(ctx, c, time.Time{}, nil, nil)
 	}
-	return g.observeBefore(ctx, c, nil)
+	return g.observeBefore(ctx, c, nil, nil)
+}
+
+// BeforeWritten is Before, except that an allowed call's decision is
+// returned as soon as it is written to the log, before it is durable,
+// with durable, which returns once it is (or the error that stopped it:
+// the log is then broken). Every other verdict, and an error, is durable
+// when returned, and durable is nil. Under a log that is durable when an
+// append returns (trace.SyncEveryAppend, memory, SQL) durable returns at
+// once.
+//
+// It lets a host run the tool while the decision's fsync runs, so that a
+// call's critical path holds one fsync (its result's, which covers the
+// decision) rather than two. The price is the order of the two on disk:
+// a crash of the machine (not of the process: the decision is written)
+// between the tool's start and the end of that fsync may lose the
+// decision of a tool that ran or is running, and with it its charge and
+// its rate-window count; the host must not answer the call before durable
+// has returned nil, and After's outcome is durable as always, so nothing
+// acknowledged is ever lost. Use Before where a tool's effect must never
+// be without its record.
+func (g *Gate) BeforeWritten(ctx context.Context, c Call) (d Decision, durable func() error, err error) {
+	if g.obs == nil {
+		d, err = g.before(ctx, c, time.Time{}, nil, &durable)
+	} else {
+		d, err = g.observeBefore(ctx, c, nil, &durable)
+	}
+	return d, durable, err
 }
 
 // before is Before, and Resume when res is not nil; start, when not
 // zero, is when it was called, kept with an allowed call for the gate's
 // Observer.
-func (g *Gate) before(ctx context.Context, c Call, start time.Time, res *resumption) (Decision, error) {
-	// The decision is taken under the caller's locks and written to the
-	// log there; it becomes durable after they are released, so that the
-	// decisions of concurrent calls (of one caller too) share an fsync
-	// under a log with group commit. It is returned only once durable.
+//
+// The decision is taken under the caller's locks and written to the log
+// there; it becomes durable after they are released, so that the
+// decisions of concurrent calls (of one caller too) share an fsync under
+// a log with group commit. It is returned only once durable, except that
+// when later is not nil an allowed call's decision is returned at once
+// with *later set to the wait (BeforeWritten).
+func (g *Gate) before(ctx context.Context, c Call, start time.Time, res *resumption, later *func() error) (Decision, error) {
 	dctx, dur := trace.DeferDurability(ctx)
 	d, err := g.beforeWritten(dctx, c, start, res)
+	if err == nil && d.Verdict == Allow && later != nil {
+		*later = dur.Wait
+		return d, nil
+	}
 	if werr := dur.Wait(); werr != nil {
 		return Decision{}, fmt.Errorf("toolgate: the decision on %q is not durable: %w", c.Tool, werr)
 	}

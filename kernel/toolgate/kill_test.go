@@ -177,3 +177,51 @@ func killCall(t *testing.T, g *toolgate.Gate, ack func(string, ...any), id, tool
 	ack("result %s %d", id, out.Seq)
 	return true
 }
+
+// TestBeforeWrittenIsDurableOnlyAfterTheWait: over a group-commit log,
+// Before, a refusal by BeforeWritten and After return with every entry
+// durable; BeforeWritten's allowed decision is written and not yet
+// durable when it returns (nothing else waits, so no fsync has run), and
+// durable makes it so.
+func TestBeforeWrittenIsDurableOnlyAfterTheWait(t *testing.T) {
+	var mu sync.Mutex
+	synced := uint64(0)
+	store, err := trace.OpenFile(filepath.Join(t.TempDir(), "gate.log"), trace.FileOptions{Sync: trace.SyncGroup,
+		OnSync: func(st trace.SyncStat) { mu.Lock(); synced += uint64(st.Records); mu.Unlock() }})
+	require.NoError(t, err)
+	log, err := trace.NewLog(store)
+	require.NoError(t, err)
+	defer log.Close()
+	durableNow := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return synced == log.Head().Size
+	}
+	ctx := context.Background()
+	g, err := toolgate.New(ctx, log, killConfig)
+	require.NoError(t, err)
+	call := toolgate.Call{Tool: "read_file", Caller: killCallerName, Arguments: []byte(`{}`)}
+
+	d, err := g.Before(ctx, call)
+	require.NoError(t, err)
+	require.Equal(t, toolgate.Allow, d.Verdict)
+	require.True(t, durableNow(), "Before returns a durable decision")
+
+	d, durable, err := g.BeforeWritten(ctx, call)
+	require.NoError(t, err)
+	require.Equal(t, toolgate.Allow, d.Verdict)
+	require.NotNil(t, durable)
+	require.False(t, durableNow(), "BeforeWritten returns before the fsync")
+	require.NoError(t, durable())
+	require.True(t, durableNow(), "durable waits for the fsync")
+
+	_, err = g.After(ctx, d.Call, toolgate.Result{Output: []byte("x")})
+	require.NoError(t, err)
+	require.True(t, durableNow(), "After returns a durable result")
+
+	r, durable, err := g.BeforeWritten(ctx, toolgate.Call{Tool: "format_disk", Caller: killCallerName, Arguments: []byte(`{}`)})
+	require.NoError(t, err)
+	require.Equal(t, toolgate.Refuse, r.Verdict)
+	require.Nil(t, durable)
+	require.True(t, durableNow(), "a refusal is durable when returned")
+}

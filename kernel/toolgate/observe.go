@@ -119,9 +119,9 @@ func (os observers) ObserveOutcome(ctx context.Context, e OutcomeEvent) {
 }
 
 // observeBefore is Before with an Observer.
-func (g *Gate) observeBefore(ctx context.Context, c Call, res *resumption) (Decision, error) {
+func (g *Gate) observeBefore(ctx context.Context, c Call, res *resumption, later *func() error) (Decision, error) {
 	start := time.Now()
-	d, err := g.before(ctx, c, start, res)
+	d, err := g.before(ctx, c, start, res, later)
 	g.observeDecision(ctx, c, d, err, start)
 	return d, err
 }

@@ -25,6 +25,8 @@ import (
 //	passthrough    client → proxy (Forward, no gate) → upstream
 //	durable        client → proxy (Forward + the Guard, a trace.File with
 //	               SyncGroup, as verity-mcp opens its log) → upstream
+//	durable-overlap  the same with Options.SyncWhileRunning: the
+//	               decision's fsync runs beside the tool
 //	durable-every  the same with SyncEveryAppend, an fsync per entry on
 //	               the critical path (verity-mcp's log before group commit)
 //
@@ -37,13 +39,14 @@ import (
 //	go test -run '^$' -bench DurableGate -benchtime 2s .
 func BenchmarkDurableGate(b *testing.B) {
 	for _, inflight := range []int{1, 8} {
-		for _, mode := range []string{"direct", "passthrough", "durable", "durable-every"} {
+		for _, mode := range []string{"direct", "passthrough", "durable", "durable-overlap", "durable-every"} {
 			b.Run(fmt.Sprintf("inflight=%d/%s", inflight, mode), func(b *testing.B) {
-				var syncs atomic.Int64
-				cs := durableRig(b, mode, func(trace.SyncStat) { syncs.Add(1) })
+				var syncs, syncNs atomic.Int64
+				cs := durableRig(b, mode, func(st trace.SyncStat) { syncs.Add(1); syncNs.Add(int64(st.Duration)) })
 				callsInFlight(b, cs, inflight)
-				if mode == "durable" || mode == "durable-every" {
-					b.ReportMetric(float64(syncs.Load())/float64(b.N+1), "fsyncs/call")
+				if n := syncs.Load(); n > 0 {
+					b.ReportMetric(float64(n)/float64(b.N+1), "fsyncs/call")
+					b.ReportMetric(float64(syncNs.Load())/float64(n), "ns/fsync")
 				}
 			})
 		}
@@ -103,7 +106,7 @@ func durableRig(b *testing.B, mode string, onSync func(trace.SyncStat)) *sdk.Cli
 		if err != nil {
 			b.Fatal(err)
 		}
-		gd, err := gatemcp.New(g, gatemcp.Options{})
+		gd, err := gatemcp.New(g, gatemcp.Options{SyncWhileRunning: mode == "durable-overlap"})
 		if err != nil {
 			b.Fatal(err)
 		}

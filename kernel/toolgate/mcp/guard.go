@@ -76,6 +76,18 @@ type Options struct {
 	// value) hides the tools it may never call when the gate refuses
 	// unknown tools, and shows the server's list otherwise.
 	Listing Listing
+	// SyncWhileRunning runs the fsync of an allowed call's decision while
+	// the tool runs (toolgate.Gate.BeforeWritten) instead of before it, so
+	// that a call waits for one fsync (its result's, which covers the
+	// decision) rather than two. Nothing the client is told is ever lost:
+	// the result is answered only once the decision and the result are
+	// durable, and if the decision cannot be made so the client gets an
+	// error, not the result. What a crash of the machine may lose is the
+	// decision of a call whose tool had started, with its charge and
+	// rate-window count (a crash of the process alone loses nothing: the
+	// decision is written before the tool starts). Off by default: then
+	// the decision is durable before the tool runs.
+	SyncWhileRunning bool
 }
 
 // Listing is what a Guard does to tools/list.
@@ -106,6 +118,7 @@ type Guard struct {
 	hold      bool
 	listed    func(string) bool
 	hide      bool
+	overlap   bool // SyncWhileRunning
 
 	mu    sync.Mutex
 	conns map[*sdk.ServerSession]string // per-connection keys of sessions without an id
@@ -117,7 +130,7 @@ func New(g *toolgate.Gate, opts Options) (*Guard, error) {
 		return nil, errors.New("toolgate/mcp: nil gate")
 	}
 	gd := &Guard{gate: g, approver: opts.Approver, caller: opts.Caller, principal: opts.Principal, logger: opts.Logger,
-		hold: opts.Hold, listed: opts.Listed, conns: map[*sdk.ServerSession]string{}}
+		hold: opts.Hold, listed: opts.Listed, overlap: opts.SyncWhileRunning, conns: map[*sdk.ServerSession]string{}}
 	switch opts.Listing {
 	case ListingAuto:
 		gd.hide = !g.AllowsUnknown()
@@ -293,7 +306,14 @@ func (gd *Guard) callTool(ctx context.Context, req *sdk.CallToolRequest, run run
 		return gd.settle(ctx, withoutApprovalInput(req), call, request, answer, nil, run, log)
 	}
 
-	d, err := gd.gate.Before(ctx, call)
+	var d toolgate.Decision
+	var durable func() error // SyncWhileRunning: the allowed decision's fsync
+	var err error
+	if gd.overlap {
+		d, durable, err = gd.gate.BeforeWritten(ctx, call)
+	} else {
+		d, err = gd.gate.Before(ctx, call)
+	}
 	if err != nil {
 		log.Error("no decision", "err", err)
 		return refusal(fmt.Sprintf("tool %q refused: the gate could not decide: %v", p.Name, err)), nil
@@ -301,7 +321,25 @@ func (gd *Guard) callTool(ctx context.Context, req *sdk.CallToolRequest, run run
 	if d.Verdict == toolgate.AskApproval {
 		return gd.ask(ctx, req, d, run, log)
 	}
+	if d.Verdict == toolgate.Allow && durable != nil {
+		return gd.runSyncing(ctx, req, d, durable, run, log)
+	}
 	return gd.decided(ctx, req, d, run, log)
+}
+
+// runSyncing runs an allowed call whose decision is written but not yet
+// durable, with the decision's fsync running beside the tool; the result
+// reaches the client only once the decision is durable (and After has
+// made the result so).
+func (gd *Guard) runSyncing(ctx context.Context, req *sdk.CallToolRequest, d toolgate.Decision, durable func() error, run runFunc, log *slog.Logger) (sdk.Result, error) {
+	synced := make(chan error, 1)
+	go func() { synced <- durable() }()
+	res, err := gd.run(ctx, req, d, run, log)
+	if serr := <-synced; serr != nil {
+		log.Error("the decision is not durable", "call", d.Call.ID, "err", serr)
+		return refusal(fmt.Sprintf("tool %q ran, but the gate could not record its decision: %v", d.Call.Tool, serr)), nil
+	}
+	return res, err
 }
 
 // decided acts on an Allow or Refuse.

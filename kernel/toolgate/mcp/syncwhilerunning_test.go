@@ -1,0 +1,59 @@
+package mcp_test
+
+import (
+	"path/filepath"
+	"sync"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/toolgate"
+	gatemcp "github.com/verity-go/verity/kernel/toolgate/mcp"
+	"github.com/verity-go/verity/trace"
+)
+
+// TestSyncWhileRunningAnswersOnlyDurableCalls: with SyncWhileRunning over
+// a group-commit log, every call the client is answered — allowed and
+// run, or refused — is on disk with its decision (and its result) when
+// the answer arrives, the tools ran exactly for the allowed calls, and
+// the log replays to the gate's spend.
+func TestSyncWhileRunningAnswersOnlyDurableCalls(t *testing.T) {
+	var mu sync.Mutex
+	synced := uint64(0)
+	store, err := trace.OpenFile(filepath.Join(t.TempDir(), "gate.log"), trace.FileOptions{Sync: trace.SyncGroup,
+		OnSync: func(st trace.SyncStat) { mu.Lock(); synced += uint64(st.Records); mu.Unlock() }})
+	require.NoError(t, err)
+	log, err := trace.NewLog(store)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = log.Close() })
+	g, err := toolgate.New(ctx, log, catalogue(1000*kernel.Unit))
+	require.NoError(t, err)
+	gd, err := gatemcp.New(g, gatemcp.Options{SyncWhileRunning: true})
+	require.NoError(t, err)
+	srv := sdk.NewServer(&sdk.Implementation{Name: "tools", Version: "v1"}, nil)
+	ts := &tools{runs: map[string]int{}}
+	ts.add(srv, "read_file", "format_disk")
+	srv.AddReceivingMiddleware(gd.Middleware())
+	r := &rig{log: log, gate: g, guard: gd, srv: srv, tools: ts}
+	cs, caller := r.connect(t, currentProtocol, nil, nil)
+
+	durable := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return synced == log.Head().Size
+	}
+	for i := range 8 { // one at a time: then every entry is this call's or an earlier one's
+		tool := "read_file"
+		if i%4 == 3 {
+			tool = "format_disk"
+		}
+		res := call(t, cs, tool, "notes.txt")
+		require.Equal(t, tool == "format_disk", res.IsError, "%s: %s", tool, text(res))
+		require.True(t, durable(), "%s answered before its entries were durable", tool)
+	}
+	require.Equal(t, 6, ts.count("read_file"))
+	require.Equal(t, 0, ts.count("format_disk"))
+	replays(t, log, g, caller)
+}
