@@ -47,6 +47,9 @@
 // DecodeState and DecodeAction are strict: duplicate keys, invalid UTF-8,
 // a plain integer literal beyond ±(2^53−1), unknown action fields and
 // inexact costs are errors (ErrDecode, ErrInvalidCost), never guesses.
+// They and DecodeEntry read in one pass with the module's one strict
+// reader (internal/strictjson), straight into Values and typed entries,
+// and name each problem by its JSON Pointer.
 //
 // # Effects and their inverses
 //

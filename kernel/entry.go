@@ -412,7 +412,7 @@ func DecodeEntry(e trace.Entry) (Entry, error) {
 		return nil, fmt.Errorf("%w: %q is not a kind a session records", ErrDecode, e.Kind)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s payload: %w", ErrDecode, e.Kind, err)
+		return nil, &decodeError{where: e.Kind + " payload", err: err}
 	}
 	return out, nil
 }

@@ -231,3 +231,21 @@ func (e *RejectedError) Unwrap() []error {
 	}
 	return errs
 }
+
+// decodeError is a refusal by the strict JSON reader, wrapping ErrDecode
+// and the reader's error: its message names the package once, whatever
+// the causes within it say.
+type decodeError struct {
+	where string // what was read ("kernel.execute payload"), may be empty
+	err   error
+}
+
+func (e *decodeError) Error() string {
+	msg := ErrDecode.Error()
+	if e.where != "" {
+		msg += ": " + e.where
+	}
+	return msg + ": " + strings.ReplaceAll(e.err.Error(), prefix, "")
+}
+
+func (e *decodeError) Unwrap() []error { return []error{ErrDecode, e.err} }

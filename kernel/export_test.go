@@ -26,3 +26,11 @@ func EntryPayload(e Entry) []byte { return payload(e) }
 // OldDecodeEntry is the entry decoder DecodeEntry replaced (see
 // entry_old_test.go).
 func OldDecodeEntry(e trace.Entry) (Entry, error) { return oldDecodeEntry(e) }
+
+// The readers DecodeValue, DecodeState and DecodeAction replaced (see
+// json_old_test.go).
+var (
+	OldDecodeValue  = oldDecodeValue
+	OldDecodeState  = oldDecodeState
+	OldDecodeAction = oldDecodeAction
+)
