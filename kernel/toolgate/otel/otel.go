@@ -153,6 +153,7 @@ type Observer struct {
 	sync           metric.Float64Histogram
 	waiting, live  metric.Int64ObservableGauge
 	meter          metric.Meter
+	sets           sync.Map // setKey → *measureOpts
 }
 
 var _ toolgate.Observer = (*Observer)(nil)
@@ -247,11 +248,15 @@ func verdict(e toolgate.DecisionEvent) string {
 // The span of an allowed call is recorded with its outcome.
 func (o *Observer) ObserveDecision(ctx context.Context, e toolgate.DecisionEvent) {
 	v := verdict(e)
-	caller := AttrCaller.String(o.callers.label(e.Call.Caller))
-	o.calls.Add(ctx, 1, metric.WithAttributes(AttrVerdict.String(v), AttrToolName.String(o.tools.label(e.Call.Tool)), caller))
-	o.decision.Record(ctx, e.Duration.Seconds(), metric.WithAttributes(AttrVerdict.String(v)))
+	tool, caller := o.tools.label(e.Call.Tool), o.callers.label(e.Call.Caller)
+	o.calls.Add(ctx, 1, o.opts(setKey{MetricCalls, v, tool, caller}, func() []attribute.KeyValue {
+		return []attribute.KeyValue{AttrVerdict.String(v), AttrToolName.String(tool), AttrCaller.String(caller)}
+	}).add...)
+	o.decision.Record(ctx, e.Duration.Seconds(), o.opts(setKey{MetricDecisionDuration, v, "", ""}, func() []attribute.KeyValue {
+		return []attribute.KeyValue{AttrVerdict.String(v)}
+	}).record...)
 	if e.Metered {
-		o.remaining.Record(ctx, units(e.Budget.Remaining()), metric.WithAttributes(caller))
+		o.remaining.Record(ctx, units(e.Budget.Remaining()), o.callerOpts(caller).record...)
 	}
 
 	var span trace.Span
@@ -288,21 +293,27 @@ func (o *Observer) ObserveDecision(ctx context.Context, e toolgate.DecisionEvent
 // from Before to the end of After (or, with AnnotateSpan, the outcome's
 // attributes on the context's span).
 func (o *Observer) ObserveOutcome(ctx context.Context, e toolgate.OutcomeEvent) {
-	tool := AttrToolName.String(o.tools.label(e.Call.Tool))
-	caller := AttrCaller.String(o.callers.label(e.Call.Caller))
+	tool, caller := o.tools.label(e.Call.Tool), o.callers.label(e.Call.Caller)
 	recorded := e.Err == nil || e.Outcome.Seq != 0
 	if recorded {
-		o.spend.Add(ctx, units(e.Outcome.Charged), metric.WithAttributes(tool, caller))
+		o.spend.Add(ctx, units(e.Outcome.Charged), o.opts(setKey{MetricSpend, "", tool, caller}, func() []attribute.KeyValue {
+			return []attribute.KeyValue{AttrToolName.String(tool), AttrCaller.String(caller)}
+		}).add...)
 	}
 	if !e.Allowed.IsZero() {
+		failed := ""
 		if e.Failed {
-			o.tool.Record(ctx, e.Reported.Sub(e.Allowed).Seconds(), metric.WithAttributes(tool, AttrErrorType.String("tool_error")))
-		} else {
-			o.tool.Record(ctx, e.Reported.Sub(e.Allowed).Seconds(), metric.WithAttributes(tool))
+			failed = "tool_error"
 		}
+		o.tool.Record(ctx, e.Reported.Sub(e.Allowed).Seconds(), o.opts(setKey{MetricToolDuration, failed, tool, ""}, func() []attribute.KeyValue {
+			if failed != "" {
+				return []attribute.KeyValue{AttrToolName.String(tool), AttrErrorType.String(failed)}
+			}
+			return []attribute.KeyValue{AttrToolName.String(tool)}
+		}).record...)
 	}
 	if e.Metered {
-		o.remaining.Record(ctx, units(e.Budget.Remaining()), metric.WithAttributes(caller))
+		o.remaining.Record(ctx, units(e.Budget.Remaining()), o.callerOpts(caller).record...)
 	}
 
 	var span trace.Span
@@ -383,6 +394,33 @@ func decisionAttrs(d toolgate.Decision, verdict string) []attribute.KeyValue {
 		attrs = append(attrs, AttrExplanation.String(d.Explanation))
 	}
 	return attrs
+}
+
+// setKey names one metric's combination of label values: a bounded
+// number of them, since the caller and tool values are capped.
+type setKey struct{ metric, a, tool, caller string }
+
+// measureOpts are the options of a measurement with one set of labels.
+type measureOpts struct {
+	add    []metric.AddOption
+	record []metric.RecordOption
+}
+
+// opts returns the options of the labels k names (attrs makes them),
+// made once and kept, so that a measurement allocates no attribute set.
+func (o *Observer) opts(k setKey, attrs func() []attribute.KeyValue) *measureOpts {
+	if v, ok := o.sets.Load(k); ok {
+		return v.(*measureOpts)
+	}
+	opt := metric.WithAttributeSet(attribute.NewSet(attrs()...))
+	v, _ := o.sets.LoadOrStore(k, &measureOpts{add: []metric.AddOption{opt}, record: []metric.RecordOption{opt}})
+	return v.(*measureOpts)
+}
+
+func (o *Observer) callerOpts(caller string) *measureOpts {
+	return o.opts(setKey{MetricRemaining, "", "", caller}, func() []attribute.KeyValue {
+		return []attribute.KeyValue{AttrCaller.String(caller)}
+	})
 }
 
 // labels bounds the values of one metric label: the first max seen are
