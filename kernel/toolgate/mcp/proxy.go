@@ -549,6 +549,9 @@ func (d *delivery) unreached() bool {
 // refuses: the other members, and the tools kept, as they were written,
 // in their order.
 func filterTools(raw json.RawMessage, keep func(string) bool) (json.RawMessage, error) {
+	if !json.Valid(raw) {
+		return nil, fmt.Errorf("toolgate/mcp: a tools/list result that is not JSON")
+	}
 	d := json.NewDecoder(bytes.NewReader(raw))
 	if t, err := d.Token(); err != nil || t != json.Delim('{') {
 		return nil, fmt.Errorf("toolgate/mcp: a tools/list result that is not an object")
