@@ -118,7 +118,9 @@ type Guard struct {
 	hold      bool
 	listed    func(string) bool
 	hide      bool
-	overlap   bool // SyncWhileRunning
+	overlap   bool          // SyncWhileRunning
+	stopping  chan struct{} // closed by StopHolding (hold.go)
+	stopOnce  sync.Once
 
 	mu    sync.Mutex
 	conns map[*sdk.ServerSession]string // per-connection keys of sessions without an id
@@ -130,7 +132,7 @@ func New(g *toolgate.Gate, opts Options) (*Guard, error) {
 		return nil, errors.New("toolgate/mcp: nil gate")
 	}
 	gd := &Guard{gate: g, approver: opts.Approver, caller: opts.Caller, principal: opts.Principal, logger: opts.Logger,
-		hold: opts.Hold, listed: opts.Listed, overlap: opts.SyncWhileRunning, conns: map[*sdk.ServerSession]string{}}
+		hold: opts.Hold, stopping: make(chan struct{}), listed: opts.Listed, overlap: opts.SyncWhileRunning, conns: map[*sdk.ServerSession]string{}}
 	switch opts.Listing {
 	case ListingAuto:
 		gd.hide = !g.AllowsUnknown()
@@ -478,7 +480,7 @@ func (gd *Guard) listTools(ctx context.Context, method string, req sdk.Request, 
 // refused, and the request stays pending for the others.
 func (gd *Guard) ask(ctx context.Context, req *sdk.CallToolRequest, d toolgate.Decision, run runFunc, log *slog.Logger) (sdk.Result, error) {
 	ap := d.Approval
-	if gd.holds(req, ap) {
+	if gd.holds(req, d) {
 		return gd.held(ctx, req, d, run, log)
 	}
 	if !gd.answers(d.Call, ap) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"time"
 
@@ -13,14 +12,22 @@ import (
 	"github.com/verity-go/verity/kernel/toolgate"
 )
 
-// holds reports whether a call asking ap is held for an answer given
-// elsewhere (Options.Hold): its human cannot answer here.
-func (gd *Guard) holds(req *sdk.CallToolRequest, ap *toolgate.ApprovalRequest) bool {
+// holds reports whether the call of d (an AskApproval) is held for an
+// answer given elsewhere (Options.Hold): its session's human cannot
+// answer it here — the client cannot elicit, or the request awaits
+// others.
+func (gd *Guard) holds(req *sdk.CallToolRequest, d toolgate.Decision) bool {
 	if !gd.hold || gd.gate.ApprovalTimeout() <= 0 {
 		return false
 	}
-	return !slices.Contains(ap.Awaiting, gd.approver) || !canElicit(req.ClientCapabilities())
+	return !gd.answers(d.Call, d.Approval) || !canElicit(req.ClientCapabilities())
 }
+
+// StopHolding ends every held call's wait, and every later one at once:
+// they are refused as unanswered, their requests still waiting. A server
+// that shuts down calls it first, since closing a session waits for the
+// calls it serves.
+func (gd *Guard) StopHolding() { gd.stopOnce.Do(func() { close(gd.stopping) }) }
 
 // held waits for the request of d to be decided elsewhere, for at most
 // the gate's approval timeout, then decides the call again: it runs once
@@ -34,6 +41,13 @@ func (gd *Guard) held(ctx context.Context, req *sdk.CallToolRequest, d toolgate.
 	log.Info("holding for an approval", "call", d.Call.ID, "approval", ap.ID, "awaiting", ap.Awaiting, "timeout", timeout)
 	start := time.Now()
 	wctx, cancel := context.WithTimeout(ctx, timeout)
+	go func() {
+		select {
+		case <-gd.stopping:
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
 	answered := gd.gate.Await(wctx, ap.ID)
 	cancel()
 	if !answered {

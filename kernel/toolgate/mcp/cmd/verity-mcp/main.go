@@ -2,6 +2,7 @@
 //
 //	verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH]
 //	           [-http ADDR [-jwks FILE|URL -issuer ISS -resource URL [-scopes S] | -http-caller KEY | -caller-per-session] [-insecure-no-auth]]
+//	           [-approvals ADDR [-approvals-insecure-no-auth]]
 //	           [-caller KEY] [-approver NAME] [-list auto|all|callable] [-upstream-exit]
 //	           -- <upstream command and args>
 //
@@ -113,6 +114,56 @@
 // it draws on too: several proxies on one PostgreSQL database — or on one
 // SQLite file, on one machine — never spend more than its limit together.
 // -db takes postgres://… (or postgresql://…) or sqlite:PATH.
+//
+// # Approval inbox
+//
+// Many MCP clients cannot elicit: without more, their DELETE and
+// PRIVILEGE calls are refused. With -approvals ADDR the proxy serves a
+// page at http://ADDR/ listing every call that waits for a human — its
+// tool, tier, caller, the arguments in full exactly as the gate shows
+// them (toolgate.ApprovalRequest.Arguments), who must approve and who
+// has — where an approver approves or denies it, with a reason. The
+// page is plain HTML and a small script served from the binary, with a
+// Content-Security-Policy allowing only its own files and API; it sets
+// every text it shows as text, never as HTML (the arguments were written
+// by a model).
+//
+// Authentication is -http's: with -jwks the page asks for a bearer
+// token, which its script sends in the Authorization header of every
+// API request (so a page of another site, which cannot read the token,
+// cannot answer), and the answer is recorded as the token's principal
+// (toolgate.Gate.ApproveAs: an approver the policy names by key,
+// "ISSUER|SUBJECT", or as "group:" and one of the token's groups); a
+// principal the request does not await is answered 403 and nothing is
+// recorded. A PRIVILEGE tier with two approvers needs two principals:
+// the page says so, shows the first approval, and takes the second from
+// another principal (one principal is one approver). Without -jwks the
+// inbox binds loopback addresses only (any other exits 2 unless
+// -approvals-insecure-no-auth), answers as -approver, and refuses a
+// request whose Host is not its own address. An answer is a JSON POST
+// (cross-origin requests refused); its body is read strictly (duplicate
+// members, unknown members, a reason with hidden characters: 400).
+//
+// A call that needs an approval its client cannot give — the client
+// does not elicit, or the request waits for approvers other than
+// -approver — is held while its request waits in the inbox, for at most
+// the policy's approval_timeout: approved, it runs once and its result
+// is the call's; denied, it is refused with the approver's reason;
+// unanswered, it is refused ("no answer within 5m0s; the request waits
+// until …: call again once it is approved"), recorded on the log as a
+// toolgate.refuse entry with the reason approval_timeout. Without
+// approval_timeout, such calls are refused at once (their requests still
+// wait in the inbox). A request, and an approval given but not used,
+// expire approval_ttl after they were asked (a toolgate.expire entry).
+//
+// Requests and unused approvals survive a restart over the same -log
+// (toolgate.WithDurableApprovals). A call held when the proxy stops ends
+// with it: its client sees the refusal above or, if the connection went
+// first, a transport error. The restarted proxy lists the request again,
+// as it was asked; once approved there, the client's same call — same
+// caller (with -jwks the same principal; over stdio the same -caller),
+// tool and arguments — made again runs once. Made again before the
+// approval, it is held again on the same request.
 //
 // # Bounds on -http
 //
@@ -257,9 +308,10 @@ type config struct {
 	sign         signConfig    // -sign-key, -checkpoint-every (sign.go)
 	auth         authConfig    // -jwks, -issuer, -resource, … (auth.go)
 	observe      observeConfig // -metrics, -decision-log, … (metrics.go)
+	inbox        inboxConfig   // -approvals (inbox.go)
 }
 
-const usage = `usage: verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH] [-http ADDR [-jwks FILE|URL -issuer ISS -resource URL [-scopes S]] [-http-caller KEY|-caller-per-session] [-insecure-no-auth]] [-caller KEY] [-approver NAME] [-sign-key FILE [-checkpoint-every N]] [-metrics ADDR [-insecure-metrics]] [-list auto|all|callable] [-upstream-exit] -- command [args...]`
+const usage = `usage: verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH] [-http ADDR [-jwks FILE|URL -issuer ISS -resource URL [-scopes S]] [-http-caller KEY|-caller-per-session] [-insecure-no-auth]] [-approvals ADDR [-approvals-insecure-no-auth]] [-caller KEY] [-approver NAME] [-sign-key FILE [-checkpoint-every N]] [-metrics ADDR [-insecure-metrics]] [-list auto|all|callable] [-upstream-exit] -- command [args...]`
 
 const exitHelp = `
 exit status: 0 clean shutdown, 1 run-time failure (the log cannot be opened
@@ -269,7 +321,8 @@ restarted with backoff),
 2 configuration error (bad flag or argument, unreadable or invalid policy,
 an -approver the policy does not expect, -db and shared_budget mismatched,
 a -sign-key file that is malformed, unreadable or readable by others,
--http on a non-loopback address without -jwks or -insecure-no-auth, a
+-http on a non-loopback address without -jwks or -insecure-no-auth,
+-approvals on one without -jwks or -approvals-insecure-no-auth, a
 -jwks that cannot be read or is malformed)
 
 -http without -jwks serves anyone who reaches it: it binds loopback
@@ -277,6 +330,11 @@ addresses only (unless -insecure-no-auth) and charges every session to
 one caller ("http", or -http-caller; -caller-per-session for one budget
 per session). With -jwks, -issuer and -resource it requires OAuth bearer
 tokens, and each token's principal (issuer and subject) is one caller.
+
+-approvals serves a page listing the calls that wait for a human, to
+approve or deny them; it is authenticated as -http is (loopback only
+without -jwks, unless -approvals-insecure-no-auth). Held calls wait up to
+the policy's approval_timeout.
 `
 
 // parseArgs reads the command line; the upstream command follows "--".
@@ -298,6 +356,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	addSignFlags(fs, &c.sign)
 	addAuthFlags(fs, &c.auth)
 	addObserveFlags(fs, &c.observe)
+	addInboxFlags(fs, &c.inbox)
 	fs.StringVar(&c.caller, "caller", "stdio", "the caller key the stdio client's calls are charged to")
 	fs.StringVar(&c.approver, "approver", toolgate.DefaultApprover, "the approver name the client's human answers as")
 	fs.BoolVar(&c.upstreamExit, "upstream-exit", false, "when the upstream exits, exit 1 instead of restarting it")
@@ -322,6 +381,9 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 		return c, errors.New("-http-caller needs -http")
 	}
 	if err := c.auth.check(c.http, c.httpCaller); err != nil {
+		return c, err
+	}
+	if err := c.inbox.check(c.auth); err != nil {
 		return c, err
 	}
 	if err := c.httpConfig.check(); err != nil {
@@ -367,6 +429,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 2
 	}
 	warnings, err := checkApprover(cfg, c.approver, c.policy)
+	if err != nil && c.inbox.enabled() && c.auth.enabled() {
+		// The approvers answer at the inbox, as themselves.
+		warnings, err = append(warnings, err.Error()+" (at the client; the approvers answer at -approvals)"), nil
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "verity-mcp: %v\n%s\n", err, usage)
 		return 2
@@ -466,6 +532,9 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, cfg toolgate.C
 		}
 	}()
 	opts := c.observe.gateOptions(logger)
+	if c.inbox.enabled() {
+		opts = append(opts, toolgate.WithDurableApprovals())
+	}
 	if c.db != "" {
 		shared, closeDB, err := openShared(ctx, c.db, policy.Shared.ID, policy.Shared.Limit)
 		if err != nil {
@@ -551,6 +620,7 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, cfg toolgate.C
 		Logger:   logger,
 		Listed:   proxy.Listed,
 		Listing:  listing,
+		Hold:     c.inbox.enabled(),
 		// A streamable HTTP session is, with -jwks, the caller its
 		// token's principal keys (issuer and subject), whatever its
 		// session; without, the one caller -http-caller names (by
@@ -579,8 +649,23 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, cfg toolgate.C
 		return err
 	}
 	srv.AddReceivingMiddleware(guard.Middleware(), proxy.Middleware())
+	// Closing a session waits for its calls: a call held for the inbox
+	// ends when the proxy stops (its request still waits, on the log).
+	stopHolding := context.AfterFunc(ctx, guard.StopHolding)
+	defer stopHolding()
 	logger.Info("serving", "upstream", c.upstream[0], "tools", len(names), "names", names, "log", c.log)
 
+	if c.inbox.enabled() {
+		stopInbox, err := startInbox(c, cfg, gate, logger)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if ierr := stopInbox(ctx); ierr != nil && err == nil {
+				err = ierr
+			}
+		}()
+	}
 	if c.http != "" {
 		stopHTTP, err := serveHTTP(c.http, srv, c.httpConfig, c.auth.protect, logger)
 		if err != nil {
