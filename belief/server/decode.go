@@ -51,10 +51,10 @@ func decodeBody(body []byte, m any) ([]belief.Violation, bool) {
 
 // member is an optional member: present is false when it is absent or
 // null, true when it is there (even with a wrong value, which the reader
-// reports).
+// reports); ok when it is there and read.
 type member[T any] struct {
-	v       T
-	present bool
+	v           T
+	present, ok bool
 }
 
 func (m *member[T]) UnmarshalStrict(d *strictjson.Decoder) error {
@@ -62,7 +62,9 @@ func (m *member[T]) UnmarshalStrict(d *strictjson.Decoder) error {
 		return d.ReadNull()
 	}
 	m.present = true
-	return d.Decode(&m.v)
+	err := d.Decode(&m.v)
+	m.ok = err == nil
+	return err
 }
 
 // required adds a violation for each required member that is absent or
@@ -118,7 +120,7 @@ func (n *integer) UnmarshalStrict(d *strictjson.Decoder) error {
 
 // pathSessionID checks an optional body session_id against the path.
 func pathSessionID(vs *[]belief.Violation, id member[string], fromPath string) {
-	if id.present && id.v != fromPath {
+	if id.ok && id.v != fromPath {
 		*vs = append(*vs, belief.Violation{Path: "/session_id", Rule: belief.RulePathMismatch, Message: fmt.Sprintf("%q does not match the session id in the path", id.v)})
 	}
 }
@@ -221,7 +223,7 @@ func decodeExit(body []byte, sessionID, obligationID string) (belief.ExitRequest
 		return belief.ExitRequest{}, vs
 	}
 	pathSessionID(&vs, m.SessionID, sessionID)
-	if m.ObligationID.present && m.ObligationID.v != obligationID {
+	if m.ObligationID.ok && m.ObligationID.v != obligationID {
 		vs = append(vs, belief.Violation{Path: "/obligation_id", Rule: belief.RulePathMismatch, Message: fmt.Sprintf("%q does not match the obligation id in the path", m.ObligationID.v)})
 	}
 	return belief.ExitRequest{ObligationID: obligationID, Context: m.Context.raw()}, vs
