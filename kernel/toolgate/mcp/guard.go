@@ -16,6 +16,7 @@ import (
 
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/trace"
 )
 
 // MethodCallTool is the MCP method the Guard gates; every other method
@@ -398,6 +399,11 @@ func (gd *Guard) run(ctx context.Context, req *sdk.CallToolRequest, d toolgate.D
 	case aerr == nil:
 	case errors.Is(aerr, kernel.ErrOverrun):
 		log.Warn("overrun", "call", d.Call.ID, "unpaid", o.Unpaid)
+	case errors.Is(aerr, trace.ErrBroken):
+		// The log could not make the result durable: the client is not
+		// told of a result the log may not hold.
+		log.Error("the result is not durable", "call", d.Call.ID, "err", aerr)
+		return refusal(fmt.Sprintf("tool %q ran, but the gate could not record its result: %v", d.Call.Tool, aerr)), nil
 	default:
 		// The tool ran; its result stands. The log misses its outcome.
 		log.Error("recording the result", "call", d.Call.ID, "err", aerr)

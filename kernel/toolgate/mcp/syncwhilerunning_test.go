@@ -1,6 +1,8 @@
 package mcp_test
 
 import (
+	"context"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -56,4 +58,50 @@ func TestSyncWhileRunningAnswersOnlyDurableCalls(t *testing.T) {
 	require.Equal(t, 6, ts.count("read_file"))
 	require.Equal(t, 0, ts.count("format_disk"))
 	replays(t, log, g, caller)
+}
+
+// breakingStore is a memory store that fails, as a File whose fsync
+// failed does (trace.ErrBroken), every append from the first of kind on.
+type breakingStore struct {
+	*trace.Memory
+	kind   string
+	broken bool
+}
+
+func (s *breakingStore) Append(ctx context.Context, entries ...trace.Entry) error {
+	for _, e := range entries {
+		if e.Kind == s.kind {
+			s.broken = true
+		}
+	}
+	if s.broken {
+		return fmt.Errorf("%w: fsync failed", trace.ErrBroken)
+	}
+	return s.Memory.Append(ctx, entries...)
+}
+
+// TestResultNotDurableIsNotAnswered: when the log cannot make a call's
+// result durable, the client gets an error saying so, not the result,
+// with SyncWhileRunning or without.
+func TestResultNotDurableIsNotAnswered(t *testing.T) {
+	for _, overlap := range []bool{false, true} {
+		store := &breakingStore{Memory: trace.NewMemory(), kind: toolgate.KindResult}
+		log, err := trace.NewLog(store)
+		require.NoError(t, err)
+		g, err := toolgate.New(ctx, log, catalogue(1000*kernel.Unit))
+		require.NoError(t, err)
+		gd, err := gatemcp.New(g, gatemcp.Options{SyncWhileRunning: overlap})
+		require.NoError(t, err)
+		srv := sdk.NewServer(&sdk.Implementation{Name: "tools", Version: "v1"}, nil)
+		ts := &tools{runs: map[string]int{}}
+		ts.add(srv, "read_file")
+		srv.AddReceivingMiddleware(gd.Middleware())
+		r := &rig{log: log, gate: g, guard: gd, srv: srv, tools: ts}
+		cs, _ := r.connect(t, currentProtocol, nil, nil)
+		res := call(t, cs, "read_file", "notes.txt")
+		require.True(t, res.IsError, "overlap %v: %s", overlap, text(res))
+		require.Contains(t, text(res), "could not record its result")
+		require.NotContains(t, text(res), "done", "the tool's output is withheld")
+		require.Equal(t, 1, ts.count("read_file"), "the tool ran")
+	}
 }
