@@ -37,6 +37,16 @@ import (
 // latency is measured in. allocs/op count every side (all in-process).
 //
 //	go test -run '^$' -bench DurableGate -benchtime 2s .
+//
+// Measured on two cores shared with other work (load average 15–17, an
+// fsync 1.2–2.9 ms, medians of three; the figures move by half between
+// runs): with one call in flight, 2.4 ms a call through the pass-through,
+// 7.1 ms durable (2 fsyncs a call), 6.1 ms durable-overlap, 7.8 ms
+// durable-every, against a 2.2 ms fsync; with eight in flight, 672
+// calls/s through the pass-through, 299 durable (0.60 fsyncs a call),
+// 317 durable-overlap (0.43), 173 durable-every (2.0). Each call
+// allocates about 520 times (849 KB, both SDK ends) durable, 459 (840 KB)
+// through the pass-through.
 func BenchmarkDurableGate(b *testing.B) {
 	for _, inflight := range []int{1, 8} {
 		for _, mode := range []string{"direct", "passthrough", "durable", "durable-overlap", "durable-every"} {

@@ -219,7 +219,7 @@
 // entries (the decision and the result), each durable before the tool
 // runs or the client is answered. The log is opened with group commit
 // (trace.SyncGroup): calls in flight at once share fsyncs, so with eight
-// in flight the log costs about half an fsync a call rather than two
+// in flight the log costs about 0.6 fsyncs a call rather than two
 // (kernel/toolgate/mcp's BenchmarkDurableGate). Measured before group
 // commit with one
 // harness in one run (BenchmarkDirectCall, BenchmarkProxiedCall: the SDK's
