@@ -34,23 +34,23 @@ type Action struct {
 }
 
 // Validate reports every way the action is malformed, joined (errors.Is
-// matches ErrInvalidAction, ErrInvalidCost or ErrInvalidValue).
+// matches CheckWellFormed, ErrInvalidCost or ErrInvalidValue).
 func (a Action) Validate() error {
 	var errs []error
 	if a.ID == "" {
-		errs = append(errs, fmt.Errorf("%w: empty id", ErrInvalidAction))
+		errs = append(errs, fmt.Errorf("%w: empty id", CheckWellFormed))
 	}
 	for _, f := range []struct{ name, v string }{
 		{"id", a.ID}, {"name", a.Name}, {"description", a.Description}, {"category", a.Category},
 		{"precondition", a.Precondition}, {"postcondition", a.Postcondition},
 	} {
 		if !utf8.ValidString(f.v) {
-			errs = append(errs, fmt.Errorf("%w: %s is not valid UTF-8", ErrInvalidAction, f.name))
+			errs = append(errs, fmt.Errorf("%w: %s is not valid UTF-8", CheckWellFormed, f.name))
 		}
 	}
 	for i, t := range a.Tags {
 		if !utf8.ValidString(t) {
-			errs = append(errs, fmt.Errorf("%w: tag %d is not valid UTF-8", ErrInvalidAction, i))
+			errs = append(errs, fmt.Errorf("%w: tag %d is not valid UTF-8", CheckWellFormed, i))
 		}
 	}
 	if a.Cost < 0 {

@@ -52,7 +52,7 @@ func (b Budget) executions() int { return b.entries }
 func (b Budget) canAfford(c Cost) bool { return c >= 0 && c <= b.Remaining() }
 
 // charge records that execution id was charged c. It fails with
-// ErrBudgetExceeded if c does not fit, ErrInvalidCost if c < 0,
+// CheckBudget if c does not fit, ErrInvalidCost if c < 0,
 // ErrDuplicateExecution if id was already charged, and ErrOverflow if the
 // gross total would leave int64.
 func (b Budget) charge(id string, c Cost) (Budget, error) {
@@ -60,7 +60,7 @@ func (b Budget) charge(id string, c Cost) (Budget, error) {
 		return b, fmt.Errorf("%w: negative charge %s", ErrInvalidCost, c)
 	}
 	if !b.canAfford(c) {
-		return b, fmt.Errorf("%w: cost %s, remaining %s", ErrBudgetExceeded, c, b.Remaining())
+		return b, fmt.Errorf("%w: cost %s, remaining %s", CheckBudget, c, b.Remaining())
 	}
 	gross, ok := addInt(int64(b.gross), int64(c))
 	if !ok {

@@ -43,7 +43,7 @@ func parseOp(s string) (Op, error) {
 			return i, nil
 		}
 	}
-	return 0, fmt.Errorf("%w: unknown effect operation %q", ErrInvalidAction, s)
+	return 0, fmt.Errorf("%w: unknown effect operation %q", CheckWellFormed, s)
 }
 
 // Effect is one declared change to one variable. Effects of an action apply
@@ -111,7 +111,7 @@ func (e Effect) String() string {
 // validate checks the effect's shape (not whether it fits a state).
 func (e Effect) validate() error {
 	if e.Op < OpSet || e.Op > OpCount {
-		return fmt.Errorf("%w: unknown effect operation %d", ErrInvalidAction, e.Op)
+		return fmt.Errorf("%w: unknown effect operation %d", CheckWellFormed, e.Op)
 	}
 	if err := checkKey(e.Key); err != nil {
 		return err
@@ -123,26 +123,26 @@ func (e Effect) validate() error {
 		return err
 	}
 	if e.Op != OpCount && e.Initial.kind != KindNull {
-		return fmt.Errorf("%w: only count takes an initial value", ErrInvalidAction)
+		return fmt.Errorf("%w: only count takes an initial value", CheckWellFormed)
 	}
 	switch e.Op {
 	case OpIncrement, OpDecrement, OpMultiply, OpCount:
 		if k := e.Value.kind; k != KindInt && k != KindFloat {
-			return fmt.Errorf("%w: %s needs a numeric operand, got %s", ErrInvalidAction, e.Op, k)
+			return fmt.Errorf("%w: %s needs a numeric operand, got %s", CheckWellFormed, e.Op, k)
 		}
 		if k := e.Initial.kind; e.Op == OpCount && k != KindInt && k != KindFloat {
-			return fmt.Errorf("%w: count needs a numeric initial value, got %s", ErrInvalidAction, k)
+			return fmt.Errorf("%w: count needs a numeric initial value, got %s", CheckWellFormed, k)
 		}
 	case OpDelete:
 		if e.Value.kind != KindNull {
-			return fmt.Errorf("%w: delete takes no operand", ErrInvalidAction)
+			return fmt.Errorf("%w: delete takes no operand", CheckWellFormed)
 		}
 	}
 	return nil
 }
 
 // ApplyEffects returns the state after applying effects in sequence, or an
-// error wrapping ErrEffect (an *EffectError) or ErrInvalidAction. s is
+// error wrapping CheckEffects (an *EffectError) or CheckWellFormed. s is
 // never changed.
 func ApplyEffects(s State, effects []Effect) (State, error) {
 	b := newBuilder(s)
@@ -282,7 +282,7 @@ func (b *builder) apply(i int, e Effect) (Effect, error) {
 		b.set(e.Key, listValue(items))
 		return restore(), nil
 	}
-	return fail(ErrInvalidAction, "unknown operation")
+	return fail(CheckWellFormed, "unknown operation")
 }
 
 type arithError struct {

@@ -41,7 +41,7 @@ func recordedRun(t testing.TB) (entries []trace.Entry, rec kernel.Record, rr ker
 	rec, err = sess.Execute(ctx, a)
 	require.NoError(t, err)
 	_, err = sess.Execute(ctx, kernel.Action{ID: "bad", Cost: kernel.Unit, Effects: []kernel.Effect{kernel.Set("x", kernel.Int(-1))}})
-	require.ErrorIs(t, err, kernel.ErrInvariantViolated)
+	require.ErrorIs(t, err, kernel.CheckInvariant)
 	rr, err = sess.Rollback(ctx, rec.ExecID)
 	require.NoError(t, err)
 	for e, err := range log.Entries(ctx, 0) {
@@ -177,7 +177,7 @@ func toolCallRun(t testing.TB) []trace.Entry {
 	require.NoError(t, err)
 	a.Input, a.Cost = []byte("\xff\x00binary"), 5*kernel.Unit
 	_, err = sess.Execute(ctx, a)
-	require.ErrorIs(t, err, kernel.ErrBudgetExceeded)
+	require.ErrorIs(t, err, kernel.CheckBudget)
 	a.Input, a.Cost = []byte(strings.Repeat("long ", 20)), 1
 	_, err = sess.Execute(ctx, a)
 	require.NoError(t, err)
@@ -217,7 +217,7 @@ func TestSessionReplaysInputsOfAnySize(t *testing.T) {
 	require.NoError(t, err)
 	a.Cost = units(20)
 	_, err = sess.Execute(ctx, a)
-	require.ErrorIs(t, err, kernel.ErrBudgetExceeded)
+	require.ErrorIs(t, err, kernel.CheckBudget)
 	_, err = kernel.Replay(ctx, log, k, "")
 	require.NoError(t, err)
 

@@ -3,12 +3,14 @@ package kernel
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
 
-// Sentinel errors. Every error the package returns wraps one of them; test
-// with errors.Is.
+// Sentinel errors. Every error the package returns wraps one of them or
+// a CheckName (the failure of a check wraps the check's name: see
+// CheckName.Error); test with errors.Is.
 var (
 	// ErrInvalidValue: a value that is not JSON (NaN, ±Inf, invalid UTF-8,
 	// too deep, an unsupported Go type).
@@ -18,9 +20,6 @@ var (
 	// ErrInvalidCost: a cost or budget that is negative, not finite, not a
 	// whole number of thousandths, or out of range. Never rounded.
 	ErrInvalidCost = errors.New("kernel: invalid cost")
-	// ErrInvalidAction: an action that is not well formed (empty id,
-	// unknown effect operation, ...).
-	ErrInvalidAction = errors.New("kernel: invalid action")
 	// ErrInvalidConfig: a kernel configuration that cannot give T1–T8
 	// (minimum action cost not positive, negative budget, ...).
 	ErrInvalidConfig = errors.New("kernel: invalid configuration")
@@ -31,26 +30,15 @@ var (
 	ErrForeignState = errors.New("kernel: meter belongs to another kernel")
 
 	// ErrRejected: Execute refused the action; the *RejectedError carries
-	// the Verdict, and errors.Is also matches each failed check's sentinel.
+	// the Verdict, and errors.Is also matches the CheckName of each
+	// failed check.
 	ErrRejected = errors.New("kernel: action rejected")
-	// ErrBelowMinCost: check "min_cost" (T2).
-	ErrBelowMinCost = errors.New("kernel: cost below the minimum action cost")
-	// ErrBudgetExceeded: check "budget" (T1).
-	ErrBudgetExceeded = errors.New("kernel: budget exceeded")
-	// ErrStepLimit: check "step_limit" (T2).
-	ErrStepLimit = errors.New("kernel: step limit reached")
-	// ErrEffect: check "effects" — an effect does not fit the value it meets.
-	ErrEffect = errors.New("kernel: effect does not apply")
 	// ErrTypeMismatch, ErrOverflow, ErrMissingVariable, ErrNotInList detail
-	// an ErrEffect.
+	// a failure of CheckEffects (an *EffectError).
 	ErrTypeMismatch    = errors.New("kernel: type mismatch")
 	ErrOverflow        = errors.New("kernel: arithmetic overflow")
 	ErrMissingVariable = errors.New("kernel: variable is absent")
 	ErrNotInList       = errors.New("kernel: item not in list")
-	// ErrInvariantViolated: check "invariant" (T3), blocking invariants.
-	ErrInvariantViolated = errors.New("kernel: invariant violated")
-	// ErrPreconditionFailed: check "precondition".
-	ErrPreconditionFailed = errors.New("kernel: precondition failed")
 
 	// ErrFingerprintMismatch: Rollback was given a state other than the
 	// one the action produced.
@@ -84,6 +72,34 @@ var (
 	// ErrReplay: a log that does not replay to a consistent Session.
 	ErrReplay = errors.New("kernel: replay failed")
 )
+
+// Error makes a check's name the error its failure wraps, worded as that
+// failure, so that errors.Is(err, CheckBudget) holds for an action the
+// budget check refused (T1), errors.Is(err, CheckWellFormed) for an action
+// that is not well formed (empty id, unknown effect operation, ...), and
+// so on for each check; a *RejectedError matches the name of every check
+// that failed.
+func (c CheckName) Error() string {
+	switch c {
+	case CheckWellFormed:
+		return "kernel: invalid action"
+	case CheckMinCost:
+		return "kernel: cost below the minimum action cost"
+	case CheckBudget:
+		return "kernel: budget exceeded"
+	case CheckStepLimit:
+		return "kernel: step limit reached"
+	case CheckEffects:
+		return "kernel: effect does not apply"
+	case CheckInvariant:
+		return "kernel: invariant violated"
+	case CheckPrecondition:
+		return "kernel: precondition failed"
+	case CheckSharedBudget:
+		return "kernel: shared budget refused"
+	}
+	return "kernel: check " + strconv.Quote(string(c)) + " failed"
+}
 
 // prefix starts every error message of the package, exactly once.
 const prefix = "kernel: "
@@ -152,8 +168,8 @@ func (e *EffectError) Error() string {
 	return fmt.Sprintf("kernel: effect %d (%s %q): %s", e.Index, e.Op, e.Key, e.Reason)
 }
 
-// Unwrap returns ErrEffect and the detailed sentinel.
-func (e *EffectError) Unwrap() []error { return []error{ErrEffect, e.Err} }
+// Unwrap returns CheckEffects and the detailed sentinel.
+func (e *EffectError) Unwrap() []error { return []error{CheckEffects, e.Err} }
 
 // InvariantViolation reports a violated (or panicking) invariant.
 type InvariantViolation struct {
@@ -184,8 +200,8 @@ func (e *InvariantViolation) Error() string {
 	return b.String()
 }
 
-// Unwrap returns ErrInvariantViolated.
-func (e *InvariantViolation) Unwrap() error { return ErrInvariantViolated }
+// Unwrap returns CheckInvariant.
+func (e *InvariantViolation) Unwrap() error { return CheckInvariant }
 
 // PreconditionError reports a failed (or panicking) precondition.
 type PreconditionError struct {
@@ -200,8 +216,8 @@ func (e *PreconditionError) Error() string {
 	return fmt.Sprintf("kernel: precondition %q failed", e.Name)
 }
 
-// Unwrap returns ErrPreconditionFailed.
-func (e *PreconditionError) Unwrap() error { return ErrPreconditionFailed }
+// Unwrap returns CheckPrecondition.
+func (e *PreconditionError) Unwrap() error { return CheckPrecondition }
 
 // RejectedError is returned by Execute (and Session.Execute) when the
 // Verdict rejects the action. Nothing changed.
@@ -249,3 +265,20 @@ func (e *decodeError) Error() string {
 }
 
 func (e *decodeError) Unwrap() []error { return []error{ErrDecode, e.err} }
+
+// Is reports whether target is the CheckName of a failed check, so that
+// errors.Is(err, CheckWellFormed) holds for every action refused as not
+// well formed, a meter of another kernel included, and errors.Is(err,
+// CheckSharedBudget) for one the shared budget refused.
+func (e *RejectedError) Is(target error) bool {
+	c, ok := target.(CheckName)
+	if !ok {
+		return false
+	}
+	for _, f := range e.Verdict.checks {
+		if f.Status == StatusFailed && f.Check == c {
+			return true
+		}
+	}
+	return false
+}

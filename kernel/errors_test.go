@@ -1,7 +1,11 @@
 package kernel_test
 
 import (
+	"context"
+	"errors"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -66,3 +70,72 @@ func TestErrorsPrefixedOnce(t *testing.T) {
 		assert.Equal(t, 1, strings.Count(msg, "kernel: "), "case %d: %s", i, msg)
 	}
 }
+
+// TestRejectionsMatchTheirChecks: a rejection matches (errors.Is) the
+// CheckName of every check that failed and of no other — a meter of
+// another kernel is a failure of well_formed, a refusal of the shared
+// budget one of shared_budget — and a CheckName as an error reads as its
+// failure, with the package prefix.
+func TestRejectionsMatchTheirChecks(t *testing.T) {
+	all := []kernel.CheckName{kernel.CheckWellFormed, kernel.CheckMinCost, kernel.CheckBudget, kernel.CheckStepLimit,
+		kernel.CheckEffects, kernel.CheckInvariant, kernel.CheckPrecondition, kernel.CheckSharedBudget}
+	owner := kernel.Precondition{Name: "owner", Check: func(_ kernel.State, a kernel.Action) bool { return a.Name != "intruder" }}
+	k := mustKernel(t, kernel.Config{Budget: 3 * kernel.Unit, MinActionCost: kernel.Unit,
+		Invariants: []kernel.Invariant{nonNegative("x")}, Preconditions: []kernel.Precondition{owner}})
+	other := mustKernel(t, kernel.Config{Budget: kernel.Unit, MinActionCost: kernel.Unit})
+	s := mustState(t, map[string]any{"x": 1, "t": "a"})
+	inc := kernel.Action{ID: "a", Cost: kernel.Unit, Effects: []kernel.Effect{kernel.Increment("x", kernel.Int(1))}}
+	with := func(f func(a *kernel.Action)) kernel.Action {
+		a := inc
+		f(&a)
+		return a
+	}
+	spent := k.Start()
+	for i := range 3 {
+		var err error
+		_, spent, _, err = k.Execute(spent, s, inc, strconv.Itoa(i))
+		require.NoError(t, err)
+	}
+	cases := []struct {
+		m    kernel.Meter
+		a    kernel.Action
+		want []kernel.CheckName
+	}{
+		{k.Start(), with(func(a *kernel.Action) { a.ID = "" }), []kernel.CheckName{kernel.CheckWellFormed}},
+		{other.Start(), inc, []kernel.CheckName{kernel.CheckWellFormed}},
+		{k.Start(), with(func(a *kernel.Action) { a.Cost = kernel.Unit / 2 }), []kernel.CheckName{kernel.CheckMinCost}},
+		{spent, inc, []kernel.CheckName{kernel.CheckBudget, kernel.CheckStepLimit}},
+		{k.Start(), with(func(a *kernel.Action) { a.Effects = []kernel.Effect{kernel.Increment("t", kernel.Int(1))} }), []kernel.CheckName{kernel.CheckEffects}},
+		{k.Start(), with(func(a *kernel.Action) { a.Effects = []kernel.Effect{kernel.Decrement("x", kernel.Int(5))} }), []kernel.CheckName{kernel.CheckInvariant}},
+		{k.Start(), with(func(a *kernel.Action) { a.Name = "intruder" }), []kernel.CheckName{kernel.CheckPrecondition}},
+	}
+	for i, c := range cases {
+		_, _, _, err := k.Execute(c.m, s, c.a, "e")
+		require.ErrorIs(t, err, kernel.ErrRejected, "case %d", i)
+		for _, name := range all {
+			assert.Equal(t, slices.Contains(c.want, name), errors.Is(err, name), "case %d: %s", i, string(name))
+		}
+	}
+
+	sb := &refusingBudget{}
+	sess, err := kernel.NewSession(ctx, trace.NewMemoryLog(), k, s, kernel.WithSharedBudget(sb))
+	require.NoError(t, err)
+	_, err = sess.Execute(ctx, inc)
+	assert.ErrorIs(t, err, kernel.CheckSharedBudget)
+	assert.ErrorIs(t, err, errPoolEmpty)
+	assert.NotErrorIs(t, err, kernel.CheckBudget)
+
+	for _, name := range all {
+		assert.True(t, strings.HasPrefix(name.Error(), "kernel: "), string(name))
+		assert.NotContains(t, strings.TrimPrefix(name.Error(), "kernel: "), "kernel: ")
+	}
+	assert.Equal(t, "kernel: budget exceeded", kernel.CheckBudget.Error())
+}
+
+var errPoolEmpty = errors.New("pool empty")
+
+// refusingBudget is a SharedBudget that refuses every charge.
+type refusingBudget struct{}
+
+func (*refusingBudget) Charge(context.Context, string, int64) error { return errPoolEmpty }
+func (*refusingBudget) Refund(context.Context, string, int64) error { return nil }

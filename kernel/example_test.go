@@ -31,7 +31,7 @@ func Example() {
 	rec, _ := sess.Execute(ctx, send)
 	sess.Execute(ctx, send)
 	_, err := sess.Execute(ctx, send) // a *RejectedError says why
-	fmt.Println(errors.Is(err, kernel.ErrInvariantViolated), sess.State(), sess.Meter())
+	fmt.Println(errors.Is(err, kernel.CheckInvariant), sess.State(), sess.Meter())
 
 	_, err = sess.Rollback(ctx, rec.ExecID) // only the latest execution can be undone
 	fmt.Println(errors.Is(err, kernel.ErrFingerprintMismatch))
@@ -65,7 +65,7 @@ func ExampleKernel_Evaluate() {
 	v := k.Evaluate(k.Start(), s, withdraw)
 	fmt.Println("allowed:", v.Allowed())
 	for _, c := range v.Checks() {
-		fmt.Println(c.Check, c.Name, c.Status)
+		fmt.Println(string(c.Check), c.Name, c.Status)
 	}
 	// Output:
 	// allowed: false
@@ -125,7 +125,7 @@ func ExampleSession() {
 
 	send := kernel.Action{ID: "send", Cost: kernel.Unit, Effects: []kernel.Effect{kernel.Increment("sent", kernel.Int(1))}}
 	for range 4 {
-		if _, err := sess.Execute(ctx, send); errors.Is(err, kernel.ErrBudgetExceeded) {
+		if _, err := sess.Execute(ctx, send); errors.Is(err, kernel.CheckBudget) {
 			fmt.Println("rejected: budget exceeded")
 		}
 	}

@@ -67,7 +67,7 @@ func explainCheck(c CheckResult) string {
 		return "precondition " + pe.Name + ": failed"
 	}
 	why := unprefixed(c.Reason)
-	for _, s := range []error{ErrBelowMinCost, ErrBudgetExceeded, ErrStepLimit} {
+	for _, s := range []error{CheckMinCost, CheckBudget, CheckStepLimit} {
 		why = strings.TrimPrefix(why, unprefixed(s.Error())+": ")
 	}
 	return string(c.Check) + ": " + why

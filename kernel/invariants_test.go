@@ -128,9 +128,9 @@ func TestCountNeedsNoDeclaration(t *testing.T) {
 	_, err = kernel.ApplyEffects(s, []kernel.Effect{kernel.Count("s", kernel.Int(1), kernel.Int(0))})
 	assert.ErrorIs(t, err, kernel.ErrTypeMismatch)
 	_, err = kernel.ApplyEffects(s, []kernel.Effect{kernel.Count("x", kernel.Int(1), kernel.Null())})
-	assert.ErrorIs(t, err, kernel.ErrInvalidAction)
+	assert.ErrorIs(t, err, kernel.CheckWellFormed)
 	_, err = kernel.ApplyEffects(s, []kernel.Effect{{Op: kernel.OpIncrement, Key: "f", Value: kernel.Int(1), Initial: kernel.Int(0)}})
-	assert.ErrorIs(t, err, kernel.ErrInvalidAction)
+	assert.ErrorIs(t, err, kernel.CheckWellFormed)
 
 	rapid.Check(t, func(t *rapid.T) {
 		s := stateWith(t, "c")
@@ -182,7 +182,7 @@ func TestInvariantTimeLimit(t *testing.T) {
 	f := v.Failures()
 	require.Len(t, f, 1)
 	assert.Equal(t, "stuck", f[0].Name)
-	assert.ErrorIs(t, f[0].Err, kernel.ErrInvariantViolated)
+	assert.ErrorIs(t, f[0].Err, kernel.CheckInvariant)
 	assert.Equal(t, `action "a" rejected: invariant stuck: predicate ran past its time limit 5ms (ask a human)`, v.Explain())
 
 	stuck.Timeout = 1 * time.Millisecond

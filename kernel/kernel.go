@@ -152,7 +152,9 @@ func (m Meter) String() string {
 		b.Net(), b.limit, b.gross, b.refunded, m.steps, m.emergency)
 }
 
-// CheckName names a check in a Verdict.
+// CheckName names a check in a Verdict. It is also the error a failure
+// of the check wraps (see Error): fmt prints a CheckName as that error,
+// string(c) is the name.
 type CheckName string
 
 // The checks, in the order Evaluate runs and reports them.
@@ -333,7 +335,7 @@ func (k *Kernel) evaluate(m Meter, s State, a Action, inv []Effect, checks []Che
 	case emergency:
 		add(CheckResult{Check: CheckMinCost, Status: StatusSkipped, Reason: "emergency action"})
 	case a.Cost < k.minCost:
-		fail(CheckMinCost, fmt.Errorf("%w: cost %s < minimum %s", ErrBelowMinCost, a.Cost, k.minCost))
+		fail(CheckMinCost, fmt.Errorf("%w: cost %s < minimum %s", CheckMinCost, a.Cost, k.minCost))
 	default:
 		add(CheckResult{Check: CheckMinCost, Status: StatusPassed})
 	}
@@ -341,14 +343,14 @@ func (k *Kernel) evaluate(m Meter, s State, a Action, inv []Effect, checks []Che
 	if m.budget.canAfford(a.Cost) {
 		add(CheckResult{Check: CheckBudget, Status: StatusPassed})
 	} else {
-		fail(CheckBudget, fmt.Errorf("%w: cost %s, remaining %s", ErrBudgetExceeded, a.Cost, m.budget.Remaining()))
+		fail(CheckBudget, fmt.Errorf("%w: cost %s, remaining %s", CheckBudget, a.Cost, m.budget.Remaining()))
 	}
 
 	switch {
 	case emergency:
 		add(CheckResult{Check: CheckStepLimit, Status: StatusSkipped, Reason: "emergency action"})
 	case m.steps >= k.maxSteps:
-		fail(CheckStepLimit, fmt.Errorf("%w: %d of %d steps taken (budget %s / min_cost %s: every call costs at least min_cost)", ErrStepLimit, m.steps, k.maxSteps, k.budget, k.minCost))
+		fail(CheckStepLimit, fmt.Errorf("%w: %d of %d steps taken (budget %s / min_cost %s: every call costs at least min_cost)", CheckStepLimit, m.steps, k.maxSteps, k.budget, k.minCost))
 	default:
 		add(CheckResult{Check: CheckStepLimit, Status: StatusPassed})
 	}

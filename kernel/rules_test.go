@@ -56,10 +56,10 @@ func TestEffectRules(t *testing.T) {
 		{"append to absent", []kernel.Effect{kernel.Append("nope", i(1))}, "", kernel.Value{}, false, kernel.ErrMissingVariable},
 		{"remove missing item", []kernel.Effect{kernel.Remove("l", str("zz"))}, "", kernel.Value{}, false, kernel.ErrNotInList},
 		{"later effect fails: whole sequence fails", []kernel.Effect{kernel.Set("i", str("x")), kernel.Increment("i", i(1))}, "", kernel.Value{}, false, kernel.ErrTypeMismatch},
-		{"unknown op", []kernel.Effect{{Op: 0, Key: "i"}}, "", kernel.Value{}, false, kernel.ErrInvalidAction},
-		{"non-numeric operand", []kernel.Effect{kernel.Increment("i", str("1"))}, "", kernel.Value{}, false, kernel.ErrInvalidAction},
+		{"unknown op", []kernel.Effect{{Op: 0, Key: "i"}}, "", kernel.Value{}, false, kernel.CheckWellFormed},
+		{"non-numeric operand", []kernel.Effect{kernel.Increment("i", str("1"))}, "", kernel.Value{}, false, kernel.CheckWellFormed},
 		{"NaN operand", []kernel.Effect{kernel.Set("x", f(math.NaN()))}, "", kernel.Value{}, false, kernel.ErrInvalidValue},
-		{"delete with operand", []kernel.Effect{{Op: kernel.OpDelete, Key: "i", Value: i(1)}}, "", kernel.Value{}, false, kernel.ErrInvalidAction},
+		{"delete with operand", []kernel.Effect{{Op: kernel.OpDelete, Key: "i", Value: i(1)}}, "", kernel.Value{}, false, kernel.CheckWellFormed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -70,7 +70,7 @@ func TestEffectRules(t *testing.T) {
 				if errors.Is(tt.err, kernel.ErrTypeMismatch) || errors.Is(tt.err, kernel.ErrOverflow) {
 					var ee *kernel.EffectError
 					require.ErrorAs(t, err, &ee)
-					assert.ErrorIs(t, err, kernel.ErrEffect)
+					assert.ErrorIs(t, err, kernel.CheckEffects)
 				}
 				return
 			}
@@ -130,19 +130,19 @@ func TestEvaluateChecks(t *testing.T) {
 		warned bool
 	}{
 		{"allowed", ok, ks, nil, "", false},
-		{"well_formed: empty id", with(func(a *kernel.Action) { a.ID = "" }), ks, kernel.ErrInvalidAction, kernel.CheckWellFormed, false},
+		{"well_formed: empty id", with(func(a *kernel.Action) { a.ID = "" }), ks, kernel.CheckWellFormed, kernel.CheckWellFormed, false},
 		{"well_formed: negative cost", with(func(a *kernel.Action) { a.Cost = -1 }), ks, kernel.ErrInvalidCost, kernel.CheckWellFormed, false},
-		{"well_formed: name not UTF-8", with(func(a *kernel.Action) { a.Name = "\xff" }), ks, kernel.ErrInvalidAction, kernel.CheckWellFormed, false},
+		{"well_formed: name not UTF-8", with(func(a *kernel.Action) { a.Name = "\xff" }), ks, kernel.CheckWellFormed, kernel.CheckWellFormed, false},
 		{"well_formed: foreign meter", ok, mustKernel(t, kernel.Config{Budget: 10 * kernel.Unit, MinActionCost: 1}).Start(), kernel.ErrForeignState, kernel.CheckWellFormed, false},
-		{"min_cost", with(func(a *kernel.Action) { a.Cost = kernel.Unit - 1 }), ks, kernel.ErrBelowMinCost, kernel.CheckMinCost, false},
-		{"budget", with(func(a *kernel.Action) { a.Cost = 11 * kernel.Unit }), ks, kernel.ErrBudgetExceeded, kernel.CheckBudget, false},
-		{"step_limit", ok, exhaust(t, k, s, 10), kernel.ErrStepLimit, kernel.CheckStepLimit, false},
+		{"min_cost", with(func(a *kernel.Action) { a.Cost = kernel.Unit - 1 }), ks, kernel.CheckMinCost, kernel.CheckMinCost, false},
+		{"budget", with(func(a *kernel.Action) { a.Cost = 11 * kernel.Unit }), ks, kernel.CheckBudget, kernel.CheckBudget, false},
+		{"step_limit", ok, exhaust(t, k, s, 10), kernel.CheckStepLimit, kernel.CheckStepLimit, false},
 		{"effects", with(func(a *kernel.Action) { a.Effects = []kernel.Effect{kernel.Append("x", kernel.Int(1))} }), ks, kernel.ErrTypeMismatch, kernel.CheckEffects, false},
-		{"invariant: blocking", with(func(a *kernel.Action) { a.Effects = []kernel.Effect{kernel.Decrement("x", kernel.Int(6))} }), ks, kernel.ErrInvariantViolated, kernel.CheckInvariant, false},
-		{"invariant: panicking predicate is a violation", with(func(a *kernel.Action) { a.Effects = []kernel.Effect{kernel.Set("boom", kernel.Null())} }), ks, kernel.ErrInvariantViolated, kernel.CheckInvariant, false},
+		{"invariant: blocking", with(func(a *kernel.Action) { a.Effects = []kernel.Effect{kernel.Decrement("x", kernel.Int(6))} }), ks, kernel.CheckInvariant, kernel.CheckInvariant, false},
+		{"invariant: panicking predicate is a violation", with(func(a *kernel.Action) { a.Effects = []kernel.Effect{kernel.Set("boom", kernel.Null())} }), ks, kernel.CheckInvariant, kernel.CheckInvariant, false},
 		{"invariant: monitoring only warns", with(func(a *kernel.Action) { a.Effects = []kernel.Effect{kernel.Set("x", kernel.Int(50))} }), ks, nil, "", true},
-		{"precondition", with(func(a *kernel.Action) { a.Category = "dangerous" }), ks, kernel.ErrPreconditionFailed, kernel.CheckPrecondition, false},
-		{"precondition: panicking predicate fails", with(func(a *kernel.Action) { a.Tags = nil }), ks, kernel.ErrPreconditionFailed, kernel.CheckPrecondition, false},
+		{"precondition", with(func(a *kernel.Action) { a.Category = "dangerous" }), ks, kernel.CheckPrecondition, kernel.CheckPrecondition, false},
+		{"precondition: panicking predicate fails", with(func(a *kernel.Action) { a.Tags = nil }), ks, kernel.CheckPrecondition, kernel.CheckPrecondition, false},
 		{"emergency bypasses min cost and step limit", kernel.Action{ID: "hover", Tags: []string{"t"}}, exhaust(t, k, s, 10), nil, "", false},
 	}
 	for _, tt := range tests {
@@ -249,7 +249,7 @@ func TestBudgetRules(t *testing.T) {
 	assert.False(t, b1.CanAfford(-1))
 
 	_, err = b1.Charge("b", 5)
-	require.ErrorIs(t, err, kernel.ErrBudgetExceeded)
+	require.ErrorIs(t, err, kernel.CheckBudget)
 	_, err = b1.Charge("a", 1)
 	require.ErrorIs(t, err, kernel.ErrDuplicateExecution)
 	_, err = b1.Charge("c", -1)
@@ -486,7 +486,7 @@ func TestDiagnosticsNeverPanic(t *testing.T) {
 	sess, err := kernel.NewSession(ctx, log, k, kernel.State{})
 	require.NoError(t, err)
 	_, err = sess.Execute(ctx, kernel.Action{ID: "a", Cost: 1})
-	require.ErrorIs(t, err, kernel.ErrInvariantViolated)
+	require.ErrorIs(t, err, kernel.CheckInvariant)
 	require.NotErrorIs(t, err, trace.ErrMalformed, "the rejection was recorded")
 	_, err = log.Verify(ctx)
 	require.NoError(t, err)

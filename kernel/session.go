@@ -24,7 +24,7 @@ import (
 // when recording fails and gives back a rolled-back execution's cost.
 type SharedBudget interface {
 	// Charge atomically takes cost units for actionID from the shared
-	// balance, or returns an error wrapping ErrBudgetExceeded.
+	// balance, or returns an error wrapping CheckBudget.
 	Charge(ctx context.Context, actionID string, cost int64) error
 	// Refund gives back amount units of what actionID was charged; never
 	// more than was charged (error otherwise).

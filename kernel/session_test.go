@@ -47,7 +47,7 @@ func (f *fakeShared) Charge(ctx context.Context, id string, cost int64) error {
 		return err
 	}
 	if cost > f.balance {
-		return fmt.Errorf("%w: shared balance %d, cost %d", kernel.ErrBudgetExceeded, f.balance, cost)
+		return fmt.Errorf("%w: shared balance %d, cost %d", kernel.CheckBudget, f.balance, cost)
 	}
 	if _, dup := f.charged[id]; dup {
 		return fmt.Errorf("duplicate charge %q", id)
@@ -128,7 +128,7 @@ func TestSessionSharedBudget(t *testing.T) {
 	s0, ks0, head0 := sess.State(), sess.Meter(), log.Head()
 	_, err = sess.Execute(ctx, incX)
 	require.ErrorIs(t, err, kernel.ErrRejected)
-	require.ErrorIs(t, err, kernel.ErrBudgetExceeded)
+	require.ErrorIs(t, err, kernel.CheckBudget)
 	var rej *kernel.RejectedError
 	require.ErrorAs(t, err, &rej)
 	assert.Equal(t, kernel.CheckSharedBudget, rej.Verdict.Failures()[0].Check)

@@ -196,7 +196,7 @@ func TestT2BoundIsExactInIntegers(t *testing.T) {
 			t.Fatalf("step %d: %v", i, err)
 		}
 	}
-	if _, _, _, err := k.Execute(ks, s, a, "x"); !errors.Is(err, kernel.ErrBudgetExceeded) || !errors.Is(err, kernel.ErrStepLimit) {
+	if _, _, _, err := k.Execute(ks, s, a, "x"); !errors.Is(err, kernel.CheckBudget) || !errors.Is(err, kernel.CheckStepLimit) {
 		t.Fatalf("fourth step: %v", err)
 	}
 }
@@ -218,7 +218,7 @@ func TestT3InvariantSafety(t *testing.T) {
 			if st.err == nil && !st.rolled {
 				for _, w := range st.verdict.Warnings() {
 					if w.Check != kernel.CheckInvariant {
-						t.Fatalf("warning from %s", w.Check)
+						t.Fatalf("warning from %s", string(w.Check))
 					}
 				}
 			}
@@ -360,7 +360,7 @@ func TestT7RollbackExactness(t *testing.T) {
 		effects := rapid.OneOf(kerneltest.Effects(s, keys, 8), rapid.SliceOfN(kerneltest.Effect(keys), 0, 6)).Draw(t, "effects")
 		after, err := kernel.ApplyEffects(s, effects)
 		if err != nil {
-			if !errors.Is(err, kernel.ErrEffect) {
+			if !errors.Is(err, kernel.CheckEffects) {
 				t.Fatalf("unexpected error %v", err)
 			}
 			return
@@ -425,7 +425,7 @@ func TestT8EmergencyEscape(t *testing.T) {
 			}
 			for _, c := range v.Checks() {
 				if (c.Check == kernel.CheckMinCost || c.Check == kernel.CheckStepLimit) != (c.Status == kernel.StatusSkipped) {
-					t.Fatalf("check %s status %s", c.Check, c.Status)
+					t.Fatalf("check %s status %s", string(c.Check), c.Status)
 				}
 			}
 			s2, ks2, _, err := k.Execute(st.ks1, st.s1, hover, "hover")
@@ -455,12 +455,12 @@ func TestT8ExhaustedBudgetAndSteps(t *testing.T) {
 	}
 	// Invariants still apply to emergency actions.
 	bad := kernel.Action{ID: "hover", Effects: []kernel.Effect{kernel.Set("x", kernel.Int(-1))}}
-	if _, _, _, err := k.Execute(ks, s, bad, "bad"); !errors.Is(err, kernel.ErrInvariantViolated) {
+	if _, _, _, err := k.Execute(ks, s, bad, "bad"); !errors.Is(err, kernel.CheckInvariant) {
 		t.Fatalf("emergency action bypassed an invariant: %v", err)
 	}
 	// A non-zero-cost emergency action is still bound by the budget.
 	costly := kernel.Action{ID: "hover", Cost: 1}
-	if _, _, _, err := k.Execute(ks, s, costly, "c"); !errors.Is(err, kernel.ErrBudgetExceeded) {
+	if _, _, _, err := k.Execute(ks, s, costly, "c"); !errors.Is(err, kernel.CheckBudget) {
 		t.Fatalf("emergency action overspent: %v", err)
 	}
 }

@@ -109,7 +109,7 @@ func run(ctx context.Context, w io.Writer, keep string) error {
 			fmt.Fprintf(w, "to %s: sent, spent %s\n", to, sess.Meter().Budget().Net())
 		}
 	}
-	if _, err := sess.Execute(ctx, kernel.Action{ID: "think", Cost: 3 * kernel.Unit / 2}); errors.Is(err, kernel.ErrBudgetExceeded) {
+	if _, err := sess.Execute(ctx, kernel.Action{ID: "think", Cost: 3 * kernel.Unit / 2}); errors.Is(err, kernel.CheckBudget) {
 		fmt.Fprintln(w, "think: rejected, budget exceeded")
 	}
 	if _, err := sess.Execute(ctx, kernel.Action{ID: "safe_hover", Name: "hover"}); err != nil {

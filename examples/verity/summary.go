@@ -143,7 +143,7 @@ func checkReason(c kernel.CheckResult) string {
 func warnedText(warnings []kernel.CheckResult) string {
 	var s string
 	for _, w := range warnings {
-		s += fmt.Sprintf("; warned: %s %s", w.Check, w.Name)
+		s += fmt.Sprintf("; warned: %s %s", string(w.Check), w.Name)
 	}
 	return s
 }

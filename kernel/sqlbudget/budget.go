@@ -220,7 +220,7 @@ func (bs *Store) OpenOrCreate(ctx context.Context, id string, limit kernel.Cost)
 // are kernel.Cost units (thousandths). Every process holding a SharedBudget
 // with the same id draws on the same balance.
 //
-// Charge fails with an error wrapping kernel.ErrBudgetExceeded when the
+// Charge fails with an error wrapping kernel.CheckBudget when the
 // cost does not fit, kernel.ErrDuplicateExecution when actionID was
 // already charged, kernel.ErrInvalidCost for a negative cost,
 // kernel.ErrOverflow when the gross total would leave int64, ErrNotFound
@@ -288,7 +288,7 @@ func (b *SharedBudget) chargeRefused(ctx context.Context, cost int64) error {
 	if s.Gross > kernel.Cost(math.MaxInt64-cost) && kernel.Cost(cost) <= s.Limit-(s.Gross-s.Refunded) {
 		return fmt.Errorf("%w: gross spend of budget %q overflows", kernel.ErrOverflow, b.id)
 	}
-	return fmt.Errorf("%w: shared budget %q: cost %s, remaining %s", kernel.ErrBudgetExceeded, b.id,
+	return fmt.Errorf("%w: shared budget %q: cost %s, remaining %s", kernel.CheckBudget, b.id,
 		kernel.Cost(cost), s.Limit-(s.Gross-s.Refunded))
 }
 

@@ -102,7 +102,7 @@ func TestChargeRefundRules(t *testing.T) {
 			run  func() error
 			want error
 		}{
-			{"ChargeOverRemaining", func() error { return bud.Charge(ctx, "a3", 1) }, kernel.ErrBudgetExceeded},
+			{"ChargeOverRemaining", func() error { return bud.Charge(ctx, "a3", 1) }, kernel.CheckBudget},
 			{"ChargeDuplicateAction", func() error { return bud.Charge(ctx, "a1", 0) }, kernel.ErrDuplicateExecution},
 			{"ChargeNegative", func() error { return bud.Charge(ctx, "a4", -1) }, kernel.ErrInvalidCost},
 			{"ChargeEmptyAction", func() error { return bud.Charge(ctx, "", 1) }, sqlbudget.ErrInvalidID},
@@ -135,7 +135,7 @@ func TestChargeRefundRules(t *testing.T) {
 
 		// The refund made room again; gross keeps growing (T4).
 		require.NoError(t, bud.Charge(ctx, "a3", 4*unit))
-		require.ErrorIs(t, bud.Charge(ctx, "a5", 1), kernel.ErrBudgetExceeded)
+		require.ErrorIs(t, bud.Charge(ctx, "a5", 1), kernel.CheckBudget)
 		assert.Equal(t, 14*kernel.Unit, snap().Gross)
 
 		// A zero-cost action is recorded (so it can be found, and refunded by 0).
@@ -191,7 +191,7 @@ func TestStoreCreateOpen(t *testing.T) {
 		require.NoError(t, err)
 		require.ErrorIs(t, x2.Charge(ctx, "a", 1), kernel.ErrDuplicateExecution)
 		require.NoError(t, x2.Charge(ctx, "b", int64(kernel.Unit)-1))
-		require.ErrorIs(t, reopened.Charge(ctx, "c", 1), kernel.ErrBudgetExceeded)
+		require.ErrorIs(t, reopened.Charge(ctx, "c", 1), kernel.CheckBudget)
 		_, err = sqlbudget.Open(ctx, nil, b.Dialect)
 		require.Error(t, err)
 		_, err = sqlbudget.Open(ctx, nil, "mysql")
@@ -242,7 +242,7 @@ func TestT1BudgetSafety(t *testing.T) {
 					_, dup := m.charged[a]
 					switch { // the kernel's order: affordability, then duplicates
 					case cost > m.limit-(m.gross-m.refunded):
-						if !errors.Is(err, kernel.ErrBudgetExceeded) {
+						if !errors.Is(err, kernel.CheckBudget) {
 							rt.Fatalf("charge %d over remaining %d: %v", cost, m.limit-(m.gross-m.refunded), err)
 						}
 					case dup:
@@ -354,7 +354,7 @@ func TestT1ConcurrentPools(t *testing.T) {
 					for i, o := range plans[p] {
 						a := fmt.Sprintf("p%d-%d", p, i)
 						err := bud.Charge(ctx, a, o.cost)
-						if errors.Is(err, kernel.ErrBudgetExceeded) {
+						if errors.Is(err, kernel.CheckBudget) {
 							continue
 						}
 						if err != nil {
@@ -415,7 +415,7 @@ func TestHelperCharger(t *testing.T) {
 	ok := 0
 	for i := 0; i < triesPerProc; i++ {
 		err := bud.Charge(ctx, fmt.Sprintf("%s-%d", os.Getenv("HELPER_NAME"), i), procCost)
-		if errors.Is(err, kernel.ErrBudgetExceeded) {
+		if errors.Is(err, kernel.CheckBudget) {
 			continue
 		}
 		require.NoError(t, err)

@@ -56,7 +56,7 @@
 // processes wait on SQLite's busy timeout.
 //
 // Amounts are kernel.Cost units (thousandths). Errors wrap the kernel's
-// sentinels: kernel.ErrBudgetExceeded, kernel.ErrDuplicateExecution,
+// sentinels: kernel.CheckBudget, kernel.ErrDuplicateExecution,
 // kernel.ErrUnknownExecution, kernel.ErrRefundTooLarge,
 // kernel.ErrInvalidCost, kernel.ErrOverflow; and this package's
 // ErrNotFound, ErrExists, ErrLimitMismatch, ErrInvalidID. A refused call

@@ -47,7 +47,7 @@ func ExampleStore_OpenOrCreate() {
 	call := kernel.Action{ID: "call", Cost: 2 * kernel.Unit, Effects: []kernel.Effect{kernel.Increment("calls", kernel.Int(1))}}
 	for i := 0; i < 3; i++ {
 		_, err := sess.Execute(ctx, call)
-		fmt.Println("call", i+1, "shared budget exceeded:", errors.Is(err, kernel.ErrBudgetExceeded))
+		fmt.Println("call", i+1, "shared budget exceeded:", errors.Is(err, kernel.CheckBudget))
 	}
 	s, _ := shared.Snapshot(ctx)
 	fmt.Println("shared gross", s.Gross, "of", s.Limit)

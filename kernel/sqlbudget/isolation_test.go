@@ -57,7 +57,7 @@ func TestSerializableDefaultIsolation(t *testing.T) {
 			for i := 0; i < tries; i++ {
 				a := fmt.Sprintf("p%d-%d", p, i)
 				err := bud.Charge(ctx, a, cost)
-				if errors.Is(err, kernel.ErrBudgetExceeded) {
+				if errors.Is(err, kernel.CheckBudget) {
 					continue
 				}
 				if err != nil {

@@ -65,7 +65,7 @@ func TestSessionsShareSQLBudget(t *testing.T) {
 						executed[i]++
 						continue
 					}
-					if !errors.Is(err, kernel.ErrBudgetExceeded) {
+					if !errors.Is(err, kernel.CheckBudget) {
 						t.Errorf("worker %d: %v", i, err)
 						return
 					}

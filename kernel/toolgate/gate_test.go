@@ -481,7 +481,7 @@ func (b *sharedBudget) Charge(_ context.Context, id string, cost int64) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.spent+cost > b.limit {
-		return fmt.Errorf("%w: shared", kernel.ErrBudgetExceeded)
+		return fmt.Errorf("%w: shared", kernel.CheckBudget)
 	}
 	b.spent += cost
 	b.charged[id] += cost
