@@ -105,7 +105,10 @@
 // the execution id, the decision's trace sequence number and, after the
 // call, the result entry's sequence number and the charge on it
 // (AttrVerdict, AttrExecID, AttrSeq, AttrResultSeq, AttrCharged). With no
-// tracer provider installed these are no-ops.
+// tracer provider installed these are no-ops. For the rest — the rule,
+// the principal, the remaining budget, and the gate's metrics — give the
+// gate the Observer of kernel/toolgate/otel with AnnotateSpan set: it
+// writes the same verity.* keys on this same span.
 //
 // # What it does not cover
 //
