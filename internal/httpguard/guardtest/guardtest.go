@@ -33,16 +33,18 @@ import (
 	"github.com/verity-go/verity/internal/httpguard"
 )
 
-// Limits are the test's: a cap of 16, timeouts of 3 s.
+// Limits are the test's: a cap of 16, timeouts of 6 s — twice the
+// longest a normal request may take, so that a machine loaded by other
+// tests (under -race) still tells a prompt answer from a starved one.
 func Limits() httpguard.Limits {
 	return httpguard.Limits{
-		ReadHeaderTimeout: 3 * time.Second,
-		ReadTimeout:       3 * time.Second,
-		WriteTimeout:      10 * time.Second,
-		IdleTimeout:       3 * time.Second,
+		ReadHeaderTimeout: 6 * time.Second,
+		ReadTimeout:       6 * time.Second,
+		WriteTimeout:      12 * time.Second,
+		IdleTimeout:       6 * time.Second,
 		MaxHeaderBytes:    8 << 10,
 		MaxConns:          16,
-		ConnWait:          3 * time.Second,
+		ConnWait:          6 * time.Second,
 	}
 }
 
@@ -76,7 +78,7 @@ type Target struct {
 	Normal func(ctx context.Context, client *http.Client, base string) error
 
 	Idle   int           // connections opened idle (default 40)
-	Prompt time.Duration // the longest a normal request may take (default 1.5 s)
+	Prompt time.Duration // the longest a normal request may take (default 3 s)
 	Slack  time.Duration // allowed past a timeout (default 2 s)
 	Tick   time.Duration // one byte per Tick for the slow clients (default 1 s)
 }
@@ -88,7 +90,7 @@ func Run(t *testing.T, tg Target) {
 		tg.Idle = 40
 	}
 	if tg.Prompt == 0 {
-		tg.Prompt = 1500 * time.Millisecond
+		tg.Prompt = 3 * time.Second
 	}
 	if tg.Slack == 0 {
 		tg.Slack = 2 * time.Second
