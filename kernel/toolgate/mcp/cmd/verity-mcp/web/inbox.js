@@ -27,14 +27,20 @@
     s.dataset.kind = kind || '';
   }
 
+  // loads counts the listings asked for; only the latest is shown, so a
+  // periodic listing that answers late never paints over a newer one.
+  let loads = 0;
+
   async function load() {
+    const mine = ++loads;
     let resp;
     try {
       resp = await fetch('api/requests', { headers: headers(false), cache: 'no-store', credentials: 'omit' });
     } catch (e) {
-      setStatus('The inbox cannot be reached: ' + e, 'error');
+      if (mine === loads) setStatus('The inbox cannot be reached: ' + e, 'error');
       return;
     }
+    if (mine !== loads) return;
     if (resp.status === 401 || resp.status === 403) {
       $('login').hidden = false;
       $('who').textContent = '';
@@ -49,6 +55,7 @@
       return;
     }
     const data = await resp.json();
+    if (mine !== loads) return;
     $('login').hidden = !data.auth;
     $('who').textContent = 'Answering as ' + data.you;
     document.body.dataset.auth = data.auth ? 'token' : 'none';
@@ -132,9 +139,11 @@
     } else {
       setStatus('Refused (HTTP ' + resp.status + '): ' + (body.error || ''), 'error');
     }
+    await load();
+    // Counted once the list is shown again, so that whoever watches the
+    // count (a person's next glance, or a test) sees the list as it now is.
     document.body.dataset.lastStatus = String(resp.status);
     document.body.dataset.answers = String(Number(document.body.dataset.answers) + 1);
-    await load();
   }
 
   $('use-token').addEventListener('click', () => {
