@@ -274,3 +274,22 @@ func TestAuthUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestAuthenticatedApproversNeedNoApproverFlag: with -jwks the policy's
+// approvers are principals and groups that only a token can show, so a
+// policy whose DELETE approvers are a group starts without -approver
+// naming one of them (the default "human" approves nothing there).
+func TestAuthenticatedApproversNeedNoApproverFlag(t *testing.T) {
+	is := testissuer.New(t, testResource)
+	up := newUpstream(t)
+	pol := writeInboxPolicy(t, `"group:ops"`, "10m")
+	p := startProxy(t, append([]string{"-policy", pol, "-log", filepath.Join(t.TempDir(), "trace.log"), "-http", "127.0.0.1:0",
+		"-jwks", is.JWKSURL, "-issuer", is.URL, "-resource", testResource, "--"}, up.argv()...), nil)
+	httpAddr(t, p)
+	stopHTTPProxy(t, p)
+
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"-policy", pol, "-log", filepath.Join(t.TempDir(), "l"), "--", "true"},
+		strings.NewReader(""), io.Discard, &stderr)
+	assert.Equal(t, 2, code, "without -jwks, -approver must approve something: %s", stderr.String())
+}

@@ -16,12 +16,15 @@
 // every decision and result is on the hash-chained log at PATH. The
 // upstream, in any language, needs no change.
 //
-// The client's human answers as -approver (default "human", the
-// toolgate.DefaultApprover a policy without "approvers" expects). When the
-// policy has DELETE or PRIVILEGE rules and -approver is an approver of
+// Without -jwks the client's human answers as -approver (default "human",
+// the toolgate.DefaultApprover a policy without "approvers" expects). When
+// the policy has DELETE or PRIVILEGE rules and -approver is an approver of
 // none of their tiers, the command exits 2 naming the approvers the
 // policy expects; when it approves one tier but not the other, it warns
-// that the other's calls wait for their approvers, out of band.
+// that the other's calls wait for their approvers, out of band. With
+// -jwks the human answers as the session's authenticated principal, who
+// must be one of the approvers the policy names (by key or group), and
+// -approver is not used.
 //
 // # Faithful to the upstream
 //
@@ -428,10 +431,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "verity-mcp: %v\n%s\n", err, usage)
 		return 2
 	}
-	warnings, err := checkApprover(cfg, c.approver, c.policy)
-	if err != nil && c.inbox.enabled() && c.auth.enabled() {
-		// The approvers answer at the inbox, as themselves.
-		warnings, err = append(warnings, err.Error()+" (at the client; the approvers answer at -approvals)"), nil
+	var warnings []string
+	if c.auth.enabled() {
+		// With -jwks a session's human answers as the session's
+		// authenticated principal (and approvers at -approvals as theirs):
+		// the policy's approvers name principals and groups, which only a
+		// token can show, so -approver names nobody.
+		if c.approver != toolgate.DefaultApprover {
+			warnings = append(warnings, fmt.Sprintf("-approver %q is not used with -jwks: each session's authenticated user answers as itself", c.approver))
+		}
+	} else {
+		warnings, err = checkApprover(cfg, c.approver, c.policy)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "verity-mcp: %v\n%s\n", err, usage)
