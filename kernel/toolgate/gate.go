@@ -633,12 +633,14 @@ func (g *Gate) beforeWritten(ctx context.Context, c Call, start time.Time, res *
 		d.Verdict, d.Explanation, d.Seq = Refuse, OneLine(fmt.Sprintf("tool %q: the answer is to a question about another call; this call is not run", c.Tool)), seq
 		return d, nil
 	}
-	if ru.Verdict == AskApproval && res != nil {
+	if ru.Verdict == AskApproval {
 		key = callKey{tool: c.Tool, digest: c.ArgumentsDigest(), tier: ru.Tier}
 		if _, err := g.expireLocked(ctx, cl, &key, at); err != nil {
 			cl.mu.Unlock()
 			return Decision{}, err
 		}
+	}
+	if ru.Verdict == AskApproval && res != nil {
 		dd, id, done, err := g.resume(ctx, cl, d, key, res, at)
 		if done || err != nil {
 			cl.mu.Unlock()
@@ -646,11 +648,6 @@ func (g *Gate) beforeWritten(ctx context.Context, c Call, start time.Time, res *
 		}
 		approvalID = id
 	} else if ru.Verdict == AskApproval {
-		key = callKey{tool: c.Tool, digest: c.ArgumentsDigest(), tier: ru.Tier}
-		if _, err := g.expireLocked(ctx, cl, &key, at); err != nil {
-			cl.mu.Unlock()
-			return Decision{}, err
-		}
 		if ds := cl.denied[key]; len(ds) > 0 {
 			dn := ds[0]
 			popFront(cl.denied, key)
