@@ -33,9 +33,9 @@ type Action struct {
 	Input []byte
 }
 
-// Validate reports every way the action is malformed, joined (errors.Is
+// validate reports every way the action is malformed, joined (errors.Is
 // matches CheckWellFormed, ErrInvalidCost or ErrInvalidValue).
-func (a Action) Validate() error {
+func (a Action) validate() error {
 	var errs []error
 	if a.ID == "" {
 		errs = append(errs, fmt.Errorf("%w: empty id", CheckWellFormed))

@@ -26,16 +26,6 @@ func ParseCost(s string) (Cost, error) {
 	return Cost(c), nil
 }
 
-// CostFromFloat converts a float amount of units using its shortest
-// decimal form (0.1 is "0.1", so 100 thousandths). The same errors as
-// ParseCost apply.
-func CostFromFloat(f float64) (Cost, error) {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0, fmt.Errorf("%w: %v is not a finite number", ErrInvalidCost, f)
-	}
-	return ParseCost(strconv.FormatFloat(f, 'e', -1, 64))
-}
-
 type decimalError string
 
 func (e decimalError) Error() string { return string(e) }

@@ -64,8 +64,8 @@
 //
 // # Costs, the budget and the Meter
 //
-// A Cost is an int64 number of thousandths of a unit. ParseCost and
-// CostFromFloat reject a negative, non-finite, out-of-range or inexact
+// A Cost is an int64 number of thousandths of a unit. ParseCost
+// rejects a negative, non-finite, out-of-range or inexact
 // amount ("0.0005") instead of rounding it. A Meter is what the kernel
 // counts, as an immutable value: the Budget (limit B0, gross, refunded and
 // net totals, and a ledger of what each execution was charged and
@@ -102,7 +102,7 @@
 // # The horizon: what a Session keeps
 //
 // A Session's memory stays flat over a long life: it keeps the Records of
-// its last WithHorizon executions (DefaultHorizon, 1024) and forgets the
+// its last WithHorizon executions (1024 by default) and forgets the
 // older ones, with their ledger entries. That horizon is how far back it
 // can act on an execution: Rollback (so at most that many rollbacks in a
 // row), Refund and Settle of an execution within it work as they would
@@ -152,7 +152,7 @@
 // recorded with the check shared_budget; if the append fails after a
 // charge, the Session refunds it (even when ctx was cancelled); a rollback, settlement or refund is
 // recorded first and then refunded (or an overrun charged, under the
-// execution id + OverrunSuffix) through it.
+// execution id + "/overrun") through it.
 //
 // # Guarantees
 //

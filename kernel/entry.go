@@ -168,7 +168,7 @@ func (e ExecuteEntry) appendJSON(dst []byte) []byte {
 
 func (e RejectEntry) appendJSON(dst []byte) []byte {
 	dst = append(dst, `{"action":`...)
-	if e.Action.Validate() == nil {
+	if e.Action.validate() == nil {
 		dst = e.Action.appendJSON(dst)
 	} else {
 		// A malformed action cannot be written faithfully; record its id.
@@ -873,7 +873,7 @@ func (m *actionMembers) action() (Action, error) {
 	if len(m.Effects) > 0 {
 		a.Effects = effects(m.Effects)
 	}
-	return a, a.Validate()
+	return a, a.validate()
 }
 
 // wLaxCost is an action's cost: a decimal number or string, exact.

@@ -23,11 +23,10 @@ var (
 	// ErrInvalidConfig: a kernel configuration that cannot give T1–T8
 	// (minimum action cost not positive, negative budget, ...).
 	ErrInvalidConfig = errors.New("kernel: invalid configuration")
-	// ErrStaleVerdict: Commit was given a Verdict made by another kernel or
-	// for another state or meter.
-	ErrStaleVerdict = errors.New("kernel: verdict does not belong to this state")
-	// ErrForeignState: a Meter that was not produced by this kernel.
-	ErrForeignState = errors.New("kernel: meter belongs to another kernel")
+	// ErrStaleVerdict: a value this kernel did not make for the call: a
+	// Verdict made by another kernel or for another state or meter (Commit,
+	// Reserve), or a Meter another kernel started (use Kernel.Start).
+	ErrStaleVerdict = errors.New("kernel: verdict or meter does not belong to this kernel and state")
 
 	// ErrRejected: Execute refused the action; the *RejectedError carries
 	// the Verdict, and errors.Is also matches the CheckName of each
@@ -41,7 +40,8 @@ var (
 	ErrNotInList       = errors.New("kernel: item not in list")
 
 	// ErrFingerprintMismatch: Rollback was given a state other than the
-	// one the action produced.
+	// one the action produced, or its inverse effects did not restore the
+	// state the action started from (a forged or corrupted Record).
 	ErrFingerprintMismatch = errors.New("kernel: state fingerprint does not match")
 	// ErrUnknownExecution: no charge is recorded for the execution id.
 	ErrUnknownExecution = errors.New("kernel: unknown execution")
@@ -61,9 +61,6 @@ var (
 	ErrOverrun = errors.New("kernel: actual cost exceeds the reservation")
 	// ErrDuplicateExecution: an execution id charged twice.
 	ErrDuplicateExecution = errors.New("kernel: execution id already charged")
-	// ErrRollbackInexact: the inverse effects did not restore the state
-	// the action started from (a forged or corrupted Record).
-	ErrRollbackInexact = errors.New("kernel: rollback did not restore the prior state")
 	// ErrBeyondHorizon: Rollback, Refund or Settle of an execution the
 	// Session no longer keeps: older than its last WithHorizon executions
 	// and neither held nor an open reservation (see WithHorizon).
@@ -203,13 +200,13 @@ func (e *InvariantViolation) Error() string {
 // Unwrap returns CheckInvariant.
 func (e *InvariantViolation) Unwrap() error { return CheckInvariant }
 
-// PreconditionError reports a failed (or panicking) precondition.
-type PreconditionError struct {
+// preconditionError reports a failed (or panicking) precondition.
+type preconditionError struct {
 	Name  string
 	Panic any
 }
 
-func (e *PreconditionError) Error() string {
+func (e *preconditionError) Error() string {
 	if e.Panic != nil {
 		return fmt.Sprintf("kernel: precondition %q failed (predicate panicked: %v)", e.Name, e.Panic)
 	}
@@ -217,7 +214,7 @@ func (e *PreconditionError) Error() string {
 }
 
 // Unwrap returns CheckPrecondition.
-func (e *PreconditionError) Unwrap() error { return CheckPrecondition }
+func (e *preconditionError) Unwrap() error { return CheckPrecondition }
 
 // RejectedError is returned by Execute (and Session.Execute) when the
 // Verdict rejects the action. Nothing changed.
@@ -231,7 +228,7 @@ type RejectedError struct {
 func (e *RejectedError) Error() string {
 	var b strings.Builder
 	b.WriteString("kernel: action ")
-	fmt.Fprintf(&b, "%q rejected", e.Verdict.ActionID())
+	fmt.Fprintf(&b, "%q rejected", e.Verdict.actionID())
 	for _, c := range e.Verdict.Failures() {
 		b.WriteString("; ")
 		b.WriteString(unprefixed(c.Reason))

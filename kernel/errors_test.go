@@ -27,7 +27,7 @@ func TestErrorsPrefixedOnce(t *testing.T) {
 
 	_, err := kernel.New(kernel.Config{Budget: -1, Invariants: []kernel.Invariant{{Name: "i", Check: func(kernel.State) bool { return true }, Enforcement: 9}}})
 	add(err)
-	add(kernel.Action{Cost: -1, Name: "\xff", Effects: []kernel.Effect{{Op: 99}, kernel.Increment("x", kernel.String("a"))}}.Validate())
+	add(kernel.ValidateAction(kernel.Action{Cost: -1, Name: "\xff", Effects: []kernel.Effect{{Op: 99}, kernel.Increment("x", kernel.String("a"))}}))
 	_, err = kernel.DecodeAction([]byte(`{"id":"","cost":"x","tags":[1],"effects":[{"op":"nope"},1],"extra":true}`))
 	add(err)
 	_, err = kernel.DecodeAction([]byte(`{"id":"a","id":"b"}`))

@@ -59,7 +59,7 @@ func explainCheck(c CheckResult) string {
 		}
 		return s
 	}
-	var pe *PreconditionError
+	var pe *preconditionError
 	if errors.As(c.Err, &pe) {
 		if pe.Panic != nil {
 			return "precondition " + pe.Name + ": predicate panicked"

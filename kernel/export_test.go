@@ -20,6 +20,10 @@ func (b Budget) Charge(id string, c Cost) (Budget, error) { return b.charge(id, 
 func (b Budget) Refund(id string, c Cost) (Budget, error) { return b.refund(id, c) }
 func (b Budget) CanAfford(c Cost) bool                    { return b.canAfford(c) }
 
+// ValidateAction reports every way a is malformed (the well_formed
+// check).
+func ValidateAction(a Action) error { return a.validate() }
+
 // EntryPayload is the payload a Session writes for e.
 func EntryPayload(e Entry) []byte { return payload(e) }
 

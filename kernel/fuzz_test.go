@@ -29,7 +29,7 @@ func FuzzDecodeAction(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if err := a.Validate(); err != nil {
+		if err := kernel.ValidateAction(a); err != nil {
 			t.Fatalf("decoded an invalid action: %v", err)
 		}
 		out, err := a.MarshalJSON()

@@ -7,14 +7,14 @@ import (
 	"github.com/verity-go/verity/internal/hamt"
 )
 
-// DefaultHorizon is the horizon of a Session without WithHorizon: the
+// defaultHorizon is the horizon of a Session without WithHorizon: the
 // number of its most recent executions it keeps for Rollback and Refund.
-const DefaultHorizon = 1024
+const defaultHorizon = 1024
 
 // WithHorizon sets the session's horizon: how many of its most recent
 // executions (committed, rolled back or not) it keeps — their Records for
 // Rollback and History, their ledger entries for Refund (default
-// DefaultHorizon; 0 keeps none). Within the horizon, Rollback and Refund
+// 1024; 0 keeps none). Within the horizon, Rollback and Refund
 // work exactly as without one. An execution older than the horizon is
 // forgotten, so that a session's memory stays flat over a long life:
 // Rollback, Refund and Settle of it fail with ErrBeyondHorizon, never
@@ -65,9 +65,6 @@ func (s *Session) Release(execID string) error {
 	return nil
 }
 
-// Horizon returns the session's horizon (WithHorizon).
-func (s *Session) Horizon() int { return s.window.limit }
-
 // Forget drops the ledger entries of executions execIDs from m:
 // afterwards Rollback, Refund and Settle of them fail with
 // ErrUnknownExecution and Budget.Charged does not know them. The totals
@@ -79,7 +76,7 @@ func (s *Session) Horizon() int { return s.window.limit }
 // time.
 func (k *Kernel) Forget(m Meter, execIDs ...string) (Meter, error) {
 	if m.tag != k.tag {
-		return m, fmt.Errorf("%w: use Kernel.Start", ErrForeignState)
+		return m, fmt.Errorf("%w: the meter was started by another kernel (use Kernel.Start)", ErrStaleVerdict)
 	}
 	for _, id := range execIDs {
 		if m.open.find(id) >= 0 {

@@ -127,20 +127,21 @@ type Precondition struct {
 	Check       func(State, Action) bool
 }
 
-// Holds evaluates the precondition; the error is a *PreconditionError.
+// Holds evaluates the precondition; a failure's error wraps
+// CheckPrecondition and names the precondition.
 func (p Precondition) Holds(s State, a Action) (ok bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			ok, err = false, &PreconditionError{Name: p.Name, Panic: r}
+			ok, err = false, &preconditionError{Name: p.Name, Panic: r}
 		}
 	}()
 	if p.Check == nil {
-		return false, &PreconditionError{Name: p.Name, Panic: "nil predicate"}
+		return false, &preconditionError{Name: p.Name, Panic: "nil predicate"}
 	}
 	if p.Check(s, a) {
 		return true, nil
 	}
-	return false, &PreconditionError{Name: p.Name}
+	return false, &preconditionError{Name: p.Name}
 }
 
 func (e Enforcement) valid() error {

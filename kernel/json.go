@@ -68,7 +68,7 @@ func DecodeAction(b []byte) (Action, error) {
 // MarshalJSON writes the action's canonical JSON (the form DecodeAction
 // reads and the trace records).
 func (a Action) MarshalJSON() ([]byte, error) {
-	if err := a.Validate(); err != nil {
+	if err := a.validate(); err != nil {
 		return nil, err
 	}
 	return a.appendJSON(nil), nil

@@ -240,7 +240,7 @@ func actionFromJSON(x any) (Action, error) {
 		}
 	}
 	if len(errs) == 0 {
-		if err := a.Validate(); err != nil {
+		if err := a.validate(); err != nil {
 			return Action{}, err
 		}
 		return a, nil

@@ -159,7 +159,7 @@ type CheckName string
 
 // The checks, in the order Evaluate runs and reports them.
 const (
-	CheckWellFormed   CheckName = "well_formed"  // Action.Validate
+	CheckWellFormed   CheckName = "well_formed"  // Action.validate
 	CheckMinCost      CheckName = "min_cost"     // cost ≥ ε (skipped for emergency actions)
 	CheckBudget       CheckName = "budget"       // net + cost ≤ B0
 	CheckStepLimit    CheckName = "step_limit"   // steps < floor(B0/ε) (skipped for emergency actions)
@@ -227,8 +227,8 @@ func (v Verdict) Allowed() bool { return v.allowed }
 // Emergency reports whether the action is a registered emergency action.
 func (v Verdict) Emergency() bool { return v.emergency }
 
-// ActionID returns the id of the evaluated action.
-func (v Verdict) ActionID() string { return v.action.ID }
+// actionID returns the id of the evaluated action.
+func (v Verdict) actionID() string { return v.action.ID }
 
 // Checks returns a copy of every check's result, in the documented order.
 func (v Verdict) Checks() []CheckResult { return slices.Clone(v.checks) }
@@ -274,7 +274,7 @@ func (v Verdict) Err() error {
 // Evaluate decides whether a may run from (m, s), without changing
 // anything. The checks run in this order, every one of them reported:
 //
-//  1. well_formed: Action.Validate;
+//  1. well_formed: the action is well formed (DecodeAction's checks);
 //  2. min_cost: cost ≥ ε (skipped for emergency actions; T2);
 //  3. budget: net spend + cost ≤ B0 (T1);
 //  4. step_limit: steps < floor(B0/ε) (skipped for emergency actions; T2);
@@ -323,8 +323,8 @@ func (k *Kernel) evaluate(m Meter, s State, a Action, inv []Effect, checks []Che
 	wellFormed := true
 	if m.tag != k.tag {
 		wellFormed = false
-		fail(CheckWellFormed, fmt.Errorf("%w: use Kernel.Start", ErrForeignState))
-	} else if err := a.Validate(); err != nil {
+		fail(CheckWellFormed, fmt.Errorf("%w: the meter was started by another kernel (use Kernel.Start)", ErrStaleVerdict))
+	} else if err := a.validate(); err != nil {
 		wellFormed = false
 		fail(CheckWellFormed, err)
 	} else {
@@ -588,13 +588,13 @@ type RollbackRecord struct {
 // Rollback undoes the execution rec on s (T7). s must be the state that
 // execution produced (its fingerprint is checked: ErrFingerprintMismatch);
 // the inverse effects are applied and the result must have the fingerprint
-// the execution started from (ErrRollbackInexact); the execution's charge
+// the execution started from (ErrFingerprintMismatch too); the execution's charge
 // is refunded exactly once (ErrAlreadyRolledBack, ErrUnknownExecution).
 // The step counters are never decremented. On error s and m are returned
 // unchanged.
 func (k *Kernel) Rollback(m Meter, s State, rec Record) (State, Meter, RollbackRecord, error) {
 	if m.tag != k.tag {
-		return s, m, RollbackRecord{}, fmt.Errorf("%w: use Kernel.Start", ErrForeignState)
+		return s, m, RollbackRecord{}, fmt.Errorf("%w: the meter was started by another kernel (use Kernel.Start)", ErrStaleVerdict)
 	}
 	if got := s.Fingerprint(); got != rec.After {
 		return s, m, RollbackRecord{}, fmt.Errorf("%w: have %s, the execution produced %s", ErrFingerprintMismatch, got, rec.After)
@@ -609,10 +609,10 @@ func (k *Kernel) Rollback(m Meter, s State, rec Record) (State, Meter, RollbackR
 	}
 	restored, err := ApplyEffects(s, rec.Inverse)
 	if err != nil {
-		return s, m, RollbackRecord{}, fmt.Errorf("%w: %w", ErrRollbackInexact, err)
+		return s, m, RollbackRecord{}, fmt.Errorf("%w: the inverse effects do not apply: %w", ErrFingerprintMismatch, err)
 	}
 	if restored.Fingerprint() != rec.Before {
-		return s, m, RollbackRecord{}, fmt.Errorf("%w: restored %s, expected %s", ErrRollbackInexact, restored.Fingerprint(), rec.Before)
+		return s, m, RollbackRecord{}, fmt.Errorf("%w: the inverse effects restored %s, expected %s", ErrFingerprintMismatch, restored.Fingerprint(), rec.Before)
 	}
 	budget, charged := m.budget.rollbackEntry(h, rec.ExecID, l)
 	next := Meter{budget: budget, steps: m.steps, emergency: m.emergency, open: m.open.without(rec.ExecID), tag: m.tag}

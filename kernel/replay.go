@@ -18,7 +18,7 @@ import (
 // rollback with k, and checks at each step that the fingerprints, budget
 // totals, step counters, emergency flag, inverse, warnings, rollback
 // effects and every amount equal the recorded ones. The open reservations
-// are rebuilt with them (Session.Reservations), so a host that stopped
+// are rebuilt with them (Meter.Reservations), so a host that stopped
 // mid-call settles or refunds after Replay. Entries of other kinds or other sessions are skipped; a rejection
 // is checked against the state, budget and steps it was made in. The
 // returned Session continues appending to log; its states equal those of

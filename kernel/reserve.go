@@ -122,7 +122,7 @@ func (r SettleRecord) Err() error {
 // ErrOverflow; on error m is returned unchanged.
 func (k *Kernel) Settle(m Meter, execID string, actual Cost) (Meter, SettleRecord, error) {
 	if m.tag != k.tag {
-		return m, SettleRecord{}, fmt.Errorf("%w: use Kernel.Start", ErrForeignState)
+		return m, SettleRecord{}, fmt.Errorf("%w: the meter was started by another kernel (use Kernel.Start)", ErrStaleVerdict)
 	}
 	if actual < 0 {
 		return m, SettleRecord{}, fmt.Errorf("%w: negative actual cost %s", ErrInvalidCost, actual)
@@ -167,7 +167,7 @@ type RefundRecord struct {
 // returned unchanged.
 func (k *Kernel) Refund(m Meter, execID string, amount Cost, reason string) (Meter, RefundRecord, error) {
 	if m.tag != k.tag {
-		return m, RefundRecord{}, fmt.Errorf("%w: use Kernel.Start", ErrForeignState)
+		return m, RefundRecord{}, fmt.Errorf("%w: the meter was started by another kernel (use Kernel.Start)", ErrStaleVerdict)
 	}
 	if !utf8.ValidString(reason) {
 		return m, RefundRecord{}, fmt.Errorf("%w: refund reason is not valid UTF-8", ErrInvalidValue)
@@ -213,7 +213,7 @@ func (b Budget) settle(id string, actual Cost) (Budget, SettleRecord, error) {
 
 // sharedSplit divides a refund of amount from execution id between the
 // SharedBudget's two charges of it: the reservation's (under id) and an
-// overrun's (under id + OverrunSuffix), taking from the first first.
+// overrun's (under id + "/overrun"), taking from the first first.
 func (b Budget) sharedSplit(id string, amount Cost) (first, overrun Cost) {
 	l, _ := b.ledger.get(keyHash(id), id)
 	main := l.charged - l.overrun

@@ -44,11 +44,11 @@ type sessionConfig struct {
 	hold       bool
 }
 
-// DefaultInputLimit is the input limit of a Session without WithInputLimit.
-const DefaultInputLimit = 64 << 10
+// defaultInputLimit is the input limit of a Session without WithInputLimit.
+const defaultInputLimit = 64 << 10
 
 // WithInputLimit sets how many bytes of an action's Input the session
-// records in full (default DefaultInputLimit; 0: none). Beyond it an
+// records in full (default 64 KiB; 0: none). Beyond it an
 // entry keeps only the input's SHA-256 digest and size — enough to check
 // a copy kept elsewhere, not to read it back; Replay then re-runs
 // preconditions without it (a precondition that reads the input needs it
@@ -66,7 +66,7 @@ func WithClock(clock func() time.Time) Option {
 
 // WithIDs sets the source of execution ids; they must never repeat (a
 // SharedBudget may see them from many sessions) and must not end in
-// OverrunSuffix (Execute and Reserve refuse such an id with
+// "/overrun" (Execute and Reserve refuse such an id with
 // ErrInvalidConfig). The default is a prefix,
 // "/" and a counter advanced by every committed or attempted execution:
 // the prefix is the session id for the Session NewSession returns, and a
@@ -136,7 +136,7 @@ func newSession(log *trace.Log, k *Kernel, initial State, opts []Option) (*Sessi
 	if k == nil || log == nil {
 		return nil, fmt.Errorf("%w: a session needs a kernel and a log", ErrInvalidConfig)
 	}
-	cfg := sessionConfig{clock: time.Now, inputLimit: DefaultInputLimit, horizon: DefaultHorizon}
+	cfg := sessionConfig{clock: time.Now, inputLimit: defaultInputLimit, horizon: defaultHorizon}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -362,7 +362,7 @@ func (s *Session) recorded(rec Record) Record {
 // Settle records the actual cost of the open reservation execID
 // (Kernel.Settle): the SettleEntry is recorded, then the session's budget
 // changes, then the shared budget, if there is one, is refunded the
-// difference (or charged an overrun, under execID + OverrunSuffix). An
+// difference (or charged an overrun, under execID + "/overrun"). An
 // actual above the reservation is committed and recorded, and returned as
 // an error wrapping ErrOverrun with the record (SettleRecord.Err): the
 // excess was charged only up to what remained, the rest is Unpaid (T1).
@@ -400,27 +400,27 @@ func (s *Session) Settle(ctx context.Context, execID string, actual Cost) (Settl
 		}
 	}
 	if s.shared != nil && r.Overrun > 0 {
-		if err := s.shared.Charge(ctx, execID+OverrunSuffix, int64(r.Overrun)); err != nil {
+		if err := s.shared.Charge(ctx, execID+overrunSuffix, int64(r.Overrun)); err != nil {
 			errs = append(errs, fmt.Errorf("kernel: settlement recorded, shared overrun charge failed: %w", err))
 		}
 	}
 	return r, joinErrors(append([]error{r.Err()}, errs...)...)
 }
 
-// OverrunSuffix is appended to an execution id for the SharedBudget's
+// overrunSuffix is appended to an execution id for the SharedBudget's
 // charge of a settlement's overrun, a second charge for the same
 // execution.
-const OverrunSuffix = "/overrun"
+const overrunSuffix = "/overrun"
 
 // checkExecID refuses an execution id the Session cannot use: one that is
-// not valid UTF-8, or one ending in OverrunSuffix, whose SharedBudget
+// not valid UTF-8, or one ending in "/overrun", whose SharedBudget
 // charge would be another execution's overrun charge.
 func checkExecID(id string) error {
 	switch {
 	case !utf8.ValidString(id):
 		return fmt.Errorf("%w: execution id is not valid UTF-8", ErrInvalidConfig)
-	case strings.HasSuffix(id, OverrunSuffix):
-		return fmt.Errorf("%w: execution id %q ends in %q, kept for overrun charges", ErrInvalidConfig, id, OverrunSuffix)
+	case strings.HasSuffix(id, overrunSuffix):
+		return fmt.Errorf("%w: execution id %q ends in %q, kept for overrun charges", ErrInvalidConfig, id, overrunSuffix)
 	}
 	return nil
 }
@@ -477,16 +477,9 @@ func (s *Session) refundShared(ctx context.Context, before Meter, execID string,
 		}
 	}
 	if over > 0 {
-		return s.shared.Refund(ctx, execID+OverrunSuffix, int64(over))
+		return s.shared.Refund(ctx, execID+overrunSuffix, int64(over))
 	}
 	return nil
-}
-
-// Reservations returns the open reservations, oldest first.
-func (s *Session) Reservations() []Reservation {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.meter.Reservations()
 }
 
 // reject records the rejection of v (sharedErr non-nil: the shared budget

@@ -36,7 +36,7 @@ func TestReserveSettleOverrun(t *testing.T) {
 	assert.True(t, a.Reserved)
 	b, err := sess.Reserve(ctx, callAction("fetch", units(5)))
 	require.NoError(t, err)
-	assert.Equal(t, []kernel.Reservation{{ExecID: a.ExecID, ActionID: "search", Amount: units(4)}, {ExecID: b.ExecID, ActionID: "fetch", Amount: units(5)}}, sess.Reservations())
+	assert.Equal(t, []kernel.Reservation{{ExecID: a.ExecID, ActionID: "search", Amount: units(4)}, {ExecID: b.ExecID, ActionID: "fetch", Amount: units(5)}}, sess.Meter().Reservations())
 	assert.Equal(t, units(9), sess.Meter().Budget().Net(), "open reservations are charged")
 
 	// Below: refund the difference.
@@ -55,7 +55,7 @@ func TestReserveSettleOverrun(t *testing.T) {
 	assert.Equal(t, units(4), r.Overrun)
 	assert.Equal(t, units(0), r.Unpaid)
 	assert.Equal(t, units(10), sess.Meter().Budget().Net())
-	assert.Empty(t, sess.Reservations())
+	assert.Empty(t, sess.Meter().Reservations())
 
 	// Above, with the budget exhausted: 1 refunded, then 1 reserved and 8
 	// actual: nothing remains after the reservation, so 7 are unpaid.
@@ -99,7 +99,7 @@ func TestReserveSettleOverrun(t *testing.T) {
 	assert.ErrorIs(t, err, kernel.ErrAlreadyRolledBack)
 	_, err = sess.Rollback(ctx, d.ExecID)
 	require.NoError(t, err)
-	assert.Empty(t, sess.Reservations())
+	assert.Empty(t, sess.Meter().Reservations())
 
 	replayed, err := kernel.Replay(ctx, log, k, sess.ID())
 	require.NoError(t, err)
@@ -398,7 +398,7 @@ func TestReplayRebuildsReservationsSettlementsAndRefunds(t *testing.T) {
 		if !replayed.State().Equal(sess.State()) || replayed.Meter().String() != sess.Meter().String() {
 			t.Fatalf("replayed %s, live %s", replayed.Meter(), sess.Meter())
 		}
-		assert.Equal(t, sess.Reservations(), replayed.Reservations())
+		assert.Equal(t, sess.Meter().Reservations(), replayed.Meter().Reservations())
 		for _, id := range ids {
 			c1, r1, _ := sess.Meter().Budget().Charged(id)
 			c2, r2, _ := replayed.Meter().Budget().Charged(id)
@@ -530,8 +530,8 @@ func TestT1ConcurrentReserveSettleRefund(t *testing.T) {
 				open++
 			}
 		}
-		if len(sess.Reservations()) != open {
-			t.Fatalf("%d open, model %d", len(sess.Reservations()), open)
+		if len(sess.Meter().Reservations()) != open {
+			t.Fatalf("%d open, model %d", len(sess.Meter().Reservations()), open)
 		}
 		// The shared budget saw the same net spend.
 		if spent := int64(1<<62) - shared.Balance(); spent != int64(b.Net()) {

@@ -136,7 +136,7 @@ func run(ctx context.Context, w io.Writer, keep string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "search: reserved %s, receipt entry %d, %d call open\n", res.Action.Cost, res.Seq, len(sess.Reservations()))
+	fmt.Fprintf(w, "search: reserved %s, receipt entry %d, %d call open\n", res.Action.Cost, res.Seq, len(sess.Meter().Reservations()))
 	set, err := sess.Settle(ctx, res.ExecID, kernel.Unit/4)
 	if err != nil {
 		return err

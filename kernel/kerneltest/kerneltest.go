@@ -369,7 +369,7 @@ func CheckTheorems(t *rapid.T, s Setup) {
 	}
 	if !replayed.State().Equal(sess.State()) || replayed.Meter().Budget().Net() != sess.Meter().Budget().Net() ||
 		replayed.Meter().Budget().Gross() != sess.Meter().Budget().Gross() || replayed.Meter().Steps() != sess.Meter().Steps() ||
-		len(replayed.Reservations()) != len(sess.Reservations()) {
+		len(replayed.Meter().Reservations()) != len(sess.Meter().Reservations()) {
 		t.Fatalf("replay: rebuilt session differs from the live one")
 	}
 }

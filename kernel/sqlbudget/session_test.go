@@ -132,7 +132,7 @@ func TestSessionsShareSQLBudget(t *testing.T) {
 
 // TestSessionReservesAndSettlesSQLBudget: a reservation charges the SQL
 // budget its upper bound, a settlement below it refunds the difference
-// there, an overrun is charged there under the id + kernel.OverrunSuffix,
+// there, an overrun is charged there under the id + "/overrun",
 // and a refund gives back first from the reservation's charge, then from
 // the overrun's; the shared totals follow the session's after each step.
 func TestSessionReservesAndSettlesSQLBudget(t *testing.T) {
@@ -163,14 +163,14 @@ func TestSessionReservesAndSettlesSQLBudget(t *testing.T) {
 		_, err = sess.Settle(ctx, c.ExecID, 6*kernel.Unit) // 2 beyond the reservation
 		require.ErrorIs(t, err, kernel.ErrOverrun)
 		same()
-		charged, _, ok, err := bud.Charged(ctx, c.ExecID+kernel.OverrunSuffix)
+		charged, _, ok, err := bud.Charged(ctx, c.ExecID+"/overrun")
 		require.NoError(t, err)
 		require.True(t, ok)
 		assert.Equal(t, 2*kernel.Unit, charged)
 		_, err = sess.Refund(ctx, c.ExecID, 5*kernel.Unit, "the call failed")
 		require.NoError(t, err)
 		same()
-		_, refunded, _, err := bud.Charged(ctx, c.ExecID+kernel.OverrunSuffix)
+		_, refunded, _, err := bud.Charged(ctx, c.ExecID+"/overrun")
 		require.NoError(t, err)
 		assert.Equal(t, kernel.Unit, refunded, "4 from the reservation, then 1 from the overrun")
 	})
