@@ -71,6 +71,12 @@ func (d *Decoder) ErrorfIn(name, rule, format string, args ...any) error {
 	return &problem{path: violation.Join(d.Pointer(), name), rule: rule, msg: fmt.Sprintf(format, args...), offset: d.pos}
 }
 
+// ErrorfAt is Errorf for the value at pointer, an RFC 6901 JSON Pointer
+// into the text (one within the value being read).
+func (d *Decoder) ErrorfAt(pointer, rule, format string, args ...any) error {
+	return &problem{path: pointer, rule: rule, msg: fmt.Sprintf(format, args...), offset: d.pos}
+}
+
 type seg struct {
 	key   string
 	index int // -1 for a member

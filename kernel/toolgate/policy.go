@@ -97,7 +97,6 @@ const (
 	policyRuleSyntax         = violation.RuleSyntax       // not one strict JSON text
 	policyRuleDuplicateKey   = violation.RuleDuplicateKey // an object with a key twice
 	policyRuleNumber         = "number"                   // a number literal over 100 characters or with an exponent beyond ±1000
-	policySchemaRulePrefix   = "schema."                  // a schema keyword the decoder did not report (never expected)
 
 	// Version 2's rules (all beyond what the schema says).
 	policyRuleDuration      = "duration"            // a rate's per that is no Go duration, or outside [1ms, 366 days]
@@ -114,16 +113,6 @@ const (
 	// self_approval's rule.
 	policyRuleSelfApprovalUnused = "self_approval_unused" // self_approval with no PRIVILEGE rule or flow to apply to
 )
-
-// policySemanticRules are the rules the schema does not check.
-var policySemanticRules = map[string]bool{
-	policyRuleMinCost: true, policyRuleBudget: true, policyRuleGlob: true, policyRuleDuplicateMatch: true,
-	policyRuleShadowed: true, policyRuleRegex: true, policyRuleDuplicateName: true, policyRuleBounds: true,
-	policyRuleValue: true, policyRuleApprovers: true, policyRuleIDLength: true,
-	policyRuleDuration: true, policyRuleRuleName: true, policyRuleDuplicateRule: true, policyRuleArgSchema: true,
-	policyRulePointer: true, policyRulePath: true, policyRuleLabel: true, policyRuleUnknownLabel: true, policyRuleFlowTier: true,
-	policyRuleSelfApprovalUnused: true,
-}
 
 // Policy is a policy file: a gate's Config written in JSON, so that a
 // gate can be configured without Go — each caller's budget, the least a

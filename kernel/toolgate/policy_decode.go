@@ -14,11 +14,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
-
-	"github.com/santhosh-tekuri/jsonschema/v5"
 
 	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/internal/canon"
@@ -141,46 +138,58 @@ func parsePolicy(data []byte, subject string) (Policy, error) {
 // skipped (RFC 8259 §8.1 lets a parser ignore it).
 var policyBOM = []byte("\xef\xbb\xbf")
 
-// checkPolicy decodes data and returns the policy with every violation
+// checkPolicy reads data and returns the policy with every violation
 // found, sorted; the policy is meaningful only without violations.
+//
+// The file is read once, by internal/strictjson, into the tagged structs
+// below (policyFile and its members): they say the shape that
+// policy.schema.json says, and the readers of costs, integers, enums,
+// durations and lists say the rest of it, each reporting at its JSON
+// Pointer. Policy.violations then checks what a schema cannot say. The
+// schema itself is not run: TestTypedPolicyReaderAgreesWithSchema holds
+// the two to the same verdict on every file.
 func checkPolicy(data []byte) (Policy, []Violation) {
 	if len(data) > MaxPolicySize {
 		return Policy{}, []Violation{{Rule: policyRuleSize,
 			Message: fmt.Sprintf("the file is over %d bytes", MaxPolicySize)}}
 	}
-	tree, err := canon.Decode(bytes.TrimPrefix(data, policyBOM))
-	if err != nil {
-		rule := policyRuleSyntax
-		if errors.Is(err, canon.ErrDuplicateKey) {
-			rule = policyRuleDuplicateKey
+	var f policyFile
+	var decoded []Violation
+	if err := strictjson.Unmarshal(bytes.TrimPrefix(data, policyBOM), &f); err != nil {
+		var se *strictjson.Error
+		if !errors.As(err, &se) { // unreachable: f is a pointer to a struct
+			return Policy{}, []Violation{{Rule: policyRuleSyntax, Message: err.Error()}}
 		}
-		return Policy{}, []Violation{{Rule: rule, Message: strings.TrimPrefix(err.Error(), "canon: ")}}
+		decoded = se.Violations()
+		var syn *canon.SyntaxError
+		if errors.As(err, &syn) {
+			// Not one strict JSON text: refused as a whole.
+			return Policy{}, decoded
+		}
+		// A number literal too long to read exactly stops the reading.
+		if numbers := slices.DeleteFunc(slices.Clone(decoded), func(v Violation) bool { return v.Rule != policyRuleNumber }); len(numbers) > 0 {
+			violation.Sort(numbers)
+			return Policy{}, numbers
+		}
 	}
-	var numbers []Violation
-	policyCheckNumbers(tree, "", &numbers)
-	if len(numbers) > 0 {
-		violation.Sort(numbers)
-		return Policy{}, numbers
+	p, more, unread := f.policy(decoded)
+	if len(unread) > 0 {
+		// What a version 1 file has of version 2 is reported once, as
+		// unknown, not for what it holds.
+		decoded = slices.DeleteFunc(decoded, func(v Violation) bool {
+			return slices.ContainsFunc(unread, func(at string) bool { return policyUnder(at, v.Path) })
+		})
 	}
-
-	d := &policyDecoder{}
-	p := d.policy(tree)
-	decoded := d.vs
+	decoded = append(decoded, more...)
 	checked := p.violations(func(at string) bool {
 		return slices.ContainsFunc(decoded, func(v Violation) bool { return policyUnder(at, v.Path) })
 	})
-	all := slices.Clone(decoded)
+	all := decoded
 	for _, v := range checked {
 		// A member that did not decode is reported once, by the decoder.
 		if !slices.ContainsFunc(decoded, func(u Violation) bool { return policyUnder(u.Path, v.Path) }) {
 			all = append(all, v)
 		}
-	}
-	// The schema says the same as the decoder; should it ever refuse what
-	// the decoder let through, its own violations refuse the file.
-	schemaVs := policySchemaViolations(tree)
-	if len(schemaVs) > 0 && !slices.ContainsFunc(all, func(v Violation) bool { return !policySemanticRules[v.Rule] }) {
-		all = append(all, schemaVs...)
 	}
 	violation.Sort(all)
 	return p, slices.Compact(all)
@@ -224,136 +233,6 @@ func policyNumberOK(s string) bool {
 	return true
 }
 
-// policySchema is policy.schema.json compiled once (a compiled schema is
-// safe for concurrent use). It refers to nothing outside itself: a $ref
-// to any other URL fails.
-var policySchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
-	c := jsonschema.NewCompiler()
-	c.Draft = jsonschema.Draft2020
-	c.LoadURL = func(u string) (io.ReadCloser, error) {
-		return nil, fmt.Errorf("toolgate: the policy schema refers to %s", u)
-	}
-	if err := c.AddResource(PolicySchemaID, bytes.NewReader(policySchemaText)); err != nil {
-		return nil, err
-	}
-	return c.Compile(PolicySchemaID)
-})
-
-// policySchemaViolations validates a decoded file against the schema,
-// one violation per failing keyword ("schema.<keyword>").
-func policySchemaViolations(tree any) (vs []Violation) {
-	defer func() {
-		// The validator is fed only what canon.Decode and
-		// policyCheckNumbers accept; should it panic all the same, the
-		// file is refused, not the process.
-		if r := recover(); r != nil {
-			vs = []Violation{{Rule: policySchemaRulePrefix + "panic", Message: fmt.Sprint(r)}}
-		}
-	}()
-	s, err := policySchema()
-	if err != nil {
-		return []Violation{{Rule: policySchemaRulePrefix + "compile", Message: err.Error()}}
-	}
-	err = s.Validate(tree)
-	var ve *jsonschema.ValidationError
-	if err == nil {
-		return nil
-	}
-	if !errors.As(err, &ve) {
-		return []Violation{{Rule: policySchemaRulePrefix + "error", Message: err.Error()}}
-	}
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) > 0 {
-			for _, c := range e.Causes {
-				walk(c)
-			}
-			return
-		}
-		kw := e.KeywordLocation
-		if i := strings.LastIndexByte(kw, '/'); i >= 0 {
-			kw = kw[i+1:]
-		}
-		vs = append(vs, Violation{Path: e.InstanceLocation, Rule: policySchemaRulePrefix + kw, Message: e.Message})
-	}
-	walk(ve)
-	return vs
-}
-
-// policyDecoder turns a decoded JSON tree into a Policy, collecting the
-// problems of shape. It keeps the presence of members and the length of
-// lists even where their content is wrong, so that Policy.violations
-// does not report an absence the decoder already explained.
-type policyDecoder struct {
-	vs      []Violation
-	version int // the file's version, 0 when it has none this package reads
-}
-
-func (d *policyDecoder) add(at, rule, format string, args ...any) {
-	d.vs = append(d.vs, Violation{Path: at, Rule: rule, Message: fmt.Sprintf(format, args...)})
-}
-
-// object checks that v is an object holding only allowed members, and
-// that the required ones are there.
-func (d *policyDecoder) object(at string, v any, allowed, required []string) (map[string]any, bool) {
-	m, ok := v.(map[string]any)
-	if !ok {
-		d.add(at, policyRuleType, "%s", strictjson.WantMessage("an object", strictjson.KindOf(v)))
-		return nil, false
-	}
-	for k := range m {
-		if !slices.Contains(allowed, k) {
-			d.add(violation.Join(at, k), policyRuleUnknownField, "unknown member %q", k)
-		}
-	}
-	for _, k := range required {
-		if _, ok := m[k]; !ok {
-			d.add(violation.Join(at, k), policyRuleRequired, "missing required member")
-		}
-	}
-	return m, true
-}
-
-func (d *policyDecoder) array(at string, v any) ([]any, bool) {
-	a, ok := v.([]any)
-	if !ok {
-		d.add(at, policyRuleType, "%s", strictjson.WantMessage("an array", strictjson.KindOf(v)))
-	}
-	return a, ok
-}
-
-// duration reads a Go duration string ("5m", "90s", "24h"); a string
-// that is none is refused (duration), and 1s stands in for it.
-func (d *policyDecoder) duration(at string, v any) time.Duration {
-	s, ok := v.(string)
-	if !ok {
-		d.add(at, policyRuleType, "%s", strictjson.WantMessage("a duration string such as \"5m\"", strictjson.KindOf(v)))
-		return time.Second
-	}
-	x, err := time.ParseDuration(s)
-	if err != nil {
-		d.add(at, policyRuleDuration, "%s is not a duration such as \"5m\", \"90s\" or \"24h\"", policyShow(s))
-		return time.Second
-	}
-	return x
-}
-
-func (d *policyDecoder) str(at string, v any) string {
-	s, ok := v.(string)
-	if !ok {
-		d.add(at, policyRuleType, "%s", strictjson.WantMessage("a string", strictjson.KindOf(v)))
-	}
-	return s
-}
-
-func (d *policyDecoder) boolean(at string, v any) bool {
-	b, ok := v.(bool)
-	if !ok {
-		d.add(at, policyRuleType, "%s", strictjson.WantMessage("a boolean", strictjson.KindOf(v)))
-	}
-	return b
-}
-
 // rat reads a number literal exactly (policyCheckNumbers has bounded it).
 func policyRat(n json.Number) (*big.Rat, bool) {
 	return new(big.Rat).SetString(string(n))
@@ -368,87 +247,6 @@ var (
 	policyThousand = big.NewRat(1000, 1)
 	policyMaxRat   = new(big.Rat).SetFrac64(int64(MaxPolicyCost), 1000)
 )
-
-// cost reads an exact amount of units: a decimal string or a number.
-func (d *policyDecoder) cost(at string, v any) kernel.Cost {
-	switch x := v.(type) {
-	case string:
-		if !policyCostPattern.MatchString(x) {
-			d.add(at, policyRuleCost, "%s is not a decimal amount of units in whole thousandths, at most %s (such as \"0.01\")", policyShow(x), MaxPolicyCost)
-			return 0
-		}
-		c, err := kernel.ParseCost(x)
-		if err != nil { // unreachable: the pattern admits only exact amounts
-			d.add(at, policyRuleCost, "%s", err)
-		}
-		return c
-	case json.Number:
-		r, ok := policyRat(x)
-		switch {
-		case !ok:
-			d.add(at, policyRuleCost, "%s is not a number", x)
-		case r.Sign() < 0:
-			d.add(at, policyRuleCost, "%s is negative", x)
-		case r.Cmp(policyMaxRat) > 0:
-			d.add(at, policyRuleCost, "%s is over the largest cost %s", x, MaxPolicyCost)
-		default:
-			t := new(big.Rat).Mul(r, policyThousand)
-			if !t.IsInt() {
-				d.add(at, policyRuleCost, "%s is not a whole number of thousandths of a unit (costs are never rounded)", x)
-				return 0
-			}
-			return kernel.Cost(t.Num().Int64())
-		}
-		return 0
-	}
-	d.add(at, policyRuleType, "%s", strictjson.WantMessage("a cost (a decimal string or a number)", strictjson.KindOf(v)))
-	return 0
-}
-
-// integer reads an integer in [lo, hi] (1.0 and 1e2 are integers, as in
-// JSON Schema).
-func (d *policyDecoder) integer(at string, v any, lo, hi int64) int64 {
-	n, ok := v.(json.Number)
-	if !ok {
-		d.add(at, policyRuleType, "%s", strictjson.WantMessage("an integer", strictjson.KindOf(v)))
-		return 0
-	}
-	r, ok := policyRat(n)
-	if !ok || !r.IsInt() {
-		d.add(at, policyRuleType, "want an integer, got %s", n)
-		return 0
-	}
-	if r.Cmp(new(big.Rat).SetInt64(lo)) < 0 || r.Cmp(new(big.Rat).SetInt64(hi)) > 0 {
-		d.add(at, policyRuleRange, "%s is outside [%d, %d]", n, lo, hi)
-		return 0
-	}
-	return r.Num().Int64()
-}
-
-// number reads a finite float64.
-func (d *policyDecoder) number(at string, v any) float64 {
-	n, ok := v.(json.Number)
-	if !ok {
-		d.add(at, policyRuleType, "%s", strictjson.WantMessage("a number", strictjson.KindOf(v)))
-		return 0
-	}
-	f, err := strconv.ParseFloat(string(n), 64)
-	if err != nil && !errors.Is(err, strconv.ErrRange) || math.IsInf(f, 0) {
-		d.add(at, policyRuleType, "%s is not a finite number", n)
-		return 0
-	}
-	return f
-}
-
-// enum reads one of the allowed strings.
-func (d *policyDecoder) enum(at string, v any, allowed ...string) string {
-	s, ok := v.(string)
-	if !ok || !slices.Contains(allowed, s) {
-		d.add(at, policyRuleEnum, "want one of %s, got %s", strings.Join(allowed, ", "), policyShow(v))
-		return ""
-	}
-	return s
-}
 
 // policyShow writes a JSON value briefly for a message.
 func policyShow(v any) string {
@@ -467,454 +265,692 @@ func policyShow(v any) string {
 var policyTiers = []string{string(claims.TierReadOnly), string(claims.TierWriteLimited), string(claims.TierModify),
 	string(claims.TierDelete), string(claims.TierPrivilege)}
 
-var policyMembers = []string{"$schema", "version", "budget", "min_cost", "unknown_tools", "default_rule", "approvers",
-	"tools", "invariants", "result_text_limit", "max_waiting", "check_results", "approval_timeout", "approval_ttl", "self_approval", "shared_budget", "labels", "timeout"}
+// policyNumberMessage is the number rule's wording.
+const policyNumberMessage = "a number literal of over 100 characters or with an exponent beyond ±1000"
 
-func (d *policyDecoder) policy(tree any) Policy {
-	var p Policy
-	m, ok := d.object("", tree, policyMembers, []string{"version", "budget", "min_cost"})
-	if !ok {
-		return p
-	}
-	if v, ok := m["$schema"]; ok {
-		p.Schema = d.str("/$schema", v)
-	}
-	if v, ok := m["version"]; ok {
-		if n, isNum := v.(json.Number); isNum {
-			if r, ok := policyRat(n); ok && r.IsInt() && r.Num().IsInt64() {
-				if x := r.Num().Int64(); x == 1 || x == 2 {
-					p.Version = int(x)
-				}
-			}
-		}
-		if p.Version == 0 {
-			d.add("/version", policyRuleVersion, "this package reads versions 1 and 2, got %s", policyShow(v))
-		}
-	}
-	d.version = p.Version
-	if d.version == 1 {
-		for _, k := range []string{"labels"} {
-			if _, ok := m[k]; ok {
-				d.add("/"+k, policyRuleUnknownField, "unknown member %q (version 2 has it)", k)
-			}
-		}
-	}
-	if v, ok := m["budget"]; ok {
-		p.Budget = d.cost("/budget", v)
-	}
-	if v, ok := m["min_cost"]; ok {
-		p.MinCost = d.cost("/min_cost", v)
-	}
-	if v, ok := m["unknown_tools"]; ok {
-		p.AllowUnknown = d.enum("/unknown_tools", v, "refuse", "allow") == "allow"
-	}
-	if v, ok := m["default_rule"]; ok {
-		r := d.rule("/default_rule", v, false)
-		p.DefaultRule = &r
-	}
-	if v, ok := m["approvers"]; ok {
-		p.Approvers = d.approvers("/approvers", v)
-	}
-	if v, ok := m["tools"]; ok {
-		if a, ok := d.array("/tools", v); ok && len(a) > 0 {
-			p.Tools = make([]RuleSpec, len(a))
-			for i, it := range a {
-				p.Tools[i] = d.rule(violation.Index("/tools", i), it, true)
-			}
-		}
-	}
-	if v, ok := m["invariants"]; ok {
-		if a, ok := d.array("/invariants", v); ok && len(a) > 0 {
-			p.Invariants = make([]InvariantSpec, len(a))
-			for i, it := range a {
-				p.Invariants[i] = d.invariant(violation.Index("/invariants", i), it)
-			}
-		}
-	}
-	if v, ok := m["result_text_limit"]; ok {
-		p.ResultTextLimit = int(d.integer("/result_text_limit", v, -1, MaxResultTextLimit))
-	}
-	if v, ok := m["max_waiting"]; ok {
-		p.MaxWaiting = int(d.integer("/max_waiting", v, -1, MaxPolicyWaiting))
-	}
-	if v, ok := m["check_results"]; ok {
-		p.CheckResults = d.boolean("/check_results", v)
-	}
-	if v, ok := m["approval_timeout"]; ok {
-		p.ApprovalTimeout = d.duration("/approval_timeout", v)
-	}
-	if v, ok := m["approval_ttl"]; ok {
-		p.ApprovalTTL = d.duration("/approval_ttl", v)
-	}
-	if v, ok := m["self_approval"]; ok {
-		p.SelfApproval = d.boolean("/self_approval", v)
-	}
-	if v, ok := m["timeout"]; ok {
-		p.Timeout = d.duration("/timeout", v)
-	}
-	if v, ok := m["labels"]; ok && d.version != 1 {
-		p.Labels = d.strList("/labels", v)
-	}
-	if v, ok := m["shared_budget"]; ok {
-		s := &SharedBudgetSpec{}
-		if sm, ok := d.object("/shared_budget", v, []string{"id", "limit"}, []string{"id", "limit"}); ok {
-			if iv, ok := sm["id"]; ok {
-				s.ID = d.str("/shared_budget/id", iv)
-			}
-			if lv, ok := sm["limit"]; ok {
-				s.Limit = d.cost("/shared_budget/limit", lv)
-			}
-		}
-		p.Shared = s
-	}
-	return p
+// policyFile is a policy file's members as read; policy turns them into
+// a Policy.
+type policyFile struct {
+	Schema          string                       `json:"$schema,optional"`
+	Version         policyVersion                `json:"version"`
+	Budget          policyCost                   `json:"budget"`
+	MinCost         policyCost                   `json:"min_cost"`
+	UnknownTools    policyEnum[unknownToolsEnum] `json:"unknown_tools,optional"`
+	DefaultRule     present[ruleCommon]          `json:"default_rule,optional"`
+	Approvers       map[claims.RiskTier][]string `json:"approvers,optional"`
+	Tools           []present[ruleWire]          `json:"tools,optional"`
+	Invariants      []invariantWire              `json:"invariants,optional"`
+	ResultTextLimit policyInt[textLimitRange]    `json:"result_text_limit,optional"`
+	MaxWaiting      policyInt[waitingRange]      `json:"max_waiting,optional"`
+	CheckResults    bool                         `json:"check_results,optional"`
+	ApprovalTimeout policyDuration               `json:"approval_timeout,optional"`
+	ApprovalTTL     policyDuration               `json:"approval_ttl,optional"`
+	SelfApproval    bool                         `json:"self_approval,optional"`
+	Timeout         policyDuration               `json:"timeout,optional"`
+	Labels          present[names]               `json:"labels,optional"` // version 2
+	Shared          present[sharedWire]          `json:"shared_budget,optional"`
 }
 
-var (
-	policyRuleMembers   = []string{"match", "description", "cost", "reserve", "tier", "refund_on_error", "check_result", "timeout", "cost_from"}
-	policyRuleMembersV2 = []string{"name", "principals", "arguments", "paths", "effect", "reason", "rate", "labels", "flow"}
-)
+// ruleCommon are the members of the default rule, which every rule has.
+type ruleCommon struct {
+	Description   string               `json:"description,optional"`
+	Cost          policyCost           `json:"cost,optional"` // required unless the rule refuses
+	Reserve       bool                 `json:"reserve,optional"`
+	Tier          policyEnum[tierEnum] `json:"tier,optional"`
+	RefundOnError bool                 `json:"refund_on_error,optional"`
+	CheckResult   bool                 `json:"check_result,optional"`
+	Timeout       policyDuration       `json:"timeout,optional"`
+	CostFrom      string               `json:"cost_from,optional"`
+}
 
-// rule reads an entry of tools (withMatch) or the default rule. The
-// members of version 2 are read in entries of tools of a version 2 file
-// (or one whose version is wrong, so as to report their problems too).
-func (d *policyDecoder) rule(at string, v any, withMatch bool) RuleSpec {
-	var r RuleSpec
-	allowed, required := policyRuleMembers, []string{"match"}
-	if !withMatch {
-		allowed, required = policyRuleMembers[1:], nil
-	} else if d.version != 1 {
-		allowed = append(slices.Clone(allowed), policyRuleMembersV2...)
+// ruleWire is an entry of tools; its version 2 members are read in any
+// file, and policy reports them as unknown in a version 1 file.
+type ruleWire struct {
+	Match string `json:"match"`
+	ruleCommon
+	Name       present[string]             `json:"name,optional"`
+	Principals policyPrincipals            `json:"principals,optional"`
+	Arguments  policyArguments             `json:"arguments,optional"`
+	Paths      present[nonEmpty[pathWire]] `json:"paths,optional"`
+	Effect     policyEnum[effectEnum]      `json:"effect,optional"`
+	Reason     present[string]             `json:"reason,optional"`
+	Rate       present[rateWire]           `json:"rate,optional"`
+	Labels     present[names]              `json:"labels,optional"`
+	Flow       present[nonEmpty[flowWire]] `json:"flow,optional"`
+}
+
+type principalsWire struct {
+	Issuers  names `json:"issuers,optional"`
+	Subjects names `json:"subjects,optional"`
+	Groups   names `json:"groups,optional"`
+	Scopes   names `json:"scopes,optional"`
+}
+
+type pathWire struct {
+	Argument        string `json:"argument"`
+	Under           names  `json:"under"`
+	CaseInsensitive bool   `json:"case_insensitive,optional"`
+}
+
+type rateWire struct {
+	Calls policyInt[callsRange]     `json:"calls"`
+	Per   policyDuration            `json:"per"`
+	Scope policyEnum[rateScopeEnum] `json:"scope,optional"`
+}
+
+type flowWire struct {
+	After  names                      `json:"after"`
+	Effect policyEnum[flowEffectEnum] `json:"effect"`
+	Reason string                     `json:"reason,optional"`
+	Tier   policyEnum[flowTierEnum]   `json:"tier,optional"`
+}
+
+type invariantWire struct {
+	Name        string                      `json:"name"`
+	Description string                      `json:"description,optional"`
+	Enforcement policyEnum[enforcementEnum] `json:"enforcement,optional"`
+	Suggestion  string                      `json:"suggestion,optional"`
+	AtMost      present[atMostWire]         `json:"at_most,optional"`
+	AtMostEach  present[atMostEachWire]     `json:"at_most_each,optional"`
+	Within      present[withinWire]         `json:"within,optional"`
+	OneOf       present[oneOfWire]          `json:"one_of,optional"`
+	Matches     present[matchesWire]        `json:"matches,optional"`
+}
+
+type atMostWire struct {
+	Key string                `json:"key"`
+	N   policyInt[countRange] `json:"n"`
+}
+
+type atMostEachWire struct {
+	Prefix string                `json:"prefix"`
+	N      policyInt[countRange] `json:"n"`
+}
+
+type withinWire struct {
+	Key string      `json:"key"`
+	Min policyFloat `json:"min"`
+	Max policyFloat `json:"max"`
+}
+
+type oneOfWire struct {
+	Key    string         `json:"key"`
+	Values []policyScalar `json:"values"`
+}
+
+type matchesWire struct {
+	Key     string `json:"key"`
+	Pattern string `json:"pattern"`
+}
+
+type sharedWire struct {
+	ID    string     `json:"id"`
+	Limit policyCost `json:"limit"`
+}
+
+// policy turns the members read into a Policy. decoded are the problems
+// the reading found. It returns the problems only the whole file shows
+// (a rule without a cost, version 2 members in a version 1 file), and the
+// pointers of the members it did not read because the file's version has
+// none of them.
+func (f *policyFile) policy(decoded []Violation) (p Policy, more []Violation, unread []string) {
+	p = Policy{Schema: f.Schema, Version: f.Version.n, Budget: f.Budget.c, MinCost: f.MinCost.c,
+		AllowUnknown: f.UnknownTools.s == "allow", Approvers: f.Approvers,
+		ResultTextLimit: int(f.ResultTextLimit.n), MaxWaiting: int(f.MaxWaiting.n), CheckResults: f.CheckResults,
+		ApprovalTimeout: f.ApprovalTimeout.d, ApprovalTTL: f.ApprovalTTL.d, SelfApproval: f.SelfApproval, Timeout: f.Timeout.d}
+	v2 := p.Version != 1 // a file whose version is wrong is read as version 2, to report its problems too
+	unknown := func(at string) {
+		more = append(more, Violation{Path: at, Rule: policyRuleUnknownField, Message: "unknown member (version 2 has it)"})
+		unread = append(unread, at)
 	}
-	m, ok := d.object(at, v, allowed, required)
-	if !ok {
-		return r
-	}
-	if v, ok := m["effect"]; ok && slices.Contains(allowed, "effect") {
-		if d.enum(at+"/effect", v, "allow", "refuse") == "refuse" {
-			r.Effect = EffectRefuse
+	needsCost := func(at string, c policyCost, refuses bool) {
+		if !c.set && !refuses {
+			more = append(more, Violation{Path: at + "/cost", Rule: policyRuleRequired, Message: "missing"})
 		}
 	}
-	if _, ok := m["cost"]; !ok && r.Effect != EffectRefuse {
-		d.add(at+"/cost", policyRuleRequired, "missing required member")
+	if f.DefaultRule.Set {
+		r := f.DefaultRule.V.spec()
+		p.DefaultRule = &r
+		if f.DefaultRule.Object {
+			needsCost("/default_rule", f.DefaultRule.V.Cost, false)
+		}
 	}
-	if v, ok := m["match"]; ok && withMatch {
-		r.Match = d.str(at+"/match", v)
+	if f.Labels.Set {
+		if v2 {
+			p.Labels = f.Labels.V
+		} else {
+			unknown("/labels")
+		}
 	}
-	if v, ok := m["description"]; ok {
-		r.Description = d.str(at+"/description", v)
-	}
-	if v, ok := m["cost"]; ok {
-		r.Cost = d.cost(at+"/cost", v)
-	}
-	if v, ok := m["reserve"]; ok {
-		r.Reserve = d.boolean(at+"/reserve", v)
-	}
-	if v, ok := m["tier"]; ok {
-		r.Tier = claims.RiskTier(d.enum(at+"/tier", v, policyTiers...))
-	}
-	if v, ok := m["refund_on_error"]; ok {
-		r.RefundOnError = d.boolean(at+"/refund_on_error", v)
-	}
-	if v, ok := m["check_result"]; ok {
-		r.CheckResult = d.boolean(at+"/check_result", v)
-	}
-	if v, ok := m["timeout"]; ok {
-		r.Timeout = d.duration(at+"/timeout", v)
-	}
-	if v, ok := m["cost_from"]; ok {
-		r.CostFrom = d.str(at+"/cost_from", v)
-	}
-	if !slices.Contains(allowed, "name") {
-		return r
-	}
-	if v, ok := m["name"]; ok {
-		r.Name = d.str(at+"/name", v)
-	}
-	if v, ok := m["principals"]; ok {
-		pat := at + "/principals"
-		pc := &PrincipalCondition{}
-		if pm, ok := d.object(pat, v, []string{"issuers", "subjects", "groups", "scopes"}, nil); ok {
-			if len(pm) == 0 {
-				d.add(pat, policyRuleRequired, "principals lists at least one of issuers, subjects, groups, scopes")
-			}
-			for k, dst := range map[string]*[]string{"issuers": &pc.Issuers, "subjects": &pc.Subjects, "groups": &pc.Groups, "scopes": &pc.Scopes} {
-				if lv, ok := pm[k]; ok {
-					*dst = d.strList(pat+"/"+k, lv)
+	if len(f.Tools) > 0 {
+		p.Tools = make([]RuleSpec, len(f.Tools))
+		for i := range f.Tools {
+			w := &f.Tools[i].V
+			r := w.ruleCommon.spec()
+			r.Match = w.Match
+			if v2 {
+				w.v2(&r)
+			} else if members := w.v2Members(); len(members) > 0 {
+				at := violation.Index("/tools", i)
+				for _, m := range members {
+					unknown(at + "/" + m)
 				}
 			}
-		}
-		r.Principals = pc
-	}
-	if v, ok := m["arguments"]; ok {
-		switch v.(type) {
-		case map[string]any, bool:
-			b, err := json.Marshal(v)
-			if err != nil { // unreachable: a decoded tree marshals
-				d.add(at+"/arguments", policyRuleType, "%v", err)
+			if f.Tools[i].Object {
+				needsCost(violation.Index("/tools", i), w.Cost, r.Effect == EffectRefuse)
 			}
-			r.Arguments = b
-		default:
-			d.add(at+"/arguments", policyRuleType, "%s", strictjson.WantMessage("a JSON Schema (an object or a boolean)", strictjson.KindOf(v)))
+			p.Tools[i] = r
 		}
 	}
-	if v, ok := m["paths"]; ok {
-		if a, ok := d.array(at+"/paths", v); ok {
-			if len(a) == 0 {
-				d.add(at+"/paths", policyRuleRequired, "paths lists at least one condition")
-			}
-			for i, it := range a {
-				pat := violation.Index(at+"/paths", i)
-				var pc PathCondition
-				if pm, ok := d.object(pat, it, []string{"argument", "under", "case_insensitive"}, []string{"argument", "under"}); ok {
-					if x, ok := pm["argument"]; ok {
-						pc.Argument = d.str(pat+"/argument", x)
-					}
-					if x, ok := pm["under"]; ok {
-						pc.Under = d.strList(pat+"/under", x)
-					}
-					if x, ok := pm["case_insensitive"]; ok {
-						pc.CaseInsensitive = d.boolean(pat+"/case_insensitive", x)
-					}
-				}
-				r.Paths = append(r.Paths, pc)
-			}
+	if len(f.Invariants) > 0 {
+		p.Invariants = make([]InvariantSpec, len(f.Invariants))
+		for i := range f.Invariants {
+			p.Invariants[i] = f.Invariants[i].spec()
 		}
 	}
-	if v, ok := m["reason"]; ok {
-		r.Reason = d.str(at+"/reason", v)
+	if f.Shared.Set {
+		p.Shared = &SharedBudgetSpec{ID: f.Shared.V.ID, Limit: f.Shared.V.Limit.c}
 	}
-	if v, ok := m["rate"]; ok {
-		rat := at + "/rate"
-		rt := &Rate{Scope: RateScopeTool}
-		if rm, ok := d.object(rat, v, []string{"calls", "per", "scope"}, []string{"calls", "per"}); ok {
-			if x, ok := rm["calls"]; ok {
-				rt.Calls = int(d.integer(rat+"/calls", x, 1, math.MaxInt32))
-			}
-			if x, ok := rm["per"]; ok {
-				if s, isStr := x.(string); isStr {
-					per, err := time.ParseDuration(s)
-					if err != nil {
-						d.add(rat+"/per", policyRuleDuration, "%s is not a duration such as \"1m\", \"90s\" or \"24h\"", policyShow(s))
-						per = time.Minute // a placeholder: the file is refused
-					}
-					rt.Per = per
-				} else {
-					d.add(rat+"/per", policyRuleType, "%s", strictjson.WantMessage("a duration string such as \"1m\"", strictjson.KindOf(x)))
-				}
-			}
-			if x, ok := rm["scope"]; ok {
-				rt.Scope = RateScope(d.enum(rat+"/scope", x, "tool", "rule"))
-			}
+	return p, more, unread
+}
+
+func (w *ruleCommon) spec() RuleSpec {
+	return RuleSpec{Description: w.Description, Cost: w.Cost.c, Reserve: w.Reserve, Tier: claims.RiskTier(w.Tier.s),
+		RefundOnError: w.RefundOnError, CheckResult: w.CheckResult, Timeout: w.Timeout.d, CostFrom: w.CostFrom}
+}
+
+// v2Members lists the version 2 members present, by their names in the
+// file.
+func (w *ruleWire) v2Members() []string {
+	var out []string
+	for _, m := range []struct {
+		name string
+		set  bool
+	}{{"name", w.Name.Set}, {"principals", w.Principals.set}, {"arguments", w.Arguments.set}, {"paths", w.Paths.Set},
+		{"effect", w.Effect.set}, {"reason", w.Reason.Set}, {"rate", w.Rate.Set}, {"labels", w.Labels.Set}, {"flow", w.Flow.Set}} {
+		if m.set {
+			out = append(out, m.name)
+		}
+	}
+	return out
+}
+
+// v2 sets r's version 2 members.
+func (w *ruleWire) v2(r *RuleSpec) {
+	r.Name = w.Name.V
+	if w.Principals.set {
+		r.Principals = &PrincipalCondition{Issuers: w.Principals.w.Issuers, Subjects: w.Principals.w.Subjects,
+			Groups: w.Principals.w.Groups, Scopes: w.Principals.w.Scopes}
+	}
+	r.Arguments = w.Arguments.raw
+	for _, pw := range w.Paths.V {
+		r.Paths = append(r.Paths, PathCondition{Argument: pw.Argument, Under: pw.Under, CaseInsensitive: pw.CaseInsensitive})
+	}
+	if w.Effect.s == "refuse" {
+		r.Effect = EffectRefuse
+	}
+	r.Reason = w.Reason.V
+	if w.Rate.Set {
+		rt := &Rate{Calls: int(w.Rate.V.Calls.n), Per: w.Rate.V.Per.d, Scope: RateScopeTool}
+		if w.Rate.V.Scope.set {
+			rt.Scope = RateScope(w.Rate.V.Scope.s)
 		}
 		r.Rate = rt
 	}
-	if v, ok := m["labels"]; ok {
-		r.Labels = d.strList(at+"/labels", v)
+	r.Labels = w.Labels.V
+	for _, fw := range w.Flow.V {
+		r.Flow = append(r.Flow, FlowRule{After: fw.After, Ask: fw.Effect.s == "ask", Reason: fw.Reason, Tier: claims.RiskTier(fw.Tier.s)})
 	}
-	if v, ok := m["flow"]; ok {
-		if a, ok := d.array(at+"/flow", v); ok {
-			if len(a) == 0 {
-				d.add(at+"/flow", policyRuleRequired, "flow lists at least one entry")
-			}
-			for i, it := range a {
-				fat := violation.Index(at+"/flow", i)
-				var f FlowRule
-				if fm, ok := d.object(fat, it, []string{"after", "effect", "reason", "tier"}, []string{"after", "effect"}); ok {
-					if x, ok := fm["after"]; ok {
-						f.After = d.strList(fat+"/after", x)
-					}
-					if x, ok := fm["effect"]; ok {
-						f.Ask = d.enum(fat+"/effect", x, "refuse", "ask") == "ask"
-					}
-					if x, ok := fm["reason"]; ok {
-						f.Reason = d.str(fat+"/reason", x)
-					}
-					if x, ok := fm["tier"]; ok {
-						f.Tier = claims.RiskTier(d.enum(fat+"/tier", x, string(claims.TierDelete), string(claims.TierPrivilege)))
-					}
-				}
-				r.Flow = append(r.Flow, f)
-			}
-		}
-	}
-	return r
 }
 
-// strList reads a non-empty list of non-empty strings; a list whose items
-// are not all strings keeps its length ("" in their place).
-func (d *policyDecoder) strList(at string, v any) []string {
-	a, ok := d.array(at, v)
-	if !ok {
-		return nil
+func (w *invariantWire) spec() InvariantSpec {
+	s := InvariantSpec{Name: w.Name, Description: w.Description, Suggestion: w.Suggestion}
+	if w.Enforcement.s == kernel.EnforcementMonitoring.String() {
+		s.Enforcement = kernel.EnforcementMonitoring
 	}
-	if len(a) == 0 {
-		d.add(at, policyRuleRequired, "the list names at least one")
-		return nil
-	}
-	out := make([]string, len(a))
-	for i, it := range a {
-		iat := violation.Index(at, i)
-		out[i] = d.str(iat, it)
-		if _, isStr := it.(string); isStr && out[i] == "" {
-			d.add(iat, policyRuleRequired, "an entry is not empty")
-		}
-	}
-	return out
-}
-
-// approvers reads the approvers object; a list whose items are not all
-// strings keeps its length ("" in their place).
-func (d *policyDecoder) approvers(at string, v any) map[claims.RiskTier][]string {
-	m, ok := v.(map[string]any)
-	if !ok {
-		d.add(at, policyRuleType, "%s", strictjson.WantMessage("an object", strictjson.KindOf(v)))
-		return nil
-	}
-	out := make(map[claims.RiskTier][]string, len(m))
-	for k, lv := range m {
-		kat := violation.Join(at, k)
-		if k != string(claims.TierDelete) && k != string(claims.TierPrivilege) {
-			d.add(kat, policyRuleEnum, "approvers are named for DELETE or PRIVILEGE, the tiers needing approval; got %q", k)
-		}
-		a, ok := d.array(kat, lv)
-		if !ok {
-			continue
-		}
-		names := make([]string, len(a))
-		for i, it := range a {
-			names[i] = d.str(violation.Index(kat, i), it)
-		}
-		out[claims.RiskTier(k)] = names
-	}
-	return out
-}
-
-var policyInvariantMembers = []string{"name", "description", "enforcement", "suggestion",
-	"at_most", "at_most_each", "within", "one_of", "matches"}
-
-func (d *policyDecoder) invariant(at string, v any) InvariantSpec {
-	var s InvariantSpec
-	m, ok := d.object(at, v, policyInvariantMembers, []string{"name"})
-	if !ok {
-		return s
-	}
-	if v, ok := m["name"]; ok {
-		s.Name = d.str(at+"/name", v)
-	}
-	if v, ok := m["description"]; ok {
-		s.Description = d.str(at+"/description", v)
-	}
-	if v, ok := m["enforcement"]; ok {
-		if d.enum(at+"/enforcement", v, kernel.EnforcementBlocking.String(), kernel.EnforcementMonitoring.String()) == kernel.EnforcementMonitoring.String() {
-			s.Enforcement = kernel.EnforcementMonitoring
-		}
-	}
-	if v, ok := m["suggestion"]; ok {
-		s.Suggestion = d.str(at+"/suggestion", v)
-	}
-	// Each form present is read, even when there are several; the count
+	// Each form present is kept, even when there are several; the count
 	// is Policy.violations' to report.
-	if v, ok := m["at_most"]; ok {
-		s.AtMost = &AtMostSpec{}
-		fat := at + "/at_most"
-		if fm, ok := d.object(fat, v, []string{"key", "n"}, []string{"key", "n"}); ok {
-			if kv, ok := fm["key"]; ok {
-				s.AtMost.Key = d.str(fat+"/key", kv)
-			}
-			if nv, ok := fm["n"]; ok {
-				s.AtMost.N = d.integer(fat+"/n", nv, 0, policyMaxSafeInt)
+	if f := &w.AtMost; f.Set {
+		s.AtMost = &AtMostSpec{Key: f.V.Key, N: f.V.N.n}
+	}
+	if f := &w.AtMostEach; f.Set {
+		s.AtMostEach = &AtMostEachSpec{Prefix: f.V.Prefix, N: f.V.N.n}
+	}
+	if f := &w.Within; f.Set {
+		s.Within = &WithinSpec{Key: f.V.Key, Min: f.V.Min.f, Max: f.V.Max.f}
+	}
+	if f := &w.OneOf; f.Set {
+		s.OneOf = &OneOfSpec{Key: f.V.Key}
+		if len(f.V.Values) > 0 {
+			s.OneOf.Values = make([]kernel.Value, len(f.V.Values))
+			for i, v := range f.V.Values {
+				s.OneOf.Values[i] = v.v
 			}
 		}
 	}
-	if v, ok := m["at_most_each"]; ok {
-		s.AtMostEach = &AtMostEachSpec{}
-		fat := at + "/at_most_each"
-		if fm, ok := d.object(fat, v, []string{"prefix", "n"}, []string{"prefix", "n"}); ok {
-			if kv, ok := fm["prefix"]; ok {
-				s.AtMostEach.Prefix = d.str(fat+"/prefix", kv)
-			}
-			if nv, ok := fm["n"]; ok {
-				s.AtMostEach.N = d.integer(fat+"/n", nv, 0, policyMaxSafeInt)
-			}
-		}
-	}
-	if v, ok := m["within"]; ok {
-		s.Within = &WithinSpec{}
-		fat := at + "/within"
-		if fm, ok := d.object(fat, v, []string{"key", "min", "max"}, []string{"key", "min", "max"}); ok {
-			if kv, ok := fm["key"]; ok {
-				s.Within.Key = d.str(fat+"/key", kv)
-			}
-			if nv, ok := fm["min"]; ok {
-				s.Within.Min = d.number(fat+"/min", nv)
-			}
-			if nv, ok := fm["max"]; ok {
-				s.Within.Max = d.number(fat+"/max", nv)
-			}
-		}
-	}
-	if v, ok := m["one_of"]; ok {
-		s.OneOf = &OneOfSpec{}
-		fat := at + "/one_of"
-		if fm, ok := d.object(fat, v, []string{"key", "values"}, []string{"key", "values"}); ok {
-			if kv, ok := fm["key"]; ok {
-				s.OneOf.Key = d.str(fat+"/key", kv)
-			}
-			if vv, ok := fm["values"]; ok {
-				if a, ok := d.array(fat+"/values", vv); ok && len(a) > 0 {
-					s.OneOf.Values = make([]kernel.Value, len(a))
-					for i, it := range a {
-						s.OneOf.Values[i] = d.scalar(violation.Index(fat+"/values", i), it)
-					}
-				}
-			}
-		}
-	}
-	if v, ok := m["matches"]; ok {
-		s.Matches = &MatchesSpec{}
-		fat := at + "/matches"
-		if fm, ok := d.object(fat, v, []string{"key", "pattern"}, []string{"key", "pattern"}); ok {
-			if kv, ok := fm["key"]; ok {
-				s.Matches.Key = d.str(fat+"/key", kv)
-			}
-			if pv, ok := fm["pattern"]; ok {
-				s.Matches.Pattern = d.str(fat+"/pattern", pv)
-			}
-		}
+	if f := &w.Matches; f.Set {
+		s.Matches = &MatchesSpec{Key: f.V.Key, Pattern: f.V.Pattern}
 	}
 	return s
 }
 
-// scalar reads a one_of value: a number literal with a fraction or an
+// present is a member that may be absent: Set says it was there, and
+// Object that it was an object (whatever problems it had).
+type present[T any] struct {
+	V      T
+	Set    bool
+	Object bool
+}
+
+func (p *present[T]) UnmarshalStrict(d *strictjson.Decoder) error {
+	p.Set, p.Object = true, d.Peek() == strictjson.Object
+	return d.Decode(&p.V)
+}
+
+// names is a non-empty list of non-empty strings. A list whose items are
+// not all strings keeps its length ("" in their place); an empty one
+// reads as nil.
+type names []string
+
+func (n *names) UnmarshalStrict(d *strictjson.Decoder) error {
+	if k := d.Peek(); k != strictjson.Array {
+		return d.Errorf(policyRuleType, "%s", strictjson.WantMessage("an array", k))
+	}
+	list := names{}
+	err := d.Array(func(int) error {
+		if k := d.Peek(); k != strictjson.String {
+			d.Report(d.Errorf(policyRuleType, "%s", strictjson.WantMessage("a string", k)))
+			list = append(list, "")
+			return d.Skip()
+		}
+		s, err := d.ReadString()
+		if err == nil && s == "" {
+			d.Report(d.Errorf(policyRuleRequired, "an entry is not empty"))
+		}
+		list = append(list, s)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if len(list) == 0 {
+		return d.Errorf(policyRuleRequired, "the list names at least one")
+	}
+	*n = list
+	return nil
+}
+
+// nonEmpty is a list of at least one item; an empty one reads as nil.
+type nonEmpty[T any] []T
+
+func (l *nonEmpty[T]) UnmarshalStrict(d *strictjson.Decoder) error {
+	var v []T
+	err := d.Decode(&v)
+	if err == nil && len(v) == 0 {
+		return d.Errorf(policyRuleRequired, "the list has at least one entry")
+	}
+	*l = v
+	return err
+}
+
+// policyPrincipals is a rule's principals: an object naming at least one
+// list.
+type policyPrincipals struct {
+	w   principalsWire
+	set bool
+}
+
+func (p *policyPrincipals) UnmarshalStrict(d *strictjson.Decoder) error {
+	p.set = true
+	if _, ok := d.FirstKey(); !ok && d.Peek() == strictjson.Object {
+		if err := d.Skip(); err != nil {
+			return err
+		}
+		return d.Errorf(policyRuleRequired, "principals lists at least one of issuers, subjects, groups, scopes")
+	}
+	return d.Decode(&p.w)
+}
+
+// policyArguments is a rule's argument schema, an object or a boolean,
+// kept as encoding/json writes it.
+type policyArguments struct {
+	raw json.RawMessage
+	set bool
+}
+
+func (a *policyArguments) UnmarshalStrict(d *strictjson.Decoder) error {
+	a.set = true
+	if k := d.Peek(); k != strictjson.Object && k != strictjson.Bool {
+		return d.Errorf(policyRuleType, "%s", strictjson.WantMessage("a JSON Schema (an object or a boolean)", k))
+	}
+	at := d.Pointer()
+	tree, err := d.Any()
+	if err != nil {
+		return err
+	}
+	var numbers []Violation
+	policyCheckNumbers(tree, at, &numbers)
+	if len(numbers) > 0 {
+		for _, v := range numbers[:len(numbers)-1] {
+			d.Report(d.ErrorfAt(v.Path, v.Rule, "%s", v.Message))
+		}
+		v := numbers[len(numbers)-1]
+		return d.ErrorfAt(v.Path, v.Rule, "%s", v.Message)
+	}
+	b, err := json.Marshal(tree)
+	if err != nil { // unreachable: a decoded tree marshals
+		return d.Errorf(policyRuleType, "%v", err)
+	}
+	a.raw = b
+	return nil
+}
+
+// policyShowNext reads the next value and writes it briefly for a
+// message.
+func policyShowNext(d *strictjson.Decoder) (string, error) {
+	switch k := d.Peek(); k {
+	case strictjson.String:
+		s, err := d.ReadString()
+		return policyShow(s), err
+	case strictjson.Number:
+		lit, _, err := d.ReadNumber()
+		return string(lit), err
+	default:
+		return k.String(), d.Skip()
+	}
+}
+
+// policyVersion is the file's version, 1 or 2 (0 for any other value).
+type policyVersion struct{ n int }
+
+func (v *policyVersion) UnmarshalStrict(d *strictjson.Decoder) error {
+	if d.Peek() == strictjson.Number {
+		lit, isInt, err := d.ReadNumber()
+		if err != nil {
+			return err
+		}
+		if !policyNumberOK(string(lit)) {
+			return d.Errorf(policyRuleNumber, policyNumberMessage)
+		}
+		if isInt && (string(lit) == "1" || string(lit) == "2") {
+			v.n = int(lit[0] - '0')
+			return nil
+		}
+		if r, ok := policyRat(json.Number(lit)); ok && r.IsInt() && r.Num().IsInt64() {
+			if x := r.Num().Int64(); x == 1 || x == 2 {
+				v.n = int(x)
+				return nil
+			}
+		}
+		return d.Errorf(policyRuleVersion, "this package reads versions 1 and 2, got %s", lit)
+	}
+	got, err := policyShowNext(d)
+	if err != nil {
+		return err
+	}
+	return d.Errorf(policyRuleVersion, "this package reads versions 1 and 2, got %s", got)
+}
+
+// policyCost is an exact amount of units: a decimal string or a number.
+type policyCost struct {
+	c   kernel.Cost
+	set bool
+}
+
+func (c *policyCost) UnmarshalStrict(d *strictjson.Decoder) error {
+	c.set = true
+	switch k := d.Peek(); k {
+	case strictjson.String:
+		s, err := d.ReadString()
+		if err != nil {
+			return err
+		}
+		if !policyCostPattern.MatchString(s) {
+			return d.Errorf(policyRuleCost, "%s is not a decimal amount of units in whole thousandths, at most %s (such as \"0.01\")", policyShow(s), MaxPolicyCost)
+		}
+		v, err := kernel.ParseCost(s)
+		if err != nil { // unreachable: the pattern admits only exact amounts
+			return d.Errorf(policyRuleCost, "%s", err)
+		}
+		c.c = v
+		return nil
+	case strictjson.Number:
+		lit, isInt, err := d.ReadNumber()
+		if err != nil {
+			return err
+		}
+		x := string(lit)
+		if !policyNumberOK(x) {
+			return d.Errorf(policyRuleNumber, policyNumberMessage)
+		}
+		if isInt && len(x) <= 15 && x[0] != '-' {
+			n, _ := strconv.ParseInt(x, 10, 64)
+			c.c = kernel.Cost(n * 1000)
+			return nil
+		}
+		r, ok := policyRat(json.Number(x))
+		switch {
+		case !ok:
+			return d.Errorf(policyRuleCost, "%s is not a number", x)
+		case r.Sign() < 0:
+			return d.Errorf(policyRuleCost, "%s is negative", x)
+		case r.Cmp(policyMaxRat) > 0:
+			return d.Errorf(policyRuleCost, "%s is over the largest cost %s", x, MaxPolicyCost)
+		}
+		t := new(big.Rat).Mul(r, policyThousand)
+		if !t.IsInt() {
+			return d.Errorf(policyRuleCost, "%s is not a whole number of thousandths of a unit (costs are never rounded)", x)
+		}
+		c.c = kernel.Cost(t.Num().Int64())
+		return nil
+	default:
+		return d.Errorf(policyRuleType, "%s", strictjson.WantMessage("a cost (a decimal string or a number)", k))
+	}
+}
+
+// intRange is the range of a policyInt.
+type intRange interface{ bounds() (lo, hi int64) }
+
+type (
+	textLimitRange struct{}
+	waitingRange   struct{}
+	countRange     struct{}
+	callsRange     struct{}
+)
+
+func (textLimitRange) bounds() (int64, int64) { return -1, MaxResultTextLimit }
+func (waitingRange) bounds() (int64, int64)   { return -1, MaxPolicyWaiting }
+func (countRange) bounds() (int64, int64)     { return 0, policyMaxSafeInt }
+func (callsRange) bounds() (int64, int64)     { return 1, math.MaxInt32 }
+
+// policyInt is an integer in R's range; 1.0 and 1e2 are integers, as in
+// JSON Schema.
+type policyInt[R intRange] struct{ n int64 }
+
+func (x *policyInt[R]) UnmarshalStrict(d *strictjson.Decoder) error {
+	k := d.Peek()
+	if k != strictjson.Number {
+		return d.Errorf(policyRuleType, "%s", strictjson.WantMessage("an integer", k))
+	}
+	lit, isInt, err := d.ReadNumber()
+	if err != nil {
+		return err
+	}
+	s := string(lit)
+	if !policyNumberOK(s) {
+		return d.Errorf(policyRuleNumber, policyNumberMessage)
+	}
+	var r R
+	lo, hi := r.bounds()
+	if isInt {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < lo || n > hi {
+			return d.Errorf(policyRuleRange, "%s is outside [%d, %d]", s, lo, hi)
+		}
+		x.n = n
+		return nil
+	}
+	q, ok := policyRat(json.Number(s))
+	if !ok || !q.IsInt() {
+		return d.Errorf(policyRuleType, "want an integer, got %s", s)
+	}
+	if q.Cmp(new(big.Rat).SetInt64(lo)) < 0 || q.Cmp(new(big.Rat).SetInt64(hi)) > 0 {
+		return d.Errorf(policyRuleRange, "%s is outside [%d, %d]", s, lo, hi)
+	}
+	x.n = q.Num().Int64()
+	return nil
+}
+
+// policyFloat is a finite number.
+type policyFloat struct{ f float64 }
+
+func (x *policyFloat) UnmarshalStrict(d *strictjson.Decoder) error {
+	k := d.Peek()
+	if k != strictjson.Number {
+		return d.Errorf(policyRuleType, "%s", strictjson.WantMessage("a number", k))
+	}
+	lit, _, err := d.ReadNumber()
+	if err != nil {
+		return err
+	}
+	s := string(lit)
+	if !policyNumberOK(s) {
+		return d.Errorf(policyRuleNumber, policyNumberMessage)
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) || math.IsInf(f, 0) {
+		return d.Errorf(policyRuleType, "%s is not a finite number", s)
+	}
+	x.f = f
+	return nil
+}
+
+// policyScalar is a one_of value: a number literal with a fraction or an
 // exponent is a float, one without an int (kernel's typed JSON). An int
 // beyond ±(2^53−1) is kept as an int for Policy.violations to report
 // (value), or as null when beyond int64.
-func (d *policyDecoder) scalar(at string, v any) kernel.Value {
-	switch x := v.(type) {
-	case nil:
-		return kernel.Null()
-	case bool:
-		return kernel.Bool(x)
-	case string:
-		return kernel.String(x)
-	case json.Number:
-		s := string(x)
-		if strings.ContainsAny(s, ".eE") {
+type policyScalar struct{ v kernel.Value }
+
+func (x *policyScalar) UnmarshalStrict(d *strictjson.Decoder) error {
+	x.v = kernel.Null()
+	switch k := d.Peek(); k {
+	case strictjson.Null:
+		return d.ReadNull()
+	case strictjson.Bool:
+		b, err := d.ReadBool()
+		x.v = kernel.Bool(b)
+		return err
+	case strictjson.String:
+		s, err := d.ReadString()
+		x.v = kernel.String(s)
+		return err
+	case strictjson.Number:
+		lit, isInt, err := d.ReadNumber()
+		if err != nil {
+			return err
+		}
+		s := string(lit)
+		if !policyNumberOK(s) {
+			return d.Errorf(policyRuleNumber, policyNumberMessage)
+		}
+		if !isInt {
 			f, err := strconv.ParseFloat(s, 64)
 			if err != nil && !errors.Is(err, strconv.ErrRange) || math.IsInf(f, 0) {
-				d.add(at, policyRuleType, "%s is not a finite number", s)
-				return kernel.Null()
+				return d.Errorf(policyRuleType, "%s is not a finite number", s)
 			}
-			return kernel.Float(f)
+			x.v = kernel.Float(f)
+			return nil
 		}
 		i, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			d.add(at, policyRuleValue, "the int %s is beyond ±(2^53−1); an int compared exactly must be within it", s)
-			return kernel.Null()
+			return d.Errorf(policyRuleValue, "the int %s is beyond ±(2^53−1); an int compared exactly must be within it", s)
 		}
-		return kernel.Int(i)
+		x.v = kernel.Int(i)
+		return nil
+	default:
+		return d.Errorf(policyRuleType, "%s", strictjson.WantMessage("a string, number, boolean or null", k))
 	}
-	d.add(at, policyRuleType, "%s", strictjson.WantMessage("a string, number, boolean or null", strictjson.KindOf(v)))
-	return kernel.Null()
+}
+
+// policyDuration is a Go duration string ("5m", "90s", "24h"); a string
+// that is none is refused (duration), and 1s stands in for it.
+type policyDuration struct{ d time.Duration }
+
+func (x *policyDuration) UnmarshalStrict(d *strictjson.Decoder) error {
+	k := d.Peek()
+	if k != strictjson.String {
+		return d.Errorf(policyRuleType, "%s", strictjson.WantMessage("a duration string such as \"5m\"", k))
+	}
+	s, err := d.ReadString()
+	if err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		x.d = time.Second
+		return d.Errorf(policyRuleDuration, "%s is not a duration such as \"5m\", \"90s\" or \"24h\"", policyShow(s))
+	}
+	x.d = v
+	return nil
+}
+
+// enumValues is the set of strings a policyEnum takes.
+type enumValues interface{ values() []string }
+
+type (
+	unknownToolsEnum struct{}
+	tierEnum         struct{}
+	effectEnum       struct{}
+	rateScopeEnum    struct{}
+	flowEffectEnum   struct{}
+	flowTierEnum     struct{}
+	enforcementEnum  struct{}
+)
+
+var (
+	policyUnknownTools = []string{"refuse", "allow"}
+	policyEffects      = []string{"allow", "refuse"}
+	policyRateScopes   = []string{string(RateScopeTool), string(RateScopeRule)}
+	policyFlowEffects  = []string{"refuse", "ask"}
+	policyFlowTiers    = []string{string(claims.TierDelete), string(claims.TierPrivilege)}
+	policyEnforcements = []string{kernel.EnforcementBlocking.String(), kernel.EnforcementMonitoring.String()}
+)
+
+func (unknownToolsEnum) values() []string { return policyUnknownTools }
+func (tierEnum) values() []string         { return policyTiers }
+func (effectEnum) values() []string       { return policyEffects }
+func (rateScopeEnum) values() []string    { return policyRateScopes }
+func (flowEffectEnum) values() []string   { return policyFlowEffects }
+func (flowTierEnum) values() []string     { return policyFlowTiers }
+func (enforcementEnum) values() []string  { return policyEnforcements }
+
+// policyEnum is one of E's strings, spelled exactly; s is "" for any
+// other value, and set says the member was there.
+type policyEnum[E enumValues] struct {
+	s   string
+	set bool
+}
+
+func (e *policyEnum[E]) UnmarshalStrict(d *strictjson.Decoder) error {
+	e.set = true
+	var set E
+	allowed := set.values()
+	if d.Peek() == strictjson.String {
+		s, err := d.ReadString()
+		if err != nil {
+			return err
+		}
+		for _, a := range allowed {
+			if s == a {
+				e.s = a
+				return nil
+			}
+		}
+		return d.Errorf(policyRuleEnum, "want one of %s, got %s", strings.Join(allowed, ", "), policyShow(s))
+	}
+	got, err := policyShowNext(d)
+	if err != nil {
+		return err
+	}
+	return d.Errorf(policyRuleEnum, "want one of %s, got %s", strings.Join(allowed, ", "), got)
 }
