@@ -67,9 +67,9 @@ type Violation = violation.Violation
 // holds for it; use errors.As to read the violations.
 type ValidationError = violation.ValidationError
 
-// The rules a policy Violation names. The schema checks the first group
-// too; the second group is what a schema cannot say; the third is checked
-// before anything else and stops the reading.
+// The rules a policy Violation names. The schema says the first group
+// too; the second group is what a schema cannot say; the third refuses
+// the text as a whole, or (number) stops the reading.
 const (
 	policyRuleType           = violation.RuleType         // wrong JSON type
 	policyRuleUnknownField   = violation.RuleUnknownField // a member the format does not define

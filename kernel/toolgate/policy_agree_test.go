@@ -1,10 +1,14 @@
 package toolgate
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"testing"
+
+	"pgregory.net/rapid"
 )
 
 // FuzzParsePolicyAgrees: the typed reader (internal/strictjson and
@@ -44,6 +48,35 @@ func FuzzParsePolicyAgrees(f *testing.F) {
 		}
 		if len(vs) == 0 && !reflect.DeepEqual(p, q) {
 			t.Fatalf("the readers read %q differently:\nnew: %#v\nold: %#v", data, p, q)
+		}
+	})
+}
+
+// TestCostStringIsTheSchemaPattern: a cost string is read exactly when the
+// pattern policy.schema.json gives cost strings matches it.
+func TestCostStringIsTheSchemaPattern(t *testing.T) {
+	var schema struct {
+		Defs struct {
+			Cost struct {
+				OneOf []struct {
+					Pattern string `json:"pattern"`
+				} `json:"oneOf"`
+			} `json:"cost"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(policySchemaText, &schema); err != nil {
+		t.Fatal(err)
+	}
+	pattern := regexp.MustCompile(schema.Defs.Cost.OneOf[0].Pattern)
+	for _, s := range []string{"0", "1", "0.001", "1.0000", "999999999999999.999", "1000000000000000", "01", "1.", ".5", "0.0005", "", "-1", "1e3", " 1", "1.2a"} {
+		if got, want := policyCostString(s), pattern.MatchString(s); got != want {
+			t.Fatalf("%q: %v, the schema's pattern says %v", s, got, want)
+		}
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		s := rapid.StringMatching(`[0-9]{0,17}(\.[0-9]{0,6})?[0-9.a]?`).Draw(t, "cost")
+		if got, want := policyCostString(s), pattern.MatchString(s); got != want {
+			t.Fatalf("%q: %v, the schema's pattern says %v", s, got, want)
 		}
 	})
 }

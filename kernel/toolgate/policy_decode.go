@@ -10,7 +10,6 @@ import (
 	"math"
 	"math/big"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,9 +31,12 @@ import (
 //
 //   - The text: at most MaxPolicySize bytes (size); one strict JSON text —
 //     valid UTF-8 (a leading byte order mark is skipped), nothing after
-//     it, no integer a double would round (syntax); no object with a key twice (duplicate_key); no number
-//     literal over 100 characters or with an exponent beyond ±1000
-//     (number). These stop the reading.
+//     it, no integer a double would round, nesting at most 512 deep
+//     (syntax); no object with a key twice, compared after unescaping
+//     (duplicate_key). These refuse the file as a whole, at path "". No
+//     number literal where a number is read (a cost, an integer, a bound,
+//     a one_of value, an argument schema) over 100 characters or with an
+//     exponent beyond ±1000 (number): this stops the reading too.
 //   - The shape, which policy.schema.json says too: JSON types (type),
 //     no member the format does not define (unknown_field), required
 //     members, non-empty names, keys and lists (required), tiers
@@ -77,9 +79,11 @@ import (
 //     In a version 1 file these members are unknown (unknown_field).
 //
 // A problem inside a member that is already wrong is not reported again
-// (a rule that is not an object reports no missing cost). The schema and
-// this decoder agree on the shape: a file the schema accepts has no
-// violation of the second group, and the other way round.
+// (a rule that is not an object reports no missing cost). The file is
+// read once, into typed structs, by the strict JSON reader every Verity
+// decoder uses; the schema is not run, but the reader says what it says:
+// a file the schema accepts has no violation of the second group, and the
+// other way round (TestTypedPolicyReaderAgreesWithSchema).
 func ParsePolicy(data []byte) (Policy, error) {
 	return parsePolicy(data, "policy")
 }
@@ -238,10 +242,39 @@ func policyRat(n json.Number) (*big.Rat, bool) {
 	return new(big.Rat).SetString(string(n))
 }
 
-// policyCostPattern is the cost string the schema allows: a plain
-// decimal, up to 15 integer digits, whole thousandths (trailing zeros
-// after them are fine).
-var policyCostPattern = regexp.MustCompile(`^(0|[1-9][0-9]{0,14})(\.[0-9]{1,3}0*)?$`)
+// policyCostString reports whether s is a cost string the schema allows,
+// one its pattern ^(0|[1-9][0-9]{0,14})(\.[0-9]{1,3}0*)?$ matches: a
+// plain decimal, up to 15 integer digits, whole thousandths (trailing
+// zeros after them are fine).
+func policyCostString(s string) bool {
+	digit := func(i int) bool { return i < len(s) && '0' <= s[i] && s[i] <= '9' }
+	i := 1
+	switch {
+	case s == "" || !digit(0):
+		return false
+	case s[0] != '0':
+		for i < 15 && digit(i) {
+			i++
+		}
+	}
+	if i == len(s) {
+		return true
+	}
+	if s[i] != '.' {
+		return false
+	}
+	i++
+	for n := 0; n < 3 && digit(i); n++ {
+		i++
+	}
+	if s[i-1] == '.' {
+		return false
+	}
+	for i < len(s) && s[i] == '0' {
+		i++
+	}
+	return i == len(s)
+}
 
 var (
 	policyThousand = big.NewRat(1000, 1)
@@ -278,7 +311,7 @@ type policyFile struct {
 	UnknownTools    policyEnum[unknownToolsEnum] `json:"unknown_tools,optional"`
 	DefaultRule     present[ruleCommon]          `json:"default_rule,optional"`
 	Approvers       map[claims.RiskTier][]string `json:"approvers,optional"`
-	Tools           []present[ruleWire]          `json:"tools,optional"`
+	Tools           []*present[ruleWire]         `json:"tools,optional"` // nil for null (refused)
 	Invariants      []invariantWire              `json:"invariants,optional"`
 	ResultTextLimit policyInt[textLimitRange]    `json:"result_text_limit,optional"`
 	MaxWaiting      policyInt[waitingRange]      `json:"max_waiting,optional"`
@@ -403,16 +436,16 @@ func (f *policyFile) policy(decoded []Violation) (p Policy, more []Violation, un
 		more = append(more, Violation{Path: at, Rule: policyRuleUnknownField, Message: "unknown member (version 2 has it)"})
 		unread = append(unread, at)
 	}
-	needsCost := func(at string, c policyCost, refuses bool) {
+	needsCost := func(at func() string, c policyCost, refuses bool) {
 		if !c.set && !refuses {
-			more = append(more, Violation{Path: at + "/cost", Rule: policyRuleRequired, Message: "missing"})
+			more = append(more, Violation{Path: at() + "/cost", Rule: policyRuleRequired, Message: "missing"})
 		}
 	}
 	if f.DefaultRule.Set {
 		r := f.DefaultRule.V.spec()
 		p.DefaultRule = &r
 		if f.DefaultRule.Object {
-			needsCost("/default_rule", f.DefaultRule.V.Cost, false)
+			needsCost(func() string { return "/default_rule" }, f.DefaultRule.V.Cost, false)
 		}
 	}
 	if f.Labels.Set {
@@ -424,8 +457,14 @@ func (f *policyFile) policy(decoded []Violation) (p Policy, more []Violation, un
 	}
 	if len(f.Tools) > 0 {
 		p.Tools = make([]RuleSpec, len(f.Tools))
-		for i := range f.Tools {
-			w := &f.Tools[i].V
+		for i, t := range f.Tools {
+			if t == nil {
+				// A pointer keeps a large list cheap to grow; null is no rule.
+				more = append(more, Violation{Path: violation.Index("/tools", i), Rule: policyRuleType,
+					Message: strictjson.WantMessage("an object", strictjson.Null)})
+				continue
+			}
+			w := &t.V
 			r := w.ruleCommon.spec()
 			r.Match = w.Match
 			if v2 {
@@ -436,8 +475,8 @@ func (f *policyFile) policy(decoded []Violation) (p Policy, more []Violation, un
 					unknown(at + "/" + m)
 				}
 			}
-			if f.Tools[i].Object {
-				needsCost(violation.Index("/tools", i), w.Cost, r.Effect == EffectRefuse)
+			if t.Object {
+				needsCost(func() string { return violation.Index("/tools", i) }, w.Cost, r.Effect == EffectRefuse)
 			}
 			p.Tools[i] = r
 		}
@@ -705,7 +744,7 @@ func (c *policyCost) UnmarshalStrict(d *strictjson.Decoder) error {
 		if err != nil {
 			return err
 		}
-		if !policyCostPattern.MatchString(s) {
+		if !policyCostString(s) {
 			return d.Errorf(policyRuleCost, "%s is not a decimal amount of units in whole thousandths, at most %s (such as \"0.01\")", policyShow(s), MaxPolicyCost)
 		}
 		v, err := kernel.ParseCost(s)

@@ -13,6 +13,7 @@ import (
 	"io"
 	"math"
 	"math/big"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,6 +38,9 @@ var oldSemanticRules = map[string]bool{
 	policyRulePointer: true, policyRulePath: true, policyRuleLabel: true, policyRuleUnknownLabel: true, policyRuleFlowTier: true,
 	policyRuleSelfApprovalUnused: true,
 }
+
+// policyCostPattern is the cost string the schema allows.
+var policyCostPattern = regexp.MustCompile(`^(0|[1-9][0-9]{0,14})(\.[0-9]{1,3}0*)?$`)
 
 // oldCheckPolicy decodes data and returns the policy with every violation
 // found, sorted; the policy is meaningful only without violations.
