@@ -42,3 +42,20 @@ func BenchmarkValidateIncidentDossier20(b *testing.B) {
 func BenchmarkValidateRunRecord(b *testing.B) {
 	benchValidate(b, KindRunRecord, "valid/run_record/succeeded.json")
 }
+
+// BenchmarkValidateFixtures validates every fixture of testdata/valid, one
+// sub-benchmark each (kind/file), to compare with another validator over
+// the same documents.
+func BenchmarkValidateFixtures(b *testing.B) {
+	for _, f := range loadFixtures(b, "valid") {
+		b.Run(string(f.kind)+"/"+f.name, func(b *testing.B) {
+			b.SetBytes(int64(len(f.data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := Validate(f.kind, f.data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

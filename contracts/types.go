@@ -152,7 +152,7 @@ type EvidenceRef struct {
 	Kind        EvidenceKind `json:"kind"`
 	Ref         string       `json:"ref"`
 	ExcerptHash string       `json:"excerpt_hash"`
-	TS          *time.Time   `json:"ts"`
+	TS          *time.Time   `json:"ts,optional"`
 }
 
 // RunRecord is Contract 1: one auditable record per evaluator invocation.
@@ -173,23 +173,23 @@ type RunRecord struct {
 
 // DatasetRef names the dataset a run evaluated, if any.
 type DatasetRef struct {
-	DatasetID   *string `json:"dataset_id"`
-	DatasetHash *string `json:"dataset_hash"`
+	DatasetID   *string `json:"dataset_id,optional"`
+	DatasetHash *string `json:"dataset_hash,optional"`
 }
 
 // InputRef describes what a run read.
 type InputRef struct {
-	ProjectName     *string    `json:"project_name"`
+	ProjectName     *string    `json:"project_name,optional"`
 	TraceIDs        []string   `json:"trace_ids"`
 	TimeWindow      TimeWindow `json:"time_window"`
-	FilterExpr      *string    `json:"filter_expr"`
-	ControlsVersion *string    `json:"controls_version"`
+	FilterExpr      *string    `json:"filter_expr,optional"`
+	ControlsVersion *string    `json:"controls_version,optional"`
 }
 
 // TimeWindow is an optional [Start, End] interval.
 type TimeWindow struct {
-	Start *time.Time `json:"start"`
-	End   *time.Time `json:"end"`
+	Start *time.Time `json:"start,optional"`
+	End   *time.Time `json:"end,optional"`
 }
 
 // RuntimeRef describes the engine, model, budget and usage of a run.
@@ -214,9 +214,9 @@ type RunBudget struct {
 	MaxDepth       int64    `json:"max_depth"`
 	MaxToolCalls   int64    `json:"max_tool_calls"`
 	MaxSubcalls    int64    `json:"max_subcalls"`
-	MaxTokensTotal *int64   `json:"max_tokens_total"`
-	MaxCostUSD     *float64 `json:"max_cost_usd"`
-	SamplingSeed   *int64   `json:"sampling_seed"`
+	MaxTokensTotal *int64   `json:"max_tokens_total,optional"`
+	MaxCostUSD     *float64 `json:"max_cost_usd,optional"`
+	SamplingSeed   *int64   `json:"sampling_seed,optional"`
 	MaxWallTimeSec int64    `json:"max_wall_time_sec"`
 }
 
@@ -233,9 +233,9 @@ type Usage struct {
 
 // OutputRef points at the formal artifact a run produced.
 type OutputRef struct {
-	ArtifactType  *ArtifactType `json:"artifact_type"`
-	ArtifactPath  *string       `json:"artifact_path"`
-	SchemaVersion *string       `json:"schema_version"`
+	ArtifactType  *ArtifactType `json:"artifact_type,optional"`
+	ArtifactPath  *string       `json:"artifact_path,optional"`
+	SchemaVersion *string       `json:"schema_version,optional"`
 }
 
 // WritebackRef records the annotation write-back of a run.
@@ -396,7 +396,7 @@ type Annotation struct {
 	Name            string        `json:"name"`
 	AnnotatorKind   AnnotatorKind `json:"annotator_kind"`
 	Label           string        `json:"label"`
-	Score           *float64      `json:"score"`
+	Score           *float64      `json:"score,optional"`
 	ExplanationJSON string        `json:"explanation_json"`
-	TargetSpanID    *string       `json:"target_span_id"`
+	TargetSpanID    *string       `json:"target_span_id,optional"`
 }

@@ -1,12 +1,14 @@
 package contracts
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/verity-go/verity/contracts/rule"
 	"github.com/verity-go/verity/internal/canon"
+	"github.com/verity-go/verity/internal/strictjson"
 )
 
 // Resolver tells the validators which ids exist, so that evidence pointers
@@ -188,12 +190,79 @@ func decodeTyped[T any](kind Kind, data []byte, opts []Option, check func(*check
 	return v, newValidationError(string(kind), vs)
 }
 
-// decode runs the whole pipeline: strict JSON (RFC 8785 parser: no
+// decode reads and checks a document: by the fast path when it finds
+// nothing wrong, else by the full one, which says what is wrong.
+func decode[T any](kind Kind, data []byte, cfg *config, check func(*checker, *T)) (T, []Violation, error) {
+	if out, ok := decodeFast(kind, data, cfg, check); ok {
+		return out, nil, nil
+	}
+	return decodeFull(kind, data, cfg, check)
+}
+
+// decodeFast is the path of a valid document, in two passes over its
+// bytes and no tree: the compiled shape of the kind's schema (shape.go)
+// checks the strict text as the schema library would, strictjson reads
+// it into the Go type, then the major version and the semantic rules are
+// checked. It reports false as soon as anything is wrong — or differs
+// from what decodeFull would read, such as an integer written 1.0 — and
+// the caller then takes the full path, so a document's violations and
+// its decoded value are always decodeFull's (TestFastPathAgreesWithSchema,
+// FuzzFastPathAgrees).
+func decodeFast[T any](kind Kind, data []byte, cfg *config, check func(*checker, *T)) (T, bool) {
+	var out, zero T
+	if !shapeOK(kind, data, cfg) {
+		return zero, false
+	}
+	if (strictjson.Options{AllowUnknown: true}).Unmarshal(data, &out) != nil {
+		return zero, false
+	}
+	switch x := any(&out).(type) {
+	case *RunRecord:
+		// fromTree gives a json.RawMessage the canonical text of its value.
+		for _, list := range [][]json.RawMessage{x.RuntimeRef.SubcallMetadata, x.RuntimeRef.ReplTrajectory} {
+			for i, raw := range list {
+				c, err := canon.Transform(raw)
+				if err != nil {
+					return zero, false
+				}
+				list[i] = c
+			}
+		}
+	}
+	if kind.versioned() && versionMismatch(schemaVersionOf(&out)) != nil {
+		return zero, false
+	}
+	c := &checker{cfg: cfg}
+	check(c, &out)
+	if len(c.out) > 0 {
+		return zero, false
+	}
+	return out, true
+}
+
+// schemaVersionOf returns the schema_version of a versioned document.
+func schemaVersionOf(v any) string {
+	switch x := v.(type) {
+	case *RunRecord:
+		return x.SchemaVersion
+	case *RCAReport:
+		return x.SchemaVersion
+	case *ComplianceReport:
+		return x.SchemaVersion
+	case *IncidentDossier:
+		return x.SchemaVersion
+	case *Annotation:
+		return x.SchemaVersion
+	}
+	return ""
+}
+
+// decodeFull runs the whole pipeline: strict JSON (RFC 8785 parser: no
 // duplicate keys, no unsafe integers), the major version gate, the schema,
 // the typed decoding, then the semantic rules. Semantic violations located
 // at or under a schema violation are dropped: the schema message already
 // says what is wrong there.
-func decode[T any](kind Kind, data []byte, cfg *config, check func(*checker, *T)) (T, []Violation, error) {
+func decodeFull[T any](kind Kind, data []byte, cfg *config, check func(*checker, *T)) (T, []Violation, error) {
 	var out T
 	tree, err := canon.Decode(data)
 	if err != nil {

@@ -37,6 +37,12 @@ func majorMismatch(tree any) *Violation {
 	if !ok {
 		return nil
 	}
+	return versionMismatch(s)
+}
+
+// versionMismatch returns the major-version violation of a schema_version
+// s of another major, or nil (also when s is no semantic version).
+func versionMismatch(s string) *Violation {
 	v, err := versioning.Parse(s)
 	major := strconv.FormatUint(v.Major, 10)
 	switch {
