@@ -6,12 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
-	"math/big"
 	"net/url"
 	"path"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -69,13 +66,8 @@ type enumSet struct {
 	null    bool
 }
 
-// bound is a minimum or maximum: its exact value, and the double it is
-// when that double is exact.
-type bound struct {
-	r     *big.Rat
-	f     float64
-	exact bool
-}
+// bound is a minimum or maximum, by its exact value.
+type bound = decimal
 
 // node is what a value must satisfy at one place of a document: every
 // schema object that applies there (an object and those its $ref names),
@@ -309,12 +301,8 @@ func compileBound(v any) (*bound, error) {
 	if !ok {
 		return nil, errUnsupported
 	}
-	r, ok := new(big.Rat).SetString(string(n))
-	if !ok {
-		return nil, errUnsupported
-	}
-	f, exact := r.Float64()
-	return &bound{r: r, f: f, exact: exact}, nil
+	d := parseDecimal([]byte(n))
+	return &d, nil
 }
 
 // node merges the atoms, with every object their $refs name, into the
@@ -424,7 +412,7 @@ func (r *shapeReader) counts(rule, keyword string) bool {
 type scalar struct {
 	kind  strictjson.Kind
 	str   []byte
-	lit   []byte
+	num   decimal
 	isInt bool
 }
 
@@ -437,7 +425,15 @@ func (r *shapeReader) value(d *strictjson.Decoder, n *node) error {
 	case strictjson.String:
 		v.str, err = d.ReadStringBytes()
 	case strictjson.Number:
-		v.lit, v.isInt, err = d.ReadNumber()
+		var lit []byte
+		lit, v.isInt, err = d.ReadNumber()
+		if err == nil && !v.isInt {
+			if v.num = parseDecimal(lit); v.num.tooLarge() {
+				return errShape
+			}
+		} else if err == nil {
+			v.num = parseDecimal(lit)
+		}
 	case strictjson.Bool:
 		_, err = d.ReadBool()
 	case strictjson.Null:
@@ -504,10 +500,10 @@ func failing(s *shape, v *scalar) string {
 			return "format"
 		}
 	case strictjson.Number:
-		if s.minimum != nil && compareNumber(v.lit, v.isInt, s.minimum) < 0 {
+		if s.minimum != nil && v.num.cmp(*s.minimum) < 0 {
 			return "minimum"
 		}
-		if s.maximum != nil && compareNumber(v.lit, v.isInt, s.maximum) > 0 {
+		if s.maximum != nil && v.num.cmp(*s.maximum) > 0 {
 			return "maximum"
 		}
 	}
@@ -543,7 +539,7 @@ func hasType(bits uint8, v *scalar) bool {
 	case strictjson.Object:
 		return bits&typeObject != 0
 	case strictjson.Number:
-		return bits&typeNumber != 0 || bits&typeInteger != 0 && isIntegral(v.lit, v.isInt)
+		return bits&typeNumber != 0 || bits&typeInteger != 0 && (v.isInt || v.num.integral())
 	}
 	return false
 }
@@ -562,39 +558,123 @@ func inEnum(e *enumSet, v *scalar) bool {
 	return false
 }
 
-// isIntegral reports whether a number literal's value is an integer, as
-// the schema library decides it (exactly, 1.0 and 1e2 included).
-func isIntegral(lit []byte, isInt bool) bool {
-	if isInt {
-		return true
-	}
-	f, err := strconv.ParseFloat(string(lit), 64)
-	if err == nil && f != math.Trunc(f) {
-		return false // an integer's nearest double is an integer
-	}
-	r, ok := new(big.Rat).SetString(string(lit))
-	return ok && r.IsInt()
+// decimal is a number literal's exact value: 0.digits × 10^exp, with
+// neither leading nor trailing zeros in digits (none for zero).
+type decimal struct {
+	neg    bool
+	digits []byte
+	exp    int64
+	// exp5 is what big.Rat scales the mantissa by (the exponent less the
+	// digits after the point), saturated.
+	exp5 int64
 }
 
-// compareNumber compares a number literal with b by exact value: by its
-// double when that decides it (rounding to the nearest double keeps
-// order, and b's double is exact), by big.Rat otherwise.
-func compareNumber(lit []byte, isInt bool, b *bound) int {
-	if b.exact {
-		f, err := strconv.ParseFloat(string(lit), 64)
-		switch {
-		case err != nil:
-		case f < b.f:
-			return -1
-		case f > b.f:
-			return 1
-		case isInt:
-			return 0 // a strict integer literal is its double exactly
+// maxExponent bounds the decimal scale of a number the schema library
+// compares (it does so with big.Rat, which is slow far beyond the
+// doubles' ±324 and fails past ±1e6): a literal whose mantissa is not
+// zero and whose scale is beyond it is refused as json.decode.
+const maxExponent = 10000
+
+func parseDecimal(lit []byte) decimal {
+	var d decimal
+	i := 0
+	if i < len(lit) && lit[i] == '-' {
+		d.neg = true
+		i++
+	}
+	var intDigits, fracDigits int64
+	start := -1 // index in lit of the first non-zero digit
+	var all []byte
+	for ; i < len(lit) && lit[i] >= '0' && lit[i] <= '9'; i++ {
+		intDigits++
+		all = append(all, lit[i])
+	}
+	if i < len(lit) && lit[i] == '.' {
+		for i++; i < len(lit) && lit[i] >= '0' && lit[i] <= '9'; i++ {
+			fracDigits++
+			all = append(all, lit[i])
 		}
 	}
-	r, ok := new(big.Rat).SetString(string(lit))
-	if !ok {
-		return 0
+	var x int64
+	if i < len(lit) && (lit[i] == 'e' || lit[i] == 'E') {
+		i++
+		neg := false
+		if i < len(lit) && (lit[i] == '+' || lit[i] == '-') {
+			neg = lit[i] == '-'
+			i++
+		}
+		for ; i < len(lit); i++ {
+			if x < 1e15 {
+				x = x*10 + int64(lit[i]-'0')
+			}
+		}
+		if neg {
+			x = -x
+		}
 	}
-	return r.Cmp(b.r)
+	for k, c := range all {
+		if c != '0' {
+			start = k
+			break
+		}
+	}
+	if start < 0 {
+		return decimal{neg: d.neg}
+	}
+	end := len(all)
+	for all[end-1] == '0' {
+		end--
+	}
+	d.digits = all[start:end]
+	d.exp = intDigits - int64(start) + x
+	d.exp5 = x - fracDigits
+	return d
+}
+
+// tooLarge reports whether the schema library cannot compare the number.
+func (d decimal) tooLarge() bool {
+	return len(d.digits) > 0 && (d.exp5 > maxExponent || d.exp5 < -maxExponent)
+}
+
+// integral reports whether the value is an integer (1.0 and 1e2 are).
+func (d decimal) integral() bool { return int64(len(d.digits)) <= d.exp }
+
+// cmp compares the value with e's.
+func (d decimal) cmp(e decimal) int {
+	sign := func(x decimal) int {
+		switch {
+		case len(x.digits) == 0:
+			return 0
+		case x.neg:
+			return -1
+		}
+		return 1
+	}
+	sd, se := sign(d), sign(e)
+	if sd != se || sd == 0 {
+		return cmpInt(sd, se)
+	}
+	c := 0
+	switch {
+	case d.exp != e.exp:
+		c = cmpInt64(d.exp, e.exp)
+	default:
+		c = bytes.Compare(d.digits, e.digits)
+	}
+	if sd < 0 {
+		c = -c
+	}
+	return c
+}
+
+func cmpInt(a, b int) int { return cmpInt64(int64(a), int64(b)) }
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }

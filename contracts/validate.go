@@ -9,6 +9,7 @@ import (
 	"github.com/verity-go/verity/contracts/rule"
 	"github.com/verity-go/verity/internal/canon"
 	"github.com/verity-go/verity/internal/strictjson"
+	"github.com/verity-go/verity/internal/violation"
 )
 
 // Resolver tells the validators which ids exist, so that evidence pointers
@@ -272,6 +273,9 @@ func decodeFull[T any](kind Kind, data []byte, cfg *config, check func(*checker,
 		}
 		return out, []Violation{{Path: "", Rule: name, Message: err.Error()}}, nil
 	}
+	if vs := numbersTooLarge(tree, "", nil); len(vs) > 0 {
+		return out, sortViolations(vs), nil
+	}
 	if kind.versioned() {
 		if v := majorMismatch(tree); v != nil {
 			return out, []Violation{*v}, nil
@@ -310,4 +314,31 @@ func (c *checker) add(p string, rule, format string, args ...any) {
 		return
 	}
 	c.out = append(c.out, Violation{Path: p, Rule: rule, Message: fmt.Sprintf(format, args...)})
+}
+
+// numbersTooLarge returns a json.decode violation for every number of the
+// tree whose decimal scale is beyond what the schema library compares
+// (maxExponent): 1e-99999 is a double (0), but not a number the schema
+// can check.
+func numbersTooLarge(v any, p string, out []Violation) []Violation {
+	switch x := v.(type) {
+	case json.Number:
+		if parseDecimal([]byte(x)).tooLarge() {
+			lit := string(x)
+			if len(lit) > 40 {
+				lit = lit[:40] + "…"
+			}
+			out = append(out, Violation{Path: p, Rule: rule.Decode, Message: fmt.Sprintf(
+				"the number %s has a decimal exponent beyond ±%d", lit, maxExponent)})
+		}
+	case []any:
+		for i, e := range x {
+			out = numbersTooLarge(e, violation.Index(p, i), out)
+		}
+	case map[string]any:
+		for k, e := range x {
+			out = numbersTooLarge(e, violation.Join(p, k), out)
+		}
+	}
+	return out
 }
