@@ -79,6 +79,7 @@ type node struct {
 	items    *node
 	required []requirement
 	reqBits  map[string]uint64
+	compares bool // a number here is compared with big.Rat by the library (minimum, maximum, integer)
 }
 
 type requirement struct {
@@ -347,6 +348,9 @@ func (c *shapeCompiler) node(atoms []*shape, depth int) (*node, error) {
 		for _, name := range s.required {
 			n.required = append(n.required, requirement{name: name, rule: s.rule})
 		}
+		if s.minimum != nil || s.maximum != nil || s.types&typeInteger != 0 && s.types&typeNumber == 0 {
+			n.compares = true
+		}
 	}
 	if len(n.required) > 64 {
 		return nil, fmt.Errorf("%w: more than 64 required members", errUnsupported)
@@ -379,18 +383,27 @@ func (c *shapeCompiler) node(atoms []*shape, depth int) (*node, error) {
 // violation that cfg keeps. It is false as well when the shapes did not
 // compile.
 func shapeOK(kind Kind, data []byte, cfg *config) bool {
+	ok, _ := readShape(kind, data, cfg)
+	return ok
+}
+
+// readShape is shapeOK, and reports as well whether the document has an
+// integer literal of more than 15 digits, which fromTree reads through
+// its double (as canonical JSON writes it) and strictjson exactly.
+func readShape(kind Kind, data []byte, cfg *config) (ok, longInt bool) {
 	nodes, err := shapes()
 	if err != nil {
-		return false
+		return false, false
 	}
 	r := shapeReader{n: nodes[kind], cfg: cfg}
-	return strictjson.Unmarshal(data, &r) == nil
+	return strictjson.Unmarshal(data, &r) == nil, r.longInt
 }
 
 // shapeReader reads one document against a node (strictjson.Unmarshaler).
 type shapeReader struct {
-	n   *node
-	cfg *config
+	n       *node
+	cfg     *config
+	longInt bool
 }
 
 // errShape stops a reading at the first value the schema refuses.
@@ -427,12 +440,13 @@ func (r *shapeReader) value(d *strictjson.Decoder, n *node) error {
 	case strictjson.Number:
 		var lit []byte
 		lit, v.isInt, err = d.ReadNumber()
-		if err == nil && !v.isInt {
-			if v.num = parseDecimal(lit); v.num.tooLarge() {
+		if err == nil {
+			if v.num = parseDecimal(lit); n.compares && v.num.tooLarge() {
 				return errShape
 			}
-		} else if err == nil {
-			v.num = parseDecimal(lit)
+			if v.isInt && len(lit) > 15 {
+				r.longInt = true
+			}
 		}
 	case strictjson.Bool:
 		_, err = d.ReadBool()

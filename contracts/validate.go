@@ -211,7 +211,7 @@ func decode[T any](kind Kind, data []byte, cfg *config, check func(*checker, *T)
 // FuzzFastPathAgrees).
 func decodeFast[T any](kind Kind, data []byte, cfg *config, check func(*checker, *T)) (T, bool) {
 	var out, zero T
-	if !shapeOK(kind, data, cfg) {
+	if ok, longInt := readShape(kind, data, cfg); !ok || longInt {
 		return zero, false
 	}
 	if (strictjson.Options{AllowUnknown: true}).Unmarshal(data, &out) != nil {
@@ -222,7 +222,11 @@ func decodeFast[T any](kind Kind, data []byte, cfg *config, check func(*checker,
 		// fromTree gives a json.RawMessage the canonical text of its value.
 		for _, list := range [][]json.RawMessage{x.RuntimeRef.SubcallMetadata, x.RuntimeRef.ReplTrajectory} {
 			for i, raw := range list {
-				c, err := canon.Transform(raw)
+				tree, err := canon.Decode(raw)
+				if err != nil {
+					return zero, false
+				}
+				c, err := canon.Marshal(tree)
 				if err != nil {
 					return zero, false
 				}
@@ -273,7 +277,8 @@ func decodeFull[T any](kind Kind, data []byte, cfg *config, check func(*checker,
 		}
 		return out, []Violation{{Path: "", Rule: name, Message: err.Error()}}, nil
 	}
-	if vs := numbersTooLarge(tree, "", nil); len(vs) > 0 {
+	nodes, _ := shapes()
+	if vs := numbersTooLarge(nodes[kind], tree, "", nil); len(vs) > 0 {
 		return out, sortViolations(vs), nil
 	}
 	if kind.versioned() {
@@ -316,14 +321,15 @@ func (c *checker) add(p string, rule, format string, args ...any) {
 	c.out = append(c.out, Violation{Path: p, Rule: rule, Message: fmt.Sprintf(format, args...)})
 }
 
-// numbersTooLarge returns a json.decode violation for every number of the
-// tree whose decimal scale is beyond what the schema library compares
-// (maxExponent): 1e-99999 is a double (0), but not a number the schema
-// can check.
-func numbersTooLarge(v any, p string, out []Violation) []Violation {
+// numbersTooLarge returns a json.decode violation for every number the
+// schema compares (minimum, maximum, an integer type: node n says where;
+// every number without n) whose decimal scale is beyond maxExponent:
+// 1e-99999 is a double (0), but not a number the schema library can
+// compare.
+func numbersTooLarge(n *node, v any, p string, out []Violation) []Violation {
 	switch x := v.(type) {
 	case json.Number:
-		if parseDecimal([]byte(x)).tooLarge() {
+		if (n == nil || n.compares) && parseDecimal([]byte(x)).tooLarge() {
 			lit := string(x)
 			if len(lit) > 40 {
 				lit = lit[:40] + "…"
@@ -332,12 +338,25 @@ func numbersTooLarge(v any, p string, out []Violation) []Violation {
 				"the number %s has a decimal exponent beyond ±%d", lit, maxExponent)})
 		}
 	case []any:
+		if n != nil && n.items == nil {
+			return out
+		}
 		for i, e := range x {
-			out = numbersTooLarge(e, violation.Index(p, i), out)
+			var c *node
+			if n != nil {
+				c = n.items
+			}
+			out = numbersTooLarge(c, e, violation.Index(p, i), out)
 		}
 	case map[string]any:
 		for k, e := range x {
-			out = numbersTooLarge(e, violation.Join(p, k), out)
+			var c *node
+			if n != nil {
+				if c = n.props[k]; c == nil {
+					continue
+				}
+			}
+			out = numbersTooLarge(c, e, violation.Join(p, k), out)
 		}
 	}
 	return out
