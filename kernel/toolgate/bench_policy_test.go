@@ -27,10 +27,10 @@ func policyOfRules(n int) []byte {
 	return []byte(b.String())
 }
 
-// BenchmarkLoadPolicy is ParsePolicy of a file of 1,000 and 10,000 rules:
+// BenchmarkLoadPolicy is ParsePolicy of a file of 1,000, 4,000 and 10,000 rules:
 // its time grows linearly with the number of rules.
 func BenchmarkLoadPolicy(b *testing.B) {
-	for _, n := range []int{1_000, 10_000} {
+	for _, n := range []int{1_000, 4_000, 10_000} {
 		data := policyOfRules(n)
 		b.Run(fmt.Sprintf("rules=%d", n), func(b *testing.B) {
 			b.ReportAllocs()

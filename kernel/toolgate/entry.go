@@ -1,11 +1,10 @@
 package toolgate
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 
-	"github.com/verity-go/verity/internal/canon"
+	"github.com/verity-go/verity/internal/strictjson"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -14,25 +13,26 @@ var ErrDecode = errors.New("toolgate: malformed entry")
 
 // DecodeEntry reads a KindRefuse, KindResult or KindRefuseAnswer entry
 // back: a RefuseEntry, a ResultEntry or a RefuseAnswerEntry. It is strict — one JSON object, no unknown or duplicate
-// members, every required member present — and returns an error wrapping
+// members (names spelled exactly), no null, every required member present
+// — and returns an error wrapping
 // ErrDecode otherwise, or for an entry of another kind.
 func DecodeEntry(e trace.Entry) (any, error) {
 	switch e.Kind {
 	case KindRefuse:
 		var r RefuseEntry
-		if err := decodeStrict(e.Payload, &r, "session", "caller", "call_id", "tool", "reason", "explanation", "arguments_sha256", "arguments_size"); err != nil {
+		if err := decodeStrict(e.Payload, &r); err != nil {
 			return nil, err
 		}
 		return r, nil
 	case KindResult:
 		var r ResultEntry
-		if err := decodeStrict(e.Payload, &r, "session", "caller", "call_id", "exec_id", "tool", "ok", "output_sha256", "output_size", "charged"); err != nil {
+		if err := decodeStrict(e.Payload, &r); err != nil {
 			return nil, err
 		}
 		return r, nil
 	case KindRefuseAnswer:
 		var r RefuseAnswerEntry
-		if err := decodeStrict(e.Payload, &r, "session", "caller", "reason", "explanation"); err != nil {
+		if err := decodeStrict(e.Payload, &r); err != nil {
 			return nil, err
 		}
 		return r, nil
@@ -40,21 +40,13 @@ func DecodeEntry(e trace.Entry) (any, error) {
 	return nil, fmt.Errorf("%w: kind %q is not a toolgate entry", ErrDecode, e.Kind)
 }
 
-// decodeStrict decodes one JSON object into v with canon's strict reading
-// (no duplicate or unknown members, nothing after the object) and refuses
-// it when a required member is missing.
-func decodeStrict(data []byte, v any, required ...string) error {
-	if err := canon.DecodeInto(data, v, true); err != nil {
+// decodeStrict reads one JSON object into v (a pointer to an entry) in
+// one pass with internal/strictjson: no unknown or duplicate member, no
+// null, nothing after the object, and every member whose tag has no
+// omitempty present.
+func decodeStrict(data []byte, v any) error {
+	if err := strictjson.Unmarshal(data, v); err != nil {
 		return fmt.Errorf("%w: %w", ErrDecode, err)
-	}
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(data, &members); err != nil || members == nil {
-		return fmt.Errorf("%w: not an object", ErrDecode)
-	}
-	for _, name := range required {
-		if _, ok := members[name]; !ok {
-			return fmt.Errorf("%w: missing member %q", ErrDecode, name)
-		}
 	}
 	return nil
 }
