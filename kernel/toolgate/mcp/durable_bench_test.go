@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -32,35 +33,33 @@ import (
 //
 // over the SDK's in-memory transports, with 1 call in flight (sequential:
 // ns/op is a call's latency) and 8 (ns/op is wall time over calls, and
-// calls/s the throughput). fsync is the cost of one 256-byte append and
-// fsync in the same directory as the logs: the unit the gate's added
-// latency is measured in. allocs/op count every side (all in-process).
+// calls/s the throughput). fsync, run first, is the cost of one 256-byte
+// append and fsync in the same directory as the logs: the unit the
+// gate's added latency is measured in. Each sub-benchmark reports
 //
-//	go test -run '^$' -bench DurableGate -benchtime 2s .
+//	calls/s            throughput
+//	cpu-ns/op          the process's CPU time (user and system) per call:
+//	                   on a shared machine wall time also counts waiting
+//	                   for a core, and on two cores eight calls in
+//	                   flight are CPU bound
+//	fsyncs/call        the log's fsyncs per call (FileOptions.OnSync)
+//	ns/fsync           their mean duration in this run
+//	added-ns/call      at 1 in flight: ns/op minus the pass-through's,
+//	                   the latency the gate adds to a call
+//	added-fsyncs       the same in this run's fsyncs (ns/fsync)
+//	added-bare-fsyncs  the same in bare fsyncs (the fsync sub-benchmark)
+//	x-passthrough      at 8 in flight: calls/s as a fraction of the
+//	                   pass-through's in the same run
 //
-// Measured on two cores shared with other work (load average 15–17, an
-// fsync 1.2–2.9 ms, medians of three; the figures move by half between
-// runs): with one call in flight, 2.4 ms a call through the pass-through,
-// 7.1 ms durable (2 fsyncs a call), 6.1 ms durable-overlap, 7.8 ms
-// durable-every, against a 2.2 ms fsync; with eight in flight, 672
-// calls/s through the pass-through, 299 durable (0.60 fsyncs a call),
-// 317 durable-overlap (0.43), 173 durable-every (2.0). Each call
-// allocates about 520 times (849 KB, both SDK ends) durable, 459 (840 KB)
-// through the pass-through.
+// allocs/op count every side (all in-process). The comparisons need the
+// pass-through in the same run: run the whole benchmark,
+//
+//	go test -run '^$' -bench DurableGate -benchtime 2s -cpu 2 .
 func BenchmarkDurableGate(b *testing.B) {
-	for _, inflight := range []int{1, 8} {
-		for _, mode := range []string{"direct", "passthrough", "durable", "durable-overlap", "durable-every"} {
-			b.Run(fmt.Sprintf("inflight=%d/%s", inflight, mode), func(b *testing.B) {
-				var syncs, syncNs atomic.Int64
-				cs := durableRig(b, mode, func(st trace.SyncStat) { syncs.Add(1); syncNs.Add(int64(st.Duration)) })
-				callsInFlight(b, cs, inflight)
-				if n := syncs.Load(); n > 0 {
-					b.ReportMetric(float64(n)/float64(b.N+1), "fsyncs/call")
-					b.ReportMetric(float64(syncNs.Load())/float64(n), "ns/fsync")
-				}
-			})
-		}
-	}
+	// The unit of the added latency: one 256-byte append and its fsync,
+	// measured first so that every later sub-benchmark can report
+	// against it.
+	var bareFsync float64
 	b.Run("fsync", func(b *testing.B) {
 		f, err := os.Create(filepath.Join(b.TempDir(), "fsync"))
 		if err != nil {
@@ -77,7 +76,44 @@ func BenchmarkDurableGate(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+		bareFsync = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
 	})
+	for _, inflight := range []int{1, 8} {
+		var pass float64 // the pass-through's ns/op at this many calls in flight
+		for _, mode := range []string{"direct", "passthrough", "durable", "durable-overlap", "durable-every"} {
+			b.Run(fmt.Sprintf("inflight=%d/%s", inflight, mode), func(b *testing.B) {
+				var syncs, syncNs atomic.Int64
+				cs := durableRig(b, mode, func(st trace.SyncStat) { syncs.Add(1); syncNs.Add(int64(st.Duration)) })
+				nsOp := callsInFlight(b, cs, inflight)
+				var inRun float64 // ns per fsync in this run
+				if n := syncs.Load(); n > 0 {
+					inRun = float64(syncNs.Load()) / float64(n)
+					b.ReportMetric(float64(n)/float64(b.N+1), "fsyncs/call")
+					b.ReportMetric(inRun, "ns/fsync")
+				}
+				switch {
+				case mode == "passthrough":
+					pass = nsOp
+				case mode == "direct" || pass == 0:
+				case inflight == 1:
+					// Sequential: the latency the gate adds to a call, in
+					// nanoseconds and in fsyncs (of this run, and bare).
+					added := nsOp - pass
+					b.ReportMetric(added, "added-ns/call")
+					if inRun > 0 {
+						b.ReportMetric(added/inRun, "added-fsyncs")
+					}
+					if bareFsync > 0 {
+						b.ReportMetric(added/bareFsync, "added-bare-fsyncs")
+					}
+				default:
+					// In flight: throughput as a fraction of the
+					// pass-through's (the inverse ratio of ns/op).
+					b.ReportMetric(pass/nsOp, "x-passthrough")
+				}
+			})
+		}
+	}
 }
 
 const toolTime = time.Millisecond
@@ -141,8 +177,11 @@ func serve(b *testing.B, srv *sdk.Server) *sdk.ClientSession {
 	return cs
 }
 
-// callsInFlight makes b.N calls, inflight at a time, and reports calls/s.
-func callsInFlight(b *testing.B, cs *sdk.ClientSession, inflight int) {
+// callsInFlight makes b.N calls, inflight at a time, and reports calls/s
+// and the process's CPU time (user and system) per call, cpu-ns/op: on a
+// shared machine wall-clock time also counts time spent waiting for a
+// core. It returns ns/op.
+func callsInFlight(b *testing.B, cs *sdk.ClientSession, inflight int) float64 {
 	p := &sdk.CallToolParams{Name: "read_file", Arguments: map[string]any{"path": "notes.txt"}}
 	call := func() {
 		res, err := cs.CallTool(ctx, p)
@@ -152,14 +191,18 @@ func callsInFlight(b *testing.B, cs *sdk.ClientSession, inflight int) {
 	}
 	call() // the first decision starts the caller's kernel session
 	b.ReportAllocs()
+	var cpu time.Duration
 	if inflight == 1 {
+		start := cpuTime()
 		for b.Loop() {
 			call()
 		}
+		cpu = cpuTime() - start
 	} else {
 		var next atomic.Int64
 		var wg sync.WaitGroup
 		b.ResetTimer()
+		start := cpuTime()
 		for range inflight {
 			wg.Go(func() {
 				for next.Add(1) <= int64(b.N) {
@@ -168,7 +211,19 @@ func callsInFlight(b *testing.B, cs *sdk.ClientSession, inflight int) {
 			})
 		}
 		wg.Wait()
+		cpu = cpuTime() - start
 		b.StopTimer()
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+	return float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+}
+
+// cpuTime returns the CPU time (user and system) the process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -167,6 +167,10 @@ func New(g *toolgate.Gate, opts Options) (*Guard, error) {
 // Gate returns the gate the Guard sends calls through.
 func (gd *Guard) Gate() *toolgate.Gate { return gd.gate }
 
+// SyncWhileRunning reports whether the Guard runs an allowed call's
+// decision fsync beside its tool (Options.SyncWhileRunning).
+func (gd *Guard) SyncWhileRunning() bool { return gd.overlap }
+
 // Caller returns the caller key of a call — the toolgate.Call.Caller
 // whose kernel session, budget and counters it is charged to: what
 // Options.Caller returns when set; otherwise the MCP session id

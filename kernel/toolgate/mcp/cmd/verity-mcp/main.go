@@ -4,6 +4,7 @@
 //	           [-http ADDR [-jwks FILE|URL -issuer ISS -resource URL [-scopes S] | -http-caller KEY | -caller-per-session] [-insecure-no-auth]]
 //	           [-approvals ADDR [-approvals-insecure-no-auth]]
 //	           [-caller KEY] [-approver NAME] [-list auto|all|callable] [-upstream-exit]
+//	           [-sync-while-running]
 //	           -- <upstream command and args>
 //
 // It starts the upstream MCP server as a child process over stdio, lists
@@ -233,6 +234,20 @@
 // which the two fsyncs are about 1.2 ms. The client's allocations are the
 // same either way (63–64 allocs, 140 KB per call).
 //
+// A call alone waits for two fsyncs: its decision's before the tool
+// starts, its result's before the client is answered. -sync-while-running
+// (off by default) runs the decision's fsync while the tool runs, so that
+// a call alone waits for one — the result's, which covers the decision
+// too when it has not finished. What it costs: a crash of the machine
+// (power, kernel) during the tool may lose that call's decision — its
+// charge, and its count in a rate window — although the tool ran or was
+// running; the budget then reads as if the call had not been made. A
+// crash of the process alone loses nothing (the decision is written
+// before the tool starts), nothing the client was answered is ever lost
+// (the answer waits for both fsyncs), and a call whose decision cannot
+// be made durable is answered with an error saying that the tool ran.
+// The startup line "serving" says which mode runs (sync_while_running).
+//
 // With -sign-key FILE (a key from `verity keygen`), the proxy keeps a
 // signed checkpoint of the log's head beside it, in LOG.checkpoint (the
 // C2SP tlog-checkpoint text, origin the key's name; see trace's "Signed
@@ -307,14 +322,17 @@ type config struct {
 	// upstreamExit: when the upstream dies, exit 1 instead of restarting
 	// it (-upstream-exit).
 	upstreamExit bool
-	listing      string        // -list: auto, all or callable
-	sign         signConfig    // -sign-key, -checkpoint-every (sign.go)
-	auth         authConfig    // -jwks, -issuer, -resource, … (auth.go)
-	observe      observeConfig // -metrics, -decision-log, … (metrics.go)
-	inbox        inboxConfig   // -approvals (inbox.go)
+	// syncWhileRunning: run a decision's fsync beside its tool
+	// (-sync-while-running, gatemcp.Options.SyncWhileRunning).
+	syncWhileRunning bool
+	listing          string        // -list: auto, all or callable
+	sign             signConfig    // -sign-key, -checkpoint-every (sign.go)
+	auth             authConfig    // -jwks, -issuer, -resource, … (auth.go)
+	observe          observeConfig // -metrics, -decision-log, … (metrics.go)
+	inbox            inboxConfig   // -approvals (inbox.go)
 }
 
-const usage = `usage: verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH] [-http ADDR [-jwks FILE|URL -issuer ISS -resource URL [-scopes S]] [-http-caller KEY|-caller-per-session] [-insecure-no-auth]] [-approvals ADDR [-approvals-insecure-no-auth]] [-caller KEY] [-approver NAME] [-sign-key FILE [-checkpoint-every N]] [-metrics ADDR [-insecure-metrics]] [-list auto|all|callable] [-upstream-exit] -- command [args...]`
+const usage = `usage: verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH] [-http ADDR [-jwks FILE|URL -issuer ISS -resource URL [-scopes S]] [-http-caller KEY|-caller-per-session] [-insecure-no-auth]] [-approvals ADDR [-approvals-insecure-no-auth]] [-caller KEY] [-approver NAME] [-sign-key FILE [-checkpoint-every N]] [-metrics ADDR [-insecure-metrics]] [-list auto|all|callable] [-upstream-exit] [-sync-while-running] -- command [args...]`
 
 const exitHelp = `
 exit status: 0 clean shutdown, 1 run-time failure (the log cannot be opened
@@ -363,6 +381,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.caller, "caller", "stdio", "the caller key the stdio client's calls are charged to")
 	fs.StringVar(&c.approver, "approver", toolgate.DefaultApprover, "the approver name the client's human answers as")
 	fs.BoolVar(&c.upstreamExit, "upstream-exit", false, "when the upstream exits, exit 1 instead of restarting it")
+	fs.BoolVar(&c.syncWhileRunning, "sync-while-running", false, "run a decision's fsync while its tool runs, not before: one fsync less on a call's path; a machine crash during the tool may lose that call's decision and charge (never an answered call)")
 	fs.StringVar(&c.listing, "list", "auto", "what tools/list shows: all (the upstream's list), callable (without the tools the caller may never call), or auto (callable when the policy refuses unknown tools)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -631,6 +650,8 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, cfg toolgate.C
 		Listed:   proxy.Listed,
 		Listing:  listing,
 		Hold:     c.inbox.enabled(),
+		// -sync-while-running: the decision's fsync runs beside the tool.
+		SyncWhileRunning: c.syncWhileRunning,
 		// A streamable HTTP session is, with -jwks, the caller its
 		// token's principal keys (issuer and subject), whatever its
 		// session; without, the one caller -http-caller names (by
@@ -663,7 +684,8 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, cfg toolgate.C
 	// ends when the proxy stops (its request still waits, on the log).
 	stopHolding := context.AfterFunc(ctx, guard.StopHolding)
 	defer stopHolding()
-	logger.Info("serving", "upstream", c.upstream[0], "tools", len(names), "names", names, "log", c.log)
+	logger.Info("serving", "upstream", c.upstream[0], "tools", len(names), "names", names, "log", c.log,
+		"sync_while_running", guard.SyncWhileRunning())
 
 	if c.inbox.enabled() {
 		stopInbox, err := startInbox(c, cfg, gate, logger)

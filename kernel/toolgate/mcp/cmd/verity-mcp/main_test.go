@@ -14,7 +14,9 @@ package main
 //     never when declined: TestProxyDeleteAsksTheHuman (stdio, current
 //     protocol), TestProxyServesStreamableHTTP (HTTP sessions, Elicit).
 //   - The budget runs out and the model sees why: TestProxyBudgetRunsOut.
-//   - Parallel calls never overspend: TestProxyParallelCallsNeverOverspend.
+//   - Parallel calls never overspend: TestProxyParallelCallsNeverOverspend;
+//     nor with -sync-while-running, where every answered call is on the
+//     log: TestSyncWhileRunningFlag.
 //   - Several proxies on one database share one budget:
 //     TestProxiesShareOneBudget (SQLite always, PostgreSQL with
 //     VERITY_PG_DSN).
@@ -357,6 +359,7 @@ func TestProxyForwardsCalls(t *testing.T) {
 	assert.Equal(t, 1, up.ran(t, "search"))
 	require.Equal(t, 0, p.stop(t), p.stderr.String())
 	checkLog(t, p.stderr.String(), logPath, pol, "stdio", kernel.Unit/10*2+kernel.Unit/2+kernel.Unit)
+	assert.Contains(t, p.stderr.String(), "sync_while_running=false", "decisions are durable before their tools by default")
 }
 
 func TestProxyRefusesUnknownTool(t *testing.T) {
@@ -457,6 +460,53 @@ func TestProxyParallelCallsNeverOverspend(t *testing.T) {
 	assert.Equal(t, 5, up.ran(t, "search"), "the upstream ran exactly the allowed calls")
 	require.Equal(t, 0, p.stop(t), p.stderr.String())
 	checkLog(t, p.stderr.String(), logPath, pol, "stdio", 5*kernel.Unit)
+}
+
+// TestSyncWhileRunningFlag: with -sync-while-running the proxy says so
+// when it starts, parallel calls still never overspend, and every call
+// answered is on the log, decision and result, when the proxy stops.
+func TestSyncWhileRunningFlag(t *testing.T) {
+	up := newUpstream(t)
+	pol := writePolicy(t, "5", "")
+	logPath := filepath.Join(t.TempDir(), "trace.log")
+	p := startProxy(t, append([]string{"-policy", pol, "-log", logPath, "-sync-while-running", "--"}, up.argv()...), nil)
+
+	const calls = 8
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	allowed := 0
+	for range calls {
+		wg.Go(func() {
+			res, err := p.cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "search", Arguments: map[string]any{"query": "x"}})
+			if !assert.NoError(t, err) {
+				return
+			}
+			if !res.IsError {
+				mu.Lock()
+				allowed++
+				mu.Unlock()
+			} else {
+				assert.Contains(t, text(res), "budget")
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, 5, allowed, "exactly what the budget holds")
+	assert.Equal(t, 5, up.ran(t, "search"), "the upstream ran exactly the allowed calls")
+	require.Equal(t, 0, p.stop(t), p.stderr.String())
+	assert.Contains(t, p.stderr.String(), "sync_while_running=true")
+	checkLog(t, p.stderr.String(), logPath, pol, "stdio", 5*kernel.Unit)
+	results := 0
+	ro, err := trace.OpenFileReadOnly(logPath)
+	require.NoError(t, err)
+	defer ro.Close()
+	for e, err := range ro.Entries(context.Background(), 0) {
+		require.NoError(t, err)
+		if e.Kind == toolgate.KindResult {
+			results++
+		}
+	}
+	assert.Equal(t, 5, results, "a result entry for every call that ran")
 }
 
 func TestProxyRestartResumesSpend(t *testing.T) {
