@@ -602,3 +602,51 @@ func checkFile(t *rapid.T, path string, v *CheckpointVerifier, mem *Memory, want
 		}
 	}
 }
+
+// TestCheckpointStoreKeepsGroupCommit: a Log over a CheckpointStore over
+// a File with SyncGroup shares the File's group commit: an append under
+// DeferDurability returns once written, before its fsync, so that
+// concurrent callers share fsyncs; and the checkpoint names only entries
+// that are durable — none before Wait, the final head after it.
+func TestCheckpointStoreKeepsGroupCommit(t *testing.T) {
+	ctx := context.Background()
+	fs := newFaultFS()
+	f, err := OpenFile("log", FileOptions{fs: fs, Sync: SyncGroup})
+	require.NoError(t, err)
+	s := testSigner(t, "example.com/log", 1)
+	path := filepath.Join(t.TempDir(), "log.checkpoint")
+	cs, err := NewCheckpointStore(ctx, f, CheckpointOptions{Signer: s, Path: path, Every: 1})
+	require.NoError(t, err)
+	log, err := NewLog(cs)
+	require.NoError(t, err)
+	defer log.Close()
+
+	synced := len(fs.image("log", 0))
+	dctx, d := DeferDurability(ctx)
+	for i := range 3 {
+		_, err := log.Append(dctx, "test.step", []byte(strconv.Itoa(i)))
+		require.NoError(t, err)
+	}
+	assert.Len(t, fs.image("log", 0), synced, "written, not yet synced: the append did not wait")
+	_, err = os.Stat(path)
+	require.ErrorIs(t, err, os.ErrNotExist, "no checkpoint of entries not yet durable")
+
+	require.NoError(t, d.Wait())
+	assert.Equal(t, fs.bytes("log"), fs.image("log", 0), "durable after Wait")
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	c, err := s.Verifier().Verify(b, "")
+	require.NoError(t, err)
+	assert.Equal(t, log.Head(), c.Head(), "the checkpoint names the durable head")
+
+	// Without DeferDurability an append is durable, and checkpointed,
+	// when it returns, as before.
+	_, err = log.Append(ctx, "test.step", []byte("3"))
+	require.NoError(t, err)
+	assert.Equal(t, fs.bytes("log"), fs.image("log", 0))
+	b, err = os.ReadFile(path)
+	require.NoError(t, err)
+	c, err = s.Verifier().Verify(b, "")
+	require.NoError(t, err)
+	assert.Equal(t, log.Head(), c.Head())
+}

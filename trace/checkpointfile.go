@@ -171,15 +171,52 @@ func (c *CheckpointStore) Append(ctx context.Context, entries ...Entry) error {
 	if err := c.Store.Append(ctx, entries...); err != nil || len(entries) == 0 {
 		return err
 	}
+	c.advance(entries[len(entries)-1])
+	return nil
+}
+
+// appendDeferred keeps the wrapped store's group commit (a File with
+// SyncGroup) for a Log over the CheckpointStore: the entries are written
+// under the Log's lock and waited for after it, as without the wrapper.
+// The head advances, and a checkpoint is written, only once they are
+// durable: a checkpoint never names entries a crash could still lose.
+func (c *CheckpointStore) appendDeferred(ctx context.Context, entries []Entry, checked bool) (func() error, error) {
+	ds, ok := c.Store.(deferredSyncer)
+	if !ok {
+		return nil, c.Append(ctx, entries...)
+	}
+	wait, err := ds.appendDeferred(ctx, entries, checked)
+	if err != nil || len(entries) == 0 {
+		return wait, err
+	}
 	last := entries[len(entries)-1]
+	if wait == nil {
+		c.advance(last)
+		return nil, nil
+	}
+	return func() error {
+		if err := wait(); err != nil {
+			return err
+		}
+		c.advance(last)
+		return nil
+	}, nil
+}
+
+// advance moves the head to the durable entry last, when it is ahead,
+// and writes a checkpoint when the head reaches a multiple of Every.
+// Waits for group commits may end in any order; the head only grows.
+func (c *CheckpointStore) advance(last Entry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if last.Seq+1 <= c.head.Size {
+		return
+	}
 	old := c.head
 	c.head = Head{Size: last.Seq + 1, Hash: last.Hash}
 	if e := c.opts.Every; e > 0 && c.head.Size/e > old.Size/e {
 		c.writeLocked()
 	}
-	return nil
 }
 
 // Entries implements Store.

@@ -94,7 +94,8 @@
 // mutex): appends under its context return as soon as the record is
 // written, and Durability.Wait, called after the lock is released, waits
 // for the fsync. The shell must not act on, or report, an entry before
-// Wait returns nil.
+// Wait returns nil. A CheckpointStore over such a File keeps its group
+// commit, and checkpoints only entries that are durable.
 //
 // What a crash can lose, exactly. Under SyncEveryAppend and SyncGroup an
 // Append that returned nil (under DeferDurability: whose Wait returned

@@ -34,6 +34,11 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// maxKeptFrames is the largest append buffer a File keeps for the next
+// append; a larger one (a batch of large entries) is left to the
+// collector.
+const maxKeptFrames = 64 << 10
+
 // SyncPolicy says when the File store calls fsync.
 type SyncPolicy int
 
@@ -150,6 +155,7 @@ type File struct {
 	offsets []int64 // frame offset of each entry
 	size    int64   // end of the last complete record
 	broken  error
+	frames  []byte // the buffer appends encode their records in (cap at most maxKeptFrames)
 	closed  bool
 	closing bool // a Close is under way; a second one returns ErrClosed
 
@@ -582,16 +588,26 @@ func (s *File) appendDeferred(ctx context.Context, entries []Entry, checked bool
 			}
 		}
 	}
-	var buf []byte
-	offs := make([]int64, len(entries))
-	for i, e := range entries {
-		offs[i] = s.size + int64(len(buf))
+	// The frames go out in one write from a buffer the File keeps (sized
+	// once, so that an append allocates nothing for its bytes).
+	n := 0
+	for _, e := range entries {
+		n += frameHeaderLen + int(bodyFixedLen) + len(e.Kind) + len(e.Payload)
+	}
+	buf := slices.Grow(s.frames[:0], n)
+	kept := len(s.offsets)
+	for _, e := range entries {
+		s.offsets = append(s.offsets, s.size+int64(len(buf)))
 		buf = appendFrame(buf, e)
+	}
+	if cap(buf) <= maxKeptFrames {
+		s.frames = buf[:0]
 	}
 	if n, err := s.f.Write(buf); err != nil || n != len(buf) {
 		if err == nil {
 			err = io.ErrShortWrite
 		}
+		s.offsets = s.offsets[:kept]
 		// Put the file back as it was; if that fails we no longer know
 		// what is on disk, so refuse further appends until reopened.
 		if terr := s.f.Truncate(s.size); terr != nil {
@@ -600,7 +616,6 @@ func (s *File) appendDeferred(ctx context.Context, entries []Entry, checked bool
 		return nil, fmt.Errorf("trace: append to %s: %w", s.path, err)
 	}
 	s.size += int64(len(buf))
-	s.offsets = append(s.offsets, offs...)
 	last := entries[len(entries)-1]
 	s.head = Head{Size: last.Seq + 1, Hash: last.Hash}
 	s.written = s.head.Size

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"testing"
@@ -170,12 +171,24 @@ func TestOnSyncReportsFailures(t *testing.T) {
 // crash at any moment (only synced bytes and a torn piece of the rest
 // survive): the reopened log holds every entry acknowledged before the
 // crash, in order, and verifies.
+//
+// The log is over the File itself or over a CheckpointStore wrapping it,
+// which keeps its group commit.
 func TestGroupCommitKeepsEveryAcknowledgedEntry(t *testing.T) {
+	signer := testSigner(t, "example.com/log", 1)
+	dir := t.TempDir()
 	rapid.Check(t, func(rt *rapid.T) {
 		fs := newFaultFS()
-		s, err := OpenFile("log", FileOptions{fs: fs, Sync: SyncGroup})
+		f, err := OpenFile("log", FileOptions{fs: fs, Sync: SyncGroup})
 		if err != nil {
 			rt.Fatal(err)
+		}
+		var s Store = f
+		if rapid.Bool().Draw(rt, "checkpointed") {
+			s, err = NewCheckpointStore(context.Background(), f, CheckpointOptions{Signer: signer, Path: filepath.Join(dir, "log.checkpoint"), Every: 3})
+			if err != nil {
+				rt.Fatal(err)
+			}
 		}
 		l, _ := NewLog(s)
 		writers := rapid.IntRange(1, 8).Draw(rt, "writers")

@@ -46,6 +46,8 @@ func NewLog(store Store, opts ...Option) (*Log, error) {
 	switch s := store.(type) {
 	case *File:
 		l.ds = s
+	case *CheckpointStore:
+		l.ds = s
 	case *Memory:
 		l.ca = s
 	}
@@ -212,9 +214,10 @@ type Durability struct {
 type deferKey struct{}
 
 // DeferDurability returns a context under which a Log's appends to a
-// store with group commit (a File with SyncGroup) return as soon as their
-// entry is written, in order, to the file, without waiting for the fsync
-// that makes it durable, and the Durability that waits for it. It is how
+// store with group commit (a File with SyncGroup, or a CheckpointStore
+// over one) return as soon as their entry is written, in order, to the
+// file, without waiting for the fsync that makes it durable, and the
+// Durability that waits for it. It is how
 // a shell takes a decision under its own lock and waits for the decision
 // to be durable after releasing the lock, so that the decisions of
 // concurrent callers, even of one caller, share one fsync.
