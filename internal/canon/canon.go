@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"sync"
 	"unicode/utf16"
-	"unicode/utf8"
 )
 
 // MaxDepth is the deepest nesting of arrays and objects Transform accepts.
@@ -78,14 +77,10 @@ func appendTransform(dst, in []byte, depth int) ([]byte, error) {
 // literal is accepted only when canonical JSON writes it with the same
 // digits (see Marshal).
 func appendTransformMode(dst, in []byte, depth int, sameDigits bool) ([]byte, error) {
-	p := parser{in: in, out: dst, depth: depth, sameDigits: sameDigits}
-	p.skipSpace()
-	if err := p.value(); err != nil {
+	p := parser{out: dst, sameDigits: sameDigits}
+	p.Reset(in, depth, MaxDepth)
+	if err := p.top(); err != nil {
 		return dst, err
-	}
-	p.skipSpace()
-	if p.pos != len(p.in) {
-		return dst, p.fail(ErrSyntax, "data after the top-level value")
 	}
 	return p.out, nil
 }
@@ -100,18 +95,13 @@ func Valid(b []byte) error {
 	p := parserPool.Get().(*parser)
 	defer func() {
 		if cap(p.out) <= 64<<10 {
-			*p = parser{out: p.out[:0], members: p.members[:0], scratch: p.scratch[:0]}
+			*p = parser{Scanner: Scanner{scratch: p.scratch[:0]}, out: p.out[:0], members: p.members[:0], reordered: p.reordered[:0]}
 			parserPool.Put(p)
 		}
 	}()
-	p.in = b
-	p.skipSpace()
-	if err := p.value(); err != nil {
+	p.Reset(b, 0, MaxDepth)
+	if err := p.top(); err != nil {
 		return err
-	}
-	p.skipSpace()
-	if p.pos != len(p.in) {
-		return p.fail(ErrSyntax, "data after the top-level value")
 	}
 	if !bytes.Equal(p.out, b) {
 		at := 0
@@ -132,43 +122,32 @@ type member struct {
 	start, end int    // span of `"key":value` in out, without commas
 }
 
+// parser writes the canonical form of what its Scanner reads.
 type parser struct {
-	in      []byte
-	pos     int
-	out     []byte
-	depth   int
-	members []member // a stack shared by all open objects
-	scratch []byte   // reorder buffer
+	Scanner
+	out       []byte
+	members   []member // a stack shared by all open objects
+	reordered []byte   // reorder buffer
 
 	sameDigits bool // Marshal's rule: an integer literal keeps its digits
 }
 
-func (p *parser) fail(err error, detail string) error {
-	return &SyntaxError{Offset: p.pos, Err: err, Detail: detail}
-}
-
-func (p *parser) skipSpace() {
-	for p.pos < len(p.in) {
-		switch p.in[p.pos] {
-		case ' ', '\t', '\n', '\r':
-			p.pos++
-		default:
-			return
-		}
+// top reads the one value of the text and what may follow it.
+func (p *parser) top() error {
+	if err := p.value(); err != nil {
+		return err
 	}
+	return p.Finish()
 }
 
 func (p *parser) value() error {
-	if p.pos >= len(p.in) {
-		return p.fail(ErrSyntax, "unexpected end of input")
-	}
-	switch c := p.in[p.pos]; {
+	switch c := p.Peek(); {
 	case c == '{':
 		return p.object()
 	case c == '[':
 		return p.array()
 	case c == '"':
-		s, err := p.string()
+		s, _, err := p.ReadString()
 		if err != nil {
 			return err
 		}
@@ -182,98 +161,57 @@ func (p *parser) value() error {
 		return p.literal("null")
 	case c == '-' || (c >= '0' && c <= '9'):
 		return p.number()
-	default:
-		return p.fail(ErrSyntax, fmt.Sprintf("unexpected character %q", c))
 	}
+	return p.Unexpected()
 }
 
 func (p *parser) literal(word string) error {
-	if !bytes.HasPrefix(p.in[p.pos:], []byte(word)) {
-		return p.fail(ErrSyntax, "invalid literal")
+	if err := p.ReadLiteral(word); err != nil {
+		return err
 	}
-	p.pos += len(word)
 	p.out = append(p.out, word...)
 	return nil
 }
 
-func (p *parser) enter() error {
-	p.depth++
-	if p.depth > MaxDepth {
-		return p.fail(ErrTooDeep, fmt.Sprintf("more than %d levels", MaxDepth))
-	}
-	return nil
-}
-
 func (p *parser) array() error {
-	if err := p.enter(); err != nil {
+	empty, err := p.Open()
+	if err != nil || empty {
+		p.out = append(p.out, "[]"...)
 		return err
 	}
-	p.pos++ // '['
 	p.out = append(p.out, '[')
-	p.skipSpace()
-	if p.pos < len(p.in) && p.in[p.pos] == ']' {
-		p.pos++
-		p.out = append(p.out, ']')
-		p.depth--
-		return nil
-	}
 	for {
-		p.skipSpace()
 		if err := p.value(); err != nil {
 			return err
 		}
-		p.skipSpace()
-		if p.pos >= len(p.in) {
-			return p.fail(ErrSyntax, "unterminated array")
+		more, err := p.Next(']')
+		if err != nil {
+			return err
 		}
-		switch p.in[p.pos] {
-		case ',':
-			p.pos++
-			p.out = append(p.out, ',')
-		case ']':
-			p.pos++
+		if !more {
 			p.out = append(p.out, ']')
-			p.depth--
 			return nil
-		default:
-			return p.fail(ErrSyntax, "expected ',' or ']' in array")
 		}
+		p.out = append(p.out, ',')
 	}
 }
 
 func (p *parser) object() error {
-	if err := p.enter(); err != nil {
+	objStart := p.pos
+	empty, err := p.Open()
+	if err != nil || empty {
+		p.out = append(p.out, "{}"...)
 		return err
 	}
-	objStart := p.pos
-	p.pos++ // '{'
 	p.out = append(p.out, '{')
 	base := len(p.members)
 	defer func() { p.members = p.members[:base] }()
-	p.skipSpace()
-	if p.pos < len(p.in) && p.in[p.pos] == '}' {
-		p.pos++
-		p.out = append(p.out, '}')
-		p.depth--
-		return nil
-	}
 	sorted := true
 	for {
-		p.skipSpace()
-		if p.pos >= len(p.in) || p.in[p.pos] != '"' {
-			return p.fail(ErrSyntax, "expected a string key")
-		}
-		keyAt := p.pos
-		key, err := p.string()
+		key, keyAt, esc, err := p.Key()
 		if err != nil {
 			return err
 		}
-		p.skipSpace()
-		if p.pos >= len(p.in) || p.in[p.pos] != ':' {
-			return p.fail(ErrSyntax, "expected ':' after key")
-		}
-		p.pos++
-		p.skipSpace()
 		if len(p.members) > base {
 			prev := p.members[len(p.members)-1].key
 			switch c := CompareUTF16(prev, key); {
@@ -284,6 +222,9 @@ func (p *parser) object() error {
 			}
 			p.out = append(p.out, ',')
 		}
+		if esc {
+			key = bytes.Clone(key) // kept past the next string
+		}
 		start := len(p.out)
 		p.out = AppendString(p.out, key)
 		p.out = append(p.out, ':')
@@ -291,19 +232,13 @@ func (p *parser) object() error {
 			return err
 		}
 		p.members = append(p.members, member{key: key, start: start, end: len(p.out)})
-		p.skipSpace()
-		if p.pos >= len(p.in) {
-			return p.fail(ErrSyntax, "unterminated object")
+		more, err := p.Next('}')
+		if err != nil {
+			return err
 		}
-		if p.in[p.pos] == ',' {
-			p.pos++
-			continue
+		if !more {
+			break
 		}
-		if p.in[p.pos] != '}' {
-			return p.fail(ErrSyntax, "expected ',' or '}' in object")
-		}
-		p.pos++
-		break
 	}
 	if !sorted {
 		if err := p.reorder(base, objStart); err != nil {
@@ -311,7 +246,6 @@ func (p *parser) object() error {
 		}
 	}
 	p.out = append(p.out, '}')
-	p.depth--
 	return nil
 }
 
@@ -332,13 +266,13 @@ func (p *parser) reorder(base, objStart int) error {
 			regionStart = m.start
 		}
 	}
-	p.scratch = append(p.scratch[:0], p.out[regionStart:]...)
+	p.reordered = append(p.reordered[:0], p.out[regionStart:]...)
 	p.out = p.out[:regionStart]
 	for i, m := range ms {
 		if i > 0 {
 			p.out = append(p.out, ',')
 		}
-		p.out = append(p.out, p.scratch[m.start-regionStart:m.end-regionStart]...)
+		p.out = append(p.out, p.reordered[m.start-regionStart:m.end-regionStart]...)
 	}
 	return nil
 }
@@ -374,29 +308,7 @@ func sortMembers(ms []member) {
 // CompareUTF16 orders two UTF-8 strings by their UTF-16 code units, the key
 // order RFC 8785 prescribes. It differs from byte order only where a
 // character above U+FFFF meets one in U+E000..U+FFFF.
-func CompareUTF16(a, b []byte) int {
-	for len(a) > 0 && len(b) > 0 {
-		if a[0] < utf8.RuneSelf && b[0] < utf8.RuneSelf {
-			if a[0] != b[0] {
-				return int(a[0]) - int(b[0])
-			}
-			a, b = a[1:], b[1:]
-			continue
-		}
-		ra, na := utf8.DecodeRune(a)
-		rb, nb := utf8.DecodeRune(b)
-		if ra != rb {
-			ua, la := utf16Units(ra)
-			ub, lb := utf16Units(rb)
-			if ua != ub {
-				return int(ua) - int(ub)
-			}
-			return int(la) - int(lb)
-		}
-		a, b = a[na:], b[nb:]
-	}
-	return len(a) - len(b)
-}
+func CompareUTF16(a, b []byte) int { return compareKeys(a, false, b, false) }
 
 func utf16Units(r rune) (uint16, uint16) {
 	if r < 0x10000 {
@@ -406,204 +318,17 @@ func utf16Units(r rune) (uint16, uint16) {
 	return uint16(hi), uint16(lo)
 }
 
-// string parses a JSON string at p.pos and returns its decoded UTF-8 bytes.
-// Without escapes the result aliases the input.
-func (p *parser) string() ([]byte, error) {
-	p.pos++ // opening quote
-	start := p.pos
-	// fast path: no escapes
-	for p.pos < len(p.in) {
-		c := p.in[p.pos]
-		if c == '"' {
-			s := p.in[start:p.pos]
-			if !utf8.Valid(s) {
-				return nil, p.badUTF8(start)
-			}
-			p.pos++
-			return s, nil
-		}
-		if c == '\\' {
-			break
-		}
-		if c < 0x20 {
-			return nil, p.fail(ErrSyntax, "control character in string")
-		}
-		p.pos++
-	}
-	if p.pos >= len(p.in) {
-		return nil, p.fail(ErrSyntax, "unterminated string")
-	}
-	buf := make([]byte, 0, p.pos-start+16)
-	buf = append(buf, p.in[start:p.pos]...)
-	if !utf8.Valid(buf) {
-		return nil, p.badUTF8(start)
-	}
-	for p.pos < len(p.in) {
-		c := p.in[p.pos]
-		switch {
-		case c == '"':
-			p.pos++
-			return buf, nil
-		case c < 0x20:
-			return nil, p.fail(ErrSyntax, "control character in string")
-		case c == '\\':
-			if p.pos+1 >= len(p.in) {
-				return nil, p.fail(ErrSyntax, "unterminated escape")
-			}
-			e := p.in[p.pos+1]
-			switch e {
-			case '"', '\\', '/':
-				buf = append(buf, e)
-				p.pos += 2
-			case 'b':
-				buf = append(buf, '\b')
-				p.pos += 2
-			case 'f':
-				buf = append(buf, '\f')
-				p.pos += 2
-			case 'n':
-				buf = append(buf, '\n')
-				p.pos += 2
-			case 'r':
-				buf = append(buf, '\r')
-				p.pos += 2
-			case 't':
-				buf = append(buf, '\t')
-				p.pos += 2
-			case 'u':
-				r, err := p.hex4(p.pos + 2)
-				if err != nil {
-					return nil, err
-				}
-				at := p.pos
-				p.pos += 6
-				if utf16.IsSurrogate(r) {
-					if r >= 0xDC00 || p.pos+1 >= len(p.in) || p.in[p.pos] != '\\' || p.in[p.pos+1] != 'u' {
-						return nil, &SyntaxError{Offset: at, Err: ErrLoneSurrogate}
-					}
-					r2, err := p.hex4(p.pos + 2)
-					if err != nil {
-						return nil, err
-					}
-					if r2 < 0xDC00 || r2 > 0xDFFF {
-						return nil, &SyntaxError{Offset: at, Err: ErrLoneSurrogate}
-					}
-					r = utf16.DecodeRune(r, r2)
-					p.pos += 6
-				}
-				buf = utf8.AppendRune(buf, r)
-			default:
-				return nil, p.fail(ErrSyntax, fmt.Sprintf("invalid escape \\%c", e))
-			}
-		default:
-			// copy a run of plain bytes
-			runStart := p.pos
-			for p.pos < len(p.in) && p.in[p.pos] != '"' && p.in[p.pos] != '\\' && p.in[p.pos] >= 0x20 {
-				p.pos++
-			}
-			if !utf8.Valid(p.in[runStart:p.pos]) {
-				return nil, p.badUTF8(runStart)
-			}
-			buf = append(buf, p.in[runStart:p.pos]...)
-		}
-	}
-	return nil, p.fail(ErrSyntax, "unterminated string")
-}
-
-func (p *parser) badUTF8(from int) error {
-	s := p.in[from:]
-	off := from
-	for len(s) > 0 {
-		r, n := utf8.DecodeRune(s)
-		if r == utf8.RuneError && n <= 1 {
-			break
-		}
-		s = s[n:]
-		off += n
-	}
-	return &SyntaxError{Offset: off, Err: ErrInvalidUTF8}
-}
-
-func (p *parser) hex4(at int) (rune, error) {
-	if at+4 > len(p.in) {
-		return 0, &SyntaxError{Offset: at, Err: ErrSyntax, Detail: "short \\u escape"}
-	}
-	var r rune
-	for i := 0; i < 4; i++ {
-		c := p.in[at+i]
-		var v byte
-		switch {
-		case c >= '0' && c <= '9':
-			v = c - '0'
-		case c >= 'a' && c <= 'f':
-			v = c - 'a' + 10
-		case c >= 'A' && c <= 'F':
-			v = c - 'A' + 10
-		default:
-			return 0, &SyntaxError{Offset: at + i, Err: ErrSyntax, Detail: "invalid hex digit in \\u escape"}
-		}
-		r = r<<4 | rune(v)
-	}
-	return r, nil
-}
-
 func (p *parser) number() error {
 	start := p.pos
-	if p.in[p.pos] == '-' {
-		p.pos++
+	lit, f, isInt, err := p.ReadFloat()
+	if err != nil {
+		return err
 	}
-	digits := func() int {
-		n := 0
-		for p.pos < len(p.in) && p.in[p.pos] >= '0' && p.in[p.pos] <= '9' {
-			p.pos++
-			n++
-		}
-		return n
-	}
-	intStart := p.pos
-	n := digits()
-	if n == 0 {
-		return p.fail(ErrSyntax, "digit expected")
-	}
-	if n > 1 && p.in[intStart] == '0' {
-		return &SyntaxError{Offset: intStart, Err: ErrSyntax, Detail: "leading zero"}
-	}
-	isInt := true
-	if p.pos < len(p.in) && p.in[p.pos] == '.' {
-		isInt = false
-		p.pos++
-		if digits() == 0 {
-			return p.fail(ErrSyntax, "digit expected after '.'")
-		}
-	}
-	if p.pos < len(p.in) && (p.in[p.pos] == 'e' || p.in[p.pos] == 'E') {
-		isInt = false
-		p.pos++
-		if p.pos < len(p.in) && (p.in[p.pos] == '+' || p.in[p.pos] == '-') {
-			p.pos++
-		}
-		if digits() == 0 {
-			return p.fail(ErrSyntax, "digit expected in exponent")
-		}
-	}
-	lit := p.in[start:p.pos]
-	if isInt {
-		f, ok := intLiteral(lit)
-		if !ok {
-			return &SyntaxError{Offset: start, Err: ErrUnsafeInteger, Detail: string(lit)}
-		}
-		n := len(p.out)
-		p.out = AppendFloat(p.out, f)
-		if p.sameDigits && !bytes.Equal(p.out[n:], lit) {
-			return &SyntaxError{Offset: start, Err: ErrUnsafeInteger, Detail: string(lit) + " would be written " + string(p.out[n:])}
-		}
-		return nil
-	}
-	f, err := strconv.ParseFloat(string(lit), 64)
-	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-		return &SyntaxError{Offset: start, Err: ErrNonFinite, Detail: string(lit)}
-	}
+	n := len(p.out)
 	p.out = AppendFloat(p.out, f)
+	if isInt && p.sameDigits && !bytes.Equal(p.out[n:], lit) {
+		return &SyntaxError{Offset: start, Err: ErrUnsafeInteger, Detail: string(lit) + " would be written " + string(p.out[n:])}
+	}
 	return nil
 }
 

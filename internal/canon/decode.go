@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"strconv"
 )
 
 // Decode parses one JSON text strictly and returns it as a tree of
@@ -70,23 +68,4 @@ func KindOf(v any) string {
 		return "object"
 	}
 	return fmt.Sprintf("%T", v)
-}
-
-// CheckNumber applies canonical JSON's number rules to a literal that
-// already matches the JSON number grammar (isInt: no fraction, no
-// exponent): ErrUnsafeInteger for an integer literal a double reader would
-// round, ErrNonFinite for a literal beyond the doubles. It is the rule
-// Transform applies, for readers that parse JSON on their own.
-func CheckNumber(lit []byte, isInt bool) error {
-	if isInt {
-		if _, ok := intLiteral(lit); !ok {
-			return ErrUnsafeInteger
-		}
-		return nil
-	}
-	f, err := strconv.ParseFloat(string(lit), 64)
-	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-		return ErrNonFinite
-	}
-	return nil
 }

@@ -2,7 +2,6 @@ package canon
 
 import (
 	"bytes"
-	"encoding/binary"
 	"strconv"
 	"unicode/utf8"
 )
@@ -129,16 +128,20 @@ func checkObject(in []byte, pos, depth int) (int, bool) {
 	}
 }
 
-// compareKeys compares two key bodies as written in canonical text by
-// their decoded UTF-16 code units; esc says whether a body holds an
-// escape. Both have been checked by checkString.
+// compareKeys compares two key bodies by their decoded UTF-16 code
+// units; esc says whether a body is as written in canonical text, with
+// escapes (checked by checkString), rather than decoded.
 func compareKeys(a []byte, aEsc bool, b []byte, bEsc bool) int {
-	if !aEsc && !bEsc {
-		return CompareUTF16(a, b)
-	}
 	for len(a) > 0 && len(b) > 0 {
-		ra, na := keyRune(a)
-		rb, nb := keyRune(b)
+		if ca, cb := a[0], b[0]; ca < utf8.RuneSelf && cb < utf8.RuneSelf && (ca != '\\' || !aEsc) && (cb != '\\' || !bEsc) {
+			if ca != cb {
+				return int(ca) - int(cb)
+			}
+			a, b = a[1:], b[1:]
+			continue
+		}
+		ra, na := keyRune(a, aEsc)
+		rb, nb := keyRune(b, bEsc)
 		if ra != rb {
 			ua, la := utf16Units(ra)
 			ub, lb := utf16Units(rb)
@@ -152,12 +155,11 @@ func compareKeys(a []byte, aEsc bool, b []byte, bEsc bool) int {
 	return len(a) - len(b)
 }
 
-// keyRune decodes the first character of a checked canonical string
-// body: an escape (always of a character below 0x80), an ASCII byte or a
-// UTF-8 sequence.
-func keyRune(s []byte) (rune, int) {
-	switch c := s[0]; {
-	case c == '\\':
+// keyRune decodes the first character of a key body: with esc, as
+// written in checked canonical text, where an escape stands for a
+// character below 0x80; else a UTF-8 sequence.
+func keyRune(s []byte, esc bool) (rune, int) {
+	if c := s[0]; c == '\\' && esc {
 		switch s[1] {
 		case 'b':
 			return '\b', 2
@@ -173,30 +175,10 @@ func keyRune(s []byte) (rune, int) {
 			return rune(lowerHex(s[4])<<4 | lowerHex(s[5])), 6
 		}
 		return rune(s[1]), 2 // '"' or '\\'
-	case c < utf8.RuneSelf:
+	} else if c < utf8.RuneSelf {
 		return rune(c), 1
 	}
 	return utf8.DecodeRune(s)
-}
-
-// plainASCII marks the bytes a canonical string holds as they are: printable
-// ASCII other than '"' and '\\'.
-var plainASCII = func() (t [256]bool) {
-	for c := 0x20; c < 0x80; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-// plainWord reports whether all eight bytes of w are plainASCII (the bit
-// tricks of "Bit Twiddling Hacks": x-0x01…01 &^ x sets a byte's high bit
-// when the byte is zero, x-0x20…20 &^ x when it is below 0x20, each exact
-// for bytes below 0x80, and a byte from 0x80 has its high bit already).
-// checkString uses it to pass over eight plain bytes at a time.
-func plainWord(w uint64) bool {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	q, b := w^(ones*'"'), w^(ones*'\\') // a zero byte where w has '"', '\\'
-	return (w|(w-ones*0x20)&^w|(q-ones)&^q|(b-ones)&^b)&highs == 0
 }
 
 // checkString checks the canonical string whose opening quote is at
@@ -205,27 +187,13 @@ func plainWord(w uint64) bool {
 func checkString(in []byte, pos int) (end int, esc bool, ok bool) {
 	pos++
 	for {
-		for pos+8 <= len(in) && plainWord(binary.LittleEndian.Uint64(in[pos:])) {
-			pos += 8
-		}
-		for pos < len(in) && plainASCII[in[pos]] {
-			pos++
-		}
-		if pos >= len(in) {
+		if pos = skipPlain(in, pos); pos >= len(in) {
 			return pos, esc, false
 		}
-		switch ch := in[pos]; {
-		case ch == '"':
+		switch in[pos] {
+		case '"':
 			return pos + 1, esc, true
-		case ch >= utf8.RuneSelf:
-			r, n := utf8.DecodeRune(in[pos:])
-			if r == utf8.RuneError && n <= 1 {
-				return pos, esc, false
-			}
-			pos += n
-		case ch < 0x20:
-			return pos, esc, false
-		default: // '\\'
+		case '\\':
 			esc = true
 			if pos+1 >= len(in) {
 				return pos, esc, false
@@ -250,6 +218,8 @@ func checkString(in []byte, pos int) (end int, esc bool, ok bool) {
 			default:
 				return pos, esc, false
 			}
+		default: // a control character, or not UTF-8
+			return pos, esc, false
 		}
 	}
 }
@@ -267,52 +237,23 @@ func lowerHex(ch byte) int {
 // checkNumber checks the canonical number at in[pos:].
 func checkNumber(in []byte, pos int) (int, bool) {
 	start := pos
-	if in[pos] == '-' {
-		pos++
-	}
-	intStart := pos
-	for pos < len(in) && in[pos] >= '0' && in[pos] <= '9' {
-		pos++
-	}
-	n := pos - intStart
-	if n == 0 || n > 1 && in[intStart] == '0' {
+	pos, isInt, bad := scanNumber(in, start)
+	if bad != "" {
 		return pos, false
 	}
-	frac := false
-	if pos < len(in) && in[pos] == '.' {
-		frac = true
-		pos++
-		d := pos
-		for pos < len(in) && in[pos] >= '0' && in[pos] <= '9' {
-			pos++
-		}
-		if pos == d {
-			return pos, false
-		}
-	}
-	if pos < len(in) && (in[pos] == 'e' || in[pos] == 'E') {
-		frac = true
-		pos++
-		if pos < len(in) && (in[pos] == '+' || in[pos] == '-') {
-			pos++
-		}
-		d := pos
-		for pos < len(in) && in[pos] >= '0' && in[pos] <= '9' {
-			pos++
-		}
-		if pos == d {
-			return pos, false
-		}
-	}
 	lit := in[start:pos]
-	if !frac {
-		if n == 1 && in[intStart] == '0' && start != intStart {
-			return pos, false // -0
+	if isInt {
+		mag := lit
+		if mag[0] == '-' {
+			mag = mag[1:]
+			if len(mag) == 1 && mag[0] == '0' {
+				return pos, false // -0
+			}
 		}
-		if n <= 15 {
+		if len(mag) <= 15 {
 			return pos, true // below 10^15 < 2^53: exact, written as its digits
 		}
-		if n > 21 {
+		if len(mag) > 21 {
 			return pos, false // from 1e21 on RFC 8785 writes an exponent
 		}
 		// Between, it is canonical only as some double's canonical text.

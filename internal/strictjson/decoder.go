@@ -1,13 +1,10 @@
 package strictjson
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/verity-go/verity/internal/canon"
 	"github.com/verity-go/verity/internal/violation"
@@ -42,14 +39,10 @@ func (k Kind) String() string {
 // one positioned at its value and must read exactly that value, with the
 // Read methods, Object, Array or Decode.
 type Decoder struct {
-	data         []byte
-	pos          int
-	depth        int
-	maxDepth     int
+	lx           canon.Scanner // the tokens, by strict JSON's rules
 	allowUnknown bool
 	path         []seg
 	problems     []problem
-	scratch      []byte
 	keys         []string // the keys of the open objects of Object, for duplicates
 	context      any
 }
@@ -68,13 +61,13 @@ func (d *Decoder) Report(err error) {
 
 // ErrorfIn is Errorf for the member name of the value being read.
 func (d *Decoder) ErrorfIn(name, rule, format string, args ...any) error {
-	return &problem{path: violation.Join(d.Pointer(), name), rule: rule, msg: fmt.Sprintf(format, args...), offset: d.pos}
+	return &problem{path: violation.Join(d.Pointer(), name), rule: rule, msg: fmt.Sprintf(format, args...), offset: d.lx.Offset()}
 }
 
 // ErrorfAt is Errorf for the value at pointer, an RFC 6901 JSON Pointer
 // into the text (one within the value being read).
 func (d *Decoder) ErrorfAt(pointer, rule, format string, args ...any) error {
-	return &problem{path: pointer, rule: rule, msg: fmt.Sprintf(format, args...), offset: d.pos}
+	return &problem{path: pointer, rule: rule, msg: fmt.Sprintf(format, args...), offset: d.lx.Offset()}
 }
 
 type seg struct {
@@ -115,22 +108,27 @@ func (d *Decoder) Pointer() string {
 	return p
 }
 
-func (d *Decoder) fatal(err error, detail string) error {
-	return d.fatalAt(d.pos, err, detail)
+func (d *Decoder) fatalAt(off int, err error, detail string) error {
+	return d.syntax(&canon.SyntaxError{Offset: off, Err: err, Detail: detail})
 }
 
-func (d *Decoder) fatalAt(off int, err error, detail string) error {
-	msg := fmt.Sprintf("%s at offset %d", trimPkg(err.Error()), off)
-	if detail != "" {
-		msg += ": " + detail
+// syntax makes the Scanner's error (a *canon.SyntaxError) a fatal
+// problem: the text is refused as a whole, so the problem is the
+// document's (its offset says where).
+func (d *Decoder) syntax(err error) error {
+	se, ok := err.(*canon.SyntaxError)
+	if !ok {
+		return err
+	}
+	msg := fmt.Sprintf("%s at offset %d", trimPkg(se.Err.Error()), se.Offset)
+	if se.Detail != "" {
+		msg += ": " + se.Detail
 	}
 	rule := violation.RuleSyntax
-	if err == canon.ErrDuplicateKey {
+	if se.Err == canon.ErrDuplicateKey {
 		rule = violation.RuleDuplicateKey
 	}
-	// The text is refused as a whole: the problem is the document's (its
-	// offset says where).
-	return &problem{rule: rule, msg: msg, cause: &canon.SyntaxError{Offset: off, Err: err, Detail: detail}, offset: off, fatal: true}
+	return &problem{rule: rule, msg: msg, cause: se, offset: se.Offset, fatal: true}
 }
 
 func trimPkg(s string) string {
@@ -143,13 +141,13 @@ func trimPkg(s string) string {
 // Errorf returns a problem with the value being read: rule names it (a
 // violation rule), the message is format's. An Unmarshaler returns it.
 func (d *Decoder) Errorf(rule, format string, args ...any) error {
-	return &problem{path: d.Pointer(), rule: rule, msg: fmt.Sprintf(format, args...), offset: d.pos}
+	return &problem{path: d.Pointer(), rule: rule, msg: fmt.Sprintf(format, args...), offset: d.lx.Offset()}
 }
 
 // Fail returns err as a problem with the value being read, under rule;
 // errors.Is and errors.As see err.
 func (d *Decoder) Fail(rule string, err error) error {
-	return &problem{path: d.Pointer(), rule: rule, msg: err.Error(), cause: err, offset: d.pos}
+	return &problem{path: d.Pointer(), rule: rule, msg: err.Error(), cause: err, offset: d.lx.Offset()}
 }
 
 // ErrType is the cause of every wrong-type problem, ErrMissing of every
@@ -163,7 +161,7 @@ var (
 // typeError is the one wording of a wrong type: "want an object, got a
 // string".
 func (d *Decoder) typeError(want string) error {
-	return &problem{path: d.Pointer(), rule: violation.RuleType, msg: WantMessage(want, d.Peek()), cause: ErrType, offset: d.pos}
+	return &problem{path: d.Pointer(), rule: violation.RuleType, msg: WantMessage(want, d.Peek()), cause: ErrType, offset: d.lx.Offset()}
 }
 
 func (d *Decoder) push(key string)  { d.path = append(d.path, seg{key: key, index: -1}) }
@@ -176,7 +174,7 @@ func asProblem(d *Decoder, err error) *problem {
 	if errors.As(err, &p) {
 		return p
 	}
-	return &problem{path: d.Pointer(), rule: "value", msg: err.Error(), cause: err, offset: d.pos}
+	return &problem{path: d.Pointer(), rule: "value", msg: err.Error(), cause: err, offset: d.lx.Offset()}
 }
 
 func isFatal(err error) bool {
@@ -184,24 +182,9 @@ func isFatal(err error) bool {
 	return errors.As(err, &p) && p.fatal
 }
 
-func (d *Decoder) skipSpace() {
-	for d.pos < len(d.data) {
-		switch d.data[d.pos] {
-		case ' ', '\t', '\n', '\r':
-			d.pos++
-		default:
-			return
-		}
-	}
-}
-
 // Peek returns the kind of the next value without reading it.
 func (d *Decoder) Peek() Kind {
-	d.skipSpace()
-	if d.pos >= len(d.data) {
-		return Invalid
-	}
-	switch c := d.data[d.pos]; {
+	switch c := d.lx.Peek(); {
 	case c == '{':
 		return Object
 	case c == '[':
@@ -220,10 +203,10 @@ func (d *Decoder) Peek() Kind {
 
 // Offset returns the byte offset of the next value; Rewind goes back to
 // an offset Offset returned within the same value an Unmarshaler reads.
-func (d *Decoder) Offset() int { d.skipSpace(); return d.pos }
+func (d *Decoder) Offset() int { d.lx.SkipSpace(); return d.lx.Offset() }
 
 // Rewind returns to an offset Offset returned earlier.
-func (d *Decoder) Rewind(off int) { d.pos = off }
+func (d *Decoder) Rewind(off int) { d.lx.SetOffset(off) }
 
 // FirstKey returns the first member's key (unescaped) when the next
 // value is an object with members, without reading anything.
@@ -231,14 +214,12 @@ func (d *Decoder) FirstKey() (string, bool) {
 	if d.Peek() != Object {
 		return "", false
 	}
-	start := d.pos
-	defer func() { d.pos = start }()
-	d.pos++
-	d.skipSpace()
-	if d.pos >= len(d.data) || d.data[d.pos] != '"' {
+	start, depth := d.lx.Offset(), d.lx.Depth()
+	defer func() { d.lx.SetOffset(start); d.lx.SetDepth(depth) }()
+	if empty, err := d.lx.Open(); empty || err != nil {
 		return "", false
 	}
-	k, err := d.str()
+	k, _, _, err := d.lx.Key()
 	if err != nil {
 		return "", false
 	}
@@ -254,10 +235,9 @@ func (d *Decoder) ReadNull() error {
 }
 
 func (d *Decoder) literal(w string) error {
-	if !bytes.HasPrefix(d.data[d.pos:], []byte(w)) {
-		return d.fatal(canon.ErrSyntax, "invalid literal")
+	if err := d.lx.ReadLiteral(w); err != nil {
+		return d.syntax(err)
 	}
-	d.pos += len(w)
 	return nil
 }
 
@@ -266,7 +246,7 @@ func (d *Decoder) ReadBool() (bool, error) {
 	if d.Peek() != Bool {
 		return false, d.typeError("a boolean")
 	}
-	if d.data[d.pos] == 't' {
+	if d.lx.Input()[d.lx.Offset()] == 't' {
 		return true, d.literal("true")
 	}
 	return false, d.literal("false")
@@ -298,187 +278,19 @@ func (d *Decoder) ReadNumber() (lit []byte, isInt bool, err error) {
 }
 
 func (d *Decoder) str() ([]byte, error) {
-	d.pos++ // opening quote
-	start := d.pos
-	for d.pos < len(d.data) {
-		c := d.data[d.pos]
-		if c == '"' {
-			s := d.data[start:d.pos]
-			if !utf8.Valid(s) {
-				return nil, d.badUTF8(start)
-			}
-			d.pos++
-			return s, nil
-		}
-		if c == '\\' {
-			break
-		}
-		if c < 0x20 {
-			return nil, d.fatal(canon.ErrSyntax, "control character in string")
-		}
-		d.pos++
+	s, _, err := d.lx.ReadString()
+	if err != nil {
+		return nil, d.syntax(err)
 	}
-	if d.pos >= len(d.data) {
-		return nil, d.fatal(canon.ErrSyntax, "unterminated string")
-	}
-	if !utf8.Valid(d.data[start:d.pos]) {
-		return nil, d.badUTF8(start)
-	}
-	buf := append(d.scratch[:0], d.data[start:d.pos]...)
-	defer func() { d.scratch = buf[:0] }()
-	for d.pos < len(d.data) {
-		c := d.data[d.pos]
-		switch {
-		case c == '"':
-			d.pos++
-			return buf, nil
-		case c < 0x20:
-			return nil, d.fatal(canon.ErrSyntax, "control character in string")
-		case c == '\\':
-			if d.pos+1 >= len(d.data) {
-				return nil, d.fatal(canon.ErrSyntax, "unterminated escape")
-			}
-			switch e := d.data[d.pos+1]; e {
-			case '"', '\\', '/':
-				buf = append(buf, e)
-			case 'b':
-				buf = append(buf, '\b')
-			case 'f':
-				buf = append(buf, '\f')
-			case 'n':
-				buf = append(buf, '\n')
-			case 'r':
-				buf = append(buf, '\r')
-			case 't':
-				buf = append(buf, '\t')
-			case 'u':
-				r, err := d.hex4(d.pos + 2)
-				if err != nil {
-					return nil, err
-				}
-				at := d.pos
-				d.pos += 6
-				if utf16.IsSurrogate(r) {
-					if r >= 0xDC00 || d.pos+1 >= len(d.data) || d.data[d.pos] != '\\' || d.data[d.pos+1] != 'u' {
-						return nil, d.fatalAt(at, canon.ErrLoneSurrogate, "")
-					}
-					r2, err := d.hex4(d.pos + 2)
-					if err != nil {
-						return nil, err
-					}
-					if r2 < 0xDC00 || r2 > 0xDFFF {
-						return nil, d.fatalAt(at, canon.ErrLoneSurrogate, "")
-					}
-					r = utf16.DecodeRune(r, r2)
-					d.pos += 6
-				}
-				buf = utf8.AppendRune(buf, r)
-				continue
-			default:
-				return nil, d.fatal(canon.ErrSyntax, fmt.Sprintf("invalid escape \\%c", e))
-			}
-			d.pos += 2
-		default:
-			run := d.pos
-			for d.pos < len(d.data) && d.data[d.pos] != '"' && d.data[d.pos] != '\\' && d.data[d.pos] >= 0x20 {
-				d.pos++
-			}
-			if !utf8.Valid(d.data[run:d.pos]) {
-				return nil, d.badUTF8(run)
-			}
-			buf = append(buf, d.data[run:d.pos]...)
-		}
-	}
-	return nil, d.fatal(canon.ErrSyntax, "unterminated string")
-}
-
-func (d *Decoder) badUTF8(from int) error {
-	off := from
-	for s := d.data[from:]; len(s) > 0; {
-		r, n := utf8.DecodeRune(s)
-		if r == utf8.RuneError && n <= 1 {
-			break
-		}
-		s, off = s[n:], off+n
-	}
-	return d.fatalAt(off, canon.ErrInvalidUTF8, "")
-}
-
-func (d *Decoder) hex4(at int) (rune, error) {
-	if at+4 > len(d.data) {
-		return 0, d.fatalAt(at, canon.ErrSyntax, "short \\u escape")
-	}
-	var r rune
-	for i := range 4 {
-		c := d.data[at+i]
-		var v byte
-		switch {
-		case c >= '0' && c <= '9':
-			v = c - '0'
-		case c >= 'a' && c <= 'f':
-			v = c - 'a' + 10
-		case c >= 'A' && c <= 'F':
-			v = c - 'A' + 10
-		default:
-			return 0, d.fatalAt(at+i, canon.ErrSyntax, "invalid hex digit in \\u escape")
-		}
-		r = r<<4 | rune(v)
-	}
-	return r, nil
+	return s, nil
 }
 
 func (d *Decoder) number() ([]byte, bool, error) {
-	start := d.pos
-	if d.data[d.pos] == '-' {
-		d.pos++
-	}
-	digits := func() int {
-		n := 0
-		for d.pos < len(d.data) && d.data[d.pos] >= '0' && d.data[d.pos] <= '9' {
-			d.pos++
-			n++
-		}
-		return n
-	}
-	intStart := d.pos
-	n := digits()
-	if n == 0 {
-		return nil, false, d.fatal(canon.ErrSyntax, "digit expected")
-	}
-	if n > 1 && d.data[intStart] == '0' {
-		return nil, false, d.fatalAt(intStart, canon.ErrSyntax, "leading zero")
-	}
-	isInt := true
-	if d.pos < len(d.data) && d.data[d.pos] == '.' {
-		isInt = false
-		d.pos++
-		if digits() == 0 {
-			return nil, false, d.fatal(canon.ErrSyntax, "digit expected after '.'")
-		}
-	}
-	if d.pos < len(d.data) && (d.data[d.pos] == 'e' || d.data[d.pos] == 'E') {
-		isInt = false
-		d.pos++
-		if d.pos < len(d.data) && (d.data[d.pos] == '+' || d.data[d.pos] == '-') {
-			d.pos++
-		}
-		if digits() == 0 {
-			return nil, false, d.fatal(canon.ErrSyntax, "digit expected in exponent")
-		}
-	}
-	lit := d.data[start:d.pos]
-	if err := canon.CheckNumber(lit, isInt); err != nil {
-		return nil, false, d.fatalAt(start, err, string(lit))
+	lit, isInt, err := d.lx.ReadNumber()
+	if err != nil {
+		return nil, false, d.syntax(err)
 	}
 	return lit, isInt, nil
-}
-
-func (d *Decoder) enter() error {
-	d.depth++
-	if d.depth > d.maxDepth {
-		return d.fatal(canon.ErrTooDeep, fmt.Sprintf("more than %d levels", d.maxDepth))
-	}
-	return nil
 }
 
 // Object reads an object, calling fn for each member with its key (after
@@ -518,50 +330,22 @@ func (d *Decoder) Object(fn func(key string) error) error {
 	})
 }
 
-// members reads an object at d.pos, calling fn with each key (valid until
-// fn reads on) and its offset; fn reads the value.
+// members reads the object at the next byte, calling fn with each key
+// (valid until fn reads on) and its offset; fn reads the value.
 func (d *Decoder) members(fn func(key []byte, at int) error) error {
-	if err := d.enter(); err != nil {
-		return err
-	}
-	d.pos++ // '{'
-	d.skipSpace()
-	if d.pos < len(d.data) && d.data[d.pos] == '}' {
-		d.pos++
-		d.depth--
-		return nil
+	if empty, err := d.lx.Open(); empty || err != nil {
+		return d.syntax(err)
 	}
 	for {
-		d.skipSpace()
-		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
-			return d.fatal(canon.ErrSyntax, "expected a string key")
-		}
-		at := d.pos
-		key, err := d.str()
+		key, at, _, err := d.lx.Key()
 		if err != nil {
-			return err
+			return d.syntax(err)
 		}
-		d.skipSpace()
-		if d.pos >= len(d.data) || d.data[d.pos] != ':' {
-			return d.fatal(canon.ErrSyntax, "expected ':' after key")
-		}
-		d.pos++
 		if err := fn(key, at); err != nil {
 			return err
 		}
-		d.skipSpace()
-		if d.pos >= len(d.data) {
-			return d.fatal(canon.ErrSyntax, "unterminated object")
-		}
-		switch d.data[d.pos] {
-		case ',':
-			d.pos++
-		case '}':
-			d.pos++
-			d.depth--
-			return nil
-		default:
-			return d.fatal(canon.ErrSyntax, "expected ',' or '}' in object")
+		if more, err := d.lx.Next('}'); !more || err != nil {
+			return d.syntax(err)
 		}
 	}
 }
@@ -572,15 +356,8 @@ func (d *Decoder) Array(fn func(i int) error) error {
 	if d.Peek() != Array {
 		return d.typeError("an array")
 	}
-	if err := d.enter(); err != nil {
-		return err
-	}
-	d.pos++ // '['
-	d.skipSpace()
-	if d.pos < len(d.data) && d.data[d.pos] == ']' {
-		d.pos++
-		d.depth--
-		return nil
+	if empty, err := d.lx.Open(); empty || err != nil {
+		return d.syntax(err)
 	}
 	for i := 0; ; i++ {
 		d.pushIndex(i)
@@ -589,19 +366,8 @@ func (d *Decoder) Array(fn func(i int) error) error {
 		if err != nil {
 			return err
 		}
-		d.skipSpace()
-		if d.pos >= len(d.data) {
-			return d.fatal(canon.ErrSyntax, "unterminated array")
-		}
-		switch d.data[d.pos] {
-		case ',':
-			d.pos++
-		case ']':
-			d.pos++
-			d.depth--
-			return nil
-		default:
-			return d.fatal(canon.ErrSyntax, "expected ',' or ']' in array")
+		if more, err := d.lx.Next(']'); !more || err != nil {
+			return d.syntax(err)
 		}
 	}
 }
@@ -625,10 +391,7 @@ func (d *Decoder) Skip() error {
 	case Null:
 		return d.literal("null")
 	}
-	if d.pos >= len(d.data) {
-		return d.fatal(canon.ErrSyntax, "unexpected end of input")
-	}
-	return d.fatal(canon.ErrSyntax, fmt.Sprintf("unexpected character %q", d.data[d.pos]))
+	return d.syntax(d.lx.Unexpected())
 }
 
 // Raw reads the next value and returns its bytes as written.
@@ -637,7 +400,7 @@ func (d *Decoder) Raw() ([]byte, error) {
 	if err := d.Skip(); err != nil {
 		return nil, err
 	}
-	return d.data[start:d.pos], nil
+	return d.lx.Input()[start:d.lx.Offset()], nil
 }
 
 // WantMessage is the one wording of a wrong JSON type, for every reader
@@ -666,6 +429,7 @@ func KindOf(v any) Kind {
 
 // KindOfJSON returns the kind of the JSON text raw by its first byte.
 func KindOfJSON(raw []byte) Kind {
-	d := Decoder{data: raw}
+	var d Decoder
+	d.lx.Reset(raw, 0, 0)
 	return d.Peek()
 }

@@ -49,17 +49,12 @@ func (o Options) Unmarshal(data []byte, v any) error {
 		return fmt.Errorf("strictjson: Unmarshal needs a non-nil pointer, not %T", v)
 	}
 	d := decoderPool.Get().(*Decoder)
-	*d = Decoder{data: data, maxDepth: o.MaxDepth, allowUnknown: o.AllowUnknown, context: o.Context,
-		path: d.path[:0], problems: d.problems[:0], scratch: d.scratch[:0], keys: d.keys[:0]}
-	if d.maxDepth <= 0 {
-		d.maxDepth = canon.MaxDepth
-	}
+	*d = Decoder{lx: d.lx, allowUnknown: o.AllowUnknown, context: o.Context,
+		path: d.path[:0], problems: d.problems[:0], keys: d.keys[:0]}
+	d.lx.Reset(data, 0, o.MaxDepth)
 	err := d.decode(rv.Elem())
 	if err == nil {
-		d.skipSpace()
-		if d.pos != len(d.data) {
-			err = d.fatal(canon.ErrSyntax, "data after the top-level value")
-		}
+		err = d.syntax(d.lx.Finish())
 	}
 	if err != nil {
 		// A text that is not strict JSON is refused as a whole: what was
@@ -71,8 +66,9 @@ func (o Options) Unmarshal(data []byte, v any) error {
 	if len(d.problems) > 0 {
 		out = &Error{problems: append([]problem(nil), d.problems...)}
 	}
-	if cap(d.scratch) <= 64<<10 && cap(d.problems) <= 1024 {
-		d.data, d.context = nil, nil
+	if cap(d.problems) <= 1024 {
+		d.lx.Reset(nil, 0, 0)
+		d.context = nil
 		clear(d.path[:cap(d.path)])
 		clear(d.keys[:cap(d.keys)])
 		clear(d.problems[:cap(d.problems)])
@@ -352,7 +348,7 @@ func (d *Decoder) value(p *plan, v reflect.Value) error {
 	}
 	switch p.kind {
 	case kHook:
-		start, depth, path, keys := d.pos, d.depth, len(d.path), len(d.keys)
+		start, depth, path, keys := d.lx.Offset(), d.lx.Depth(), len(d.path), len(d.keys)
 		err := v.Addr().Interface().(Unmarshaler).UnmarshalStrict(d)
 		if err == nil {
 			return nil
@@ -360,11 +356,12 @@ func (d *Decoder) value(p *plan, v reflect.Value) error {
 		if isFatal(err) {
 			return err
 		}
-		d.depth, d.path, d.keys = depth, d.path[:path], d.keys[:keys]
+		d.lx.SetDepth(depth)
+		d.path, d.keys = d.path[:path], d.keys[:keys]
 		if err != errRecorded {
 			d.record(err)
 		}
-		d.pos = start
+		d.lx.SetOffset(start)
 		return d.Skip()
 	case kJSONUnmarshaler:
 		raw, err := d.Raw()
@@ -509,7 +506,7 @@ func want(p *plan) string {
 }
 
 func (d *Decoder) numberInto(p *plan, v reflect.Value) error {
-	start := d.pos
+	start := d.lx.Offset()
 	lit, isInt, err := d.number()
 	if err != nil {
 		return err
@@ -598,7 +595,7 @@ func (d *Decoder) structValue(p *plan, v reflect.Value) error {
 	for i := range p.fields {
 		if f := &p.fields[i]; f.required && seen&(1<<i) == 0 {
 			d.push(f.name)
-			d.record(&problem{path: d.Pointer(), rule: violation.RuleRequired, msg: "missing", cause: ErrMissing, offset: d.pos})
+			d.record(&problem{path: d.Pointer(), rule: violation.RuleRequired, msg: "missing", cause: ErrMissing, offset: d.lx.Offset()})
 			d.pop()
 		}
 	}
