@@ -223,7 +223,7 @@ func (p *parser) object() error {
 			p.out = append(p.out, ',')
 		}
 		if esc {
-			key = bytes.Clone(key) // kept past the next string
+			p.scratch = nil // the key keeps the buffer it was unescaped into
 		}
 		start := len(p.out)
 		p.out = AppendString(p.out, key)

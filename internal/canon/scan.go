@@ -212,22 +212,34 @@ func plainWord(w uint64) bool {
 // over printable ASCII and valid UTF-8, which excludes the surrogates'
 // three-byte forms.
 func skipPlain(in []byte, pos int) int {
-	for {
-		for pos+8 <= len(in) && plainWord(binary.LittleEndian.Uint64(in[pos:])) {
-			pos += 8
-		}
-		for pos < len(in) && plainASCII[in[pos]] {
-			pos++
-		}
-		if pos >= len(in) || in[pos] < utf8.RuneSelf {
-			return pos
-		}
+	if pos = skipASCII(in, pos); pos < len(in) && in[pos] >= utf8.RuneSelf {
+		return skipUTF8(in, pos)
+	}
+	return pos
+}
+
+// skipASCII is skipPlain for printable ASCII only; it is small enough to
+// be inlined where strings are read.
+func skipASCII(in []byte, pos int) int {
+	for pos+8 <= len(in) && plainWord(binary.LittleEndian.Uint64(in[pos:])) {
+		pos += 8
+	}
+	for pos < len(in) && plainASCII[in[pos]] {
+		pos++
+	}
+	return pos
+}
+
+// skipUTF8 is skipPlain from a byte from 0x80 on.
+func skipUTF8(in []byte, pos int) int {
+	for pos < len(in) && in[pos] >= utf8.RuneSelf {
 		r, n := utf8.DecodeRune(in[pos:])
 		if r == utf8.RuneError && n <= 1 {
 			return pos
 		}
-		pos += n
+		pos = skipASCII(in, pos+n)
 	}
+	return pos
 }
 
 // ReadString reads the string whose opening quote is the next byte and
@@ -235,7 +247,9 @@ func skipPlain(in []byte, pos int) int {
 // result aliases the input; with one it is valid until the next ReadString or Key.
 func (s *Scanner) ReadString() (str []byte, escaped bool, err error) {
 	start := s.pos + 1
-	s.pos = skipPlain(s.in, start)
+	if s.pos = skipASCII(s.in, start); s.pos < len(s.in) && s.in[s.pos] >= utf8.RuneSelf {
+		s.pos = skipUTF8(s.in, s.pos)
+	}
 	if s.pos < len(s.in) && s.in[s.pos] == '"' {
 		s.pos++
 		return s.in[start : s.pos-1], false, nil

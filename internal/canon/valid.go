@@ -132,8 +132,16 @@ func checkObject(in []byte, pos, depth int) (int, bool) {
 // units; esc says whether a body is as written in canonical text, with
 // escapes (checked by checkString), rather than decoded.
 func compareKeys(a []byte, aEsc bool, b []byte, bEsc bool) int {
+	// An ASCII byte stands for itself, but for an escape's backslash.
+	escA, escB := byte(utf8.RuneSelf), byte(utf8.RuneSelf)
+	if aEsc {
+		escA = '\\'
+	}
+	if bEsc {
+		escB = '\\'
+	}
 	for len(a) > 0 && len(b) > 0 {
-		if ca, cb := a[0], b[0]; ca < utf8.RuneSelf && cb < utf8.RuneSelf && (ca != '\\' || !aEsc) && (cb != '\\' || !bEsc) {
+		if ca, cb := a[0], b[0]; ca < utf8.RuneSelf && cb < utf8.RuneSelf && ca != escA && cb != escB {
 			if ca != cb {
 				return int(ca) - int(cb)
 			}
@@ -187,7 +195,10 @@ func keyRune(s []byte, esc bool) (rune, int) {
 func checkString(in []byte, pos int) (end int, esc bool, ok bool) {
 	pos++
 	for {
-		if pos = skipPlain(in, pos); pos >= len(in) {
+		if pos = skipASCII(in, pos); pos < len(in) && in[pos] >= utf8.RuneSelf {
+			pos = skipUTF8(in, pos)
+		}
+		if pos >= len(in) {
 			return pos, esc, false
 		}
 		switch in[pos] {
@@ -224,14 +235,12 @@ func checkString(in []byte, pos int) (end int, esc bool, ok bool) {
 	}
 }
 
+// lowerHex is hexDigit for the lower-case digits canonical text uses.
 func lowerHex(ch byte) int {
-	switch {
-	case ch >= '0' && ch <= '9':
-		return int(ch - '0')
-	case ch >= 'a' && ch <= 'f':
-		return int(ch-'a') + 10
+	if ch >= 'A' && ch <= 'F' {
+		return -1
 	}
-	return -1
+	return hexDigit(ch)
 }
 
 // checkNumber checks the canonical number at in[pos:].
