@@ -1,7 +1,7 @@
 // Package canon implements RFC 8785, the JSON Canonicalization Scheme (JCS):
 // the one byte form of a JSON value that every hash in Verity is taken over,
 // and the rules of strict JSON that internal/strictjson, the reader behind
-// Verity's decoders, enforces (CheckNumber is its number rule).
+// Verity's decoders, enforces by reading with this package's Scanner.
 //
 // # Usage
 //
@@ -19,6 +19,16 @@
 // Decode or DecodeInto, which refuse whatever canonical JSON refuses
 // (duplicate keys, bad UTF-8, rounded integers, too deep) before
 // encoding/json sees it.
+//
+// # Reading JSON on one's own
+//
+// Scanner is the lexer behind Transform: it reads the tokens of a text
+// (strings unescaped, number literals as written, literals, the brackets
+// of objects and arrays, the depth) and applies every rule below but the
+// duplicate keys, which its caller finds since only the caller keeps the
+// keys. internal/strictjson reads with it too, so strict JSON's rules are
+// written once; the one-pass canonical check (Valid, Canonical) shares its
+// UTF-8, number grammar and hex rules and adds canonical form's own.
 //
 // # What canonical means
 //

@@ -19,9 +19,9 @@ import (
 //
 // A Scanner knows the tokens, not the document: its caller dispatches on
 // Peek, reads a string, a number or a literal (ReadString, ReadNumber,
-// ReadLiteral), or opens an object or an
-// array (Open) and walks its members and elements (Key, Next). Duplicate keys are the
-// caller's to find, since only the caller keeps the keys. Every error is a
+// ReadLiteral), or opens an object or an array (Open) and walks its
+// members and elements (Key, Next). Duplicate keys are the caller's to
+// find, since only the caller keeps the keys. Every error is a
 // *SyntaxError with the byte offset and one of the sentinel errors.
 type Scanner struct {
 	in       []byte
@@ -60,9 +60,6 @@ func (s *Scanner) Depth() int { return s.depth }
 // SetDepth restores a depth Depth returned, after a caller abandoned the
 // values it had opened and went back with SetOffset.
 func (s *Scanner) SetDepth(depth int) { s.depth = depth }
-
-// MaxDepth returns the deepest nesting s accepts.
-func (s *Scanner) MaxDepth() int { return s.maxDepth }
 
 // SkipSpace passes over JSON white space.
 func (s *Scanner) SkipSpace() {

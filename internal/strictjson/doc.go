@@ -11,9 +11,10 @@
 //
 // # What it enforces
 //
-// The text is refused as a whole (one problem, rule violation.RuleSyntax
-// or RuleDuplicateKey, wrapping a canon sentinel in a *canon.SyntaxError)
-// when it is not what canon.Transform accepts: invalid grammar, a member
+// The Decoder reads its tokens with canon.Scanner, the lexer of
+// canon.Transform, so the text is refused as a whole (one problem, rule
+// violation.RuleSyntax or RuleDuplicateKey, wrapping a canon sentinel in a
+// *canon.SyntaxError) when it is not what canon.Transform accepts: invalid grammar, a member
 // twice in one object (compared after unescaping), invalid UTF-8, a lone
 // surrogate, an integer literal a double reader would round, a number
 // beyond the doubles, nesting deeper than Options.MaxDepth (512), or
