@@ -34,7 +34,7 @@ type Action struct {
 }
 
 // validate reports every way the action is malformed, joined (errors.Is
-// matches CheckWellFormed, ErrInvalidCost or ErrInvalidValue).
+// matches CheckWellFormed, ErrInvalidCost or value.ErrInvalidValue).
 func (a Action) validate() error {
 	var errs []error
 	if a.ID == "" {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/value"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -50,7 +51,7 @@ var benchAction = kernel.Action{
 	ID:          "transfer",
 	Name:        "transfer",
 	Description: "move one unit from var1 to var2",
-	Effects:     []kernel.Effect{kernel.Decrement("var1", kernel.Int(1)), kernel.Increment("var2", kernel.Int(1))},
+	Effects:     []kernel.Effect{kernel.Decrement("var1", value.Int(1)), kernel.Increment("var2", value.Int(1))},
 	Cost:        1,
 	Category:    "ledger",
 	Reversible:  true,

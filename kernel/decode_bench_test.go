@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/value"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -21,7 +22,7 @@ func benchExecuteEntry(b *testing.B) trace.Entry {
 		ID: "call-0001", Name: "search", Category: "tool", Cost: 2500,
 		Tags: []string{"tool:search"},
 		Effects: []kernel.Effect{
-			kernel.Count("calls/search", kernel.Int(1), kernel.Int(0)),
+			kernel.Count("calls/search", value.Int(1), value.Int(0)),
 		},
 		Input: []byte(`{"query":"revenue by region","limit":20}`),
 	}

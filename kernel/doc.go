@@ -19,7 +19,7 @@
 //	sess, err := kernel.NewSession(ctx, log, k, initial) // log is a *trace.Log
 //
 //	send := kernel.Action{ID: "send", Cost: kernel.Unit,
-//		Effects: []kernel.Effect{kernel.Increment("sent", kernel.Int(1))}}
+//		Effects: []kernel.Effect{kernel.Increment("sent", value.Int(1))}} // value is kernel/value
 //	rec, err := sess.Execute(ctx, send)    // a *RejectedError lists every failed check
 //	rr, err := sess.Rollback(ctx, rec.ExecID) // exact undo, refunded once
 //	again, err := kernel.Replay(ctx, log, k, sess.ID())
@@ -30,9 +30,11 @@
 //
 // # Values and states
 //
-// A Value is an immutable JSON value with strict typing: the integer 1, the
-// float 1.0 and the string "1" are different, and a variable holding null
-// is different from an absent one. A State maps variable names to Values;
+// The values are those of package kernel/value: a value.Value is an
+// immutable JSON value with strict typing (the integer 1, the float 1.0
+// and the string "1" are different), built with value.Int, value.String,
+// value.List, value.Of and the others. A State maps variable names to
+// Values, and a variable holding null is different from an absent one;
 // State.Int, Float, Bool and Text read one variable of one kind. States
 // are persistent: changing k variables of an n-variable state costs
 // O(k log n) and shares everything else with the old state, which stays
@@ -43,7 +45,7 @@
 // The JSON forms (State.MarshalJSON, Action.MarshalJSON, the trace
 // payloads) are RFC 8785 canonical JSON that keeps the strict typing: a
 // float whose canonical text would read as an int is written
-// {"$float":"1"}, an int beyond ±(2^53−1) {"$int":"…"}. DecodeValue,
+// {"$float":"1"}, an int beyond ±(2^53−1) {"$int":"…"}. value.Decode,
 // DecodeState and DecodeAction are strict: duplicate keys, invalid UTF-8,
 // a plain integer literal beyond ±(2^53−1), unknown action fields and
 // inexact costs are errors (ErrDecode, ErrInvalidCost), never guesses.

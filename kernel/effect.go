@@ -2,6 +2,8 @@ package kernel
 
 import (
 	"fmt"
+	"github.com/verity-go/verity/internal/jsonvalue"
+	"github.com/verity-go/verity/kernel/value"
 	"math"
 	"slices"
 	"strconv"
@@ -62,28 +64,28 @@ func parseOp(s string) (Op, error) {
 type Effect struct {
 	Op      Op
 	Key     string
-	Value   Value // the operand; null for OpDelete
-	Initial Value // OpCount only: where an absent variable starts (a number)
+	Value   value.Value // the operand; null for OpDelete
+	Initial value.Value // OpCount only: where an absent variable starts (a number)
 }
 
 // Set returns the effect key := v.
-func Set(key string, v Value) Effect { return Effect{Op: OpSet, Key: key, Value: v} }
+func Set(key string, v value.Value) Effect { return Effect{Op: OpSet, Key: key, Value: v} }
 
 // Increment returns the effect key += v.
-func Increment(key string, v Value) Effect { return Effect{Op: OpIncrement, Key: key, Value: v} }
+func Increment(key string, v value.Value) Effect { return Effect{Op: OpIncrement, Key: key, Value: v} }
 
 // Decrement returns the effect key -= v.
-func Decrement(key string, v Value) Effect { return Effect{Op: OpDecrement, Key: key, Value: v} }
+func Decrement(key string, v value.Value) Effect { return Effect{Op: OpDecrement, Key: key, Value: v} }
 
 // Multiply returns the effect key *= v.
-func Multiply(key string, v Value) Effect { return Effect{Op: OpMultiply, Key: key, Value: v} }
+func Multiply(key string, v value.Value) Effect { return Effect{Op: OpMultiply, Key: key, Value: v} }
 
 // Append returns the effect that appends v to the list key.
-func Append(key string, v Value) Effect { return Effect{Op: OpAppend, Key: key, Value: v} }
+func Append(key string, v value.Value) Effect { return Effect{Op: OpAppend, Key: key, Value: v} }
 
 // Remove returns the effect that removes the first item equal to v from
 // the list key (a rejection if there is none).
-func Remove(key string, v Value) Effect { return Effect{Op: OpRemove, Key: key, Value: v} }
+func Remove(key string, v value.Value) Effect { return Effect{Op: OpRemove, Key: key, Value: v} }
 
 // Delete returns the effect that makes key absent.
 func Delete(key string) Effect { return Effect{Op: OpDelete, Key: key} }
@@ -93,7 +95,7 @@ func Delete(key string) Effect { return Effect{Op: OpDelete, Key: key} }
 // open-ended list of tools). Count("calls/search", Int(1), Int(0)) counts
 // calls; Count("quota", Int(-1), Int(10)) counts a quota down from 10.
 // Rolling it back where the key was absent makes it absent again.
-func Count(key string, by, initial Value) Effect {
+func Count(key string, by, initial value.Value) Effect {
 	return Effect{Op: OpCount, Key: key, Value: by, Initial: initial}
 }
 
@@ -116,25 +118,25 @@ func (e Effect) validate() error {
 	if err := checkKey(e.Key); err != nil {
 		return err
 	}
-	if err := e.Value.validate(0); err != nil {
+	if err := jv(e.Value).Validate(0); err != nil {
 		return err
 	}
-	if err := e.Initial.validate(0); err != nil {
+	if err := jv(e.Initial).Validate(0); err != nil {
 		return err
 	}
-	if e.Op != OpCount && e.Initial.kind != KindNull {
+	if e.Op != OpCount && e.Initial.Kind() != value.KindNull {
 		return fmt.Errorf("%w: only count takes an initial value", CheckWellFormed)
 	}
 	switch e.Op {
 	case OpIncrement, OpDecrement, OpMultiply, OpCount:
-		if k := e.Value.kind; k != KindInt && k != KindFloat {
+		if k := e.Value.Kind(); k != value.KindInt && k != value.KindFloat {
 			return fmt.Errorf("%w: %s needs a numeric operand, got %s", CheckWellFormed, e.Op, k)
 		}
-		if k := e.Initial.kind; e.Op == OpCount && k != KindInt && k != KindFloat {
+		if k := e.Initial.Kind(); e.Op == OpCount && k != value.KindInt && k != value.KindFloat {
 			return fmt.Errorf("%w: count needs a numeric initial value, got %s", CheckWellFormed, k)
 		}
 	case OpDelete:
-		if e.Value.kind != KindNull {
+		if e.Value.Kind() != value.KindNull {
 			return fmt.Errorf("%w: delete takes no operand", CheckWellFormed)
 		}
 	}
@@ -237,7 +239,7 @@ func (b *builder) apply(i int, e Effect) (Effect, error) {
 			return fail(err.err, "%s", err.msg)
 		}
 		b.set(e.Key, nv)
-		if had && old.kind == KindInt {
+		if had && old.Kind() == value.KindInt {
 			return Effect{Op: OpDecrement, Key: e.Key, Value: e.Value}, nil
 		}
 		return restore(), nil
@@ -250,7 +252,7 @@ func (b *builder) apply(i int, e Effect) (Effect, error) {
 			return fail(err.err, "%s", err.msg)
 		}
 		b.set(e.Key, nv)
-		if old.kind == KindInt && e.Op != OpMultiply {
+		if old.Kind() == value.KindInt && e.Op != OpMultiply {
 			back := OpDecrement
 			if e.Op == OpDecrement {
 				back = OpIncrement
@@ -262,24 +264,25 @@ func (b *builder) apply(i int, e Effect) (Effect, error) {
 		if !had {
 			return fail(ErrMissingVariable, "%s on an absent variable", e.Op)
 		}
-		if old.kind != KindList {
-			return fail(ErrTypeMismatch, "%s needs a list, found %s", e.Op, old.kind)
+		if old.Kind() != value.KindList {
+			return fail(ErrTypeMismatch, "%s needs a list, found %s", e.Op, old.Kind())
 		}
-		var items []Value
+		list := jv(old).Elems()
+		var items []jsonvalue.Value
 		if e.Op == OpAppend {
-			items = make([]Value, len(old.list())+1)
-			copy(items, old.list())
-			items[len(old.list())] = e.Value
+			items = make([]jsonvalue.Value, len(list)+1)
+			copy(items, list)
+			items[len(list)] = jv(e.Value)
 		} else {
-			at := slices.IndexFunc(old.list(), e.Value.Equal)
+			at := slices.IndexFunc(list, jv(e.Value).Equal)
 			if at < 0 {
 				return fail(ErrNotInList, "%s is not in the list", e.Value.String())
 			}
-			items = make([]Value, 0, len(old.list())-1)
-			items = append(items, old.list()[:at]...)
-			items = append(items, old.list()[at+1:]...)
+			items = make([]jsonvalue.Value, 0, len(list)-1)
+			items = append(items, list[:at]...)
+			items = append(items, list[at+1:]...)
 		}
-		b.set(e.Key, listValue(items))
+		b.set(e.Key, value.Value(jsonvalue.NewList(items)))
 		return restore(), nil
 	}
 	return fail(CheckWellFormed, "unknown operation")
@@ -291,13 +294,14 @@ type arithError struct {
 }
 
 // arith implements the arithmetic rule documented on Effect.
-func arith(op Op, x, y Value) (Value, *arithError) {
-	switch x.kind {
-	case KindInt:
-		if y.kind != KindInt {
-			return Value{}, &arithError{ErrTypeMismatch, fmt.Sprintf("%s of an int variable by a %s (would change its type)", op, y.kind)}
+func arith(op Op, x, y value.Value) (value.Value, *arithError) {
+	switch x.Kind() {
+	case value.KindInt:
+		if y.Kind() != value.KindInt {
+			return value.Value{}, &arithError{ErrTypeMismatch, fmt.Sprintf("%s of an int variable by a %s (would change its type)", op, y.Kind())}
 		}
-		a, c := int64(x.bits), int64(y.bits)
+		a, _ := x.AsInt()
+		c, _ := y.AsInt()
 		var r int64
 		var ok bool
 		switch op {
@@ -309,23 +313,23 @@ func arith(op Op, x, y Value) (Value, *arithError) {
 			r, ok = mulInt(a, c)
 		}
 		if !ok {
-			return Value{}, &arithError{ErrOverflow, fmt.Sprintf("%s %d by %d overflows int64", op, a, c)}
+			return value.Value{}, &arithError{ErrOverflow, fmt.Sprintf("%s %d by %d overflows int64", op, a, c)}
 		}
-		return Int(r), nil
-	case KindFloat:
-		a := math.Float64frombits(x.bits)
+		return value.Int(r), nil
+	case value.KindFloat:
+		a, _ := x.AsFloat()
 		var c float64
-		switch y.kind {
-		case KindFloat:
-			c = math.Float64frombits(y.bits)
-		case KindInt:
-			i := int64(y.bits)
+		switch y.Kind() {
+		case value.KindFloat:
+			c, _ = y.AsFloat()
+		case value.KindInt:
+			i, _ := y.AsInt()
 			if i > 1<<53 || i < -(1<<53) {
-				return Value{}, &arithError{ErrTypeMismatch, fmt.Sprintf("int operand %d is not exact as a float", i)}
+				return value.Value{}, &arithError{ErrTypeMismatch, fmt.Sprintf("int operand %d is not exact as a float", i)}
 			}
 			c = float64(i)
 		default:
-			return Value{}, &arithError{ErrTypeMismatch, fmt.Sprintf("%s by a %s", op, y.kind)}
+			return value.Value{}, &arithError{ErrTypeMismatch, fmt.Sprintf("%s by a %s", op, y.Kind())}
 		}
 		var r float64
 		switch op {
@@ -337,11 +341,11 @@ func arith(op Op, x, y Value) (Value, *arithError) {
 			r = a * c
 		}
 		if math.IsInf(r, 0) || math.IsNaN(r) {
-			return Value{}, &arithError{ErrOverflow, fmt.Sprintf("%s gives a non-finite float", op)}
+			return value.Value{}, &arithError{ErrOverflow, fmt.Sprintf("%s gives a non-finite float", op)}
 		}
-		return Float(r), nil
+		return value.Float(r), nil
 	default:
-		return Value{}, &arithError{ErrTypeMismatch, fmt.Sprintf("%s needs a number, found %s", op, x.kind)}
+		return value.Value{}, &arithError{ErrTypeMismatch, fmt.Sprintf("%s needs a number, found %s", op, x.Kind())}
 	}
 }
 

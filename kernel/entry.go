@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"github.com/verity-go/verity/internal/jsonvalue"
+	"github.com/verity-go/verity/kernel/value"
 	"math"
 	"strconv"
 	"unicode/utf8"
@@ -279,7 +281,7 @@ func appendInput(dst, data []byte, digest trace.Hash, size int) []byte {
 }
 
 func appendCount(dst []byte, n uint64) []byte {
-	if n <= maxSafe {
+	if n <= jsonvalue.MaxSafe {
 		return strconv.AppendUint(dst, n, 10)
 	}
 	dst = append(dst, '"')
@@ -697,7 +699,7 @@ func (m *inputMembers) UnmarshalStrict(d *strictjson.Decoder) error {
 	// The bytes beyond the input limit are not in the entry, so the size
 	// is bounded only by what a count written as a JSON number (and an
 	// int) can hold.
-	if m.Size == 0 || uint64(m.Size) > min(maxSafe, math.MaxInt) {
+	if m.Size == 0 || uint64(m.Size) > min(jsonvalue.MaxSafe, math.MaxInt) {
 		return d.Errorf("value", "size %d out of range", m.Size)
 	}
 	if m.Base64.set {
@@ -752,7 +754,7 @@ func (c *wCount) UnmarshalStrict(d *strictjson.Decoder) error {
 		return d.Errorf(violation.RuleType, "want a count, got %s", d.Peek())
 	}
 	n, ok := parseCount(text)
-	if !ok || number != (n <= maxSafe) {
+	if !ok || number != (n <= jsonvalue.MaxSafe) {
 		return d.Errorf("value", "not a count as the session writes it: %s", text)
 	}
 	*c = wCount(n)
@@ -983,16 +985,16 @@ func (w *wEffect) UnmarshalStrict(d *strictjson.Decoder) error {
 	return nil
 }
 
-// wValue is a typed-JSON value (see Value.MarshalJSON), and whether the
+// wValue is a typed-JSON value (see value.Value.MarshalJSON), and whether the
 // member was there.
 type wValue struct {
-	v   Value
+	v   value.Value
 	set bool
 }
 
 func (w *wValue) UnmarshalStrict(d *strictjson.Decoder) error {
-	v, err := readValue(d)
-	w.v, w.set = v, err == nil
+	v, err := jsonvalue.Read(d)
+	w.v, w.set = value.Value(v), err == nil
 	return err
 }
 
@@ -1000,19 +1002,13 @@ func (w *wValue) UnmarshalStrict(d *strictjson.Decoder) error {
 type wState struct{ s State }
 
 func (w *wState) UnmarshalStrict(d *strictjson.Decoder) error {
-	var o members
-	err := d.Object(func(key string) error {
-		v, err := readValue(d)
-		o.keys, o.vals = append(o.keys, key), append(o.vals, v)
-		return err
-	})
+	keys, vals, err := jsonvalue.ReadMembers(d)
 	if err != nil {
 		return err
 	}
-	o.sort()
 	b := newBuilder(State{})
-	for i, k := range o.keys {
-		b.set(k, o.vals[i])
+	for i, k := range keys {
+		b.set(k, value.Value(vals[i]))
 	}
 	w.s = b.state()
 	return nil

@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/verity-go/verity/internal/jsonvalue"
 	"maps"
 	"math"
 	"slices"
@@ -304,7 +305,7 @@ func (r *oldReader) input(member string, x any) oldRecordedInput {
 	// The bytes beyond the input limit are not in the entry, so the size
 	// is bounded only by what a count written as a JSON number (and an int)
 	// can hold.
-	if r.err == nil && (size == 0 || size > min(maxSafe, math.MaxInt)) {
+	if r.err == nil && (size == 0 || size > min(jsonvalue.MaxSafe, math.MaxInt)) {
 		r.fail(member+"/size", "size %d out of range", size)
 	}
 	in.size = int(size)
@@ -353,7 +354,7 @@ func (r *oldReader) count(member string, x any) uint64 {
 		text = v
 	}
 	n, err := strconv.ParseUint(text, 10, 64)
-	if err != nil || strconv.FormatUint(n, 10) != text || number != (n <= maxSafe) {
+	if err != nil || strconv.FormatUint(n, 10) != text || number != (n <= jsonvalue.MaxSafe) {
 		r.fail(member, "not a count as the session writes it: %v", x)
 	}
 	return n

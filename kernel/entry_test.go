@@ -12,6 +12,7 @@ import (
 
 	"github.com/verity-go/verity/internal/canon"
 	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/value"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -37,10 +38,10 @@ func recordedRun(t testing.TB) (entries []trace.Entry, rec kernel.Record, rr ker
 	sess, err := kernel.NewSession(ctx, log, k, mustState(t, map[string]any{"x": 0, "l": []any{1, 1}}), kernel.WithSessionID("s1"), kernel.WithClock(tick))
 	require.NoError(t, err)
 	a := kernel.Action{ID: "act", Name: "n", Description: "d", Cost: 1500, Category: "c", Tags: []string{"t"},
-		Effects: []kernel.Effect{kernel.Append("l", kernel.Int(1)), kernel.Set("f", kernel.Float(2))}}
+		Effects: []kernel.Effect{kernel.Append("l", value.Int(1)), kernel.Set("f", value.Float(2))}}
 	rec, err = sess.Execute(ctx, a)
 	require.NoError(t, err)
-	_, err = sess.Execute(ctx, kernel.Action{ID: "bad", Cost: kernel.Unit, Effects: []kernel.Effect{kernel.Set("x", kernel.Int(-1))}})
+	_, err = sess.Execute(ctx, kernel.Action{ID: "bad", Cost: kernel.Unit, Effects: []kernel.Effect{kernel.Set("x", value.Int(-1))}})
 	require.ErrorIs(t, err, kernel.CheckInvariant)
 	rr, err = sess.Rollback(ctx, rec.ExecID)
 	require.NoError(t, err)

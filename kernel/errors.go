@@ -3,6 +3,7 @@ package kernel
 import (
 	"errors"
 	"fmt"
+	"github.com/verity-go/verity/internal/jsonvalue"
 	"strconv"
 	"strings"
 	"time"
@@ -12,11 +13,9 @@ import (
 // a CheckName (the failure of a check wraps the check's name: see
 // CheckName.Error); test with errors.Is.
 var (
-	// ErrInvalidValue: a value that is not JSON (NaN, ±Inf, invalid UTF-8,
-	// too deep, an unsupported Go type).
-	ErrInvalidValue = errors.New("kernel: invalid value")
-	// ErrDecode: JSON input that cannot be decoded.
-	ErrDecode = errors.New("kernel: malformed JSON")
+	// ErrDecode: JSON input that cannot be decoded (the same error as
+	// value.ErrDecode). A value that is not JSON is value.ErrInvalidValue.
+	ErrDecode = jsonvalue.ErrDecode
 	// ErrInvalidCost: a cost or budget that is negative, not finite, not a
 	// whole number of thousandths, or out of range. Never rounded.
 	ErrInvalidCost = errors.New("kernel: invalid cost")
@@ -158,7 +157,7 @@ type EffectError struct {
 	Op     Op     // the operation
 	Key    string // the variable
 	Reason string // human-readable detail
-	Err    error  // ErrTypeMismatch, ErrOverflow, ErrMissingVariable, ErrNotInList or ErrInvalidValue
+	Err    error  // ErrTypeMismatch, ErrOverflow, ErrMissingVariable, ErrNotInList or value.ErrInvalidValue
 }
 
 func (e *EffectError) Error() string {

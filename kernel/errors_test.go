@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/value"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -27,7 +28,7 @@ func TestErrorsPrefixedOnce(t *testing.T) {
 
 	_, err := kernel.New(kernel.Config{Budget: -1, Invariants: []kernel.Invariant{{Name: "i", Check: func(kernel.State) bool { return true }, Enforcement: 9}}})
 	add(err)
-	add(kernel.ValidateAction(kernel.Action{Cost: -1, Name: "\xff", Effects: []kernel.Effect{{Op: 99}, kernel.Increment("x", kernel.String("a"))}}))
+	add(kernel.ValidateAction(kernel.Action{Cost: -1, Name: "\xff", Effects: []kernel.Effect{{Op: 99}, kernel.Increment("x", value.String("a"))}}))
 	_, err = kernel.DecodeAction([]byte(`{"id":"","cost":"x","tags":[1],"effects":[{"op":"nope"},1],"extra":true}`))
 	add(err)
 	_, err = kernel.DecodeAction([]byte(`{"id":"a","id":"b"}`))
@@ -36,13 +37,13 @@ func TestErrorsPrefixedOnce(t *testing.T) {
 	add(err)
 	_, err = kernel.NewState(map[string]any{"x": math.NaN()})
 	add(err)
-	_, err = kernel.ApplyEffects(s, []kernel.Effect{kernel.Set("y", kernel.Int(1)), kernel.Append("x", kernel.Int(1))})
+	_, err = kernel.ApplyEffects(s, []kernel.Effect{kernel.Set("y", value.Int(1)), kernel.Append("x", value.Int(1))})
 	add(err)
 	_, err = kernel.ApplyEffects(s, []kernel.Effect{{Op: 99, Key: "x"}})
 	add(err)
 	_, err = kernel.ParseCost("0.0005")
 	add(err)
-	bad := kernel.Action{ID: "bad", Cost: 5 * kernel.Unit, Effects: []kernel.Effect{kernel.Decrement("x", kernel.Int(5))}}
+	bad := kernel.Action{ID: "bad", Cost: 5 * kernel.Unit, Effects: []kernel.Effect{kernel.Decrement("x", value.Int(5))}}
 	_, _, _, err = k.Execute(k.Start(), s, bad, "e1")
 	add(err)
 	_, _, _, err = k.Commit(k.Start(), s, kernel.Verdict{}, "e1")
@@ -84,7 +85,7 @@ func TestRejectionsMatchTheirChecks(t *testing.T) {
 		Invariants: []kernel.Invariant{nonNegative("x")}, Preconditions: []kernel.Precondition{owner}})
 	other := mustKernel(t, kernel.Config{Budget: kernel.Unit, MinActionCost: kernel.Unit})
 	s := mustState(t, map[string]any{"x": 1, "t": "a"})
-	inc := kernel.Action{ID: "a", Cost: kernel.Unit, Effects: []kernel.Effect{kernel.Increment("x", kernel.Int(1))}}
+	inc := kernel.Action{ID: "a", Cost: kernel.Unit, Effects: []kernel.Effect{kernel.Increment("x", value.Int(1))}}
 	with := func(f func(a *kernel.Action)) kernel.Action {
 		a := inc
 		f(&a)
@@ -105,8 +106,8 @@ func TestRejectionsMatchTheirChecks(t *testing.T) {
 		{other.Start(), inc, []kernel.CheckName{kernel.CheckWellFormed}},
 		{k.Start(), with(func(a *kernel.Action) { a.Cost = kernel.Unit / 2 }), []kernel.CheckName{kernel.CheckMinCost}},
 		{spent, inc, []kernel.CheckName{kernel.CheckBudget, kernel.CheckStepLimit}},
-		{k.Start(), with(func(a *kernel.Action) { a.Effects = []kernel.Effect{kernel.Increment("t", kernel.Int(1))} }), []kernel.CheckName{kernel.CheckEffects}},
-		{k.Start(), with(func(a *kernel.Action) { a.Effects = []kernel.Effect{kernel.Decrement("x", kernel.Int(5))} }), []kernel.CheckName{kernel.CheckInvariant}},
+		{k.Start(), with(func(a *kernel.Action) { a.Effects = []kernel.Effect{kernel.Increment("t", value.Int(1))} }), []kernel.CheckName{kernel.CheckEffects}},
+		{k.Start(), with(func(a *kernel.Action) { a.Effects = []kernel.Effect{kernel.Decrement("x", value.Int(5))} }), []kernel.CheckName{kernel.CheckInvariant}},
 		{k.Start(), with(func(a *kernel.Action) { a.Name = "intruder" }), []kernel.CheckName{kernel.CheckPrecondition}},
 	}
 	for i, c := range cases {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/value"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -27,7 +28,7 @@ func Example() {
 	initial, _ := kernel.NewState(map[string]any{"sent": 0})
 	sess, _ := kernel.NewSession(ctx, log, k, initial)
 
-	send := kernel.Action{ID: "send", Cost: kernel.Unit, Effects: []kernel.Effect{kernel.Increment("sent", kernel.Int(1))}}
+	send := kernel.Action{ID: "send", Cost: kernel.Unit, Effects: []kernel.Effect{kernel.Increment("sent", value.Int(1))}}
 	rec, _ := sess.Execute(ctx, send)
 	sess.Execute(ctx, send)
 	_, err := sess.Execute(ctx, send) // a *RejectedError says why
@@ -60,7 +61,7 @@ func ExampleKernel_Evaluate() {
 	})
 	s, _ := kernel.NewState(map[string]any{"balance": 5})
 	withdraw := kernel.Action{ID: "withdraw", Cost: kernel.Unit,
-		Effects: []kernel.Effect{kernel.Decrement("balance", kernel.Int(8))}}
+		Effects: []kernel.Effect{kernel.Decrement("balance", value.Int(8))}}
 
 	v := k.Evaluate(k.Start(), s, withdraw)
 	fmt.Println("allowed:", v.Allowed())
@@ -83,9 +84,9 @@ func ExampleKernel_Rollback() {
 	k, _ := kernel.New(kernel.Config{Budget: 10 * kernel.Unit, MinActionCost: kernel.Unit})
 	s0, _ := kernel.NewState(map[string]any{"count": 1, "seen": []any{"a", "a"}})
 	a := kernel.Action{ID: "visit", Cost: 1500, Effects: []kernel.Effect{
-		kernel.Increment("count", kernel.Int(1)),
-		kernel.Remove("seen", kernel.String("a")),
-		kernel.Set("note", kernel.Null()),
+		kernel.Increment("count", value.Int(1)),
+		kernel.Remove("seen", value.String("a")),
+		kernel.Set("note", value.Null()),
 	}}
 	s1, ks1, rec, err := k.Execute(k.Start(), s0, a, "exec-1")
 	if err != nil {
@@ -123,7 +124,7 @@ func ExampleSession() {
 	s0, _ := kernel.NewState(map[string]any{"sent": 0})
 	sess, _ := kernel.NewSession(ctx, log, k, s0)
 
-	send := kernel.Action{ID: "send", Cost: kernel.Unit, Effects: []kernel.Effect{kernel.Increment("sent", kernel.Int(1))}}
+	send := kernel.Action{ID: "send", Cost: kernel.Unit, Effects: []kernel.Effect{kernel.Increment("sent", value.Int(1))}}
 	for range 4 {
 		if _, err := sess.Execute(ctx, send); errors.Is(err, kernel.CheckBudget) {
 			fmt.Println("rejected: budget exceeded")

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/value"
 )
 
 // TestVerdictExplainWording: the explanation a host hands back to a model
@@ -23,14 +24,14 @@ func TestVerdictExplainWording(t *testing.T) {
 		Preconditions: []kernel.Precondition{{Name: "owner", Check: func(kernel.State, kernel.Action) bool { return false }}},
 	})
 	s := mustState(t, map[string]any{"deletes": 3})
-	del := kernel.Action{ID: "delete", Cost: units(2), Effects: []kernel.Effect{kernel.Increment("deletes", kernel.Int(1))}}
+	del := kernel.Action{ID: "delete", Cost: units(2), Effects: []kernel.Effect{kernel.Increment("deletes", value.Int(1))}}
 	v := k.Evaluate(k.Start(), s, del)
 	assert.Equal(t, `action "delete" rejected: budget: cost 2, remaining 1; invariant at-most-3-deletes: deletes would be 4, at most 3 (ask a human); precondition owner: failed`, v.Explain())
 
 	k = mustKernel(t, kernel.Config{Budget: units(1), MinActionCost: kernel.Unit / 2, Invariants: []kernel.Invariant{plain, panicky}})
 	cases := map[string]kernel.Action{
 		`action "cheap" rejected: min_cost: cost 0.1 < minimum 0.5; invariant plain: violated`:            {ID: "cheap", Cost: 100},
-		`action "bad" rejected: effects: effect 0 (increment "nothing"): increment of an absent variable`: {ID: "bad", Cost: units(1), Effects: []kernel.Effect{kernel.Increment("nothing", kernel.Int(1))}},
+		`action "bad" rejected: effects: effect 0 (increment "nothing"): increment of an absent variable`: {ID: "bad", Cost: units(1), Effects: []kernel.Effect{kernel.Increment("nothing", value.Int(1))}},
 		`action "" rejected: well_formed: invalid action: empty id`:                                       {Cost: units(1)},
 	}
 	for want, a := range cases {

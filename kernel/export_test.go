@@ -31,7 +31,7 @@ func EntryPayload(e Entry) []byte { return payload(e) }
 // entry_old_test.go).
 func OldDecodeEntry(e trace.Entry) (Entry, error) { return oldDecodeEntry(e) }
 
-// The readers DecodeValue, DecodeState and DecodeAction replaced (see
+// The readers value.Decode, DecodeState and DecodeAction replaced (see
 // json_old_test.go).
 var (
 	OldDecodeValue  = oldDecodeValue

@@ -11,6 +11,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/value"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -112,7 +113,7 @@ func TestHorizonNeverWrong(t *testing.T) {
 			switch op {
 			case "execute", "reserve":
 				a := kernel.Action{ID: "inc", Cost: units(rapid.Int64Range(1, 3).Draw(t, "cost")),
-					Effects: []kernel.Effect{kernel.Increment("n", kernel.Int(rapid.Int64Range(1, 9).Draw(t, "by")))}}
+					Effects: []kernel.Effect{kernel.Increment("n", value.Int(rapid.Int64Range(1, 9).Draw(t, "by")))}}
 				rec, err := both(r, op, false, func(s *kernel.Session) (kernel.Record, error) {
 					if op == "reserve" {
 						return s.Reserve(ctx, a)
@@ -183,7 +184,7 @@ func TestHorizonForgetsWhatItMay(t *testing.T) {
 	k := mustKernel(t, kernel.Config{Budget: units(10000), MinActionCost: 1})
 	sess, err := kernel.NewSession(ctx, fixedClockLog(t), k, mustState(t, nil), kernel.WithHorizon(4))
 	require.NoError(t, err)
-	inc := kernel.Action{ID: "count", Cost: 1, Effects: []kernel.Effect{kernel.Count("n", kernel.Int(1), kernel.Int(0))}}
+	inc := kernel.Action{ID: "count", Cost: 1, Effects: []kernel.Effect{kernel.Count("n", value.Int(1), value.Int(0))}}
 	res, err := sess.Reserve(ctx, kernel.Action{ID: "call", Cost: units(1)})
 	require.NoError(t, err)
 	first, err := sess.Execute(ctx, inc)
@@ -222,7 +223,7 @@ func ExampleWithHorizon() {
 	initial, _ := kernel.NewState(map[string]any{"n": 0})
 	sess, _ := kernel.NewSession(ctx, trace.NewMemoryLog(), k, initial, kernel.WithHorizon(2))
 
-	inc := kernel.Action{ID: "inc", Cost: kernel.Unit, Effects: []kernel.Effect{kernel.Increment("n", kernel.Int(1))}}
+	inc := kernel.Action{ID: "inc", Cost: kernel.Unit, Effects: []kernel.Effect{kernel.Increment("n", value.Int(1))}}
 	call, _ := sess.Reserve(ctx, kernel.Action{ID: "call", Cost: 5 * kernel.Unit})
 	first, _ := sess.Execute(ctx, inc)
 	sess.Execute(ctx, inc)

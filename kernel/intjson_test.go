@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/value"
 )
 
 // TestIntJSONIsLossless: an int is a plain literal within ±(2^53−1) and
@@ -26,27 +27,27 @@ func TestIntJSONIsLossless(t *testing.T) {
 		math.MinInt64: `{"$int":"-9223372036854775808"}`,
 		math.MaxInt64: `{"$int":"9223372036854775807"}`,
 	} {
-		assert.Equal(t, want, kernel.Int(i).String())
-		back, err := kernel.DecodeValue([]byte(want))
+		assert.Equal(t, want, value.Int(i).String())
+		back, err := value.Decode([]byte(want))
 		require.NoError(t, err, want)
-		assert.True(t, back.Equal(kernel.Int(i)), want)
+		assert.True(t, back.Equal(value.Int(i)), want)
 	}
-	for in, want := range map[string]kernel.Value{
-		`9007199254740991`:      kernel.Int(1<<53 - 1),
-		`-9007199254740991`:     kernel.Int(-(1<<53 - 1)),
-		`1.5e20`:                kernel.Float(1.5e20),
-		`9007199254740992.0`:    kernel.Float(1 << 53),
-		`{"$float":"1e+21"}`:    kernel.Float(1e21),
-		`{"$int":"1152921504"}`: kernel.Int(1152921504),
+	for in, want := range map[string]value.Value{
+		`9007199254740991`:      value.Int(1<<53 - 1),
+		`-9007199254740991`:     value.Int(-(1<<53 - 1)),
+		`1.5e20`:                value.Float(1.5e20),
+		`9007199254740992.0`:    value.Float(1 << 53),
+		`{"$float":"1e+21"}`:    value.Float(1e21),
+		`{"$int":"1152921504"}`: value.Int(1152921504),
 	} {
-		v, err := kernel.DecodeValue([]byte(in))
+		v, err := value.Decode([]byte(in))
 		require.NoError(t, err, in)
 		assert.True(t, v.Equal(want), "%s read as %s", in, v)
 	}
 	for _, in := range []string{`9007199254740992`, `-9007199254740992`, `1152921504606846976`,
 		`1152921504606847000`, `-9223372036854775808`, `9007199254740993`, `100000000000000000000`,
 		`9223372036854775807`, `{"x":[1152921504606847000]}`} {
-		_, err := kernel.DecodeValue([]byte(in))
+		_, err := value.Decode([]byte(in))
 		assert.ErrorIs(t, err, kernel.ErrDecode, in)
 	}
 }

@@ -3,6 +3,7 @@ package kernel
 import (
 	"cmp"
 	"fmt"
+	"github.com/verity-go/verity/kernel/value"
 	"math"
 	"regexp"
 	"strconv"
@@ -110,8 +111,8 @@ func cmpIntFloat(i int64, f float64) int {
 
 // OneOf is the invariant "the variable key holds one of allowed" (Value
 // equality: the int 1 is not the float 1.0). Absent violates it.
-func OneOf(name, key string, allowed ...Value) Invariant {
-	allowed = append([]Value(nil), allowed...)
+func OneOf(name, key string, allowed ...value.Value) Invariant {
+	allowed = append([]value.Value(nil), allowed...)
 	names := make([]string, len(allowed))
 	for i, v := range allowed {
 		names[i] = v.String()

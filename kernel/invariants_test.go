@@ -15,6 +15,7 @@ import (
 
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/kerneltest"
+	"github.com/verity-go/verity/kernel/value"
 )
 
 // stateWith draws a state in which key is absent or holds an int, a
@@ -78,7 +79,7 @@ func TestReadyMadeInvariantsMeanWhatTheySay(t *testing.T) {
 		within := (isInt && lo <= float64(i) && float64(i) <= hi) || (isFloat && lo <= f && f <= hi)
 		check(kernel.Within("within", "x", lo, hi), within)
 
-		allowed := []kernel.Value{kernel.String("read"), kernel.Int(1), kernel.Float(2)}
+		allowed := []value.Value{value.String("read"), value.Int(1), value.Float(2)}
 		in := present && (v.Equal(allowed[0]) || v.Equal(allowed[1]) || v.Equal(allowed[2]))
 		check(kernel.OneOf("one-of", "x", allowed...), in)
 
@@ -97,7 +98,7 @@ func TestReadyMadeInvariantsExplain(t *testing.T) {
 		{kernel.AtMostEach("at-most-5-per-tool", "calls/", 5), "calls/search would be 7, at most 5"},
 		{kernel.Within("temperature", "temp", 0, 1), "temp would be 1.5, outside [0, 1]"},
 		{kernel.Within("absent", "nothing", 0, 1), "nothing would be absent, outside [0, 1]"},
-		{kernel.OneOf("mode", "mode", kernel.String("read"), kernel.String("write")), `mode would be "admin", not one of {"read", "write"}`},
+		{kernel.OneOf("mode", "mode", value.String("read"), value.String("write")), `mode would be "admin", not one of {"read", "write"}`},
 		{kernel.Matches("path", "path", regexp.MustCompile(`^/tmp/`)), `path would be "/etc", not matching ^/tmp/`},
 	} {
 		ok, _ := c.inv.Holds(s)
@@ -114,27 +115,27 @@ func TestReadyMadeInvariantsExplain(t *testing.T) {
 func TestCountNeedsNoDeclaration(t *testing.T) {
 	s := mustState(t, map[string]any{"calls/read": 2, "f": 1.5, "s": "x"})
 	next, err := kernel.ApplyEffects(s, []kernel.Effect{
-		kernel.Count("calls/search", kernel.Int(1), kernel.Int(0)),
-		kernel.Count("calls/search", kernel.Int(1), kernel.Int(0)),
-		kernel.Count("calls/read", kernel.Int(1), kernel.Int(0)),
-		kernel.Count("quota", kernel.Int(-1), kernel.Int(10)),
-		kernel.Count("f", kernel.Int(1), kernel.Int(0)),
+		kernel.Count("calls/search", value.Int(1), value.Int(0)),
+		kernel.Count("calls/search", value.Int(1), value.Int(0)),
+		kernel.Count("calls/read", value.Int(1), value.Int(0)),
+		kernel.Count("quota", value.Int(-1), value.Int(10)),
+		kernel.Count("f", value.Int(1), value.Int(0)),
 	})
 	require.NoError(t, err)
-	for k, want := range map[string]kernel.Value{"calls/search": kernel.Int(2), "calls/read": kernel.Int(3), "quota": kernel.Int(9), "f": kernel.Float(2.5)} {
+	for k, want := range map[string]value.Value{"calls/search": value.Int(2), "calls/read": value.Int(3), "quota": value.Int(9), "f": value.Float(2.5)} {
 		got, _ := next.Get(k)
 		assert.True(t, got.Equal(want), "%s = %s, want %s", k, got, want)
 	}
-	_, err = kernel.ApplyEffects(s, []kernel.Effect{kernel.Count("s", kernel.Int(1), kernel.Int(0))})
+	_, err = kernel.ApplyEffects(s, []kernel.Effect{kernel.Count("s", value.Int(1), value.Int(0))})
 	assert.ErrorIs(t, err, kernel.ErrTypeMismatch)
-	_, err = kernel.ApplyEffects(s, []kernel.Effect{kernel.Count("x", kernel.Int(1), kernel.Null())})
+	_, err = kernel.ApplyEffects(s, []kernel.Effect{kernel.Count("x", value.Int(1), value.Null())})
 	assert.ErrorIs(t, err, kernel.CheckWellFormed)
-	_, err = kernel.ApplyEffects(s, []kernel.Effect{{Op: kernel.OpIncrement, Key: "f", Value: kernel.Int(1), Initial: kernel.Int(0)}})
+	_, err = kernel.ApplyEffects(s, []kernel.Effect{{Op: kernel.OpIncrement, Key: "f", Value: value.Int(1), Initial: value.Int(0)}})
 	assert.ErrorIs(t, err, kernel.CheckWellFormed)
 
 	rapid.Check(t, func(t *rapid.T) {
 		s := stateWith(t, "c")
-		e := kernel.Count("c", kernel.Int(rapid.Int64Range(-3, 3).Draw(t, "by")), kernel.Int(rapid.Int64Range(-3, 3).Draw(t, "from")))
+		e := kernel.Count("c", value.Int(rapid.Int64Range(-3, 3).Draw(t, "by")), value.Int(rapid.Int64Range(-3, 3).Draw(t, "from")))
 		next, err := kernel.ApplyEffects(s, []kernel.Effect{e})
 		if err != nil {
 			return
@@ -199,7 +200,7 @@ func TestInvariantTimeLimit(t *testing.T) {
 // [0, 2^53], though it rounds to 2^53 as a float64), and never when a
 // bound is NaN.
 func TestWithinComparesIntsExactly(t *testing.T) {
-	ok, _ := kernel.Within("w", "x", 0, 1<<53).Holds(mustState(t, map[string]any{"x": kernel.Int(1<<53 + 1)}))
+	ok, _ := kernel.Within("w", "x", 0, 1<<53).Holds(mustState(t, map[string]any{"x": value.Int(1<<53 + 1)}))
 	require.False(t, ok, "2^53+1 is not within [0, 2^53]")
 
 	near := func(label string) *rapid.Generator[int64] {
@@ -227,7 +228,7 @@ func TestWithinComparesIntsExactly(t *testing.T) {
 			bx := new(big.Float).SetInt64(x)
 			want = big.NewFloat(lo).Cmp(bx) <= 0 && bx.Cmp(big.NewFloat(hi)) <= 0
 		}
-		got, _ := kernel.Within("w", "x", lo, hi).Holds(mustState(t, map[string]any{"x": kernel.Int(x)}))
+		got, _ := kernel.Within("w", "x", lo, hi).Holds(mustState(t, map[string]any{"x": value.Int(x)}))
 		if got != want {
 			t.Fatalf("Within [%v, %v] of %d: %v, want %v", lo, hi, x, got, want)
 		}

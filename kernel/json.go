@@ -1,9 +1,7 @@
 package kernel
 
 import (
-	"fmt"
 	"github.com/verity-go/verity/internal/strictjson"
-	"math"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -11,36 +9,8 @@ import (
 	"github.com/verity-go/verity/internal/canon"
 )
 
-func numberValue(s string) (Value, error) {
-	if strings.ContainsAny(s, ".eE") {
-		f, err := strconv.ParseFloat(s, 64)
-		if err != nil || math.IsInf(f, 0) {
-			return Value{}, fmt.Errorf("%w: number %s is not a finite float", ErrDecode, s)
-		}
-		return Float(f), nil
-	}
-	i, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || i > maxSafe || i < -maxSafe {
-		// Beyond ±(2^53−1) one text would be two numbers: a double reader
-		// rounds it, so such an int is written {"$int":"…"}, never plain.
-		return Value{}, fmt.Errorf("%w: integer %s is beyond ±(2^53−1); write it {\"$int\":%q}", ErrDecode, s, s)
-	}
-	return Int(i), nil
-}
-
-// DecodeValue decodes typed JSON into a Value (see Value.MarshalJSON),
-// strictly (internal/strictjson): no duplicate key, valid UTF-8, no
-// integer literal a double would round, nesting at most 512 deep.
-func DecodeValue(b []byte) (Value, error) {
-	var v wValue
-	if err := strictjson.Unmarshal(b, &v); err != nil {
-		return Value{}, &decodeError{err: err}
-	}
-	return v.v, nil
-}
-
 // DecodeState decodes a JSON object of variable → typed value (the form
-// State.MarshalJSON writes), as strictly as DecodeValue.
+// State.MarshalJSON writes), as strictly as value.Decode reads a value.
 func DecodeState(b []byte) (State, error) {
 	var s wState
 	if err := strictjson.Unmarshal(b, &s); err != nil {
@@ -55,7 +25,7 @@ func DecodeState(b []byte) (State, error) {
 // "postcondition" and "tags". Unknown fields are errors.
 
 // DecodeAction decodes and validates an action, as strictly as
-// DecodeValue. Every problem found is reported, each with its JSON
+// value.Decode. Every problem found is reported, each with its JSON
 // Pointer; nothing is guessed or rounded.
 func DecodeAction(b []byte) (Action, error) {
 	var a wAction
@@ -114,7 +84,7 @@ func appendEffects(dst []byte, effects []Effect) []byte {
 		dst = append(dst, '{')
 		if e.Op == OpCount {
 			dst = append(dst, `"initial":`...)
-			dst = e.Initial.appendJSON(dst)
+			dst = jv(e.Initial).AppendJSON(dst)
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `"key":`...)
@@ -124,7 +94,7 @@ func appendEffects(dst []byte, effects []Effect) []byte {
 		dst = append(dst, '"')
 		if e.Op != OpDelete {
 			dst = append(dst, `,"value":`...)
-			dst = e.Value.appendJSON(dst)
+			dst = jv(e.Value).AppendJSON(dst)
 		}
 		dst = append(dst, '}')
 	}

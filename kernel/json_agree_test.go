@@ -7,9 +7,10 @@ import (
 	"testing"
 
 	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/value"
 )
 
-// FuzzDecodeValueAgrees: DecodeValue, DecodeState and DecodeAction accept
+// FuzzDecodeValueAgrees: value.Decode, DecodeState and DecodeAction accept
 // exactly the texts the readers they replaced accepted, and read them as
 // the same values (the same canonical JSON; the same fingerprint).
 func FuzzDecodeValueAgrees(f *testing.F) {
@@ -24,7 +25,7 @@ func FuzzDecodeValueAgrees(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		v, err := kernel.DecodeValue(data)
+		v, err := value.Decode(data)
 		ov, oerr := kernel.OldDecodeValue(data)
 		if (err == nil) != (oerr == nil) {
 			t.Fatalf("DecodeValue %q:\nold: %v\nnew: %v", data, oerr, err)

@@ -9,6 +9,8 @@ package kernel
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/verity-go/verity/internal/jsonvalue"
+	"github.com/verity-go/verity/kernel/value"
 	"math"
 	"strconv"
 	"strings"
@@ -33,29 +35,29 @@ func decodeJSON(b []byte) (any, error) {
 // plain integer literal beyond is refused: a double reader would read
 // another number from the same text); {"$int":"…"},
 // {"$float":"…"} and {"$object":{…}} are the escapes MarshalJSON writes.
-func fromJSON(x any, depth int) (Value, error) {
-	if depth > maxDepth {
-		return Value{}, fmt.Errorf("%w: nested more than %d levels", ErrDecode, maxDepth)
+func fromJSON(x any, depth int) (value.Value, error) {
+	if depth > 512 {
+		return value.Value{}, fmt.Errorf("%w: nested more than %d levels", ErrDecode, 512)
 	}
 	switch v := x.(type) {
 	case nil:
-		return Null(), nil
+		return value.Null(), nil
 	case bool:
-		return Bool(v), nil
+		return value.Bool(v), nil
 	case string:
-		return String(v), nil
+		return value.String(v), nil
 	case json.Number:
-		return numberValue(string(v))
+		return number(string(v))
 	case []any:
-		items := make([]Value, len(v))
+		items := make([]value.Value, len(v))
 		for i, it := range v {
 			iv, err := fromJSON(it, depth+1)
 			if err != nil {
-				return Value{}, err
+				return value.Value{}, err
 			}
 			items[i] = iv
 		}
-		return listValue(items), nil
+		return value.List(items...), nil
 	case map[string]any:
 		if len(v) == 1 {
 			for k, inner := range v {
@@ -63,30 +65,30 @@ func fromJSON(x any, depth int) (Value, error) {
 				case "$int":
 					s, ok := inner.(string)
 					if !ok {
-						return Value{}, fmt.Errorf("%w: $int needs a decimal string", ErrDecode)
+						return value.Value{}, fmt.Errorf("%w: $int needs a decimal string", ErrDecode)
 					}
 					i, err := strconv.ParseInt(s, 10, 64)
 					if err != nil || strconv.FormatInt(i, 10) != s {
-						return Value{}, fmt.Errorf("%w: $int %q is not a canonical int64", ErrDecode, s)
+						return value.Value{}, fmt.Errorf("%w: $int %q is not a canonical int64", ErrDecode, s)
 					}
-					return Int(i), nil
+					return value.Int(i), nil
 				case "$float":
 					s, ok := inner.(string)
 					if !ok {
-						return Value{}, fmt.Errorf("%w: $float needs a decimal string", ErrDecode)
+						return value.Value{}, fmt.Errorf("%w: $float needs a decimal string", ErrDecode)
 					}
 					if s == "" || strings.ContainsAny(s, "xXpP_iInN") {
-						return Value{}, fmt.Errorf("%w: $float %q is not a decimal number", ErrDecode, s)
+						return value.Value{}, fmt.Errorf("%w: $float %q is not a decimal number", ErrDecode, s)
 					}
 					f, err := strconv.ParseFloat(s, 64)
 					if err != nil || math.IsInf(f, 0) {
-						return Value{}, fmt.Errorf("%w: $float %q is not a finite number", ErrDecode, s)
+						return value.Value{}, fmt.Errorf("%w: $float %q is not a finite number", ErrDecode, s)
 					}
-					return Float(f), nil
+					return value.Float(f), nil
 				case "$object":
 					m, ok := inner.(map[string]any)
 					if !ok {
-						return Value{}, fmt.Errorf("%w: $object needs an object", ErrDecode)
+						return value.Value{}, fmt.Errorf("%w: $object needs an object", ErrDecode)
 					}
 					return objectFromJSON(m, depth)
 				}
@@ -94,26 +96,26 @@ func fromJSON(x any, depth int) (Value, error) {
 		}
 		return objectFromJSON(v, depth)
 	}
-	return Value{}, fmt.Errorf("%w: unexpected %T", ErrDecode, x)
+	return value.Value{}, fmt.Errorf("%w: unexpected %T", ErrDecode, x)
 }
 
-func objectFromJSON(m map[string]any, depth int) (Value, error) {
-	fields := make(map[string]Value, len(m))
+func objectFromJSON(m map[string]any, depth int) (value.Value, error) {
+	fields := make(map[string]value.Value, len(m))
 	for k, it := range m {
 		iv, err := fromJSON(it, depth+1)
 		if err != nil {
-			return Value{}, err
+			return value.Value{}, err
 		}
 		fields[k] = iv
 	}
-	return Object(fields), nil
+	return value.Object(fields), nil
 }
 
 // oldDecodeValue decodes typed JSON into a Value (see Value.MarshalJSON).
-func oldDecodeValue(b []byte) (Value, error) {
+func oldDecodeValue(b []byte) (value.Value, error) {
 	x, err := decodeJSON(b)
 	if err != nil {
-		return Value{}, err
+		return value.Value{}, err
 	}
 	return fromJSON(x, 0)
 }
@@ -274,7 +276,7 @@ func effectFromJSON(x any) (Effect, error) {
 	if op != OpDelete && !present {
 		return Effect{}, fmt.Errorf("%w: %s needs a value", ErrDecode, op)
 	}
-	var v Value
+	var v value.Value
 	if present {
 		if v, err = fromJSON(raw, 1); err != nil {
 			return Effect{}, err
@@ -292,4 +294,9 @@ func effectFromJSON(x any) (Effect, error) {
 		return Effect{}, fmt.Errorf("%w: count needs an initial value", ErrDecode)
 	}
 	return e, e.validate()
+}
+
+func number(s string) (value.Value, error) {
+	v, err := jsonvalue.Number(s)
+	return value.Value(v), err
 }

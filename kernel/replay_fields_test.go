@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/value"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -23,7 +24,7 @@ func TestReplayRejectsDisagreeingFields(t *testing.T) {
 	require.NoError(t, err)
 	_, err = sess.Rollback(ctx, rec.ExecID)
 	require.NoError(t, err)
-	_, err = sess.Execute(ctx, kernel.Action{ID: "dec", Cost: kernel.Unit, Effects: []kernel.Effect{kernel.Decrement("x", kernel.Int(1))}})
+	_, err = sess.Execute(ctx, kernel.Action{ID: "dec", Cost: kernel.Unit, Effects: []kernel.Effect{kernel.Decrement("x", value.Int(1))}})
 	require.ErrorIs(t, err, kernel.ErrRejected)
 
 	var entries []trace.Entry

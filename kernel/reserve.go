@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"fmt"
+	"github.com/verity-go/verity/kernel/value"
 	"slices"
 	"time"
 	"unicode/utf8"
@@ -170,7 +171,7 @@ func (k *Kernel) Refund(m Meter, execID string, amount Cost, reason string) (Met
 		return m, RefundRecord{}, fmt.Errorf("%w: the meter was started by another kernel (use Kernel.Start)", ErrStaleVerdict)
 	}
 	if !utf8.ValidString(reason) {
-		return m, RefundRecord{}, fmt.Errorf("%w: refund reason is not valid UTF-8", ErrInvalidValue)
+		return m, RefundRecord{}, fmt.Errorf("%w: refund reason is not valid UTF-8", value.ErrInvalidValue)
 	}
 	if m.open.find(execID) >= 0 {
 		return m, RefundRecord{}, fmt.Errorf("%w: %q: settle it", ErrReservationOpen, execID)

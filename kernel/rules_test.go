@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/value"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -18,12 +19,12 @@ func TestEffectRules(t *testing.T) {
 		"i": 5, "f": 1.5, "s": "str", "l": []any{1, 1, "a"}, "n": nil,
 		"big": int64(math.MaxInt64), "small": int64(math.MinInt64), "hugef": 1e308,
 	})
-	i, f, str, nul := kernel.Int, kernel.Float, kernel.String, kernel.Null()
+	i, f, str, nul := value.Int, value.Float, value.String, value.Null()
 	tests := []struct {
 		name    string
 		effects []kernel.Effect
 		key     string
-		want    kernel.Value
+		want    value.Value
 		absent  bool
 		err     error
 	}{
@@ -31,35 +32,35 @@ func TestEffectRules(t *testing.T) {
 		{"set null is present", []kernel.Effect{kernel.Set("new", nul)}, "new", nul, false, nil},
 		{"int increment stays int", []kernel.Effect{kernel.Increment("i", i(2))}, "i", i(7), false, nil},
 		{"increments apply in sequence", []kernel.Effect{kernel.Increment("i", i(1)), kernel.Increment("i", i(1))}, "i", i(7), false, nil},
-		{"set then delete deletes", []kernel.Effect{kernel.Set("i", i(9)), kernel.Delete("i")}, "i", kernel.Value{}, true, nil},
+		{"set then delete deletes", []kernel.Effect{kernel.Set("i", i(9)), kernel.Delete("i")}, "i", value.Value{}, true, nil},
 		{"delete then set sets", []kernel.Effect{kernel.Delete("i"), kernel.Set("i", str("x"))}, "i", str("x"), false, nil},
-		{"delete absent is a no-op", []kernel.Effect{kernel.Delete("nope")}, "nope", kernel.Value{}, true, nil},
+		{"delete absent is a no-op", []kernel.Effect{kernel.Delete("nope")}, "nope", value.Value{}, true, nil},
 		{"decrement", []kernel.Effect{kernel.Decrement("i", i(10))}, "i", i(-5), false, nil},
 		{"multiply int", []kernel.Effect{kernel.Multiply("i", i(-3))}, "i", i(-15), false, nil},
 		{"float + int operand", []kernel.Effect{kernel.Increment("f", i(1))}, "f", f(2.5), false, nil},
 		{"float + float", []kernel.Effect{kernel.Increment("f", f(0.5))}, "f", f(2), false, nil},
 		{"float result stays float when integral", []kernel.Effect{kernel.Multiply("f", f(2))}, "f", f(3), false, nil},
-		{"append keeps duplicates", []kernel.Effect{kernel.Append("l", i(1))}, "l", kernel.List(i(1), i(1), str("a"), i(1)), false, nil},
-		{"remove removes the first equal item", []kernel.Effect{kernel.Remove("l", i(1))}, "l", kernel.List(i(1), str("a")), false, nil},
-		{"remove is strict about types", []kernel.Effect{kernel.Remove("l", f(1))}, "", kernel.Value{}, false, kernel.ErrNotInList},
-		{"int + float is a type mismatch", []kernel.Effect{kernel.Increment("i", f(1))}, "", kernel.Value{}, false, kernel.ErrTypeMismatch},
-		{"increment a string", []kernel.Effect{kernel.Increment("s", i(1))}, "", kernel.Value{}, false, kernel.ErrTypeMismatch},
-		{"increment null", []kernel.Effect{kernel.Increment("n", i(1))}, "", kernel.Value{}, false, kernel.ErrTypeMismatch},
-		{"increment absent", []kernel.Effect{kernel.Increment("nope", i(1))}, "", kernel.Value{}, false, kernel.ErrMissingVariable},
-		{"int overflow", []kernel.Effect{kernel.Increment("big", i(1))}, "", kernel.Value{}, false, kernel.ErrOverflow},
-		{"int underflow", []kernel.Effect{kernel.Decrement("small", i(1))}, "", kernel.Value{}, false, kernel.ErrOverflow},
-		{"multiply overflow", []kernel.Effect{kernel.Multiply("small", i(-1))}, "", kernel.Value{}, false, kernel.ErrOverflow},
-		{"float overflow to Inf", []kernel.Effect{kernel.Multiply("hugef", f(10))}, "", kernel.Value{}, false, kernel.ErrOverflow},
-		{"float with inexact int operand", []kernel.Effect{kernel.Increment("f", i(1<<53+1))}, "", kernel.Value{}, false, kernel.ErrTypeMismatch},
-		{"append to a non-list", []kernel.Effect{kernel.Append("s", i(1))}, "", kernel.Value{}, false, kernel.ErrTypeMismatch},
-		{"remove from a non-list", []kernel.Effect{kernel.Remove("i", i(1))}, "", kernel.Value{}, false, kernel.ErrTypeMismatch},
-		{"append to absent", []kernel.Effect{kernel.Append("nope", i(1))}, "", kernel.Value{}, false, kernel.ErrMissingVariable},
-		{"remove missing item", []kernel.Effect{kernel.Remove("l", str("zz"))}, "", kernel.Value{}, false, kernel.ErrNotInList},
-		{"later effect fails: whole sequence fails", []kernel.Effect{kernel.Set("i", str("x")), kernel.Increment("i", i(1))}, "", kernel.Value{}, false, kernel.ErrTypeMismatch},
-		{"unknown op", []kernel.Effect{{Op: 0, Key: "i"}}, "", kernel.Value{}, false, kernel.CheckWellFormed},
-		{"non-numeric operand", []kernel.Effect{kernel.Increment("i", str("1"))}, "", kernel.Value{}, false, kernel.CheckWellFormed},
-		{"NaN operand", []kernel.Effect{kernel.Set("x", f(math.NaN()))}, "", kernel.Value{}, false, kernel.ErrInvalidValue},
-		{"delete with operand", []kernel.Effect{{Op: kernel.OpDelete, Key: "i", Value: i(1)}}, "", kernel.Value{}, false, kernel.CheckWellFormed},
+		{"append keeps duplicates", []kernel.Effect{kernel.Append("l", i(1))}, "l", value.List(i(1), i(1), str("a"), i(1)), false, nil},
+		{"remove removes the first equal item", []kernel.Effect{kernel.Remove("l", i(1))}, "l", value.List(i(1), str("a")), false, nil},
+		{"remove is strict about types", []kernel.Effect{kernel.Remove("l", f(1))}, "", value.Value{}, false, kernel.ErrNotInList},
+		{"int + float is a type mismatch", []kernel.Effect{kernel.Increment("i", f(1))}, "", value.Value{}, false, kernel.ErrTypeMismatch},
+		{"increment a string", []kernel.Effect{kernel.Increment("s", i(1))}, "", value.Value{}, false, kernel.ErrTypeMismatch},
+		{"increment null", []kernel.Effect{kernel.Increment("n", i(1))}, "", value.Value{}, false, kernel.ErrTypeMismatch},
+		{"increment absent", []kernel.Effect{kernel.Increment("nope", i(1))}, "", value.Value{}, false, kernel.ErrMissingVariable},
+		{"int overflow", []kernel.Effect{kernel.Increment("big", i(1))}, "", value.Value{}, false, kernel.ErrOverflow},
+		{"int underflow", []kernel.Effect{kernel.Decrement("small", i(1))}, "", value.Value{}, false, kernel.ErrOverflow},
+		{"multiply overflow", []kernel.Effect{kernel.Multiply("small", i(-1))}, "", value.Value{}, false, kernel.ErrOverflow},
+		{"float overflow to Inf", []kernel.Effect{kernel.Multiply("hugef", f(10))}, "", value.Value{}, false, kernel.ErrOverflow},
+		{"float with inexact int operand", []kernel.Effect{kernel.Increment("f", i(1<<53+1))}, "", value.Value{}, false, kernel.ErrTypeMismatch},
+		{"append to a non-list", []kernel.Effect{kernel.Append("s", i(1))}, "", value.Value{}, false, kernel.ErrTypeMismatch},
+		{"remove from a non-list", []kernel.Effect{kernel.Remove("i", i(1))}, "", value.Value{}, false, kernel.ErrTypeMismatch},
+		{"append to absent", []kernel.Effect{kernel.Append("nope", i(1))}, "", value.Value{}, false, kernel.ErrMissingVariable},
+		{"remove missing item", []kernel.Effect{kernel.Remove("l", str("zz"))}, "", value.Value{}, false, kernel.ErrNotInList},
+		{"later effect fails: whole sequence fails", []kernel.Effect{kernel.Set("i", str("x")), kernel.Increment("i", i(1))}, "", value.Value{}, false, kernel.ErrTypeMismatch},
+		{"unknown op", []kernel.Effect{{Op: 0, Key: "i"}}, "", value.Value{}, false, kernel.CheckWellFormed},
+		{"non-numeric operand", []kernel.Effect{kernel.Increment("i", str("1"))}, "", value.Value{}, false, kernel.CheckWellFormed},
+		{"NaN operand", []kernel.Effect{kernel.Set("x", f(math.NaN()))}, "", value.Value{}, false, value.ErrInvalidValue},
+		{"delete with operand", []kernel.Effect{{Op: kernel.OpDelete, Key: "i", Value: i(1)}}, "", value.Value{}, false, kernel.CheckWellFormed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -137,10 +138,10 @@ func TestEvaluateChecks(t *testing.T) {
 		{"min_cost", with(func(a *kernel.Action) { a.Cost = kernel.Unit - 1 }), ks, kernel.CheckMinCost, kernel.CheckMinCost, false},
 		{"budget", with(func(a *kernel.Action) { a.Cost = 11 * kernel.Unit }), ks, kernel.CheckBudget, kernel.CheckBudget, false},
 		{"step_limit", ok, exhaust(t, k, s, 10), kernel.CheckStepLimit, kernel.CheckStepLimit, false},
-		{"effects", with(func(a *kernel.Action) { a.Effects = []kernel.Effect{kernel.Append("x", kernel.Int(1))} }), ks, kernel.ErrTypeMismatch, kernel.CheckEffects, false},
-		{"invariant: blocking", with(func(a *kernel.Action) { a.Effects = []kernel.Effect{kernel.Decrement("x", kernel.Int(6))} }), ks, kernel.CheckInvariant, kernel.CheckInvariant, false},
-		{"invariant: panicking predicate is a violation", with(func(a *kernel.Action) { a.Effects = []kernel.Effect{kernel.Set("boom", kernel.Null())} }), ks, kernel.CheckInvariant, kernel.CheckInvariant, false},
-		{"invariant: monitoring only warns", with(func(a *kernel.Action) { a.Effects = []kernel.Effect{kernel.Set("x", kernel.Int(50))} }), ks, nil, "", true},
+		{"effects", with(func(a *kernel.Action) { a.Effects = []kernel.Effect{kernel.Append("x", value.Int(1))} }), ks, kernel.ErrTypeMismatch, kernel.CheckEffects, false},
+		{"invariant: blocking", with(func(a *kernel.Action) { a.Effects = []kernel.Effect{kernel.Decrement("x", value.Int(6))} }), ks, kernel.CheckInvariant, kernel.CheckInvariant, false},
+		{"invariant: panicking predicate is a violation", with(func(a *kernel.Action) { a.Effects = []kernel.Effect{kernel.Set("boom", value.Null())} }), ks, kernel.CheckInvariant, kernel.CheckInvariant, false},
+		{"invariant: monitoring only warns", with(func(a *kernel.Action) { a.Effects = []kernel.Effect{kernel.Set("x", value.Int(50))} }), ks, nil, "", true},
 		{"precondition", with(func(a *kernel.Action) { a.Category = "dangerous" }), ks, kernel.CheckPrecondition, kernel.CheckPrecondition, false},
 		{"precondition: panicking predicate fails", with(func(a *kernel.Action) { a.Tags = nil }), ks, kernel.CheckPrecondition, kernel.CheckPrecondition, false},
 		{"emergency bypasses min cost and step limit", kernel.Action{ID: "hover", Tags: []string{"t"}}, exhaust(t, k, s, 10), nil, "", false},
@@ -196,7 +197,7 @@ func TestNondeterministicPredicateCannotSplitAnAction(t *testing.T) {
 		Name: "flaky", Check: func(kernel.State) bool { flip = !flip; return flip },
 	}}})
 	ks, s := k.Start(), mustState(t, map[string]any{"x": 0})
-	a := kernel.Action{ID: "inc", Cost: 1, Effects: []kernel.Effect{kernel.Increment("x", kernel.Int(1))}}
+	a := kernel.Action{ID: "inc", Cost: 1, Effects: []kernel.Effect{kernel.Increment("x", value.Int(1))}}
 	for i := range 10 {
 		s1, ks1, _, err := k.Execute(ks, s, a, itoa(i))
 		x, _ := s1.Get("x")
@@ -302,7 +303,7 @@ func TestParseCost(t *testing.T) {
 // TestStrictValues: int 1, float 1.0 and string "1" differ; null differs
 // from absent; -0.0 differs from 0.0; the JSON form keeps all of it.
 func TestStrictValues(t *testing.T) {
-	vals := []kernel.Value{kernel.Int(1), kernel.Float(1), kernel.String("1"), kernel.Null(), kernel.Float(0), kernel.Float(math.Copysign(0, -1)), kernel.Int(0), kernel.Bool(true)}
+	vals := []value.Value{value.Int(1), value.Float(1), value.String("1"), value.Null(), value.Float(0), value.Float(math.Copysign(0, -1)), value.Int(0), value.Bool(true)}
 	for i, a := range vals {
 		for j, b := range vals {
 			assert.Equal(t, i == j, a.Equal(b), "%s vs %s", a, b)
@@ -310,7 +311,7 @@ func TestStrictValues(t *testing.T) {
 		s1 := mustState(t, map[string]any{"k": a})
 		s2 := mustState(t, map[string]any{"k": vals[(i+1)%len(vals)]})
 		assert.NotEqual(t, s1.Fingerprint(), s2.Fingerprint())
-		back, err := kernel.DecodeValue([]byte(a.String()))
+		back, err := value.Decode([]byte(a.String()))
 		require.NoError(t, err)
 		assert.True(t, back.Equal(a), "%s round-trips", a)
 	}
@@ -327,29 +328,29 @@ func TestStrictValues(t *testing.T) {
 // TestNoAliasing: values copy what they are built from and what they hand
 // out.
 func TestNoAliasing(t *testing.T) {
-	items := []kernel.Value{kernel.Int(1)}
-	l := kernel.List(items...)
-	items[0] = kernel.Int(2)
+	items := []value.Value{value.Int(1)}
+	l := value.List(items...)
+	items[0] = value.Int(2)
 	got, _ := l.Index(0)
-	assert.True(t, got.Equal(kernel.Int(1)))
+	assert.True(t, got.Equal(value.Int(1)))
 	out := l.Items()
-	out[0] = kernel.Int(3)
+	out[0] = value.Int(3)
 	got, _ = l.Index(0)
-	assert.True(t, got.Equal(kernel.Int(1)))
+	assert.True(t, got.Equal(value.Int(1)))
 
 	m := map[string]any{"l": []any{int64(1)}}
 	s := mustState(t, m)
 	m["l"].([]any)[0] = int64(9)
 	v, _ := s.Get("l")
 	first, _ := v.Index(0)
-	assert.True(t, first.Equal(kernel.Int(1)))
+	assert.True(t, first.Equal(value.Int(1)))
 	gm := s.Map()
 	gm["l"].([]any)[0] = int64(7)
 	v, _ = s.Get("l")
 	first, _ = v.Index(0)
-	assert.True(t, first.Equal(kernel.Int(1)))
+	assert.True(t, first.Equal(value.Int(1)))
 
-	a := kernel.Action{ID: "a", Cost: 1, Effects: []kernel.Effect{kernel.Set("x", kernel.Int(1))}, Tags: []string{"t"}}
+	a := kernel.Action{ID: "a", Cost: 1, Effects: []kernel.Effect{kernel.Set("x", value.Int(1))}, Tags: []string{"t"}}
 	k := mustKernel(t, kernel.Config{Budget: 10, MinActionCost: 1})
 	_, _, rec, err := k.Execute(k.Start(), kernel.State{}, a, "e")
 	require.NoError(t, err)
@@ -378,7 +379,7 @@ func TestJSONRoundTrip(t *testing.T) {
 
 	a := kernel.Action{ID: "a", Name: "n", Description: "d", Cost: 1500, Category: "c", Reversible: true,
 		Precondition: "p", Postcondition: "q", Tags: []string{"x"},
-		Effects: []kernel.Effect{kernel.Set("k", kernel.Float(2)), kernel.Delete("z"), kernel.Append("l", kernel.Int(1<<60))}}
+		Effects: []kernel.Effect{kernel.Set("k", value.Float(2)), kernel.Delete("z"), kernel.Append("l", value.Int(1<<60))}}
 	ab, err := a.MarshalJSON()
 	require.NoError(t, err)
 	a2, err := kernel.DecodeAction(ab)
@@ -395,7 +396,7 @@ func TestJSONRoundTrip(t *testing.T) {
 		require.Error(t, err, bad)
 	}
 	for _, bad := range []string{`{"$int":"01"}`, `{"$int":1}`, `{"$float":"Inf"}`, `{"$float":"0x1p3"}`, `{"$object":1}`, `1e400`} {
-		_, err := kernel.DecodeValue([]byte(bad))
+		_, err := value.Decode([]byte(bad))
 		require.ErrorIs(t, err, kernel.ErrDecode, bad)
 	}
 }
@@ -427,7 +428,7 @@ func TestCommitRefusesForgedOrStaleVerdicts(t *testing.T) {
 		assert.Empty(t, rec.ExecID)
 	}
 
-	bad := kernel.Action{ID: "bad", Cost: 1, Effects: []kernel.Effect{kernel.Set("x", kernel.Int(-5))}}
+	bad := kernel.Action{ID: "bad", Cost: 1, Effects: []kernel.Effect{kernel.Set("x", value.Int(-5))}}
 	rejected := k.Evaluate(m, s, bad)
 	require.False(t, rejected.Allowed())
 	refused(t, k, m, s, rejected, kernel.ErrRejected)
@@ -441,7 +442,7 @@ func TestCommitRefusesForgedOrStaleVerdicts(t *testing.T) {
 	refused(t, k, m, s, kernel.Verdict{}, kernel.ErrStaleVerdict)
 	assert.False(t, kernel.Verdict{}.Allowed(), "the zero Verdict allows nothing")
 
-	good := kernel.Action{ID: "good", Cost: 1, Effects: []kernel.Effect{kernel.Increment("x", kernel.Int(1))}}
+	good := kernel.Action{ID: "good", Cost: 1, Effects: []kernel.Effect{kernel.Increment("x", value.Int(1))}}
 	v := k.Evaluate(m, s, good)
 	require.True(t, v.Allowed())
 	refused(t, k, m, mustState(t, map[string]any{"x": 100}), v, kernel.ErrStaleVerdict)
@@ -455,7 +456,7 @@ func TestCommitRefusesForgedOrStaleVerdicts(t *testing.T) {
 	s3, _, rec, err := k.Commit(m, s, v, "e")
 	require.NoError(t, err)
 	got, _ := s3.Get("x")
-	assert.True(t, got.Equal(kernel.Int(2)))
+	assert.True(t, got.Equal(value.Int(2)))
 	assert.Equal(t, "good", rec.Action.ID)
 }
 
@@ -463,14 +464,14 @@ func TestCommitRefusesForgedOrStaleVerdicts(t *testing.T) {
 // and recording predicates with hostile names or panic values works.
 func TestDiagnosticsNeverPanic(t *testing.T) {
 	for _, f := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
-		v := kernel.Float(f)
+		v := value.Float(f)
 		assert.NotEmpty(t, v.String())
 		_, err := v.MarshalJSON()
-		require.ErrorIs(t, err, kernel.ErrInvalidValue)
-		_, err = kernel.DecodeValue([]byte(v.String()))
+		require.ErrorIs(t, err, value.ErrInvalidValue)
+		_, err = value.Decode([]byte(v.String()))
 		require.Error(t, err)
 		_, err = kernel.State{}.With("x", v)
-		require.ErrorIs(t, err, kernel.ErrInvalidValue)
+		require.ErrorIs(t, err, value.ErrInvalidValue)
 	}
 	k := mustKernel(t, kernel.Config{Budget: 10, MinActionCost: 1, Invariants: []kernel.Invariant{{
 		Name: "bad\xffname", Check: func(kernel.State) bool { panic("\xfe") },

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"github.com/verity-go/verity/internal/jsonvalue"
 	"slices"
 	"strconv"
 	"strings"
@@ -181,7 +182,7 @@ func (s *Session) startEntry() StartEntry {
 	for id := range k.emergency {
 		e.Emergency = append(e.Emergency, id)
 	}
-	slices.SortFunc(e.Emergency, compareUTF16)
+	slices.SortFunc(e.Emergency, jsonvalue.CompareUTF16)
 	for _, inv := range k.invariants {
 		e.Invariants = append(e.Invariants, Invariant{Name: inv.Name, Enforcement: inv.Enforcement})
 	}

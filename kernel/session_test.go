@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/value"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -108,7 +109,7 @@ func sessionKernel(t *testing.T) *kernel.Kernel {
 	})
 }
 
-var incX = kernel.Action{ID: "inc", Name: "increment x", Cost: 2 * kernel.Unit, Effects: []kernel.Effect{kernel.Increment("x", kernel.Int(1))}}
+var incX = kernel.Action{ID: "inc", Name: "increment x", Cost: 2 * kernel.Unit, Effects: []kernel.Effect{kernel.Increment("x", value.Int(1))}}
 
 func TestSessionSharedBudget(t *testing.T) {
 	k := sessionKernel(t)
@@ -225,7 +226,7 @@ func TestSessionConcurrentNeverOverspends(t *testing.T) {
 	wg.Wait()
 	assert.Equal(t, int64(5), ok.Load())
 	x, _ := sess.State().Get("x")
-	assert.True(t, x.Equal(kernel.Int(5)))
+	assert.True(t, x.Equal(value.Int(5)))
 	head, err := log.Verify(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(1+160), head.Size)
@@ -313,14 +314,14 @@ func TestSessionRecordsAreNotAliased(t *testing.T) {
 	require.NoError(t, err)
 	rec, err := sess.Execute(ctx, incX)
 	require.NoError(t, err)
-	rec.Inverse[0] = kernel.Set("x", kernel.Int(99))
+	rec.Inverse[0] = kernel.Set("x", value.Int(99))
 	rec.Action.Effects[0] = kernel.Delete("x")
 	h := sess.History()
-	h[0].Inverse[0] = kernel.Set("x", kernel.Int(98))
+	h[0].Inverse[0] = kernel.Set("x", value.Int(98))
 	_, err = sess.Rollback(ctx, rec.ExecID)
 	require.NoError(t, err)
 	x, _ := sess.State().Get("x")
-	assert.True(t, x.Equal(kernel.Int(0)))
+	assert.True(t, x.Equal(value.Int(0)))
 	assert.Equal(t, kernel.OpIncrement, sess.History()[0].Action.Effects[0].Op)
 }
 
@@ -335,7 +336,7 @@ func TestSessionCopiesShareNothing(t *testing.T) {
 	sess, err := kernel.NewSession(ctx, trace.NewMemoryLog(), k, s0)
 	require.NoError(t, err)
 	a := kernel.Action{ID: "a", Cost: kernel.Unit, Tags: []string{"t1", "t2"}, Input: []byte(`{"q":1}`),
-		Effects: []kernel.Effect{kernel.Increment("x", kernel.Int(1)), kernel.Set("y", kernel.Int(7))}}
+		Effects: []kernel.Effect{kernel.Increment("x", value.Int(1)), kernel.Set("y", value.Int(7))}}
 	want := sess.Evaluate(a).Next()
 	rec, err := sess.Execute(ctx, a)
 	require.NoError(t, err)
@@ -344,7 +345,7 @@ func TestSessionCopiesShareNothing(t *testing.T) {
 
 	a.Effects[0], a.Tags[0], a.Input[0] = kernel.Delete("x"), "caller", '['
 	b := kernel.Action{ID: "b", Cost: kernel.Unit, Tags: []string{"u"},
-		Effects: []kernel.Effect{kernel.Set("x", kernel.Int(5)), kernel.Delete("y")}}
+		Effects: []kernel.Effect{kernel.Set("x", value.Int(5)), kernel.Delete("y")}}
 	recB, err := sess.Execute(ctx, b)
 	require.NoError(t, err)
 	assert.Equal(t, kept, rec, "the caller's action and a later action leave the Record as it was")
@@ -366,7 +367,7 @@ func TestSessionCopiesShareNothing(t *testing.T) {
 func TestRejectionOutlivesTheNextAction(t *testing.T) {
 	sess, err := kernel.NewSession(ctx, trace.NewMemoryLog(), sessionKernel(t), mustState(t, map[string]any{"x": 0}))
 	require.NoError(t, err)
-	bad := kernel.Action{ID: "dec", Cost: kernel.Unit, Effects: []kernel.Effect{kernel.Decrement("x", kernel.Int(1))}}
+	bad := kernel.Action{ID: "dec", Cost: kernel.Unit, Effects: []kernel.Effect{kernel.Decrement("x", value.Int(1))}}
 	_, err = sess.Execute(ctx, bad)
 	var rej *kernel.RejectedError
 	require.ErrorAs(t, err, &rej)

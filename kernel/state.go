@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"github.com/verity-go/verity/internal/jsonvalue"
+	"github.com/verity-go/verity/kernel/value"
 	"iter"
 	"math/bits"
 	"slices"
@@ -44,7 +46,7 @@ const (
 )
 
 type stateVal struct {
-	v  Value
+	v  value.Value
 	eh [32]byte // SHA-256 of the (key, value) entry, kept for O(1) removal from the sum
 }
 
@@ -68,7 +70,7 @@ type State struct{ d *stateData }
 
 var emptyFingerprint = finishFingerprint(0, [4]uint64{})
 
-// NewState builds a State from Go values (see ValueOf).
+// NewState builds a State from Go values (see value.Of).
 func NewState(vars map[string]any) (State, error) {
 	b := newBuilder(State{})
 	keys := make([]string, 0, len(vars))
@@ -80,7 +82,7 @@ func NewState(vars map[string]any) (State, error) {
 		if err := checkKey(k); err != nil {
 			return State{}, err
 		}
-		v, err := ValueOf(vars[k])
+		v, err := value.Of(vars[k])
 		if err != nil {
 			return State{}, within(err, "variable %q", k)
 		}
@@ -91,7 +93,7 @@ func NewState(vars map[string]any) (State, error) {
 
 func checkKey(k string) error {
 	if !utf8.ValidString(k) {
-		return fmt.Errorf("%w: variable name is not valid UTF-8", ErrInvalidValue)
+		return fmt.Errorf("%w: variable name is not valid UTF-8", value.ErrInvalidValue)
 	}
 	return nil
 }
@@ -106,9 +108,9 @@ func (s State) Len() int {
 
 // Get returns the value of a variable and whether it is present. A variable
 // holding null is present.
-func (s State) Get(key string) (Value, bool) {
+func (s State) Get(key string) (value.Value, bool) {
 	if s.d == nil {
-		return Value{}, false
+		return value.Value{}, false
 	}
 	sv, ok := s.d.m.Get(key)
 	return sv.v, ok
@@ -145,11 +147,11 @@ func (s State) Text(key string) (string, bool) {
 }
 
 // With returns a State in which key holds v. The receiver is unchanged.
-func (s State) With(key string, v Value) (State, error) {
+func (s State) With(key string, v value.Value) (State, error) {
 	if err := checkKey(key); err != nil {
 		return s, err
 	}
-	if err := v.validate(0); err != nil {
+	if err := jv(v).Validate(0); err != nil {
 		return s, within(err, "variable %q", key)
 	}
 	b := newBuilder(s)
@@ -177,8 +179,8 @@ func (s State) keys() []string {
 }
 
 // All iterates over the variables in sorted (byte) order.
-func (s State) All() iter.Seq2[string, Value] {
-	return func(yield func(string, Value) bool) {
+func (s State) All() iter.Seq2[string, value.Value] {
+	return func(yield func(string, value.Value) bool) {
 		for _, k := range s.keys() {
 			v, _ := s.Get(k)
 			if !yield(k, v) {
@@ -188,7 +190,7 @@ func (s State) All() iter.Seq2[string, Value] {
 	}
 }
 
-// Map returns a fresh Go map of the variables (see Value.Go).
+// Map returns a fresh Go map of the variables (see value.Value.Go).
 func (s State) Map() map[string]any {
 	m := make(map[string]any, s.Len())
 	if s.d != nil {
@@ -225,12 +227,12 @@ func finishFingerprint(n int, sum [4]uint64) Fingerprint {
 	return sha256.Sum256(buf[:])
 }
 
-func entryHash(key string, v Value) [32]byte {
+func entryHash(key string, v value.Value) [32]byte {
 	var stack [192]byte
 	buf := append(stack[:0], entryTag...)
 	buf = binary.AppendUvarint(buf, uint64(len(key)))
 	buf = append(buf, key...)
-	buf = v.appendHashable(buf)
+	buf = jv(v).AppendHashable(buf)
 	return sha256.Sum256(buf)
 }
 
@@ -260,7 +262,7 @@ func subSum(s *[4]uint64, h *[32]byte) {
 }
 
 // Equal reports whether two States hold the same variables with strictly
-// equal values (see Value.Equal).
+// equal values (see value.Value.Equal).
 func (s State) Equal(t State) bool {
 	if s.d == t.d {
 		return true
@@ -288,15 +290,15 @@ func (s State) stateMap() stateMap {
 func (s State) String() string { return string(s.appendJSON(nil)) }
 
 // MarshalJSON returns the typed canonical JSON of the State: an RFC 8785
-// object of variable → value (see Value.MarshalJSON).
+// object of variable → value (see value.Value.MarshalJSON).
 func (s State) MarshalJSON() ([]byte, error) { return s.appendJSON(nil), nil }
 
 // appendJSON appends the typed canonical JSON of the State to dst.
 func (s State) appendJSON(dst []byte) []byte {
 	keys := s.keys()
-	return appendMembers(dst, keys, func(dst []byte, i int) []byte {
+	return jsonvalue.AppendMembers(dst, keys, func(dst []byte, i int) []byte {
 		v, _ := s.Get(keys[i])
-		return v.appendJSON(dst)
+		return jv(v).AppendJSON(dst)
 	})
 }
 
@@ -324,12 +326,12 @@ func newBuilder(s State) builder {
 	return builder{m: s.d.m.Builder(), sum: s.d.sum, orig: s.d}
 }
 
-func (b *builder) get(key string) (Value, bool) {
+func (b *builder) get(key string) (value.Value, bool) {
 	sv, ok := b.m.Get(key)
 	return sv.v, ok
 }
 
-func (b *builder) set(key string, v Value) {
+func (b *builder) set(key string, v value.Value) {
 	eh := entryHash(key, v)
 	if old, replaced := b.m.Set(key, stateVal{v: v, eh: eh}); replaced {
 		subSum(&b.sum, &old.eh)

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"github.com/verity-go/verity/kernel/value"
 	"maps"
 	"slices"
 	"testing"
@@ -29,7 +30,7 @@ func TestStatePersistentAgainstGoMap(t *testing.T) {
 			} else {
 				v := rapid.Int64Range(-3, 3).Draw(t, "v")
 				var err error
-				if cur, err = cur.With(k, Int(v)); err != nil {
+				if cur, err = cur.With(k, value.Int(v)); err != nil {
 					t.Fatal(err)
 				}
 				model = maps.Clone(model)
@@ -47,7 +48,7 @@ func TestStatePersistentAgainstGoMap(t *testing.T) {
 			for _, k := range keys {
 				v, ok := s.Get(k)
 				mv, mok := m[k]
-				if ok != mok || (ok && !v.Equal(Int(mv))) {
+				if ok != mok || (ok && !v.Equal(value.Int(mv))) {
 					t.Fatalf("version %d key %q: got %v %v, model %v %v", i, k, v, ok, mv, mok)
 				}
 			}
@@ -103,7 +104,7 @@ func TestOwnedBuildersNeverChangePublishedStates(t *testing.T) {
 					delete(model, k)
 				} else {
 					v := rapid.Int64Range(-5, 5).Draw(t, "v")
-					effects = append(effects, Set(k, Int(v)))
+					effects = append(effects, Set(k, value.Int(v)))
 					model[k] = v
 				}
 			}
@@ -124,7 +125,7 @@ func TestOwnedBuildersNeverChangePublishedStates(t *testing.T) {
 			}
 			for k, v := range m {
 				got, ok := st.Get(k)
-				if !ok || !got.Equal(Int(v)) {
+				if !ok || !got.Equal(value.Int(v)) {
 					t.Fatalf("%s: key %q", name, k)
 				}
 			}

@@ -10,13 +10,14 @@ import (
 
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/kerneltest"
+	"github.com/verity-go/verity/kernel/value"
 	"github.com/verity-go/verity/trace"
 )
 
 // naive is a deliberately simple model of a session: a Go map copied on
 // every change, integer counters, and a stack of prior maps for rollback.
 type naive struct {
-	vars            map[string]kernel.Value
+	vars            map[string]value.Value
 	limit, gross    kernel.Cost
 	refunded        kernel.Cost
 	steps, emerg    uint64
@@ -29,13 +30,13 @@ type naive struct {
 
 type undoEntry struct {
 	id    string
-	prior map[string]kernel.Value
-	after map[string]kernel.Value
+	prior map[string]value.Value
+	after map[string]value.Value
 	cost  kernel.Cost
 }
 
 // apply is the model's own implementation of the effect rules.
-func (m *naive) apply(effects []kernel.Effect) (map[string]kernel.Value, bool) {
+func (m *naive) apply(effects []kernel.Effect) (map[string]value.Value, bool) {
 	vars := maps.Clone(m.vars)
 	for _, e := range effects {
 		old, had := vars[e.Key]
@@ -76,7 +77,7 @@ func (m *naive) apply(effects []kernel.Effect) (map[string]kernel.Value, bool) {
 				if r > 9.3e18 || r < -9.3e18 || !exactInt(oi, ei, op, ri) {
 					return nil, false
 				}
-				vars[e.Key] = kernel.Int(ri)
+				vars[e.Key] = value.Int(ri)
 				continue
 			}
 			of, ok := old.AsFloat()
@@ -105,9 +106,9 @@ func (m *naive) apply(effects []kernel.Effect) (map[string]kernel.Value, bool) {
 			if math.IsInf(r, 0) || math.IsNaN(r) {
 				return nil, false
 			}
-			vars[e.Key] = kernel.Float(r)
+			vars[e.Key] = value.Float(r)
 		case kernel.OpAppend, kernel.OpRemove:
-			if !had || old.Kind() != kernel.KindList {
+			if !had || old.Kind() != value.KindList {
 				return nil, false
 			}
 			items := old.Items()
@@ -120,7 +121,7 @@ func (m *naive) apply(effects []kernel.Effect) (map[string]kernel.Value, bool) {
 				}
 				items = slices.Delete(items, i, i+1)
 			}
-			vars[e.Key] = kernel.List(items...)
+			vars[e.Key] = value.List(items...)
 		}
 	}
 	return vars, true
@@ -142,7 +143,7 @@ func exactInt(a, b int64, op kernel.Op, r int64) bool {
 	}
 }
 
-func sameVars(s kernel.State, vars map[string]kernel.Value) bool {
+func sameVars(s kernel.State, vars map[string]value.Value) bool {
 	if s.Len() != len(vars) {
 		return false
 	}
@@ -171,7 +172,7 @@ func TestSessionStateMachine(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := &naive{vars: map[string]kernel.Value{"x": kernel.Int(3), "y": kernel.Float(1.5), "l": kernel.List(kernel.Int(1), kernel.Int(1))},
+		m := &naive{vars: map[string]value.Value{"x": value.Int(3), "y": value.Float(1.5), "l": value.List(value.Int(1), value.Int(1))},
 			limit: limit, maxSteps: uint64(limit / eps), eps: eps, rolledBack: map[string]bool{}}
 		actions := rapid.OneOf(kerneltest.Action([]string{"a", "hover"}, keys, 2*kernel.Unit), rapid.Just(kernel.Action{ID: "hover"}))
 
@@ -245,6 +246,6 @@ func TestSessionStateMachine(t *testing.T) {
 	})
 }
 
-func kernelEqual(a, b map[string]kernel.Value) bool {
-	return maps.EqualFunc(a, b, kernel.Value.Equal)
+func kernelEqual(a, b map[string]value.Value) bool {
+	return maps.EqualFunc(a, b, value.Value.Equal)
 }

@@ -85,6 +85,7 @@ import (
 
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/kerneltest"
+	"github.com/verity-go/verity/kernel/value"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -454,7 +455,7 @@ func TestT8ExhaustedBudgetAndSteps(t *testing.T) {
 		t.Fatalf("steps %d emergency %d", ks.Steps(), ks.EmergencySteps())
 	}
 	// Invariants still apply to emergency actions.
-	bad := kernel.Action{ID: "hover", Effects: []kernel.Effect{kernel.Set("x", kernel.Int(-1))}}
+	bad := kernel.Action{ID: "hover", Effects: []kernel.Effect{kernel.Set("x", value.Int(-1))}}
 	if _, _, _, err := k.Execute(ks, s, bad, "bad"); !errors.Is(err, kernel.CheckInvariant) {
 		t.Fatalf("emergency action bypassed an invariant: %v", err)
 	}

@@ -14,11 +14,12 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/value"
 	"github.com/verity-go/verity/trace"
 )
 
 func callAction(tool string, cost kernel.Cost) kernel.Action {
-	return kernel.Action{ID: tool, Cost: cost, Effects: []kernel.Effect{kernel.Count("calls/"+tool, kernel.Int(1), kernel.Int(0))}}
+	return kernel.Action{ID: tool, Cost: cost, Effects: []kernel.Effect{kernel.Count("calls/"+tool, value.Int(1), value.Int(0))}}
 }
 
 // TestReserveSettleOverrun: settling below the reservation refunds the
@@ -86,7 +87,7 @@ func TestReserveSettleOverrun(t *testing.T) {
 	_, err = sess.Refund(ctx, a.ExecID, units(3), "")
 	assert.ErrorIs(t, err, kernel.ErrRefundTooLarge, "charged 1 after settling, 1 refunded since")
 	_, err = sess.Refund(ctx, a.ExecID, 1, "\xff")
-	assert.ErrorIs(t, err, kernel.ErrInvalidValue)
+	assert.ErrorIs(t, err, value.ErrInvalidValue)
 	e, err := sess.Execute(ctx, callAction("y", 1))
 	require.NoError(t, err)
 	_, err = sess.Settle(ctx, e.ExecID, 1)

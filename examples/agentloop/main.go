@@ -39,6 +39,7 @@ import (
 
 	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/value"
 	"github.com/verity-go/verity/speculative"
 	"github.com/verity-go/verity/trace"
 )
@@ -206,11 +207,11 @@ func act(ctx context.Context, w io.Writer, sess *kernel.Session) error {
 	}
 	steps := []kernel.Action{
 		{ID: "scale-out", Name: "Scale out", Cost: 1500, Reversible: true,
-			Effects: []kernel.Effect{kernel.Increment("replicas", kernel.Int(2))}},
+			Effects: []kernel.Effect{kernel.Increment("replicas", value.Int(2))}},
 		{ID: "drain-all", Name: "Drain every replica", Cost: 500,
-			Effects: []kernel.Effect{kernel.Set("replicas", kernel.Int(0))}},
+			Effects: []kernel.Effect{kernel.Set("replicas", value.Int(0))}},
 		{ID: "full-rebuild", Name: "Rebuild the cluster", Cost: 9 * kernel.Unit,
-			Effects: []kernel.Effect{kernel.Set("version", kernel.String("v42"))}},
+			Effects: []kernel.Effect{kernel.Set("version", value.String("v42"))}},
 	}
 	for _, a := range steps {
 		if _, err := try(a); err != nil {
@@ -218,7 +219,7 @@ func act(ctx context.Context, w io.Writer, sess *kernel.Session) error {
 		}
 	}
 	canary := kernel.Action{ID: "enable-canary", Name: "Route 5% to the canary", Cost: 1000, Reversible: true,
-		Effects: []kernel.Effect{kernel.Set("canary", kernel.Bool(true)), kernel.Set("version", kernel.String("v42-rc1"))}}
+		Effects: []kernel.Effect{kernel.Set("canary", value.Bool(true)), kernel.Set("version", value.String("v42-rc1"))}}
 	rec, err := try(canary)
 	if err != nil {
 		return err

@@ -19,6 +19,7 @@ import (
 	"os"
 
 	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/value"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -92,7 +93,7 @@ func run(ctx context.Context, w io.Writer, keep string) error {
 		return kernel.Action{
 			ID: "send_email", Name: "send e-mail", Description: "send an e-mail to " + to, Cost: cost,
 			Category: "io", Reversible: true,
-			Effects: []kernel.Effect{kernel.Increment("sent", kernel.Int(1)), kernel.Append("outbox", kernel.String(to))},
+			Effects: []kernel.Effect{kernel.Increment("sent", value.Int(1)), kernel.Append("outbox", value.String(to))},
 		}
 	}
 	var last kernel.Record
@@ -131,7 +132,7 @@ func run(ctx context.Context, w io.Writer, keep string) error {
 	// A tool call priced afterwards: reserve an upper bound, record the
 	// call's arguments, count the call per tool, settle at the real price.
 	search := kernel.Action{ID: "search", Cost: kernel.Unit, Input: []byte(`{"q":"weather in Lyon"}`),
-		Effects: []kernel.Effect{kernel.Count("calls/search", kernel.Int(1), kernel.Int(0))}}
+		Effects: []kernel.Effect{kernel.Count("calls/search", value.Int(1), value.Int(0))}}
 	res, err := sess.Reserve(ctx, search)
 	if err != nil {
 		return err

@@ -21,6 +21,7 @@ import (
 
 	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/value"
 	"github.com/verity-go/verity/speculative"
 	"github.com/verity-go/verity/trace"
 )
@@ -91,11 +92,11 @@ func run(w io.Writer, path string) error {
 		return err
 	}
 	for _, a := range []kernel.Action{
-		{ID: "scale-down", Cost: kernel.Unit, Effects: []kernel.Effect{kernel.Decrement("replicas", kernel.Int(1))}},
-		{ID: "scale-down", Cost: kernel.Unit / 2, Effects: []kernel.Effect{kernel.Decrement("replicas", kernel.Int(1))}},
-		{ID: "deploy", Cost: kernel.Unit, Effects: []kernel.Effect{kernel.Set("version", kernel.String("v2"))}},
-		{ID: "scale-up", Cost: kernel.Unit / 2, Effects: []kernel.Effect{kernel.Increment("replicas", kernel.Int(1))}},
-		{ID: "pause", Effects: []kernel.Effect{kernel.Set("paused", kernel.Bool(true))}},
+		{ID: "scale-down", Cost: kernel.Unit, Effects: []kernel.Effect{kernel.Decrement("replicas", value.Int(1))}},
+		{ID: "scale-down", Cost: kernel.Unit / 2, Effects: []kernel.Effect{kernel.Decrement("replicas", value.Int(1))}},
+		{ID: "deploy", Cost: kernel.Unit, Effects: []kernel.Effect{kernel.Set("version", value.String("v2"))}},
+		{ID: "scale-up", Cost: kernel.Unit / 2, Effects: []kernel.Effect{kernel.Increment("replicas", value.Int(1))}},
+		{ID: "pause", Effects: []kernel.Effect{kernel.Set("paused", value.Bool(true))}},
 	} {
 		if _, err := sess.Execute(ctx, a); err != nil {
 			fmt.Fprintln(w, err) // a *kernel.RejectedError: every failed check, and nothing changed

@@ -17,6 +17,7 @@ import (
 	"github.com/verity-go/verity/belief"
 	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/value"
 	"github.com/verity-go/verity/speculative"
 	"github.com/verity-go/verity/trace"
 )
@@ -84,9 +85,9 @@ func writeLog(t testing.TB, log *trace.Log, clk *clock, steps int) logShape {
 	var last string
 	for i := range steps {
 		a := kernel.Action{ID: fmt.Sprintf("step-%d", i), Cost: 10, Reversible: true,
-			Effects: []kernel.Effect{kernel.Increment("replicas", kernel.Int(1)), kernel.Set("queue", kernel.Int(int64(i%60)))}}
+			Effects: []kernel.Effect{kernel.Increment("replicas", value.Int(1)), kernel.Set("queue", value.Int(int64(i%60)))}}
 		if i%10 == 3 {
-			a = kernel.Action{ID: "drain-all", Cost: 20, Effects: []kernel.Effect{kernel.Set("replicas", kernel.Int(-1))}}
+			a = kernel.Action{ID: "drain-all", Cost: 20, Effects: []kernel.Effect{kernel.Set("replicas", value.Int(-1))}}
 		}
 		rec, err := sess.Execute(ctx, a)
 		var rej *kernel.RejectedError

@@ -14,6 +14,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/value"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -40,10 +41,10 @@ func toolLog(t *testing.T, invs []kernel.Invariant, run func(context.Context, *k
 // search is a tool call that sets every variable the ready-made
 // invariants below look at to a value they warn about.
 var search = kernel.Action{ID: "search", Cost: 4 * kernel.Unit, Effects: []kernel.Effect{
-	kernel.Count("calls", kernel.Int(1), kernel.Int(0)),
-	kernel.Count("calls.search", kernel.Int(1), kernel.Int(0)),
-	kernel.Set("load", kernel.Float(2)),
-	kernel.Set("mode", kernel.String("wild")),
+	kernel.Count("calls", value.Int(1), value.Int(0)),
+	kernel.Count("calls.search", value.Int(1), value.Int(0)),
+	kernel.Set("load", value.Float(2)),
+	kernel.Set("mode", value.String("wild")),
 }}
 
 // reserveSettleRefund reserves search, settles it for less and refunds
@@ -72,7 +73,7 @@ func TestReplayExplainedWarnings(t *testing.T) {
 		monitoring(kernel.AtMost("few-calls", "calls", 0)),
 		monitoring(kernel.AtMostEach("few-each", "calls.", 0)),
 		monitoring(kernel.Within("light", "load", 0, 1)),
-		monitoring(kernel.OneOf("tame", "mode", kernel.String("calm"))),
+		monitoring(kernel.OneOf("tame", "mode", value.String("calm"))),
 		monitoring(kernel.Matches("calm-mode", "mode", regexp.MustCompile(`^calm$`))),
 	}
 	explained := invs[0]
@@ -122,7 +123,7 @@ func TestReplayPanickedAndTimedOutWarnings(t *testing.T) {
 	}}
 	path := toolLog(t, invs, func(ctx context.Context, s *kernel.Session) {
 		for range 4 {
-			_, err := s.Execute(ctx, kernel.Action{ID: "call", Cost: kernel.Unit, Effects: []kernel.Effect{kernel.Count("calls", kernel.Int(1), kernel.Int(0))}})
+			_, err := s.Execute(ctx, kernel.Action{ID: "call", Cost: kernel.Unit, Effects: []kernel.Effect{kernel.Count("calls", value.Int(1), value.Int(0))}})
 			require.NoError(t, err)
 		}
 		reserveSettleRefund(t)(ctx, s)

@@ -11,6 +11,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/value"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -35,40 +36,40 @@ func Float() *rapid.Generator[float64] {
 }
 
 // Scalar generates null, bool, int, float and string values.
-func Scalar() *rapid.Generator[kernel.Value] {
+func Scalar() *rapid.Generator[value.Value] {
 	return rapid.OneOf(
-		rapid.Just(kernel.Null()),
-		rapid.Map(rapid.Bool(), kernel.Bool),
-		rapid.Map(Int(), kernel.Int),
-		rapid.Map(Float(), kernel.Float),
-		rapid.Map(rapid.OneOf(rapid.SampledFrom([]string{"", "1", "a", "é", "😀", "\u2028", "\x00"}), rapid.String()), kernel.String),
+		rapid.Just(value.Null()),
+		rapid.Map(rapid.Bool(), value.Bool),
+		rapid.Map(Int(), value.Int),
+		rapid.Map(Float(), value.Float),
+		rapid.Map(rapid.OneOf(rapid.SampledFrom([]string{"", "1", "a", "é", "😀", "\u2028", "\x00"}), rapid.String()), value.String),
 	)
 }
 
 // Value generates any JSON value nested at most depth levels.
-func Value(depth int) *rapid.Generator[kernel.Value] {
-	return rapid.Custom(func(t *rapid.T) kernel.Value { return value(t, depth) })
+func Value(depth int) *rapid.Generator[value.Value] {
+	return rapid.Custom(func(t *rapid.T) value.Value { return drawValue(t, depth) })
 }
 
-func value(t *rapid.T, depth int) kernel.Value {
+func drawValue(t *rapid.T, depth int) value.Value {
 	kind := rapid.IntRange(0, 2).Draw(t, "shape")
 	if depth <= 0 || kind == 0 {
 		return Scalar().Draw(t, "scalar")
 	}
 	n := rapid.IntRange(0, 4).Draw(t, "len")
 	if kind == 1 {
-		items := make([]kernel.Value, n)
+		items := make([]value.Value, n)
 		for i := range items {
-			items[i] = value(t, depth-1)
+			items[i] = drawValue(t, depth-1)
 		}
-		return kernel.List(items...)
+		return value.List(items...)
 	}
-	fields := map[string]kernel.Value{}
+	fields := map[string]value.Value{}
 	for range n {
 		k := rapid.OneOf(rapid.SampledFrom([]string{"a", "b", "$int", "$float", "$object", "\uE000", "😀"}), rapid.String()).Draw(t, "field")
-		fields[k] = value(t, depth-1)
+		fields[k] = drawValue(t, depth-1)
 	}
-	return kernel.Object(fields)
+	return value.Object(fields)
 }
 
 // Keys generates a small set of variable names, so that generated effects
@@ -86,14 +87,14 @@ func State(keys []string) *rapid.Generator[kernel.State] {
 			if !rapid.Bool().Draw(t, "present "+k) {
 				continue
 			}
-			var v kernel.Value
+			var v value.Value
 			switch rapid.IntRange(0, 3).Draw(t, "shape "+k) {
 			case 0:
-				v = kernel.Int(Int().Draw(t, "int "+k))
+				v = value.Int(Int().Draw(t, "int "+k))
 			case 1:
-				v = kernel.Float(Float().Draw(t, "float "+k))
+				v = value.Float(Float().Draw(t, "float "+k))
 			case 2:
-				v = kernel.List(rapid.SliceOfN(Scalar(), 0, 4).Draw(t, "list "+k)...)
+				v = value.List(rapid.SliceOfN(Scalar(), 0, 4).Draw(t, "list "+k)...)
 			default:
 				v = Value(2).Draw(t, "value "+k)
 			}
@@ -113,7 +114,7 @@ func Effect(keys []string) *rapid.Generator[kernel.Effect] {
 	return rapid.Custom(func(t *rapid.T) kernel.Effect {
 		key := rapid.SampledFrom(keys).Draw(t, "key")
 		op := kernel.Op(rapid.IntRange(int(kernel.OpSet), int(kernel.OpCount)).Draw(t, "op"))
-		num := rapid.OneOf(rapid.Map(rapid.Int64Range(-5, 5), kernel.Int), rapid.Map(Int(), kernel.Int), rapid.Map(Float(), kernel.Float))
+		num := rapid.OneOf(rapid.Map(rapid.Int64Range(-5, 5), value.Int), rapid.Map(Int(), value.Int), rapid.Map(Float(), value.Float))
 		switch op {
 		case kernel.OpDelete:
 			return kernel.Delete(key)
@@ -122,7 +123,7 @@ func Effect(keys []string) *rapid.Generator[kernel.Effect] {
 		case kernel.OpCount:
 			return kernel.Count(key, num.Draw(t, "operand"), num.Draw(t, "initial"))
 		case kernel.OpAppend, kernel.OpRemove:
-			return kernel.Effect{Op: op, Key: key, Value: rapid.OneOf(rapid.Map(rapid.Int64Range(0, 2), kernel.Int), Scalar()).Draw(t, "item")}
+			return kernel.Effect{Op: op, Key: key, Value: rapid.OneOf(rapid.Map(rapid.Int64Range(0, 2), value.Int), Scalar()).Draw(t, "item")}
 		default:
 			return kernel.Set(key, rapid.OneOf(num, Value(2)).Draw(t, "value"))
 		}
@@ -163,23 +164,23 @@ func fitting(t *rapid.T, s kernel.State, keys []string) kernel.Effect {
 	switch {
 	case choice == 0:
 		return kernel.Delete(key)
-	case choice == 2 && (!ok || v.Kind() == kernel.KindInt):
-		return kernel.Count(key, kernel.Int(rapid.Int64Range(-3, 3).Draw(t, "n")), kernel.Int(rapid.Int64Range(-3, 3).Draw(t, "from")))
+	case choice == 2 && (!ok || v.Kind() == value.KindInt):
+		return kernel.Count(key, value.Int(rapid.Int64Range(-3, 3).Draw(t, "n")), value.Int(rapid.Int64Range(-3, 3).Draw(t, "from")))
 	case choice == 1 || !ok:
 		return kernel.Set(key, rapid.OneOf(Scalar(), Value(2)).Draw(t, "value"))
 	}
 	arith := []kernel.Op{kernel.OpIncrement, kernel.OpDecrement, kernel.OpMultiply}
 	switch v.Kind() {
-	case kernel.KindInt:
-		return kernel.Effect{Op: rapid.SampledFrom(arith).Draw(t, "op"), Key: key, Value: kernel.Int(rapid.Int64Range(-3, 3).Draw(t, "n"))}
-	case kernel.KindFloat:
-		operand := rapid.OneOf(rapid.Map(rapid.Int64Range(-3, 3), kernel.Int), rapid.Map(rapid.Float64Range(-2, 2), kernel.Float)).Draw(t, "operand")
+	case value.KindInt:
+		return kernel.Effect{Op: rapid.SampledFrom(arith).Draw(t, "op"), Key: key, Value: value.Int(rapid.Int64Range(-3, 3).Draw(t, "n"))}
+	case value.KindFloat:
+		operand := rapid.OneOf(rapid.Map(rapid.Int64Range(-3, 3), value.Int), rapid.Map(rapid.Float64Range(-2, 2), value.Float)).Draw(t, "operand")
 		return kernel.Effect{Op: rapid.SampledFrom(arith).Draw(t, "op"), Key: key, Value: operand}
-	case kernel.KindList:
+	case value.KindList:
 		if v.Len() > 0 && rapid.Bool().Draw(t, "remove?") {
 			return kernel.Remove(key, rapid.SampledFrom(v.Items()).Draw(t, "item"))
 		}
-		return kernel.Append(key, rapid.OneOf(rapid.Map(rapid.Int64Range(0, 2), kernel.Int), Scalar()).Draw(t, "item"))
+		return kernel.Append(key, rapid.OneOf(rapid.Map(rapid.Int64Range(0, 2), value.Int), Scalar()).Draw(t, "item"))
 	default:
 		return kernel.Set(key, Scalar().Draw(t, "value"))
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/sqlbudget"
+	"github.com/verity-go/verity/kernel/value"
 	"github.com/verity-go/verity/trace"
 	"github.com/verity-go/verity/trace/sqlstore"
 )
@@ -44,7 +45,7 @@ func ExampleStore_OpenOrCreate() {
 	if err != nil {
 		panic(err)
 	}
-	call := kernel.Action{ID: "call", Cost: 2 * kernel.Unit, Effects: []kernel.Effect{kernel.Increment("calls", kernel.Int(1))}}
+	call := kernel.Action{ID: "call", Cost: 2 * kernel.Unit, Effects: []kernel.Effect{kernel.Increment("calls", value.Int(1))}}
 	for i := 0; i < 3; i++ {
 		_, err := sess.Execute(ctx, call)
 		fmt.Println("call", i+1, "shared budget exceeded:", errors.Is(err, kernel.CheckBudget))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/sqlbudget"
+	"github.com/verity-go/verity/kernel/value"
 	"github.com/verity-go/verity/trace"
 	"github.com/verity-go/verity/trace/sqlstore"
 	"github.com/verity-go/verity/trace/sqlstore/sqltest"
@@ -30,7 +31,7 @@ func TestSessionsShareSQLBudget(t *testing.T) {
 		require.NoError(t, err)
 		initial, err := kernel.NewState(map[string]any{"x": 0})
 		require.NoError(t, err)
-		inc := kernel.Action{ID: "inc", Name: "increment x", Cost: cost, Effects: []kernel.Effect{kernel.Increment("x", kernel.Int(1))}}
+		inc := kernel.Action{ID: "inc", Name: "increment x", Cost: cost, Effects: []kernel.Effect{kernel.Increment("x", value.Int(1))}}
 
 		type worker struct {
 			sess   *kernel.Session
@@ -151,7 +152,7 @@ func TestSessionReservesAndSettlesSQLBudget(t *testing.T) {
 			mb := sess.Meter().Budget()
 			assert.Equal(t, kernel.BudgetSnapshot{Limit: mb.Limit(), Gross: mb.Gross(), Refunded: mb.Refunded()}, s)
 		}
-		call := kernel.Action{ID: "search", Cost: 4 * kernel.Unit, Effects: []kernel.Effect{kernel.Count("calls/search", kernel.Int(1), kernel.Int(0))}}
+		call := kernel.Action{ID: "search", Cost: 4 * kernel.Unit, Effects: []kernel.Effect{kernel.Count("calls/search", value.Int(1), value.Int(0))}}
 		a, err := sess.Reserve(ctx, call)
 		require.NoError(t, err)
 		same()

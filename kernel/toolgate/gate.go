@@ -22,6 +22,7 @@ import (
 	"github.com/verity-go/verity/internal/canon"
 	"github.com/verity-go/verity/internal/oneline"
 	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/value"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -707,8 +708,8 @@ func (g *Gate) beforeWritten(ctx context.Context, c Call, start time.Time, res *
 	a := kernel.Action{ID: c.Tool, Name: c.Tool, Description: r.Description, Cost: ru.Cost, Category: string(r.Tier),
 		Reversible: false, Input: c.Arguments, Tags: tags,
 		Effects: []kernel.Effect{
-			kernel.Count("calls", kernel.Int(1), kernel.Int(0)),
-			kernel.Count("calls/"+c.Tool, kernel.Int(1), kernel.Int(0)),
+			kernel.Count("calls", value.Int(1), value.Int(0)),
+			kernel.Count("calls/"+c.Tool, value.Int(1), value.Int(0)),
 		}}
 	if approvalID != "" {
 		a.Tags = append(a.Tags, "approval:"+approvalID)

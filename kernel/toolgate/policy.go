@@ -16,6 +16,7 @@ import (
 	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/internal/violation"
 	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/value"
 )
 
 // PolicyVersion is the newest version of the policy format this package
@@ -365,7 +366,7 @@ type WithinSpec struct {
 // floats (with a fraction or an exponent: 1.0 is not the int 1).
 type OneOfSpec struct {
 	Key    string
-	Values []kernel.Value
+	Values []value.Value
 }
 
 // MatchesSpec is {"key": …, "pattern": …}: the string variable Key
@@ -697,8 +698,8 @@ func (p Policy) MarshalJSON() ([]byte, error) {
 // always with a fraction or an exponent (1 as 1.0, -0 as -0.0). Values
 // that are not scalars are written in kernel's typed form, which
 // ParsePolicy refuses.
-func policyScalarJSON(v kernel.Value) ([]byte, error) {
-	if v.Kind() == kernel.KindFloat {
+func policyScalarJSON(v value.Value) ([]byte, error) {
+	if v.Kind() == value.KindFloat {
 		f, _ := v.AsFloat()
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			return nil, fmt.Errorf("%v is not a JSON number", f)

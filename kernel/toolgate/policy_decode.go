@@ -22,6 +22,7 @@ import (
 	"github.com/verity-go/verity/internal/strictjson"
 	"github.com/verity-go/verity/internal/violation"
 	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/value"
 )
 
 // ParsePolicy reads a policy file. Nothing is guessed or rounded, and a
@@ -561,7 +562,7 @@ func (w *invariantWire) spec() InvariantSpec {
 	if f := &w.OneOf; f.Set {
 		s.OneOf = &OneOfSpec{Key: f.V.Key}
 		if len(f.V.Values) > 0 {
-			s.OneOf.Values = make([]kernel.Value, len(f.V.Values))
+			s.OneOf.Values = make([]value.Value, len(f.V.Values))
 			for i, v := range f.V.Values {
 				s.OneOf.Values[i] = v.v
 			}
@@ -868,20 +869,20 @@ func (x *policyFloat) UnmarshalStrict(d *strictjson.Decoder) error {
 // exponent is a float, one without an int (kernel's typed JSON). An int
 // beyond ±(2^53−1) is kept as an int for Policy.violations to report
 // (value), or as null when beyond int64.
-type policyScalar struct{ v kernel.Value }
+type policyScalar struct{ v value.Value }
 
 func (x *policyScalar) UnmarshalStrict(d *strictjson.Decoder) error {
-	x.v = kernel.Null()
+	x.v = value.Null()
 	switch k := d.Peek(); k {
 	case strictjson.Null:
 		return d.ReadNull()
 	case strictjson.Bool:
 		b, err := d.ReadBool()
-		x.v = kernel.Bool(b)
+		x.v = value.Bool(b)
 		return err
 	case strictjson.String:
 		s, err := d.ReadString()
-		x.v = kernel.String(s)
+		x.v = value.String(s)
 		return err
 	case strictjson.Number:
 		lit, isInt, err := d.ReadNumber()
@@ -897,14 +898,14 @@ func (x *policyScalar) UnmarshalStrict(d *strictjson.Decoder) error {
 			if err != nil && !errors.Is(err, strconv.ErrRange) || math.IsInf(f, 0) {
 				return d.Errorf(policyRuleType, "%s is not a finite number", s)
 			}
-			x.v = kernel.Float(f)
+			x.v = value.Float(f)
 			return nil
 		}
 		i, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
 			return d.Errorf(policyRuleValue, "the int %s is beyond ±(2^53−1); an int compared exactly must be within it", s)
 		}
-		x.v = kernel.Int(i)
+		x.v = value.Int(i)
 		return nil
 	default:
 		return d.Errorf(policyRuleType, "%s", strictjson.WantMessage("a string, number, boolean or null", k))

@@ -27,6 +27,7 @@ import (
 	"github.com/verity-go/verity/internal/strictjson"
 	"github.com/verity-go/verity/internal/violation"
 	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/value"
 )
 
 // oldSemanticRules are the rules the schema does not check.
@@ -694,7 +695,7 @@ func (d *oldPolicyDecoder) invariant(at string, v any) InvariantSpec {
 			}
 			if vv, ok := fm["values"]; ok {
 				if a, ok := d.array(fat+"/values", vv); ok && len(a) > 0 {
-					s.OneOf.Values = make([]kernel.Value, len(a))
+					s.OneOf.Values = make([]value.Value, len(a))
 					for i, it := range a {
 						s.OneOf.Values[i] = d.scalar(violation.Index(fat+"/values", i), it)
 					}
@@ -721,31 +722,31 @@ func (d *oldPolicyDecoder) invariant(at string, v any) InvariantSpec {
 // exponent is a float, one without an int (kernel's typed JSON). An int
 // beyond ±(2^53−1) is kept as an int for Policy.violations to report
 // (value), or as null when beyond int64.
-func (d *oldPolicyDecoder) scalar(at string, v any) kernel.Value {
+func (d *oldPolicyDecoder) scalar(at string, v any) value.Value {
 	switch x := v.(type) {
 	case nil:
-		return kernel.Null()
+		return value.Null()
 	case bool:
-		return kernel.Bool(x)
+		return value.Bool(x)
 	case string:
-		return kernel.String(x)
+		return value.String(x)
 	case json.Number:
 		s := string(x)
 		if strings.ContainsAny(s, ".eE") {
 			f, err := strconv.ParseFloat(s, 64)
 			if err != nil && !errors.Is(err, strconv.ErrRange) || math.IsInf(f, 0) {
 				d.add(at, policyRuleType, "%s is not a finite number", s)
-				return kernel.Null()
+				return value.Null()
 			}
-			return kernel.Float(f)
+			return value.Float(f)
 		}
 		i, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
 			d.add(at, policyRuleValue, "the int %s is beyond ±(2^53−1); an int compared exactly must be within it", s)
-			return kernel.Null()
+			return value.Null()
 		}
-		return kernel.Int(i)
+		return value.Int(i)
 	}
 	d.add(at, policyRuleType, "%s", strictjson.WantMessage("a string, number, boolean or null", strictjson.KindOf(v)))
-	return kernel.Null()
+	return value.Null()
 }

@@ -44,6 +44,7 @@ import (
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/sqlbudget"
 	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/kernel/value"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -268,7 +269,7 @@ func TestPolicyValidate(t *testing.T) {
 		DefaultRule: &toolgate.RuleSpec{Match: "x", Cost: 10},
 		Invariants: []toolgate.InvariantSpec{
 			{Name: "w", Within: &toolgate.WithinSpec{Key: "k", Min: math.NaN(), Max: 1}},
-			{Name: "o", Enforcement: 7, OneOf: &toolgate.OneOfSpec{Key: "k", Values: []kernel.Value{kernel.List(), kernel.Float(math.Inf(1))}}},
+			{Name: "o", Enforcement: 7, OneOf: &toolgate.OneOfSpec{Key: "k", Values: []value.Value{value.List(), value.Float(math.Inf(1))}}},
 			{Name: "m", AtMost: &toolgate.AtMostSpec{Key: "k", N: -1}, AtMostEach: &toolgate.AtMostEachSpec{N: math.MaxInt64}},
 		},
 		ResultTextLimit: -2,
@@ -327,7 +328,7 @@ func TestInvariantSpecNeedsOneForm(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, inv.Check(s))
 	for _, n := range []int64{1, 2} {
-		s2, err := s.With("calls/rm", kernel.Int(n))
+		s2, err := s.With("calls/rm", value.Int(n))
 		require.NoError(t, err)
 		assert.Equal(t, n <= 1, inv.Check(s2))
 	}
@@ -588,13 +589,13 @@ func policyFloat() *rapid.Generator[float64] {
 	return rapid.OneOf(rapid.Float64(), rapid.SampledFrom([]float64{0, math.Copysign(0, -1), 1, -1, 0.1, 1e300, 5e-324}))
 }
 
-func policyScalar() *rapid.Generator[kernel.Value] {
+func policyScalar() *rapid.Generator[value.Value] {
 	return rapid.OneOf(
-		rapid.Just(kernel.Null()),
-		rapid.Map(rapid.Bool(), kernel.Bool),
-		rapid.Map(rapid.String(), kernel.String),
-		rapid.Map(rapid.Int64Range(-(1<<53-1), 1<<53-1), kernel.Int),
-		rapid.Map(policyFloat(), kernel.Float),
+		rapid.Just(value.Null()),
+		rapid.Map(rapid.Bool(), value.Bool),
+		rapid.Map(rapid.String(), value.String),
+		rapid.Map(rapid.Int64Range(-(1<<53-1), 1<<53-1), value.Int),
+		rapid.Map(policyFloat(), value.Float),
 	)
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/internal/violation"
 	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/value"
 )
 
 // Validate reports every problem of p (see ParsePolicy for the rules) as
@@ -324,12 +325,12 @@ func (p Policy) violations(bad func(at string) bool) []Violation {
 			for k, v := range f.Values {
 				vat := violation.Index(fat+"/values", k)
 				switch v.Kind() {
-				case kernel.KindNull, kernel.KindBool, kernel.KindString:
-				case kernel.KindInt:
+				case value.KindNull, value.KindBool, value.KindString:
+				case value.KindInt:
 					if i, _ := v.AsInt(); i < -policyMaxSafeInt || i > policyMaxSafeInt {
 						add(vat, policyRuleValue, "the int %d is beyond ±(2^53−1); an int compared exactly must be within it", i)
 					}
-				case kernel.KindFloat:
+				case value.KindFloat:
 					if x, _ := v.AsFloat(); math.IsNaN(x) || math.IsInf(x, 0) {
 						add(vat, policyRuleType, "%v is not a finite number", x)
 					}

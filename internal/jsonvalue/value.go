@@ -1,8 +1,16 @@
-package kernel
+// Package jsonvalue implements the strictly typed JSON value that
+// kernel/value publishes (as a defined type, with its own documented
+// methods) and the kernel stores in its states: construction, accessors,
+// the typed canonical JSON form, the one-pass strict reader and the
+// binary form the state fingerprint hashes. The functions and methods
+// here that kernel/value does not publish (NewList, Elems, AppendJSON,
+// AppendHashable, Read, ...) are the kernel's plumbing.
+package jsonvalue
 
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -11,6 +19,15 @@ import (
 	"unicode/utf8"
 
 	"github.com/verity-go/verity/internal/canon"
+)
+
+// Sentinel errors, published by kernel/value (and ErrDecode by kernel).
+var (
+	// ErrInvalidValue: a value that is not JSON (NaN, ±Inf, invalid UTF-8,
+	// too deep, an unsupported Go type).
+	ErrInvalidValue = errors.New("kernel: invalid value")
+	// ErrDecode: JSON input that cannot be decoded.
+	ErrDecode = errors.New("kernel: malformed JSON")
 )
 
 // Kind is the JSON type of a Value. Integers and floats are distinct kinds.
@@ -42,7 +59,7 @@ func (k Kind) String() string {
 // and -0.0 (floats compare by their IEEE-754 bits). The zero Value is null.
 //
 // A Value never shares memory with what it was built from or what it hands
-// out: List, Object and ValueOf copy their input, Items, Fields and Go copy
+// out: List, Object and Of copy their input, Items, Fields and Go copy
 // their output.
 type Value struct {
 	kind Kind
@@ -56,23 +73,28 @@ type composite struct {
 	keys  []string // object keys, sorted by byte order (parallel to items)
 }
 
-func listValue(items []Value) Value {
+// NewList returns a list that owns items (no copy).
+func NewList(items []Value) Value {
 	return Value{kind: KindList, ref: &composite{items: items}}
 }
 
-func objectValue(keys []string, items []Value) Value {
+// NewObject returns an object that owns keys (sorted by byte order,
+// distinct) and items, its values in the same order (no copy).
+func NewObject(keys []string, items []Value) Value {
 	return Value{kind: KindObject, ref: &composite{items: items, keys: keys}}
 }
 
-// list returns the items of a list or the values of an object.
-func (v Value) list() []Value {
+// Elems returns the items of a list or the values of an object, not
+// copied: the caller must not modify them.
+func (v Value) Elems() []Value {
 	if v.ref == nil {
 		return nil
 	}
 	return v.ref.items
 }
 
-func (v Value) objKeys() []string {
+// Keys returns the keys of an object, sorted by byte order, not copied.
+func (v Value) Keys() []string {
 	if v.ref == nil {
 		return nil
 	}
@@ -103,7 +125,7 @@ func String(s string) Value { return Value{kind: KindString, str: s} }
 
 // List returns a list holding copies of items.
 func List(items ...Value) Value {
-	return listValue(slices.Clone(items))
+	return NewList(slices.Clone(items))
 }
 
 // Object returns an object value with the given fields (the map is copied).
@@ -117,21 +139,23 @@ func Object(fields map[string]Value) Value {
 	for i, k := range keys {
 		items[i] = fields[k]
 	}
-	return objectValue(keys, items)
+	return NewObject(keys, items)
 }
 
-// ValueOf converts a Go value to a Value: nil, bool, string (kept a
-// string, never parsed as a number), every integer kind (an unsigned value
-// beyond int64 is an error), float32 and float64 (finite), []any, []Value,
-// map[string]any, map[string]Value, and Value itself. Anything else is an
+// Of converts a Go value to a Value: nil, bool, string (kept a string,
+// never parsed as a number), every integer kind (an unsigned value beyond
+// int64 is an error), float32 and float64 (finite), []any, []Value,
+// map[string]any, map[string]Value, and Value itself; public, if not nil,
+// converts the caller's own types (kernel/value's Value, []Value and
+// map[string]Value) and reports whether x was one. Anything else is an
 // error wrapping ErrInvalidValue.
-func ValueOf(x any) (Value, error) {
-	return valueOf(x, 0)
+func Of(x any, public func(any) (Value, bool)) (Value, error) {
+	return valueOf(x, 0, public)
 }
 
 const maxDepth = 512
 
-func valueOf(x any, depth int) (Value, error) {
+func valueOf(x any, depth int, public func(any) (Value, bool)) (Value, error) {
 	if depth > maxDepth {
 		return Value{}, fmt.Errorf("%w: nested more than %d levels", ErrInvalidValue, maxDepth)
 	}
@@ -139,7 +163,7 @@ func valueOf(x any, depth int) (Value, error) {
 	case nil:
 		return Null(), nil
 	case Value:
-		return v, v.validate(depth)
+		return v, v.Validate(depth)
 	case bool:
 		return Bool(v), nil
 	case string:
@@ -173,7 +197,7 @@ func valueOf(x any, depth int) (Value, error) {
 		return checkedFloat(v)
 	case []Value:
 		for _, it := range v {
-			if err := it.validate(depth + 1); err != nil {
+			if err := it.Validate(depth + 1); err != nil {
 				return Value{}, err
 			}
 		}
@@ -181,19 +205,19 @@ func valueOf(x any, depth int) (Value, error) {
 	case []any:
 		items := make([]Value, len(v))
 		for i, it := range v {
-			iv, err := valueOf(it, depth+1)
+			iv, err := valueOf(it, depth+1, public)
 			if err != nil {
 				return Value{}, err
 			}
 			items[i] = iv
 		}
-		return listValue(items), nil
+		return NewList(items), nil
 	case map[string]Value:
 		for k, it := range v {
 			if !utf8.ValidString(k) {
 				return Value{}, fmt.Errorf("%w: object key is not valid UTF-8", ErrInvalidValue)
 			}
-			if err := it.validate(depth + 1); err != nil {
+			if err := it.Validate(depth + 1); err != nil {
 				return Value{}, err
 			}
 		}
@@ -204,7 +228,7 @@ func valueOf(x any, depth int) (Value, error) {
 			if !utf8.ValidString(k) {
 				return Value{}, fmt.Errorf("%w: object key is not valid UTF-8", ErrInvalidValue)
 			}
-			iv, err := valueOf(it, depth+1)
+			iv, err := valueOf(it, depth+1, public)
 			if err != nil {
 				return Value{}, err
 			}
@@ -212,6 +236,11 @@ func valueOf(x any, depth int) (Value, error) {
 		}
 		return Object(m), nil
 	default:
+		if public != nil {
+			if v, ok := public(x); ok {
+				return v, v.Validate(depth)
+			}
+		}
 		return Value{}, fmt.Errorf("%w: unsupported Go type %T", ErrInvalidValue, x)
 	}
 }
@@ -230,9 +259,9 @@ func checkedFloat(f float64) (Value, error) {
 	return Float(f), nil
 }
 
-// validate checks what the constructors cannot: finite floats, UTF-8
+// Validate checks what the constructors cannot: finite floats, UTF-8
 // strings and keys, nesting depth.
-func (v Value) validate(depth int) error {
+func (v Value) Validate(depth int) error {
 	if depth > maxDepth {
 		return fmt.Errorf("%w: nested more than %d levels", ErrInvalidValue, maxDepth)
 	}
@@ -251,13 +280,13 @@ func (v Value) validate(depth int) error {
 		}
 		return nil
 	case KindList, KindObject:
-		for _, k := range v.objKeys() {
+		for _, k := range v.Keys() {
 			if !utf8.ValidString(k) {
 				return fmt.Errorf("%w: object key is not valid UTF-8", ErrInvalidValue)
 			}
 		}
-		for _, it := range v.list() {
-			if err := it.validate(depth + 1); err != nil {
+		for _, it := range v.Elems() {
+			if err := it.Validate(depth + 1); err != nil {
 				return err
 			}
 		}
@@ -283,22 +312,22 @@ func (v Value) AsFloat() (float64, bool) { return math.Float64frombits(v.bits), 
 func (v Value) AsString() (string, bool) { return v.str, v.kind == KindString }
 
 // Len returns the number of items of a list or fields of an object, else 0.
-func (v Value) Len() int { return len(v.list()) }
+func (v Value) Len() int { return len(v.Elems()) }
 
 // Items returns a copy of a list's items (nil for other kinds).
 func (v Value) Items() []Value {
 	if v.kind != KindList {
 		return nil
 	}
-	return slices.Clone(v.list())
+	return slices.Clone(v.Elems())
 }
 
 // Index returns item i of a list and true, or false if out of range.
 func (v Value) Index(i int) (Value, bool) {
-	if v.kind != KindList || i < 0 || i >= len(v.list()) {
+	if v.kind != KindList || i < 0 || i >= len(v.Elems()) {
 		return Value{}, false
 	}
-	return v.list()[i], true
+	return v.Elems()[i], true
 }
 
 // Field returns an object's field and true, or false if absent.
@@ -306,11 +335,11 @@ func (v Value) Field(key string) (Value, bool) {
 	if v.kind != KindObject {
 		return Value{}, false
 	}
-	i, ok := slices.BinarySearch(v.objKeys(), key)
+	i, ok := slices.BinarySearch(v.Keys(), key)
 	if !ok {
 		return Value{}, false
 	}
-	return v.list()[i], true
+	return v.Elems()[i], true
 }
 
 // Fields returns a copy of an object's fields (nil for other kinds).
@@ -318,9 +347,9 @@ func (v Value) Fields() map[string]Value {
 	if v.kind != KindObject {
 		return nil
 	}
-	m := make(map[string]Value, len(v.objKeys()))
-	for i, k := range v.objKeys() {
-		m[k] = v.list()[i]
+	m := make(map[string]Value, len(v.Keys()))
+	for i, k := range v.Keys() {
+		m[k] = v.Elems()[i]
 	}
 	return m
 }
@@ -338,15 +367,15 @@ func (v Value) Go() any {
 	case KindString:
 		return v.str
 	case KindList:
-		out := make([]any, len(v.list()))
-		for i, it := range v.list() {
+		out := make([]any, len(v.Elems()))
+		for i, it := range v.Elems() {
 			out[i] = it.Go()
 		}
 		return out
 	case KindObject:
-		out := make(map[string]any, len(v.objKeys()))
-		for i, k := range v.objKeys() {
-			out[k] = v.list()[i].Go()
+		out := make(map[string]any, len(v.Keys()))
+		for i, k := range v.Keys() {
+			out[k] = v.Elems()[i].Go()
 		}
 		return out
 	default:
@@ -358,19 +387,19 @@ func (v Value) Go() any {
 // their bits, lists item by item (order and duplicates matter).
 func (v Value) Equal(w Value) bool {
 	if v.kind != w.kind || v.bits != w.bits || v.str != w.str ||
-		len(v.list()) != len(w.list()) || len(v.objKeys()) != len(w.objKeys()) {
+		len(v.Elems()) != len(w.Elems()) || len(v.Keys()) != len(w.Keys()) {
 		return false
 	}
 	if v.ref == w.ref {
 		return true
 	}
-	for i := range v.objKeys() {
-		if v.objKeys()[i] != w.objKeys()[i] {
+	for i := range v.Keys() {
+		if v.Keys()[i] != w.Keys()[i] {
 			return false
 		}
 	}
-	for i := range v.list() {
-		if !v.list()[i].Equal(w.list()[i]) {
+	for i := range v.Elems() {
+		if !v.Elems()[i].Equal(w.Elems()[i]) {
 			return false
 		}
 	}
@@ -379,20 +408,20 @@ func (v Value) Equal(w Value) bool {
 
 // String returns the value's JSON form (see MarshalJSON).
 func (v Value) String() string {
-	return string(v.appendJSON(nil))
+	return string(v.AppendJSON(nil))
 }
 
 // MarshalJSON returns the value's typed canonical JSON (see "JSON" in the
 // package documentation): RFC 8785 text in which an integral float and an
 // integer beyond ±(2^53−1) are written {"$float":"1"} and {"$int":"…"}.
 func (v Value) MarshalJSON() ([]byte, error) {
-	if err := v.validate(0); err != nil {
+	if err := v.Validate(0); err != nil {
 		return nil, err
 	}
-	return v.appendJSON(nil), nil
+	return v.AppendJSON(nil), nil
 }
 
-// maxSafe is 2^53−1, the largest magnitude of an int written as a plain
+// MaxSafe is 2^53−1, the largest magnitude of an int written as a plain
 // number literal. Beyond it an int is written {"$int":"…"} even when it is
 // exactly a double, which canonical JSON would accept as a literal: RFC
 // 8785 writes such a double with the shortest digits that identify it, not
@@ -400,10 +429,10 @@ func (v Value) MarshalJSON() ([]byte, error) {
 // no longer be the int. Up to 2^53−1 the literal is the int's exact digits
 // and every reader, one that parses numbers as doubles or one that parses
 // them as int64, reads back the same int.
-const maxSafe = 1<<53 - 1
+const MaxSafe = 1<<53 - 1
 
-// appendJSON appends the typed canonical JSON form. v must be valid.
-func (v Value) appendJSON(dst []byte) []byte {
+// AppendJSON appends the typed canonical JSON form. v must be valid.
+func (v Value) AppendJSON(dst []byte) []byte {
 	switch v.kind {
 	case KindNull:
 		return append(dst, "null"...)
@@ -414,7 +443,7 @@ func (v Value) appendJSON(dst []byte) []byte {
 		return append(dst, "false"...)
 	case KindInt:
 		i := int64(v.bits)
-		if i >= -maxSafe && i <= maxSafe {
+		if i >= -MaxSafe && i <= MaxSafe {
 			return strconv.AppendInt(dst, i, 10)
 		}
 		dst = append(dst, `{"$int":"`...)
@@ -445,19 +474,19 @@ func (v Value) appendJSON(dst []byte) []byte {
 		return canon.AppendString(dst, v.str)
 	case KindList:
 		dst = append(dst, '[')
-		for i, it := range v.list() {
+		for i, it := range v.Elems() {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = it.appendJSON(dst)
+			dst = it.AppendJSON(dst)
 		}
 		return append(dst, ']')
 	case KindObject:
-		wrap := len(v.objKeys()) == 1 && isReservedKey(v.objKeys()[0])
+		wrap := len(v.Keys()) == 1 && isReservedKey(v.Keys()[0])
 		if wrap {
 			dst = append(dst, `{"$object":`...)
 		}
-		dst = appendMembers(dst, v.objKeys(), func(dst []byte, i int) []byte { return v.list()[i].appendJSON(dst) })
+		dst = AppendMembers(dst, v.Keys(), func(dst []byte, i int) []byte { return v.Elems()[i].AppendJSON(dst) })
 		if wrap {
 			dst = append(dst, '}')
 		}
@@ -468,9 +497,9 @@ func (v Value) appendJSON(dst []byte) []byte {
 
 func isReservedKey(k string) bool { return k == "$int" || k == "$float" || k == "$object" }
 
-// appendMembers writes an object whose keys are sorted by byte order, in the
+// AppendMembers writes an object whose keys are sorted by byte order, in the
 // UTF-16 order RFC 8785 requires.
-func appendMembers(dst []byte, keys []string, val func([]byte, int) []byte) []byte {
+func AppendMembers(dst []byte, keys []string, val func([]byte, int) []byte) []byte {
 	order := utf16Order(keys)
 	dst = append(dst, '{')
 	for n, i := range order {
@@ -497,16 +526,18 @@ func utf16Order(keys []string) []int {
 		}
 	}
 	if special {
-		slices.SortStableFunc(order, func(a, b int) int { return compareUTF16(keys[a], keys[b]) })
+		slices.SortStableFunc(order, func(a, b int) int { return CompareUTF16(keys[a], keys[b]) })
 	}
 	return order
 }
 
-func compareUTF16(a, b string) int { return canon.CompareUTF16([]byte(a), []byte(b)) }
+// CompareUTF16 compares two strings by their UTF-16 code units, the
+// order RFC 8785 sorts keys in.
+func CompareUTF16(a, b string) int { return canon.CompareUTF16([]byte(a), []byte(b)) }
 
-// appendHashable appends the unambiguous binary encoding the fingerprint
+// AppendHashable appends the unambiguous binary encoding the fingerprint
 // hashes: a kind byte, then fixed-width numbers or length-prefixed bytes.
-func (v Value) appendHashable(dst []byte) []byte {
+func (v Value) AppendHashable(dst []byte) []byte {
 	dst = append(dst, byte(v.kind))
 	switch v.kind {
 	case KindBool, KindInt, KindFloat:
@@ -515,16 +546,16 @@ func (v Value) appendHashable(dst []byte) []byte {
 		dst = binary.AppendUvarint(dst, uint64(len(v.str)))
 		dst = append(dst, v.str...)
 	case KindList:
-		dst = binary.AppendUvarint(dst, uint64(len(v.list())))
-		for _, it := range v.list() {
-			dst = it.appendHashable(dst)
+		dst = binary.AppendUvarint(dst, uint64(len(v.Elems())))
+		for _, it := range v.Elems() {
+			dst = it.AppendHashable(dst)
 		}
 	case KindObject:
-		dst = binary.AppendUvarint(dst, uint64(len(v.list())))
-		for i, it := range v.list() {
-			dst = binary.AppendUvarint(dst, uint64(len(v.objKeys()[i])))
-			dst = append(dst, v.objKeys()[i]...)
-			dst = it.appendHashable(dst)
+		dst = binary.AppendUvarint(dst, uint64(len(v.Elems())))
+		for i, it := range v.Elems() {
+			dst = binary.AppendUvarint(dst, uint64(len(v.Keys()[i])))
+			dst = append(dst, v.Keys()[i]...)
+			dst = it.AppendHashable(dst)
 		}
 	}
 	return dst

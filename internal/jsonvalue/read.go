@@ -1,4 +1,4 @@
-package kernel
+package jsonvalue
 
 import (
 	"fmt"
@@ -10,11 +10,11 @@ import (
 	"github.com/verity-go/verity/internal/strictjson"
 )
 
-// readValue reads a typed-JSON value (see Value.MarshalJSON) in one pass:
+// Read reads a typed-JSON value (see Value.MarshalJSON) in one pass:
 // a number literal with a fraction or exponent is a float, otherwise an
 // int within ±(2^53−1); {"$int":"…"}, {"$float":"…"} and
 // {"$object":{…}} are the escapes MarshalJSON writes.
-func readValue(d *strictjson.Decoder) (Value, error) {
+func Read(d *strictjson.Decoder) (Value, error) {
 	switch d.Peek() {
 	case strictjson.Null:
 		return Null(), d.ReadNull()
@@ -34,14 +34,14 @@ func readValue(d *strictjson.Decoder) (Value, error) {
 			if lit[0] == '-' {
 				digits = lit[1:]
 			}
-			if n, ok := parseCount(digits); ok && n <= maxSafe {
+			if n, ok := parseCount(digits); ok && n <= MaxSafe {
 				if lit[0] == '-' {
 					return Int(-int64(n)), nil
 				}
 				return Int(int64(n)), nil
 			}
 		}
-		v, err := numberValue(string(lit))
+		v, err := Number(string(lit))
 		if err != nil {
 			return Value{}, d.Fail("value", err)
 		}
@@ -49,11 +49,11 @@ func readValue(d *strictjson.Decoder) (Value, error) {
 	case strictjson.Array:
 		items := []Value{}
 		err := d.Array(func(int) error {
-			v, err := readValue(d)
+			v, err := Read(d)
 			items = append(items, v)
 			return err
 		})
-		return listValue(items), err
+		return NewList(items), err
 	case strictjson.Object:
 		if k, ok := d.FirstKey(); ok && (k == "$int" || k == "$float" || k == "$object") {
 			start := d.Offset()
@@ -118,7 +118,7 @@ func readEscaped(d *strictjson.Decoder, key string) (Value, error) {
 func readObject(d *strictjson.Decoder) (Value, error) {
 	var o members
 	err := d.Object(func(key string) error {
-		v, err := readValue(d)
+		v, err := Read(d)
 		o.keys, o.vals = append(o.keys, key), append(o.vals, v)
 		return err
 	})
@@ -129,7 +129,7 @@ func readObject(d *strictjson.Decoder) (Value, error) {
 		o.keys, o.vals = []string{}, []Value{}
 	}
 	o.sort()
-	return objectValue(o.keys, o.vals), nil
+	return NewObject(o.keys, o.vals), nil
 }
 
 // members are an object's keys and values, sorted by key.
@@ -150,3 +150,87 @@ func (m *members) Swap(i, j int) {
 	m.keys[i], m.keys[j] = m.keys[j], m.keys[i]
 	m.vals[i], m.vals[j] = m.vals[j], m.vals[i]
 }
+
+// ReadMembers reads an object of typed values into its keys, sorted by
+// byte order, and their values (duplicate keys are the reader's error).
+func ReadMembers(d *strictjson.Decoder) (keys []string, vals []Value, err error) {
+	var o members
+	err = d.Object(func(key string) error {
+		v, err := Read(d)
+		o.keys, o.vals = append(o.keys, key), append(o.vals, v)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	o.sort()
+	return o.keys, o.vals, nil
+}
+
+// Number converts a JSON number literal: a float if it has a fraction or
+// an exponent, otherwise an int within ±(2^53−1).
+func Number(s string) (Value, error) {
+	if strings.ContainsAny(s, ".eE") {
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsInf(f, 0) {
+			return Value{}, fmt.Errorf("%w: number %s is not a finite float", ErrDecode, s)
+		}
+		return Float(f), nil
+	}
+	i, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || i > MaxSafe || i < -MaxSafe {
+		// Beyond ±(2^53−1) one text would be two numbers: a double reader
+		// rounds it, so such an int is written {"$int":"…"}, never plain.
+		return Value{}, fmt.Errorf("%w: integer %s is beyond ±(2^53−1); write it {\"$int\":%q}", ErrDecode, s, s)
+	}
+	return Int(i), nil
+}
+
+// parseCount parses a canonical decimal unsigned integer.
+func parseCount(b []byte) (uint64, bool) {
+	if len(b) == 0 || len(b) > 20 || (len(b) > 1 && b[0] == '0') {
+		return 0, false
+	}
+	var n uint64
+	for _, ch := range b {
+		if ch < '0' || ch > '9' {
+			return 0, false
+		}
+		d := uint64(ch - '0')
+		if n > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		n = n*10 + d
+	}
+	return n, true
+}
+
+// Decode decodes typed JSON into a Value (see Value.AppendJSON), strictly
+// (internal/strictjson): no duplicate key, valid UTF-8, no integer
+// literal a double would round, nesting at most 512 deep. Its errors wrap
+// ErrDecode.
+func Decode(b []byte) (Value, error) {
+	var v wValue
+	if err := strictjson.Unmarshal(b, &v); err != nil {
+		return Value{}, &decodeError{err: err}
+	}
+	return v.v, nil
+}
+
+type wValue struct{ v Value }
+
+func (w *wValue) UnmarshalStrict(d *strictjson.Decoder) error {
+	v, err := Read(d)
+	w.v = v
+	return err
+}
+
+// decodeError is a refusal by the strict JSON reader, wrapping ErrDecode
+// and the reader's error: its message names the package once.
+type decodeError struct{ err error }
+
+func (e *decodeError) Error() string {
+	return ErrDecode.Error() + ": " + strings.ReplaceAll(e.err.Error(), "kernel: ", "")
+}
+
+func (e *decodeError) Unwrap() []error { return []error{ErrDecode, e.err} }
