@@ -19,13 +19,13 @@ type Kind uint8
 
 // The kinds of Value. The zero Value is Null.
 const (
-	KindNull   = Kind(jsonvalue.KindNull)
-	KindBool   = Kind(jsonvalue.KindBool)
-	KindInt    = Kind(jsonvalue.KindInt)
-	KindFloat  = Kind(jsonvalue.KindFloat)
-	KindString = Kind(jsonvalue.KindString)
-	KindList   = Kind(jsonvalue.KindList)
-	KindObject = Kind(jsonvalue.KindObject)
+	KindNull Kind = iota
+	KindBool
+	KindInt
+	KindFloat
+	KindString
+	KindList
+	KindObject
 )
 
 // String returns the lower-case name of the kind ("int", "list", ...).
