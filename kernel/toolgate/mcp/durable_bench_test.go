@@ -30,6 +30,9 @@ import (
 //	               decision's fsync runs beside the tool
 //	durable-every  the same with SyncEveryAppend, an fsync per entry on
 //	               the critical path (verity-mcp's log before group commit)
+//	nofsync        the same with SyncManual: never fsynced, so NOT
+//	               durable — not a mode to run, the reference that splits
+//	               the gate's cost into its own work and its fsyncs'
 //
 // over the SDK's in-memory transports, with 1 call in flight (sequential:
 // ns/op is a call's latency) and 8 (ns/op is wall time over calls, and
@@ -80,7 +83,7 @@ func BenchmarkDurableGate(b *testing.B) {
 	})
 	for _, inflight := range []int{1, 8} {
 		var pass float64 // the pass-through's ns/op at this many calls in flight
-		for _, mode := range []string{"direct", "passthrough", "durable", "durable-overlap", "durable-every"} {
+		for _, mode := range []string{"direct", "passthrough", "durable", "durable-overlap", "durable-every", "nofsync"} {
 			b.Run(fmt.Sprintf("inflight=%d/%s", inflight, mode), func(b *testing.B) {
 				var syncs, syncNs atomic.Int64
 				cs := durableRig(b, mode, func(st trace.SyncStat) { syncs.Add(1); syncNs.Add(int64(st.Duration)) })
@@ -136,8 +139,11 @@ func durableRig(b *testing.B, mode string, onSync func(trace.SyncStat)) *sdk.Cli
 	}
 	if mode != "passthrough" {
 		pol := trace.SyncGroup
-		if mode == "durable-every" {
+		switch mode {
+		case "durable-every":
 			pol = trace.SyncEveryAppend
+		case "nofsync":
+			pol = trace.SyncManual
 		}
 		store, err := trace.OpenFile(filepath.Join(b.TempDir(), "gate.log"), trace.FileOptions{Sync: pol, OnSync: onSync})
 		if err != nil {
