@@ -47,9 +47,11 @@
 // well. Rule names are stable (package rule lists them):
 //
 //   - json.syntax, json.duplicate_key, json.decode: the bytes are not the
-//     JSON the contract needs. Documents are read by the strict reader of
-//     internal/canon, so duplicate keys and integers a reader would round
-//     are refused rather than silently resolved or rounded.
+//     JSON the contract needs. Documents are read strictly (internal/canon,
+//     internal/strictjson), so duplicate keys and integers a reader would
+//     round are refused rather than silently resolved or rounded; a
+//     number the schema compares (minimum, maximum, integer) with a
+//     decimal exponent beyond ±10000, such as 1e-99999, is json.decode.
 //   - schema_version.major_mismatch: see Versioning. When it fires it is the
 //     only violation reported, since the rest of the document follows
 //     another contract.
@@ -234,5 +236,15 @@
 // comparing a report against its controls' required_evidence is the
 // evaluator's job. The package is a pure core: no clock, I/O or state, so
 // it has no Session shell; hosts record validated documents themselves.
-// DESIGN.md says how a document is read and where the time goes.
+//
+// # Speed
+//
+// A valid document is checked without the schema library and without a
+// tree: the embedded schemas are compiled once into shapes that the strict
+// reader checks in one pass over the bytes, a second pass reads the Go
+// value, then the semantic rules run. Only a document with a problem goes
+// through the schema library, so that its violations are the library's.
+// A property test and a fuzz target hold the two paths to the same answer
+// for every document. DESIGN.md says how a document is read and where the
+// time goes.
 package contracts
