@@ -292,12 +292,14 @@
 // point it once had, nothing after them. A killed process loses nothing
 // written (TestKilledGateKeepsEveryAcknowledgedCall, in toolgate).
 //
-// Options.SyncWhileRunning (verity-mcp -sync-while-running) moves the
-// decision's fsync beside the tool, so that a lone call waits for one
-// fsync (its result's) instead of two. Its cost, exactly: a crash of the
-// machine while the tool runs may lose that call's decision — its charge
-// and its rate-window count — although the tool ran; still nothing the
-// client was answered.
+// Options.SyncWhileRunning (verity-mcp -sync-while-running) makes the
+// decision durable beside the tool, so that a lone call waits for one
+// fsync (its result's, which covers the decision: a call that ends within
+// 10 ms costs one fsync in all; a slower tool's decision gets its own
+// then) instead of two. Its cost, exactly: a crash of the machine while
+// the tool runs — in its first 10 ms, or before its result is durable —
+// may lose that call's decision — its charge and its rate-window count —
+// although the tool ran; still nothing the client was answered.
 //
 // BenchmarkDurableGate measures it (a 1 ms tool; the SDK's in-memory
 // transports; direct, a bare pass-through proxy, the durable Guard, in

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -77,17 +78,21 @@ type Options struct {
 	// value) hides the tools it may never call when the gate refuses
 	// unknown tools, and shows the server's list otherwise.
 	Listing Listing
-	// SyncWhileRunning runs the fsync of an allowed call's decision while
-	// the tool runs (toolgate.Gate.BeforeWritten) instead of before it, so
+	// SyncWhileRunning makes an allowed call's decision durable while the
+	// tool runs (toolgate.Gate.BeforeWritten) instead of before it, so
 	// that a call waits for one fsync (its result's, which covers the
-	// decision) rather than two. Nothing the client is told is ever lost:
-	// the result is answered only once the decision and the result are
-	// durable, and if the decision cannot be made so the client gets an
-	// error, not the result. What a crash of the machine may lose is the
-	// decision of a call whose tool had started, with its charge and
-	// rate-window count (a crash of the process alone loses nothing: the
-	// decision is written before the tool starts). Off by default: then
-	// the decision is durable before the tool runs.
+	// decision) rather than two. A call that ends within 10 ms pays that
+	// one fsync alone: its result's fsync makes its decision durable too
+	// (or another call's fsync does, sooner); a slower tool's decision is
+	// made durable 10 ms after the tool started. Nothing the client is
+	// told is ever lost: the result is answered only once the decision
+	// and the result are durable, and if the decision cannot be made so
+	// the client gets an error, not the result. What a crash of the
+	// machine may lose is the decision of a call whose tool had started —
+	// a crash in its first 10 ms or before its result was durable — with
+	// its charge and rate-window count (a crash of the process alone
+	// loses nothing: the decision is written before the tool starts). Off
+	// by default: then the decision is durable before the tool runs.
 	SyncWhileRunning bool
 }
 
@@ -334,14 +339,34 @@ func (gd *Guard) callTool(ctx context.Context, req *sdk.CallToolRequest, run run
 	return gd.decided(ctx, req, d, run, log)
 }
 
+// decisionSyncAfter is how long a SyncWhileRunning call's decision waits
+// for its tool before it is made durable on its own: a tool that ends
+// sooner has its decision made durable by its result's fsync (one fsync
+// for the call), a slower one gets the decision's fsync then.
+var decisionSyncAfter = 10 * time.Millisecond
+
 // runSyncing runs an allowed call whose decision is written but not yet
-// durable, with the decision's fsync running beside the tool; the result
+// durable. The decision becomes durable beside the tool: with the
+// result's fsync, which covers every record written before it, when the
+// call has ended within decisionSyncAfter (or with any other call's fsync
+// meanwhile); else by an fsync of its own started then. The result
 // reaches the client only once the decision is durable (and After has
 // made the result so).
 func (gd *Guard) runSyncing(ctx context.Context, req *sdk.CallToolRequest, d toolgate.Decision, durable func() error, run runFunc, log *slog.Logger) (sdk.Result, error) {
 	synced := make(chan error, 1)
-	go func() { synced <- durable() }()
+	ended := make(chan struct{})
+	after := decisionSyncAfter
+	go func() {
+		t := time.NewTimer(after)
+		select {
+		case <-ended:
+		case <-t.C:
+		}
+		t.Stop()
+		synced <- durable()
+	}()
 	res, err := gd.run(ctx, req, d, run, log)
+	close(ended)
 	if serr := <-synced; serr != nil {
 		log.Error("the decision is not durable", "call", d.Call.ID, "err", serr)
 		return refusal(fmt.Sprintf("tool %q ran, but the gate could not record its decision: %v", d.Call.Tool, serr)), nil

@@ -236,10 +236,11 @@
 //
 // A call alone waits for two fsyncs: its decision's before the tool
 // starts, its result's before the client is answered. -sync-while-running
-// (off by default) runs the decision's fsync while the tool runs, so that
-// a call alone waits for one — the result's, which covers the decision
-// too when it has not finished. What it costs: a crash of the machine
-// (power, kernel) during the tool may lose that call's decision — its
+// (off by default) makes the decision durable while the tool runs, so
+// that a call alone waits for one — the result's, which covers the
+// decision too (a tool that runs past 10 ms has its decision made
+// durable then, by an fsync of its own). What it costs: a crash of the
+// machine (power, kernel) during the tool may lose that call's decision — its
 // charge, and its count in a rate window — although the tool ran or was
 // running; the budget then reads as if the call had not been made. A
 // crash of the process alone loses nothing (the decision is written
