@@ -59,15 +59,20 @@ import (
 //
 //	go test -run '^$' -bench DurableGate -benchtime 2s -cpu 2 .
 //
-// Measured on two cores shared with four other workloads (load average
-// 10–15, an fsync 1.2–2.7 ms; three runs, wall-clock ratios moving by
-// half between runs, so CPU per call is the steadier figure): with eight
-// calls in flight, 1.16–1.55 ms of CPU a call through the pass-through,
-// 1.16–1.43 ms through nofsync, 1.66–1.88 ms durable (0.60–0.65 fsyncs a
-// call), 1.49–1.64 ms durable-overlap (0.41–0.51), 3.2–4.3 ms
-// durable-every (2.0); a lone call gains two fsyncs durable, one
-// durable-overlap. The gate's own work costs about what the noise does;
-// the fsyncs are the gap.
+// Measured on two cores shared with four other workloads, two whole runs
+// minutes apart (load average 3 then 3–5; a bare fsync 0.33 then 0.55
+// ms, in the run 0.43–1.5 ms), the first, quieter, one first: a lone
+// call through the pass-through 1.84 / 2.23 ms; the gate adds 1.28 /
+// 3.51 ms durable (2 fsyncs a call, 3.0 / 2.8 in-run fsyncs), 0.92 /
+// 2.59 ms durable-overlap (1 fsync a call, 1.8 / 1.7 in-run fsyncs),
+// 0.15 / 0.33 ms nofsync. With eight in flight, against 1727 / 694
+// calls/s through the pass-through: durable 58 % / 74 % (0.81 / 0.68
+// fsyncs a call), durable-overlap 66 % / 78 % (0.56 / 0.48),
+// durable-every 33 % / 43 %, nofsync 88 % / 105 %; CPU a call 0.98 /
+// 1.41 ms through the pass-through, 1.12 / 1.29 nofsync, 1.42 / 1.74
+// durable. The gate's own work is the nofsync gap; the rest is the
+// fsyncs', their latency and their CPU (0.2–0.4 ms of system time each
+// on this virtual machine).
 func BenchmarkDurableGate(b *testing.B) {
 	// The unit of the added latency: one 256-byte append and its fsync,
 	// measured first so that every later sub-benchmark can report
