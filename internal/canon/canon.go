@@ -175,9 +175,12 @@ func (p *parser) literal(word string) error {
 
 func (p *parser) array() error {
 	empty, err := p.Open()
-	if err != nil || empty {
-		p.out = append(p.out, "[]"...)
+	if err != nil {
 		return err
+	}
+	if empty {
+		p.out = append(p.out, "[]"...)
+		return nil
 	}
 	p.out = append(p.out, '[')
 	for {
@@ -199,9 +202,12 @@ func (p *parser) array() error {
 func (p *parser) object() error {
 	objStart := p.pos
 	empty, err := p.Open()
-	if err != nil || empty {
-		p.out = append(p.out, "{}"...)
+	if err != nil {
 		return err
+	}
+	if empty {
+		p.out = append(p.out, "{}"...)
+		return nil
 	}
 	p.out = append(p.out, '{')
 	base := len(p.members)

@@ -63,15 +63,13 @@ func (s *Scanner) SetDepth(depth int) { s.depth = depth }
 
 // SkipSpace passes over JSON white space.
 func (s *Scanner) SkipSpace() {
-	for s.pos < len(s.in) {
-		switch s.in[s.pos] {
-		case ' ', '\t', '\n', '\r':
-			s.pos++
-		default:
-			return
-		}
+	for s.pos < len(s.in) && isSpace[s.in[s.pos]] {
+		s.pos++
 	}
 }
+
+// isSpace marks JSON's white space.
+var isSpace = [256]bool{' ': true, '\t': true, '\n': true, '\r': true}
 
 // Peek passes over white space and returns the next byte, or 0 at the
 // end of the input: '{', '[', '"', 't', 'f', 'n', '-' or a digit start a
@@ -120,19 +118,20 @@ func (s *Scanner) ReadLiteral(word string) error {
 // passes over white space after it. When it is empty, Open reads its
 // closing bracket too, leaves it and reports empty.
 func (s *Scanner) Open() (empty bool, err error) {
-	s.depth++
-	if s.depth > s.maxDepth {
-		return false, s.Fail(ErrTooDeep, fmt.Sprintf("more than %d levels", s.maxDepth))
+	if s.depth++; s.depth > s.maxDepth {
+		return false, s.tooDeep()
 	}
 	closer := s.in[s.pos] + 2 // '{'+2 == '}', '['+2 == ']'
-	s.pos++
-	s.SkipSpace()
-	if s.pos < len(s.in) && s.in[s.pos] == closer {
-		s.pos++
-		s.depth--
-		return true, nil
+	if s.pos++; s.Peek() != closer {
+		return false, nil
 	}
-	return false, nil
+	s.pos++
+	s.depth--
+	return true, nil
+}
+
+func (s *Scanner) tooDeep() error {
+	return s.Fail(ErrTooDeep, fmt.Sprintf("more than %d levels", s.maxDepth))
 }
 
 // Key reads an object member's key and the ':' after it, and passes over
@@ -161,26 +160,30 @@ func (s *Scanner) Key() (key []byte, at int, escaped bool, err error) {
 // (closer '}') or array (closer ']'): a ',' (more is true) or the closer,
 // which leaves it.
 func (s *Scanner) Next(closer byte) (more bool, err error) {
-	s.SkipSpace()
-	if s.pos >= len(s.in) {
-		if closer == '}' {
-			return false, s.Fail(ErrSyntax, "unterminated object")
+	if s.SkipSpace(); s.pos < len(s.in) {
+		if c := s.in[s.pos]; c == ',' {
+			s.pos++
+			return true, nil
+		} else if c == closer {
+			s.pos++
+			s.depth--
+			return false, nil
 		}
-		return false, s.Fail(ErrSyntax, "unterminated array")
 	}
-	switch s.in[s.pos] {
-	case ',':
-		s.pos++
-		return true, nil
-	case closer:
-		s.pos++
-		s.depth--
-		return false, nil
+	return false, s.notNext(closer)
+}
+
+// notNext says what Next expected.
+func (s *Scanner) notNext(closer byte) error {
+	switch {
+	case s.pos >= len(s.in) && closer == '}':
+		return s.Fail(ErrSyntax, "unterminated object")
+	case s.pos >= len(s.in):
+		return s.Fail(ErrSyntax, "unterminated array")
+	case closer == '}':
+		return s.Fail(ErrSyntax, "expected ',' or '}' in object")
 	}
-	if closer == '}' {
-		return false, s.Fail(ErrSyntax, "expected ',' or '}' in object")
-	}
-	return false, s.Fail(ErrSyntax, "expected ',' or ']' in array")
+	return s.Fail(ErrSyntax, "expected ',' or ']' in array")
 }
 
 // plainASCII marks the bytes a string holds as they are: printable ASCII
