@@ -173,16 +173,26 @@ func (p *parser) literal(word string) error {
 	return nil
 }
 
-func (p *parser) array() error {
+// open enters the array or object at the next byte and writes its
+// opening bracket, or both brackets when it is empty; done is true when
+// it was empty or refused.
+func (p *parser) open(brackets string) (done bool, err error) {
 	empty, err := p.Open()
-	if err != nil {
+	switch {
+	case err != nil:
+		return true, err
+	case empty:
+		p.out = append(p.out, brackets...)
+		return true, nil
+	}
+	p.out = append(p.out, brackets[0])
+	return false, nil
+}
+
+func (p *parser) array() error {
+	if done, err := p.open("[]"); done {
 		return err
 	}
-	if empty {
-		p.out = append(p.out, "[]"...)
-		return nil
-	}
-	p.out = append(p.out, '[')
 	for {
 		if err := p.value(); err != nil {
 			return err
@@ -201,15 +211,9 @@ func (p *parser) array() error {
 
 func (p *parser) object() error {
 	objStart := p.pos
-	empty, err := p.Open()
-	if err != nil {
+	if done, err := p.open("{}"); done {
 		return err
 	}
-	if empty {
-		p.out = append(p.out, "{}"...)
-		return nil
-	}
-	p.out = append(p.out, '{')
 	base := len(p.members)
 	defer func() { p.members = p.members[:base] }()
 	sorted := true
