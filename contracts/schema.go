@@ -37,6 +37,25 @@ func Schema(name string) ([]byte, error) {
 // SchemaFS returns the embedded schema files (schemas/*.schema.json).
 func SchemaFS() fs.FS { return schemaFS }
 
+// eachSchema calls f with the $id and the text of every embedded schema,
+// in file name order, and stops at the first error.
+func eachSchema(f func(id string, text []byte) error) error {
+	entries, err := fs.ReadDir(schemaFS, "schemas")
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		b, err := schemaFS.ReadFile(path.Join("schemas", e.Name()))
+		if err != nil {
+			return err
+		}
+		if err := f(schemaBase+e.Name(), b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // newCompiler returns a draft 2020-12 compiler that knows every embedded
 // schema under its $id, asserts formats, and refuses to load anything
 // else: LoadURL is never the package default (which reads files), so a
@@ -48,18 +67,10 @@ func newCompiler(extra map[string]string) (*jsonschema.Compiler, error) {
 	c.LoadURL = func(u string) (io.ReadCloser, error) {
 		return nil, fmt.Errorf("%w: %s", ErrRefused, u)
 	}
-	entries, err := fs.ReadDir(schemaFS, "schemas")
-	if err != nil {
+	if err := eachSchema(func(id string, b []byte) error {
+		return c.AddResource(id, bytes.NewReader(b))
+	}); err != nil {
 		return nil, err
-	}
-	for _, e := range entries {
-		b, err := schemaFS.ReadFile(path.Join("schemas", e.Name()))
-		if err != nil {
-			return nil, err
-		}
-		if err := c.AddResource(schemaBase+e.Name(), bytes.NewReader(b)); err != nil {
-			return nil, err
-		}
 	}
 	for u, text := range extra {
 		if err := c.AddResource(u, strings.NewReader(text)); err != nil {

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
-	"path"
 	"regexp"
 	"strings"
 	"sync"
@@ -91,22 +89,17 @@ type requirement struct {
 // schema from compiling.
 var shapes = sync.OnceValues(func() (map[Kind]*node, error) {
 	c := &shapeCompiler{docs: map[string]any{}, shapes: map[string]*shape{}, nodes: map[string]*node{}}
-	entries, err := fs.ReadDir(schemaFS, "schemas")
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range entries {
-		b, err := schemaFS.ReadFile(path.Join("schemas", e.Name()))
-		if err != nil {
-			return nil, err
-		}
+	if err := eachSchema(func(id string, b []byte) error {
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.UseNumber()
 		var doc any
 		if err := dec.Decode(&doc); err != nil {
-			return nil, err
+			return err
 		}
-		c.docs[schemaBase+e.Name()] = doc
+		c.docs[id] = doc
+		return nil
+	}); err != nil {
+		return nil, err
 	}
 	out := make(map[Kind]*node, len(allKinds))
 	for _, k := range allKinds {

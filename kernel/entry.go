@@ -753,32 +753,12 @@ func (c *wCount) UnmarshalStrict(d *strictjson.Decoder) error {
 	default:
 		return d.Errorf(violation.RuleType, "want a count, got %s", d.Peek())
 	}
-	n, ok := parseCount(text)
+	n, ok := jsonvalue.ParseCount(text)
 	if !ok || number != (n <= jsonvalue.MaxSafe) {
 		return d.Errorf("value", "not a count as the session writes it: %s", text)
 	}
 	*c = wCount(n)
 	return nil
-}
-
-// parseCount parses canonical decimal digits (no sign, no leading zero)
-// that fit a uint64.
-func parseCount(b []byte) (uint64, bool) {
-	if len(b) == 0 || len(b) > 20 || (len(b) > 1 && b[0] == '0') {
-		return 0, false
-	}
-	var n uint64
-	for _, ch := range b {
-		if ch < '0' || ch > '9' {
-			return 0, false
-		}
-		d := uint64(ch - '0')
-		if n > (math.MaxUint64-d)/10 {
-			return 0, false
-		}
-		n = n*10 + d
-	}
-	return n, true
 }
 
 // wCost is a cost as appendCost writes it: its exact decimal string.

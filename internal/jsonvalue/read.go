@@ -34,7 +34,7 @@ func Read(d *strictjson.Decoder) (Value, error) {
 			if lit[0] == '-' {
 				digits = lit[1:]
 			}
-			if n, ok := parseCount(digits); ok && n <= MaxSafe {
+			if n, ok := ParseCount(digits); ok && n <= MaxSafe {
 				if lit[0] == '-' {
 					return Int(-int64(n)), nil
 				}
@@ -186,8 +186,9 @@ func Number(s string) (Value, error) {
 	return Int(i), nil
 }
 
-// parseCount parses a canonical decimal unsigned integer.
-func parseCount(b []byte) (uint64, bool) {
+// ParseCount parses canonical decimal digits (no sign, no leading zero)
+// that fit a uint64.
+func ParseCount(b []byte) (uint64, bool) {
 	if len(b) == 0 || len(b) > 20 || (len(b) > 1 && b[0] == '0') {
 		return 0, false
 	}
