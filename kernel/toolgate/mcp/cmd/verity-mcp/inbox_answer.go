@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
-	"github.com/verity-go/verity/internal/canon"
+	"github.com/verity-go/verity/internal/strictjson"
+	"github.com/verity-go/verity/internal/violation"
 )
 
 // The decisions an answer may carry.
@@ -22,6 +22,15 @@ const (
 	maxAnswerReason = 1000
 )
 
+// The rules an answer is checked against beyond its JSON shape (the shape
+// is reported with internal/violation's rules: syntax, duplicate_key,
+// type, unknown_field, required).
+const (
+	answerRuleEnum      = "enum"      // a decision other than "approve" or "deny"
+	answerRuleLength    = "length"    // an id or a reason of too many (or no) bytes
+	answerRuleCharacter = "character" // a character an id or a reason may not hold
+)
+
 // errAnswer is every refusal of decodeAnswer.
 var errAnswer = errors.New("malformed answer")
 
@@ -29,52 +38,78 @@ var errAnswer = errors.New("malformed answer")
 type inboxAnswer struct {
 	ID       string `json:"id"`
 	Decision string `json:"decision"`
-	Reason   string `json:"reason"`
+	Reason   string `json:"reason,optional"`
 }
 
-// decodeAnswer reads an answer strictly: one JSON object (no duplicate
-// member, valid UTF-8: canon.Decode) with exactly the members id and
-// decision and optionally reason, all strings; id 1 to 128 printable
-// characters without spaces, decision "approve" or "deny", reason at
-// most 1000 bytes without control, format, line or paragraph
-// separator characters (a reason is
-// recorded on the log and shown to people: it may not hide text).
+// decodeAnswer reads an answer in one pass with the strict reader every
+// Verity decoder uses (internal/strictjson), then checks it. The body is
+// one strict JSON text (valid UTF-8, no lone surrogate, no member twice,
+// nothing after the value) holding an object with exactly the members id
+// and decision and optionally reason, named exactly (an "ID" or a "Reason"
+// is an unknown member), all strings (null is not one); id 1 to 128
+// printable ASCII characters without spaces, decision "approve" or
+// "deny", reason at most 1000 bytes without control, format, line or
+// paragraph separator characters (a reason is recorded on the log and
+// shown to people: it may not hide text).
+//
+// A refusal wraps errAnswer and is a *violation.ValidationError listing
+// every problem with the JSON Pointer of its member, such as
+// `invalid answer: 1 violation: /decision: enum: is "approve" or "deny"`:
+// the inbox page shows it to the approver as it is.
 func decodeAnswer(b []byte) (inboxAnswer, error) {
 	var a inboxAnswer
-	if err := canon.DecodeInto(b, &a, true); err != nil {
-		return inboxAnswer{}, fmt.Errorf("%w: %v", errAnswer, err)
+	var vs []violation.Violation
+	if err := strictjson.Unmarshal(b, &a); err != nil {
+		var se *strictjson.Error
+		if !errors.As(err, &se) {
+			return inboxAnswer{}, violation.New("", "answer", []violation.Violation{{Rule: violation.RuleSyntax, Message: err.Error()}}, errAnswer)
+		}
+		vs = se.Violations()
 	}
-	tree, err := canon.Decode(b)
-	if err != nil {
-		return inboxAnswer{}, fmt.Errorf("%w: %v", errAnswer, err)
+	// A member already refused, or a body refused as a whole (path ""),
+	// is not checked further.
+	reported := make(map[string]bool, len(vs))
+	for _, v := range vs {
+		reported[v.Path] = true
 	}
-	m, ok := tree.(map[string]any)
-	if !ok {
-		return inboxAnswer{}, fmt.Errorf("%w: not a JSON object", errAnswer)
-	}
-	for _, k := range []string{"id", "decision"} {
-		if _, ok := m[k]; !ok {
-			return inboxAnswer{}, fmt.Errorf("%w: no %q", errAnswer, k)
+	if !reported[""] {
+		for _, v := range a.check() {
+			if !reported[v.Path] {
+				vs = append(vs, v)
+			}
 		}
 	}
-	for k, v := range m {
-		if _, ok := v.(string); !ok {
-			return inboxAnswer{}, fmt.Errorf("%w: %q is not a string", errAnswer, k)
-		}
-	}
-	switch {
-	case a.ID == "" || len(a.ID) > maxAnswerID:
-		return inboxAnswer{}, fmt.Errorf("%w: id of %d bytes, 1 to %d", errAnswer, len(a.ID), maxAnswerID)
-	case strings.ContainsFunc(a.ID, func(r rune) bool { return r <= ' ' || r >= 0x7f }):
-		return inboxAnswer{}, fmt.Errorf("%w: id with a character outside printable ASCII", errAnswer)
-	case a.Decision != decisionApprove && a.Decision != decisionDeny:
-		return inboxAnswer{}, fmt.Errorf("%w: decision is %q or %q", errAnswer, decisionApprove, decisionDeny)
-	case len(a.Reason) > maxAnswerReason:
-		return inboxAnswer{}, fmt.Errorf("%w: reason of %d bytes, at most %d", errAnswer, len(a.Reason), maxAnswerReason)
-	case !utf8.ValidString(a.Reason):
-		return inboxAnswer{}, fmt.Errorf("%w: reason is not UTF-8", errAnswer)
-	case strings.ContainsFunc(a.Reason, func(r rune) bool { return unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp) }):
-		return inboxAnswer{}, fmt.Errorf("%w: reason with a control or format character", errAnswer)
+	if err := violation.New("", "answer", vs, errAnswer); err != nil {
+		return inboxAnswer{}, err
 	}
 	return a, nil
+}
+
+// check returns what the members' types cannot say. The strict reader
+// has made every string valid UTF-8 already.
+func (a inboxAnswer) check() []violation.Violation {
+	var vs []violation.Violation
+	switch {
+	case a.ID == "" || len(a.ID) > maxAnswerID:
+		vs = append(vs, violation.Violation{Path: "/id", Rule: answerRuleLength, Message: fmt.Sprintf("%d bytes, want 1 to %d", len(a.ID), maxAnswerID)})
+	case strings.ContainsFunc(a.ID, func(r rune) bool { return r <= ' ' || r >= 0x7f }):
+		vs = append(vs, violation.Violation{Path: "/id", Rule: answerRuleCharacter, Message: "a character outside printable ASCII, or a space"})
+	}
+	if a.Decision != decisionApprove && a.Decision != decisionDeny {
+		vs = append(vs, violation.Violation{Path: "/decision", Rule: answerRuleEnum, Message: fmt.Sprintf("is %q or %q", decisionApprove, decisionDeny)})
+	}
+	switch {
+	case len(a.Reason) > maxAnswerReason:
+		vs = append(vs, violation.Violation{Path: "/reason", Rule: answerRuleLength, Message: fmt.Sprintf("%d bytes, at most %d", len(a.Reason), maxAnswerReason)})
+	case strings.ContainsFunc(a.Reason, hiddenInReason):
+		vs = append(vs, violation.Violation{Path: "/reason", Rule: answerRuleCharacter, Message: "a control, format, line or paragraph separator character"})
+	}
+	return vs
+}
+
+// hiddenInReason reports whether r may not appear in a reason: a control,
+// format (such as U+202E, which reverses the text after it), line or
+// paragraph separator character.
+func hiddenInReason(r rune) bool {
+	return unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp)
 }
