@@ -106,9 +106,9 @@ func TestDecodeAnswerNamesEveryProblem(t *testing.T) {
 			"/decision: required: missing", "/id: length: 0 bytes, want 1 to 128", "/reason: length: 1001 bytes, at most 1000"},
 		`{"id":7,"decision":null,"approver":"root"}`: {
 			"/approver: unknown_field: unknown member", "/decision: type: want a string, got null", "/id: type: want a string, got a number"},
-		`[{"id":"x","decision":"approve"}]`:                   {"type: want an object, got an array"},
-		`{"id":"x","decision":"approve","decision":"deny"}`:   {`duplicate_key: `},
-		`{"id":"x","decision":"approve"} {}`:                  {"syntax: "},
+		`[{"id":"x","decision":"approve"}]`:                        {"type: want an object, got an array"},
+		`{"id":"x","decision":"approve","decision":"deny"}`:        {`duplicate_key: `},
+		`{"id":"x","decision":"approve"} {}`:                       {"syntax: "},
 		"{\"id\":\"x\",\"decision\":\"deny\",\"reason\":\"\xff\"}": {"syntax: "},
 	} {
 		_, err := decodeAnswer([]byte(body))
