@@ -346,6 +346,11 @@ func TestInboxInChromium(t *testing.T) {
 		assert.Equal(t, "Approved once: it needs a second approval, by another person (group:security).", pc.Second)
 	}
 	assert.Equal(t, "403", b.answer(priv.ID, "approve", "me again"), "one person is one approver")
+	// A reason that would hide text is refused before anything else, and
+	// the page says which member and why.
+	assert.Equal(t, "400", b.answer(priv.ID, "approve", "fine\u202eenif"))
+	b.eval(`document.getElementById("status").textContent`, &status)
+	assert.Equal(t, "Refused (HTTP 400): invalid answer: 1 violation: /reason: character: a control, format, line or paragraph separator character", status)
 	select {
 	case s := <-written:
 		t.Fatalf("the PRIVILEGE call returned on one approval: %s", s)

@@ -13,7 +13,10 @@ package main
 //     again, and an approval then lets the client's retried call run:
 //     TestInboxRestartMidRequest.
 //   - The page, in Chromium, through its own script: inbox_chromium_test.go.
-//   - Answers are decoded strictly: FuzzDecodeAnswer, TestDecodeAnswer.
+//   - Answers are decoded strictly, and a refusal names every problem
+//     with its member: TestDecodeAnswer, TestDecodeAnswerNamesEveryProblem,
+//     FuzzDecodeAnswer; as the decoder before the strict reader did, but
+//     for members named only case-insensitively: FuzzDecodeAnswerAgrees.
 
 import (
 	"context"
@@ -238,8 +241,12 @@ func TestInboxAnswersAsThePrincipal(t *testing.T) {
 	assert.Equal(t, http.StatusForbidden, code, "cross-origin")
 	code, _ = inboxPost(t, base, answer, map[string]string{"Authorization": "Bearer " + olga, "Content-Type": "text/plain"})
 	assert.Equal(t, http.StatusUnsupportedMediaType, code)
-	code, _ = inboxPost(t, base, `{"id":"`+r.ID+`","decision":"approve","decision":"deny"}`, bearerHeader(olga))
+	code, res = inboxPost(t, base, `{"id":"`+r.ID+`","decision":"approve","decision":"deny"}`, bearerHeader(olga))
 	assert.Equal(t, http.StatusBadRequest, code, "a duplicate member")
+	assert.Contains(t, res.Error, "invalid answer: 1 violation: duplicate_key: ")
+	code, res = inboxPost(t, base, `{"id":"`+r.ID+`","decision":"Approve","ID":"x"}`, bearerHeader(olga))
+	assert.Equal(t, http.StatusBadRequest, code, "a misspelt decision and a member named only case-insensitively")
+	assert.Equal(t, `invalid answer: 2 violations: /ID: unknown_field: unknown member; /decision: enum: is "approve" or "deny"`, res.Error)
 	code, _ = inboxPost(t, base, `{"id":"nope","decision":"approve"}`, bearerHeader(olga))
 	assert.Equal(t, http.StatusNotFound, code)
 	select {
