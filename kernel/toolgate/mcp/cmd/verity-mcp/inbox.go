@@ -34,6 +34,7 @@ import (
 //	GET  /            the page (inbox.html), GET /inbox.js, /inbox.css
 //	GET  /api/requests  the waiting requests and who asks (JSON)
 //	POST /api/answer    {"id", "decision": "approve"|"deny", "reason"}
+//	                    (decodeAnswer; a refused body is 400 with every problem)
 //
 // The page and its two files hold no data and are served to anyone who
 // reaches the address; /api/ is authenticated as -http is: with -jwks,

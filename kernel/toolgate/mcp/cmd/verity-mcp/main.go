@@ -145,8 +145,13 @@
 // inbox binds loopback addresses only (any other exits 2 unless
 // -approvals-insecure-no-auth), answers as -approver, and refuses a
 // request whose Host is not its own address. An answer is a JSON POST
-// (cross-origin requests refused); its body is read strictly (duplicate
-// members, unknown members, a reason with hidden characters: 400).
+// (cross-origin requests refused); its body is read by the strict JSON
+// reader every Verity decoder uses, members named exactly ("ID" is not
+// id), and refused 400 with every problem named by its member's JSON
+// Pointer and rule (a duplicate or unknown member, a wrong type, a
+// decision other than approve or deny, a reason with hidden characters:
+// "invalid answer: 1 violation: /reason: character: …"), which the page
+// shows.
 //
 // A call that needs an approval its client cannot give — the client
 // does not elicit, or the request waits for approvers other than
