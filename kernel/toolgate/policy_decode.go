@@ -803,22 +803,32 @@ func (waitingRange) bounds() (int64, int64)   { return -1, MaxPolicyWaiting }
 func (countRange) bounds() (int64, int64)     { return 0, policyMaxSafeInt }
 func (callsRange) bounds() (int64, int64)     { return 1, math.MaxInt32 }
 
+// readPolicyNumber reads a number's literal, refusing any other kind
+// (the message says what was wanted) and a literal a reader would round;
+// isInt says whether the literal has no fraction or exponent.
+func readPolicyNumber(d *strictjson.Decoder, want string) (lit string, isInt bool, err error) {
+	if k := d.Peek(); k != strictjson.Number {
+		return "", false, d.Errorf(policyRuleType, "%s", strictjson.WantMessage(want, k))
+	}
+	b, isInt, err := d.ReadNumber()
+	if err != nil {
+		return "", false, err
+	}
+	lit = string(b)
+	if !policyNumberOK(lit) {
+		return "", false, d.Errorf(policyRuleNumber, policyNumberMessage)
+	}
+	return lit, isInt, nil
+}
+
 // policyInt is an integer in R's range; 1.0 and 1e2 are integers, as in
 // JSON Schema.
 type policyInt[R intRange] struct{ n int64 }
 
 func (x *policyInt[R]) UnmarshalStrict(d *strictjson.Decoder) error {
-	k := d.Peek()
-	if k != strictjson.Number {
-		return d.Errorf(policyRuleType, "%s", strictjson.WantMessage("an integer", k))
-	}
-	lit, isInt, err := d.ReadNumber()
+	s, isInt, err := readPolicyNumber(d, "an integer")
 	if err != nil {
 		return err
-	}
-	s := string(lit)
-	if !policyNumberOK(s) {
-		return d.Errorf(policyRuleNumber, policyNumberMessage)
 	}
 	var r R
 	lo, hi := r.bounds()
@@ -845,17 +855,9 @@ func (x *policyInt[R]) UnmarshalStrict(d *strictjson.Decoder) error {
 type policyFloat struct{ f float64 }
 
 func (x *policyFloat) UnmarshalStrict(d *strictjson.Decoder) error {
-	k := d.Peek()
-	if k != strictjson.Number {
-		return d.Errorf(policyRuleType, "%s", strictjson.WantMessage("a number", k))
-	}
-	lit, _, err := d.ReadNumber()
+	s, _, err := readPolicyNumber(d, "a number")
 	if err != nil {
 		return err
-	}
-	s := string(lit)
-	if !policyNumberOK(s) {
-		return d.Errorf(policyRuleNumber, policyNumberMessage)
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil && !errors.Is(err, strconv.ErrRange) || math.IsInf(f, 0) {
