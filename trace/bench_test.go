@@ -76,27 +76,16 @@ func BenchmarkMemoryAppend(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "entries/s")
 }
 
-func BenchmarkFileAppendSyncEvery(b *testing.B) {
-	s, err := OpenFile(filepath.Join(b.TempDir(), "log"), FileOptions{Sync: SyncEveryAppend})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	l, _ := NewLog(s)
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := l.Append(ctx, "bench.entry", payload200); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "entries/s")
-}
+func BenchmarkFileAppendSyncEvery(b *testing.B) { benchFileAppend(b, SyncEveryAppend) }
 
 // BenchmarkFileAppendNoSync is a File's own cost per append without the
 // fsync (SyncManual): encoding the record, the write, the bookkeeping.
-func BenchmarkFileAppendNoSync(b *testing.B) {
-	s, err := OpenFile(filepath.Join(b.TempDir(), "log"), FileOptions{Sync: SyncManual})
+func BenchmarkFileAppendNoSync(b *testing.B) { benchFileAppend(b, SyncManual) }
+
+// benchFileAppend appends payload200 from one goroutine to a File opened
+// with the given sync policy.
+func benchFileAppend(b *testing.B, sync SyncPolicy) {
+	s, err := OpenFile(filepath.Join(b.TempDir(), "log"), FileOptions{Sync: sync})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -24,29 +24,13 @@ import (
 // the answer arrives, the tools ran exactly for the allowed calls, and
 // the log replays to the gate's spend.
 func TestSyncWhileRunningAnswersOnlyDurableCalls(t *testing.T) {
-	var mu sync.Mutex
-	synced := uint64(0)
-	store, err := trace.OpenFile(filepath.Join(t.TempDir(), "gate.log"), trace.FileOptions{Sync: trace.SyncGroup,
-		OnSync: func(st trace.SyncStat) { mu.Lock(); synced += uint64(st.Records); mu.Unlock() }})
-	require.NoError(t, err)
-	log, err := trace.NewLog(store)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = log.Close() })
-	g, err := toolgate.New(ctx, log, catalogue(1000*kernel.Unit))
-	require.NoError(t, err)
-	gd, err := gatemcp.New(g, gatemcp.Options{SyncWhileRunning: true})
-	require.NoError(t, err)
-	srv := sdk.NewServer(&sdk.Implementation{Name: "tools", Version: "v1"}, nil)
-	ts := &tools{runs: map[string]int{}}
-	ts.add(srv, "read_file", "format_disk")
-	srv.AddReceivingMiddleware(gd.Middleware())
-	r := &rig{log: log, gate: g, guard: gd, srv: srv, tools: ts}
-	cs, caller := r.connect(t, currentProtocol, nil, nil)
+	sr := newSyncRig(t, func(srv *sdk.Server, ts *tools) { ts.add(srv, "read_file", "format_disk") })
+	log, g, ts := sr.log, sr.gate, sr.tools
+	cs, caller := sr.connect(t, currentProtocol, nil, nil)
 
 	durable := func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return synced == log.Head().Size
+		records, _ := sr.synced()
+		return records == log.Head().Size
 	}
 	for i := range 8 { // one at a time: then every entry is this call's or an earlier one's
 		tool := "read_file"

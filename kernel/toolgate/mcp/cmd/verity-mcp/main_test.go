@@ -436,11 +436,20 @@ func TestProxyParallelCallsNeverOverspend(t *testing.T) {
 	logPath := filepath.Join(t.TempDir(), "trace.log")
 	p := startProxy(t, append([]string{"-policy", pol, "-log", logPath, "--"}, up.argv()...), nil)
 
-	const calls = 16
+	assert.Equal(t, 5, parallelSearches(t, p, 16), "exactly what the budget holds")
+	assert.Equal(t, 5, up.ran(t, "search"), "the upstream ran exactly the allowed calls")
+	require.Equal(t, 0, p.stop(t), p.stderr.String())
+	checkLog(t, p.stderr.String(), logPath, pol, "stdio", 5*kernel.Unit)
+}
+
+// parallelSearches makes n concurrent "search" calls through the proxy
+// and returns how many were allowed; every refusal must name the budget.
+func parallelSearches(t *testing.T, p *proxy, n int) int {
+	t.Helper()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	allowed := 0
-	for range calls {
+	for range n {
 		wg.Go(func() {
 			res, err := p.cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "search", Arguments: map[string]any{"query": "x"}})
 			if !assert.NoError(t, err) {
@@ -456,10 +465,7 @@ func TestProxyParallelCallsNeverOverspend(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	assert.Equal(t, 5, allowed, "exactly what the budget holds")
-	assert.Equal(t, 5, up.ran(t, "search"), "the upstream ran exactly the allowed calls")
-	require.Equal(t, 0, p.stop(t), p.stderr.String())
-	checkLog(t, p.stderr.String(), logPath, pol, "stdio", 5*kernel.Unit)
+	return allowed
 }
 
 // TestSyncWhileRunningFlag: with -sync-while-running the proxy says so
@@ -471,27 +477,7 @@ func TestSyncWhileRunningFlag(t *testing.T) {
 	logPath := filepath.Join(t.TempDir(), "trace.log")
 	p := startProxy(t, append([]string{"-policy", pol, "-log", logPath, "-sync-while-running", "--"}, up.argv()...), nil)
 
-	const calls = 8
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	allowed := 0
-	for range calls {
-		wg.Go(func() {
-			res, err := p.cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "search", Arguments: map[string]any{"query": "x"}})
-			if !assert.NoError(t, err) {
-				return
-			}
-			if !res.IsError {
-				mu.Lock()
-				allowed++
-				mu.Unlock()
-			} else {
-				assert.Contains(t, text(res), "budget")
-			}
-		})
-	}
-	wg.Wait()
-	assert.Equal(t, 5, allowed, "exactly what the budget holds")
+	assert.Equal(t, 5, parallelSearches(t, p, 8), "exactly what the budget holds")
 	assert.Equal(t, 5, up.ran(t, "search"), "the upstream ran exactly the allowed calls")
 	require.Equal(t, 0, p.stop(t), p.stderr.String())
 	assert.Contains(t, p.stderr.String(), "sync_while_running=true")
