@@ -276,7 +276,7 @@ func (g *Gate) recordAnswerRefusal(ctx context.Context, e RefuseAnswerEntry, at 
 // by its key, or its caller key when the host chose one: a principal
 // answering for a group it belongs to is still itself.
 func (g *Gate) selfApproval(ap *approval, approver string, by *Principal) bool {
-	if g.cfg.SelfApproval || ap.key.tier != claims.TierPrivilege {
+	if g.comp.cfg.SelfApproval || ap.key.tier != claims.TierPrivilege {
 		return false
 	}
 	who := approver

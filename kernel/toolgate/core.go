@@ -32,6 +32,7 @@ import (
 // for concurrent use. Config.Compile and Policy.Compile make one; the
 // linter's questions (Match, Coverage) are asked of it.
 type Compiled struct {
+	cfg          Config // cloned and validated: what the gate reads besides the rules
 	rules        []compiledRule
 	def          *compiledRule // the default rule, when unknown tools are allowed
 	allowUnknown bool
@@ -161,7 +162,7 @@ func (c Config) Compile() (*Compiled, error) {
 
 // compile builds the Compiled form of a validated, cloned Config.
 func (c Config) compile() (*Compiled, error) {
-	out := &Compiled{allowUnknown: c.AllowUnknown, rules: make([]compiledRule, len(c.Rules))}
+	out := &Compiled{cfg: c, allowUnknown: c.AllowUnknown, rules: make([]compiledRule, len(c.Rules))}
 	var errs []error
 	for i, r := range c.Rules {
 		cr, err := compileRule(r, i)

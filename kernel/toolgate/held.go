@@ -90,7 +90,7 @@ func WithDurableApprovals() Option { return func(o *options) { o.durable = true 
 // ApprovalTimeout is Config.ApprovalTimeout: how long a host that waits
 // for an answer from elsewhere (an approval inbox) holds a call before
 // it refuses it with Unanswered; 0 when calls are not held.
-func (g *Gate) ApprovalTimeout() time.Duration { return g.cfg.ApprovalTimeout }
+func (g *Gate) ApprovalTimeout() time.Duration { return g.comp.cfg.ApprovalTimeout }
 
 // Await returns when the request id is no longer waiting — approved by
 // all its approvers, denied, expired, or unknown to the gate — and
@@ -151,8 +151,8 @@ func (g *Gate) Unanswered(ctx context.Context, d Decision, waited time.Duration)
 // and, with WithDurableApprovals, records it. cl.mu is held.
 func (g *Gate) asked(ctx context.Context, ap *approval, c Call, shown string, at time.Time) error {
 	ap.req.Asked, ap.req.Arguments = at, shown
-	if g.cfg.ApprovalTTL > 0 {
-		ap.req.Expires = at.Add(g.cfg.ApprovalTTL)
+	if g.comp.cfg.ApprovalTTL > 0 {
+		ap.req.Expires = at.Add(g.comp.cfg.ApprovalTTL)
 		// Kept until it expires, or a sweep finds it used.
 		g.mu.Lock()
 		g.expiry[ap.req.ID] = ap.req.Expires
@@ -181,7 +181,7 @@ func (g *Gate) asked(ctx context.Context, ap *approval, c Call, shown string, at
 // and returns how many. A host calls it from time to time (before listing
 // Pending, say); Before expires what it meets on its own.
 func (g *Gate) ExpireApprovals(ctx context.Context) (int, error) {
-	if g.cfg.ApprovalTTL <= 0 {
+	if g.comp.cfg.ApprovalTTL <= 0 {
 		return 0, nil
 	}
 	now := trace.Normalize(g.clock())
@@ -253,7 +253,7 @@ func (g *Gate) heldByLocked(id string) bool {
 // expireLocked lets go of what cl holds past its expiry at now — for the
 // call key only when key is not nil — recording each. cl.mu is held.
 func (g *Gate) expireLocked(ctx context.Context, cl *caller, key *callKey, now time.Time) (int, error) {
-	if g.cfg.ApprovalTTL <= 0 {
+	if g.comp.cfg.ApprovalTTL <= 0 {
 		return 0, nil
 	}
 	g.mu.Lock()
@@ -325,7 +325,7 @@ func (g *Gate) expireLocked(ctx context.Context, cl *caller, key *callKey, now t
 			_ = g.pending.Remove(context.WithoutCancel(ctx), o.id)
 		}
 		e := ExpireEntry{Approval: o.id, Session: g.SessionID(cl.key), Caller: cl.key, Tool: o.key.tool,
-			ArgumentsSHA256: o.key.digest, Tier: o.key.tier, State: o.state, Asked: o.exp.Add(-g.cfg.ApprovalTTL), Expires: o.exp}
+			ArgumentsSHA256: o.key.digest, Tier: o.key.tier, State: o.state, Asked: o.exp.Add(-g.comp.cfg.ApprovalTTL), Expires: o.exp}
 		b, err := json.Marshal(e)
 		if err == nil {
 			_, err = g.log.Append(context.WithoutCancel(ctx), KindExpire, b, trace.At(now))
@@ -465,8 +465,8 @@ func (g *Gate) restoreLocked(cl *caller, r *restored) {
 		expires = *a.Expires
 	}
 	// The policy's ttl now, not the one it was asked under, decides.
-	if g.cfg.ApprovalTTL > 0 {
-		expires = a.Asked.Add(g.cfg.ApprovalTTL)
+	if g.comp.cfg.ApprovalTTL > 0 {
+		expires = a.Asked.Add(g.comp.cfg.ApprovalTTL)
 		g.expiry[a.Approval] = expires
 	} else {
 		expires = time.Time{}

@@ -103,9 +103,9 @@ func (g *Gate) RuleOf(ref RuleRef) (Rule, bool) {
 	case !ref.Found:
 		return Rule{}, false
 	case ref.Index < 0:
-		return g.cfg.DefaultRule, g.cfg.AllowUnknown
-	case ref.Index < len(g.cfg.Rules):
-		return g.cfg.Rules[ref.Index], true
+		return g.comp.cfg.DefaultRule, g.comp.cfg.AllowUnknown
+	case ref.Index < len(g.comp.cfg.Rules):
+		return g.comp.cfg.Rules[ref.Index], true
 	}
 	return Rule{}, false
 }
@@ -116,12 +116,12 @@ func (g *Gate) Timeout(ref RuleRef) time.Duration {
 	if r, ok := g.RuleOf(ref); ok && r.Timeout > 0 {
 		return r.Timeout
 	}
-	return g.cfg.Timeout
+	return g.comp.cfg.Timeout
 }
 
 // AllowsUnknown reports whether tools no rule matches run under the
 // default rule (Config.AllowUnknown).
-func (g *Gate) AllowsUnknown() bool { return g.cfg.AllowUnknown }
+func (g *Gate) AllowsUnknown() bool { return g.comp.cfg.AllowUnknown }
 
 // MayCall reports whether some call of tool by p may be allowed (or
 // asked of a human): false when the first rule that matches tool and
