@@ -28,9 +28,14 @@ check   loads the tool gate's policy file (every problem at once, with its path)
         and the tools no rule matches. The tools come from -tools FILE (a tools/list
         result, or a JSON-RPC response holding one) or from the server started with
         UPSTREAM COMMAND, spoken to over stdio (initialize, then tools/list, every page).
-test    decides each case of CASES (a JSON file: {"cases": [...]}) with the policy's
-        decision core and compares the verdict, rule, condition and reason with the
-        case's expectations.
+test    runs each case of CASES (a JSON file: {"cases": [...]}) against the policy: a
+        case without steps is one call, decided by the policy's decision core, its
+        verdict, rule, condition, reason and explanation compared with the case's; a
+        case with steps is a scenario — calls, answers, time passing, expiry, results,
+        restarts — played on a gate over a memory log with a fake clock, each step's
+        decision, outcome and log entries compared with its expectations. A failing
+        step is named with what differed. The format: REFERENCE.md, "verity policy
+        test: cases and scenarios".
 
 exit: 0 ok, 1 problems found or a case failed (or an error), 2 usage
 `
@@ -44,7 +49,7 @@ func cmdPolicy(ctx context.Context, e *env, args []string) error {
 	case "check":
 		return policyCheck(ctx, e, args[1:])
 	case "test":
-		return policyTest(e, args[1:])
+		return policyTest(ctx, e, args[1:])
 	case "-h", "--help", "help":
 		fmt.Fprint(e.stdout, policyUsage)
 		return nil

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"os"
 	"testing"
 
 	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/kernel/toolgate/scenario"
 )
 
 // FuzzParseToolsList: any bytes give tool names or an error, never a
@@ -30,27 +32,36 @@ func FuzzParseToolsList(f *testing.F) {
 }
 
 // FuzzPolicyCases: any cases file is read or refused, never a panic, and
-// every case read can be decided.
+// every case read can be run against the filesystem policy, each failure
+// saying what differed.
 func FuzzPolicyCases(f *testing.F) {
 	if data, err := os.ReadFile(fsCases); err == nil {
 		f.Add(data)
 	}
+	if data, err := os.ReadFile(fsScenarios); err == nil {
+		f.Add(data)
+	}
 	f.Add([]byte(`{"cases":[{"name":"x","tool":"t","expect":"allow","before":[{"tool":"u","arguments":[1,2]}],"labels":["a"],"at":"2026-01-01T00:00:00Z"}]}`))
 	f.Add([]byte(`{"cases":[{"name":"x","tool":"t","expect":"refuse","principal":{"subject":"s","groups":["g"]},"rule":"#-1"}]}`))
-	_, compiled, err := loadPolicyConfig(fsPolicy)
+	f.Add([]byte(`{"cases":[{"name":"x","steps":[{"name":"a","call":{"tool":"move_file"}},{"approve":{"request":"a"}},{"restart":{}},{"result":{"call":"a"}}]}]}`))
+	policy, err := toolgate.LoadPolicy(fsPolicy)
+	if err != nil {
+		f.Fatal(err)
+	}
+	runner, err := scenario.NewRunner(policy)
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cases, err := parseCases("fuzz", data)
+		cases, err := scenario.Parse(data)
 		if err != nil {
 			return
 		}
 		for _, c := range cases {
-			got := runCase(compiled, c)
-			_ = c.mismatches(got)
-			if got.Verdict != toolgate.Allow && got.Verdict != toolgate.Refuse && got.Verdict != toolgate.AskApproval {
-				t.Fatalf("verdict %v", got.Verdict)
+			for _, fl := range runner.Run(context.Background(), c).Failures {
+				if len(fl.Problems) == 0 {
+					t.Fatalf("a failure with no problem: %+v", fl)
+				}
 			}
 		}
 	})

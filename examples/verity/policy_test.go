@@ -6,7 +6,7 @@ package main
 //	               the reference filesystem server's real tools/list),
 //	               TestPolicyCheckUpstream (a server over stdio, two pages)
 //	check, exit 1  TestPolicyCheckFindsProblems, TestPolicyCheckUpstreamTimeout
-//	test           TestPolicyTestCases (exit 0, and 1 on a mismatch)
+//	test           policy_cases_test.go
 //	exit 2         TestPolicyUsageErrors
 
 import (
@@ -191,56 +191,6 @@ func TestPolicyCheckRealFilesystemServer(t *testing.T) {
 	r := verity(t, "policy", "check", fsPolicy, "--", cmd, t.TempDir())
 	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
 	assert.Contains(t, r.stdout, "9 rules, 14 tools upstream")
-}
-
-func TestPolicyTestCases(t *testing.T) {
-	r := verity(t, "policy", "test", fsPolicy, fsCases)
-	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
-	assert.Contains(t, r.stdout, "PASS a move waits for the human\n")
-	assert.Contains(t, r.stdout, "6/6 cases passed")
-
-	wrong := filepath.Join(t.TempDir(), "wrong.json")
-	require.NoError(t, os.WriteFile(wrong, []byte(`{"cases": [
-	  {"name": "moves run at once", "tool": "move_file", "arguments": {"source": "/a", "destination": "/b"}, "expect": "allow"},
-	  {"name": "reads by the wrong rule", "tool": "read_text_file", "expect": "allow", "rule": "#1", "condition": "match"},
-	  {"name": "an unknown tool", "tool": "rm", "expect": "refuse", "reason": "unknown_tool", "explanation": "catalogue"}
-	]}`), 0o600))
-	r = verity(t, "policy", "test", fsPolicy, wrong)
-	require.Equal(t, exitError, r.code, r.stdout+r.stderr)
-	assert.Contains(t, r.stdout, "FAIL moves run at once: verdict ask_approval, want allow")
-	assert.Contains(t, r.stdout, "FAIL reads by the wrong rule: rule rule #0, want #1")
-	assert.Contains(t, r.stdout, "PASS an unknown tool")
-	assert.Contains(t, r.stdout, "1/3 cases passed")
-
-	bad := filepath.Join(t.TempDir(), "bad.json")
-	require.NoError(t, os.WriteFile(bad, []byte(`{"cases": [{"name": "x", "tool": "t", "expect": "maybe", "extra": 1}]}`), 0o600))
-	r = verity(t, "policy", "test", fsPolicy, bad)
-	assert.Equal(t, exitError, r.code)
-	assert.Contains(t, r.stderr, `unknown field "extra"`)
-}
-
-// TestPolicyCasesHistory: a case's before calls build the session its
-// call is decided in: the labels of the calls allowed, and their rate
-// windows.
-func TestPolicyCasesHistory(t *testing.T) {
-	cfg := toolgate.Config{Budget: 10 * kernel.Unit, MinCost: kernel.Unit / 100, Rules: []toolgate.Rule{
-		{Name: "issues", Match: "get_issue", Cost: kernel.Unit, Labels: []string{"untrusted_input"}, Rate: &toolgate.Rate{Calls: 2, Per: time.Minute}},
-		{Name: "secrets", Match: "get_secret", Cost: kernel.Unit, Labels: []string{"private_data"}},
-		{Name: "pr", Match: "open_pr", Cost: kernel.Unit, Flow: []toolgate.FlowRule{{After: []string{"untrusted_input", "private_data"}}}},
-	}}
-	compiled, err := cfg.Compile()
-	require.NoError(t, err)
-	issue, secret := caseCall{Tool: "get_issue"}, caseCall{Tool: "get_secret"}
-	ru := runCase(compiled, policyCase{caseCall: caseCall{Tool: "open_pr"}, Before: []caseCall{issue, secret}})
-	assert.Equal(t, toolgate.Refuse, ru.Verdict)
-	assert.Equal(t, "flow/0", ru.Condition)
-	ru = runCase(compiled, policyCase{caseCall: caseCall{Tool: "open_pr"}, Before: []caseCall{secret}, Labels: []string{"untrusted_input"}})
-	assert.Equal(t, "flow/0", ru.Condition)
-	ru = runCase(compiled, policyCase{caseCall: caseCall{Tool: "open_pr"}, Before: []caseCall{issue}})
-	assert.Equal(t, toolgate.Allow, ru.Verdict)
-	ru = runCase(compiled, policyCase{caseCall: issue, Before: []caseCall{issue, issue}})
-	assert.Equal(t, toolgate.Refuse, ru.Verdict)
-	assert.Equal(t, toolgate.ConditionRate, ru.Condition)
 }
 
 func TestPolicyUsageErrors(t *testing.T) {

@@ -8,8 +8,10 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/verity-go/verity/internal/canon"
 	"github.com/verity-go/verity/internal/osfile"
 	"github.com/verity-go/verity/internal/strictjson"
 	"github.com/verity-go/verity/internal/violation"
@@ -79,14 +81,28 @@ func parse(data []byte, subject string) ([]Case, error) {
 			Message: fmt.Sprintf("the file is over %d bytes", MaxSize)}}, ErrInvalid)
 	}
 	var f fileWire
+	var decoded []toolgate.Violation
 	if err := strictjson.Unmarshal(bytes.TrimPrefix(data, bom), &f); err != nil {
 		var se *strictjson.Error
 		if !errors.As(err, &se) { // unreachable: f is a pointer to a struct
 			return nil, fmt.Errorf("scenario: %w", err)
 		}
-		return nil, violation.New("scenario", subject, se.Violations(), ErrInvalid)
+		decoded = se.Violations()
+		var syn *canon.SyntaxError
+		if errors.As(err, &syn) {
+			// Not one strict JSON text: refused as a whole.
+			return nil, violation.New("scenario", subject, decoded, ErrInvalid)
+		}
 	}
-	if vs := f.check(); len(vs) > 0 {
+	// What the types could not say is checked too, except within a
+	// member that did not decode: it is reported once, by the decoder.
+	vs := decoded
+	for _, v := range f.check(decoded) {
+		if !slices.ContainsFunc(decoded, func(u toolgate.Violation) bool { return under(u.Path, v.Path) }) {
+			vs = append(vs, v)
+		}
+	}
+	if len(vs) > 0 {
 		return nil, violation.New("scenario", subject, vs, ErrInvalid)
 	}
 	out := make([]Case, len(f.Cases))
@@ -245,20 +261,35 @@ type callersWire struct {
 // The checks that types cannot say. Each fills in the parsed values
 // (times, durations, costs) the runner uses.
 
-func (f *fileWire) check() []toolgate.Violation {
+// check returns what is wrong with f beyond its types. decoded are the
+// decoder's violations: a case that is not an object, or whose steps are
+// not an array, cannot be told a single call or a scenario, and is not
+// checked further.
+func (f *fileWire) check(decoded []toolgate.Violation) []toolgate.Violation {
 	var vs []toolgate.Violation
 	add := func(path, rule, format string, args ...any) {
 		vs = append(vs, toolgate.Violation{Path: path, Rule: rule, Message: fmt.Sprintf(format, args...)})
 	}
-	if len(f.Cases) == 0 {
+	if f.Cases != nil && len(f.Cases) == 0 {
 		add("/cases", RuleEmpty, "no cases")
 	}
 	for i, c := range f.Cases {
-		c.check(violation.Index("/cases", i), add)
+		at := violation.Index("/cases", i)
+		if slices.ContainsFunc(decoded, func(u toolgate.Violation) bool {
+			return u.Path == at || u.Path == violation.Join(at, "steps")
+		}) {
+			continue
+		}
+		c.check(at, add)
 		f.Cases[i] = c
 	}
 	violation.Sort(vs)
 	return vs
+}
+
+// under reports whether the JSON Pointer p is at or under base.
+func under(base, p string) bool {
+	return p == base || strings.HasPrefix(p, base+"/")
 }
 
 type adder func(path, rule, format string, args ...any)
