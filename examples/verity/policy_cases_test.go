@@ -6,6 +6,8 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -99,4 +101,33 @@ func writeCases(t *testing.T, text string) string {
 	path := filepath.Join(t.TempDir(), "cases.json")
 	require.NoError(t, os.WriteFile(path, []byte(text), 0o600))
 	return path
+}
+
+// TestPolicyTestReferenceExample runs REFERENCE.md's example of a cases
+// file against its policy: it passes as written, and with the budget it
+// says to change, prints what REFERENCE.md says it prints.
+func TestPolicyTestReferenceExample(t *testing.T) {
+	doc, err := os.ReadFile("../../REFERENCE.md")
+	require.NoError(t, err)
+	text := string(doc)
+	start := strings.Index(text, "## `verity policy test`: cases and scenarios")
+	require.GreaterOrEqual(t, start, 0)
+	section := text[start:]
+	section = section[:strings.Index(section[3:], "\n## ")+3]
+	blocks := regexp.MustCompile("(?s)```(json)?\n(.*?)```").FindAllStringSubmatch(section, -1)
+	require.Len(t, blocks, 3, "the policy, the cases and the output")
+	dir := t.TempDir()
+	policy := filepath.Join(dir, "policy.json")
+	require.NoError(t, os.WriteFile(policy, []byte(blocks[0][2]), 0o600))
+	cases := filepath.Join(dir, "cases.json")
+	require.NoError(t, os.WriteFile(cases, []byte(blocks[1][2]), 0o600))
+	r := verity(t, "policy", "test", policy, cases)
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+
+	changed := strings.Replace(blocks[1][2], `"budget": "9.8"`, `"budget": "9.9"`, 1)
+	require.NotEqual(t, blocks[1][2], changed)
+	require.NoError(t, os.WriteFile(cases, []byte(changed), 0o600))
+	r = verity(t, "policy", "test", policy, cases)
+	assert.Equal(t, exitError, r.code)
+	assert.Equal(t, blocks[2][2], r.stdout)
 }
