@@ -106,7 +106,11 @@
 //     listed, each of the kind its "kind" names, and each other member
 //     given equal to the payload's: an object's members are matched the
 //     same way (those given only), any other value as canonical JSON.
-//     [] says the step appended nothing.
+//     [] says the step appended nothing. Within a string of an expected
+//     entry, {request STEP} stands for the id of the request the step
+//     named asked, and {call STEP} for the id of its call: a file that
+//     names ids so does not depend on the order the gate takes them in
+//     ("approval:{request ask}").
 //
 // # Reading
 //

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -441,11 +442,11 @@ func (s *stepWire) check(at string, named map[string]*stepWire, add adder) {
 		}
 	}
 	if e := s.Expect; e != nil {
-		e.check(violation.Join(at, "expect"), named, add)
+		e.check(violation.Join(at, "expect"), s, named, add)
 	}
 }
 
-func (e *expectWire) check(at string, named map[string]*stepWire, add adder) {
+func (e *expectWire) check(at string, self *stepWire, named map[string]*stepWire, add adder) {
 	if e.Verdict != nil && !slices.Contains(verdicts, *e.Verdict) {
 		add(violation.Join(at, "verdict"), RuleEnum, "verdict %q is not allow, refuse or ask_approval", *e.Verdict)
 	}
@@ -492,8 +493,25 @@ func (e *expectWire) check(at string, named map[string]*stepWire, add adder) {
 		if json.Unmarshal(k, &kind) != nil || kind == "" {
 			add(violation.Join(p, "kind"), violation.RuleType, "want a non-empty string")
 		}
+		for _, name := range sortedKeys(m) {
+			for _, ref := range placeholder.FindAllStringSubmatch(string(m[name]), -1) {
+				t, ok := named[ref[2]]
+				if self.Name == ref[2] {
+					t, ok = self, true
+				}
+				if !ok || !t.asks() {
+					add(violation.Join(p, name), RuleReference, "%s: no call or resume step up to this one is named %q", ref[0], ref[2])
+				}
+			}
+		}
 	}
 }
+
+// placeholder is a reference, inside a string of an expected entry, to
+// the id of the request a step asked or of the call it made: {request
+// ask}, {call run}. Ids are the gate's to choose: a file that names them
+// so does not depend on the order the gate takes them in.
+var placeholder = regexp.MustCompile(`\{(request|call) ([^{}"\\]+)\}`)
 
 func duration(at, s string, least time.Duration, add adder) time.Duration {
 	d, err := time.ParseDuration(s)

@@ -56,13 +56,17 @@ func TestParseRefuses(t *testing.T) {
 			{"result": {"call": "nobody"}},
 			{"unanswered": {"call": "later", "waited": "1m"}},
 			{"approve": {"request": "later", "request_id": "r"}},
-			{"name": "later", "call": {"tool": "t"}, "expect": {"request": "wait"}}]}]}`,
+			{"name": "later", "call": {"tool": "t"}, "expect": {"request": "wait"}},
+			{"name": "own", "call": {"tool": "t"}, "expect": {"entries": [{"kind": "k", "a": "{request own}", "b": ["x{call later}y", {"c": "{call wait}"}], "d": "{request next}"}]}},
+			{"name": "next", "call": {"tool": "t"}}]}]}`,
 			[]toolgate.Violation{{Path: "/cases/0/steps/0/approve/request", Rule: RuleReference},
 				{Path: "/cases/0/steps/3/deny/request", Rule: RuleReference},
 				{Path: "/cases/0/steps/4/result/call", Rule: RuleReference},
 				{Path: "/cases/0/steps/6/approve", Rule: RuleForm},
 				{Path: "/cases/0/steps/7/expect/request", Rule: RuleReference},
-				{Path: "/cases/0/steps/7/name", Rule: RuleReference}}},
+				{Path: "/cases/0/steps/7/name", Rule: RuleReference},
+				{Path: "/cases/0/steps/8/expect/entries/0/b", Rule: RuleReference},
+				{Path: "/cases/0/steps/8/expect/entries/0/d", Rule: RuleReference}}},
 		{"values", `{"cases": [{"name": "x", "start": "2026-13-01T00:00:00Z", "caller_limit": 0, "idle_callers": "0s", "steps": [
 			{"advance": "0s"},
 			{"advance": "soon"},
@@ -172,4 +176,25 @@ func TestFailuresNameTheStep(t *testing.T) {
 		`condition "tier", want "match"`, `reason "", want "x"`,
 		`explanation "" does not contain "nope"`}, res.Failures[0].Problems)
 	assert.True(t, strings.HasPrefix(res.Failures[0].Got, "got ask_approval by "))
+}
+
+// TestPlaceholders: {request STEP} and {call STEP} in an expected entry
+// stand for the ids the gate gave, and only those.
+func TestPlaceholders(t *testing.T) {
+	r := testRunner(t)
+	run := func(want string) Result {
+		cases, err := Parse([]byte(`{"cases": [{"name": "x", "steps": [
+		  {"name": "first", "call": {"tool": "delete_file", "caller": "alice", "arguments": {"path": "/srv/data/a"}}, "expect": {"verdict": "ask_approval"}},
+		  {"name": "second", "call": {"tool": "delete_file", "caller": "alice", "arguments": {"path": "/srv/data/b"}}, "expect": {"verdict": "ask_approval"}},
+		  {"deny": {"request": "first"}},
+		  {"call": {"tool": "delete_file", "caller": "alice", "arguments": {"path": "/srv/data/a"}},
+		   "expect": {"entries": [{"kind": "toolgate.refuse", "approval": "` + want + `"}]}}]}]}`))
+		require.NoError(t, err)
+		return r.Run(context.Background(), cases[0])
+	}
+	assert.True(t, run("{request first}").Passed())
+	res := run("{request second}")
+	require.Len(t, res.Failures, 1)
+	assert.Contains(t, res.Failures[0].Problems[0], "/approval")
+	assert.False(t, run("{call first}").Passed(), "a call's id is not its request's")
 }

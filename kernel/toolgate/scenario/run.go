@@ -437,9 +437,31 @@ func (s *run) check(e *expectWire, g got) (problems, string) {
 		}
 	}
 	if e.Entries != nil {
-		p = append(p, entriesDiffer(g.entries, e.Entries)...)
+		p = append(p, entriesDiffer(g.entries, s.resolve(e.Entries))...)
 	}
 	return p, describe(g, reason)
+}
+
+// resolve replaces, in the expected entries, each {request STEP} with
+// the id of the request the step asked and each {call STEP} with the id
+// of its call.
+func (s *run) resolve(entries []map[string]json.RawMessage) []map[string]json.RawMessage {
+	out := make([]map[string]json.RawMessage, len(entries))
+	for i, m := range entries {
+		out[i] = make(map[string]json.RawMessage, len(m))
+		for k, v := range m {
+			out[i][k] = placeholder.ReplaceAllFunc(v, func(ref []byte) []byte {
+				sub := placeholder.FindSubmatch(ref)
+				id := s.decisions[string(sub[2])].Call.ID
+				if string(sub[1]) == "request" {
+					id = s.requestID(string(sub[2]), "")
+				}
+				quoted, _ := json.Marshal(id)
+				return quoted[1 : len(quoted)-1]
+			})
+		}
+	}
+	return out
 }
 
 func requestOf(d *toolgate.Decision) string {
