@@ -61,7 +61,10 @@
 //
 //   - "call": {"tool", "arguments", "id", "caller", "principal"} — Before.
 //     Without a caller the call is charged to the principal's key, as the
-//     gate does; without an id the gate gives it one.
+//     gate does; without an id the gate gives it one. "arguments_text"
+//     instead of "arguments" gives them as sent, in a string: arguments
+//     a strict file cannot hold, a member twice say (a single-call case
+//     and its before calls take it too).
 //   - "resume": {"call": {…}, "request" or "request_id", "answer":
 //     {"approved", "approver" or "by", "reason"}} — Resume: the call
 //     brought back with the id of the request put to the human and the
@@ -69,7 +72,7 @@
 //     request_id gives an id as it is, for an answer to no question.
 //   - "approve", "deny": {"request" or "request_id", "approver" or "by",
 //     "reason"} — Approve or Deny by an approver's name ("human" when
-//     none is given), ApproveAs or DenyAs by a principal (by).
+//     none is given), ApproveAs or DenyAs by a principal (by), not both.
 //   - "advance": "10m" — the clock moves on (a Go duration, positive).
 //   - "expire": {} — ExpireApprovals.
 //   - "unanswered": {"call": step, "waited": "5m"} — Unanswered for the

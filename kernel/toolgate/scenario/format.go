@@ -151,10 +151,23 @@ type caseWire struct {
 }
 
 // callWire is a call as a single-call case and its before calls give it.
+// arguments_text gives the arguments as sent, in a string, for those
+// the file could not hold as JSON: a member twice, say.
 type callWire struct {
-	Tool      string          `json:"tool,omitempty"`
-	Arguments json.RawMessage `json:"arguments,omitempty"`
-	Principal *principalWire  `json:"principal,omitempty"`
+	Tool          string          `json:"tool,omitempty"`
+	Arguments     json.RawMessage `json:"arguments,omitempty"`
+	ArgumentsText *string         `json:"arguments_text,omitempty"`
+	Principal     *principalWire  `json:"principal,omitempty"`
+}
+
+// check reports a call without a tool, or with its arguments given twice.
+func (c *callWire) check(at string, add adder) {
+	if c.Tool == "" {
+		add(violation.Join(at, "tool"), violation.RuleRequired, "no tool")
+	}
+	if c.Arguments != nil && c.ArgumentsText != nil {
+		add(at, RuleForm, "arguments and arguments_text both given: give the arguments once")
+	}
 }
 
 type principalWire struct {
@@ -306,7 +319,7 @@ func (c *caseWire) check(at string, add adder) {
 		c.checkCall(at, add)
 		return
 	}
-	if c.Tool != "" || c.Arguments != nil || c.Principal != nil || c.Labels != nil || c.Before != nil ||
+	if c.Tool != "" || c.Arguments != nil || c.ArgumentsText != nil || c.Principal != nil || c.Labels != nil || c.Before != nil ||
 		c.At != "" || c.Expect != "" || c.Rule != nil || c.Condition != nil || c.Reason != nil || c.Explanation != nil {
 		add(at, RuleForm, "a case with steps has no tool, arguments, principal, labels, before, at, expect, rule, condition, reason or explanation: its steps say them")
 	}
@@ -348,9 +361,7 @@ func (c *caseWire) checkCall(at string, add adder) {
 	if c.DurableApprovals || c.Start != "" || c.CallerLimit != nil || c.IdleCallers != "" {
 		add(at, RuleForm, "durable_approvals, start, caller_limit and idle_callers are a scenario's: a case without steps has none")
 	}
-	if c.Tool == "" {
-		add(violation.Join(at, "tool"), violation.RuleRequired, "no tool")
-	}
+	c.callWire.check(at, add)
 	if !slices.Contains(verdicts, c.Expect) {
 		add(violation.Join(at, "expect"), RuleEnum, "expect %q is not allow, refuse or ask_approval", c.Expect)
 	}
@@ -363,9 +374,7 @@ func (c *caseWire) checkCall(at string, add adder) {
 		c.at = t.UTC()
 	}
 	for j, b := range c.Before {
-		if b.Tool == "" {
-			add(violation.Join(violation.Index(violation.Join(at, "before"), j), "tool"), violation.RuleRequired, "no tool")
-		}
+		b.check(violation.Index(violation.Join(at, "before"), j), add)
 	}
 }
 
@@ -404,9 +413,10 @@ func (s *stepWire) check(at string, named map[string]*stepWire, add adder) {
 			add(path, RuleReference, "no earlier call or resume step is named %q", name)
 		}
 	}
-	call := func(path string, c *stepCall) {
-		if c.Tool == "" {
-			add(violation.Join(path, "tool"), violation.RuleRequired, "no tool")
+	call := func(path string, c *stepCall) { c.check(path, add) }
+	answer := func(path, approver string, by *principalWire) {
+		if approver != "" && by != nil {
+			add(path, RuleForm, "approver and by both given: an answer is given by one")
 		}
 	}
 	request := func(path, request, id string) {
@@ -424,10 +434,15 @@ func (s *stepWire) check(at string, named map[string]*stepWire, add adder) {
 		p := violation.Join(at, "resume")
 		call(violation.Join(p, "call"), &s.Resume.Call)
 		request(p, s.Resume.Request, s.Resume.RequestID)
+		if a := s.Resume.Answer; a != nil {
+			answer(violation.Join(p, "answer"), a.Approver, a.By)
+		}
 	case s.Approve != nil:
 		request(violation.Join(at, "approve"), s.Approve.Request, s.Approve.RequestID)
+		answer(violation.Join(at, "approve"), s.Approve.Approver, s.Approve.By)
 	case s.Deny != nil:
 		request(violation.Join(at, "deny"), s.Deny.Request, s.Deny.RequestID)
+		answer(violation.Join(at, "deny"), s.Deny.Approver, s.Deny.By)
 	case s.Advance != nil:
 		s.advance = duration(violation.Join(at, "advance"), *s.Advance, time.Nanosecond, add)
 	case s.Unanswered != nil:

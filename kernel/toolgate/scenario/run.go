@@ -134,7 +134,10 @@ func (r *Runner) runCall(c caseWire) Result {
 
 func (c callWire) call(caller string) toolgate.Call {
 	out := toolgate.Call{Tool: c.Tool, Arguments: c.Arguments, Caller: caller}
-	if len(out.Arguments) == 0 {
+	if c.ArgumentsText != nil {
+		out.Arguments = []byte(*c.ArgumentsText)
+	}
+	if out.Arguments == nil {
 		out.Arguments = []byte("{}")
 	}
 	if p := c.Principal; p != nil {

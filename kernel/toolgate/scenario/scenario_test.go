@@ -212,6 +212,8 @@ func TestScenarioFilesPinTheGate(t *testing.T) {
 		{`"tier": "DELETE"`, `"tier": "MODIFY"`, "deny"},
 		{`"tier": "DELETE"`, `"tier": "MODIFY"`, "forged_answer"},
 		{`"tier": "DELETE"`, `"tier": "MODIFY"`, "unanswered"},
+		{`,
+     "paths": [{"argument": "/path", "under": ["/srv/data"]}]`, ``, "arguments"},
 		{`"PRIVILEGE": ["group:security"]`, `"PRIVILEGE": ["group:security", "human"]`, "approvers"},
 		{`"reserve": true`, `"reserve": false`, "duplicate_call_id"},
 		{`"match": "open_pr", "cost": "0.5"`, `"match": "open_pr", "cost": "0.4"`, "eviction"},
