@@ -128,6 +128,25 @@
 // wrapping ErrInvalid, each violation at its JSON Pointer with its rule.
 // No input makes Parse panic (FuzzParseScenarios).
 //
+// # The gate's lifecycle, in files
+//
+// testdata/scenarios holds the gate's lifecycle as scenarios, one
+// behaviour a file, all run against testdata/policy.json by
+// TestScenarioFiles: ask, approve and run once (approve.json); deny, then
+// ask again (deny.json); expiry by sweep and when a call meets it
+// (expiry.json); a call id already open (duplicate_call_id.json); rate
+// windows and labels read back after a restart (rate_restart.json,
+// flow_restart.json); durable approvals across a restart, and without
+// them fail-closed (durable_approval.json); a forged, a misdirected and a
+// replayed answer through Resume (forged_answer.json); reservations
+// settled, refunded and overrun (overrun.json); a held call nobody
+// answers (unanswered.json); callers let go and resumed (eviction.json);
+// group approvers and self-approval (approvers.json); arguments that
+// cannot be read one way (arguments.json). Each expectation bites:
+// TestScenarioFilesCanFail changes every one of them in turn and requires
+// the run to fail at its step, and TestScenarioFilesPinTheGate fails
+// every file with a policy that behaves otherwise.
+//
 // # What it does not cover
 //
 // A scenario runs one gate in one goroutine: it says nothing of
