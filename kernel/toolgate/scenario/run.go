@@ -358,6 +358,17 @@ func (s *run) check(e *expectWire, g got) (problems, string) {
 	case e.Error != nil && !strings.Contains(g.err.Error(), *e.Error):
 		p.add("error %q does not contain %q", g.err.Error(), *e.Error)
 	}
+	s.returned(&p, e, g, reason)
+	s.after(&p, e, g)
+	if e.Entries != nil {
+		p = append(p, entriesDiffer(g.entries, s.resolve(e.Entries))...)
+	}
+	return p, describe(g, reason)
+}
+
+// returned checks what the step returned: its decision, answer,
+// outcome or count, and the reason of the refusal it appended.
+func (s *run) returned(p *problems, e *expectWire, g got, reason string) {
 	if d := g.decision; d != nil {
 		p.verdict(d.Verdict, e.Verdict)
 		p.rule(d.Rule, e.Rule)
@@ -410,39 +421,44 @@ func (s *run) check(e *expectWire, g got) (problems, string) {
 			p.add("expired %d, want %d", *g.expired, *e.Expired)
 		}
 	}
-	if s.gate != nil {
-		if e.Waiting != nil {
-			if n := s.gate.Waiting(); n != *e.Waiting {
-				p.add("waiting %d, want %d", n, *e.Waiting)
-			}
+}
+
+// after checks the gate's state after the step: the requests waiting,
+// a caller's budget, the callers held and let go.
+func (s *run) after(p *problems, e *expectWire, g got) {
+	if s.gate == nil {
+		if e.Waiting != nil || e.Budget != nil || e.Callers != nil {
+			p.add("waiting, budget, callers: no gate after a failed restart")
 		}
-		if e.Budget != nil {
-			caller := g.caller
-			if e.Caller != nil {
-				caller = *e.Caller
-			}
-			m, ok := s.gate.Meter(caller)
-			switch {
-			case !ok:
-				p.add("budget: caller %q has made no call", caller)
-			case m.Budget().Remaining() != e.budget:
-				p.add("budget left %s for caller %q, want %s", m.Budget().Remaining(), caller, e.budget)
-			}
-		}
-		if c := e.Callers; c != nil {
-			live, evicted := s.gate.LiveCallers()
-			if c.Live != nil && live != *c.Live {
-				p.add("live callers %d, want %d", live, *c.Live)
-			}
-			if c.Evicted != nil && evicted != uint64(*c.Evicted) {
-				p.add("callers let go %d, want %d", evicted, *c.Evicted)
-			}
+		return
+	}
+	if e.Waiting != nil {
+		if n := s.gate.Waiting(); n != *e.Waiting {
+			p.add("waiting %d, want %d", n, *e.Waiting)
 		}
 	}
-	if e.Entries != nil {
-		p = append(p, entriesDiffer(g.entries, s.resolve(e.Entries))...)
+	if e.Budget != nil {
+		caller := g.caller
+		if e.Caller != nil {
+			caller = *e.Caller
+		}
+		m, ok := s.gate.Meter(caller)
+		switch {
+		case !ok:
+			p.add("budget: caller %q has made no call", caller)
+		case m.Budget().Remaining() != e.budget:
+			p.add("budget left %s for caller %q, want %s", m.Budget().Remaining(), caller, e.budget)
+		}
 	}
-	return p, describe(g, reason)
+	if c := e.Callers; c != nil {
+		live, evicted := s.gate.LiveCallers()
+		if c.Live != nil && live != *c.Live {
+			p.add("live callers %d, want %d", live, *c.Live)
+		}
+		if c.Evicted != nil && evicted != uint64(*c.Evicted) {
+			p.add("callers let go %d, want %d", evicted, *c.Evicted)
+		}
+	}
 }
 
 // resolve replaces, in the expected entries, each {request STEP} with
