@@ -10,7 +10,10 @@ import (
 
 // PathCondition is a rule's condition on a path argument: the string at
 // Argument (an RFC 6901 JSON Pointer into the call's arguments, such as
-// "/path") names a file under one of the directories Under.
+// "/path") names a file under one of the directories Under. Each
+// directory is absolute and written clean, as path.Clean leaves it: a
+// root such as "/srv/data/../etc" or "/srv/data/" is refused when the
+// rules are compiled, never read as another directory.
 //
 // The gate decides on the string the agent sent, normalised as a POSIX
 // file system would read it, and refuses what it cannot read one way:
@@ -234,6 +237,11 @@ func checkRoot(root string) error {
 	}
 	if strings.Contains(root, "%") {
 		return fmt.Errorf("%s has a percent sign; write the directory's name as it is", quotePath(root))
+	}
+	// A root is taken as written: "/srv/data/../etc" is not silently
+	// read as "/srv/etc", nor "/srv/data/" as "/srv/data".
+	if c := path.Clean(root); c != root {
+		return fmt.Errorf("%s is not a clean path (\"..\", \".\", \"//\" or a trailing \"/\"): write it as %s", quotePath(root), quotePath(c))
 	}
 	return nil
 }
