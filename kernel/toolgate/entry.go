@@ -18,7 +18,8 @@ var ErrDecode = errors.New("toolgate: malformed entry")
 // (KindRefuseAnswer), an AskEntry (KindAsk) or an ExpireEntry
 // (KindExpire). It is strict — one JSON object, no unknown or duplicate
 // members (names spelled exactly), no null, every required member
-// present — and returns an error wrapping ErrDecode otherwise, or for an
+// present, a tier that is a risk tier and an expired state that is one —
+// and returns an error wrapping ErrDecode otherwise, or for an
 // entry of another kind.
 func DecodeEntry(e trace.Entry) (any, error) {
 	switch e.Kind {
@@ -29,9 +30,24 @@ func DecodeEntry(e trace.Entry) (any, error) {
 	case KindRefuseAnswer:
 		return decodeAs[RefuseAnswerEntry](e.Payload)
 	case KindAsk:
-		return decodeAs[AskEntry](e.Payload)
+		v, err := decodeAs[AskEntry](e.Payload)
+		if err == nil && !v.(AskEntry).Tier.Valid() {
+			return nil, fmt.Errorf("%w: /tier: %q is not a risk tier", ErrDecode, v.(AskEntry).Tier)
+		}
+		return v, err
 	case KindExpire:
-		return decodeAs[ExpireEntry](e.Payload)
+		v, err := decodeAs[ExpireEntry](e.Payload)
+		if err != nil {
+			return nil, err
+		}
+		x := v.(ExpireEntry)
+		if !x.Tier.Valid() {
+			return nil, fmt.Errorf("%w: /tier: %q is not a risk tier", ErrDecode, x.Tier)
+		}
+		if x.State != "waiting" && x.State != "approved" && x.State != "denied" {
+			return nil, fmt.Errorf("%w: /state: %q is not waiting, approved or denied", ErrDecode, x.State)
+		}
+		return x, nil
 	}
 	return nil, fmt.Errorf("%w: kind %q is not a toolgate entry", ErrDecode, e.Kind)
 }
