@@ -87,8 +87,13 @@
 // Decide directly.
 //
 // In order, for a call: the first rule whose match, principals, argument
-// schema and path conditions all hold applies (none: the tool is unknown,
-// refused unless Config.AllowUnknown, which applies Config.DefaultRule);
+// schema and path conditions all hold applies (none: refused unless
+// Config.AllowUnknown, which applies Config.DefaultRule — as a tool "not
+// in the gate's catalogue", condition unknown_tool, when no rule matches
+// its name, and otherwise, condition no_rule, naming each rule that
+// matched the tool and the condition that did not hold for it:
+// tool "read_file": no rule admits the call: rule #0 "reads" (paths/0:
+// "/etc/passwd" is not under /srv/data));
 // arguments that are not one JSON value every reader reads the same way
 // (duplicate members, invalid UTF-8, integers beyond 2^53), met by a rule
 // that looks at them, and a path the gate cannot read one way
@@ -133,7 +138,7 @@
 // Every Decision names the rule that decided (Decision.Rule: its index and
 // name) and the condition (Decision.Condition: "match", "effect",
 // "paths/0", "flow/1", "rate", "tier", "approval", "kernel",
-// "unknown_tool", …). Its explanation says the same in one line —
+// "unknown_tool", "no_rule", …). Its explanation says the same in one line —
 // tool "open_pr" (rule #5 "pr", flow/0): private data after untrusted input
 // — and so does its log entry: a KindRefuse entry (RefuseEntry) has rule,
 // rule_name and condition members; a kernel execution or rejection carries
