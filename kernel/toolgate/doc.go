@@ -95,8 +95,9 @@
 // tool "read_file": no rule admits the call: rule #0 "reads" (paths/0:
 // "/etc/passwd" is not under /srv/data));
 // arguments that are not one JSON value every reader reads the same way
-// (duplicate members, invalid UTF-8, integers beyond 2^53), met by a rule
-// that looks at them, and a path the gate cannot read one way
+// (duplicate members, two members of one object whose names differ only
+// in case, at any depth, invalid UTF-8, integers beyond 2^53), met by a
+// rule that looks at them, and a path the gate cannot read one way
 // (PathCondition) refuse the call at that rule — never passing it on to a
 // later, more lenient one; a refusing rule (EffectRefuse) refuses with its
 // reason; the rule's flow refuses, or asks a human, when given labels were
@@ -106,6 +107,25 @@
 // window (WithSharedWindows) must admit it; then the kernel decides
 // (budget, minimum cost, step limit, invariants). A call id already
 // running is refused.
+//
+// Member names that differ only in case matter because Go's
+// encoding/json matches names to struct fields case-insensitively, the
+// last one winning: read_file {"path": "/srv/data/a", "Path":
+// "/etc/passwd"} is checked by the gate as /srv/data/a and read by a Go
+// tool as /etc/passwd. The reason names both members ("members \"Path\"
+// and \"path\" differ only in case"). Such arguments are refused where
+// they are read: by every rule that looks at them (an argument schema or
+// a path condition, even one that would not apply), and by the approval
+// question, which refuses rather than shows a human arguments that can
+// be read two ways. A rule that looks only at the tool's name (and
+// principals) does not refuse them, by design: it admits every value of
+// the arguments, so every reading of them is one it admits, and
+// decoding every call's arguments for it would make such rules pay for
+// a check that cannot change their answer. The adapters do not read
+// arguments themselves: verity-mcp and eino hand the gate the bytes the
+// agent sent, ADK the map its framework decoded (case-sensitively, so
+// "path" and "Path" stay two members) encoded again; the gate is where
+// they are read.
 //
 // Rules are therefore first-match-wins lists: refusing rules with
 // conditions placed first make deny-lists, allowing rules with
