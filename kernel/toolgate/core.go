@@ -323,7 +323,8 @@ type args struct {
 	decoded bool
 	v       any
 	err     error
-	paths   []normalized // the paths normalised so far
+	paths   []normalized   // the paths normalised so far
+	index   map[string]int // into paths, once there are many
 }
 
 // normalized is a path and what NormalizePath made of it.
@@ -335,13 +336,28 @@ type normalized struct {
 
 // normalize is NormalizePath, once per path of a call.
 func (a *args) normalize(p string) ([]string, error) {
-	for _, n := range a.paths {
-		if n.path == p {
-			return n.forms, n.err
+	if a.index != nil {
+		if i, ok := a.index[p]; ok {
+			return a.paths[i].forms, a.paths[i].err
+		}
+	} else {
+		for _, n := range a.paths {
+			if n.path == p {
+				return n.forms, n.err
+			}
 		}
 	}
 	forms, err := NormalizePath(p)
 	a.paths = append(a.paths, normalized{p, forms, err})
+	if len(a.paths) > 8 { // an array of many paths: look them up by name
+		if a.index == nil {
+			a.index = make(map[string]int, 2*len(a.paths))
+			for i, n := range a.paths {
+				a.index[n.path] = i
+			}
+		}
+		a.index[p] = len(a.paths) - 1
+	}
 	return forms, err
 }
 
@@ -403,29 +419,83 @@ func (r *compiledRule) fit(c *Call, a *args, explain bool) (f fit, condition, wh
 	}
 	for k, p := range r.paths {
 		x, found := lookup(v, p.tokens)
-		s, isString := x.(string)
-		if !found || !isString {
-			if !explain {
-				return fitMiss, "", ""
-			}
-			why := "argument " + p.cond.Argument + " is absent"
-			if found {
-				why = "argument " + p.cond.Argument + " is not a string"
-			}
-			return fitMiss, "paths/" + strconv.Itoa(k), why
-		}
-		forms, err := a.normalize(s)
-		switch verdict, why := p.cond.check(s, forms, err); verdict {
-		case pathUnsafe:
-			return fitRefuses, "paths/" + strconv.Itoa(k), "argument " + p.cond.Argument + ": " + why
-		case pathOutside:
+		var f fit
+		switch x := x.(type) {
+		case string:
+			f, why = r.pathFits(p, x, a, explain)
+		case []any:
+			f, why = r.pathsFit(p, x, a, explain)
+		default:
+			f = fitMiss
 			if explain {
-				return fitMiss, "paths/" + strconv.Itoa(k), quotePath(s) + " is not under " + strings.Join(p.cond.Under, " or ")
+				why = "argument " + p.cond.Argument + " is absent"
+				if found {
+					why = "argument " + p.cond.Argument + " is not a string or an array of strings"
+				}
 			}
+		}
+		switch {
+		case f == fitRefuses || f == fitMiss && explain:
+			return f, "paths/" + strconv.Itoa(k), why
+		case f == fitMiss:
 			return fitMiss, "", ""
 		}
 	}
 	return fitApplies, "", ""
+}
+
+// pathFits decides path condition p for the string s.
+func (r *compiledRule) pathFits(p compiledPath, s string, a *args, explain bool) (fit, string) {
+	forms, err := a.normalize(s)
+	switch verdict, why := p.cond.check(s, forms, err); verdict {
+	case pathUnsafe:
+		return fitRefuses, "argument " + p.cond.Argument + ": " + why
+	case pathOutside:
+		if explain {
+			return fitMiss, quotePath(s) + " is not under " + strings.Join(p.cond.Under, " or ")
+		}
+		return fitMiss, ""
+	}
+	return fitApplies, ""
+}
+
+// pathsFit decides path condition p for an array of paths (see
+// PathCondition): every element is a string the gate can read one way,
+// or the call is refused at the rule, and so is an empty array; an
+// allowing rule's condition holds when every path is under a root, a
+// refusing rule's when any is, so that no path escapes either by
+// keeping company.
+func (r *compiledRule) pathsFit(p compiledPath, xs []any, a *args, explain bool) (fit, string) {
+	if len(xs) == 0 {
+		return fitRefuses, "argument " + p.cond.Argument + " is an empty array: it names no path the gate can check"
+	}
+	inside, outside := 0, -1
+	for i, x := range xs {
+		s, ok := x.(string)
+		if !ok {
+			return fitRefuses, "argument " + p.cond.Argument + "/" + strconv.Itoa(i) + " is not a string"
+		}
+		forms, err := a.normalize(s)
+		switch verdict, why := p.cond.check(s, forms, err); verdict {
+		case pathUnsafe:
+			return fitRefuses, "argument " + p.cond.Argument + "/" + strconv.Itoa(i) + ": " + why
+		case pathInside:
+			inside++
+		case pathOutside:
+			if outside < 0 {
+				outside = i
+			}
+		}
+	}
+	switch {
+	case r.Effect == EffectRefuse && inside > 0, r.Effect != EffectRefuse && outside < 0:
+		return fitApplies, ""
+	case !explain:
+		return fitMiss, ""
+	case r.Effect == EffectRefuse:
+		return fitMiss, "no path of " + p.cond.Argument + " is under " + strings.Join(p.cond.Under, " or ")
+	}
+	return fitMiss, quotePath(xs[outside].(string)) + " (" + p.cond.Argument + "/" + strconv.Itoa(outside) + ") is not under " + strings.Join(p.cond.Under, " or ")
 }
 
 // schemaMiss words why arguments fail a rule's schema: the first

@@ -474,7 +474,7 @@ func TestNoRuleAdmitsNamesTheRules(t *testing.T) {
 			`tool "read_file": no rule admits the call: rule #0 "reads" (paths/0: "/etc/passwd" is not under /srv/data); rule #1 (paths/0: "/etc/passwd" is not under /tmp or /var/tmp)`},
 		{"read_file", `{"file": "/srv/data/a"}`,
 			`tool "read_file": no rule admits the call: rule #0 "reads" (paths/0: argument /path is absent); rule #1 (paths/0: argument /path is absent)`},
-		{"read_dir", `{"path": 7}`, `tool "read_dir": no rule admits the call: rule #1 (paths/0: argument /path is not a string)`},
+		{"read_dir", `{"path": 7}`, `tool "read_dir": no rule admits the call: rule #1 (paths/0: argument /path is not a string or an array of strings)`},
 		{"write_file", `{"mode": "truncate"}`, `tool "write_file": no rule admits the call: rule #2 (arguments: /mode: value must be "append")`},
 		{"format_disk", `{}`, `tool "format_disk" is not in the gate's catalogue`},
 	} {

@@ -68,6 +68,9 @@ func foldedNaively(b []byte) bool {
 // schema) exactly when they are not strict JSON or some object in them,
 // at any depth, has two member names equal under Unicode case folding —
 // naming both — and a rule that looks only at the tool's name allows it.
+// For an array of paths, a call is allowed exactly when each of its
+// paths alone would be (an allow-list admits every path, a deny-list
+// refuses any), and never on an empty array.
 func FuzzArgumentMembers(f *testing.F) {
 	comp, err := toolgate.Config{Budget: 1000, MinCost: 1, Rules: append(caseFoldRules[:3:3],
 		toolgate.Rule{Match: "read_multiple_files", Name: "no-secret", Effect: toolgate.EffectRefuse,
@@ -109,9 +112,9 @@ func FuzzArgumentMembers(f *testing.F) {
 		return comp.Decide(toolgate.Snapshot{}, toolgate.Call{Tool: tool, Arguments: args}, at)
 	}
 	f.Fuzz(func(t *testing.T, args []byte) {
-		_, strictErr := canon.Decode(args)
+		v, strictErr := canon.Decode(args)
 		if len(args) == 0 {
-			strictErr = nil
+			v, strictErr = map[string]any{}, nil
 		}
 		folded := strictErr == nil && foldedNaively(args)
 		unreadable := strictErr != nil || folded
@@ -129,6 +132,30 @@ func FuzzArgumentMembers(f *testing.F) {
 		}
 		if r := decide("echo", args); r.Verdict != toolgate.Allow {
 			t.Fatalf("echo %q: a rule that does not look at the arguments: %s", args, r.Explanation)
+		}
+		if unreadable {
+			return
+		}
+		obj, _ := v.(map[string]any)
+		paths, ok := obj["paths"].([]any)
+		if !ok {
+			return
+		}
+		r := decide("read_multiple_files", args)
+		want := len(paths) > 0
+		for _, p := range paths {
+			s, ok := p.(string)
+			if !ok {
+				want = false
+				break
+			}
+			one, _ := json.Marshal(map[string]string{"path": s})
+			if decide("read_one", one).Verdict != toolgate.Allow {
+				want = false
+			}
+		}
+		if (r.Verdict == toolgate.Allow) != want {
+			t.Fatalf("%q: allowed %v, each path alone %v: %s", args, r.Verdict == toolgate.Allow, want, r.Explanation)
 		}
 	})
 }

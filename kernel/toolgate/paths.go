@@ -39,8 +39,16 @@ import (
 //     (U+2215 DIVISION SLASH, U+2044 FRACTION SLASH, U+2024 ONE DOT
 //     LEADER, …), which a tool that applies Unicode compatibility
 //     normalisation would turn into separators and dots.
-//   - An absent argument, or one that is not a string, does not satisfy
-//     the condition: the rule does not apply.
+//   - An absent argument, or one that is neither a string nor an array,
+//     does not satisfy the condition: the rule does not apply.
+//   - An array of paths (the filesystem server's read_multiple_files
+//     takes {"paths": [...]}) satisfies the condition of an allowing rule
+//     when every path is under a root, and of a refusing rule when any
+//     is: a path never slips past a deny-list, nor into an allow-list, in
+//     the company of others. Each element is read as a path alone (and
+//     refused as one); an element that is not a string, and an empty
+//     array, which names no path the gate can check (a tool may read it
+//     as "everything"), refuse the call at the rule.
 //
 // What it cannot know: symbolic links and bind mounts ("/srv/data/link"
 // may point anywhere), hard links, mount points, or how the tool itself
