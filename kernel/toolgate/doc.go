@@ -87,13 +87,7 @@
 // Decide directly.
 //
 // In order, for a call: the first rule whose match, principals, argument
-// schema and path conditions all hold applies (none: refused unless
-// Config.AllowUnknown, which applies Config.DefaultRule — as a tool "not
-// in the gate's catalogue", condition unknown_tool, when no rule matches
-// its name, and otherwise, condition no_rule, naming each rule that
-// matched the tool and the condition that did not hold for it:
-// tool "read_file": no rule admits the call: rule #0 "reads" (paths/0:
-// "/etc/passwd" is not under /srv/data));
+// schema and path conditions all hold applies (none: see below);
 // arguments that are not one JSON value every reader reads the same way
 // (duplicate members, two members of one object whose names differ only
 // in case, at any depth, invalid UTF-8, integers beyond 2^53), met by a
@@ -107,6 +101,23 @@
 // window (WithSharedWindows) must admit it; then the kernel decides
 // (budget, minimum cost, step limit, invariants). A call id already
 // running is refused.
+//
+// Rules are therefore first-match-wins lists: refusing rules with
+// conditions placed first make deny-lists, allowing rules with
+// conditions make allow-lists, and principals limit a rule to subjects,
+// issuers, groups or scopes. Call.Principal is who the call is made for,
+// as the host authenticated them; a call without a Caller is charged to
+// Principal.Key().
+//
+// A call no rule applies to is refused, unless Config.AllowUnknown
+// applies Config.DefaultRule to it, and the refusal says why: a tool no
+// rule matches is "not in the gate's catalogue" (condition
+// unknown_tool); a tool some rules match, none of which admits the call,
+// is refused with condition no_rule, naming each such rule and the
+// condition that did not hold for it (the allowing rules, or the
+// refusing ones when no allowing rule matches; at most four):
+//
+//	tool "read_file": no rule admits the call: rule #0 "reads" (paths/0: "/etc/passwd" is not under /srv/data)
 //
 // Member names that differ only in case matter because Go's
 // encoding/json matches names to struct fields case-insensitively, the
@@ -126,13 +137,6 @@
 // agent sent, ADK the map its framework decoded (case-sensitively, so
 // "path" and "Path" stay two members) encoded again; the gate is where
 // they are read.
-//
-// Rules are therefore first-match-wins lists: refusing rules with
-// conditions placed first make deny-lists, allowing rules with
-// conditions make allow-lists, and principals limit a rule to subjects,
-// issuers, groups or scopes. Call.Principal is who the call is made for,
-// as the host authenticated them; a call without a Caller is charged to
-// Principal.Key().
 //
 // # Rate windows and labels, from the log
 //
@@ -176,8 +180,9 @@
 // the request. Its question shows the arguments in full, as compact JSON
 // with invisible characters escaped, so that what the human approves is
 // what runs: arguments that cannot be shown so — not one JSON value a
-// reader would read one way (duplicate keys, invalid UTF-8), or longer
-// than MaxShownArguments — are refused instead, and so is a call beyond
+// reader would read one way (duplicate keys, names that differ only in
+// case, invalid UTF-8), or longer than MaxShownArguments — are refused
+// instead, and so is a call beyond
 // Config.MaxWaiting requests of its caller already waiting. The host asks
 // the human and records the answer with Approve
 // or Deny (claims approvals, on the log), then calls Before again with the
