@@ -228,3 +228,19 @@ func TestPolicyToxicFlow(t *testing.T) {
 	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
 	assert.Contains(t, r.stdout, "7/7 cases passed")
 }
+
+// TestPolicyCheckRefusesUncleanRoots: `verity policy check` of a policy
+// whose path condition is under "/srv/data/../etc" (which would load as
+// /srv/etc) fails, naming the root and its clean form; it does not say
+// ok.
+func TestPolicyCheckRefusesUncleanRoots(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "roots.json")
+	require.NoError(t, os.WriteFile(bad, []byte(`{"version": 2, "budget": "10", "min_cost": "0.01", "tools": [
+		{"match": "read_text_file", "cost": "0.01", "paths": [{"argument": "/path", "under": ["/srv/data/../etc"]}]}]}`), 0o600))
+	r := verity(t, "policy", "check", bad, "-tools", fsTools)
+	require.Equal(t, exitError, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stderr, `/tools/0/paths/0/under/0`)
+	assert.Contains(t, r.stderr, `"/srv/data/../etc" is not a clean path`)
+	assert.Contains(t, r.stderr, `write it as "/srv/etc"`)
+	assert.NotContains(t, r.stdout, "  ok\n")
+}

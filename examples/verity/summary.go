@@ -232,7 +232,9 @@ func words(ws ...string) string {
 	return strings.Join(slices.DeleteFunc(ws, func(w string) bool { return w == "" }), " ")
 }
 
-// toolgateSummary words a tool gate's refusal or result.
+// toolgateSummary words every entry a tool gate writes itself: a
+// refusal, a result, a refused answer, a request asked of a human and
+// one that expired.
 func toolgateSummary(e trace.Entry) (string, any, error) {
 	v, err := toolgate.DecodeEntry(e)
 	if err != nil {
@@ -243,6 +245,14 @@ func toolgateSummary(e trace.Entry) (string, any, error) {
 		return fmt.Sprintf("refused %s call %s for %q (%s): %s", r.Tool, r.CallID, r.Caller, r.Reason, shorten(r.Explanation, 160)), r, nil
 	case toolgate.RefuseAnswerEntry:
 		return fmt.Sprintf("refused answer %s by %q to request %s for %q (%s): %s", r.Decision, r.Approver, r.Approval, r.Caller, r.Reason, shorten(r.Explanation, 160)), r, nil
+	case toolgate.AskEntry:
+		s := fmt.Sprintf("asked %s approval %s of %s call %s for %q: %s", r.Tier, r.Approval, r.Tool, r.CallID, r.Caller, shorten(r.Question, 160))
+		if r.Expires != nil {
+			s += ", expires " + trace.FormatTime(*r.Expires)
+		}
+		return s, r, nil
+	case toolgate.ExpireEntry:
+		return fmt.Sprintf("expired %s request %s (%s) of %s for %q, asked %s", r.State, r.Approval, r.Tier, r.Tool, r.Caller, trace.FormatTime(r.Asked)), r, nil
 	case toolgate.ResultEntry:
 		status := "ok"
 		if !r.OK {

@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"regexp"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -75,4 +78,104 @@ func TestInspectToolGate(t *testing.T) {
 	require.Equal(t, exitOK, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "kernel session toolgate:agent-1")
 	assert.Contains(t, r.stdout, `"calls/delete_file":1`)
+}
+
+// approvalsLog writes a log file through a gate made WithDurableApprovals
+// with an approval TTL of an hour: a deletion asked about, approved and
+// run; another asked about and left to expire; an answer to a request
+// never asked (refused); and an unknown tool. Every kind of entry the
+// gate writes is in it, and the kernel's and claims' beside them.
+func approvalsLog(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "approvals.trace")
+	f, err := trace.OpenFile(path, trace.FileOptions{})
+	require.NoError(t, err)
+	log, err := trace.NewLog(f)
+	require.NoError(t, err)
+	now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	n := 0
+	g, err := toolgate.New(ctx, log, toolgate.Config{Budget: 10 * kernel.Unit, MinCost: kernel.Unit / 100, ApprovalTTL: time.Hour,
+		Rules: []toolgate.Rule{
+			{Match: "read_*", Cost: kernel.Unit / 10},
+			{Match: "delete_file", Cost: kernel.Unit, Tier: claims.TierDelete},
+		}},
+		toolgate.WithDurableApprovals(), toolgate.WithClock(func() time.Time { return now }),
+		toolgate.WithIDs(func() string { n++; return fmt.Sprintf("id-%d", n) }))
+	require.NoError(t, err)
+	call := func(id, args string) toolgate.Call {
+		return toolgate.Call{Tool: "delete_file", ID: id, Caller: "agent-1", Arguments: []byte(args)}
+	}
+
+	d, err := g.Before(ctx, call("d1", `{"path":"/tmp/a"}`))
+	require.NoError(t, err)
+	require.Equal(t, toolgate.AskApproval, d.Verdict)
+	_, err = g.Approve(ctx, d.Approval.ID, toolgate.DefaultApprover, "checked")
+	require.NoError(t, err)
+	d, err = g.Before(ctx, d.Call)
+	require.NoError(t, err)
+	require.Equal(t, toolgate.Allow, d.Verdict)
+	_, err = g.After(ctx, d.Call, toolgate.Result{Output: []byte(`"deleted"`)})
+	require.NoError(t, err)
+
+	d, err = g.Before(ctx, call("d2", `{"path":"/tmp/b"}`))
+	require.NoError(t, err)
+	require.Equal(t, toolgate.AskApproval, d.Verdict)
+	now = now.Add(2 * time.Hour)
+	expired, err := g.ExpireApprovals(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, expired)
+
+	_, err = g.Approve(ctx, "never-asked", toolgate.DefaultApprover, "")
+	require.Error(t, err)
+	d, err = g.Before(ctx, toolgate.Call{Tool: "format_disk", ID: "f1", Caller: "agent-1"})
+	require.NoError(t, err)
+	require.Equal(t, toolgate.Refuse, d.Verdict)
+	require.NoError(t, f.Close())
+	return path
+}
+
+// TestEveryGateEntryIsReadable: on a log written with durable approvals,
+// expiry and a refused answer, every command that reads entries (verify,
+// inspect, inspect --json, replay, view) reads every entry — the gate's
+// five kinds, the kernel's and the claims' — and none is an "unreadable
+// payload".
+func TestEveryGateEntryIsReadable(t *testing.T) {
+	path := approvalsLog(t)
+	r := verity(t, "verify", path)
+	require.Equal(t, exitOK, r.code, r.stderr)
+
+	r = verity(t, "inspect", path)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.NotContains(t, r.stdout, "unreadable")
+	for _, kind := range []string{toolgate.KindRefuse, toolgate.KindResult, toolgate.KindRefuseAnswer, toolgate.KindAsk, toolgate.KindExpire,
+		kernel.KindStart, kernel.KindExecute, claims.KindEvaluate, claims.KindApprove} {
+		assert.Regexp(t, `\s`+regexp.QuoteMeta(kind)+`\s`, r.stdout, "the log holds a %s entry", kind)
+	}
+	assert.Regexp(t, `toolgate\.ask +asked DELETE approval id-\d+ of delete_file call d1 for "agent-1": Allow the DELETE tool call "delete_file" with arguments \{"path":"/tmp/a"\}\?, expires 2026-03-01T10:00:00\.0+Z\n`, r.stdout)
+	assert.Regexp(t, `toolgate\.expire +expired waiting request id-\d+ \(DELETE\) of delete_file for "agent-1", asked 2026-03-01T09:00:00\.0+Z\n`, r.stdout)
+	assert.Regexp(t, `toolgate\.refuse_answer +refused answer APPROVED by "human" to request never-asked for ""`, r.stdout)
+	assert.Regexp(t, `toolgate\.result +delete_file call d1 for "agent-1" ok`, r.stdout)
+
+	r = verity(t, "inspect", "--json", path)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.NotContains(t, r.stdout, "unreadable")
+
+	r = verity(t, "replay", path)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "kernel session toolgate:agent-1")
+
+	base, _ := startView(t, path)
+	var st status
+	getJSON(t, base+"api/status", &st)
+	assert.True(t, st.OK)
+	assert.Equal(t, 2, st.Kinds[toolgate.KindAsk])
+	assert.Equal(t, 1, st.Kinds[toolgate.KindExpire])
+	var page entriesPage
+	getJSON(t, base+"api/entries?limit=1000", &page)
+	require.Equal(t, int(st.Entries), page.Total)
+	for _, row := range page.Rows {
+		assert.Equal(t, "ok", row.State, "entry %d", row.Seq)
+		assert.NotContains(t, row.Summary, "unreadable", "entry %d (%s)", row.Seq, row.Kind)
+	}
 }

@@ -99,6 +99,7 @@ func (r RuleRef) id() string {
 const (
 	ConditionMatch       = "match"        // the rule applied and nothing refused the call
 	ConditionUnknownTool = "unknown_tool" // no rule matches the tool
+	ConditionNoRule      = "no_rule"      // rules match the tool, but none admits the call
 	ConditionArguments   = "arguments"    // the arguments cannot be read one way
 	ConditionEffect      = "effect"       // a refusing rule
 	ConditionRate        = "rate"         // the rule's window is full
@@ -133,9 +134,9 @@ type Ruling struct {
 	// Rule is the rule that decided; Condition the part of it that did.
 	Rule      RuleRef
 	Condition string
-	// Reason is the refusal's code on the log (unknown_tool, refused,
-	// arguments, unsafe_path, flow, rate, cost); Explanation the one
-	// line that says why, or what the human is asked.
+	// Reason is the refusal's code on the log (unknown_tool, no_rule,
+	// refused, arguments, unsafe_path, flow, rate, cost); Explanation
+	// the one line that says why, or what the human is asked.
 	Reason      string
 	Explanation string
 	// Tier is the risk tier of the call (an approval's tier).
@@ -322,7 +323,8 @@ type args struct {
 	decoded bool
 	v       any
 	err     error
-	paths   []normalized // the paths normalised so far
+	paths   []normalized   // the paths normalised so far
+	index   map[string]int // into paths, once there are many
 }
 
 // normalized is a path and what NormalizePath made of it.
@@ -334,66 +336,221 @@ type normalized struct {
 
 // normalize is NormalizePath, once per path of a call.
 func (a *args) normalize(p string) ([]string, error) {
-	for _, n := range a.paths {
-		if n.path == p {
-			return n.forms, n.err
+	if a.index != nil {
+		if i, ok := a.index[p]; ok {
+			return a.paths[i].forms, a.paths[i].err
+		}
+	} else {
+		for _, n := range a.paths {
+			if n.path == p {
+				return n.forms, n.err
+			}
 		}
 	}
 	forms, err := NormalizePath(p)
 	a.paths = append(a.paths, normalized{p, forms, err})
+	if len(a.paths) > 8 { // an array of many paths: look them up by name
+		if a.index == nil {
+			a.index = make(map[string]int, 2*len(a.paths))
+			for i, n := range a.paths {
+				a.index[n.path] = i
+			}
+		}
+		a.index[p] = len(a.paths) - 1
+	}
 	return forms, err
 }
 
+// value decodes the arguments once: one strict JSON value (canon.Decode:
+// no duplicate member, valid UTF-8, no integer a double would round) in
+// which no object has two member names equal under Unicode case folding.
 func (a *args) value() (any, error) {
 	if !a.decoded {
 		a.decoded = true
 		if len(a.raw) == 0 {
 			a.v = map[string]any{}
-		} else {
-			a.v, a.err = canon.Decode(a.raw)
+		} else if a.v, a.err = canon.Decode(a.raw); a.err == nil {
+			a.err = caseFolded(a.v)
 		}
 	}
 	return a.v, a.err
 }
 
-// applies reports whether rule r applies to the call, or, with a non-empty
-// refusal, that the call must be refused at r (its arguments cannot be
-// read one way, or a path is unsafe): such a call never falls through to
-// a later rule.
-func (r *compiledRule) applies(c *Call, a *args) (ok bool, condition, why string) {
+// fit is how a rule stands to a call.
+type fit uint8
+
+const (
+	fitOther   fit = iota // the rule's match does not cover the tool
+	fitMiss               // it matches the tool, but a condition does not hold
+	fitApplies            // the rule applies
+	fitRefuses            // the call must be refused at this rule
+)
+
+// fit reports whether rule r applies to the call, or, with fitRefuses,
+// that the call must be refused at r (its arguments cannot be read one
+// way, or a path is unsafe: such a call never falls through to a later
+// rule), with the condition and why. With explain, a fitMiss names the
+// condition that does not hold and why; without it, a miss costs no
+// words.
+func (r *compiledRule) fit(c *Call, a *args, explain bool) (f fit, condition, why string) {
 	if !r.matchesTool(c.Tool) {
-		return false, "", ""
+		return fitOther, "", ""
 	}
 	if r.Principals != nil && !r.Principals.Admits(c.Principal) {
-		return false, "", ""
+		if explain {
+			return fitMiss, "principals", "the principal is not admitted"
+		}
+		return fitMiss, "", ""
 	}
 	if r.schema == nil && len(r.paths) == 0 {
-		return true, "", ""
+		return fitApplies, "", ""
 	}
 	v, err := a.value()
 	if err != nil {
-		return false, ConditionArguments, fmt.Sprintf("the arguments are not one JSON value every reader reads the same way: %v", strings.TrimPrefix(err.Error(), "canon: "))
+		return fitRefuses, ConditionArguments, fmt.Sprintf("the arguments are not one JSON value every reader reads the same way: %v", strings.TrimPrefix(err.Error(), "canon: "))
 	}
 	if r.schema != nil {
 		if err := validateArguments(r.schema, v); err != nil {
-			return false, "", ""
+			if explain {
+				return fitMiss, "arguments", schemaMiss(err)
+			}
+			return fitMiss, "", ""
 		}
 	}
 	for k, p := range r.paths {
 		x, found := lookup(v, p.tokens)
-		s, isString := x.(string)
-		if !found || !isString {
-			return false, "", ""
+		var f fit
+		switch x := x.(type) {
+		case string:
+			f, why = r.pathFits(p, x, a, explain)
+		case []any:
+			f, why = r.pathsFit(p, x, a, explain)
+		default:
+			f = fitMiss
+			if explain {
+				why = "argument " + p.cond.Argument + " is absent"
+				if found {
+					why = "argument " + p.cond.Argument + " is not a string or an array of strings"
+				}
+			}
+		}
+		switch {
+		case f == fitRefuses || f == fitMiss && explain:
+			return f, "paths/" + strconv.Itoa(k), why
+		case f == fitMiss:
+			return fitMiss, "", ""
+		}
+	}
+	return fitApplies, "", ""
+}
+
+// pathFits decides path condition p for the string s.
+func (r *compiledRule) pathFits(p compiledPath, s string, a *args, explain bool) (fit, string) {
+	forms, err := a.normalize(s)
+	switch verdict, why := p.cond.check(s, forms, err); verdict {
+	case pathUnsafe:
+		return fitRefuses, "argument " + p.cond.Argument + ": " + why
+	case pathOutside:
+		if explain {
+			return fitMiss, quotePath(s) + " is not under " + strings.Join(p.cond.Under, " or ")
+		}
+		return fitMiss, ""
+	}
+	return fitApplies, ""
+}
+
+// pathsFit decides path condition p for an array of paths (see
+// PathCondition): every element is a string the gate can read one way,
+// or the call is refused at the rule, and so is an empty array; an
+// allowing rule's condition holds when every path is under a root, a
+// refusing rule's when any is, so that no path escapes either by
+// keeping company.
+func (r *compiledRule) pathsFit(p compiledPath, xs []any, a *args, explain bool) (fit, string) {
+	if len(xs) == 0 {
+		return fitRefuses, "argument " + p.cond.Argument + " is an empty array: it names no path the gate can check"
+	}
+	inside, outside := 0, -1
+	for i, x := range xs {
+		s, ok := x.(string)
+		if !ok {
+			return fitRefuses, "argument " + p.cond.Argument + "/" + strconv.Itoa(i) + " is not a string"
 		}
 		forms, err := a.normalize(s)
 		switch verdict, why := p.cond.check(s, forms, err); verdict {
 		case pathUnsafe:
-			return false, "paths/" + strconv.Itoa(k), "argument " + p.cond.Argument + ": " + why
+			return fitRefuses, "argument " + p.cond.Argument + "/" + strconv.Itoa(i) + ": " + why
+		case pathInside:
+			inside++
 		case pathOutside:
-			return false, "", ""
+			if outside < 0 {
+				outside = i
+			}
 		}
 	}
-	return true, "", ""
+	switch {
+	case r.Effect == EffectRefuse && inside > 0, r.Effect != EffectRefuse && outside < 0:
+		return fitApplies, ""
+	case !explain:
+		return fitMiss, ""
+	case r.Effect == EffectRefuse:
+		return fitMiss, "no path of " + p.cond.Argument + " is under " + strings.Join(p.cond.Under, " or ")
+	}
+	return fitMiss, quotePath(xs[outside].(string)) + " (" + p.cond.Argument + "/" + strconv.Itoa(outside) + ") is not under " + strings.Join(p.cond.Under, " or ")
+}
+
+// schemaMiss words why arguments fail a rule's schema: the first
+// failing keyword, and where in the arguments.
+func schemaMiss(err error) string {
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return err.Error()
+	}
+	for len(ve.Causes) > 0 {
+		ve = ve.Causes[0]
+	}
+	if ve.InstanceLocation == "" {
+		return ve.Message
+	}
+	return ve.InstanceLocation + ": " + ve.Message
+}
+
+// maxMisses is how many rules a refusal of a call no rule admits names.
+const maxMisses = 4
+
+// misses words, for a call no rule applies to, each rule that matches
+// its tool and the condition that does not hold for it (at most
+// maxMisses of them): the rules that would have allowed the call, or,
+// when only refusing rules match the tool, those; "" when no rule
+// matches the tool.
+func (c *Compiled) misses(call *Call, a *args) string {
+	var b strings.Builder
+	n := 0
+	for _, refusing := range []bool{false, true} {
+		for i := range c.rules {
+			r := &c.rules[i]
+			if (r.Effect == EffectRefuse) != refusing {
+				continue
+			}
+			f, cond, why := r.fit(call, a, true)
+			if f != fitMiss {
+				continue
+			}
+			if n++; n > maxMisses {
+				continue
+			}
+			if n > 1 {
+				b.WriteString("; ")
+			}
+			fmt.Fprintf(&b, "%s (%s: %s)", r.ref(), cond, why)
+		}
+		if n > 0 {
+			break
+		}
+	}
+	if n > maxMisses {
+		fmt.Fprintf(&b, "; and %d more", n-maxMisses)
+	}
+	return b.String()
 }
 
 // validateArguments runs a compiled schema, a panic of the validator
@@ -427,11 +584,10 @@ func (c *Compiled) Match(tool string, p Principal, arguments []byte) (ref RuleRe
 func (c *Compiled) find(call *Call, a *args) (r *compiledRule, condition, why string) {
 	for i := range c.rules {
 		r := &c.rules[i]
-		ok, cond, why := r.applies(call, a)
-		if cond != "" {
+		switch f, cond, why := r.fit(call, a, false); f {
+		case fitRefuses:
 			return r, cond, why
-		}
-		if ok {
+		case fitApplies:
 			return r, "", ""
 		}
 	}
@@ -446,7 +602,9 @@ func (c *Compiled) find(call *Call, a *args) (r *compiledRule, condition, why st
 // changes nothing: the same inputs give the same Ruling. In order: the
 // first rule that applies (its match, principals, argument schema and
 // paths; arguments that cannot be read one way or an unsafe path refuse
-// the call at that rule); a refusing rule; the rule's flow against the
+// the call at that rule; none: ConditionUnknownTool when no rule matches
+// the tool, else ConditionNoRule naming the rules that matched and why
+// each did not apply); a refusing rule; the rule's flow against the
 // labels seen; its rate window (the calls after at-Per: those in
 // (at-Per, at], and later ones when the clock stepped back); its price;
 // its tier (or the flow's) needing a human.
@@ -454,6 +612,10 @@ func (c *Compiled) Decide(s Snapshot, call Call, at time.Time) Ruling {
 	a := args{raw: call.Arguments}
 	r, condition, why := c.find(&call, &a)
 	if r == nil {
+		if misses := c.misses(&call, &a); misses != "" {
+			return Ruling{Verdict: Refuse, Condition: ConditionNoRule, Reason: "no_rule",
+				Explanation: OneLine(fmt.Sprintf("tool %q: no rule admits the call: %s", call.Tool, misses))}
+		}
 		return Ruling{Verdict: Refuse, Condition: ConditionUnknownTool, Reason: "unknown_tool",
 			Explanation: fmt.Sprintf("tool %q is not in the gate's catalogue", call.Tool)}
 	}

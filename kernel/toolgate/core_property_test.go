@@ -116,9 +116,10 @@ func TestFirstApplicableRuleDecides(t *testing.T) {
 		c := drawCall(t)
 		var n int
 		fmt.Sscanf(string(c.Arguments), `{"n": %d}`, &n)
-		want := -1
+		want, matched := -1, false
 		for i, r := range rules {
 			ok, _ := path.Match(r.Match, c.Tool)
+			matched = matched || ok
 			if !ok || r.Principals != nil && !slices.Contains(c.Principal.Groups, r.Principals.Groups[0]) || len(r.Arguments) > 0 && n > 5 {
 				continue
 			}
@@ -127,7 +128,13 @@ func TestFirstApplicableRuleDecides(t *testing.T) {
 		}
 		ru := comp.Decide(toolgate.Snapshot{}, c, time.Unix(0, 0))
 		if want < 0 {
-			if ru.Rule.Found || ru.Verdict != toolgate.Refuse || ru.Condition != toolgate.ConditionUnknownTool {
+			// A rule that matches the tool makes it known: the refusal
+			// names the rules that do not admit the call.
+			cond := toolgate.ConditionUnknownTool
+			if matched {
+				cond = toolgate.ConditionNoRule
+			}
+			if ru.Rule.Found || ru.Verdict != toolgate.Refuse || ru.Condition != cond {
 				t.Fatalf("no rule applies; ruling %+v", ru)
 			}
 			return

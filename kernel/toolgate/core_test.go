@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -129,7 +130,14 @@ func TestRuleConditionsDecide(t *testing.T) {
 	assert.Equal(t, toolgate.Allow, r.Verdict)
 	assert.Equal(t, "readers", r.Rule.Name)
 	assert.Equal(t, toolgate.Refuse, decide(bob, "UPDATE t SET x=1").Verdict, "bob may only read")
-	assert.Equal(t, toolgate.ConditionUnknownTool, decide(eve, "SELECT 1").Condition, "no rule admits eve")
+	r = decide(eve, "SELECT 1")
+	assert.Equal(t, toolgate.ConditionNoRule, r.Condition, "no rule admits eve")
+	assert.Equal(t, "no_rule", r.Reason)
+	assert.False(t, r.Rule.Found)
+	assert.Equal(t, `tool "sql": no rule admits the call: rule #1 "admins" (principals: the principal is not admitted); rule #2 "readers" (principals: the principal is not admitted)`, r.Explanation)
+	r = decide(bob, "UPDATE t SET x=1")
+	assert.Equal(t, `tool "sql": no rule admits the call: rule #1 "admins" (principals: the principal is not admitted); rule #2 "readers" (arguments: /q: does not match pattern '^SELECT ')`, r.Explanation,
+		"a refusing rule that does not apply is not why")
 
 	// Arguments read two ways never pass a deny-list.
 	dup := comp.Decide(toolgate.Snapshot{}, toolgate.Call{Tool: "sql", Principal: alice,
@@ -446,4 +454,53 @@ func TestNoRuleTakesTheDefaultRulesName(t *testing.T) {
 	require.Len(t, ve.Violations, 1, "%v", err)
 	assert.Equal(t, "/tools/0/name", ve.Violations[0].Path)
 	assert.Equal(t, "rule_name", ve.Violations[0].Rule)
+}
+
+// TestNoRuleAdmitsNamesTheRules: a call of a tool some rules match, none
+// of which admits it, is not refused as a tool unknown to the gate (the
+// model was just shown it in tools/list): the refusal, its condition
+// no_rule and its log entry name each rule that matched the tool and the
+// condition that failed for it. A tool no rule matches is still "not in
+// the gate's catalogue".
+func TestNoRuleAdmitsNamesTheRules(t *testing.T) {
+	log := newLog(t)
+	g := newGate(t, log, toolgate.Config{Budget: units(10), MinCost: 1, Rules: []toolgate.Rule{
+		{Match: "read_file", Cost: 1, Name: "reads", Paths: []toolgate.PathCondition{{Argument: "/path", Under: []string{"/srv/data"}}}},
+		{Match: "read_*", Cost: 1, Paths: []toolgate.PathCondition{{Argument: "/path", Under: []string{"/tmp", "/var/tmp"}}}},
+		{Match: "write_file", Cost: 1, Arguments: json.RawMessage(`{"properties": {"mode": {"enum": ["append"]}}}`)},
+	}})
+	for _, tc := range []struct{ tool, args, want string }{
+		{"read_file", `{"path": "/etc/passwd"}`,
+			`tool "read_file": no rule admits the call: rule #0 "reads" (paths/0: "/etc/passwd" is not under /srv/data); rule #1 (paths/0: "/etc/passwd" is not under /tmp or /var/tmp)`},
+		{"read_file", `{"file": "/srv/data/a"}`,
+			`tool "read_file": no rule admits the call: rule #0 "reads" (paths/0: argument /path is absent); rule #1 (paths/0: argument /path is absent)`},
+		{"read_dir", `{"path": 7}`, `tool "read_dir": no rule admits the call: rule #1 (paths/0: argument /path is not a string or an array of strings)`},
+		{"write_file", `{"mode": "truncate"}`, `tool "write_file": no rule admits the call: rule #2 (arguments: /mode: value must be "append")`},
+		{"format_disk", `{}`, `tool "format_disk" is not in the gate's catalogue`},
+	} {
+		d, err := g.Before(ctx, toolgate.Call{Tool: tc.tool, Arguments: []byte(tc.args), Caller: "agent"})
+		require.NoError(t, err)
+		assert.Equal(t, toolgate.Refuse, d.Verdict, tc.args)
+		assert.Equal(t, tc.want, d.Explanation)
+		e, err := toolgate.DecodeEntry(entryAt(t, log, d.Seq))
+		require.NoError(t, err)
+		want := toolgate.ConditionNoRule
+		if tc.tool == "format_disk" {
+			want = toolgate.ConditionUnknownTool
+		}
+		assert.Equal(t, want, d.Condition, tc.tool)
+		assert.Equal(t, want, e.(toolgate.RefuseEntry).Reason, tc.tool)
+		assert.Equal(t, want, e.(toolgate.RefuseEntry).Condition, tc.tool)
+		assert.Equal(t, tc.want, e.(toolgate.RefuseEntry).Explanation)
+	}
+
+	// At most four rules are named.
+	var rules []toolgate.Rule
+	for i := range 6 {
+		rules = append(rules, toolgate.Rule{Match: "read_file", Cost: 1, Paths: []toolgate.PathCondition{{Argument: "/path", Under: []string{"/d" + strconv.Itoa(i)}}}})
+	}
+	ru := compile(t, toolgate.Config{Budget: units(10), MinCost: 1, Rules: rules}).Decide(toolgate.Snapshot{},
+		toolgate.Call{Tool: "read_file", Arguments: []byte(`{"path": "/x"}`)}, time.Time{})
+	assert.Equal(t, `tool "read_file": no rule admits the call: rule #0 (paths/0: "/x" is not under /d0); rule #1 (paths/0: "/x" is not under /d1); `+
+		`rule #2 (paths/0: "/x" is not under /d2); rule #3 (paths/0: "/x" is not under /d3); and 2 more`, ru.Explanation)
 }

@@ -87,11 +87,11 @@
 // Decide directly.
 //
 // In order, for a call: the first rule whose match, principals, argument
-// schema and path conditions all hold applies (none: the tool is unknown,
-// refused unless Config.AllowUnknown, which applies Config.DefaultRule);
+// schema and path conditions all hold applies (none: see below);
 // arguments that are not one JSON value every reader reads the same way
-// (duplicate members, invalid UTF-8, integers beyond 2^53), met by a rule
-// that looks at them, and a path the gate cannot read one way
+// (duplicate members, two members of one object whose names differ only
+// in case, at any depth, invalid UTF-8, integers beyond 2^53), met by a
+// rule that looks at them, and a path the gate cannot read one way
 // (PathCondition) refuse the call at that rule — never passing it on to a
 // later, more lenient one; a refusing rule (EffectRefuse) refuses with its
 // reason; the rule's flow refuses, or asks a human, when given labels were
@@ -108,6 +108,35 @@
 // issuers, groups or scopes. Call.Principal is who the call is made for,
 // as the host authenticated them; a call without a Caller is charged to
 // Principal.Key().
+//
+// A call no rule applies to is refused, unless Config.AllowUnknown
+// applies Config.DefaultRule to it, and the refusal says why: a tool no
+// rule matches is "not in the gate's catalogue" (condition
+// unknown_tool); a tool some rules match, none of which admits the call,
+// is refused with condition no_rule, naming each such rule and the
+// condition that did not hold for it (the allowing rules, or the
+// refusing ones when no allowing rule matches; at most four):
+//
+//	tool "read_file": no rule admits the call: rule #0 "reads" (paths/0: "/etc/passwd" is not under /srv/data)
+//
+// Member names that differ only in case matter because Go's
+// encoding/json matches names to struct fields case-insensitively, the
+// last one winning: read_file {"path": "/srv/data/a", "Path":
+// "/etc/passwd"} is checked by the gate as /srv/data/a and read by a Go
+// tool as /etc/passwd. The reason names both members ("members \"Path\"
+// and \"path\" differ only in case"). Such arguments are refused where
+// they are read: by every rule that looks at them (an argument schema or
+// a path condition, even one that would not apply), and by the approval
+// question, which refuses rather than shows a human arguments that can
+// be read two ways. A rule that looks only at the tool's name (and
+// principals) does not refuse them, by design: it admits every value of
+// the arguments, so every reading of them is one it admits, and
+// decoding every call's arguments for it would make such rules pay for
+// a check that cannot change their answer. The adapters do not read
+// arguments themselves: verity-mcp and eino hand the gate the bytes the
+// agent sent, ADK the map its framework decoded (case-sensitively, so
+// "path" and "Path" stay two members) encoded again; the gate is where
+// they are read.
 //
 // # Rate windows and labels, from the log
 //
@@ -133,7 +162,7 @@
 // Every Decision names the rule that decided (Decision.Rule: its index and
 // name) and the condition (Decision.Condition: "match", "effect",
 // "paths/0", "flow/1", "rate", "tier", "approval", "kernel",
-// "unknown_tool", …). Its explanation says the same in one line —
+// "unknown_tool", "no_rule", …). Its explanation says the same in one line —
 // tool "open_pr" (rule #5 "pr", flow/0): private data after untrusted input
 // — and so does its log entry: a KindRefuse entry (RefuseEntry) has rule,
 // rule_name and condition members; a kernel execution or rejection carries
@@ -151,8 +180,9 @@
 // the request. Its question shows the arguments in full, as compact JSON
 // with invisible characters escaped, so that what the human approves is
 // what runs: arguments that cannot be shown so — not one JSON value a
-// reader would read one way (duplicate keys, invalid UTF-8), or longer
-// than MaxShownArguments — are refused instead, and so is a call beyond
+// reader would read one way (duplicate keys, names that differ only in
+// case, invalid UTF-8), or longer than MaxShownArguments — are refused
+// instead, and so is a call beyond
 // Config.MaxWaiting requests of its caller already waiting. The host asks
 // the human and records the answer with Approve
 // or Deny (claims approvals, on the log), then calls Before again with the

@@ -11,33 +11,54 @@ import (
 // ErrDecode: an entry is not a well-formed toolgate entry.
 var ErrDecode = errors.New("toolgate: malformed entry")
 
-// DecodeEntry reads a KindRefuse, KindResult or KindRefuseAnswer entry
-// back: a RefuseEntry, a ResultEntry or a RefuseAnswerEntry. It is strict — one JSON object, no unknown or duplicate
-// members (names spelled exactly), no null, every required member present
-// — and returns an error wrapping
-// ErrDecode otherwise, or for an entry of another kind.
+// DecodeEntry reads back every kind of entry the gate writes itself (its
+// kernel and claims sessions write theirs, read by kernel.DecodeEntry and
+// claims.DecodeRecord): a RefuseEntry
+// (KindRefuse), a ResultEntry (KindResult), a RefuseAnswerEntry
+// (KindRefuseAnswer), an AskEntry (KindAsk) or an ExpireEntry
+// (KindExpire). It is strict — one JSON object, no unknown or duplicate
+// members (names spelled exactly), no null, every required member
+// present, a tier that is a risk tier and an expired state that is one —
+// and returns an error wrapping ErrDecode otherwise, or for an
+// entry of another kind.
 func DecodeEntry(e trace.Entry) (any, error) {
 	switch e.Kind {
 	case KindRefuse:
-		var r RefuseEntry
-		if err := decodeStrict(e.Payload, &r); err != nil {
-			return nil, err
-		}
-		return r, nil
+		return decodeAs[RefuseEntry](e.Payload)
 	case KindResult:
-		var r ResultEntry
-		if err := decodeStrict(e.Payload, &r); err != nil {
-			return nil, err
-		}
-		return r, nil
+		return decodeAs[ResultEntry](e.Payload)
 	case KindRefuseAnswer:
-		var r RefuseAnswerEntry
-		if err := decodeStrict(e.Payload, &r); err != nil {
+		return decodeAs[RefuseAnswerEntry](e.Payload)
+	case KindAsk:
+		v, err := decodeAs[AskEntry](e.Payload)
+		if err == nil && !v.(AskEntry).Tier.Valid() {
+			return nil, fmt.Errorf("%w: /tier: %q is not a risk tier", ErrDecode, v.(AskEntry).Tier)
+		}
+		return v, err
+	case KindExpire:
+		v, err := decodeAs[ExpireEntry](e.Payload)
+		if err != nil {
 			return nil, err
 		}
-		return r, nil
+		x := v.(ExpireEntry)
+		if !x.Tier.Valid() {
+			return nil, fmt.Errorf("%w: /tier: %q is not a risk tier", ErrDecode, x.Tier)
+		}
+		if x.State != "waiting" && x.State != "approved" && x.State != "denied" {
+			return nil, fmt.Errorf("%w: /state: %q is not waiting, approved or denied", ErrDecode, x.State)
+		}
+		return x, nil
 	}
 	return nil, fmt.Errorf("%w: kind %q is not a toolgate entry", ErrDecode, e.Kind)
+}
+
+// decodeAs reads one entry of type T.
+func decodeAs[T any](payload []byte) (any, error) {
+	var r T
+	if err := decodeStrict(payload, &r); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // decodeStrict reads one JSON object into v (a pointer to an entry) in

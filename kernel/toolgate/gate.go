@@ -715,14 +715,18 @@ const MaxShownArguments = 4096
 // them: compact JSON, in full, with format and control characters (a
 // right-to-left override, a zero-width space) written as escapes so that
 // nothing is hidden. Arguments that are not one JSON value a reader would
-// read one way — duplicate keys, invalid UTF-8, integers a double would
-// round — or longer than MaxShownArguments cannot be shown faithfully and
-// are refused.
+// read one way — duplicate keys, member names that differ only in case,
+// invalid UTF-8, integers a double would round — or longer than
+// MaxShownArguments cannot be shown faithfully and are refused.
 func showArguments(b []byte) (string, error) {
 	if len(b) == 0 {
 		return "(none)", nil
 	}
-	if _, err := canon.Decode(b); err != nil {
+	v, err := canon.Decode(b)
+	if err == nil {
+		err = caseFolded(v)
+	}
+	if err != nil {
 		return "", fmt.Errorf("arguments a human cannot read one way: %v", err)
 	}
 	var compact bytes.Buffer

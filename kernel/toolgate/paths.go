@@ -10,7 +10,10 @@ import (
 
 // PathCondition is a rule's condition on a path argument: the string at
 // Argument (an RFC 6901 JSON Pointer into the call's arguments, such as
-// "/path") names a file under one of the directories Under.
+// "/path") names a file under one of the directories Under. Each
+// directory is absolute and written clean, as path.Clean leaves it: a
+// root such as "/srv/data/../etc" or "/srv/data/" is refused when the
+// rules are compiled, never read as another directory.
 //
 // The gate decides on the string the agent sent, normalised as a POSIX
 // file system would read it, and refuses what it cannot read one way:
@@ -36,8 +39,16 @@ import (
 //     (U+2215 DIVISION SLASH, U+2044 FRACTION SLASH, U+2024 ONE DOT
 //     LEADER, …), which a tool that applies Unicode compatibility
 //     normalisation would turn into separators and dots.
-//   - An absent argument, or one that is not a string, does not satisfy
-//     the condition: the rule does not apply.
+//   - An absent argument, or one that is neither a string nor an array,
+//     does not satisfy the condition: the rule does not apply.
+//   - An array of paths (the filesystem server's read_multiple_files
+//     takes {"paths": [...]}) satisfies the condition of an allowing rule
+//     when every path is under a root, and of a refusing rule when any
+//     is: a path never slips past a deny-list, nor into an allow-list, in
+//     the company of others. Each element is read as a path alone (and
+//     refused as one); an element that is not a string, and an empty
+//     array, which names no path the gate can check (a tool may read it
+//     as "everything"), refuse the call at the rule.
 //
 // What it cannot know: symbolic links and bind mounts ("/srv/data/link"
 // may point anywhere), hard links, mount points, or how the tool itself
@@ -234,6 +245,11 @@ func checkRoot(root string) error {
 	}
 	if strings.Contains(root, "%") {
 		return fmt.Errorf("%s has a percent sign; write the directory's name as it is", quotePath(root))
+	}
+	// A root is taken as written: "/srv/data/../etc" is not silently
+	// read as "/srv/etc", nor "/srv/data/" as "/srv/data".
+	if c := path.Clean(root); c != root {
+		return fmt.Errorf("%s is not a clean path (\"..\", \".\", \"//\" or a trailing \"/\"): write it as %s", quotePath(root), quotePath(c))
 	}
 	return nil
 }

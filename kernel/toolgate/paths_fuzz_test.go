@@ -63,7 +63,8 @@ func FuzzNormalizePath(f *testing.F) {
 
 // FuzzDecide: whatever arguments, tool and principal a call carries, the
 // decision core decides without panicking, names a rule whenever it does
-// not refuse the tool as unknown, and explains a refusal in one line.
+// not refuse the tool as unknown or as one no rule admits, and explains a
+// refusal in one line.
 func FuzzDecide(f *testing.F) {
 	comp, err := toolgate.Config{Budget: 1000, MinCost: 1, Rules: conditionRules}.Compile()
 	if err != nil {
@@ -83,7 +84,7 @@ func FuzzDecide(f *testing.F) {
 		default:
 			t.Fatalf("verdict %v", r.Verdict)
 		}
-		if r.Condition != toolgate.ConditionUnknownTool && !r.Rule.Found {
+		if r.Condition != toolgate.ConditionUnknownTool && r.Condition != toolgate.ConditionNoRule && !r.Rule.Found {
 			t.Fatalf("condition %q without a rule", r.Condition)
 		}
 		if one := toolgate.OneLine(r.Explanation); one != r.Explanation && r.Verdict == toolgate.Refuse {

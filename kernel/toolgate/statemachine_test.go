@@ -41,7 +41,8 @@ type conditionModel struct {
 }
 
 // modelPaths says, for each path the test sends, which rule decides:
-// "secret" (the deny-list), "data" (the allow-list), "outside" (no rule),
+// "secret" (the deny-list), "data" (the allow-list), "outside" (no rule
+// admits it),
 // or "unsafe@<rule>" (refused at that rule).
 var modelPaths = map[string]string{
 	"/srv/data/a":           "data",
@@ -99,7 +100,7 @@ func (m *conditionModel) decide(caller string, p toolgate.Principal, tool string
 		case "unsafe@1":
 			return toolgate.Refuse, 1, "paths/0"
 		}
-		return toolgate.Refuse, -1, "unknown_tool"
+		return toolgate.Refuse, -1, "no_rule" // rules match read_file, none admits the path
 	case "get_issue":
 		return run(2, "", 0, 0, "untrusted_input")
 	case "sql":
@@ -118,7 +119,7 @@ func (m *conditionModel) decide(caller string, p toolgate.Principal, tool string
 				}
 			}
 		}
-		return toolgate.Refuse, -1, "unknown_tool"
+		return toolgate.Refuse, -1, "no_rule"
 	case "post":
 		if seen["untrusted_input"] && seen["private_data"] {
 			return toolgate.Refuse, 5, "flow/0"

@@ -103,7 +103,7 @@ func TestPrincipalsRuleSeesTheADKUser(t *testing.T) {
 			if tc.runs == 0 {
 				resp := functionResponses(events, "read_file")
 				require.Len(t, resp, 1)
-				assert.Contains(t, fmt.Sprint(resp[0]), "not in the gate's catalogue")
+				assert.Contains(t, fmt.Sprint(resp[0]), `tool "read_file": no rule admits the call: rule #0 (principals: the principal is not admitted)`)
 			}
 		})
 	}

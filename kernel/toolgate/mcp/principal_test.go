@@ -116,6 +116,6 @@ func TestPrincipalsRuleSeesTheToken(t *testing.T) {
 	assert.False(t, call(t, connect("bob"), "read_file", "/a").IsError, "bob holds the scope")
 	res := call(t, connect("eve"), "read_file", "/a")
 	require.True(t, res.IsError, "eve does not")
-	assert.Contains(t, res.Content[0].(*sdk.TextContent).Text, "not in the gate's catalogue")
+	assert.Contains(t, res.Content[0].(*sdk.TextContent).Text, `tool "read_file": no rule admits the call: rule #0 (principals: the principal is not admitted)`)
 	assert.Equal(t, 1, r.tools.count("read_file"))
 }
