@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/verity-go/verity/internal/canon"
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate"
 	"github.com/verity-go/verity/trace"
@@ -735,6 +736,12 @@ func outcome(res sdk.Result, err error) ([]byte, error) {
 		return nil, err
 	}
 	if raw, ok := res.(*RawResult); ok {
+		if text, isError, ok := plainText(raw.JSON); ok {
+			if isError {
+				return []byte(text), errors.New(text)
+			}
+			return []byte(text), nil
+		}
 		var decoded sdk.CallToolResult
 		if derr := json.Unmarshal(raw.JSON, &decoded); derr != nil {
 			return raw.JSON, fmt.Errorf("toolgate/mcp: the tool's result does not decode: %w", derr)
@@ -757,6 +764,63 @@ func outcome(res sdk.Result, err error) ([]byte, error) {
 		return []byte(out), errors.New(out)
 	}
 	return []byte(out), nil
+}
+
+// plainText reads the result JSON of the common case — an object of
+// at most "content", an array of text contents, each
+// {"type":"text","text":…} and nothing else, "isError", a boolean, and
+// "_meta", an object — as outcome would through the SDK's
+// CallToolResult: its texts joined by newlines, and whether it is an
+// error. Anything else (another member or type, a member named in
+// another case, a duplicate, a lone surrogate, invalid UTF-8, an integer
+// beyond 2^53) reports false, and outcome decodes the result through the
+// SDK. It exists because the SDK's decoder allocates a 32 KiB buffer for
+// each value it reads, most of the garbage a forwarded call makes
+// (FuzzPlainTextAgrees holds the two readings equal).
+func plainText(raw []byte) (text string, isError, ok bool) {
+	tree, err := canon.Decode(raw)
+	if err != nil {
+		return "", false, false
+	}
+	obj, isObj := tree.(map[string]any)
+	if !isObj {
+		return "", false, false
+	}
+	var contents []any
+	for k, v := range obj {
+		switch k {
+		case "content":
+			if contents, ok = v.([]any); !ok {
+				return "", false, false
+			}
+		case "isError":
+			if isError, ok = v.(bool); !ok {
+				return "", false, false
+			}
+		case "_meta":
+			if _, ok = v.(map[string]any); !ok {
+				return "", false, false
+			}
+		default:
+			return "", false, false
+		}
+	}
+	var b strings.Builder
+	for i, c := range contents {
+		item, isObj := c.(map[string]any)
+		if !isObj || len(item) != 2 || item["type"] != "text" {
+			return "", false, false
+		}
+		t, isString := item["text"].(string)
+		if !isString {
+			return "", false, false
+		}
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(t)
+	}
+	return b.String(), isError, true
 }
 
 // resultText joins a result's text contents, and reports false when it
