@@ -246,4 +246,3 @@ func passThroughBinary(tb testing.TB) string {
 	}
 	return passThrough.bin
 }
-
