@@ -766,61 +766,124 @@ func outcome(res sdk.Result, err error) ([]byte, error) {
 	return []byte(out), nil
 }
 
-// plainText reads the result JSON of the common case — an object of
-// at most "content", an array of text contents, each
-// {"type":"text","text":…} and nothing else, "isError", a boolean, and
-// "_meta", an object — as outcome would through the SDK's
-// CallToolResult: its texts joined by newlines, and whether it is an
-// error. Anything else (another member or type, a member named in
-// another case, a duplicate, a lone surrogate, invalid UTF-8, an integer
-// beyond 2^53) reports false, and outcome decodes the result through the
-// SDK. It exists because the SDK's decoder allocates a 32 KiB buffer for
-// each value it reads, most of the garbage a forwarded call makes
+// plainText reads the result JSON of the common case — an object of at
+// most "content", an array of text contents, each exactly
+// {"type":"text","text":…}, and "isError", a boolean — as outcome would
+// through the SDK's CallToolResult: its texts joined by newlines, and
+// whether it is an error. It reads in one pass with canon's strict
+// Scanner; anything else (another member or type, a member named in
+// another case or with an escape, a duplicate, a lone surrogate, invalid
+// UTF-8) reports false, and outcome decodes the result through the SDK.
+// It exists because the SDK's decoder allocates a 32 KiB buffer for each
+// value it reads, most of the garbage a forwarded call makes
 // (FuzzPlainTextAgrees holds the two readings equal).
 func plainText(raw []byte) (text string, isError, ok bool) {
-	tree, err := canon.Decode(raw)
+	var sc canon.Scanner
+	sc.Reset(raw, 0, 0)
+	if sc.Peek() != '{' {
+		return "", false, false
+	}
+	empty, err := sc.Open()
 	if err != nil {
 		return "", false, false
 	}
-	obj, isObj := tree.(map[string]any)
-	if !isObj {
-		return "", false, false
-	}
-	var contents []any
-	for k, v := range obj {
-		switch k {
+	var b strings.Builder
+	var seenContent, seenError bool
+	for more := !empty; more; {
+		key, _, escaped, err := sc.Key()
+		if err != nil || escaped {
+			return "", false, false
+		}
+		switch string(key) {
 		case "content":
-			if contents, ok = v.([]any); !ok {
+			if seenContent || !textContents(&sc, &b) {
 				return "", false, false
 			}
+			seenContent = true
 		case "isError":
-			if isError, ok = v.(bool); !ok {
+			if seenError {
 				return "", false, false
 			}
-		case "_meta":
-			if _, ok = v.(map[string]any); !ok {
+			seenError = true
+			switch sc.Peek() {
+			case 't':
+				isError, err = true, sc.ReadLiteral("true")
+			case 'f':
+				err = sc.ReadLiteral("false")
+			default:
+				return "", false, false
+			}
+			if err != nil {
 				return "", false, false
 			}
 		default:
 			return "", false, false
 		}
-	}
-	var b strings.Builder
-	for i, c := range contents {
-		item, isObj := c.(map[string]any)
-		if !isObj || len(item) != 2 || item["type"] != "text" {
+		if more, err = sc.Next('}'); err != nil {
 			return "", false, false
 		}
-		t, isString := item["text"].(string)
-		if !isString {
-			return "", false, false
+	}
+	if sc.Finish() != nil {
+		return "", false, false
+	}
+	return b.String(), isError, true
+}
+
+// textContents reads a content array of text contents, each exactly
+// {"type":"text","text":…}, appending their texts to b, one per line.
+func textContents(sc *canon.Scanner, b *strings.Builder) bool {
+	if sc.Peek() != '[' {
+		return false
+	}
+	empty, err := sc.Open()
+	if err != nil {
+		return false
+	}
+	for i, more := 0, !empty; more; i++ {
+		if sc.Peek() != '{' {
+			return false
+		}
+		if empty, err := sc.Open(); err != nil || empty {
+			return false
 		}
 		if i > 0 {
 			b.WriteByte('\n')
 		}
-		b.WriteString(t)
+		var typed, texted bool
+		for inner := true; inner; {
+			key, _, escaped, err := sc.Key()
+			if err != nil || escaped || sc.Peek() != '"' {
+				return false
+			}
+			switch string(key) {
+			case "type":
+				v, escaped, err := sc.ReadString()
+				if typed || err != nil || escaped || string(v) != "text" {
+					return false
+				}
+				typed = true
+			case "text":
+				v, _, err := sc.ReadString()
+				if texted || err != nil {
+					return false
+				}
+				b.Write(v)
+				texted = true
+			default:
+				return false
+			}
+			if inner, err = sc.Next('}'); err != nil {
+				return false
+			}
+		}
+		if !typed || !texted {
+			return false
+		}
+		if more, err = sc.Next(']'); err != nil {
+			return false
+		}
 	}
-	return b.String(), isError, true
+	return true
 }
 
 // resultText joins a result's text contents, and reports false when it

@@ -41,13 +41,15 @@ var plainTextSeeds = []string{
 }
 
 // TestPlainTextReadsTheCommonResult: the results a tool usually returns
-// take plainText's path, and read as the SDK reads them.
+// take plainText's path, and read as the SDK reads them; the others are
+// left to the SDK.
 func TestPlainTextReadsTheCommonResult(t *testing.T) {
 	for _, raw := range []string{
 		`{"content":[{"type":"text","text":"ping"}]}`,
 		`{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}],"isError":true}`,
 		`{"content":[],"isError":false}`,
-		`{"_meta":{"k":1},"content":[{"text":"x","type":"text"}]}`,
+		`{"content":[{"text":"x","type":"text"}]}`,
+		`{"content":[{"type":"text","text":"caf\u00e9 \ud83d\ude00 \"q\"\n"}]}`,
 	} {
 		if _, _, ok := plainText([]byte(raw)); !ok {
 			t.Errorf("%s: not read by plainText", raw)
@@ -59,6 +61,9 @@ func TestPlainTextReadsTheCommonResult(t *testing.T) {
 		`{"content":[{"type":"text","text":"x"}],"content":[{"type":"text","text":"y"}]}`,
 		`{"content":[{"type":"text","text":"x\ud800y"}]}`,
 		`{"content":[{"type":"text","text":"x"}],"structuredContent":{"n":1}}`,
+		`{"_meta":{"k":1},"content":[{"type":"text","text":"x"}]}`,
+		`{"content":[{"type":"text","text":"x","annotations":{"priority":1}}]}`,
+		`{"content":[{"type":"text","text":"x"}],"isError":null}`,
 	} {
 		if _, _, ok := plainText([]byte(raw)); ok {
 			t.Errorf("%s: read by plainText, which leaves it to the SDK", raw)
