@@ -141,7 +141,11 @@ func (e StartEntry) appendJSON(dst []byte) []byte {
 }
 
 func (e ExecuteEntry) appendJSON(dst []byte) []byte {
-	r := &e.Record
+	return e.Record.appendExecuteJSON(dst, e.Session)
+}
+
+// appendExecuteJSON is ExecuteEntry{Session: session, Record: *r}.appendJSON.
+func (r *Record) appendExecuteJSON(dst []byte, session string) []byte {
 	dst = append(dst, `{"action":`...)
 	dst = r.Action.appendJSON(dst)
 	dst = append(dst, `,"after":`...)
@@ -160,7 +164,7 @@ func (e ExecuteEntry) appendJSON(dst []byte) []byte {
 	dst = append(dst, `,"inverse":`...)
 	dst = appendEffects(dst, r.Inverse)
 	dst = append(dst, `,"session":`...)
-	dst = canon.AppendString(dst, e.Session)
+	dst = canon.AppendString(dst, session)
 	dst = append(dst, `,"steps":`...)
 	dst = appendCount(dst, r.Steps)
 	dst = append(dst, `,"warnings":`...)

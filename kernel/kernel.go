@@ -480,30 +480,32 @@ func (r Record) cloneAction() Record {
 	return r
 }
 
-// twoCopies returns two copies of r that share no slices with r or with
-// each other, but for r's Warnings, which the first copy keeps: in fewer
-// allocations than two clones, both copies' effects and inverses in one,
-// both copies' tags in another.
-func (r Record) twoCopies() (Record, Record) {
-	a, b := r, r
+// detach gives r slices of its own and returns a second copy of it:
+// afterwards neither shares a slice with what r shared before or with
+// the other, but for r's Warnings, which the copy keeps and r clones. It
+// makes the copies in fewer allocations than two clones, both copies'
+// effects and inverses in one, both copies' tags in another, and in place,
+// so that its caller's frame holds no third record.
+func (r *Record) detach() (kept Record) {
+	kept = *r
 	n, m := len(r.Action.Effects), len(r.Inverse)
 	buf := make([]Effect, 2*(n+m))
 	copy(buf, r.Action.Effects)
 	copy(buf[n:], r.Inverse)
 	copy(buf[n+m:], buf[:n+m])
-	a.Action.Effects, a.Inverse = buf[:n:n], buf[n:n+m:n+m]
-	b.Action.Effects, b.Inverse = buf[n+m:2*n+m:2*n+m], buf[2*n+m:]
+	kept.Action.Effects, kept.Inverse = buf[:n:n], buf[n:n+m:n+m]
+	r.Action.Effects, r.Inverse = buf[n+m:2*n+m:2*n+m], buf[2*n+m:]
 	if t := len(r.Action.Tags); t > 0 {
 		tags := make([]string, 2*t)
 		copy(tags, r.Action.Tags)
 		copy(tags[t:], r.Action.Tags)
-		a.Action.Tags, b.Action.Tags = tags[:t:t], tags[t:]
+		kept.Action.Tags, r.Action.Tags = tags[:t:t], tags[t:]
 	} else {
-		a.Action.Tags, b.Action.Tags = slices.Clone(r.Action.Tags), slices.Clone(r.Action.Tags)
+		kept.Action.Tags, r.Action.Tags = slices.Clone(r.Action.Tags), slices.Clone(r.Action.Tags)
 	}
-	a.Action.Input, b.Action.Input = slices.Clone(r.Action.Input), slices.Clone(r.Action.Input)
-	b.Warnings = slices.Clone(r.Warnings) // a keeps r's
-	return a, b
+	kept.Action.Input, r.Action.Input = slices.Clone(r.Action.Input), slices.Clone(r.Action.Input)
+	r.Warnings = slices.Clone(r.Warnings) // kept keeps the original's
+	return kept
 }
 
 // Execute evaluates a and, if it is allowed, commits it: it returns the

@@ -294,7 +294,7 @@ func (s *Session) commit(ctx context.Context, a Action, reserve bool) (Record, e
 		}
 	}
 	rec.Time = now
-	s.scratch.payload = ExecuteEntry{Session: s.id, Record: s.recorded(rec)}.appendJSON(s.scratch.payload[:0])
+	s.scratch.payload = s.appendExecute(s.scratch.payload[:0], &rec)
 	te, err := s.log.Append(ctx, kind, s.scratch.payload, trace.At(now))
 	if err != nil {
 		err = fmt.Errorf("kernel: recording execution (nothing committed): %w", err)
@@ -310,9 +310,25 @@ func (s *Session) commit(ctx context.Context, a Action, reserve bool) (Record, e
 	s.world, s.meter = world, meter
 	// The session keeps its own copy for Rollback, and the caller gets
 	// another: neither shares a slice with a, the scratch or the other.
-	kept, out := rec.twoCopies()
-	s.remember(kept, s.hold)
-	return out, nil
+	s.remember(rec.detach(), s.hold)
+	return rec, nil
+}
+
+// appendExecute appends the payload of rec's ExecuteEntry (or
+// ReserveEntry: the same members) to dst, as the entry records it:
+// without the input's bytes beyond the session's input limit (their
+// digest and size stay).
+// It takes rec by pointer so that the session's commit, the deepest frame
+// of a call through the tool gate, holds no copy of the record for it.
+func (s *Session) appendExecute(dst []byte, rec *Record) []byte {
+	if len(rec.Action.Input) <= s.inputLimit {
+		return rec.appendExecuteJSON(dst, s.id)
+	}
+	input := rec.Action.Input
+	rec.Action.Input = nil
+	dst = rec.appendExecuteJSON(dst, s.id)
+	rec.Action.Input = input
+	return dst
 }
 
 // sessionScratch holds the buffers a Session reuses from one action to
@@ -349,15 +365,6 @@ func (sc *sessionScratch) clear(n int) {
 	if cap(sc.payload) > maxScratchPayload {
 		sc.payload = nil
 	}
-}
-
-// recorded returns rec as its entry records it: without the input's bytes
-// beyond the session's input limit (their digest and size stay).
-func (s *Session) recorded(rec Record) Record {
-	if len(rec.Action.Input) > s.inputLimit {
-		rec.Action.Input = nil
-	}
-	return rec
 }
 
 // Settle records the actual cost of the open reservation execID

@@ -440,11 +440,16 @@ func Next(h Head, kind string, payload []byte, t time.Time) (Entry, Head, error)
 	if err := ValidPayload(payload); err != nil {
 		return Entry{}, h, err
 	}
-	return next(h, kind, append([]byte(nil), payload...), t)
+	return next(h, kind, append([]byte(nil), payload...), t, nil)
 }
 
-// next builds an entry from an owned, canonical payload.
-func next(h Head, kind string, payload []byte, t time.Time) (Entry, Head, error) {
+// next builds an entry from an owned, canonical payload. pre, when not
+// nil, is a buffer of the caller's (a Log's, under its lock) that the
+// hash's preimage is written in, kept for the next entry: the hash then
+// takes no stack buffer (EntryHash's are up to 2 KiB deep, on the
+// deepest frame of a call through the tool gate, whose goroutine would
+// grow its stack for it).
+func next(h Head, kind string, payload []byte, t time.Time, pre *[]byte) (Entry, Head, error) {
 	if err := validKind(kind); err != nil {
 		return Entry{}, h, err
 	}
@@ -455,9 +460,21 @@ func next(h Head, kind string, payload []byte, t time.Time) (Entry, Head, error)
 		return Entry{}, h, err
 	}
 	e := Entry{Seq: h.Size, Prev: h.Hash, Kind: kind, Payload: payload, Time: Normalize(t)}
-	e.Hash = EntryHash(e)
+	if pre == nil {
+		e.Hash = EntryHash(e)
+	} else {
+		b := appendPreimage((*pre)[:0], e.Seq, e.Prev, e.Kind, e.Time, e.Payload)
+		e.Hash = Hash(sha256.Sum256(b))
+		if cap(b) <= maxKeptPreimage {
+			*pre = b[:0]
+		}
+	}
 	return e, Head{Size: h.Size + 1, Hash: e.Hash}, nil
 }
+
+// maxKeptPreimage is the largest preimage buffer a Log keeps for the
+// next append.
+const maxKeptPreimage = 64 << 10
 
 // Verifier checks entries one at a time, in order, so that a log of any
 // length verifies in constant memory. It applies every rule a log file's

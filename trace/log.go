@@ -20,6 +20,7 @@ type Log struct {
 	ds      deferredSyncer  // store, when it supports group commit
 	ca      checkedAppender // store, when it can skip the field checks
 	one     [1]Entry        // reused batch for single appends (under mu)
+	pre     []byte          // the hash preimage of the entry being appended (under mu)
 	head    Head
 	clock   func() time.Time
 	retries int
@@ -170,7 +171,7 @@ func (l *Log) appendOwned(ctx context.Context, expected *Head, at time.Time, kin
 		if t.IsZero() {
 			t = l.clock()
 		}
-		e, h, err := next(l.head, kind, payload, t)
+		e, h, err := next(l.head, kind, payload, t, &l.pre)
 		if err != nil {
 			l.mu.Unlock()
 			return Entry{}, err

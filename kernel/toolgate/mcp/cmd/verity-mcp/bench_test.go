@@ -21,8 +21,8 @@ import (
 //
 //	go test -run '^$' -bench 'DirectCall|ProxiedCall' ./cmd/verity-mcp
 //
-// ProxiedCall runs with the log in the test's temporary directory (an
-// fsync per appended entry, the default) and, where /dev/shm exists, on
+// ProxiedCall runs with the log in the test's temporary directory (group
+// commit, the default: two fsyncs a call alone) and, where /dev/shm exists, on
 // tmpfs (where fsync costs nothing) to show how much of the cost is the
 // disk.
 

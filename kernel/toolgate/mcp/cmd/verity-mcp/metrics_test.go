@@ -41,7 +41,7 @@ func metricsAddr(t *testing.T, p *proxy) string {
 
 // scrape returns the samples of the Prometheus text at addr, by series
 // (name and labels as written).
-func scrape(t *testing.T, addr string) map[string]float64 {
+func scrape(t testing.TB, addr string) map[string]float64 {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+MetricsPath, nil)
