@@ -98,10 +98,10 @@ func TestPolicyCheckFindsProblems(t *testing.T) {
 // labels no live rule attaches, rate windows of rules that match no tool,
 // and approvers of a tier only a dead rule needs.
 func TestLintLabelsWindowsAndTiers(t *testing.T) {
-	cfg := toolgate.Config{
+	cfg := toolgate.Policy{
 		Budget: 10 * kernel.Unit, MinCost: kernel.Unit / 100,
 		Approvers: map[claims.RiskTier][]string{claims.TierDelete: {"human"}, claims.TierPrivilege: {"admin"}},
-		Rules: []toolgate.Rule{
+		Tools: []toolgate.Rule{
 			{Match: "get_issue", Cost: kernel.Unit, Labels: []string{"untrusted_input"}},
 			{Match: "get_secret", Cost: kernel.Unit, Labels: []string{"private_data"}, Tier: claims.TierDelete},
 			{Match: "send_mail", Cost: kernel.Unit, Labels: []string{"external_comm"},
@@ -223,7 +223,7 @@ func TestPolicyTestCases(t *testing.T) {
 // call is decided in: the labels of the calls allowed, and their rate
 // windows.
 func TestPolicyCasesHistory(t *testing.T) {
-	cfg := toolgate.Config{Budget: 10 * kernel.Unit, MinCost: kernel.Unit / 100, Rules: []toolgate.Rule{
+	cfg := toolgate.Policy{Budget: 10 * kernel.Unit, MinCost: kernel.Unit / 100, Tools: []toolgate.Rule{
 		{Name: "issues", Match: "get_issue", Cost: kernel.Unit, Labels: []string{"untrusted_input"}, Rate: &toolgate.Rate{Calls: 2, Per: time.Minute}},
 		{Name: "secrets", Match: "get_secret", Cost: kernel.Unit, Labels: []string{"private_data"}},
 		{Name: "pr", Match: "open_pr", Cost: kernel.Unit, Flow: []toolgate.FlowRule{{After: []string{"untrusted_input", "private_data"}}}},

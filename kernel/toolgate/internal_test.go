@@ -18,8 +18,10 @@ func TestMapsHoldOnlyWhatIsStillToBeUsed(t *testing.T) {
 	ctx := context.Background()
 	log, err := trace.NewLog(trace.NewMemory())
 	require.NoError(t, err)
-	g, err := New(ctx, log, Config{Budget: 1000 * kernel.Unit, MinCost: 1,
-		Rules: []Rule{{Match: "delete_file", Cost: 1, Tier: claims.TierDelete}}})
+	comp, err := Policy{Budget: 1000 * kernel.Unit, MinCost: 1,
+		Tools: []Rule{{Match: "delete_file", Cost: 1, Tier: claims.TierDelete}}}.Compile()
+	require.NoError(t, err)
+	g, err := New(ctx, log, comp)
 	require.NoError(t, err)
 	for i := range 20 {
 		c := Call{Tool: "delete_file", Arguments: []byte{'[', byte('0' + i%10), ',', byte('0' + i/10), ']'}}

@@ -65,7 +65,7 @@ func FuzzNormalizePath(f *testing.F) {
 // decision core decides without panicking, names a rule whenever it does
 // not refuse the tool as unknown, and explains a refusal in one line.
 func FuzzDecide(f *testing.F) {
-	comp, err := toolgate.Config{Budget: 1000, MinCost: 1, Rules: conditionRules}.Compile()
+	comp, err := toolgate.Policy{Budget: 1000, MinCost: 1, Tools: conditionRules}.Compile()
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"math"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -53,8 +52,7 @@ const maxSharedIDLen = 256
 const policyMaxSafeInt = 1<<53 - 1
 
 // ErrInvalidPolicy is wrapped by the *ValidationError of a policy file or
-// a Policy that ParsePolicy, LoadPolicy, Policy.Validate or Policy.Config
-// refuse.
+// a Policy that ParsePolicy, LoadPolicy or Policy.Compile refuse.
 var ErrInvalidPolicy = errors.New("toolgate: invalid policy")
 
 // Violation is one problem of a policy: an RFC 6901 JSON Pointer into the
@@ -115,8 +113,8 @@ const (
 	policyRuleSelfApprovalUnused = "self_approval_unused" // self_approval with no PRIVILEGE rule or flow to apply to
 )
 
-// Policy is a policy file: a gate's Config written in JSON, so that a
-// gate can be configured without Go — each caller's budget, the least a
+// Policy is what a gate enforces, and the one description of a policy
+// file, so that a gate can be configured with or without Go — each caller's budget, the least a
 // call may cost, the tools' rules (names or path.Match patterns, the first
 // match deciding), who approves DELETE and PRIVILEGE calls, the kernel's
 // ready-made invariants over the call counters, and a shared budget for
@@ -140,7 +138,7 @@ const (
 //
 // Version 2 adds, on the entries of tools, a name, conditions that limit
 // a rule to some calls (principals, an argument schema, path conditions),
-// refusing rules, rate windows, labels and flows (see RuleSpec, Rule and
+// refusing rules, rate windows, labels and flows (see Rule and
 // the package doc), and a top-level list of the labels in use:
 //
 //	{
@@ -166,7 +164,8 @@ const (
 // (draft 2020-12) for editors and other languages;
 // testdata/policy/example.json is a complete example, a filesystem MCP
 // server's policy. ParsePolicy and LoadPolicy read a file and
-// MarshalJSON writes one; Config builds the Config that New takes.
+// MarshalJSON writes one; Compile checks a Policy, from a file or built
+// in Go, and makes the Compiled form that New takes.
 //
 // The fields mirror the file's members (in parentheses). Costs are exact
 // amounts of units, a decimal string ("0.01") or a JSON number, never
@@ -175,59 +174,75 @@ type Policy struct {
 	// Schema ("$schema") names the schema the file follows, for editors;
 	// it is kept, not checked.
 	Schema string
-	// Version ("version", required) is PolicyVersion.
+	// Version ("version", required in a file) is 1 or PolicyVersion; a
+	// policy built in Go may leave it 0, which means PolicyVersion.
 	Version int
-	// Budget ("budget", required) is each caller's budget B0; at least
-	// MinCost.
+	// Budget ("budget", required) is each caller's budget B0
+	// (kernel.Config.Budget); at least MinCost.
 	Budget kernel.Cost
-	// MinCost ("min_cost", required) is ε, the least a call may cost;
-	// positive, and no cost of the file is below it. It also bounds how
-	// many calls a caller may make, whatever they cost: the kernel's step
-	// limit is floor(budget/min_cost) calls (budget 5 and min_cost 1
-	// allow 5 calls even at a cost of 0.5 each), and a call beyond it is
-	// refused naming step_limit and that quotient.
+	// MinCost ("min_cost", required) is ε, the least a call may cost
+	// (kernel.Config.MinActionCost); positive, and no cost of the policy
+	// is below it. It also bounds how many calls a caller may make,
+	// whatever they cost: the kernel's step limit is floor(budget/min_cost)
+	// calls (budget 5 and min_cost 1 allow 5 calls even at a cost of 0.5
+	// each), and a call beyond it is refused naming step_limit and that
+	// quotient.
 	MinCost kernel.Cost
 	// AllowUnknown ("unknown_tools": "allow"; "refuse", the default, is
-	// false) runs tools no rule matches under DefaultRule.
+	// false) runs tools no rule matches under DefaultRule; by default they
+	// are refused.
 	AllowUnknown bool
 	// DefaultRule ("default_rule") is the rule of unknown tools: required
-	// when AllowUnknown, refused otherwise, and without a match.
-	DefaultRule *RuleSpec
+	// when AllowUnknown, refused otherwise, and without a match or any
+	// condition.
+	DefaultRule *Rule
 	// Approvers ("approvers") names who must approve calls of the tiers
-	// needing approval (DELETE, PRIVILEGE, the only keys allowed): nil
-	// leaves Config.Approvers nil (DefaultApprover for both); present, a
+	// needing approval (DELETE, PRIVILEGE, the only keys allowed; claims
+	// Policy.Approvers): nil names DefaultApprover for both; present, a
 	// tier some rule uses must be named.
 	Approvers map[claims.RiskTier][]string
-	// Tools ("tools") are the rules, in order: the first that matches a
-	// tool decides.
-	Tools []RuleSpec
+	// Tools ("tools") are the rules, in order: the first that applies to a
+	// call decides.
+	Tools []Rule
 	// Invariants ("invariants") are checked over each caller's state.
 	Invariants []InvariantSpec
-	// ResultTextLimit ("result_text_limit") is Config.ResultTextLimit: 0
-	// for DefaultResultTextLimit, -1 for the whole output, at most
-	// MaxResultTextLimit.
+	// ResultTextLimit ("result_text_limit") bounds how many bytes of a
+	// result's output (and of its error) are recorded: 0 for
+	// DefaultResultTextLimit, -1 for the whole output, at most
+	// MaxResultTextLimit. A result entry that would exceed
+	// trace.MaxPayloadLen keeps the output's digest and size only.
 	ResultTextLimit int
-	// MaxWaiting ("max_waiting") is Config.MaxWaiting: 0 for
-	// DefaultMaxWaiting, -1 for no bound, at most MaxPolicyWaiting.
+	// MaxWaiting ("max_waiting") bounds how many different calls of one
+	// caller may wait for a human at once: 0 for DefaultMaxWaiting, -1 for
+	// no bound, at most MaxPolicyWaiting. Beyond it a call that needs
+	// approval is refused, so an agent cannot pile up requests nobody
+	// answers. Deny clears them.
 	MaxWaiting int
-	// CheckResults ("check_results") is Config.CheckResults.
+	// CheckResults ("check_results") runs the speculative firewall over
+	// every result.
 	CheckResults bool
 	// ApprovalTimeout ("approval_timeout", a Go duration such as "5m")
-	// is Config.ApprovalTimeout: how long a call waiting for an answer
-	// from elsewhere (an approval inbox) is held before it is refused;
-	// in [1s, MaxApprovalTimeout], at most ApprovalTTL when both are
-	// given. Absent: calls are not held.
+	// is how long a host that waits for an answer from elsewhere (an
+	// approval inbox: Gate.Await) holds a call that needs one before it
+	// refuses it (Gate.Unanswered); in [1s, MaxApprovalTimeout], at most
+	// ApprovalTTL when both are given. Zero: calls are not held.
 	ApprovalTimeout time.Duration
-	// ApprovalTTL ("approval_ttl", a Go duration) is Config.ApprovalTTL:
-	// how long a request, and its answer not yet used, lasts; in [1s,
-	// MaxRatePer]. Absent: they never expire.
+	// ApprovalTTL ("approval_ttl", a Go duration) is how long a request,
+	// and an approval or denial of it not yet used, lasts from when it
+	// was asked: past it, it expires (a KindExpire entry) and the call is
+	// asked about again. In [1s, MaxRatePer]; zero: never.
 	ApprovalTTL time.Duration
-	// SelfApproval ("self_approval") is Config.SelfApproval: true lets
-	// the principal a PRIVILEGE call was made for approve it too.
+	// SelfApproval ("self_approval") lets the principal a PRIVILEGE call
+	// was made for approve it too. By default it may not: an approval of a
+	// PRIVILEGE call by its own principal (by key, or for a group it
+	// belongs to) is refused with ErrSelfApproval and recorded
+	// (KindRefuseAnswer). DELETE calls may always be approved by their
+	// own principal.
 	SelfApproval bool
-	// Timeout ("timeout", a Go duration in [1ms, MaxToolTimeout]) is
-	// Config.Timeout: how long a host waits for a tool whose rule has no
-	// timeout of its own. Absent: as long as the caller waits.
+	// Timeout ("timeout", a Go duration in [1ms, MaxToolTimeout]) is how
+	// long a host that runs the tools waits for one whose rule has no
+	// Timeout; zero: as long as the caller waits. The gate times nothing
+	// itself.
 	Timeout time.Duration
 	// Labels ("labels", version 2) declares the flow labels the rules may
 	// use: when present, a label no entry names is refused (unknown_label).
@@ -237,84 +252,15 @@ type Policy struct {
 	// keeps shared budgets (kernel/sqlbudget's Store.OpenOrCreate(ctx,
 	// Shared.ID, Shared.Limit)) passes it to New with WithSharedBudget.
 	Shared *SharedBudgetSpec
-}
 
-// RuleSpec is one rule of a policy file (an entry of "tools", or
-// "default_rule" without Match).
-type RuleSpec struct {
-	// Match ("match", required in tools) is a tool's name or a
-	// path.Match pattern.
-	Match string
-	// Description ("description") says what the tools do.
-	Description string
-	// Cost ("cost", required) is what one call costs, or its upper bound
-	// with Reserve; at least Policy.MinCost.
-	Cost kernel.Cost
-	// Reserve ("reserve"): the cost is measured after the call.
-	Reserve bool
-	// Tier ("tier") is the calls' claims.RiskTier, TierReadOnly when
-	// empty.
-	Tier claims.RiskTier
-	// RefundOnError ("refund_on_error") gives a failed call's charge back.
-	RefundOnError bool
-	// CheckResult ("check_result") checks the output for speculative
-	// markers.
-	CheckResult bool
-	// Timeout ("timeout", a Go duration in [1ms, MaxToolTimeout]) is
-	// Rule.Timeout: how long a host waits for the tool; Policy.Timeout
-	// when zero.
-	Timeout time.Duration
-	// CostFrom ("cost_from", with reserve only) is Rule.CostFrom: the
-	// JSON Pointer, into the result's structuredContent or _meta, of the
-	// figure the call is settled at.
-	CostFrom string
-
-	// The members of version 2 (see Rule for what each does): "name",
-	// "principals" ({"issuers", "subjects", "groups", "scopes"}),
-	// "arguments" (a JSON Schema), "paths" ([{"argument", "under",
-	// "case_insensitive"}]), "effect" ("allow" or "refuse"), "reason",
-	// "rate" ({"calls", "per": a Go duration such as "1m", "scope":
-	// "tool" or "rule"}), "labels" and "flow" ([{"after", "effect":
-	// "refuse" or "ask", "reason", "tier"}]). The default rule has none of
-	// them.
-	Name       string
-	Principals *PrincipalCondition
-	Arguments  json.RawMessage
-	Paths      []PathCondition
-	Effect     Effect
-	Reason     string
-	Rate       *Rate
-	Labels     []string
-	Flow       []FlowRule
-}
-
-// Rule returns the gate's Rule: the same fields, the tier TierReadOnly
-// when empty.
-func (r RuleSpec) Rule() Rule {
-	tier := r.Tier
-	if tier == "" {
-		tier = claims.TierReadOnly
-	}
-	out := Rule{Match: r.Match, Description: r.Description, Cost: r.Cost, Reserve: r.Reserve, Tier: tier,
-		RefundOnError: r.RefundOnError, CheckResult: r.CheckResult, Name: r.Name, Arguments: slices.Clone(r.Arguments),
-		Effect: r.Effect, Reason: r.Reason, Labels: slices.Clone(r.Labels), Timeout: r.Timeout, CostFrom: r.CostFrom}
-	if r.Principals != nil {
-		pc := *r.Principals
-		out.Principals = &pc
-	}
-	for _, pc := range r.Paths {
-		pc.Under = slices.Clone(pc.Under)
-		out.Paths = append(out.Paths, pc)
-	}
-	if r.Rate != nil {
-		rt := *r.Rate
-		out.Rate = &rt
-	}
-	for _, f := range r.Flow {
-		f.After = slices.Clone(f.After)
-		out.Flow = append(out.Flow, f)
-	}
-	return out
+	// GoInvariants are invariants written in Go (any kernel.Invariant;
+	// kernel.AtMost, AtMostEach and friends are ready-made) over each
+	// caller's counters: "calls" (all calls) and "calls/"+tool, counted
+	// with kernel.Count. They have no file form: MarshalJSON refuses a
+	// policy that has any rather than write a file that decides
+	// otherwise (so does a Rule's CostFunc). New checks them with the
+	// kernel's invariants.
+	GoInvariants []kernel.Invariant
 }
 
 // InvariantSpec is one entry of "invariants": a name and exactly one of
@@ -428,47 +374,6 @@ func (s InvariantSpec) Invariant() (kernel.Invariant, error) {
 	return inv, nil
 }
 
-// Config returns the gate's Config the policy describes, or the policy's
-// *ValidationError (ErrInvalidPolicy) when Validate refuses it. The
-// shared budget is not part of a Config: see Policy.Shared.
-func (p Policy) Config() (Config, error) {
-	if err := p.Validate(); err != nil {
-		return Config{}, err
-	}
-	cfg := Config{
-		Budget:          p.Budget,
-		MinCost:         p.MinCost,
-		AllowUnknown:    p.AllowUnknown,
-		ResultTextLimit: p.ResultTextLimit,
-		MaxWaiting:      p.MaxWaiting,
-		CheckResults:    p.CheckResults,
-		ApprovalTimeout: p.ApprovalTimeout,
-		ApprovalTTL:     p.ApprovalTTL,
-		SelfApproval:    p.SelfApproval,
-		Timeout:         p.Timeout,
-	}
-	for _, r := range p.Tools {
-		cfg.Rules = append(cfg.Rules, r.Rule())
-	}
-	if p.DefaultRule != nil {
-		cfg.DefaultRule = p.DefaultRule.Rule()
-	}
-	if p.Approvers != nil {
-		cfg.Approvers = make(map[claims.RiskTier][]string, len(p.Approvers))
-		for t, names := range p.Approvers {
-			cfg.Approvers[t] = slices.Clone(names)
-		}
-	}
-	for _, s := range p.Invariants {
-		inv, err := s.Invariant()
-		if err != nil {
-			return Config{}, err
-		}
-		cfg.Invariants = append(cfg.Invariants, inv)
-	}
-	return cfg, nil
-}
-
 // The JSON form Policy.MarshalJSON writes, members in the schema's order.
 type (
 	policyJSON struct {
@@ -566,7 +471,7 @@ type (
 	}
 )
 
-func policyRuleToJSON(r RuleSpec) policyRuleJSON {
+func policyRuleToJSON(r Rule) policyRuleJSON {
 	j := policyRuleJSON{Name: r.Name, Match: r.Match, Description: r.Description, Reserve: r.Reserve,
 		Tier: string(r.Tier), RefundOnError: r.RefundOnError, CheckResult: r.CheckResult, Arguments: r.Arguments,
 		Reason: r.Reason, Labels: r.Labels, CostFrom: r.CostFrom}
@@ -715,17 +620,6 @@ func policyScalarJSON(v value.Value) ([]byte, error) {
 
 // unconditional reports whether the rule applies to every call of the
 // tools it matches: only then can it shadow a later rule.
-func (r RuleSpec) unconditional() bool {
+func (r Rule) unconditional() bool {
 	return r.Principals == nil && len(r.Arguments) == 0 && len(r.Paths) == 0
-}
-
-// Compile validates p and compiles its rules (see Config.Compile): what a
-// linter asks which rule a call would meet (Compiled.Match), and which
-// rules a list of tools leaves unused or shadowed (Compiled.Coverage).
-func (p Policy) Compile() (*Compiled, error) {
-	cfg, err := p.Config()
-	if err != nil {
-		return nil, err
-	}
-	return cfg.Compile()
 }

@@ -150,7 +150,8 @@ var policyBOM = []byte("\xef\xbb\xbf")
 // below (policyFile and its members): they say the shape that
 // policy.schema.json says, and the readers of costs, integers, enums,
 // durations and lists say the rest of it, each reporting at its JSON
-// Pointer. Policy.violations then checks what a schema cannot say. The
+// Pointer. Policy.violations then checks what a schema cannot say, and
+// schemaViolations that each argument schema compiles. The
 // schema itself is not run: TestTypedPolicyReaderAgreesWithSchema holds
 // the two to the same verdict on every file.
 func checkPolicy(data []byte) (Policy, []Violation) {
@@ -186,9 +187,10 @@ func checkPolicy(data []byte) (Policy, []Violation) {
 		})
 	}
 	decoded = append(decoded, more...)
-	checked := p.violations(func(at string) bool {
+	bad := func(at string) bool {
 		return slices.ContainsFunc(decoded, func(v Violation) bool { return policyUnder(at, v.Path) })
-	})
+	}
+	checked := append(p.violations(bad), p.schemaViolations(bad)...)
 	all := decoded
 	for _, v := range checked {
 		// A member that did not decode is reported once, by the decoder.
@@ -457,7 +459,7 @@ func (f *policyFile) policy(decoded []Violation) (p Policy, more []Violation, un
 		}
 	}
 	if len(f.Tools) > 0 {
-		p.Tools = make([]RuleSpec, len(f.Tools))
+		p.Tools = make([]Rule, len(f.Tools))
 		for i, t := range f.Tools {
 			if t == nil {
 				// A pointer keeps a large list cheap to grow; null is no rule.
@@ -494,8 +496,8 @@ func (f *policyFile) policy(decoded []Violation) (p Policy, more []Violation, un
 	return p, more, unread
 }
 
-func (w *ruleCommon) spec() RuleSpec {
-	return RuleSpec{Description: w.Description, Cost: w.Cost.c, Reserve: w.Reserve, Tier: claims.RiskTier(w.Tier.s),
+func (w *ruleCommon) spec() Rule {
+	return Rule{Description: w.Description, Cost: w.Cost.c, Reserve: w.Reserve, Tier: claims.RiskTier(w.Tier.s),
 		RefundOnError: w.RefundOnError, CheckResult: w.CheckResult, Timeout: w.Timeout.d, CostFrom: w.CostFrom}
 }
 
@@ -516,7 +518,7 @@ func (w *ruleWire) v2Members() []string {
 }
 
 // v2 sets r's version 2 members.
-func (w *ruleWire) v2(r *RuleSpec) {
+func (w *ruleWire) v2(r *Rule) {
 	r.Name = w.Name.V
 	if w.Principals.set {
 		r.Principals = &PrincipalCondition{Issuers: w.Principals.w.Issuers, Subjects: w.Principals.w.Subjects,

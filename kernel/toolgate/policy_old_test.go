@@ -68,9 +68,10 @@ func oldCheckPolicy(data []byte) (Policy, []Violation) {
 	d := &oldPolicyDecoder{}
 	p := d.policy(tree)
 	decoded := d.vs
-	checked := p.violations(func(at string) bool {
+	bad := func(at string) bool {
 		return slices.ContainsFunc(decoded, func(v Violation) bool { return policyUnder(at, v.Path) })
-	})
+	}
+	checked := append(p.violations(bad), p.schemaViolations(bad)...)
 	all := slices.Clone(decoded)
 	for _, v := range checked {
 		// A member that did not decode is reported once, by the decoder.
@@ -349,7 +350,7 @@ func (d *oldPolicyDecoder) policy(tree any) Policy {
 	}
 	if v, ok := m["tools"]; ok {
 		if a, ok := d.array("/tools", v); ok && len(a) > 0 {
-			p.Tools = make([]RuleSpec, len(a))
+			p.Tools = make([]Rule, len(a))
 			for i, it := range a {
 				p.Tools[i] = d.rule(violation.Index("/tools", i), it, true)
 			}
@@ -410,8 +411,8 @@ var (
 // rule reads an entry of tools (withMatch) or the default rule. The
 // members of version 2 are read in entries of tools of a version 2 file
 // (or one whose version is wrong, so as to report their problems too).
-func (d *oldPolicyDecoder) rule(at string, v any, withMatch bool) RuleSpec {
-	var r RuleSpec
+func (d *oldPolicyDecoder) rule(at string, v any, withMatch bool) Rule {
+	var r Rule
 	allowed, required := oldRuleMembers, []string{"match"}
 	if !withMatch {
 		allowed, required = oldRuleMembers[1:], nil
