@@ -35,7 +35,7 @@ type Call struct {
 	Caller string
 	// Principal is who the call is made for, as the host authenticated
 	// them: rules may be limited to subjects, groups or scopes (see
-	// PolicyVersion 2's "principals").
+	// version 2's "principals").
 	Principal Principal
 }
 
@@ -205,7 +205,7 @@ type Rule struct {
 	// call's output (see Outcome.Speculative); Policy.CheckResults turns
 	// it on for all.
 	CheckResult bool
-	// Timeout ("timeout", a Go duration in [1ms, MaxToolTimeout]) is how
+	// Timeout ("timeout", a Go duration in [1ms, 24h]) is how
 	// long a host that runs the tool (the MCP proxy) waits for it;
 	// Policy.Timeout when zero. The gate itself times nothing: the host
 	// reports a call that timed out to After as failed.
@@ -281,8 +281,8 @@ type PrincipalCondition struct {
 	Issuers, Subjects, Groups, Scopes []string
 }
 
-// Admits reports whether the condition admits p.
-func (pc PrincipalCondition) Admits(p Principal) bool {
+// admits reports whether the condition admits p.
+func (pc PrincipalCondition) admits(p Principal) bool {
 	if len(pc.Issuers) > 0 && !slices.Contains(pc.Issuers, p.Issuer) {
 		return false
 	}
@@ -357,10 +357,10 @@ func (r Rule) needsApproval() bool {
 // Policy.Approvers is nil: the human at the client.
 const DefaultApprover = "human"
 
-// DefaultMaxWaiting is how many calls of one caller may wait for a human
+// defaultMaxWaiting is how many calls of one caller may wait for a human
 // at once by default.
-const DefaultMaxWaiting = 64
+const defaultMaxWaiting = 64
 
-// DefaultResultTextLimit is how many bytes of a result's output are
+// defaultResultTextLimit is how many bytes of a result's output are
 // recorded by default.
-const DefaultResultTextLimit = 1024
+const defaultResultTextLimit = 1024

@@ -27,12 +27,12 @@ func (p Policy) Compile() (*Compiled, error) {
 }
 
 // normalized returns a copy of p that shares nothing with it, its
-// defaults applied: PolicyVersion for 0, the tier READ_ONLY for an empty
-// one, DefaultApprover for nil approvers, DefaultMaxWaiting and
-// DefaultResultTextLimit for 0.
+// defaults applied: newestPolicyVersion for 0, the tier READ_ONLY for an empty
+// one, DefaultApprover for nil approvers, defaultMaxWaiting and
+// defaultResultTextLimit for 0.
 func (p Policy) normalized() Policy {
 	if p.Version == 0 {
-		p.Version = PolicyVersion
+		p.Version = newestPolicyVersion
 	}
 	p.Tools = slices.Clone(p.Tools)
 	for i := range p.Tools {
@@ -59,10 +59,10 @@ func (p Policy) normalized() Policy {
 		p.Approvers = m
 	}
 	if p.MaxWaiting == 0 {
-		p.MaxWaiting = DefaultMaxWaiting
+		p.MaxWaiting = defaultMaxWaiting
 	}
 	if p.ResultTextLimit == 0 {
-		p.ResultTextLimit = DefaultResultTextLimit
+		p.ResultTextLimit = defaultResultTextLimit
 	}
 	return p
 }
@@ -86,5 +86,5 @@ var (
 	labelPattern    = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.:-]{0,63}$`)
 )
 
-// MaxRatePer is the longest window of a Rate: a year.
-const MaxRatePer = 366 * 24 * time.Hour
+// maxRatePer is the longest window of a Rate: a year.
+const maxRatePer = 366 * 24 * time.Hour

@@ -356,7 +356,7 @@ func (r *compiledRule) applies(c *Call, a *args) (ok bool, condition, why string
 	if !r.matchesTool(c.Tool) {
 		return false, "", ""
 	}
-	if r.Principals != nil && !r.Principals.Admits(c.Principal) {
+	if r.Principals != nil && !r.Principals.admits(c.Principal) {
 		return false, "", ""
 	}
 	if r.schema == nil && len(r.paths) == 0 {
@@ -627,9 +627,6 @@ func (c *Compiled) Coverage(tools []string) []RuleCoverage {
 	}
 	return out
 }
-
-// Rules returns how many rules c has (the default rule aside).
-func (c *Compiled) Rules() int { return len(c.rules) }
 
 // Policy returns the policy c enforces, its defaults applied (see
 // Policy.Compile): the tier of each rule, the approvers, MaxWaiting,

@@ -11,8 +11,8 @@ import (
 	"github.com/verity-go/verity/kernel"
 )
 
-// MaxToolTimeout is the longest Timeout a policy may give a tool: a day.
-const MaxToolTimeout = 24 * time.Hour
+// maxToolTimeout is the longest Timeout a policy may give a tool: a day.
+const maxToolTimeout = 24 * time.Hour
 
 // maxCostPointerLen bounds a cost_from pointer.
 const maxCostPointerLen = 1024
@@ -140,7 +140,7 @@ func (g *Gate) MayCall(tool string, p Principal) bool { return g.comp.MayCall(to
 func (c *Compiled) MayCall(tool string, p Principal) bool {
 	for i := range c.rules {
 		r := &c.rules[i]
-		if !r.matchesTool(tool) || (r.Principals != nil && !r.Principals.Admits(p)) {
+		if !r.matchesTool(tool) || (r.Principals != nil && !r.Principals.admits(p)) {
 			continue
 		}
 		conditional := r.schema != nil || len(r.paths) > 0

@@ -18,29 +18,29 @@ import (
 	"github.com/verity-go/verity/kernel/value"
 )
 
-// PolicyVersion is the newest version of the policy format this package
+// newestPolicyVersion is the newest version of the policy format this package
 // reads (the file's "version"). Version 1 files load as they always
 // have; version 2 adds rule names, principals, argument and path
 // conditions, refusing rules, rate windows, labels and flows.
-const PolicyVersion = 2
+const newestPolicyVersion = 2
 
-// PolicySchemaID is the $id of policy.schema.json.
-const PolicySchemaID = "https://github.com/verity-go/verity/kernel/toolgate/policy.schema.json"
+// policySchemaID is the $id of policy.schema.json.
+const policySchemaID = "https://github.com/verity-go/verity/kernel/toolgate/policy.schema.json"
 
-// MaxPolicySize is the largest policy file ParsePolicy and LoadPolicy
+// maxPolicySize is the largest policy file ParsePolicy and LoadPolicy
 // read, in bytes.
-const MaxPolicySize = 1 << 20
+const maxPolicySize = 1 << 20
 
-// MaxPolicyCost is the largest cost a policy file may write:
+// maxPolicyCost is the largest cost a policy file may write:
 // 999999999999999.999 units (15 integer digits, 3 decimals).
-const MaxPolicyCost kernel.Cost = 999_999_999_999_999_999
+const maxPolicyCost kernel.Cost = 999_999_999_999_999_999
 
-// MaxPolicyWaiting is the largest max_waiting of a policy file.
-const MaxPolicyWaiting = 1 << 20
+// maxPolicyWaiting is the largest max_waiting of a policy file.
+const maxPolicyWaiting = 1 << 20
 
-// MaxResultTextLimit is the largest result_text_limit of a policy file:
+// maxResultTextLimit is the largest result_text_limit of a policy file:
 // a trace entry's payload limit (trace.MaxPayloadLen), 16 MiB.
-const MaxResultTextLimit = 16 << 20
+const maxResultTextLimit = 16 << 20
 
 // maxSharedIDLen is the longest shared budget id in bytes,
 // kernel/sqlbudget.MaxIDLen (a test keeps them equal).
@@ -74,8 +74,8 @@ const (
 	policyRuleUnknownField   = violation.RuleUnknownField // a member the format does not define
 	policyRuleRequired       = violation.RuleRequired     // a missing member, an empty string or list
 	policyRuleEnum           = "enum"                     // a tier, unknown_tools, enforcement or approvers key outside its set
-	policyRuleVersion        = "version"                  // version is not PolicyVersion
-	policyRuleCost           = "cost"                     // not an exact decimal amount in [0, MaxPolicyCost]
+	policyRuleVersion        = "version"                  // version is not newestPolicyVersion
+	policyRuleCost           = "cost"                     // not an exact decimal amount in [0, maxPolicyCost]
 	policyRuleRange          = "range"                    // an integer outside its range
 	policyRuleDuplicate      = "duplicate"                // an approver named twice for one tier
 	policyRuleInvariantForm  = "invariant_form"           // not exactly one of at_most, at_most_each, within, one_of, matches
@@ -92,7 +92,7 @@ const (
 	policyRuleValue          = "value"                    // a one_of int beyond ±(2^53−1)
 	policyRuleApprovers      = "approvers"                // a DELETE or PRIVILEGE rule whose tier approvers does not name
 	policyRuleIDLength       = "id_length"                // a shared budget id over 256 bytes
-	policyRuleSize           = "size"                     // a file over MaxPolicySize
+	policyRuleSize           = "size"                     // a file over maxPolicySize
 	policyRuleSyntax         = violation.RuleSyntax       // not one strict JSON text
 	policyRuleDuplicateKey   = violation.RuleDuplicateKey // an object with a key twice
 	policyRuleNumber         = "number"                   // a number literal over 100 characters or with an exponent beyond ±1000
@@ -174,8 +174,8 @@ type Policy struct {
 	// Schema ("$schema") names the schema the file follows, for editors;
 	// it is kept, not checked.
 	Schema string
-	// Version ("version", required in a file) is 1 or PolicyVersion; a
-	// policy built in Go may leave it 0, which means PolicyVersion.
+	// Version ("version", required in a file) is 1 or 2; a policy
+	// built in Go may leave it 0, which means 2, the newest.
 	Version int
 	// Budget ("budget", required) is each caller's budget B0
 	// (kernel.Config.Budget); at least MinCost.
@@ -207,14 +207,13 @@ type Policy struct {
 	// Invariants ("invariants") are checked over each caller's state.
 	Invariants []InvariantSpec
 	// ResultTextLimit ("result_text_limit") bounds how many bytes of a
-	// result's output (and of its error) are recorded: 0 for
-	// DefaultResultTextLimit, -1 for the whole output, at most
-	// MaxResultTextLimit. A result entry that would exceed
+	// result's output (and of its error) are recorded: 0 for 1024
+	// bytes, -1 for the whole output, at most 16 MiB (trace.MaxPayloadLen). A result entry that would exceed
 	// trace.MaxPayloadLen keeps the output's digest and size only.
 	ResultTextLimit int
 	// MaxWaiting ("max_waiting") bounds how many different calls of one
-	// caller may wait for a human at once: 0 for DefaultMaxWaiting, -1 for
-	// no bound, at most MaxPolicyWaiting. Beyond it a call that needs
+	// caller may wait for a human at once: 0 for 64, -1 for no
+	// bound, at most 2^20. Beyond it a call that needs
 	// approval is refused, so an agent cannot pile up requests nobody
 	// answers. Deny clears them.
 	MaxWaiting int
@@ -230,7 +229,7 @@ type Policy struct {
 	// ApprovalTTL ("approval_ttl", a Go duration) is how long a request,
 	// and an approval or denial of it not yet used, lasts from when it
 	// was asked: past it, it expires (a KindExpire entry) and the call is
-	// asked about again. In [1s, MaxRatePer]; zero: never.
+	// asked about again. In [1s, 366 days]; zero: never.
 	ApprovalTTL time.Duration
 	// SelfApproval ("self_approval") lets the principal a PRIVILEGE call
 	// was made for approve it too. By default it may not: an approval of a
@@ -239,7 +238,7 @@ type Policy struct {
 	// (KindRefuseAnswer). DELETE calls may always be approved by their
 	// own principal.
 	SelfApproval bool
-	// Timeout ("timeout", a Go duration in [1ms, MaxToolTimeout]) is how
+	// Timeout ("timeout", a Go duration in [1ms, 24h]) is how
 	// long a host that runs the tools waits for one whose rule has no
 	// Timeout; zero: as long as the caller waits. The gate times nothing
 	// itself.

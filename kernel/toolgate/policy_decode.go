@@ -30,7 +30,7 @@ import (
 // wrapping ErrInvalidPolicy, each Violation naming where (a JSON Pointer
 // into the file) and which rule:
 //
-//   - The text: at most MaxPolicySize bytes (size); one strict JSON text —
+//   - The text: at most 1 MiB (size); one strict JSON text —
 //     valid UTF-8 (a leading byte order mark is skipped), nothing after
 //     it, no integer a double would round, nesting at most 512 deep
 //     (syntax); no object with a key twice, compared after unescaping
@@ -45,9 +45,9 @@ import (
 //     enforcement and the approvers' tiers (DELETE, PRIVILEGE) spelled
 //     exactly (enum), version (version), costs (cost: a decimal string
 //     such as "0.01" or a JSON number, a whole number of thousandths of a
-//     unit, at most MaxPolicyCost), integers (range: n in [0, 2^53−1],
-//     result_text_limit in [-1, MaxResultTextLimit], max_waiting in [-1,
-//     MaxPolicyWaiting]), an approver named
+//     unit, at most 999999999999999.999), integers (range: n in [0, 2^53−1],
+//     result_text_limit in [-1, 16 MiB], max_waiting in [-1,
+//     2^20]), an approver named
 //     twice (duplicate), exactly one form per invariant (invariant_form),
 //     default_rule present exactly when unknown_tools is "allow"
 //     (required, default_rule_unused), a shared budget id without NUL and
@@ -102,7 +102,7 @@ func LoadPolicy(path string) (Policy, error) {
 		return Policy{}, fmt.Errorf("toolgate: reading policy: %w", err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxPolicySize+1))
+	data, err := io.ReadAll(io.LimitReader(f, maxPolicySize+1))
 	if err != nil {
 		return Policy{}, fmt.Errorf("toolgate: reading policy: %w", err)
 	}
@@ -125,7 +125,8 @@ func (p *Policy) UnmarshalJSON(data []byte) error {
 }
 
 // PolicySchema returns policy.schema.json, the JSON Schema of policy
-// files (draft 2020-12, $id PolicySchemaID).
+// files (draft 2020-12, $id
+// https://github.com/verity-go/verity/kernel/toolgate/policy.schema.json).
 func PolicySchema() []byte { return bytes.Clone(policySchemaText) }
 
 //go:embed policy.schema.json
@@ -155,9 +156,9 @@ var policyBOM = []byte("\xef\xbb\xbf")
 // schema itself is not run: TestTypedPolicyReaderAgreesWithSchema holds
 // the two to the same verdict on every file.
 func checkPolicy(data []byte) (Policy, []Violation) {
-	if len(data) > MaxPolicySize {
+	if len(data) > maxPolicySize {
 		return Policy{}, []Violation{{Rule: policyRuleSize,
-			Message: fmt.Sprintf("the file is over %d bytes", MaxPolicySize)}}
+			Message: fmt.Sprintf("the file is over %d bytes", maxPolicySize)}}
 	}
 	var f policyFile
 	var decoded []Violation
@@ -281,7 +282,7 @@ func policyCostString(s string) bool {
 
 var (
 	policyThousand = big.NewRat(1000, 1)
-	policyMaxRat   = new(big.Rat).SetFrac64(int64(MaxPolicyCost), 1000)
+	policyMaxRat   = new(big.Rat).SetFrac64(int64(maxPolicyCost), 1000)
 )
 
 // policyShow writes a JSON value briefly for a message.
@@ -748,7 +749,7 @@ func (c *policyCost) UnmarshalStrict(d *strictjson.Decoder) error {
 			return err
 		}
 		if !policyCostString(s) {
-			return d.Errorf(policyRuleCost, "%s is not a decimal amount of units in whole thousandths, at most %s (such as \"0.01\")", policyShow(s), MaxPolicyCost)
+			return d.Errorf(policyRuleCost, "%s is not a decimal amount of units in whole thousandths, at most %s (such as \"0.01\")", policyShow(s), maxPolicyCost)
 		}
 		v, err := kernel.ParseCost(s)
 		if err != nil { // unreachable: the pattern admits only exact amounts
@@ -777,7 +778,7 @@ func (c *policyCost) UnmarshalStrict(d *strictjson.Decoder) error {
 		case r.Sign() < 0:
 			return d.Errorf(policyRuleCost, "%s is negative", x)
 		case r.Cmp(policyMaxRat) > 0:
-			return d.Errorf(policyRuleCost, "%s is over the largest cost %s", x, MaxPolicyCost)
+			return d.Errorf(policyRuleCost, "%s is over the largest cost %s", x, maxPolicyCost)
 		}
 		t := new(big.Rat).Mul(r, policyThousand)
 		if !t.IsInt() {
@@ -800,8 +801,8 @@ type (
 	callsRange     struct{}
 )
 
-func (textLimitRange) bounds() (int64, int64) { return -1, MaxResultTextLimit }
-func (waitingRange) bounds() (int64, int64)   { return -1, MaxPolicyWaiting }
+func (textLimitRange) bounds() (int64, int64) { return -1, maxResultTextLimit }
+func (waitingRange) bounds() (int64, int64)   { return -1, maxPolicyWaiting }
 func (countRange) bounds() (int64, int64)     { return 0, policyMaxSafeInt }
 func (callsRange) bounds() (int64, int64)     { return 1, math.MaxInt32 }
 

@@ -71,11 +71,11 @@ func (c *policyCheck) add(at, rule, format string, args ...any) {
 	c.vs = append(c.vs, Violation{Path: at, Rule: rule, Message: fmt.Sprintf(format, args...)})
 }
 
-// costShape reports a cost outside [0, MaxPolicyCost], and whether it is
+// costShape reports a cost outside [0, maxPolicyCost], and whether it is
 // inside.
 func (c *policyCheck) costShape(at string, cost kernel.Cost) bool {
-	if cost < 0 || cost > MaxPolicyCost {
-		c.add(at, policyRuleCost, "%s is outside [0, %s]", cost, MaxPolicyCost)
+	if cost < 0 || cost > maxPolicyCost {
+		c.add(at, policyRuleCost, "%s is outside [0, %s]", cost, maxPolicyCost)
 		return false
 	}
 	return true
@@ -183,8 +183,8 @@ func (c *policyCheck) ruleCommon(at string, r *Rule, withMatch bool) {
 		c.add(at+"/tier", policyRuleEnum, "want one of %s, got %q", strings.Join(policyTiers, ", "), r.Tier)
 	}
 	c.needsApprovers(at+"/tier", r.Tier)
-	if t := r.Timeout; t != 0 && (t < time.Millisecond || t > MaxToolTimeout) {
-		c.add(at+"/timeout", policyRuleDuration, "%s is outside [1ms, %s]", t, MaxToolTimeout)
+	if t := r.Timeout; t != 0 && (t < time.Millisecond || t > maxToolTimeout) {
+		c.add(at+"/timeout", policyRuleDuration, "%s is outside [1ms, %s]", t, maxToolTimeout)
 	}
 	if r.CostFrom != "" {
 		if _, err := ParseCostPointer(r.CostFrom); err != nil {
@@ -320,8 +320,8 @@ func (c *policyCheck) rate(at string, rt *Rate) {
 	if rt.Calls < 1 || rt.Calls > math.MaxInt32 {
 		c.add(at+"/calls", policyRuleRange, "%d is outside [1, %d]", rt.Calls, math.MaxInt32)
 	}
-	if rt.Per < time.Millisecond || rt.Per > MaxRatePer {
-		c.add(at+"/per", policyRuleDuration, "%s is outside [1ms, %s]", rt.Per, MaxRatePer)
+	if rt.Per < time.Millisecond || rt.Per > maxRatePer {
+		c.add(at+"/per", policyRuleDuration, "%s is outside [1ms, %s]", rt.Per, maxRatePer)
 	}
 	if rt.Scope != "" && rt.Scope != RateScopeTool && rt.Scope != RateScopeRule {
 		c.add(at+"/scope", policyRuleEnum, "want one of tool, rule, got %q", rt.Scope)
@@ -447,20 +447,20 @@ func (c *policyCheck) oneOfValue(at string, v value.Value) {
 // limits checks the top level's integers and durations.
 func (c *policyCheck) limits() {
 	p := c.p
-	if p.ResultTextLimit < -1 || p.ResultTextLimit > MaxResultTextLimit {
-		c.add("/result_text_limit", policyRuleRange, "%d is outside [-1, %d]", p.ResultTextLimit, MaxResultTextLimit)
+	if p.ResultTextLimit < -1 || p.ResultTextLimit > maxResultTextLimit {
+		c.add("/result_text_limit", policyRuleRange, "%d is outside [-1, %d]", p.ResultTextLimit, maxResultTextLimit)
 	}
-	if p.MaxWaiting < -1 || p.MaxWaiting > MaxPolicyWaiting {
-		c.add("/max_waiting", policyRuleRange, "%d is outside [-1, %d]", p.MaxWaiting, MaxPolicyWaiting)
+	if p.MaxWaiting < -1 || p.MaxWaiting > maxPolicyWaiting {
+		c.add("/max_waiting", policyRuleRange, "%d is outside [-1, %d]", p.MaxWaiting, maxPolicyWaiting)
 	}
 	if t := p.ApprovalTimeout; t != 0 && (t < time.Second || t > MaxApprovalTimeout) {
 		c.add("/approval_timeout", policyRuleDuration, "%s is outside [1s, %s]", t, MaxApprovalTimeout)
 	}
-	if t := p.Timeout; t != 0 && (t < time.Millisecond || t > MaxToolTimeout) {
-		c.add("/timeout", policyRuleDuration, "%s is outside [1ms, %s]", t, MaxToolTimeout)
+	if t := p.Timeout; t != 0 && (t < time.Millisecond || t > maxToolTimeout) {
+		c.add("/timeout", policyRuleDuration, "%s is outside [1ms, %s]", t, maxToolTimeout)
 	}
-	if t := p.ApprovalTTL; t != 0 && (t < time.Second || t > MaxRatePer) {
-		c.add("/approval_ttl", policyRuleDuration, "%s is outside [1s, %s]", t, MaxRatePer)
+	if t := p.ApprovalTTL; t != 0 && (t < time.Second || t > maxRatePer) {
+		c.add("/approval_ttl", policyRuleDuration, "%s is outside [1s, %s]", t, maxRatePer)
 	}
 	if p.ApprovalTimeout > 0 && p.ApprovalTTL > 0 && p.ApprovalTimeout > p.ApprovalTTL && !c.bad("/approval_timeout") && !c.bad("/approval_ttl") {
 		c.add("/approval_timeout", policyRuleDuration, "%s is longer than approval_ttl %s: a held call would outlive its request", p.ApprovalTimeout, p.ApprovalTTL)
