@@ -19,7 +19,7 @@ import (
 // linter asks which rule a call would meet (Compiled.Match) and which
 // rules a list of tools leaves unused or shadowed (Compiled.Coverage).
 func (p Policy) Compile() (*Compiled, error) {
-	comp, vs := p.compile(nil)
+	comp, vs := p.compile()
 	if len(vs) > 0 {
 		return nil, violation.New("toolgate", "policy", vs, ErrInvalidPolicy)
 	}

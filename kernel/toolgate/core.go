@@ -152,24 +152,23 @@ type Ruling struct {
 	rule *compiledRule
 }
 
-// compile checks p and, when nothing is wrong, compiles it; bad is as
-// for violations (nil when p was not read from a file). Each argument
-// schema is compiled once, here: one that does not compile is a
+// compile checks p and, when nothing is wrong, compiles it. Each
+// argument schema is compiled once, here: one that does not compile is a
 // violation (argument_schema) among the others.
-func (p Policy) compile(bad func(at string) bool) (*Compiled, []Violation) {
-	vs := p.violations(bad)
+func (p Policy) compile() (*Compiled, []Violation) {
+	vs := p.violations(nil)
 	n := p.normalized()
 	out := &Compiled{cfg: n, allowUnknown: n.AllowUnknown, rules: make([]compiledRule, len(n.Tools))}
 	for i := range n.Tools {
 		at := violation.Index("/tools", i)
-		cr, err := compileRule(n.Tools[i], i, bad != nil && bad(at+"/arguments"))
+		cr, err := compileRule(n.Tools[i], i)
 		if err != nil {
 			vs = append(vs, Violation{Path: at + "/arguments", Rule: policyRuleArgSchema, Message: err.Error()})
 		}
 		out.rules[i] = cr
 	}
 	if n.AllowUnknown && n.DefaultRule != nil {
-		cr, _ := compileRule(*n.DefaultRule, -1, true) // the default rule has no schema (violations)
+		cr, _ := compileRule(*n.DefaultRule, -1) // no schema: violations refuses one on the default rule
 		out.def = &cr
 	}
 	if len(vs) > 0 {
@@ -182,13 +181,13 @@ func (p Policy) compile(bad func(at string) bool) (*Compiled, []Violation) {
 
 // compileRule compiles rule i of Policy.Tools (-1 for the default rule),
 // whose other members violations has checked; its error is its argument
-// schema's, left uncompiled with skipSchema.
-func compileRule(r Rule, i int, skipSchema bool) (compiledRule, error) {
+// schema's.
+func compileRule(r Rule, i int) (compiledRule, error) {
 	ref := RuleRef{Found: true, Index: i, Name: r.Name}
 	cr := compiledRule{Rule: r, index: i, id: ref.id(), literal: !strings.ContainsAny(r.Match, `*?[\`)}
 	cr.Tier = tierOrDefault(r.Tier)
 	var schemaErr error
-	if len(r.Arguments) > 0 && !skipSchema {
+	if len(r.Arguments) > 0 {
 		cr.schema, schemaErr = compileArgumentSchema(r.Arguments)
 	}
 	for _, pc := range r.Paths {

@@ -343,7 +343,7 @@ func (s InvariantSpec) forms() int {
 
 // Invariant returns the kernel invariant s describes. It fails, wrapping
 // ErrInvalidPolicy, when s does not set exactly one form or its pattern
-// does not compile; Policy.Validate reports everything else.
+// does not compile; Policy.Compile reports everything else.
 func (s InvariantSpec) Invariant() (kernel.Invariant, error) {
 	if n := s.forms(); n != 1 {
 		return kernel.Invariant{}, fmt.Errorf("%w: invariant %q sets %d of at_most, at_most_each, within, one_of, matches; it needs exactly one", ErrInvalidPolicy, s.Name, n)
@@ -511,7 +511,16 @@ func policyRuleToJSON(r Rule) policyRuleJSON {
 // back to an equal Policy when p is valid. It writes an invalid p too, as
 // far as JSON can hold it: a float that is NaN or infinite cannot be
 // written and fails, and invalid UTF-8 in a string is written as U+FFFD.
+// A Version of 0 (a policy built in Go) is written as 2, the newest; a
+// policy with a member only Go holds (a rule's CostFunc, GoInvariants) is
+// refused rather than written as a file that decides otherwise.
 func (p Policy) MarshalJSON() ([]byte, error) {
+	if err := p.goOnly(); err != nil {
+		return nil, err
+	}
+	if p.Version == 0 {
+		p.Version = newestPolicyVersion
+	}
 	j := policyJSON{Schema: p.Schema, Version: p.Version, Budget: p.Budget, MinCost: p.MinCost,
 		ResultTextLimit: p.ResultTextLimit, MaxWaiting: p.MaxWaiting, CheckResults: p.CheckResults, SelfApproval: p.SelfApproval}
 	if p.AllowUnknown {
@@ -596,6 +605,24 @@ func (p Policy) MarshalJSON() ([]byte, error) {
 		return nil, fmt.Errorf("toolgate: writing policy: %w", err)
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// goOnly reports the first member of p that only Go holds (a rule's
+// CostFunc, GoInvariants): a file written without it would decide
+// otherwise.
+func (p Policy) goOnly() error {
+	if len(p.GoInvariants) > 0 {
+		return fmt.Errorf("toolgate: writing policy: GoInvariants (%s…) are Go only; a policy file holds invariants as Invariants", p.GoInvariants[0].Name)
+	}
+	for i, r := range p.Tools {
+		if r.CostFunc != nil {
+			return fmt.Errorf("toolgate: writing policy: /tools/%d has a CostFunc, which is Go only; a policy file prices a call by its cost", i)
+		}
+	}
+	if p.DefaultRule != nil && p.DefaultRule.CostFunc != nil {
+		return errors.New("toolgate: writing policy: /default_rule has a CostFunc, which is Go only; a policy file prices a call by its cost")
+	}
+	return nil
 }
 
 // policyScalarJSON writes a one_of value as ParsePolicy reads it: a float

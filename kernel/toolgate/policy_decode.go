@@ -188,10 +188,7 @@ func checkPolicy(data []byte) (Policy, []Violation) {
 		})
 	}
 	decoded = append(decoded, more...)
-	bad := func(at string) bool {
-		return slices.ContainsFunc(decoded, func(v Violation) bool { return policyUnder(at, v.Path) })
-	}
-	checked := append(p.violations(bad), p.schemaViolations(bad)...)
+	checked := append(p.violations(decoded), p.schemaViolations(decoded)...)
 	all := decoded
 	for _, v := range checked {
 		// A member that did not decode is reported once, by the decoder.

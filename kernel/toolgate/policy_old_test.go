@@ -68,10 +68,7 @@ func oldCheckPolicy(data []byte) (Policy, []Violation) {
 	d := &oldPolicyDecoder{}
 	p := d.policy(tree)
 	decoded := d.vs
-	bad := func(at string) bool {
-		return slices.ContainsFunc(decoded, func(v Violation) bool { return policyUnder(at, v.Path) })
-	}
-	checked := append(p.violations(bad), p.schemaViolations(bad)...)
+	checked := append(p.violations(decoded), p.schemaViolations(decoded)...)
 	all := slices.Clone(decoded)
 	for _, v := range checked {
 		// A member that did not decode is reported once, by the decoder.

@@ -946,7 +946,9 @@ func BenchmarkParsePolicy(b *testing.B) {
 	}
 }
 
-func BenchmarkPolicyConfig(b *testing.B) {
+// BenchmarkCompilePolicy is Compile of the example policy: every check,
+// and the compiled form New takes.
+func BenchmarkCompilePolicy(b *testing.B) {
 	p, err := toolgate.LoadPolicy("testdata/policy/example.json")
 	require.NoError(b, err)
 	b.ReportAllocs()
@@ -955,4 +957,33 @@ func BenchmarkPolicyConfig(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestGoOnlyMembersAreNotWritten: a Policy built in Go may hold what no
+// file can (a rule's CostFunc, GoInvariants); MarshalJSON refuses it
+// rather than write a file that decides otherwise, and a Version of 0
+// is written as the newest.
+func TestGoOnlyMembersAreNotWritten(t *testing.T) {
+	p := toolgate.Policy{Budget: 10 * kernel.Unit, MinCost: kernel.Unit / 100, Tools: []toolgate.Rule{{Match: "read_*", Cost: kernel.Unit}}}
+	_, err := p.Compile()
+	require.NoError(t, err, "version 0 is the newest in Go")
+	b, err := p.MarshalJSON()
+	require.NoError(t, err)
+	back, err := toolgate.ParsePolicy(b)
+	require.NoError(t, err, "%s", b)
+	assert.Equal(t, toolgate.PolicyVersion, back.Version)
+
+	priced := p
+	priced.Tools = []toolgate.Rule{{Match: "read_*", CostFunc: func(toolgate.Call) (kernel.Cost, error) { return kernel.Unit, nil }}}
+	_, err = priced.Compile()
+	require.NoError(t, err, "a CostFunc prices the call: no cost to check")
+	_, err = priced.MarshalJSON()
+	assert.ErrorContains(t, err, "/tools/0 has a CostFunc, which is Go only")
+
+	counted := p
+	counted.GoInvariants = []kernel.Invariant{kernel.AtMost("at-most-2", "calls", 2)}
+	_, err = counted.MarshalJSON()
+	assert.ErrorContains(t, err, "GoInvariants (at-most-2…) are Go only")
+	_, err = json.Marshal(counted)
+	assert.Error(t, err, "encoding/json refuses it too")
 }

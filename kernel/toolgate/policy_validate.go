@@ -19,15 +19,12 @@ import (
 // violations checks p, section by section: the top level, the approvers,
 // the default rule, the labels, each rule (its paths, principals, rate
 // and flow), the invariants, the limits and durations, the shared
-// budget. A check that compares a member with others is skipped when bad
-// reports a problem at or under one of them (the reader has already
-// reported it, and what p holds there is a placeholder). The paths are
-// those of p's JSON form.
-func (p Policy) violations(bad func(at string) bool) []Violation {
-	if bad == nil {
-		bad = func(string) bool { return false }
-	}
-	c := &policyCheck{p: &p, bad: bad}
+// budget. A check that compares a member with others is skipped when
+// decoded (what the reader reported) has a problem at or under one of
+// them (what p holds there is then a placeholder). The paths are those
+// of p's JSON form.
+func (p Policy) violations(decoded []Violation) []Violation {
+	c := &policyCheck{p: p, decoded: decoded}
 	c.top()
 	c.approvers()
 	c.defaultRule()
@@ -41,13 +38,16 @@ func (p Policy) violations(bad func(at string) bool) []Violation {
 }
 
 // schemaViolations compiles each rule's argument schema, reporting one
-// that does not compile (argument_schema); bad is as for violations.
+// that does not compile (argument_schema); decoded is as for violations.
 // ParsePolicy runs it: Compile compiles the schemas it keeps instead.
-func (p Policy) schemaViolations(bad func(at string) bool) []Violation {
+func (p Policy) schemaViolations(decoded []Violation) []Violation {
 	var vs []Violation
 	for i, r := range p.Tools {
+		if len(r.Arguments) == 0 {
+			continue
+		}
 		at := violation.Index("/tools", i) + "/arguments"
-		if len(r.Arguments) == 0 || bad(at) {
+		if reported(decoded, at) {
 			continue
 		}
 		if _, err := compileArgumentSchema(r.Arguments); err != nil {
@@ -57,15 +57,29 @@ func (p Policy) schemaViolations(bad func(at string) bool) []Violation {
 	return vs
 }
 
+// reported reports whether decoded has a problem at or under pointer at.
+func reported(decoded []Violation, at string) bool {
+	for i := range decoded {
+		if policyUnder(at, decoded[i].Path) {
+			return true
+		}
+	}
+	return false
+}
+
 // policyCheck gathers the violations of one policy.
 type policyCheck struct {
-	p   *Policy
-	bad func(at string) bool
-	vs  []Violation
-
-	// The labels the rules attach and the policy declares, for flows.
-	attached, declared map[string]bool
+	p       Policy
+	decoded []Violation // what the reader reported (nil for a Policy built in Go)
+	vs      []Violation
 }
+
+// labelSets are the labels the rules attach and the policy declares, for
+// the labels and flows of each rule.
+type labelSets struct{ attached, declared map[string]bool }
+
+// bad reports whether the reader reported a problem at or under at.
+func (c *policyCheck) bad(at string) bool { return reported(c.decoded, at) }
 
 func (c *policyCheck) add(at, rule, format string, args ...any) {
 	c.vs = append(c.vs, Violation{Path: at, Rule: rule, Message: fmt.Sprintf(format, args...)})
@@ -100,7 +114,7 @@ func (c *policyCheck) needsApprovers(at string, tier claims.RiskTier) {
 // top checks the version, min_cost, budget, the default rule's presence
 // and self_approval.
 func (c *policyCheck) top() {
-	p := c.p
+	p := &c.p
 	if p.Version != 0 && p.Version != 1 && p.Version != 2 {
 		c.add("/version", policyRuleVersion, "this package reads versions 1 and 2, got %d", p.Version)
 	}
@@ -196,9 +210,9 @@ func (c *policyCheck) ruleCommon(at string, r *Rule, withMatch bool) {
 	}
 }
 
-// labels checks the declared labels and gathers what flows may name.
+// labels checks the declared labels.
 func (c *policyCheck) labels() {
-	p := c.p
+	p := &c.p
 	if p.Version == 1 && p.Labels != nil {
 		c.add("/labels", policyRuleUnknownField, "labels needs version 2")
 	}
@@ -207,25 +221,16 @@ func (c *policyCheck) labels() {
 			c.add(violation.Index("/labels", k), policyRuleLabel, "%q is not a label (%s)", l, labelPattern)
 		}
 	}
-	c.attached, c.declared = map[string]bool{}, map[string]bool{}
-	for _, r := range p.Tools {
-		for _, l := range r.Labels {
-			c.attached[l] = true
-		}
-	}
-	for _, l := range p.Labels {
-		c.declared[l] = true
-	}
 }
 
 // knownLabel checks a label a rule attaches or a flow names.
-func (c *policyCheck) knownLabel(at, l string, attaching bool) {
+func (c *policyCheck) knownLabel(at, l string, attaching bool, ls labelSets) {
 	switch {
 	case !labelPattern.MatchString(l):
 		c.add(at, policyRuleLabel, "%q is not a label (%s)", l, labelPattern)
-	case c.p.Labels != nil && !c.declared[l]:
+	case c.p.Labels != nil && !ls.declared[l]:
 		c.add(at, policyRuleUnknownLabel, "%q is not declared in labels", l)
-	case c.p.Labels == nil && !attaching && !c.attached[l]:
+	case c.p.Labels == nil && !attaching && !ls.attached[l]:
 		c.add(at, policyRuleUnknownLabel, "no rule attaches %q: this flow never applies", l)
 	}
 }
@@ -233,12 +238,21 @@ func (c *policyCheck) knownLabel(at, l string, attaching bool) {
 // rules checks each rule of tools, and that each may decide for some
 // tool (no duplicate match, no tool an earlier pattern already takes).
 func (c *policyCheck) rules() {
+	ls := labelSets{attached: map[string]bool{}, declared: map[string]bool{}}
+	for _, r := range c.p.Tools {
+		for _, l := range r.Labels {
+			ls.attached[l] = true
+		}
+	}
+	for _, l := range c.p.Labels {
+		ls.declared[l] = true
+	}
 	names := map[string]int{}
 	first := newRuleIndex()
 	for i := range c.p.Tools {
 		r := &c.p.Tools[i]
 		at := violation.Index("/tools", i)
-		c.rule(at, r, i, names)
+		c.rule(at, r, i, names, ls)
 		if r.Match == "" {
 			continue
 		}
@@ -257,7 +271,7 @@ func (c *policyCheck) rules() {
 
 // rule checks rule i of tools at at; names maps the names seen so far to
 // their rules.
-func (c *policyCheck) rule(at string, r *Rule, i int, names map[string]int) {
+func (c *policyCheck) rule(at string, r *Rule, i int, names map[string]int, ls labelSets) {
 	c.ruleCommon(at, r, true)
 	if c.p.Version == 1 {
 		for _, m := range r2Members(r) {
@@ -285,10 +299,10 @@ func (c *policyCheck) rule(at string, r *Rule, i int, names map[string]int) {
 		c.rate(at+"/rate", r.Rate)
 	}
 	for k, l := range r.Labels {
-		c.knownLabel(violation.Index(at+"/labels", k), l, true)
+		c.knownLabel(violation.Index(at+"/labels", k), l, true, ls)
 	}
 	for k, f := range r.Flow {
-		c.flow(violation.Index(at+"/flow", k), f)
+		c.flow(violation.Index(at+"/flow", k), f, ls)
 	}
 }
 
@@ -329,13 +343,13 @@ func (c *policyCheck) rate(at string, rt *Rate) {
 }
 
 // flow checks an entry of a rule's flow.
-func (c *policyCheck) flow(at string, f FlowRule) {
+func (c *policyCheck) flow(at string, f FlowRule, ls labelSets) {
 	if len(f.After) == 0 && !c.bad(at) {
 		c.add(at+"/after", policyRuleRequired, "after names at least one label")
 	}
 	for j, l := range f.After {
 		if l != "" {
-			c.knownLabel(violation.Index(at+"/after", j), l, false)
+			c.knownLabel(violation.Index(at+"/after", j), l, false, ls)
 		}
 	}
 	switch {
@@ -446,7 +460,7 @@ func (c *policyCheck) oneOfValue(at string, v value.Value) {
 
 // limits checks the top level's integers and durations.
 func (c *policyCheck) limits() {
-	p := c.p
+	p := &c.p
 	if p.ResultTextLimit < -1 || p.ResultTextLimit > maxResultTextLimit {
 		c.add("/result_text_limit", policyRuleRange, "%d is outside [-1, %d]", p.ResultTextLimit, maxResultTextLimit)
 	}
