@@ -373,139 +373,6 @@ func (s InvariantSpec) Invariant() (kernel.Invariant, error) {
 	return inv, nil
 }
 
-// The JSON form Policy.MarshalJSON writes, members in the schema's order.
-type (
-	policyJSON struct {
-		Schema          string                `json:"$schema,omitempty"`
-		Version         int                   `json:"version"`
-		Budget          kernel.Cost           `json:"budget"`
-		MinCost         kernel.Cost           `json:"min_cost"`
-		UnknownTools    string                `json:"unknown_tools,omitempty"`
-		DefaultRule     *policyRuleJSON       `json:"default_rule,omitempty"`
-		Approvers       any                   `json:"approvers,omitempty"`
-		Tools           []policyRuleJSON      `json:"tools,omitempty"`
-		Invariants      []policyInvariantJSON `json:"invariants,omitempty"`
-		ResultTextLimit int                   `json:"result_text_limit,omitempty"`
-		MaxWaiting      int                   `json:"max_waiting,omitempty"`
-		CheckResults    bool                  `json:"check_results,omitempty"`
-		ApprovalTimeout string                `json:"approval_timeout,omitempty"`
-		ApprovalTTL     string                `json:"approval_ttl,omitempty"`
-		SelfApproval    bool                  `json:"self_approval,omitempty"`
-		Timeout         string                `json:"timeout,omitempty"`
-		SharedBudget    *policySharedJSON     `json:"shared_budget,omitempty"`
-		Labels          []string              `json:"labels,omitempty"`
-	}
-	policyRuleJSON struct {
-		Name          string                `json:"name,omitempty"`
-		Match         string                `json:"match,omitempty"`
-		Description   string                `json:"description,omitempty"`
-		Principals    *policyPrincipalsJSON `json:"principals,omitempty"`
-		Arguments     json.RawMessage       `json:"arguments,omitempty"`
-		Paths         []policyPathJSON      `json:"paths,omitempty"`
-		Effect        string                `json:"effect,omitempty"`
-		Reason        string                `json:"reason,omitempty"`
-		Cost          *kernel.Cost          `json:"cost,omitempty"`
-		Reserve       bool                  `json:"reserve,omitempty"`
-		Tier          string                `json:"tier,omitempty"`
-		RefundOnError bool                  `json:"refund_on_error,omitempty"`
-		CheckResult   bool                  `json:"check_result,omitempty"`
-		Timeout       string                `json:"timeout,omitempty"`
-		CostFrom      string                `json:"cost_from,omitempty"`
-		Rate          *policyRateJSON       `json:"rate,omitempty"`
-		Labels        []string              `json:"labels,omitempty"`
-		Flow          []policyFlowJSON      `json:"flow,omitempty"`
-	}
-	policyPrincipalsJSON struct {
-		Issuers  []string `json:"issuers,omitempty"`
-		Subjects []string `json:"subjects,omitempty"`
-		Groups   []string `json:"groups,omitempty"`
-		Scopes   []string `json:"scopes,omitempty"`
-	}
-	policyPathJSON struct {
-		Argument        string   `json:"argument"`
-		Under           []string `json:"under"`
-		CaseInsensitive bool     `json:"case_insensitive,omitempty"`
-	}
-	policyRateJSON struct {
-		Calls int    `json:"calls"`
-		Per   string `json:"per"`
-		Scope string `json:"scope,omitempty"`
-	}
-	policyFlowJSON struct {
-		After  []string `json:"after"`
-		Effect string   `json:"effect"`
-		Reason string   `json:"reason,omitempty"`
-		Tier   string   `json:"tier,omitempty"`
-	}
-	policyInvariantJSON struct {
-		Name        string `json:"name"`
-		Description string `json:"description,omitempty"`
-		Enforcement string `json:"enforcement,omitempty"`
-		Suggestion  string `json:"suggestion,omitempty"`
-		AtMost      *struct {
-			Key string `json:"key"`
-			N   int64  `json:"n"`
-		} `json:"at_most,omitempty"`
-		AtMostEach *struct {
-			Prefix string `json:"prefix"`
-			N      int64  `json:"n"`
-		} `json:"at_most_each,omitempty"`
-		Within *struct {
-			Key string  `json:"key"`
-			Min float64 `json:"min"`
-			Max float64 `json:"max"`
-		} `json:"within,omitempty"`
-		OneOf *struct {
-			Key    string            `json:"key"`
-			Values []json.RawMessage `json:"values"`
-		} `json:"one_of,omitempty"`
-		Matches *struct {
-			Key     string `json:"key"`
-			Pattern string `json:"pattern"`
-		} `json:"matches,omitempty"`
-	}
-	policySharedJSON struct {
-		ID    string      `json:"id"`
-		Limit kernel.Cost `json:"limit"`
-	}
-)
-
-func policyRuleToJSON(r Rule) policyRuleJSON {
-	j := policyRuleJSON{Name: r.Name, Match: r.Match, Description: r.Description, Reserve: r.Reserve,
-		Tier: string(r.Tier), RefundOnError: r.RefundOnError, CheckResult: r.CheckResult, Arguments: r.Arguments,
-		Reason: r.Reason, Labels: r.Labels, CostFrom: r.CostFrom}
-	if r.Timeout != 0 {
-		j.Timeout = r.Timeout.String()
-	}
-	if r.Effect == EffectRefuse {
-		j.Effect = "refuse"
-	}
-	if r.Effect != EffectRefuse || r.Cost != 0 {
-		c := r.Cost
-		j.Cost = &c
-	}
-	if pc := r.Principals; pc != nil {
-		j.Principals = &policyPrincipalsJSON{Issuers: pc.Issuers, Subjects: pc.Subjects, Groups: pc.Groups, Scopes: pc.Scopes}
-	}
-	for _, pc := range r.Paths {
-		j.Paths = append(j.Paths, policyPathJSON{Argument: pc.Argument, Under: pc.Under, CaseInsensitive: pc.CaseInsensitive})
-	}
-	if rt := r.Rate; rt != nil {
-		j.Rate = &policyRateJSON{Calls: rt.Calls, Per: rt.Per.String()}
-		if rt.Scope == RateScopeRule {
-			j.Rate.Scope = string(RateScopeRule)
-		}
-	}
-	for _, f := range r.Flow {
-		e := "refuse"
-		if f.Ask {
-			e = "ask"
-		}
-		j.Flow = append(j.Flow, policyFlowJSON{After: f.After, Effect: e, Reason: f.Reason, Tier: string(f.Tier)})
-	}
-	return j
-}
-
 // MarshalJSON writes p as a policy file (compact; costs as exact decimal
 // strings; members at their defaults left out), which ParsePolicy reads
 // back to an equal Policy when p is valid. It writes an invalid p too, as
@@ -518,91 +385,24 @@ func (p Policy) MarshalJSON() ([]byte, error) {
 	if err := p.goOnly(); err != nil {
 		return nil, err
 	}
-	if p.Version == 0 {
-		p.Version = newestPolicyVersion
+	f, err := p.file()
+	if err != nil {
+		return nil, err
 	}
-	j := policyJSON{Schema: p.Schema, Version: p.Version, Budget: p.Budget, MinCost: p.MinCost,
-		ResultTextLimit: p.ResultTextLimit, MaxWaiting: p.MaxWaiting, CheckResults: p.CheckResults, SelfApproval: p.SelfApproval}
-	if p.AllowUnknown {
-		j.UnknownTools = "allow"
+	b, err := marshalPlain(f)
+	if err != nil {
+		return nil, fmt.Errorf("toolgate: writing policy: %w", err)
 	}
-	if p.ApprovalTimeout != 0 {
-		j.ApprovalTimeout = p.ApprovalTimeout.String()
-	}
-	if p.ApprovalTTL != 0 {
-		j.ApprovalTTL = p.ApprovalTTL.String()
-	}
-	if p.Timeout != 0 {
-		j.Timeout = p.Timeout.String()
-	}
-	if p.DefaultRule != nil {
-		r := policyRuleToJSON(*p.DefaultRule)
-		j.DefaultRule = &r
-	}
-	if p.Approvers != nil {
-		m := make(map[string][]string, len(p.Approvers))
-		for t, names := range p.Approvers {
-			m[string(t)] = names
-		}
-		j.Approvers = m
-	}
-	for _, r := range p.Tools {
-		j.Tools = append(j.Tools, policyRuleToJSON(r))
-	}
-	for _, s := range p.Invariants {
-		ij := policyInvariantJSON{Name: s.Name, Description: s.Description, Suggestion: s.Suggestion}
-		if s.Enforcement != kernel.EnforcementBlocking {
-			ij.Enforcement = s.Enforcement.String()
-		}
-		if f := s.AtMost; f != nil {
-			ij.AtMost = &struct {
-				Key string `json:"key"`
-				N   int64  `json:"n"`
-			}{f.Key, f.N}
-		}
-		if f := s.AtMostEach; f != nil {
-			ij.AtMostEach = &struct {
-				Prefix string `json:"prefix"`
-				N      int64  `json:"n"`
-			}{f.Prefix, f.N}
-		}
-		if f := s.Within; f != nil {
-			ij.Within = &struct {
-				Key string  `json:"key"`
-				Min float64 `json:"min"`
-				Max float64 `json:"max"`
-			}{f.Key, f.Min, f.Max}
-		}
-		if f := s.OneOf; f != nil {
-			ij.OneOf = &struct {
-				Key    string            `json:"key"`
-				Values []json.RawMessage `json:"values"`
-			}{Key: f.Key, Values: []json.RawMessage{}}
-			for _, v := range f.Values {
-				b, err := policyScalarJSON(v)
-				if err != nil {
-					return nil, fmt.Errorf("toolgate: writing invariant %q: %w", s.Name, err)
-				}
-				ij.OneOf.Values = append(ij.OneOf.Values, b)
-			}
-		}
-		if f := s.Matches; f != nil {
-			ij.Matches = &struct {
-				Key     string `json:"key"`
-				Pattern string `json:"pattern"`
-			}{f.Key, f.Pattern}
-		}
-		j.Invariants = append(j.Invariants, ij)
-	}
-	j.Labels = p.Labels
-	if s := p.Shared; s != nil {
-		j.SharedBudget = &policySharedJSON{ID: s.ID, Limit: s.Limit}
-	}
+	return b, nil
+}
+
+// marshalPlain writes v as compact JSON without escaping <, > and &.
+func marshalPlain(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(j); err != nil {
-		return nil, fmt.Errorf("toolgate: writing policy: %w", err)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
