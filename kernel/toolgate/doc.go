@@ -30,7 +30,10 @@
 //	}
 //
 // A policy file (ParsePolicy, LoadPolicy, policy.schema.json) configures
-// the same without Go.
+// the same without Go: it is read into the same Policy, and Policy.Compile
+// is the one check of either, naming every problem at its JSON Pointer
+// (a policy built in Go is checked by the file's rules). Two members are
+// Go only and have no file form: a rule's CostFunc and GoInvariants.
 //
 // # What a call is
 //
