@@ -314,7 +314,7 @@ type policyFile struct {
 	MinCost         policyCost                   `json:"min_cost"`
 	UnknownTools    policyEnum[unknownToolsEnum] `json:"unknown_tools,omitzero"`
 	DefaultRule     present[ruleCommon]          `json:"default_rule,omitzero"`
-	Approvers       map[string][]string          `json:"approvers,omitzero"`
+	Approvers       approversWire                `json:"approvers,omitzero"`
 	Tools           []*present[ruleWire]         `json:"tools,omitempty"` // nil for null (refused)
 	Invariants      []invariantWire              `json:"invariants,omitempty"`
 	ResultTextLimit policyInt[textLimitRange]    `json:"result_text_limit,omitzero"`
@@ -435,12 +435,7 @@ func (f *policyFile) policy(decoded []Violation) (p Policy, more []Violation, un
 		AllowUnknown:    f.UnknownTools.s == "allow",
 		ResultTextLimit: int(f.ResultTextLimit.n), MaxWaiting: int(f.MaxWaiting.n), CheckResults: f.CheckResults,
 		ApprovalTimeout: f.ApprovalTimeout.d, ApprovalTTL: f.ApprovalTTL.d, SelfApproval: f.SelfApproval, Timeout: f.Timeout.d}
-	if f.Approvers != nil {
-		p.Approvers = make(map[claims.RiskTier][]string, len(f.Approvers))
-		for t, names := range f.Approvers {
-			p.Approvers[claims.RiskTier(t)] = names
-		}
-	}
+	p.Approvers = f.Approvers
 	v2 := p.Version != 1 // a file whose version is wrong is read as version 2, to report its problems too
 	unknown := func(at string) {
 		more = append(more, Violation{Path: at, Rule: policyRuleUnknownField, Message: "unknown member (version 2 has it)"})
@@ -600,12 +595,7 @@ func (p Policy) file() (policyFile, error) {
 	if r := p.DefaultRule; r != nil {
 		f.DefaultRule = present[ruleCommon]{V: ruleCommonOf(r), Set: true}
 	}
-	if p.Approvers != nil {
-		f.Approvers = make(map[string][]string, len(p.Approvers))
-		for t, names := range p.Approvers {
-			f.Approvers[string(t)] = names
-		}
-	}
+	f.Approvers = p.Approvers
 	for i := range p.Tools {
 		f.Tools = append(f.Tools, &present[ruleWire]{V: ruleWireOf(&p.Tools[i]), Set: true})
 	}
@@ -696,6 +686,18 @@ func invariantWireOf(s *InvariantSpec) (invariantWire, error) {
 		w.Matches = present[matchesWire]{V: matchesWire{Key: f.Key, Pattern: f.Pattern}, Set: true}
 	}
 	return w, nil
+}
+
+// approversWire is approvers: it writes a tier that is none as it is
+// (claims.RiskTier.MarshalText would refuse it).
+type approversWire map[claims.RiskTier][]string
+
+func (a approversWire) MarshalJSON() ([]byte, error) {
+	m := make(map[string][]string, len(a))
+	for t, names := range a {
+		m[string(t)] = names
+	}
+	return marshalPlain(m)
 }
 
 // The typed members write their own form, the one they read.
