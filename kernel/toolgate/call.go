@@ -9,6 +9,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/santhosh-tekuri/jsonschema/v5"
+
 	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/kernel"
 )
@@ -252,6 +254,17 @@ type Rule struct {
 	// labels have been seen in the caller's session; the first entry
 	// whose labels were all seen decides.
 	Flow []FlowRule
+
+	// schema is Arguments as ParsePolicy compiled it, so that Compile
+	// compiles each schema of a file once; it is used only while
+	// Arguments still hold the text it was compiled from.
+	schema *argumentSchema
+}
+
+// argumentSchema is an argument schema compiled from raw.
+type argumentSchema struct {
+	raw json.RawMessage
+	s   *jsonschema.Schema
 }
 
 // Effect is what a rule does with the calls it applies to.

@@ -187,7 +187,11 @@ func compileRule(r Rule, i int) (compiledRule, error) {
 	cr := compiledRule{Rule: r, index: i, id: ref.id(), literal: !strings.ContainsAny(r.Match, `*?[\`)}
 	cr.Tier = tierOrDefault(r.Tier)
 	var schemaErr error
-	if len(r.Arguments) > 0 {
+	switch {
+	case len(r.Arguments) == 0:
+	case r.schema != nil && bytes.Equal(r.schema.raw, r.Arguments): // compiled by ParsePolicy
+		cr.schema = r.schema.s
+	default:
 		cr.schema, schemaErr = compileArgumentSchema(r.Arguments)
 	}
 	for _, pc := range r.Paths {

@@ -1,5 +1,7 @@
 package toolgate
 
+import "slices"
+
 // The policy format's limits, which the package keeps to itself and the
 // tests of toolgate_test read by their former names.
 const (
@@ -11,3 +13,14 @@ const (
 	MaxResultTextLimit     = maxResultTextLimit
 	DefaultResultTextLimit = defaultResultTextLimit
 )
+
+// WithoutCompiledSchemas returns p without the argument schemas
+// ParsePolicy compiled for Compile, so that two readings of one file
+// compare equal.
+func WithoutCompiledSchemas(p Policy) Policy {
+	p.Tools = slices.Clone(p.Tools)
+	for i := range p.Tools {
+		p.Tools[i].schema = nil
+	}
+	return p
+}

@@ -152,7 +152,8 @@ var policyBOM = []byte("\xef\xbb\xbf")
 // policy.schema.json says, and the readers of costs, integers, enums,
 // durations and lists say the rest of it, each reporting at its JSON
 // Pointer. Policy.violations then checks what a schema cannot say, and
-// schemaViolations that each argument schema compiles. The
+// compileSchemas that each argument schema compiles (keeping it for
+// Compile). The
 // schema itself is not run: TestTypedPolicyReaderAgreesWithSchema holds
 // the two to the same verdict on every file.
 func checkPolicy(data []byte) (Policy, []Violation) {
@@ -188,7 +189,7 @@ func checkPolicy(data []byte) (Policy, []Violation) {
 		})
 	}
 	decoded = append(decoded, more...)
-	checked := append(p.violations(decoded), p.schemaViolations(decoded)...)
+	checked := append(p.violations(decoded), p.compileSchemas(decoded)...)
 	all := decoded
 	for _, v := range checked {
 		// A member that did not decode is reported once, by the decoder.

@@ -68,7 +68,7 @@ func oldCheckPolicy(data []byte) (Policy, []Violation) {
 	d := &oldPolicyDecoder{}
 	p := d.policy(tree)
 	decoded := d.vs
-	checked := append(p.violations(decoded), p.schemaViolations(decoded)...)
+	checked := append(p.violations(decoded), p.compileSchemas(decoded)...)
 	all := slices.Clone(decoded)
 	for _, v := range checked {
 		// A member that did not decode is reported once, by the decoder.

@@ -37,12 +37,13 @@ func (p Policy) violations(decoded []Violation) []Violation {
 	return c.vs
 }
 
-// schemaViolations compiles each rule's argument schema, reporting one
-// that does not compile (argument_schema); decoded is as for violations.
-// ParsePolicy runs it: Compile compiles the schemas it keeps instead.
-func (p Policy) schemaViolations(decoded []Violation) []Violation {
+// compileSchemas compiles each rule's argument schema, reporting one
+// that does not compile (argument_schema), and keeps each that does on
+// its rule for Compile; decoded is as for violations.
+func (p *Policy) compileSchemas(decoded []Violation) []Violation {
 	var vs []Violation
-	for i, r := range p.Tools {
+	for i := range p.Tools {
+		r := &p.Tools[i]
 		if len(r.Arguments) == 0 {
 			continue
 		}
@@ -50,9 +51,12 @@ func (p Policy) schemaViolations(decoded []Violation) []Violation {
 		if reported(decoded, at) {
 			continue
 		}
-		if _, err := compileArgumentSchema(r.Arguments); err != nil {
+		s, err := compileArgumentSchema(r.Arguments)
+		if err != nil {
 			vs = append(vs, Violation{Path: at, Rule: policyRuleArgSchema, Message: err.Error()})
+			continue
 		}
+		r.schema = &argumentSchema{raw: r.Arguments, s: s}
 	}
 	return vs
 }
