@@ -102,15 +102,19 @@ func run(ctx context.Context, out io.Writer, in io.Reader, args []string) error 
 	defer log.Close()
 
 	// The gate: what each tool costs, which needs a human, the budget.
-	gate, err := toolgate.New(ctx, log, toolgate.Config{
+	comp, err := toolgate.Policy{
 		Budget:  5 * kernel.Unit,
 		MinCost: kernel.Unit / 100,
-		Rules: []toolgate.Rule{
+		Tools: []toolgate.Rule{
 			{Match: "list_files", Cost: kernel.Unit / 10, Description: "lists a directory"},
 			{Match: "delete_file", Cost: kernel.Unit / 2, Tier: claims.TierDelete, Description: "deletes a file for good"},
 			{Match: "send_report", Cost: 3 * kernel.Unit, Description: "emails a report"},
 		},
-	})
+	}.Compile()
+	if err != nil {
+		return err
+	}
+	gate, err := toolgate.New(ctx, log, comp)
 	if err != nil {
 		return err
 	}

@@ -72,11 +72,11 @@ const caller = "oncall-1"
 
 // config is the gate's catalogue: what each tool costs and which need a
 // human.
-func config() toolgate.Config {
-	return toolgate.Config{
+func config() toolgate.Policy {
+	return toolgate.Policy{
 		Budget:  5 * kernel.Unit,
 		MinCost: kernel.Unit / 100,
-		Rules: []toolgate.Rule{
+		Tools: []toolgate.Rule{
 			{Match: "read_log", Cost: kernel.Unit, Description: "read a service's recent log"},
 			{Match: "restart_service", Cost: 2 * kernel.Unit, Description: "restart a service"},
 			{Match: "delete_file", Cost: kernel.Unit, Tier: claims.TierDelete, Description: "a deleted file is gone"},
@@ -95,7 +95,11 @@ func run(ctx context.Context, w io.Writer, answers io.Reader, path string) error
 		return err
 	}
 	defer log.Close() // on an early return; closed below before reopening
-	gate, err := toolgate.New(ctx, log, config())
+	comp, err := config().Compile()
+	if err != nil {
+		return err
+	}
+	gate, err := toolgate.New(ctx, log, comp)
 	if err != nil {
 		return err
 	}

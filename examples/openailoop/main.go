@@ -81,11 +81,11 @@ const caller = "oncall-1"
 
 // config is the gate's catalogue: what each tool costs and which need a
 // human.
-func config() toolgate.Config {
-	return toolgate.Config{
+func config() toolgate.Policy {
+	return toolgate.Policy{
 		Budget:  5 * kernel.Unit / 2,
 		MinCost: kernel.Unit / 100,
-		Rules: []toolgate.Rule{
+		Tools: []toolgate.Rule{
 			{Match: "read_log", Cost: kernel.Unit / 2},
 			{Match: "restart_service", Cost: 2 * kernel.Unit},
 			{Match: "delete_file", Cost: kernel.Unit, Tier: claims.TierDelete},
@@ -172,7 +172,11 @@ func run(ctx context.Context, w io.Writer, baseURL, apiKey, model, keep string, 
 		baseURL, apiKey, model = srv.URL, "offline", "scripted"
 	}
 	client := openai.NewClient(option.WithBaseURL(baseURL), option.WithAPIKey(apiKey), option.WithMaxRetries(0))
-	g, err := toolgate.New(ctx, log, config())
+	comp, err := config().Compile()
+	if err != nil {
+		return err
+	}
+	g, err := toolgate.New(ctx, log, comp)
 	if err != nil {
 		return err
 	}

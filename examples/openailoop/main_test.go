@@ -117,7 +117,11 @@ func TestLoopThroughGate(t *testing.T) {
 			client := openai.NewClient(option.WithBaseURL(hs.URL), option.WithAPIKey("test"), option.WithMaxRetries(0))
 			ctx := context.Background()
 			log := trace.NewMemoryLog()
-			g, err := toolgate.New(ctx, log, config())
+			comp, err := config().Compile()
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := toolgate.New(ctx, log, comp)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -203,7 +207,11 @@ func TestLoopEndsWhenTheModelFails(t *testing.T) {
 	}))
 	defer hs.Close()
 	client := openai.NewClient(option.WithBaseURL(hs.URL), option.WithAPIKey("wrong"), option.WithMaxRetries(0))
-	g, err := toolgate.New(context.Background(), trace.NewMemoryLog(), config())
+	comp, err := config().Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := toolgate.New(context.Background(), trace.NewMemoryLog(), comp)
 	if err != nil {
 		t.Fatal(err)
 	}

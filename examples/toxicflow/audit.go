@@ -23,7 +23,7 @@ import (
 // decision must come out the same: an execution for an allowed call (same
 // rule), a refusal with the same rule and condition for a refused one.
 // The caller's kernel session is replayed too, to the live gate's spend.
-func audit(ctx context.Context, out io.Writer, path string, cfg toolgate.Config, calls []toolCall, live kernel.Meter) (entries, replayed int, err error) {
+func audit(ctx context.Context, out io.Writer, path string, cfg toolgate.Policy, calls []toolCall, live kernel.Meter) (entries, replayed int, err error) {
 	store, err := trace.OpenFileReadOnly(path)
 	if err != nil {
 		return 0, 0, err

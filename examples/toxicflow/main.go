@@ -142,7 +142,7 @@ func demonstrate(ctx context.Context, out io.Writer, argv []string) (report, err
 		return rep, err
 	}
 	fmt.Fprintln(out, "policy (policy.json):")
-	for i, r := range cfg.Rules {
+	for i, r := range cfg.Tools {
 		fmt.Fprintf(out, "  #%d %-18s %-22s labels %v", i, r.Name, r.Match, r.Labels)
 		for _, f := range r.Flow {
 			fmt.Fprintf(out, ", flow: refuse after %v", f.After)
@@ -160,7 +160,11 @@ func demonstrate(ctx context.Context, out io.Writer, argv []string) (report, err
 		return rep, err
 	}
 	defer log.Close()
-	gate, err := toolgate.New(ctx, log, cfg, toolgate.WithClock(clk.now), toolgate.WithIDs(clk.id))
+	comp, err := cfg.Compile()
+	if err != nil {
+		return rep, err
+	}
+	gate, err := toolgate.New(ctx, log, comp, toolgate.WithClock(clk.now), toolgate.WithIDs(clk.id))
 	if err != nil {
 		return rep, err
 	}
@@ -204,14 +208,8 @@ func demonstrate(ctx context.Context, out io.Writer, argv []string) (report, err
 //go:embed policy.json
 var policyFile []byte
 
-// policy returns the gate's configuration from policyFile.
-func policy() (toolgate.Config, error) {
-	p, err := toolgate.ParsePolicy(policyFile)
-	if err != nil {
-		return toolgate.Config{}, err
-	}
-	return p.Config()
-}
+// policy returns the gate's policy, read from policyFile.
+func policy() (toolgate.Policy, error) { return toolgate.ParsePolicy(policyFile) }
 
 // agent runs the scripted model against srv through an MCP client, and
 // returns the calls it made. refusal, when not nil, receives the text of

@@ -98,13 +98,13 @@ func TestReplayCatchesAnotherPolicy(t *testing.T) {
 	require.NoError(t, err, "the run's own policy replays")
 	require.Equal(t, 5, n)
 	noFlow := mustPolicy(t)
-	noFlow.Rules[3].Flow = nil
+	noFlow.Tools[3].Flow = nil
 	_, _, err = audit(context.Background(), &bytes.Buffer{}, path, noFlow, rep.calls, rep.meter)
 	require.ErrorContains(t, err, "replay of entry")
 
 	unlabelled := mustPolicy(t)
-	unlabelled.Rules[1].Arguments = nil
-	unlabelled.Rules[1].Match = "no_such_tool"
+	unlabelled.Tools[1].Arguments = nil
+	unlabelled.Tools[1].Match = "no_such_tool"
 	_, _, err = audit(context.Background(), &bytes.Buffer{}, path, unlabelled, rep.calls, rep.meter)
 	require.ErrorContains(t, err, "replay of entry")
 }
@@ -122,7 +122,7 @@ func TestUsage(t *testing.T) {
 	assert.Equal(t, "keep me", string(b), "an existing file is never written")
 }
 
-func mustPolicy(t *testing.T) toolgate.Config {
+func mustPolicy(t *testing.T) toolgate.Policy {
 	t.Helper()
 	cfg, err := policy()
 	require.NoError(t, err)

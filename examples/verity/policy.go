@@ -63,25 +63,23 @@ var errPolicyFindings = errors.New("the policy has problems (listed above)")
 
 // loadPolicyConfig loads and compiles the policy file at p, and returns
 // the labels it declares.
-func loadPolicyConfig(p string) (toolgate.Config, *toolgate.Compiled, error) {
+func loadPolicyConfig(p string) (toolgate.Policy, *toolgate.Compiled, error) {
 	cfg, compiled, _, err := loadPolicy(p)
 	return cfg, compiled, err
 }
 
-func loadPolicy(p string) (toolgate.Config, *toolgate.Compiled, []string, error) {
+// loadPolicy returns the policy at p as written (approvers nil when the
+// file names none), its compiled form and the labels it declares.
+func loadPolicy(p string) (toolgate.Policy, *toolgate.Compiled, []string, error) {
 	pol, err := toolgate.LoadPolicy(p)
 	if err != nil {
-		return toolgate.Config{}, nil, nil, err
+		return toolgate.Policy{}, nil, nil, err
 	}
-	cfg, err := pol.Config()
+	compiled, err := pol.Compile()
 	if err != nil {
-		return toolgate.Config{}, nil, nil, err
+		return toolgate.Policy{}, nil, nil, err
 	}
-	compiled, err := cfg.Compile()
-	if err != nil {
-		return toolgate.Config{}, nil, nil, err
-	}
-	return cfg, compiled, pol.Labels, nil
+	return pol, compiled, pol.Labels, nil
 }
 
 func policyCheck(ctx context.Context, e *env, args []string) error {
@@ -131,7 +129,7 @@ func policyCheck(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	findings, notes := lintPolicy(cfg, compiled, declared, tools)
-	fmt.Fprintf(e.stdout, "%s: %d rules, %d tools upstream\n", policyFile[0], len(cfg.Rules), len(tools))
+	fmt.Fprintf(e.stdout, "%s: %d rules, %d tools upstream\n", policyFile[0], len(cfg.Tools), len(tools))
 	for _, f := range findings {
 		fmt.Fprintf(e.stdout, "  %s\n", f)
 	}
@@ -195,11 +193,11 @@ func parseToolsList(data []byte) ([]string, error) {
 }
 
 // ruleName names rule i in findings: #i and its name.
-func ruleName(cfg toolgate.Config, i int) string {
-	if n := cfg.Rules[i].Name; n != "" {
-		return fmt.Sprintf("rule #%d %q (%s)", i, n, cfg.Rules[i].Match)
+func ruleName(cfg toolgate.Policy, i int) string {
+	if n := cfg.Tools[i].Name; n != "" {
+		return fmt.Sprintf("rule #%d %q (%s)", i, n, cfg.Tools[i].Match)
 	}
-	return fmt.Sprintf("rule #%d (%s)", i, cfg.Rules[i].Match)
+	return fmt.Sprintf("rule #%d (%s)", i, cfg.Tools[i].Match)
 }
 
 // matchesName reports whether rule r's match (a tool name or a
@@ -217,7 +215,7 @@ func matchesName(r toolgate.Rule, tool string) bool {
 // tools no rule matches. Which tools a rule decides for, and which an
 // earlier unconditional rule takes from it, is compiled.Coverage's
 // answer.
-func lintPolicy(cfg toolgate.Config, compiled *toolgate.Compiled, declared, tools []string) (findings, notes []string) {
+func lintPolicy(cfg toolgate.Policy, compiled *toolgate.Compiled, declared, tools []string) (findings, notes []string) {
 	coverage := compiled.Coverage(tools)
 	attached, read := map[string][]int{}, map[string][]int{}
 	tiers := map[claims.RiskTier]bool{}
@@ -226,7 +224,7 @@ func lintPolicy(cfg toolgate.Config, compiled *toolgate.Compiled, declared, tool
 			tiers[t] = true
 		}
 	}
-	for i, r := range cfg.Rules {
+	for i, r := range cfg.Tools {
 		cov := coverage[i]
 		open := cov.Tools
 		matched := slices.Concat(cov.Tools, sortedKeys(cov.Shadowed))
@@ -266,9 +264,13 @@ func lintPolicy(cfg toolgate.Config, compiled *toolgate.Compiled, declared, tool
 			}
 		}
 	}
+	var def toolgate.Rule
+	if cfg.DefaultRule != nil {
+		def = *cfg.DefaultRule
+	}
 	if cfg.AllowUnknown {
-		needs(cfg.DefaultRule.Tier)
-		for _, l := range cfg.DefaultRule.Labels {
+		needs(def.Tier)
+		for _, l := range def.Labels {
 			attached[l] = append(attached[l], -1)
 		}
 	}
@@ -285,7 +287,7 @@ func lintPolicy(cfg toolgate.Config, compiled *toolgate.Compiled, declared, tool
 	for _, l := range declared {
 		_, a := attached[l]
 		_, r := read[l]
-		if !a && !r && !slices.Contains(cfg.DefaultRule.Labels, l) {
+		if !a && !r && !slices.Contains(def.Labels, l) {
 			findings = append(findings, fmt.Sprintf("label %q is declared but no rule that matches an upstream tool attaches it and no flow reads it", l))
 		}
 	}
@@ -296,7 +298,7 @@ func lintPolicy(cfg toolgate.Config, compiled *toolgate.Compiled, declared, tool
 	}
 	var unmatched []string
 	for _, t := range tools {
-		if !slices.ContainsFunc(cfg.Rules, func(r toolgate.Rule) bool { return matchesName(r, t) }) {
+		if !slices.ContainsFunc(cfg.Tools, func(r toolgate.Rule) bool { return matchesName(r, t) }) {
 			unmatched = append(unmatched, t)
 		}
 	}

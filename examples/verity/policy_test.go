@@ -98,10 +98,10 @@ func TestPolicyCheckFindsProblems(t *testing.T) {
 // labels no live rule attaches, rate windows of rules that match no tool,
 // and approvers of a tier only a dead rule needs.
 func TestLintLabelsWindowsAndTiers(t *testing.T) {
-	cfg := toolgate.Config{
+	cfg := toolgate.Policy{
 		Budget: 10 * kernel.Unit, MinCost: kernel.Unit / 100,
 		Approvers: map[claims.RiskTier][]string{claims.TierDelete: {"human"}, claims.TierPrivilege: {"admin"}},
-		Rules: []toolgate.Rule{
+		Tools: []toolgate.Rule{
 			{Match: "get_issue", Cost: kernel.Unit, Labels: []string{"untrusted_input"}},
 			{Match: "get_secret", Cost: kernel.Unit, Labels: []string{"private_data"}, Tier: claims.TierDelete},
 			{Match: "send_mail", Cost: kernel.Unit, Labels: []string{"external_comm"},

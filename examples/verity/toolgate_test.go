@@ -35,11 +35,13 @@ func gateLogWith(t *testing.T, budget kernel.Cost) string {
 	log, err := trace.NewLog(f)
 	require.NoError(t, err)
 	n := 0
-	g, err := toolgate.New(ctx, log, toolgate.Config{Budget: budget, MinCost: kernel.Unit / 100, Rules: []toolgate.Rule{
+	comp, err := toolgate.Policy{Budget: budget, MinCost: kernel.Unit / 100, Tools: []toolgate.Rule{
 		{Match: "read_*", Cost: kernel.Unit / 10},
 		{Match: "delete_file", Cost: kernel.Unit, Tier: claims.TierDelete},
 		{Match: "send", Cost: 2 * kernel.Unit, RefundOnError: true},
-	}}, toolgate.WithIDs(func() string { n++; return "id-" + string(rune('a'+n-1)) }))
+	}}.Compile()
+	require.NoError(t, err)
+	g, err := toolgate.New(ctx, log, comp, toolgate.WithIDs(func() string { n++; return "id-" + string(rune('a'+n-1)) }))
 	require.NoError(t, err)
 	run := func(tool string, fail error) {
 		d, err := g.Before(ctx, toolgate.Call{Tool: tool, Caller: "agent-1", Arguments: []byte(`{}`)})
@@ -95,11 +97,13 @@ func approvalsLog(t *testing.T) string {
 	require.NoError(t, err)
 	now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	n := 0
-	g, err := toolgate.New(ctx, log, toolgate.Config{Budget: 10 * kernel.Unit, MinCost: kernel.Unit / 100, ApprovalTTL: time.Hour,
-		Rules: []toolgate.Rule{
+	compiled, err := toolgate.Policy{Budget: 10 * kernel.Unit, MinCost: kernel.Unit / 100, ApprovalTTL: time.Hour,
+		Tools: []toolgate.Rule{
 			{Match: "read_*", Cost: kernel.Unit / 10},
 			{Match: "delete_file", Cost: kernel.Unit, Tier: claims.TierDelete},
-		}},
+		}}.Compile()
+	require.NoError(t, err)
+	g, err := toolgate.New(ctx, log, compiled,
 		toolgate.WithDurableApprovals(), toolgate.WithClock(func() time.Time { return now }),
 		toolgate.WithIDs(func() string { n++; return fmt.Sprintf("id-%d", n) }))
 	require.NoError(t, err)

@@ -386,12 +386,14 @@ func TestGatesShareSQLWindows(t *testing.T) {
 		_, s2 := budgets(t, b, dsn)
 		now := epoch
 		clock := func() time.Time { return now }
-		cfg := toolgate.Config{Budget: 100 * kernel.Unit, MinCost: kernel.Unit / 100, Rules: []toolgate.Rule{
+		cfg := toolgate.Policy{Budget: 100 * kernel.Unit, MinCost: kernel.Unit / 100, Tools: []toolgate.Rule{
 			{Name: "send", Match: "send_*", Cost: kernel.Unit / 10, Rate: &toolgate.Rate{Calls: 3, Per: time.Minute, Scope: toolgate.RateScopeRule}},
 		}}
+		comp, err := cfg.Compile()
+		require.NoError(t, err)
 		gates := make([]*toolgate.Gate, 2)
 		for i, st := range []*sqlbudget.Store{s1, s2} {
-			g, err := toolgate.New(ctx, trace.NewMemoryLog(), cfg, toolgate.WithClock(clock), toolgate.WithSharedWindows(st))
+			g, err := toolgate.New(ctx, trace.NewMemoryLog(), comp, toolgate.WithClock(clock), toolgate.WithSharedWindows(st))
 			require.NoError(t, err)
 			gates[i] = g
 		}

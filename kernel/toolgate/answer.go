@@ -43,12 +43,12 @@ const (
 	// request already (one principal is one approver).
 	AnswerAnsweredAlready = "answered_already"
 	// AnswerSelfApproval: the call's own principal approving a PRIVILEGE
-	// call, which Config.SelfApproval does not allow.
+	// call, which Policy.SelfApproval does not allow.
 	AnswerSelfApproval = "self_approval"
 )
 
 // ErrSelfApproval: the principal a PRIVILEGE call was made for tried to
-// approve it, and Config.SelfApproval is not set.
+// approve it, and Policy.SelfApproval is not set.
 var ErrSelfApproval = errors.New("toolgate: a PRIVILEGE call cannot be approved by the principal that made it")
 
 // RefuseAnswerEntry is the payload of a KindRefuseAnswer entry.

@@ -30,9 +30,9 @@ func refusedAnswers(t require.TestingT, log *trace.Log) []toolgate.RefuseAnswerE
 	return out
 }
 
-func privilegeConfig(self bool) toolgate.Config {
+func privilegeConfig(self bool) toolgate.Policy {
 	cfg := testConfig()
-	cfg.Rules = append(cfg.Rules, toolgate.Rule{Match: "grant_role", Cost: units(1), Tier: claims.TierPrivilege})
+	cfg.Tools = append(cfg.Tools, toolgate.Rule{Match: "grant_role", Cost: units(1), Tier: claims.TierPrivilege})
 	cfg.Approvers = map[claims.RiskTier][]string{
 		claims.TierDelete:    {"group:ops"},
 		claims.TierPrivilege: {"group:ops"},
@@ -116,7 +116,7 @@ func TestSelfApprovalAllowedByPolicy(t *testing.T) {
 }
 
 // TestSelfApprovalPolicyMember: "self_approval" reads into
-// Config.SelfApproval, writes back, and is refused where no PRIVILEGE
+// Policy.SelfApproval, writes back, and is refused where no PRIVILEGE
 // call could ask.
 func TestSelfApprovalPolicyMember(t *testing.T) {
 	const file = `{"version":2,"budget":"10","min_cost":"0.01","self_approval":true,
@@ -125,9 +125,9 @@ func TestSelfApprovalPolicyMember(t *testing.T) {
 	p, err := toolgate.ParsePolicy([]byte(file))
 	require.NoError(t, err)
 	assert.True(t, p.SelfApproval)
-	cfg, err := p.Config()
+	cfg, err := p.Compile()
 	require.NoError(t, err)
-	assert.True(t, cfg.SelfApproval)
+	assert.True(t, cfg.Policy().SelfApproval)
 	b, err := p.MarshalJSON()
 	require.NoError(t, err)
 	assert.Contains(t, string(b), `"self_approval":true`)
@@ -227,7 +227,7 @@ func TestOnlyQuestionsTheGateAskedWait(t *testing.T) {
 		cfg := testConfig()
 		cfg.Budget = units(1 << 20)
 		log := newLog(rt)
-		g, err := toolgate.New(ctx, log, cfg)
+		g, err := toolgate.New(ctx, log, mustCompile(cfg))
 		require.NoError(rt, err)
 		// The model.
 		waiting := map[string]string{} // path → request id

@@ -16,8 +16,8 @@ import (
 // one allowed call on a memory log (two trace entries).
 func BenchmarkGateCall(b *testing.B) {
 	log, _ := trace.NewLog(trace.NewMemory())
-	g, err := toolgate.New(ctx, log, toolgate.Config{Budget: kernel.Cost(1 << 50), MinCost: 1,
-		Rules: []toolgate.Rule{{Match: "read_*", Cost: 1}}})
+	g, err := toolgate.New(ctx, log, mustCompile(toolgate.Policy{Budget: kernel.Cost(1 << 50), MinCost: 1,
+		Tools: []toolgate.Rule{{Match: "read_*", Cost: 1}}}))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -42,8 +42,8 @@ func BenchmarkToolCall1ms(b *testing.B) {
 		name := map[bool]string{false: "direct", true: "gated"}[gated]
 		b.Run(name, func(b *testing.B) {
 			log, _ := trace.NewLog(trace.NewMemory())
-			g, _ := toolgate.New(ctx, log, toolgate.Config{Budget: kernel.Cost(1 << 50), MinCost: 1,
-				Rules: []toolgate.Rule{{Match: "*", Cost: 1}}})
+			g, _ := toolgate.New(ctx, log, mustCompile(toolgate.Policy{Budget: kernel.Cost(1 << 50), MinCost: 1,
+				Tools: []toolgate.Rule{{Match: "*", Cost: 1}}}))
 			for b.Loop() {
 				if !gated {
 					time.Sleep(time.Millisecond)
@@ -85,7 +85,7 @@ func BenchmarkGateCall50Rules(b *testing.B) {
 		Paths:     []toolgate.PathCondition{{Argument: "/path", Under: []string{"/srv/data"}}},
 		Rate:      &toolgate.Rate{Calls: 1 << 30, Per: time.Minute}})
 	log, _ := trace.NewLog(trace.NewMemory())
-	g, err := toolgate.New(ctx, log, toolgate.Config{Budget: kernel.Cost(1 << 50), MinCost: 1, Rules: rules})
+	g, err := toolgate.New(ctx, log, mustCompile(toolgate.Policy{Budget: kernel.Cost(1 << 50), MinCost: 1, Tools: rules}))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -114,8 +114,8 @@ func (nopObserver) ObserveOutcome(context.Context, toolgate.OutcomeEvent)   {}
 // the caller's budget, the allow kept until After).
 func BenchmarkGateCallObserved(b *testing.B) {
 	log, _ := trace.NewLog(trace.NewMemory())
-	g, err := toolgate.New(ctx, log, toolgate.Config{Budget: kernel.Cost(1 << 50), MinCost: 1,
-		Rules: []toolgate.Rule{{Match: "read_*", Cost: 1}}}, toolgate.WithObserver(nopObserver{}))
+	g, err := toolgate.New(ctx, log, mustCompile(toolgate.Policy{Budget: kernel.Cost(1 << 50), MinCost: 1,
+		Tools: []toolgate.Rule{{Match: "read_*", Cost: 1}}}), toolgate.WithObserver(nopObserver{}))
 	if err != nil {
 		b.Fatal(err)
 	}

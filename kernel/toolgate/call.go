@@ -9,6 +9,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/santhosh-tekuri/jsonschema/v5"
+
 	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/kernel"
 )
@@ -35,7 +37,7 @@ type Call struct {
 	Caller string
 	// Principal is who the call is made for, as the host authenticated
 	// them: rules may be limited to subjects, groups or scopes (see
-	// PolicyVersion 2's "principals").
+	// version 2's "principals").
 	Principal Principal
 }
 
@@ -122,7 +124,7 @@ type ApprovalRequest struct {
 	Tier            claims.RiskTier
 	// Principal is the key (Principal.Key) of the principal the call was
 	// made for, "" for none: who may not approve a PRIVILEGE call unless
-	// Config.SelfApproval.
+	// Policy.SelfApproval.
 	Principal string
 	// Awaiting lists the approvers who have not decided yet.
 	Awaiting []string
@@ -132,14 +134,14 @@ type ApprovalRequest struct {
 	// JSON, in full, invisible characters escaped.
 	Arguments string
 	// Asked is when the gate asked; Expires when the request (or its
-	// answer, not yet used) expires: zero without Config.ApprovalTTL.
+	// answer, not yet used) expires: zero without Policy.ApprovalTTL.
 	Asked, Expires time.Time
 }
 
 // Result is what a tool returned, reported to After.
 type Result struct {
 	// Output is the tool's output as returned (JSON or text). The gate
-	// records its SHA-256, its size and at most Config.ResultTextLimit
+	// records its SHA-256, its size and at most Policy.ResultTextLimit
 	// bytes of it.
 	Output []byte
 	// Err is the tool's failure, nil when it succeeded.
@@ -171,73 +173,98 @@ type Outcome struct {
 	Seq uint64
 }
 
-// Rule is what the gate knows of a tool: what a call costs, how risky it
-// is, and what to do with its result.
+// Rule is what the gate knows of a tool: which calls it applies to, what
+// a call costs, how risky it is, and what to do with its result. It is
+// an entry of a policy's "tools" (Policy.Tools), or its "default_rule"
+// without Match and conditions; the file's member of each field is in
+// parentheses. Version 2's members are Name and those after it.
 type Rule struct {
-	// Match is the tool's name, or a pattern of path.Match ("fs_*",
-	// "db_?elete"). The first rule of Config.Rules that matches a tool
-	// decides for it.
-	Match       string
+	// Match ("match", required in tools) is the tool's name, or a pattern
+	// of path.Match ("fs_*", "db_?elete"). The first rule of Policy.Tools
+	// that applies to a call decides for it.
+	Match string
+	// Description ("description") says what the tools do.
 	Description string
-	// Cost is what one call costs (at least Config.MinCost). With
-	// Reserve, it is the upper bound charged before the call and settled
-	// afterwards at the measured cost.
+	// Cost ("cost", required unless the rule refuses) is what one call
+	// costs (at least Policy.MinCost). With Reserve, it is the upper bound
+	// charged before the call and settled afterwards at the measured cost.
 	Cost kernel.Cost
 	// CostFunc, when set, prices a call from its arguments instead of
-	// Cost. An error refuses the call.
+	// Cost. An error refuses the call. It is Go only: no file holds it,
+	// and Policy.MarshalJSON refuses a rule that has one.
 	CostFunc func(Call) (kernel.Cost, error)
-	// Reserve: the cost is known only afterwards (After's Result.Actual).
+	// Reserve ("reserve"): the cost is known only afterwards (After's
+	// Result.Actual).
 	Reserve bool
-	// Tier is the call's risk tier (claims.TierReadOnly when empty).
-	// claims.TierDelete and claims.TierPrivilege need a human's approval.
+	// Tier ("tier") is the call's risk tier (claims.TierReadOnly when
+	// empty). claims.TierDelete and claims.TierPrivilege need a human's
+	// approval.
 	Tier claims.RiskTier
-	// RefundOnError gives a failed call's charge back (a failed call
-	// still counts towards the per-tool counters).
+	// RefundOnError ("refund_on_error") gives a failed call's charge back
+	// (a failed call still counts towards the per-tool counters).
 	RefundOnError bool
-	// CheckResult runs the speculative firewall over the call's output
-	// (see Outcome.Speculative); Config.CheckResults turns it on for all.
+	// CheckResult ("check_result") runs the speculative firewall over the
+	// call's output (see Outcome.Speculative); Policy.CheckResults turns
+	// it on for all.
 	CheckResult bool
-	// Timeout is how long a host that runs the tool (the MCP proxy) waits
-	// for it; Config.Timeout when zero. The gate itself times nothing:
-	// the host reports a call that timed out to After as failed.
+	// Timeout ("timeout", a Go duration in [1ms, 24h]) is how
+	// long a host that runs the tool (the MCP proxy) waits for it;
+	// Policy.Timeout when zero. The gate itself times nothing: the host
+	// reports a call that timed out to After as failed.
 	Timeout time.Duration
-	// CostFrom, on a Reserve rule, names the figure of the tool's result
-	// the call is settled at: a JSON Pointer into the result's
-	// structuredContent or _meta (ParseCostPointer). The gate reads no
-	// result: the host measures it (CostPointer.Measure) and reports
-	// Result.Actual.
+	// CostFrom ("cost_from", with Reserve only) names the figure of the
+	// tool's result the call is settled at: a JSON Pointer into the
+	// result's structuredContent or _meta (ParseCostPointer). The gate
+	// reads no result: the host measures it (CostPointer.Measure) and
+	// reports Result.Actual.
 	CostFrom string
 
-	// Name names the rule in decisions, explanations and window keys
-	// (`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`, unique, and not "default",
-	// the default rule's id); without it the rule is named by its index
-	// ("#2").
+	// Name ("name") names the rule in decisions, explanations and window
+	// keys (`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`, unique, and not
+	// "default", the default rule's id); without it the rule is named by
+	// its index ("#2").
 	Name string
-	// Principals, when set, limits the rule to calls whose principal it
+	// Principals ("principals": {"issuers", "subjects", "groups",
+	// "scopes"}), when set, limits the rule to calls whose principal it
 	// admits; the rule does not apply to the others.
 	Principals *PrincipalCondition
-	// Arguments, when set, is a JSON Schema (draft 2020-12) the call's
-	// arguments must satisfy for the rule to apply. It is compiled once,
-	// by New.
+	// Arguments ("arguments"), when set, is a JSON Schema (draft 2020-12)
+	// the call's arguments must satisfy for the rule to apply. It is
+	// compiled once, by Compile.
 	Arguments json.RawMessage
-	// Paths are conditions on path arguments, all of which must hold for
-	// the rule to apply (see PathCondition).
+	// Paths ("paths": [{"argument", "under", "case_insensitive"}]) are
+	// conditions on path arguments, all of which must hold for the rule
+	// to apply (see PathCondition).
 	Paths []PathCondition
-	// Effect is EffectAllow (the zero value) or EffectRefuse: a call the
-	// rule applies to is refused, with Reason, so that rules placed
-	// before others make deny-lists.
+	// Effect ("effect": "allow" or "refuse") is EffectAllow (the zero
+	// value) or EffectRefuse: a call the rule applies to is refused, with
+	// Reason ("reason"), so that rules placed before others make
+	// deny-lists.
 	Effect Effect
 	Reason string
-	// Rate, when set, bounds how many calls of each caller the rule
-	// allows in a sliding window.
+	// Rate ("rate": {"calls", "per": a Go duration such as "1m", "scope":
+	// "tool" or "rule"}), when set, bounds how many calls of each caller
+	// the rule allows in a sliding window.
 	Rate *Rate
-	// Labels are attached to the caller's session by every call the rule
-	// allows (see Snapshot).
+	// Labels ("labels") are attached to the caller's session by every
+	// call the rule allows (see Snapshot).
 	Labels []string
-	// Flow refuses a call, or asks a human about it, once given labels
-	// have been seen in the caller's session; the first entry whose
-	// labels were all seen decides.
+	// Flow ("flow": [{"after", "effect": "refuse" or "ask", "reason",
+	// "tier"}]) refuses a call, or asks a human about it, once given
+	// labels have been seen in the caller's session; the first entry
+	// whose labels were all seen decides.
 	Flow []FlowRule
+
+	// schema is Arguments as ParsePolicy compiled it, so that Compile
+	// compiles each schema of a file once; it is used only while
+	// Arguments still hold the text it was compiled from.
+	schema *argumentSchema
+}
+
+// argumentSchema is an argument schema compiled from raw.
+type argumentSchema struct {
+	raw json.RawMessage
+	s   *jsonschema.Schema
 }
 
 // Effect is what a rule does with the calls it applies to.
@@ -267,8 +294,8 @@ type PrincipalCondition struct {
 	Issuers, Subjects, Groups, Scopes []string
 }
 
-// Admits reports whether the condition admits p.
-func (pc PrincipalCondition) Admits(p Principal) bool {
+// admits reports whether the condition admits p.
+func (pc PrincipalCondition) admits(p Principal) bool {
 	if len(pc.Issuers) > 0 && !slices.Contains(pc.Issuers, p.Issuer) {
 		return false
 	}
@@ -317,7 +344,7 @@ type FlowRule struct {
 }
 
 // matches reports whether the rule applies to tool. A malformed pattern
-// matches nothing (Config validation refuses it first).
+// matches nothing (Compile refuses it first).
 func (r Rule) matches(tool string) bool {
 	if r.Match == tool {
 		return true
@@ -339,66 +366,14 @@ func (r Rule) needsApproval() bool {
 	return r.Tier == claims.TierDelete || r.Tier == claims.TierPrivilege
 }
 
-// Config configures a Gate.
-type Config struct {
-	// Budget is each caller's budget B0 (kernel.Config.Budget).
-	Budget kernel.Cost
-	// MinCost is ε, the least a call may cost (kernel.Config.MinActionCost).
-	MinCost kernel.Cost
-	// Rules is the catalogue: the first rule that matches a tool decides.
-	Rules []Rule
-	// AllowUnknown lets tools no rule matches run under DefaultRule; by
-	// default they are refused.
-	AllowUnknown bool
-	DefaultRule  Rule
-	// Invariants are the user's invariants over each caller's counters:
-	// "calls" (all calls) and "calls/"+tool, counted with kernel.Count;
-	// kernel.AtMost, AtMostEach and friends are ready-made.
-	Invariants []kernel.Invariant
-	// Approvers names who must approve a call of each tier (claims
-	// Policy.Approvers); DefaultApprover for DELETE and PRIVILEGE when nil.
-	Approvers map[claims.RiskTier][]string
-	// ResultTextLimit bounds how many bytes of a result's output (and
-	// of its error) are recorded: DefaultResultTextLimit when 0, the
-	// whole output when negative. A result entry that would exceed
-	// trace.MaxPayloadLen keeps the output's digest and size only.
-	ResultTextLimit int
-	// MaxWaiting bounds how many different calls of one caller may wait
-	// for a human at once (DefaultMaxWaiting when 0, no bound when
-	// negative): beyond it a call that needs approval is refused, so an
-	// agent cannot pile up requests nobody answers. Deny clears them.
-	MaxWaiting int
-	// CheckResults runs the speculative firewall over every result.
-	CheckResults bool
-	// ApprovalTimeout is how long a host that waits for an answer from
-	// elsewhere (an approval inbox: Gate.Await) holds a call that needs
-	// one before it refuses it (Gate.Unanswered); 0 holds none. At most
-	// MaxApprovalTimeout.
-	ApprovalTimeout time.Duration
-	// ApprovalTTL is how long a request, and an approval or denial of
-	// it not yet used, lasts from when it was asked: past it, it expires
-	// (a KindExpire entry) and the call is asked about again. 0: never.
-	ApprovalTTL time.Duration
-	// SelfApproval lets the principal a PRIVILEGE call was made for
-	// approve it too. By default it may not: an approval of a PRIVILEGE
-	// call by its own principal (by key, or for a group it belongs to)
-	// is refused with ErrSelfApproval and recorded (KindRefuseAnswer).
-	// DELETE calls may always be approved by their own principal.
-	SelfApproval bool
-	// Timeout is how long a host that runs the tools waits for one whose
-	// rule has no Timeout; zero: as long as the caller waits. The gate
-	// times nothing itself.
-	Timeout time.Duration
-}
-
 // DefaultApprover is who approves DELETE and PRIVILEGE calls when
-// Config.Approvers is nil: the human at the client.
+// Policy.Approvers is nil: the human at the client.
 const DefaultApprover = "human"
 
-// DefaultMaxWaiting is how many calls of one caller may wait for a human
+// defaultMaxWaiting is how many calls of one caller may wait for a human
 // at once by default.
-const DefaultMaxWaiting = 64
+const defaultMaxWaiting = 64
 
-// DefaultResultTextLimit is how many bytes of a result's output are
+// defaultResultTextLimit is how many bytes of a result's output are
 // recorded by default.
-const DefaultResultTextLimit = 1024
+const defaultResultTextLimit = 1024

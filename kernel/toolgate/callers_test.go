@@ -39,12 +39,12 @@ func (c *manualClock) Advance(d time.Duration) {
 // TestEvictedCallerKeepsItsBudget: a caller let go and resumed from the
 // log is refused at exactly the call a caller never let go is refused at.
 func TestEvictedCallerKeepsItsBudget(t *testing.T) {
-	cfg := toolgate.Config{Budget: units(10), MinCost: 1, Rules: []toolgate.Rule{
+	cfg := toolgate.Policy{Budget: units(10), MinCost: 1, Tools: []toolgate.Rule{
 		{Match: "read", Cost: units(1), RefundOnError: true},
 		{Match: "search", Cost: units(3), Reserve: true},
 	}}
 	run := func(evict bool) (allowed int, net kernel.Cost) {
-		g, err := toolgate.New(ctx, newLog(t), cfg, toolgate.WithCallerLimit(1))
+		g, err := toolgate.New(ctx, newLog(t), mustCompile(cfg), toolgate.WithCallerLimit(1))
 		require.NoError(t, err)
 		for i := 0; ; i++ {
 			tool := []string{"read", "search"}[i%2]
@@ -82,11 +82,11 @@ func TestEvictedCallerKeepsItsBudget(t *testing.T) {
 // not, and each gets back what it had.
 func TestIdleCallerLetGo(t *testing.T) {
 	clock := &manualClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	cfg := toolgate.Config{Budget: units(100), MinCost: 1, Rules: []toolgate.Rule{
+	cfg := toolgate.Policy{Budget: units(100), MinCost: 1, Tools: []toolgate.Rule{
 		{Match: "read", Cost: units(1)},
 		{Match: "drop", Cost: units(1), Tier: claims.TierDelete},
 	}}
-	g, err := toolgate.New(ctx, newLog(t), cfg, toolgate.WithClock(clock.Now), toolgate.WithIdleCallers(time.Minute))
+	g, err := toolgate.New(ctx, newLog(t), mustCompile(cfg), toolgate.WithClock(clock.Now), toolgate.WithIdleCallers(time.Minute))
 	require.NoError(t, err)
 	open, err := g.Before(ctx, toolgate.Call{Tool: "read", Caller: "open"})
 	require.NoError(t, err)
@@ -121,9 +121,9 @@ func TestIdleCallerLetGo(t *testing.T) {
 }
 
 func TestCallerLimitsChecked(t *testing.T) {
-	_, err := toolgate.New(ctx, newLog(t), toolgate.Config{Budget: 1, MinCost: 1}, toolgate.WithCallerLimit(0))
+	_, err := toolgate.New(ctx, newLog(t), mustCompile(toolgate.Policy{Budget: 1, MinCost: 1}), toolgate.WithCallerLimit(0))
 	assert.ErrorIs(t, err, toolgate.ErrInvalidConfig)
-	_, err = toolgate.New(ctx, newLog(t), toolgate.Config{Budget: 1, MinCost: 1}, toolgate.WithIdleCallers(0))
+	_, err = toolgate.New(ctx, newLog(t), mustCompile(toolgate.Policy{Budget: 1, MinCost: 1}), toolgate.WithIdleCallers(0))
 	assert.ErrorIs(t, err, toolgate.ErrInvalidConfig)
 }
 
@@ -151,7 +151,7 @@ func TestEvictionMatchesModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		clock := &manualClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 		budget := units(6)
-		cfg := toolgate.Config{Budget: budget, MinCost: 1, Rules: []toolgate.Rule{
+		cfg := toolgate.Policy{Budget: budget, MinCost: 1, Tools: []toolgate.Rule{
 			{Match: "read", Cost: units(1), RefundOnError: true},
 			{Match: "search", Cost: units(2), Reserve: true},
 			{Match: "drop", Cost: units(1), Tier: claims.TierDelete},
@@ -160,7 +160,7 @@ func TestEvictionMatchesModel(t *testing.T) {
 		store := trace.NewMemory()
 		log, err := trace.NewLog(store)
 		require.NoError(t, err)
-		g, err := toolgate.New(ctx, log, cfg, toolgate.WithClock(clock.Now), toolgate.WithCallerLimit(limit), toolgate.WithIdleCallers(time.Minute))
+		g, err := toolgate.New(ctx, log, mustCompile(cfg), toolgate.WithClock(clock.Now), toolgate.WithCallerLimit(limit), toolgate.WithIdleCallers(time.Minute))
 		require.NoError(t, err)
 		m := evictModel{net: map[string]kernel.Cost{}, open: map[string][]openModel{}, waiting: map[string]string{},
 			granted: map[string]bool{}, approved: map[string]toolgate.Call{}}
@@ -275,8 +275,8 @@ func TestEvictionMatchesModel(t *testing.T) {
 // go resumes from the log with what it spent.
 func ExampleWithCallerLimit() {
 	log, _ := trace.NewLog(trace.NewMemory())
-	g, _ := toolgate.New(ctx, log, toolgate.Config{Budget: 3 * kernel.Unit, MinCost: kernel.Unit,
-		Rules: []toolgate.Rule{{Match: "search", Cost: kernel.Unit}}}, toolgate.WithCallerLimit(1))
+	g, _ := toolgate.New(ctx, log, mustCompile(toolgate.Policy{Budget: 3 * kernel.Unit, MinCost: kernel.Unit,
+		Tools: []toolgate.Rule{{Match: "search", Cost: kernel.Unit}}}), toolgate.WithCallerLimit(1))
 	call := func(who string) toolgate.Verdict {
 		d, _ := g.Before(ctx, toolgate.Call{Tool: "search", Caller: who})
 		if d.Verdict == toolgate.Allow {
@@ -299,11 +299,11 @@ func ExampleWithCallerLimit() {
 // request nobody answers sit at the least recently used end; the callers
 // behind them are still let go at the limit.
 func TestCallersWaitingForAHumanDoNotStopEviction(t *testing.T) {
-	cfg := toolgate.Config{Budget: units(100), MinCost: 1, Rules: []toolgate.Rule{
+	cfg := toolgate.Policy{Budget: units(100), MinCost: 1, Tools: []toolgate.Rule{
 		{Match: "read", Cost: units(1)},
 		{Match: "drop", Cost: units(1), Tier: claims.TierDelete},
 	}}
-	g, err := toolgate.New(ctx, newLog(t), cfg, toolgate.WithCallerLimit(4))
+	g, err := toolgate.New(ctx, newLog(t), mustCompile(cfg), toolgate.WithCallerLimit(4))
 	require.NoError(t, err)
 	const asking = 40
 	for i := range asking {

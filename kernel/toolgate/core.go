@@ -17,6 +17,7 @@ import (
 
 	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/internal/canon"
+	"github.com/verity-go/verity/internal/violation"
 	"github.com/verity-go/verity/kernel"
 )
 
@@ -29,10 +30,11 @@ import (
 
 // Compiled is a gate's rules made ready to decide: argument schemas
 // compiled, path roots cleaned, names resolved. It is immutable and safe
-// for concurrent use. Config.Compile and Policy.Compile make one; the
+// for concurrent use. Policy.Compile makes one; New takes it, and the
 // linter's questions (Match, Coverage) are asked of it.
 type Compiled struct {
-	cfg          Config // cloned and validated: what the gate reads besides the rules
+	cfg          Policy // normalized and validated: what the gate reads besides the rules
+	invariants   []kernel.Invariant
 	rules        []compiledRule
 	def          *compiledRule // the default rule, when unknown tools are allowed
 	allowUnknown bool
@@ -40,7 +42,7 @@ type Compiled struct {
 
 type compiledRule struct {
 	Rule
-	index   int    // in Config.Rules; -1 for the default rule
+	index   int    // in Policy.Tools; -1 for the default rule
 	id      string // Name, or "#index"
 	literal bool   // Match has no pattern characters
 	schema  *jsonschema.Schema
@@ -56,7 +58,7 @@ type compiledPath struct {
 	cond   PathCondition
 }
 
-// RuleRef names a rule in a decision: its index in Config.Rules (the
+// RuleRef names a rule in a decision: its index in Policy.Tools (the
 // policy file's tools), -1 for the default rule, and its name if it has
 // one. The zero RuleRef with Found false means no rule applied.
 type RuleRef struct {
@@ -151,62 +153,55 @@ type Ruling struct {
 	rule *compiledRule
 }
 
-// Compile checks c's rules and makes them ready to decide. The error
-// wraps ErrInvalidConfig and names every problem.
-func (c Config) Compile() (*Compiled, error) {
-	c = c.clone()
-	if err := c.validate(); err != nil {
-		return nil, err
-	}
-	return c.compile()
-}
-
-// compile builds the Compiled form of a validated, cloned Config.
-func (c Config) compile() (*Compiled, error) {
-	out := &Compiled{cfg: c, allowUnknown: c.AllowUnknown, rules: make([]compiledRule, len(c.Rules))}
-	var errs []error
-	for i, r := range c.Rules {
-		cr, err := compileRule(r, i)
+// compile checks p and, when nothing is wrong, compiles it. Each
+// argument schema is compiled once, here: one that does not compile is a
+// violation (argument_schema) among the others.
+func (p Policy) compile() (*Compiled, []Violation) {
+	vs := p.violations(nil)
+	n := p.normalized()
+	out := &Compiled{cfg: n, allowUnknown: n.AllowUnknown, rules: make([]compiledRule, len(n.Tools))}
+	for i := range n.Tools {
+		at := violation.Index("/tools", i)
+		cr, err := compileRule(n.Tools[i], i)
 		if err != nil {
-			errs = append(errs, err)
-			continue
+			vs = append(vs, Violation{Path: at + "/arguments", Rule: policyRuleArgSchema, Message: err.Error()})
 		}
 		out.rules[i] = cr
 	}
-	if c.AllowUnknown {
-		cr, err := compileRule(c.DefaultRule, -1)
-		if err != nil {
-			errs = append(errs, err)
-		}
+	if n.AllowUnknown && n.DefaultRule != nil {
+		cr, _ := compileRule(*n.DefaultRule, -1) // no schema: violations refuses one on the default rule
 		out.def = &cr
 	}
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
+	if len(vs) > 0 {
+		violation.Sort(vs)
+		return nil, vs
 	}
+	out.invariants = n.invariants()
 	return out, nil
 }
 
+// compileRule compiles rule i of Policy.Tools (-1 for the default rule),
+// whose other members violations has checked; its error is its argument
+// schema's.
 func compileRule(r Rule, i int) (compiledRule, error) {
 	ref := RuleRef{Found: true, Index: i, Name: r.Name}
 	cr := compiledRule{Rule: r, index: i, id: ref.id(), literal: !strings.ContainsAny(r.Match, `*?[\`)}
 	cr.Tier = tierOrDefault(r.Tier)
-	if len(r.Arguments) > 0 {
-		s, err := compileArgumentSchema(r.Arguments)
-		if err != nil {
-			return cr, fmt.Errorf("%s: arguments: %w", ref, err)
-		}
-		cr.schema = s
+	var schemaErr error
+	switch {
+	case len(r.Arguments) == 0:
+	case r.schema != nil && bytes.Equal(r.schema.raw, r.Arguments): // compiled by ParsePolicy
+		cr.schema = r.schema.s
+	default:
+		cr.schema, schemaErr = compileArgumentSchema(r.Arguments)
 	}
-	for k, pc := range r.Paths {
+	for _, pc := range r.Paths {
 		tokens, err := pointerTokens(pc.Argument)
 		if err != nil {
-			return cr, fmt.Errorf("%s: paths/%d: %w", ref, k, err)
+			continue // violations reports it
 		}
 		cp := compiledPath{tokens: tokens, cond: PathCondition{Argument: pc.Argument, CaseInsensitive: pc.CaseInsensitive}}
 		for _, root := range pc.Under {
-			if err := checkRoot(root); err != nil {
-				return cr, fmt.Errorf("%s: paths/%d: %w", ref, k, err)
-			}
 			cp.cond.Under = append(cp.cond.Under, path.Clean(root))
 		}
 		cr.paths = append(cr.paths, cp)
@@ -220,7 +215,7 @@ func compileRule(r Rule, i int) (compiledRule, error) {
 		cr.window = windowID(&cr, r.Match)
 		cr.windowTag = "window:" + cr.window
 	}
-	return cr, nil
+	return cr, schemaErr
 }
 
 // argumentSchemaURL is the URL an argument schema is compiled under; a
@@ -396,7 +391,7 @@ func (r *compiledRule) fit(c *Call, a *args, explain bool) (f fit, condition, wh
 	if !r.matchesTool(c.Tool) {
 		return fitOther, "", ""
 	}
-	if r.Principals != nil && !r.Principals.Admits(c.Principal) {
+	if r.Principals != nil && !r.Principals.admits(c.Principal) {
 		if explain {
 			return fitMiss, "principals", "the principal is not admitted"
 		}
@@ -798,5 +793,7 @@ func (c *Compiled) Coverage(tools []string) []RuleCoverage {
 	return out
 }
 
-// Rules returns how many rules c has (the default rule aside).
-func (c *Compiled) Rules() int { return len(c.rules) }
+// Policy returns the policy c enforces, its defaults applied (see
+// Policy.Compile): the tier of each rule, the approvers, MaxWaiting,
+// ResultTextLimit and the version filled in.
+func (c *Compiled) Policy() Policy { return c.cfg.normalized() }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -26,7 +25,7 @@ func (c *fakeClock) advance(d time.Duration) { c.t = c.t.Add(d) }
 
 func newFakeClock() *fakeClock { return &fakeClock{t: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)} }
 
-func compile(t *testing.T, cfg toolgate.Config) *toolgate.Compiled {
+func compile(t *testing.T, cfg toolgate.Policy) *toolgate.Compiled {
 	t.Helper()
 	c, err := cfg.Compile()
 	require.NoError(t, err)
@@ -36,7 +35,7 @@ func compile(t *testing.T, cfg toolgate.Config) *toolgate.Compiled {
 // TestPathBypassCorpus: the path condition is not fooled by the usual ways
 // of writing a path outside its directory as if it were inside.
 func TestPathBypassCorpus(t *testing.T) {
-	comp := compile(t, toolgate.Config{Budget: units(10), MinCost: 1, Rules: []toolgate.Rule{
+	comp := compile(t, toolgate.Policy{Budget: units(10), MinCost: 1, Tools: []toolgate.Rule{
 		{Match: "read_file", Cost: 1, Name: "data", Paths: []toolgate.PathCondition{{Argument: "/path", Under: []string{"/srv/data"}}}},
 		{Match: "read_file", Cost: 1, Name: "nocase", Paths: []toolgate.PathCondition{{Argument: "/path", Under: []string{"/Users/Shared"}, CaseInsensitive: true}}},
 	}})
@@ -98,9 +97,9 @@ func TestPathBypassCorpus(t *testing.T) {
 // rules make allow- and deny-lists, first match winning, and the decision
 // names the rule and the condition.
 func TestRuleConditionsDecide(t *testing.T) {
-	comp := compile(t, toolgate.Config{Budget: units(10), MinCost: 1,
+	comp := compile(t, toolgate.Policy{Budget: units(10), MinCost: 1,
 		Approvers: map[claims.RiskTier][]string{claims.TierPrivilege: {"human"}},
-		Rules: []toolgate.Rule{
+		Tools: []toolgate.Rule{
 			{Match: "sql", Name: "no-drop", Effect: toolgate.EffectRefuse, Reason: "no DROP",
 				Arguments: json.RawMessage(`{"properties": {"q": {"pattern": "(?i)drop"}}, "required": ["q"]}`)},
 			{Match: "sql", Cost: 2, Name: "admins", Principals: &toolgate.PrincipalCondition{Groups: []string{"admin"}}},
@@ -152,9 +151,9 @@ func TestRuleConditionsDecide(t *testing.T) {
 // ask; and a gate restarted over the log decides the same.
 func TestRateWindowAndFlow(t *testing.T) {
 	clock := newFakeClock()
-	cfg := toolgate.Config{Budget: units(100), MinCost: 1,
+	cfg := toolgate.Policy{Budget: units(100), MinCost: 1,
 		Approvers: map[claims.RiskTier][]string{claims.TierPrivilege: {"human"}},
-		Rules: []toolgate.Rule{
+		Tools: []toolgate.Rule{
 			{Match: "read_issue", Cost: 1, Labels: []string{"untrusted_input"}},
 			{Match: "read_private", Cost: 1, Labels: []string{"private_data"}, Rate: &toolgate.Rate{Calls: 2, Per: time.Minute}},
 			{Match: "open_pr", Cost: 1, Name: "pr", Flow: []toolgate.FlowRule{
@@ -237,7 +236,7 @@ func (w *windowsFake) Admit(_ context.Context, key string, at time.Time, per tim
 func TestSharedWindowsBoundAllGates(t *testing.T) {
 	clock := newFakeClock()
 	w := &windowsFake{calls: map[string][]time.Time{}}
-	cfg := toolgate.Config{Budget: units(100), MinCost: 1, Rules: []toolgate.Rule{
+	cfg := toolgate.Policy{Budget: units(100), MinCost: 1, Tools: []toolgate.Rule{
 		{Match: "send", Cost: 1, Name: "send", Rate: &toolgate.Rate{Calls: 3, Per: time.Hour, Scope: toolgate.RateScopeRule}}}}
 	a := newGate(t, newLog(t), cfg, toolgate.WithClock(clock.now), toolgate.WithSharedWindows(w))
 	b := newGate(t, newLog(t), cfg, toolgate.WithClock(clock.now), toolgate.WithSharedWindows(w))
@@ -260,20 +259,28 @@ func TestSharedWindowsBoundAllGates(t *testing.T) {
 	assert.ErrorContains(t, err, "database down", "no window, no decision: fail closed")
 }
 
-// TestInvalidRuleConditionsRefused: a Config whose conditions cannot
-// work is refused at New with every problem named.
+// TestInvalidRuleConditionsRefused: a Policy built in Go whose conditions
+// cannot work is refused by Compile with every problem named, as the
+// same policy in a file is.
 func TestInvalidRuleConditionsRefused(t *testing.T) {
-	_, err := toolgate.Config{Budget: units(1), MinCost: 1, Approvers: map[claims.RiskTier][]string{claims.TierDelete: {"human"}}, Rules: []toolgate.Rule{
+	_, err := toolgate.Policy{Budget: units(1), MinCost: 1, Approvers: map[claims.RiskTier][]string{claims.TierDelete: {"human"}}, Tools: []toolgate.Rule{
 		{Match: "a", Cost: 1, Name: "x y", Arguments: json.RawMessage(`{"type": 5}`)},
 		{Match: "b", Cost: 1, Paths: []toolgate.PathCondition{{Argument: "path", Under: []string{"rel"}}}},
 		{Match: "c", Cost: 1, Rate: &toolgate.Rate{Calls: 0, Per: 0}, Labels: []string{"bad label"},
 			Flow: []toolgate.FlowRule{{After: nil, Ask: true}}},
 	}}.Compile()
-	require.ErrorIs(t, err, toolgate.ErrInvalidConfig)
-	for _, want := range []string{`name "x y"`, "arguments: the schema does not compile", "not a JSON Pointer", `"rel" is not absolute`,
-		"calls 0 is not positive", "per 0s", `label "bad label"`, "after names no label", "PRIVILEGE needs approvers"} {
-		assert.True(t, strings.Contains(err.Error(), want), "missing %q in %v", want, err)
-	}
+	require.ErrorIs(t, err, toolgate.ErrInvalidPolicy)
+	assert.ElementsMatch(t, []pathRule{
+		{"/tools/0/arguments", "argument_schema"},
+		{"/tools/0/name", "rule_name"},
+		{"/tools/1/paths/0/argument", "pointer"},
+		{"/tools/1/paths/0/under/0", "path"},
+		{"/tools/2/flow/0/after", "required"},
+		{"/tools/2/flow/0/tier", "approvers"},
+		{"/tools/2/labels/0", "label"},
+		{"/tools/2/rate/calls", "range"},
+		{"/tools/2/rate/per", "duration"},
+	}, violationsOf(t, err), "%v", err)
 }
 
 // TestCoverageFindsUnusedAndShadowedRules: against a server's tool list,
@@ -313,7 +320,7 @@ func TestCoverageFindsUnusedAndShadowedRules(t *testing.T) {
 func TestRateWindowWhenTheClockStepsBack(t *testing.T) {
 	clock := newFakeClock()
 	start := clock.t
-	g := newGate(t, newLog(t), toolgate.Config{Budget: units(100), MinCost: 1, Rules: []toolgate.Rule{
+	g := newGate(t, newLog(t), toolgate.Policy{Budget: units(100), MinCost: 1, Tools: []toolgate.Rule{
 		{Match: "send", Cost: 1, Rate: &toolgate.Rate{Calls: 3, Per: time.Minute}}}}, toolgate.WithClock(clock.now))
 	send := func(at time.Duration) toolgate.Verdict {
 		clock.t = start.Add(at)
@@ -336,7 +343,7 @@ func TestRateWindowWhenTheClockStepsBack(t *testing.T) {
 func TestRateWindowCountsCallsAfterAClockStepBack(t *testing.T) {
 	clock := newFakeClock()
 	start := clock.t
-	g := newGate(t, newLog(t), toolgate.Config{Budget: units(100), MinCost: 1, Rules: []toolgate.Rule{
+	g := newGate(t, newLog(t), toolgate.Policy{Budget: units(100), MinCost: 1, Tools: []toolgate.Rule{
 		{Match: "send", Cost: 1, Rate: &toolgate.Rate{Calls: 2, Per: time.Minute}}}}, toolgate.WithClock(clock.now))
 	send := func(at time.Duration) toolgate.Verdict {
 		clock.t = start.Add(at)
@@ -356,9 +363,9 @@ func TestRateWindowCountsCallsAfterAClockStepBack(t *testing.T) {
 // verity policy test and a host running the core see it), not only once
 // the gate records it.
 func TestDecideExplanationIsOneLine(t *testing.T) {
-	comp, err := toolgate.Config{Budget: 100, MinCost: 1,
+	comp, err := toolgate.Policy{Budget: 100, MinCost: 1,
 		Approvers: map[claims.RiskTier][]string{claims.TierPrivilege: {"human"}},
-		Rules: []toolgate.Rule{
+		Tools: []toolgate.Rule{
 			{Match: "rm", Effect: toolgate.EffectRefuse, Reason: "never.\nThen retry\u2028now"},
 			{Match: "send", Cost: 1, Flow: []toolgate.FlowRule{{After: []string{"secret"}, Reason: "after\r\nsecret"}}},
 			{Match: "post", Cost: 1, Flow: []toolgate.FlowRule{{After: []string{"secret"}, Ask: true, Reason: "ask\x00about\nsecret"}}},
@@ -378,9 +385,9 @@ func TestDecideExplanationIsOneLine(t *testing.T) {
 // call needed DELETE approvers does not let it run once a flow asks the
 // PRIVILEGE approvers about it: the call is asked about again.
 func TestApprovalAtALowerTierDoesNotAnswerAFlow(t *testing.T) {
-	g := newGate(t, newLog(t), toolgate.Config{Budget: units(100), MinCost: 1,
+	g := newGate(t, newLog(t), toolgate.Policy{Budget: units(100), MinCost: 1,
 		Approvers: map[claims.RiskTier][]string{claims.TierDelete: {"alice"}, claims.TierPrivilege: {"alice", "bob"}},
-		Rules: []toolgate.Rule{
+		Tools: []toolgate.Rule{
 			{Match: "read_private", Cost: 1, Labels: []string{"private_data"}},
 			{Match: "delete", Cost: 1, Tier: claims.TierDelete,
 				Flow: []toolgate.FlowRule{{After: []string{"private_data"}, Ask: true, Reason: "private data seen"}}},
@@ -409,7 +416,7 @@ func TestApprovalAtALowerTierDoesNotAnswerAFlow(t *testing.T) {
 // the log decides a call as the gate before it would have, even once the
 // clock jumped forward and back.
 func TestRestartDecidesAsBeforeAfterAClockStepBack(t *testing.T) {
-	cfg := toolgate.Config{Budget: units(100), MinCost: 1, Rules: []toolgate.Rule{
+	cfg := toolgate.Policy{Budget: units(100), MinCost: 1, Tools: []toolgate.Rule{
 		{Match: "send", Cost: 1, Rate: &toolgate.Rate{Calls: 2, Per: time.Minute}}}}
 	// The same calls, the last one made by the gate that made the others
 	// or by one restarted over their log.
@@ -438,15 +445,14 @@ func TestRestartDecidesAsBeforeAfterAClockStepBack(t *testing.T) {
 // TestNoRuleTakesTheDefaultRulesName: "default" is the default rule's id
 // in window keys, tags and log entries, so a rule of that name would share
 // the default rule's window and be told apart from it on the log by
-// nothing. A Config and a policy file naming a rule so are both refused.
+// nothing. A Policy built in Go and a policy file naming a rule so are
+// both refused.
 func TestNoRuleTakesTheDefaultRulesName(t *testing.T) {
-	cfg := toolgate.Config{Budget: units(100), MinCost: 1, AllowUnknown: true,
-		DefaultRule: toolgate.Rule{Cost: 1, Rate: &toolgate.Rate{Calls: 1, Per: time.Second}},
-		Rules:       []toolgate.Rule{{Name: "default", Match: "x", Cost: 1, Rate: &toolgate.Rate{Calls: 2, Per: time.Hour}}}}
-	log, err := trace.NewLog(trace.NewMemory())
-	require.NoError(t, err)
-	_, err = toolgate.New(ctx, log, cfg)
-	require.ErrorContains(t, err, `name "default" is the default rule's`)
+	cfg := toolgate.Policy{Budget: units(100), MinCost: 1, AllowUnknown: true,
+		DefaultRule: &toolgate.Rule{Cost: 1},
+		Tools:       []toolgate.Rule{{Name: "default", Match: "x", Cost: 1, Rate: &toolgate.Rate{Calls: 2, Per: time.Hour}}}}
+	_, err := cfg.Compile()
+	require.ErrorContains(t, err, `/tools/0/name: rule_name: "default" is the default rule's name`)
 
 	_, err = toolgate.ParsePolicy([]byte(`{"version": 2, "budget": "10", "min_cost": "1", "tools": [{"name": "default", "match": "x", "cost": "1"}]}`))
 	var ve *toolgate.ValidationError
@@ -464,7 +470,7 @@ func TestNoRuleTakesTheDefaultRulesName(t *testing.T) {
 // the gate's catalogue".
 func TestNoRuleAdmitsNamesTheRules(t *testing.T) {
 	log := newLog(t)
-	g := newGate(t, log, toolgate.Config{Budget: units(10), MinCost: 1, Rules: []toolgate.Rule{
+	g := newGate(t, log, toolgate.Policy{Budget: units(10), MinCost: 1, Tools: []toolgate.Rule{
 		{Match: "read_file", Cost: 1, Name: "reads", Paths: []toolgate.PathCondition{{Argument: "/path", Under: []string{"/srv/data"}}}},
 		{Match: "read_*", Cost: 1, Paths: []toolgate.PathCondition{{Argument: "/path", Under: []string{"/tmp", "/var/tmp"}}}},
 		{Match: "write_file", Cost: 1, Arguments: json.RawMessage(`{"properties": {"mode": {"enum": ["append"]}}}`)},
@@ -499,7 +505,7 @@ func TestNoRuleAdmitsNamesTheRules(t *testing.T) {
 	for i := range 6 {
 		rules = append(rules, toolgate.Rule{Match: "read_file", Cost: 1, Paths: []toolgate.PathCondition{{Argument: "/path", Under: []string{"/d" + strconv.Itoa(i)}}}})
 	}
-	ru := compile(t, toolgate.Config{Budget: units(10), MinCost: 1, Rules: rules}).Decide(toolgate.Snapshot{},
+	ru := compile(t, toolgate.Policy{Budget: units(10), MinCost: 1, Tools: rules}).Decide(toolgate.Snapshot{},
 		toolgate.Call{Tool: "read_file", Arguments: []byte(`{"path": "/x"}`)}, time.Time{})
 	assert.Equal(t, `tool "read_file": no rule admits the call: rule #0 (paths/0: "/x" is not under /d0); rule #1 (paths/0: "/x" is not under /d1); `+
 		`rule #2 (paths/0: "/x" is not under /d2); rule #3 (paths/0: "/x" is not under /d3); and 2 more`, ru.Explanation)

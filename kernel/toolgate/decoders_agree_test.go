@@ -51,7 +51,7 @@ func FuzzParsePolicyAgrees(f *testing.F) {
 		if (len(vs) == 0) != (len(ws) == 0) {
 			t.Fatalf("the readers disagree on %q\nnew: %v\nold: %v", data, vs, ws)
 		}
-		if len(vs) == 0 && !reflect.DeepEqual(p, q) {
+		if len(vs) == 0 && !reflect.DeepEqual(WithoutCompiledSchemas(p), WithoutCompiledSchemas(q)) {
 			t.Fatalf("the readers read %q differently:\nnew: %#v\nold: %#v", data, p, q)
 		}
 	})

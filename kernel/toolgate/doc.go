@@ -5,16 +5,17 @@
 //
 // # Usage
 //
-//	g, err := toolgate.New(ctx, log, toolgate.Config{
+//	comp, err := toolgate.Policy{ // or toolgate.LoadPolicy("policy.json")
 //		Budget:  10 * kernel.Unit,
 //		MinCost: kernel.Unit / 100,
-//		Rules: []toolgate.Rule{
+//		Tools: []toolgate.Rule{
 //			{Match: "read_*", Cost: kernel.Unit / 100},
 //			{Match: "search", Cost: 2 * kernel.Unit, Reserve: true}, // priced afterwards
 //			{Match: "delete_*", Cost: kernel.Unit, Tier: claims.TierDelete},
 //		},
-//		Invariants: []kernel.Invariant{kernel.AtMost("at-most-3-deletes", "calls/delete_file", 3)},
-//	})
+//		GoInvariants: []kernel.Invariant{kernel.AtMost("at-most-3-deletes", "calls/delete_file", 3)},
+//	}.Compile() // every problem at once, each at its JSON Pointer
+//	g, err := toolgate.New(ctx, log, comp)
 //
 //	d, err := g.Before(ctx, toolgate.Call{Tool: name, ID: callID, Arguments: args, Caller: sessionKey})
 //	switch d.Verdict {
@@ -29,7 +30,10 @@
 //	}
 //
 // A policy file (ParsePolicy, LoadPolicy, policy.schema.json) configures
-// the same without Go.
+// the same without Go: it is read into the same Policy, and Policy.Compile
+// is the one check of either, naming every problem at its JSON Pointer
+// (a policy built in Go is checked by the file's rules). Two members are
+// Go only and have no file form: a rule's CostFunc and GoInvariants.
 //
 // # What a call is
 //
@@ -75,7 +79,7 @@
 // # The decision core
 //
 // Which rule applies to a call and what it decides is a pure function,
-// Compiled.Decide: of the compiled rules (Config.Compile, Policy.Compile),
+// Compiled.Decide: of the compiled rules (Policy.Compile),
 // what the caller's session has seen (a Snapshot: the labels of its
 // calls that ran, the times of its calls in each rate window), the call
 // and its time. It returns a Ruling — the verdict, the rule and the
@@ -109,8 +113,8 @@
 // as the host authenticated them; a call without a Caller is charged to
 // Principal.Key().
 //
-// A call no rule applies to is refused, unless Config.AllowUnknown
-// applies Config.DefaultRule to it, and the refusal says why: a tool no
+// A call no rule applies to is refused, unless Policy.AllowUnknown
+// applies Policy.DefaultRule to it, and the refusal says why: a tool no
 // rule matches is "not in the gate's catalogue" (condition
 // unknown_tool); a tool some rules match, none of which admits the call,
 // is refused with condition no_rule, naming each such rule and the
@@ -175,7 +179,7 @@
 // A call whose rule's tier is claims.TierDelete or claims.TierPrivilege
 // needs a human. Before evaluates a claims bundle for it — one DECISION
 // claim of that tier naming the tool and the arguments' SHA-256 — which the
-// claims gate chain escalates to the approvers Config.Approvers names
+// claims gate chain escalates to the approvers Policy.Approvers names
 // (DefaultApprover for both tiers when nil), and returns AskApproval with
 // the request. Its question shows the arguments in full, as compact JSON
 // with invisible characters escaped, so that what the human approves is
@@ -183,7 +187,7 @@
 // reader would read one way (duplicate keys, names that differ only in
 // case, invalid UTF-8), or longer than MaxShownArguments — are refused
 // instead, and so is a call beyond
-// Config.MaxWaiting requests of its caller already waiting. The host asks
+// Policy.MaxWaiting requests of its caller already waiting. The host asks
 // the human and records the answer with Approve
 // or Deny (claims approvals, on the log), then calls Before again with the
 // same call. An approval is bound to the caller, the tool, the
@@ -195,7 +199,7 @@
 // after that. While a request waits, Before of the same call returns the
 // same request.
 //
-// Approvers may be named by group: "group:security" in Config.Approvers
+// Approvers may be named by group: "group:security" in Policy.Approvers
 // (or the policy's approvers) is answered by any principal of that group
 // through ApproveAs or DenyAs, recorded under the group's name with who
 // answered.
@@ -204,7 +208,7 @@
 // (ApprovalRequest.Principal, or its caller key): not by its key, not for
 // a group it belongs to, not through an approver name equal to its key
 // (ErrSelfApproval). Another approver must answer, unless
-// Config.SelfApproval (the policy's "self_approval": true) allows it.
+// Policy.SelfApproval (the policy's "self_approval": true) allows it.
 // Denying one's own call, and approving one's own DELETE call, are
 // allowed. Every answer the gate refuses — self-approval, a principal who
 // is not an approver or answered already, a request decided already or
@@ -237,7 +241,7 @@
 // restarted over the same log restores from it every request that was
 // neither used nor expired — waiting ones in Pending, with the approvals
 // already given, and approvals or denials for the next Before of their
-// call. Without Config.ApprovalTTL (policy "approval_ttl") a request and
+// call. Without Policy.ApprovalTTL (policy "approval_ttl") a request and
 // an approval not yet used never expire, and Deny withdraws a request
 // nobody will answer; with it they expire that long after the request
 // was asked, each recorded as a KindExpire entry (Before expires what it
@@ -247,7 +251,7 @@
 // A host whose humans answer elsewhere than where the call was made (an
 // approval inbox: a page listing Pending, answering with ApproveAs and
 // DenyAs) holds the call: Await returns once the request is decided, and
-// after Config.ApprovalTimeout (policy "approval_timeout") Unanswered
+// after Policy.ApprovalTimeout (policy "approval_timeout") Unanswered
 // refuses the call, recorded as a KindRefuse entry with the reason
 // "approval_timeout" and the request's id. The request itself still
 // waits: an approval given later is used by the next Before of the same
@@ -264,14 +268,14 @@
 // failed call under RefundOnError is refunded in full, and still counted.
 // The outcome — ok or the error, the output's SHA-256, size and first
 // ResultTextLimit bytes, what was charged — is a KindResult entry
-// (ResultEntry). With Rule.CheckResult or Config.CheckResults the output
+// (ResultEntry). With Rule.CheckResult or Policy.CheckResults the output
 // goes through the speculative firewall (speculative.Detect) and
 // Outcome.Speculative says whether a host that stores tool output as
 // evidence must not.
 //
 // Two members of a rule are for the host that runs the tools, and the
 // gate only keeps them: Rule.Timeout (policy "timeout", and
-// Config.Timeout for every rule without one; Gate.Timeout reads them), how
+// Policy.Timeout for every rule without one; Gate.Timeout reads them), how
 // long to wait for the tool before reporting it failed; and
 // Rule.CostFrom (policy "cost_from", on reserved rules), where in an MCP
 // result the measured cost is (ParseCostPointer, CostPointer.Measure),

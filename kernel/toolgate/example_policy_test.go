@@ -28,16 +28,18 @@ func ExampleParsePolicy() {
 		fmt.Println(err)
 		return
 	}
-	cfg, err := p.Config()
+	comp, err := p.Compile()
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Printf("budget %s, each call at least %s\n", cfg.Budget, cfg.MinCost)
-	for _, r := range cfg.Rules {
+	eff := comp.Policy() // the policy with its defaults applied: each rule's tier
+	fmt.Printf("budget %s, each call at least %s\n", eff.Budget, eff.MinCost)
+	for _, r := range eff.Tools {
 		fmt.Printf("%-12s cost %-4s %-9s reserve=%v\n", r.Match, r.Cost, r.Tier, r.Reserve)
 	}
-	for _, inv := range cfg.Invariants {
+	for _, s := range eff.Invariants {
+		inv, _ := s.Invariant()
 		fmt.Printf("invariant %s: %s\n", inv.Name, inv.Description)
 	}
 	// Output:
@@ -87,7 +89,7 @@ func ExampleLoadPolicy() {
 		fmt.Println(err)
 		return
 	}
-	cfg, err := p.Config()
+	cfg, err := p.Compile()
 	if err != nil {
 		fmt.Println(err)
 		return

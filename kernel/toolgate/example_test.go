@@ -15,15 +15,15 @@ import (
 func Example() {
 	ctx := context.Background()
 	log, _ := trace.NewLog(trace.NewMemory())
-	g, err := toolgate.New(ctx, log, toolgate.Config{
+	g, err := toolgate.New(ctx, log, mustCompile(toolgate.Policy{
 		Budget:  3 * kernel.Unit,
 		MinCost: kernel.Unit / 100,
-		Rules: []toolgate.Rule{
+		Tools: []toolgate.Rule{
 			{Match: "read_*", Cost: kernel.Unit / 10},
 			{Match: "send_email", Cost: kernel.Unit},
 			{Match: "delete_*", Cost: kernel.Unit, Tier: claims.TierDelete},
 		},
-	})
+	}))
 	if err != nil {
 		panic(err)
 	}

@@ -50,7 +50,7 @@ func FuzzBefore(f *testing.F) {
 	f.Add("read_file", []byte(`{"path":"/tmp"}`), "", "")
 	f.Add("delete_file", []byte("\xff\x00"), "alice", "1")
 	f.Add("", []byte(nil), "\x00", "overrun/overrun")
-	g, err := toolgate.New(ctx, newLog(f), testConfig())
+	g, err := toolgate.New(ctx, newLog(f), mustCompile(testConfig()))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func FuzzResume(f *testing.F) {
 	f.Add("delete_file", []byte(`{"path":"/tmp/ok"}`), "s", "dd", "asked", uint8(1))
 	f.Add("read_file", []byte(`{}`), "", "", "asked", uint8(2))
 	f.Add("delete_file", []byte("\xff"), "\x00", "x", "unknown", uint8(0))
-	g, err := toolgate.New(ctx, newLog(f), testConfig())
+	g, err := toolgate.New(ctx, newLog(f), mustCompile(testConfig()))
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -48,7 +48,8 @@ var (
 	// ErrInvalidResult: After was given a Result it cannot record (a
 	// negative measured cost); the call stays open.
 	ErrInvalidResult = errors.New("toolgate: invalid result")
-	// ErrInvalidConfig: New was given a Config it cannot run.
+	// ErrInvalidConfig: New was given no log, no compiled policy, options
+	// or Go invariants it cannot run.
 	ErrInvalidConfig = errors.New("toolgate: invalid config")
 )
 
@@ -161,13 +162,17 @@ func WithSharedBudget(sb kernel.SharedBudget) Option {
 	return func(o *options) { o.shared = sb }
 }
 
-// New returns a Gate recording on log. The kernel is built from cfg
-// (Budget, MinCost, Invariants); a caller whose session is already on the
-// log (the gate restarted over a durable log) resumes it through
-// kernel.Replay, with its budget spent as recorded.
-func New(ctx context.Context, log *trace.Log, cfg Config, opts ...Option) (*Gate, error) {
+// New returns a Gate recording on log that enforces comp (Policy.Compile).
+// The kernel is built from its policy (Budget, MinCost, Invariants and
+// GoInvariants); a caller whose session is already on the log (the gate
+// restarted over a durable log) resumes it through kernel.Replay, with
+// its budget spent as recorded.
+func New(ctx context.Context, log *trace.Log, comp *Compiled, opts ...Option) (*Gate, error) {
 	if log == nil {
 		return nil, fmt.Errorf("%w: no trace log", ErrInvalidConfig)
+	}
+	if comp == nil {
+		return nil, fmt.Errorf("%w: no compiled policy (Policy.Compile)", ErrInvalidConfig)
 	}
 	o := options{clock: time.Now, newID: func() string { return uuid.Must(uuid.NewV7()).String() },
 		callerLimit: DefaultCallerLimit, idleCallers: DefaultIdleCallers}
@@ -177,12 +182,8 @@ func New(ctx context.Context, log *trace.Log, cfg Config, opts ...Option) (*Gate
 	if err := o.checkCallers(); err != nil {
 		return nil, err
 	}
-	comp, err := cfg.Compile()
-	if err != nil {
-		return nil, err
-	}
-	cfg = comp.cfg
-	k, err := kernel.New(kernel.Config{Budget: cfg.Budget, MinActionCost: cfg.MinCost, Invariants: cfg.Invariants})
+	cfg := &comp.cfg
+	k, err := kernel.New(kernel.Config{Budget: cfg.Budget, MinActionCost: cfg.MinCost, Invariants: comp.invariants})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}

@@ -24,28 +24,13 @@ const (
 	// again.
 	KindAsk = "toolgate.ask"
 	// KindExpire records a request, approval or denial that was not
-	// used within Config.ApprovalTTL (ExpireEntry).
+	// used within Policy.ApprovalTTL (ExpireEntry).
 	KindExpire = "toolgate.expire"
 )
 
-// MaxApprovalTimeout is the longest Config.ApprovalTimeout: a call is
+// MaxApprovalTimeout is the longest Policy.ApprovalTimeout: a call is
 // held for a human at most a day.
 const MaxApprovalTimeout = 24 * time.Hour
-
-// validateApprovalTimes checks ApprovalTimeout and ApprovalTTL.
-func (c Config) validateApprovalTimes() []error {
-	var errs []error
-	if c.ApprovalTimeout < 0 || c.ApprovalTimeout > MaxApprovalTimeout {
-		errs = append(errs, fmt.Errorf("approval timeout %s is outside [0, %s]", c.ApprovalTimeout, MaxApprovalTimeout))
-	}
-	if c.ApprovalTTL < 0 {
-		errs = append(errs, fmt.Errorf("approval ttl %s is negative", c.ApprovalTTL))
-	}
-	if c.ApprovalTTL > 0 && c.ApprovalTimeout > c.ApprovalTTL {
-		errs = append(errs, fmt.Errorf("approval timeout %s is longer than the approval ttl %s: a held call would outlive its request", c.ApprovalTimeout, c.ApprovalTTL))
-	}
-	return errs
-}
 
 // AskEntry is the payload of a KindAsk entry.
 type AskEntry struct {
@@ -87,7 +72,7 @@ type ExpireEntry struct {
 // it, a restarted gate asks again (fail closed).
 func WithDurableApprovals() Option { return func(o *options) { o.durable = true } }
 
-// ApprovalTimeout is Config.ApprovalTimeout: how long a host that waits
+// ApprovalTimeout is Policy.ApprovalTimeout: how long a host that waits
 // for an answer from elsewhere (an approval inbox) holds a call before
 // it refuses it with Unanswered; 0 when calls are not held.
 func (g *Gate) ApprovalTimeout() time.Duration { return g.comp.cfg.ApprovalTimeout }
@@ -129,7 +114,7 @@ func settledLocked(ap *approval) {
 // Unanswered records that the call d asked about (an AskApproval
 // decision) was held for its human for waited and nobody answered: a
 // KindRefuse entry, reason "approval_timeout", naming the request. The
-// request itself stays waiting (until Config.ApprovalTTL), so that an
+// request itself stays waiting (until Policy.ApprovalTTL), so that an
 // approval given later is used by the next Before of the same call.
 func (g *Gate) Unanswered(ctx context.Context, d Decision, waited time.Duration) (Decision, error) {
 	if d.Verdict != AskApproval || d.Approval == nil {
@@ -177,7 +162,7 @@ func (g *Gate) asked(ctx context.Context, ap *approval, c Call, shown string, at
 }
 
 // ExpireApprovals lets go of every request, approval and denial older
-// than Config.ApprovalTTL at now, each recorded as a KindExpire entry,
+// than Policy.ApprovalTTL at now, each recorded as a KindExpire entry,
 // and returns how many. A host calls it from time to time (before listing
 // Pending, say); Before expires what it meets on its own.
 func (g *Gate) ExpireApprovals(ctx context.Context) (int, error) {

@@ -39,9 +39,9 @@ func (c *heldClock) Advance(d time.Duration) {
 
 // heldConfig has a DELETE rule (one approver, a group) and a PRIVILEGE
 // rule (two), a timeout and a ttl.
-func heldConfig() toolgate.Config {
+func heldConfig() toolgate.Policy {
 	cfg := testConfig()
-	cfg.Rules = append(cfg.Rules, toolgate.Rule{Match: "grant_admin", Cost: units(1), Tier: claims.TierPrivilege})
+	cfg.Tools = append(cfg.Tools, toolgate.Rule{Match: "grant_admin", Cost: units(1), Tier: claims.TierPrivilege})
 	cfg.Approvers = map[claims.RiskTier][]string{
 		claims.TierDelete:    {"group:ops"},
 		claims.TierPrivilege: {"group:ops", "group:security"},
@@ -298,11 +298,11 @@ func TestApprovalTimesValidated(t *testing.T) {
 	} {
 		cfg := testConfig()
 		cfg.ApprovalTimeout, cfg.ApprovalTTL = c.timeout, c.ttl
-		_, err := toolgate.New(ctx, newLog(t), cfg)
+		_, err := cfg.Compile()
 		if c.ok {
 			assert.NoError(t, err, "%v %v", c.timeout, c.ttl)
 		} else {
-			assert.ErrorIs(t, err, toolgate.ErrInvalidConfig, "%v %v", c.timeout, c.ttl)
+			assert.ErrorIs(t, err, toolgate.ErrInvalidPolicy, "%v %v", c.timeout, c.ttl)
 		}
 	}
 }
@@ -310,10 +310,10 @@ func TestApprovalTimesValidated(t *testing.T) {
 func TestPolicyApprovalTimes(t *testing.T) {
 	p, err := toolgate.LoadPolicy("testdata/policy/valid/approval_inbox.json")
 	require.NoError(t, err)
-	cfg, err := p.Config()
+	cfg, err := p.Compile()
 	require.NoError(t, err)
-	assert.Equal(t, 5*time.Minute, cfg.ApprovalTimeout)
-	assert.Equal(t, 24*time.Hour, cfg.ApprovalTTL)
+	assert.Equal(t, 5*time.Minute, cfg.Policy().ApprovalTimeout)
+	assert.Equal(t, 24*time.Hour, cfg.Policy().ApprovalTTL)
 	b, err := json.Marshal(p)
 	require.NoError(t, err)
 	assert.Contains(t, string(b), `"approval_timeout":"5m0s","approval_ttl":"24h0m0s"`)

@@ -11,8 +11,8 @@ import (
 	"github.com/verity-go/verity/kernel"
 )
 
-// MaxToolTimeout is the longest Timeout a policy may give a tool: a day.
-const MaxToolTimeout = 24 * time.Hour
+// maxToolTimeout is the longest Timeout a policy may give a tool: a day.
+const maxToolTimeout = 24 * time.Hour
 
 // maxCostPointerLen bounds a cost_from pointer.
 const maxCostPointerLen = 1024
@@ -96,22 +96,25 @@ func (p CostPointer) Measure(result []byte) (kernel.Cost, error) {
 	return c, nil
 }
 
-// RuleOf returns the rule ref names: one of Config.Rules, or the default
+// RuleOf returns the rule ref names: one of Policy.Tools, or the default
 // rule for Index -1 when unknown tools are allowed.
 func (g *Gate) RuleOf(ref RuleRef) (Rule, bool) {
 	switch {
 	case !ref.Found:
 		return Rule{}, false
 	case ref.Index < 0:
-		return g.comp.cfg.DefaultRule, g.comp.cfg.AllowUnknown
-	case ref.Index < len(g.comp.cfg.Rules):
-		return g.comp.cfg.Rules[ref.Index], true
+		if d := g.comp.cfg.DefaultRule; d != nil && g.comp.cfg.AllowUnknown {
+			return *d, true
+		}
+		return Rule{}, false
+	case ref.Index < len(g.comp.cfg.Tools):
+		return g.comp.cfg.Tools[ref.Index], true
 	}
 	return Rule{}, false
 }
 
 // Timeout returns how long a host waits for a call decided by ref: its
-// rule's Timeout, else Config.Timeout; zero for no limit.
+// rule's Timeout, else Policy.Timeout; zero for no limit.
 func (g *Gate) Timeout(ref RuleRef) time.Duration {
 	if r, ok := g.RuleOf(ref); ok && r.Timeout > 0 {
 		return r.Timeout
@@ -120,7 +123,7 @@ func (g *Gate) Timeout(ref RuleRef) time.Duration {
 }
 
 // AllowsUnknown reports whether tools no rule matches run under the
-// default rule (Config.AllowUnknown).
+// default rule (Policy.AllowUnknown).
 func (g *Gate) AllowsUnknown() bool { return g.comp.cfg.AllowUnknown }
 
 // MayCall reports whether some call of tool by p may be allowed (or
@@ -137,7 +140,7 @@ func (g *Gate) MayCall(tool string, p Principal) bool { return g.comp.MayCall(to
 func (c *Compiled) MayCall(tool string, p Principal) bool {
 	for i := range c.rules {
 		r := &c.rules[i]
-		if !r.matchesTool(tool) || (r.Principals != nil && !r.Principals.Admits(p)) {
+		if !r.matchesTool(tool) || (r.Principals != nil && !r.Principals.admits(p)) {
 			continue
 		}
 		conditional := r.schema != nil || len(r.paths) > 0
@@ -149,22 +152,4 @@ func (c *Compiled) MayCall(tool string, p Principal) bool {
 		}
 	}
 	return c.allowUnknown
-}
-
-// validateHost checks what Config holds for the host: timeouts and
-// cost pointers.
-func validateHost(name string, r Rule) []error {
-	var errs []error
-	if r.Timeout < 0 || r.Timeout > MaxToolTimeout {
-		errs = append(errs, fmt.Errorf("%s: timeout %s is outside [0, %s]", name, r.Timeout, MaxToolTimeout))
-	}
-	if r.CostFrom != "" {
-		if _, err := ParseCostPointer(r.CostFrom); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", name, err))
-		}
-		if !r.Reserve {
-			errs = append(errs, fmt.Errorf("%s: cost_from %q without Reserve", name, r.CostFrom))
-		}
-	}
-	return errs
 }

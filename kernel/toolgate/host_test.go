@@ -76,7 +76,7 @@ func FuzzParseCostPointer(f *testing.F) {
 func TestPolicyTimeoutsReachTheGate(t *testing.T) {
 	p, err := toolgate.LoadPolicy("testdata/policy/valid/timeouts.json")
 	require.NoError(t, err)
-	cfg, err := p.Config()
+	cfg, err := p.Compile()
 	require.NoError(t, err)
 	g, err := toolgate.New(ctx, newLog(t), cfg)
 	require.NoError(t, err)
@@ -89,26 +89,25 @@ func TestPolicyTimeoutsReachTheGate(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, "/structuredContent/scanned", r.CostFrom)
 
-	cfg.Rules[2].CostFrom = "/_meta/cost" // not reserved
-	_, err = toolgate.New(ctx, newLog(t), cfg)
-	require.ErrorIs(t, err, toolgate.ErrInvalidConfig)
-	cfg.Rules[2].CostFrom, cfg.Timeout = "", -time.Second
-	_, err = toolgate.New(ctx, newLog(t), cfg)
-	require.ErrorIs(t, err, toolgate.ErrInvalidConfig)
+	p.Tools[2].CostFrom = "/_meta/cost" // not reserved
+	_, err = p.Compile()
+	require.ErrorIs(t, err, toolgate.ErrInvalidPolicy)
+	p.Tools[2].CostFrom, p.Timeout = "", -time.Second
+	_, err = p.Compile()
+	require.ErrorIs(t, err, toolgate.ErrInvalidPolicy)
 }
 
 func TestMayCall(t *testing.T) {
 	alice := toolgate.Principal{Subject: "alice"}
-	cfg := toolgate.Config{Budget: 10 * kernel.Unit, MinCost: kernel.Unit / 100, Rules: []toolgate.Rule{
+	cfg := toolgate.Policy{Budget: 10 * kernel.Unit, MinCost: kernel.Unit / 100, Tools: []toolgate.Rule{
 		{Match: "drop_*", Effect: toolgate.EffectRefuse, Principals: &toolgate.PrincipalCondition{Subjects: []string{"bob"}}},
 		{Match: "drop_*", Cost: kernel.Unit, Tier: "DELETE"},
 		{Match: "write_*", Effect: toolgate.EffectRefuse, Arguments: json.RawMessage(`{"required":["force"]}`)},
 		{Match: "write_*", Cost: kernel.Unit},
-		{Match: "shell", Effect: toolgate.EffectRefuse},
-		{Match: "shell", Cost: kernel.Unit},
+		{Match: "shell", Effect: toolgate.EffectRefuse}, // a rule after it for "shell" would never apply (duplicate_match)
 		{Match: "admin", Cost: kernel.Unit, Principals: &toolgate.PrincipalCondition{Subjects: []string{"root"}}},
 	}}
-	g, err := toolgate.New(ctx, newLog(t), cfg)
+	g, err := toolgate.New(ctx, newLog(t), mustCompile(cfg))
 	require.NoError(t, err)
 	require.True(t, g.MayCall("drop_table", alice))
 	require.False(t, g.MayCall("drop_table", toolgate.Principal{Subject: "bob"}))

@@ -26,7 +26,7 @@ const (
 	killCallerName = "agent"
 )
 
-var killConfig = toolgate.Config{Budget: 1 << 50, MinCost: 1, Rules: []toolgate.Rule{
+var killConfig = toolgate.Policy{Budget: 1 << 50, MinCost: 1, Tools: []toolgate.Rule{
 	{Match: "read_file", Cost: 1},
 	{Match: "search", Cost: 5, Reserve: true},
 }}
@@ -98,7 +98,7 @@ func TestKilledGateKeepsEveryAcknowledgedCall(t *testing.T) {
 	}
 	require.Positive(t, decisions)
 	require.Positive(t, results)
-	g, err := toolgate.New(ctx, log, killConfig)
+	g, err := toolgate.New(ctx, log, mustCompile(killConfig))
 	require.NoError(t, err, "a gate restarts over the killed log")
 	d, err := g.Before(ctx, toolgate.Call{Tool: "read_file", ID: "after-restart", Caller: killCallerName, Arguments: []byte(`{}`)})
 	require.NoError(t, err)
@@ -129,7 +129,7 @@ func TestKilledGateHelper(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	g, err := toolgate.New(ctx, log, killConfig)
+	g, err := toolgate.New(ctx, log, mustCompile(killConfig))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func TestBeforeWrittenIsDurableOnlyAfterTheWait(t *testing.T) {
 		return synced == log.Head().Size
 	}
 	ctx := context.Background()
-	g, err := toolgate.New(ctx, log, killConfig)
+	g, err := toolgate.New(ctx, log, mustCompile(killConfig))
 	require.NoError(t, err)
 	call := toolgate.Call{Tool: "read_file", Caller: killCallerName, Arguments: []byte(`{}`)}
 

@@ -72,7 +72,7 @@ func foldedNaively(b []byte) bool {
 // paths alone would be (an allow-list admits every path, a deny-list
 // refuses any), and never on an empty array.
 func FuzzArgumentMembers(f *testing.F) {
-	comp, err := toolgate.Config{Budget: 1000, MinCost: 1, Rules: append(caseFoldRules[:3:3],
+	comp, err := toolgate.Policy{Budget: 1000, MinCost: 1, Tools: append(caseFoldRules[:3:3],
 		toolgate.Rule{Match: "read_multiple_files", Name: "no-secret", Effect: toolgate.EffectRefuse,
 			Paths: []toolgate.PathCondition{{Argument: "/paths", Under: []string{"/srv/data/secret"}}}},
 		toolgate.Rule{Match: "read_multiple_files", Name: "data", Cost: 1,

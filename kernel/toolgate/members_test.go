@@ -36,7 +36,7 @@ func TestCaseFoldedMembersBypass(t *testing.T) {
 	require.NoError(t, json.Unmarshal(bypass, &upstream))
 	require.Equal(t, "/etc/passwd", upstream.Path, "what a Go upstream reads")
 
-	comp := compile(t, toolgate.Config{Budget: units(10), MinCost: 1, Rules: caseFoldRules})
+	comp := compile(t, toolgate.Policy{Budget: units(10), MinCost: 1, Tools: caseFoldRules})
 	decide := func(tool, args string) toolgate.Ruling {
 		return comp.Decide(toolgate.Snapshot{}, toolgate.Call{Tool: tool, Arguments: []byte(args)}, time.Time{})
 	}
@@ -80,7 +80,7 @@ func TestCaseFoldedMembersBypass(t *testing.T) {
 // two members that differ only in case: the human would approve one
 // reading, the tool might run the other.
 func TestCaseFoldedMembersNotShownToAHuman(t *testing.T) {
-	g := newGate(t, newLog(t), toolgate.Config{Budget: units(10), MinCost: 1, Rules: caseFoldRules})
+	g := newGate(t, newLog(t), toolgate.Policy{Budget: units(10), MinCost: 1, Tools: caseFoldRules})
 	d, err := g.Before(ctx, toolgate.Call{Tool: "delete_file", Caller: "agent", Arguments: []byte(`{"path": "/tmp/x", "PATH": "/etc"}`)})
 	require.NoError(t, err)
 	assert.Equal(t, toolgate.Refuse, d.Verdict)

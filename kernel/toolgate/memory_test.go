@@ -24,8 +24,8 @@ func memoryGate(tb testing.TB, dir string) (*toolgate.Gate, *trace.Log) {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { log.Close() })
-	g, err := toolgate.New(ctx, log, toolgate.Config{Budget: kernel.Cost(1 << 50), MinCost: 1,
-		Rules: []toolgate.Rule{{Match: "read_*", Cost: 1}, {Match: "search", Cost: 5, Reserve: true}}})
+	g, err := toolgate.New(ctx, log, mustCompile(toolgate.Policy{Budget: kernel.Cost(1 << 50), MinCost: 1,
+		Tools: []toolgate.Rule{{Match: "read_*", Cost: 1}, {Match: "search", Cost: 5, Reserve: true}}}))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func TestEveryDecisionAndOutcomeObservedOnce(t *testing.T) {
 		if err != nil {
 			rt.Fatal(err)
 		}
-		g, err := toolgate.New(ctx, log, observedConfig(), toolgate.WithObserver(r))
+		g, err := toolgate.New(ctx, log, mustCompile(observedConfig()), toolgate.WithObserver(r))
 		if err != nil {
 			rt.Fatal(err)
 		}

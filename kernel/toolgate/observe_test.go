@@ -46,8 +46,8 @@ func (r *recorder) ObserveOutcome(_ context.Context, e toolgate.OutcomeEvent) {
 	r.outcomes = append(r.outcomes, e)
 }
 
-func observedConfig() toolgate.Config {
-	return toolgate.Config{Budget: units(3), MinCost: kernel.Unit / 100, Rules: []toolgate.Rule{
+func observedConfig() toolgate.Policy {
+	return toolgate.Policy{Budget: units(3), MinCost: kernel.Unit / 100, Tools: []toolgate.Rule{
 		{Match: "read_*", Cost: kernel.Unit / 10, Name: "reads"},
 		{Match: "search", Cost: units(1), Reserve: true},
 		{Match: "delete_*", Cost: units(1), Tier: claims.TierDelete},
@@ -56,7 +56,7 @@ func observedConfig() toolgate.Config {
 
 func TestObserverToldOfEveryDecisionAndOutcome(t *testing.T) {
 	r, r2 := &recorder{}, &recorder{}
-	g, err := toolgate.New(ctx, newLog(t), observedConfig(), toolgate.WithObserver(r), toolgate.WithObserver(nil), toolgate.WithObserver(r2))
+	g, err := toolgate.New(ctx, newLog(t), mustCompile(observedConfig()), toolgate.WithObserver(r), toolgate.WithObserver(nil), toolgate.WithObserver(r2))
 	require.NoError(t, err)
 	alice := toolgate.Principal{Issuer: "https://idp", Subject: "alice"}
 
@@ -178,7 +178,7 @@ func TestLogObserverLines(t *testing.T) {
 	logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	n := 0
 	ids := func() string { n++; return "id-" + string(rune('a'+n-1)) }
-	g, err := toolgate.New(ctx, newLog(t), observedConfig(), toolgate.WithObserver(toolgate.LogObserver(logger)), toolgate.WithIDs(ids))
+	g, err := toolgate.New(ctx, newLog(t), mustCompile(observedConfig()), toolgate.WithObserver(toolgate.LogObserver(logger)), toolgate.WithIDs(ids))
 	require.NoError(t, err)
 	alice := toolgate.Principal{Issuer: "https://idp", Subject: "alice"}
 
@@ -235,8 +235,8 @@ func ExampleLogObserver() {
 		return a
 	}}))
 	log, _ := trace.NewLog(trace.NewMemory())
-	g, _ := toolgate.New(ctx, log, toolgate.Config{Budget: 3 * kernel.Unit, MinCost: kernel.Unit / 100,
-		Rules: []toolgate.Rule{{Match: "read_*", Cost: kernel.Unit / 10}}},
+	g, _ := toolgate.New(ctx, log, mustCompile(toolgate.Policy{Budget: 3 * kernel.Unit, MinCost: kernel.Unit / 100,
+		Tools: []toolgate.Rule{{Match: "read_*", Cost: kernel.Unit / 10}}}),
 		toolgate.WithObserver(toolgate.LogObserver(logger)))
 	d, _ := g.Before(ctx, toolgate.Call{Tool: "read_file", ID: "call-1", Caller: "agent-1", Arguments: []byte(`{"path":"notes.txt"}`)})
 	_, _ = g.After(ctx, d.Call, toolgate.Result{Output: []byte(`"buy milk"`)})

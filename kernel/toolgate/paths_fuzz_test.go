@@ -66,7 +66,7 @@ func FuzzNormalizePath(f *testing.F) {
 // not refuse the tool as unknown or as one no rule admits, and explains a
 // refusal in one line.
 func FuzzDecide(f *testing.F) {
-	comp, err := toolgate.Config{Budget: 1000, MinCost: 1, Rules: conditionRules}.Compile()
+	comp, err := toolgate.Policy{Budget: 1000, MinCost: 1, Tools: conditionRules}.Compile()
 	if err != nil {
 		f.Fatal(err)
 	}

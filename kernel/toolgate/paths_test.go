@@ -32,12 +32,12 @@ func TestRootsAreTakenAsWritten(t *testing.T) {
 		assert.ErrorContains(t, err, `"`+root+`" is not a clean path`)
 		assert.ErrorContains(t, err, `write it as "`+clean+`"`)
 
-		_, err = toolgate.Config{Budget: 10, MinCost: 1, Rules: []toolgate.Rule{{Match: "read_file", Cost: 1,
+		_, err = toolgate.Policy{Budget: 10, MinCost: 1, Tools: []toolgate.Rule{{Match: "read_file", Cost: 1,
 			Paths: []toolgate.PathCondition{{Argument: "/path", Under: []string{root}}}}}}.Compile()
-		assert.ErrorIs(t, err, toolgate.ErrInvalidConfig, root)
+		assert.ErrorIs(t, err, toolgate.ErrInvalidPolicy, root)
 		assert.ErrorContains(t, err, `"`+root+`" is not a clean path`)
 	}
-	_, err := toolgate.Config{Budget: 10, MinCost: 1, Rules: []toolgate.Rule{{Match: "read_file", Cost: 1,
+	_, err := toolgate.Policy{Budget: 10, MinCost: 1, Tools: []toolgate.Rule{{Match: "read_file", Cost: 1,
 		Paths: []toolgate.PathCondition{{Argument: "/path", Under: []string{"/", "/srv/data", "/srv/data.d/x..y"}}}}}}.Compile()
 	assert.NoError(t, err)
 }
@@ -49,7 +49,7 @@ func TestRootsAreTakenAsWritten(t *testing.T) {
 // an empty array, an element that is not a string, or one the gate
 // cannot read one way refuses the call at the rule.
 func TestPathConditionOverAnArray(t *testing.T) {
-	comp := compile(t, toolgate.Config{Budget: units(10), MinCost: 1, Rules: []toolgate.Rule{
+	comp := compile(t, toolgate.Policy{Budget: units(10), MinCost: 1, Tools: []toolgate.Rule{
 		{Match: "read_multiple_files", Name: "no-secret", Effect: toolgate.EffectRefuse, Reason: "secret",
 			Paths: []toolgate.PathCondition{{Argument: "/paths", Under: []string{"/srv/data/secret"}}}},
 		{Match: "read_multiple_files", Name: "data", Cost: 1, Paths: []toolgate.PathCondition{{Argument: "/paths", Under: []string{"/srv/data"}}}},
@@ -90,7 +90,7 @@ func TestPathConditionOverAnArray(t *testing.T) {
 	}
 
 	// A deny-list is not escaped by company, whatever rule comes after.
-	comp = compile(t, toolgate.Config{Budget: units(10), MinCost: 1, Rules: []toolgate.Rule{
+	comp = compile(t, toolgate.Policy{Budget: units(10), MinCost: 1, Tools: []toolgate.Rule{
 		{Match: "*", Name: "no-secret", Effect: toolgate.EffectRefuse, Paths: []toolgate.PathCondition{{Argument: "/paths", Under: []string{"/srv/secret"}}}},
 		{Match: "*", Name: "anything", Cost: 1},
 	}})

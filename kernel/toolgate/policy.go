@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"math"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -19,29 +18,29 @@ import (
 	"github.com/verity-go/verity/kernel/value"
 )
 
-// PolicyVersion is the newest version of the policy format this package
+// newestPolicyVersion is the newest version of the policy format this package
 // reads (the file's "version"). Version 1 files load as they always
 // have; version 2 adds rule names, principals, argument and path
 // conditions, refusing rules, rate windows, labels and flows.
-const PolicyVersion = 2
+const newestPolicyVersion = 2
 
-// PolicySchemaID is the $id of policy.schema.json.
-const PolicySchemaID = "https://github.com/verity-go/verity/kernel/toolgate/policy.schema.json"
+// policySchemaID is the $id of policy.schema.json.
+const policySchemaID = "https://github.com/verity-go/verity/kernel/toolgate/policy.schema.json"
 
-// MaxPolicySize is the largest policy file ParsePolicy and LoadPolicy
+// maxPolicySize is the largest policy file ParsePolicy and LoadPolicy
 // read, in bytes.
-const MaxPolicySize = 1 << 20
+const maxPolicySize = 1 << 20
 
-// MaxPolicyCost is the largest cost a policy file may write:
+// maxPolicyCost is the largest cost a policy file may write:
 // 999999999999999.999 units (15 integer digits, 3 decimals).
-const MaxPolicyCost kernel.Cost = 999_999_999_999_999_999
+const maxPolicyCost kernel.Cost = 999_999_999_999_999_999
 
-// MaxPolicyWaiting is the largest max_waiting of a policy file.
-const MaxPolicyWaiting = 1 << 20
+// maxPolicyWaiting is the largest max_waiting of a policy file.
+const maxPolicyWaiting = 1 << 20
 
-// MaxResultTextLimit is the largest result_text_limit of a policy file:
+// maxResultTextLimit is the largest result_text_limit of a policy file:
 // a trace entry's payload limit (trace.MaxPayloadLen), 16 MiB.
-const MaxResultTextLimit = 16 << 20
+const maxResultTextLimit = 16 << 20
 
 // maxSharedIDLen is the longest shared budget id in bytes,
 // kernel/sqlbudget.MaxIDLen (a test keeps them equal).
@@ -53,8 +52,7 @@ const maxSharedIDLen = 256
 const policyMaxSafeInt = 1<<53 - 1
 
 // ErrInvalidPolicy is wrapped by the *ValidationError of a policy file or
-// a Policy that ParsePolicy, LoadPolicy, Policy.Validate or Policy.Config
-// refuse.
+// a Policy that ParsePolicy, LoadPolicy or Policy.Compile refuse.
 var ErrInvalidPolicy = errors.New("toolgate: invalid policy")
 
 // Violation is one problem of a policy: an RFC 6901 JSON Pointer into the
@@ -76,8 +74,8 @@ const (
 	policyRuleUnknownField   = violation.RuleUnknownField // a member the format does not define
 	policyRuleRequired       = violation.RuleRequired     // a missing member, an empty string or list
 	policyRuleEnum           = "enum"                     // a tier, unknown_tools, enforcement or approvers key outside its set
-	policyRuleVersion        = "version"                  // version is not PolicyVersion
-	policyRuleCost           = "cost"                     // not an exact decimal amount in [0, MaxPolicyCost]
+	policyRuleVersion        = "version"                  // version is not newestPolicyVersion
+	policyRuleCost           = "cost"                     // not an exact decimal amount in [0, maxPolicyCost]
 	policyRuleRange          = "range"                    // an integer outside its range
 	policyRuleDuplicate      = "duplicate"                // an approver named twice for one tier
 	policyRuleInvariantForm  = "invariant_form"           // not exactly one of at_most, at_most_each, within, one_of, matches
@@ -94,7 +92,7 @@ const (
 	policyRuleValue          = "value"                    // a one_of int beyond ±(2^53−1)
 	policyRuleApprovers      = "approvers"                // a DELETE or PRIVILEGE rule whose tier approvers does not name
 	policyRuleIDLength       = "id_length"                // a shared budget id over 256 bytes
-	policyRuleSize           = "size"                     // a file over MaxPolicySize
+	policyRuleSize           = "size"                     // a file over maxPolicySize
 	policyRuleSyntax         = violation.RuleSyntax       // not one strict JSON text
 	policyRuleDuplicateKey   = violation.RuleDuplicateKey // an object with a key twice
 	policyRuleNumber         = "number"                   // a number literal over 100 characters or with an exponent beyond ±1000
@@ -115,8 +113,8 @@ const (
 	policyRuleSelfApprovalUnused = "self_approval_unused" // self_approval with no PRIVILEGE rule or flow to apply to
 )
 
-// Policy is a policy file: a gate's Config written in JSON, so that a
-// gate can be configured without Go — each caller's budget, the least a
+// Policy is what a gate enforces, and the one description of a policy
+// file, so that a gate can be configured with or without Go — each caller's budget, the least a
 // call may cost, the tools' rules (names or path.Match patterns, the first
 // match deciding), who approves DELETE and PRIVILEGE calls, the kernel's
 // ready-made invariants over the call counters, and a shared budget for
@@ -140,7 +138,7 @@ const (
 //
 // Version 2 adds, on the entries of tools, a name, conditions that limit
 // a rule to some calls (principals, an argument schema, path conditions),
-// refusing rules, rate windows, labels and flows (see RuleSpec, Rule and
+// refusing rules, rate windows, labels and flows (see Rule and
 // the package doc), and a top-level list of the labels in use:
 //
 //	{
@@ -166,7 +164,8 @@ const (
 // (draft 2020-12) for editors and other languages;
 // testdata/policy/example.json is a complete example, a filesystem MCP
 // server's policy. ParsePolicy and LoadPolicy read a file and
-// MarshalJSON writes one; Config builds the Config that New takes.
+// MarshalJSON writes one; Compile checks a Policy, from a file or built
+// in Go, and makes the Compiled form that New takes.
 //
 // The fields mirror the file's members (in parentheses). Costs are exact
 // amounts of units, a decimal string ("0.01") or a JSON number, never
@@ -175,59 +174,74 @@ type Policy struct {
 	// Schema ("$schema") names the schema the file follows, for editors;
 	// it is kept, not checked.
 	Schema string
-	// Version ("version", required) is PolicyVersion.
+	// Version ("version", required in a file) is 1 or 2; a policy
+	// built in Go may leave it 0, which means 2, the newest.
 	Version int
-	// Budget ("budget", required) is each caller's budget B0; at least
-	// MinCost.
+	// Budget ("budget", required) is each caller's budget B0
+	// (kernel.Config.Budget); at least MinCost.
 	Budget kernel.Cost
-	// MinCost ("min_cost", required) is ε, the least a call may cost;
-	// positive, and no cost of the file is below it. It also bounds how
-	// many calls a caller may make, whatever they cost: the kernel's step
-	// limit is floor(budget/min_cost) calls (budget 5 and min_cost 1
-	// allow 5 calls even at a cost of 0.5 each), and a call beyond it is
-	// refused naming step_limit and that quotient.
+	// MinCost ("min_cost", required) is ε, the least a call may cost
+	// (kernel.Config.MinActionCost); positive, and no cost of the policy
+	// is below it. It also bounds how many calls a caller may make,
+	// whatever they cost: the kernel's step limit is floor(budget/min_cost)
+	// calls (budget 5 and min_cost 1 allow 5 calls even at a cost of 0.5
+	// each), and a call beyond it is refused naming step_limit and that
+	// quotient.
 	MinCost kernel.Cost
 	// AllowUnknown ("unknown_tools": "allow"; "refuse", the default, is
-	// false) runs tools no rule matches under DefaultRule.
+	// false) runs tools no rule matches under DefaultRule; by default they
+	// are refused.
 	AllowUnknown bool
 	// DefaultRule ("default_rule") is the rule of unknown tools: required
-	// when AllowUnknown, refused otherwise, and without a match.
-	DefaultRule *RuleSpec
+	// when AllowUnknown, refused otherwise, and without a match or any
+	// condition.
+	DefaultRule *Rule
 	// Approvers ("approvers") names who must approve calls of the tiers
-	// needing approval (DELETE, PRIVILEGE, the only keys allowed): nil
-	// leaves Config.Approvers nil (DefaultApprover for both); present, a
+	// needing approval (DELETE, PRIVILEGE, the only keys allowed; claims
+	// Policy.Approvers): nil names DefaultApprover for both; present, a
 	// tier some rule uses must be named.
 	Approvers map[claims.RiskTier][]string
-	// Tools ("tools") are the rules, in order: the first that matches a
-	// tool decides.
-	Tools []RuleSpec
+	// Tools ("tools") are the rules, in order: the first that applies to a
+	// call decides.
+	Tools []Rule
 	// Invariants ("invariants") are checked over each caller's state.
 	Invariants []InvariantSpec
-	// ResultTextLimit ("result_text_limit") is Config.ResultTextLimit: 0
-	// for DefaultResultTextLimit, -1 for the whole output, at most
-	// MaxResultTextLimit.
+	// ResultTextLimit ("result_text_limit") bounds how many bytes of a
+	// result's output (and of its error) are recorded: 0 for 1024
+	// bytes, -1 for the whole output, at most 16 MiB (trace.MaxPayloadLen). A result entry that would exceed
+	// trace.MaxPayloadLen keeps the output's digest and size only.
 	ResultTextLimit int
-	// MaxWaiting ("max_waiting") is Config.MaxWaiting: 0 for
-	// DefaultMaxWaiting, -1 for no bound, at most MaxPolicyWaiting.
+	// MaxWaiting ("max_waiting") bounds how many different calls of one
+	// caller may wait for a human at once: 0 for 64, -1 for no
+	// bound, at most 2^20. Beyond it a call that needs
+	// approval is refused, so an agent cannot pile up requests nobody
+	// answers. Deny clears them.
 	MaxWaiting int
-	// CheckResults ("check_results") is Config.CheckResults.
+	// CheckResults ("check_results") runs the speculative firewall over
+	// every result.
 	CheckResults bool
 	// ApprovalTimeout ("approval_timeout", a Go duration such as "5m")
-	// is Config.ApprovalTimeout: how long a call waiting for an answer
-	// from elsewhere (an approval inbox) is held before it is refused;
-	// in [1s, MaxApprovalTimeout], at most ApprovalTTL when both are
-	// given. Absent: calls are not held.
+	// is how long a host that waits for an answer from elsewhere (an
+	// approval inbox: Gate.Await) holds a call that needs one before it
+	// refuses it (Gate.Unanswered); in [1s, MaxApprovalTimeout], at most
+	// ApprovalTTL when both are given. Zero: calls are not held.
 	ApprovalTimeout time.Duration
-	// ApprovalTTL ("approval_ttl", a Go duration) is Config.ApprovalTTL:
-	// how long a request, and its answer not yet used, lasts; in [1s,
-	// MaxRatePer]. Absent: they never expire.
+	// ApprovalTTL ("approval_ttl", a Go duration) is how long a request,
+	// and an approval or denial of it not yet used, lasts from when it
+	// was asked: past it, it expires (a KindExpire entry) and the call is
+	// asked about again. In [1s, 366 days]; zero: never.
 	ApprovalTTL time.Duration
-	// SelfApproval ("self_approval") is Config.SelfApproval: true lets
-	// the principal a PRIVILEGE call was made for approve it too.
+	// SelfApproval ("self_approval") lets the principal a PRIVILEGE call
+	// was made for approve it too. By default it may not: an approval of a
+	// PRIVILEGE call by its own principal (by key, or for a group it
+	// belongs to) is refused with ErrSelfApproval and recorded
+	// (KindRefuseAnswer). DELETE calls may always be approved by their
+	// own principal.
 	SelfApproval bool
-	// Timeout ("timeout", a Go duration in [1ms, MaxToolTimeout]) is
-	// Config.Timeout: how long a host waits for a tool whose rule has no
-	// timeout of its own. Absent: as long as the caller waits.
+	// Timeout ("timeout", a Go duration in [1ms, 24h]) is how
+	// long a host that runs the tools waits for one whose rule has no
+	// Timeout; zero: as long as the caller waits. The gate times nothing
+	// itself.
 	Timeout time.Duration
 	// Labels ("labels", version 2) declares the flow labels the rules may
 	// use: when present, a label no entry names is refused (unknown_label).
@@ -237,84 +251,15 @@ type Policy struct {
 	// keeps shared budgets (kernel/sqlbudget's Store.OpenOrCreate(ctx,
 	// Shared.ID, Shared.Limit)) passes it to New with WithSharedBudget.
 	Shared *SharedBudgetSpec
-}
 
-// RuleSpec is one rule of a policy file (an entry of "tools", or
-// "default_rule" without Match).
-type RuleSpec struct {
-	// Match ("match", required in tools) is a tool's name or a
-	// path.Match pattern.
-	Match string
-	// Description ("description") says what the tools do.
-	Description string
-	// Cost ("cost", required) is what one call costs, or its upper bound
-	// with Reserve; at least Policy.MinCost.
-	Cost kernel.Cost
-	// Reserve ("reserve"): the cost is measured after the call.
-	Reserve bool
-	// Tier ("tier") is the calls' claims.RiskTier, TierReadOnly when
-	// empty.
-	Tier claims.RiskTier
-	// RefundOnError ("refund_on_error") gives a failed call's charge back.
-	RefundOnError bool
-	// CheckResult ("check_result") checks the output for speculative
-	// markers.
-	CheckResult bool
-	// Timeout ("timeout", a Go duration in [1ms, MaxToolTimeout]) is
-	// Rule.Timeout: how long a host waits for the tool; Policy.Timeout
-	// when zero.
-	Timeout time.Duration
-	// CostFrom ("cost_from", with reserve only) is Rule.CostFrom: the
-	// JSON Pointer, into the result's structuredContent or _meta, of the
-	// figure the call is settled at.
-	CostFrom string
-
-	// The members of version 2 (see Rule for what each does): "name",
-	// "principals" ({"issuers", "subjects", "groups", "scopes"}),
-	// "arguments" (a JSON Schema), "paths" ([{"argument", "under",
-	// "case_insensitive"}]), "effect" ("allow" or "refuse"), "reason",
-	// "rate" ({"calls", "per": a Go duration such as "1m", "scope":
-	// "tool" or "rule"}), "labels" and "flow" ([{"after", "effect":
-	// "refuse" or "ask", "reason", "tier"}]). The default rule has none of
-	// them.
-	Name       string
-	Principals *PrincipalCondition
-	Arguments  json.RawMessage
-	Paths      []PathCondition
-	Effect     Effect
-	Reason     string
-	Rate       *Rate
-	Labels     []string
-	Flow       []FlowRule
-}
-
-// Rule returns the gate's Rule: the same fields, the tier TierReadOnly
-// when empty.
-func (r RuleSpec) Rule() Rule {
-	tier := r.Tier
-	if tier == "" {
-		tier = claims.TierReadOnly
-	}
-	out := Rule{Match: r.Match, Description: r.Description, Cost: r.Cost, Reserve: r.Reserve, Tier: tier,
-		RefundOnError: r.RefundOnError, CheckResult: r.CheckResult, Name: r.Name, Arguments: slices.Clone(r.Arguments),
-		Effect: r.Effect, Reason: r.Reason, Labels: slices.Clone(r.Labels), Timeout: r.Timeout, CostFrom: r.CostFrom}
-	if r.Principals != nil {
-		pc := *r.Principals
-		out.Principals = &pc
-	}
-	for _, pc := range r.Paths {
-		pc.Under = slices.Clone(pc.Under)
-		out.Paths = append(out.Paths, pc)
-	}
-	if r.Rate != nil {
-		rt := *r.Rate
-		out.Rate = &rt
-	}
-	for _, f := range r.Flow {
-		f.After = slices.Clone(f.After)
-		out.Flow = append(out.Flow, f)
-	}
-	return out
+	// GoInvariants are invariants written in Go (any kernel.Invariant;
+	// kernel.AtMost, AtMostEach and friends are ready-made) over each
+	// caller's counters: "calls" (all calls) and "calls/"+tool, counted
+	// with kernel.Count. They have no file form: MarshalJSON refuses a
+	// policy that has any rather than write a file that decides
+	// otherwise (so does a Rule's CostFunc). New checks them with the
+	// kernel's invariants.
+	GoInvariants []kernel.Invariant
 }
 
 // InvariantSpec is one entry of "invariants": a name and exactly one of
@@ -398,7 +343,7 @@ func (s InvariantSpec) forms() int {
 
 // Invariant returns the kernel invariant s describes. It fails, wrapping
 // ErrInvalidPolicy, when s does not set exactly one form or its pattern
-// does not compile; Policy.Validate reports everything else.
+// does not compile; Policy.Compile reports everything else.
 func (s InvariantSpec) Invariant() (kernel.Invariant, error) {
 	if n := s.forms(); n != 1 {
 		return kernel.Invariant{}, fmt.Errorf("%w: invariant %q sets %d of at_most, at_most_each, within, one_of, matches; it needs exactly one", ErrInvalidPolicy, s.Name, n)
@@ -428,270 +373,56 @@ func (s InvariantSpec) Invariant() (kernel.Invariant, error) {
 	return inv, nil
 }
 
-// Config returns the gate's Config the policy describes, or the policy's
-// *ValidationError (ErrInvalidPolicy) when Validate refuses it. The
-// shared budget is not part of a Config: see Policy.Shared.
-func (p Policy) Config() (Config, error) {
-	if err := p.Validate(); err != nil {
-		return Config{}, err
-	}
-	cfg := Config{
-		Budget:          p.Budget,
-		MinCost:         p.MinCost,
-		AllowUnknown:    p.AllowUnknown,
-		ResultTextLimit: p.ResultTextLimit,
-		MaxWaiting:      p.MaxWaiting,
-		CheckResults:    p.CheckResults,
-		ApprovalTimeout: p.ApprovalTimeout,
-		ApprovalTTL:     p.ApprovalTTL,
-		SelfApproval:    p.SelfApproval,
-		Timeout:         p.Timeout,
-	}
-	for _, r := range p.Tools {
-		cfg.Rules = append(cfg.Rules, r.Rule())
-	}
-	if p.DefaultRule != nil {
-		cfg.DefaultRule = p.DefaultRule.Rule()
-	}
-	if p.Approvers != nil {
-		cfg.Approvers = make(map[claims.RiskTier][]string, len(p.Approvers))
-		for t, names := range p.Approvers {
-			cfg.Approvers[t] = slices.Clone(names)
-		}
-	}
-	for _, s := range p.Invariants {
-		inv, err := s.Invariant()
-		if err != nil {
-			return Config{}, err
-		}
-		cfg.Invariants = append(cfg.Invariants, inv)
-	}
-	return cfg, nil
-}
-
-// The JSON form Policy.MarshalJSON writes, members in the schema's order.
-type (
-	policyJSON struct {
-		Schema          string                `json:"$schema,omitempty"`
-		Version         int                   `json:"version"`
-		Budget          kernel.Cost           `json:"budget"`
-		MinCost         kernel.Cost           `json:"min_cost"`
-		UnknownTools    string                `json:"unknown_tools,omitempty"`
-		DefaultRule     *policyRuleJSON       `json:"default_rule,omitempty"`
-		Approvers       any                   `json:"approvers,omitempty"`
-		Tools           []policyRuleJSON      `json:"tools,omitempty"`
-		Invariants      []policyInvariantJSON `json:"invariants,omitempty"`
-		ResultTextLimit int                   `json:"result_text_limit,omitempty"`
-		MaxWaiting      int                   `json:"max_waiting,omitempty"`
-		CheckResults    bool                  `json:"check_results,omitempty"`
-		ApprovalTimeout string                `json:"approval_timeout,omitempty"`
-		ApprovalTTL     string                `json:"approval_ttl,omitempty"`
-		SelfApproval    bool                  `json:"self_approval,omitempty"`
-		Timeout         string                `json:"timeout,omitempty"`
-		SharedBudget    *policySharedJSON     `json:"shared_budget,omitempty"`
-		Labels          []string              `json:"labels,omitempty"`
-	}
-	policyRuleJSON struct {
-		Name          string                `json:"name,omitempty"`
-		Match         string                `json:"match,omitempty"`
-		Description   string                `json:"description,omitempty"`
-		Principals    *policyPrincipalsJSON `json:"principals,omitempty"`
-		Arguments     json.RawMessage       `json:"arguments,omitempty"`
-		Paths         []policyPathJSON      `json:"paths,omitempty"`
-		Effect        string                `json:"effect,omitempty"`
-		Reason        string                `json:"reason,omitempty"`
-		Cost          *kernel.Cost          `json:"cost,omitempty"`
-		Reserve       bool                  `json:"reserve,omitempty"`
-		Tier          string                `json:"tier,omitempty"`
-		RefundOnError bool                  `json:"refund_on_error,omitempty"`
-		CheckResult   bool                  `json:"check_result,omitempty"`
-		Timeout       string                `json:"timeout,omitempty"`
-		CostFrom      string                `json:"cost_from,omitempty"`
-		Rate          *policyRateJSON       `json:"rate,omitempty"`
-		Labels        []string              `json:"labels,omitempty"`
-		Flow          []policyFlowJSON      `json:"flow,omitempty"`
-	}
-	policyPrincipalsJSON struct {
-		Issuers  []string `json:"issuers,omitempty"`
-		Subjects []string `json:"subjects,omitempty"`
-		Groups   []string `json:"groups,omitempty"`
-		Scopes   []string `json:"scopes,omitempty"`
-	}
-	policyPathJSON struct {
-		Argument        string   `json:"argument"`
-		Under           []string `json:"under"`
-		CaseInsensitive bool     `json:"case_insensitive,omitempty"`
-	}
-	policyRateJSON struct {
-		Calls int    `json:"calls"`
-		Per   string `json:"per"`
-		Scope string `json:"scope,omitempty"`
-	}
-	policyFlowJSON struct {
-		After  []string `json:"after"`
-		Effect string   `json:"effect"`
-		Reason string   `json:"reason,omitempty"`
-		Tier   string   `json:"tier,omitempty"`
-	}
-	policyInvariantJSON struct {
-		Name        string `json:"name"`
-		Description string `json:"description,omitempty"`
-		Enforcement string `json:"enforcement,omitempty"`
-		Suggestion  string `json:"suggestion,omitempty"`
-		AtMost      *struct {
-			Key string `json:"key"`
-			N   int64  `json:"n"`
-		} `json:"at_most,omitempty"`
-		AtMostEach *struct {
-			Prefix string `json:"prefix"`
-			N      int64  `json:"n"`
-		} `json:"at_most_each,omitempty"`
-		Within *struct {
-			Key string  `json:"key"`
-			Min float64 `json:"min"`
-			Max float64 `json:"max"`
-		} `json:"within,omitempty"`
-		OneOf *struct {
-			Key    string            `json:"key"`
-			Values []json.RawMessage `json:"values"`
-		} `json:"one_of,omitempty"`
-		Matches *struct {
-			Key     string `json:"key"`
-			Pattern string `json:"pattern"`
-		} `json:"matches,omitempty"`
-	}
-	policySharedJSON struct {
-		ID    string      `json:"id"`
-		Limit kernel.Cost `json:"limit"`
-	}
-)
-
-func policyRuleToJSON(r RuleSpec) policyRuleJSON {
-	j := policyRuleJSON{Name: r.Name, Match: r.Match, Description: r.Description, Reserve: r.Reserve,
-		Tier: string(r.Tier), RefundOnError: r.RefundOnError, CheckResult: r.CheckResult, Arguments: r.Arguments,
-		Reason: r.Reason, Labels: r.Labels, CostFrom: r.CostFrom}
-	if r.Timeout != 0 {
-		j.Timeout = r.Timeout.String()
-	}
-	if r.Effect == EffectRefuse {
-		j.Effect = "refuse"
-	}
-	if r.Effect != EffectRefuse || r.Cost != 0 {
-		c := r.Cost
-		j.Cost = &c
-	}
-	if pc := r.Principals; pc != nil {
-		j.Principals = &policyPrincipalsJSON{Issuers: pc.Issuers, Subjects: pc.Subjects, Groups: pc.Groups, Scopes: pc.Scopes}
-	}
-	for _, pc := range r.Paths {
-		j.Paths = append(j.Paths, policyPathJSON{Argument: pc.Argument, Under: pc.Under, CaseInsensitive: pc.CaseInsensitive})
-	}
-	if rt := r.Rate; rt != nil {
-		j.Rate = &policyRateJSON{Calls: rt.Calls, Per: rt.Per.String()}
-		if rt.Scope == RateScopeRule {
-			j.Rate.Scope = string(RateScopeRule)
-		}
-	}
-	for _, f := range r.Flow {
-		e := "refuse"
-		if f.Ask {
-			e = "ask"
-		}
-		j.Flow = append(j.Flow, policyFlowJSON{After: f.After, Effect: e, Reason: f.Reason, Tier: string(f.Tier)})
-	}
-	return j
-}
-
 // MarshalJSON writes p as a policy file (compact; costs as exact decimal
 // strings; members at their defaults left out), which ParsePolicy reads
 // back to an equal Policy when p is valid. It writes an invalid p too, as
 // far as JSON can hold it: a float that is NaN or infinite cannot be
 // written and fails, and invalid UTF-8 in a string is written as U+FFFD.
+// A Version of 0 (a policy built in Go) is written as 2, the newest; a
+// policy with a member only Go holds (a rule's CostFunc, GoInvariants) is
+// refused rather than written as a file that decides otherwise.
 func (p Policy) MarshalJSON() ([]byte, error) {
-	j := policyJSON{Schema: p.Schema, Version: p.Version, Budget: p.Budget, MinCost: p.MinCost,
-		ResultTextLimit: p.ResultTextLimit, MaxWaiting: p.MaxWaiting, CheckResults: p.CheckResults, SelfApproval: p.SelfApproval}
-	if p.AllowUnknown {
-		j.UnknownTools = "allow"
+	if err := p.goOnly(); err != nil {
+		return nil, err
 	}
-	if p.ApprovalTimeout != 0 {
-		j.ApprovalTimeout = p.ApprovalTimeout.String()
+	f, err := p.file()
+	if err != nil {
+		return nil, err
 	}
-	if p.ApprovalTTL != 0 {
-		j.ApprovalTTL = p.ApprovalTTL.String()
+	b, err := marshalPlain(f)
+	if err != nil {
+		return nil, fmt.Errorf("toolgate: writing policy: %w", err)
 	}
-	if p.Timeout != 0 {
-		j.Timeout = p.Timeout.String()
-	}
-	if p.DefaultRule != nil {
-		r := policyRuleToJSON(*p.DefaultRule)
-		j.DefaultRule = &r
-	}
-	if p.Approvers != nil {
-		m := make(map[string][]string, len(p.Approvers))
-		for t, names := range p.Approvers {
-			m[string(t)] = names
-		}
-		j.Approvers = m
-	}
-	for _, r := range p.Tools {
-		j.Tools = append(j.Tools, policyRuleToJSON(r))
-	}
-	for _, s := range p.Invariants {
-		ij := policyInvariantJSON{Name: s.Name, Description: s.Description, Suggestion: s.Suggestion}
-		if s.Enforcement != kernel.EnforcementBlocking {
-			ij.Enforcement = s.Enforcement.String()
-		}
-		if f := s.AtMost; f != nil {
-			ij.AtMost = &struct {
-				Key string `json:"key"`
-				N   int64  `json:"n"`
-			}{f.Key, f.N}
-		}
-		if f := s.AtMostEach; f != nil {
-			ij.AtMostEach = &struct {
-				Prefix string `json:"prefix"`
-				N      int64  `json:"n"`
-			}{f.Prefix, f.N}
-		}
-		if f := s.Within; f != nil {
-			ij.Within = &struct {
-				Key string  `json:"key"`
-				Min float64 `json:"min"`
-				Max float64 `json:"max"`
-			}{f.Key, f.Min, f.Max}
-		}
-		if f := s.OneOf; f != nil {
-			ij.OneOf = &struct {
-				Key    string            `json:"key"`
-				Values []json.RawMessage `json:"values"`
-			}{Key: f.Key, Values: []json.RawMessage{}}
-			for _, v := range f.Values {
-				b, err := policyScalarJSON(v)
-				if err != nil {
-					return nil, fmt.Errorf("toolgate: writing invariant %q: %w", s.Name, err)
-				}
-				ij.OneOf.Values = append(ij.OneOf.Values, b)
-			}
-		}
-		if f := s.Matches; f != nil {
-			ij.Matches = &struct {
-				Key     string `json:"key"`
-				Pattern string `json:"pattern"`
-			}{f.Key, f.Pattern}
-		}
-		j.Invariants = append(j.Invariants, ij)
-	}
-	j.Labels = p.Labels
-	if s := p.Shared; s != nil {
-		j.SharedBudget = &policySharedJSON{ID: s.ID, Limit: s.Limit}
-	}
+	return b, nil
+}
+
+// marshalPlain writes v as compact JSON without escaping <, > and &.
+func marshalPlain(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(j); err != nil {
-		return nil, fmt.Errorf("toolgate: writing policy: %w", err)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// goOnly reports the first member of p that only Go holds (a rule's
+// CostFunc, GoInvariants): a file written without it would decide
+// otherwise.
+func (p Policy) goOnly() error {
+	if len(p.GoInvariants) > 0 {
+		return fmt.Errorf("toolgate: writing policy: GoInvariants (%s…) are Go only; a policy file holds invariants as Invariants", p.GoInvariants[0].Name)
+	}
+	for i, r := range p.Tools {
+		if r.CostFunc != nil {
+			return fmt.Errorf("toolgate: writing policy: /tools/%d has a CostFunc, which is Go only; a policy file prices a call by its cost", i)
+		}
+	}
+	if p.DefaultRule != nil && p.DefaultRule.CostFunc != nil {
+		return errors.New("toolgate: writing policy: /default_rule has a CostFunc, which is Go only; a policy file prices a call by its cost")
+	}
+	return nil
 }
 
 // policyScalarJSON writes a one_of value as ParsePolicy reads it: a float
@@ -715,17 +446,6 @@ func policyScalarJSON(v value.Value) ([]byte, error) {
 
 // unconditional reports whether the rule applies to every call of the
 // tools it matches: only then can it shadow a later rule.
-func (r RuleSpec) unconditional() bool {
+func (r Rule) unconditional() bool {
 	return r.Principals == nil && len(r.Arguments) == 0 && len(r.Paths) == 0
-}
-
-// Compile validates p and compiles its rules (see Config.Compile): what a
-// linter asks which rule a call would meet (Compiled.Match), and which
-// rules a list of tools leaves unused or shadowed (Compiled.Coverage).
-func (p Policy) Compile() (*Compiled, error) {
-	cfg, err := p.Config()
-	if err != nil {
-		return nil, err
-	}
-	return cfg.Compile()
 }

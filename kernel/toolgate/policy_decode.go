@@ -30,7 +30,7 @@ import (
 // wrapping ErrInvalidPolicy, each Violation naming where (a JSON Pointer
 // into the file) and which rule:
 //
-//   - The text: at most MaxPolicySize bytes (size); one strict JSON text —
+//   - The text: at most 1 MiB (size); one strict JSON text —
 //     valid UTF-8 (a leading byte order mark is skipped), nothing after
 //     it, no integer a double would round, nesting at most 512 deep
 //     (syntax); no object with a key twice, compared after unescaping
@@ -45,9 +45,9 @@ import (
 //     enforcement and the approvers' tiers (DELETE, PRIVILEGE) spelled
 //     exactly (enum), version (version), costs (cost: a decimal string
 //     such as "0.01" or a JSON number, a whole number of thousandths of a
-//     unit, at most MaxPolicyCost), integers (range: n in [0, 2^53−1],
-//     result_text_limit in [-1, MaxResultTextLimit], max_waiting in [-1,
-//     MaxPolicyWaiting]), an approver named
+//     unit, at most 999999999999999.999), integers (range: n in [0, 2^53−1],
+//     result_text_limit in [-1, 16 MiB], max_waiting in [-1,
+//     2^20]), an approver named
 //     twice (duplicate), exactly one form per invariant (invariant_form),
 //     default_rule present exactly when unknown_tools is "allow"
 //     (required, default_rule_unused), a shared budget id without NUL and
@@ -102,7 +102,7 @@ func LoadPolicy(path string) (Policy, error) {
 		return Policy{}, fmt.Errorf("toolgate: reading policy: %w", err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxPolicySize+1))
+	data, err := io.ReadAll(io.LimitReader(f, maxPolicySize+1))
 	if err != nil {
 		return Policy{}, fmt.Errorf("toolgate: reading policy: %w", err)
 	}
@@ -125,7 +125,8 @@ func (p *Policy) UnmarshalJSON(data []byte) error {
 }
 
 // PolicySchema returns policy.schema.json, the JSON Schema of policy
-// files (draft 2020-12, $id PolicySchemaID).
+// files (draft 2020-12, $id
+// https://github.com/verity-go/verity/kernel/toolgate/policy.schema.json).
 func PolicySchema() []byte { return bytes.Clone(policySchemaText) }
 
 //go:embed policy.schema.json
@@ -150,13 +151,15 @@ var policyBOM = []byte("\xef\xbb\xbf")
 // below (policyFile and its members): they say the shape that
 // policy.schema.json says, and the readers of costs, integers, enums,
 // durations and lists say the rest of it, each reporting at its JSON
-// Pointer. Policy.violations then checks what a schema cannot say. The
+// Pointer. Policy.violations then checks what a schema cannot say, and
+// compileSchemas that each argument schema compiles (keeping it for
+// Compile). The
 // schema itself is not run: TestTypedPolicyReaderAgreesWithSchema holds
 // the two to the same verdict on every file.
 func checkPolicy(data []byte) (Policy, []Violation) {
-	if len(data) > MaxPolicySize {
+	if len(data) > maxPolicySize {
 		return Policy{}, []Violation{{Rule: policyRuleSize,
-			Message: fmt.Sprintf("the file is over %d bytes", MaxPolicySize)}}
+			Message: fmt.Sprintf("the file is over %d bytes", maxPolicySize)}}
 	}
 	var f policyFile
 	var decoded []Violation
@@ -186,9 +189,7 @@ func checkPolicy(data []byte) (Policy, []Violation) {
 		})
 	}
 	decoded = append(decoded, more...)
-	checked := p.violations(func(at string) bool {
-		return slices.ContainsFunc(decoded, func(v Violation) bool { return policyUnder(at, v.Path) })
-	})
+	checked := append(p.violations(decoded), p.compileSchemas(decoded)...)
 	all := decoded
 	for _, v := range checked {
 		// A member that did not decode is reported once, by the decoder.
@@ -279,7 +280,7 @@ func policyCostString(s string) bool {
 
 var (
 	policyThousand = big.NewRat(1000, 1)
-	policyMaxRat   = new(big.Rat).SetFrac64(int64(MaxPolicyCost), 1000)
+	policyMaxRat   = new(big.Rat).SetFrac64(int64(maxPolicyCost), 1000)
 )
 
 // policyShow writes a JSON value briefly for a message.
@@ -302,39 +303,42 @@ var policyTiers = []string{string(claims.TierReadOnly), string(claims.TierWriteL
 // policyNumberMessage is the number rule's wording.
 const policyNumberMessage = "a number literal of over 100 characters or with an exponent beyond ±1000"
 
-// policyFile is a policy file's members as read; policy turns them into
-// a Policy.
+// policyFile is a policy file's members, in the order MarshalJSON writes
+// them: ParsePolicy reads a file into it (strictjson: the tags without
+// omitempty or omitzero are required), policy turns it into a Policy, and
+// Policy.file makes one to write (encoding/json: members at their zero
+// value are left out). Each typed member reads and writes its own form.
 type policyFile struct {
-	Schema          string                       `json:"$schema,optional"`
+	Schema          string                       `json:"$schema,omitempty"`
 	Version         policyVersion                `json:"version"`
 	Budget          policyCost                   `json:"budget"`
 	MinCost         policyCost                   `json:"min_cost"`
-	UnknownTools    policyEnum[unknownToolsEnum] `json:"unknown_tools,optional"`
-	DefaultRule     present[ruleCommon]          `json:"default_rule,optional"`
-	Approvers       map[claims.RiskTier][]string `json:"approvers,optional"`
-	Tools           []*present[ruleWire]         `json:"tools,optional"` // nil for null (refused)
-	Invariants      []invariantWire              `json:"invariants,optional"`
-	ResultTextLimit policyInt[textLimitRange]    `json:"result_text_limit,optional"`
-	MaxWaiting      policyInt[waitingRange]      `json:"max_waiting,optional"`
-	CheckResults    bool                         `json:"check_results,optional"`
-	ApprovalTimeout policyDuration               `json:"approval_timeout,optional"`
-	ApprovalTTL     policyDuration               `json:"approval_ttl,optional"`
-	SelfApproval    bool                         `json:"self_approval,optional"`
-	Timeout         policyDuration               `json:"timeout,optional"`
-	Labels          present[names]               `json:"labels,optional"` // version 2
-	Shared          present[sharedWire]          `json:"shared_budget,optional"`
+	UnknownTools    policyEnum[unknownToolsEnum] `json:"unknown_tools,omitzero"`
+	DefaultRule     present[ruleCommon]          `json:"default_rule,omitzero"`
+	Approvers       approversWire                `json:"approvers,omitzero"`
+	Tools           []*present[ruleWire]         `json:"tools,omitempty"` // nil for null (refused)
+	Invariants      []invariantWire              `json:"invariants,omitempty"`
+	ResultTextLimit policyInt[textLimitRange]    `json:"result_text_limit,omitzero"`
+	MaxWaiting      policyInt[waitingRange]      `json:"max_waiting,omitzero"`
+	CheckResults    bool                         `json:"check_results,omitempty"`
+	ApprovalTimeout policyDuration               `json:"approval_timeout,omitzero"`
+	ApprovalTTL     policyDuration               `json:"approval_ttl,omitzero"`
+	SelfApproval    bool                         `json:"self_approval,omitempty"`
+	Timeout         policyDuration               `json:"timeout,omitzero"`
+	Shared          present[sharedWire]          `json:"shared_budget,omitzero"`
+	Labels          present[names]               `json:"labels,omitzero"` // version 2
 }
 
 // ruleCommon are the members of the default rule, which every rule has.
 type ruleCommon struct {
-	Description   string               `json:"description,optional"`
-	Cost          policyCost           `json:"cost,optional"` // required unless the rule refuses
-	Reserve       bool                 `json:"reserve,optional"`
-	Tier          policyEnum[tierEnum] `json:"tier,optional"`
-	RefundOnError bool                 `json:"refund_on_error,optional"`
-	CheckResult   bool                 `json:"check_result,optional"`
-	Timeout       policyDuration       `json:"timeout,optional"`
-	CostFrom      string               `json:"cost_from,optional"`
+	Description   string               `json:"description,omitempty"`
+	Cost          policyCost           `json:"cost,omitzero"` // required unless the rule refuses
+	Reserve       bool                 `json:"reserve,omitempty"`
+	Tier          policyEnum[tierEnum] `json:"tier,omitzero"`
+	RefundOnError bool                 `json:"refund_on_error,omitempty"`
+	CheckResult   bool                 `json:"check_result,omitempty"`
+	Timeout       policyDuration       `json:"timeout,omitzero"`
+	CostFrom      string               `json:"cost_from,omitempty"`
 }
 
 // ruleWire is an entry of tools; its version 2 members are read in any
@@ -342,53 +346,53 @@ type ruleCommon struct {
 type ruleWire struct {
 	Match string `json:"match"`
 	ruleCommon
-	Name       present[string]             `json:"name,optional"`
-	Principals policyPrincipals            `json:"principals,optional"`
-	Arguments  policyArguments             `json:"arguments,optional"`
-	Paths      present[nonEmpty[pathWire]] `json:"paths,optional"`
-	Effect     policyEnum[effectEnum]      `json:"effect,optional"`
-	Reason     present[string]             `json:"reason,optional"`
-	Rate       present[rateWire]           `json:"rate,optional"`
-	Labels     present[names]              `json:"labels,optional"`
-	Flow       present[nonEmpty[flowWire]] `json:"flow,optional"`
+	Name       present[string]             `json:"name,omitzero"`
+	Principals policyPrincipals            `json:"principals,omitzero"`
+	Arguments  policyArguments             `json:"arguments,omitzero"`
+	Paths      present[nonEmpty[pathWire]] `json:"paths,omitzero"`
+	Effect     policyEnum[effectEnum]      `json:"effect,omitzero"`
+	Reason     present[string]             `json:"reason,omitzero"`
+	Rate       present[rateWire]           `json:"rate,omitzero"`
+	Labels     present[names]              `json:"labels,omitzero"`
+	Flow       present[nonEmpty[flowWire]] `json:"flow,omitzero"`
 }
 
 type principalsWire struct {
-	Issuers  names `json:"issuers,optional"`
-	Subjects names `json:"subjects,optional"`
-	Groups   names `json:"groups,optional"`
-	Scopes   names `json:"scopes,optional"`
+	Issuers  names `json:"issuers,omitempty"`
+	Subjects names `json:"subjects,omitempty"`
+	Groups   names `json:"groups,omitempty"`
+	Scopes   names `json:"scopes,omitempty"`
 }
 
 type pathWire struct {
 	Argument        string `json:"argument"`
 	Under           names  `json:"under"`
-	CaseInsensitive bool   `json:"case_insensitive,optional"`
+	CaseInsensitive bool   `json:"case_insensitive,omitempty"`
 }
 
 type rateWire struct {
 	Calls policyInt[callsRange]     `json:"calls"`
 	Per   policyDuration            `json:"per"`
-	Scope policyEnum[rateScopeEnum] `json:"scope,optional"`
+	Scope policyEnum[rateScopeEnum] `json:"scope,omitzero"`
 }
 
 type flowWire struct {
 	After  names                      `json:"after"`
 	Effect policyEnum[flowEffectEnum] `json:"effect"`
-	Reason string                     `json:"reason,optional"`
-	Tier   policyEnum[flowTierEnum]   `json:"tier,optional"`
+	Reason string                     `json:"reason,omitempty"`
+	Tier   policyEnum[flowTierEnum]   `json:"tier,omitzero"`
 }
 
 type invariantWire struct {
 	Name        string                      `json:"name"`
-	Description string                      `json:"description,optional"`
-	Enforcement policyEnum[enforcementEnum] `json:"enforcement,optional"`
-	Suggestion  string                      `json:"suggestion,optional"`
-	AtMost      present[atMostWire]         `json:"at_most,optional"`
-	AtMostEach  present[atMostEachWire]     `json:"at_most_each,optional"`
-	Within      present[withinWire]         `json:"within,optional"`
-	OneOf       present[oneOfWire]          `json:"one_of,optional"`
-	Matches     present[matchesWire]        `json:"matches,optional"`
+	Description string                      `json:"description,omitempty"`
+	Enforcement policyEnum[enforcementEnum] `json:"enforcement,omitzero"`
+	Suggestion  string                      `json:"suggestion,omitempty"`
+	AtMost      present[atMostWire]         `json:"at_most,omitzero"`
+	AtMostEach  present[atMostEachWire]     `json:"at_most_each,omitzero"`
+	Within      present[withinWire]         `json:"within,omitzero"`
+	OneOf       present[oneOfWire]          `json:"one_of,omitzero"`
+	Matches     present[matchesWire]        `json:"matches,omitzero"`
 }
 
 type atMostWire struct {
@@ -429,9 +433,10 @@ type sharedWire struct {
 // none of them.
 func (f *policyFile) policy(decoded []Violation) (p Policy, more []Violation, unread []string) {
 	p = Policy{Schema: f.Schema, Version: f.Version.n, Budget: f.Budget.c, MinCost: f.MinCost.c,
-		AllowUnknown: f.UnknownTools.s == "allow", Approvers: f.Approvers,
+		AllowUnknown:    f.UnknownTools.s == "allow",
 		ResultTextLimit: int(f.ResultTextLimit.n), MaxWaiting: int(f.MaxWaiting.n), CheckResults: f.CheckResults,
 		ApprovalTimeout: f.ApprovalTimeout.d, ApprovalTTL: f.ApprovalTTL.d, SelfApproval: f.SelfApproval, Timeout: f.Timeout.d}
+	p.Approvers = f.Approvers
 	v2 := p.Version != 1 // a file whose version is wrong is read as version 2, to report its problems too
 	unknown := func(at string) {
 		more = append(more, Violation{Path: at, Rule: policyRuleUnknownField, Message: "unknown member (version 2 has it)"})
@@ -457,7 +462,7 @@ func (f *policyFile) policy(decoded []Violation) (p Policy, more []Violation, un
 		}
 	}
 	if len(f.Tools) > 0 {
-		p.Tools = make([]RuleSpec, len(f.Tools))
+		p.Tools = make([]Rule, len(f.Tools))
 		for i, t := range f.Tools {
 			if t == nil {
 				// A pointer keeps a large list cheap to grow; null is no rule.
@@ -494,8 +499,8 @@ func (f *policyFile) policy(decoded []Violation) (p Policy, more []Violation, un
 	return p, more, unread
 }
 
-func (w *ruleCommon) spec() RuleSpec {
-	return RuleSpec{Description: w.Description, Cost: w.Cost.c, Reserve: w.Reserve, Tier: claims.RiskTier(w.Tier.s),
+func (w *ruleCommon) spec() Rule {
+	return Rule{Description: w.Description, Cost: w.Cost.c, Reserve: w.Reserve, Tier: claims.RiskTier(w.Tier.s),
 		RefundOnError: w.RefundOnError, CheckResult: w.CheckResult, Timeout: w.Timeout.d, CostFrom: w.CostFrom}
 }
 
@@ -516,7 +521,7 @@ func (w *ruleWire) v2Members() []string {
 }
 
 // v2 sets r's version 2 members.
-func (w *ruleWire) v2(r *RuleSpec) {
+func (w *ruleWire) v2(r *Rule) {
 	r.Name = w.Name.V
 	if w.Principals.set {
 		r.Principals = &PrincipalCondition{Issuers: w.Principals.w.Issuers, Subjects: w.Principals.w.Subjects,
@@ -573,6 +578,143 @@ func (w *invariantWire) spec() InvariantSpec {
 	}
 	return s
 }
+
+// file returns the form p is written in: the inverse of policyFile.policy
+// for a valid p, and as much of an invalid one as JSON holds.
+func (p Policy) file() (policyFile, error) {
+	f := policyFile{Schema: p.Schema, Version: policyVersion{p.Version}, Budget: policyCost{c: p.Budget, set: true},
+		MinCost: policyCost{c: p.MinCost, set: true}, ResultTextLimit: policyInt[textLimitRange]{int64(p.ResultTextLimit)},
+		MaxWaiting: policyInt[waitingRange]{int64(p.MaxWaiting)}, CheckResults: p.CheckResults,
+		ApprovalTimeout: policyDuration{p.ApprovalTimeout}, ApprovalTTL: policyDuration{p.ApprovalTTL},
+		SelfApproval: p.SelfApproval, Timeout: policyDuration{p.Timeout}}
+	if f.Version.n == 0 {
+		f.Version.n = newestPolicyVersion
+	}
+	if p.AllowUnknown {
+		f.UnknownTools = policyEnum[unknownToolsEnum]{s: "allow", set: true}
+	}
+	if r := p.DefaultRule; r != nil {
+		f.DefaultRule = present[ruleCommon]{V: ruleCommonOf(r), Set: true}
+	}
+	f.Approvers = p.Approvers
+	for i := range p.Tools {
+		f.Tools = append(f.Tools, &present[ruleWire]{V: ruleWireOf(&p.Tools[i]), Set: true})
+	}
+	for i := range p.Invariants {
+		w, err := invariantWireOf(&p.Invariants[i])
+		if err != nil {
+			return policyFile{}, err
+		}
+		f.Invariants = append(f.Invariants, w)
+	}
+	if s := p.Shared; s != nil {
+		f.Shared = present[sharedWire]{V: sharedWire{ID: s.ID, Limit: policyCost{c: s.Limit, set: true}}, Set: true}
+	}
+	if len(p.Labels) > 0 {
+		f.Labels = present[names]{V: p.Labels, Set: true}
+	}
+	return f, nil
+}
+
+// ruleCommonOf returns the members every rule has; the cost is written
+// unless the rule refuses and costs nothing.
+func ruleCommonOf(r *Rule) ruleCommon {
+	return ruleCommon{Description: r.Description, Cost: policyCost{c: r.Cost, set: r.Effect != EffectRefuse || r.Cost != 0},
+		Reserve: r.Reserve, Tier: policyEnum[tierEnum]{s: string(r.Tier), set: r.Tier != ""}, RefundOnError: r.RefundOnError,
+		CheckResult: r.CheckResult, Timeout: policyDuration{r.Timeout}, CostFrom: r.CostFrom}
+}
+
+// ruleWireOf returns an entry of tools.
+func ruleWireOf(r *Rule) ruleWire {
+	w := ruleWire{Match: r.Match, ruleCommon: ruleCommonOf(r), Name: present[string]{V: r.Name, Set: r.Name != ""},
+		Arguments: policyArguments{raw: r.Arguments, set: len(r.Arguments) > 0},
+		Reason:    present[string]{V: r.Reason, Set: r.Reason != ""}, Labels: present[names]{V: r.Labels, Set: len(r.Labels) > 0}}
+	if pc := r.Principals; pc != nil {
+		w.Principals = policyPrincipals{w: principalsWire{Issuers: pc.Issuers, Subjects: pc.Subjects, Groups: pc.Groups, Scopes: pc.Scopes}, set: true}
+	}
+	for _, pc := range r.Paths {
+		w.Paths.V = append(w.Paths.V, pathWire{Argument: pc.Argument, Under: pc.Under, CaseInsensitive: pc.CaseInsensitive})
+		w.Paths.Set = true
+	}
+	if r.Effect == EffectRefuse {
+		w.Effect = policyEnum[effectEnum]{s: "refuse", set: true}
+	}
+	if rt := r.Rate; rt != nil {
+		w.Rate = present[rateWire]{V: rateWire{Calls: policyInt[callsRange]{int64(rt.Calls)}, Per: policyDuration{rt.Per}}, Set: true}
+		if rt.Scope == RateScopeRule {
+			w.Rate.V.Scope = policyEnum[rateScopeEnum]{s: string(RateScopeRule), set: true}
+		}
+	}
+	for _, fl := range r.Flow {
+		e := "refuse"
+		if fl.Ask {
+			e = "ask"
+		}
+		w.Flow.V = append(w.Flow.V, flowWire{After: fl.After, Effect: policyEnum[flowEffectEnum]{s: e, set: true}, Reason: fl.Reason,
+			Tier: policyEnum[flowTierEnum]{s: string(fl.Tier), set: fl.Tier != ""}})
+		w.Flow.Set = true
+	}
+	return w
+}
+
+// invariantWireOf returns an entry of invariants; a one_of float that is
+// NaN or infinite cannot be written.
+func invariantWireOf(s *InvariantSpec) (invariantWire, error) {
+	w := invariantWire{Name: s.Name, Description: s.Description, Suggestion: s.Suggestion}
+	if s.Enforcement != kernel.EnforcementBlocking {
+		w.Enforcement = policyEnum[enforcementEnum]{s: s.Enforcement.String(), set: true}
+	}
+	if f := s.AtMost; f != nil {
+		w.AtMost = present[atMostWire]{V: atMostWire{Key: f.Key, N: policyInt[countRange]{f.N}}, Set: true}
+	}
+	if f := s.AtMostEach; f != nil {
+		w.AtMostEach = present[atMostEachWire]{V: atMostEachWire{Prefix: f.Prefix, N: policyInt[countRange]{f.N}}, Set: true}
+	}
+	if f := s.Within; f != nil {
+		w.Within = present[withinWire]{V: withinWire{Key: f.Key, Min: policyFloat{f.Min}, Max: policyFloat{f.Max}}, Set: true}
+	}
+	if f := s.OneOf; f != nil {
+		values := make([]policyScalar, len(f.Values))
+		for i, v := range f.Values {
+			if _, err := policyScalarJSON(v); err != nil {
+				return invariantWire{}, fmt.Errorf("toolgate: writing invariant %q: %w", s.Name, err)
+			}
+			values[i] = policyScalar{v}
+		}
+		w.OneOf = present[oneOfWire]{V: oneOfWire{Key: f.Key, Values: values}, Set: true}
+	}
+	if f := s.Matches; f != nil {
+		w.Matches = present[matchesWire]{V: matchesWire{Key: f.Key, Pattern: f.Pattern}, Set: true}
+	}
+	return w, nil
+}
+
+// approversWire is approvers: it writes a tier that is none as it is
+// (claims.RiskTier.MarshalText would refuse it).
+type approversWire map[claims.RiskTier][]string
+
+func (a approversWire) MarshalJSON() ([]byte, error) {
+	m := make(map[string][]string, len(a))
+	for t, names := range a {
+		m[string(t)] = names
+	}
+	return marshalPlain(m)
+}
+
+// The typed members write their own form, the one they read.
+
+func (p present[T]) MarshalJSON() ([]byte, error)       { return marshalPlain(p.V) }
+func (p policyPrincipals) MarshalJSON() ([]byte, error) { return marshalPlain(p.w) }
+func (a policyArguments) MarshalJSON() ([]byte, error)  { return a.raw, nil }
+func (v policyVersion) MarshalJSON() ([]byte, error) {
+	return strconv.AppendInt(nil, int64(v.n), 10), nil
+}
+func (c policyCost) MarshalJSON() ([]byte, error)     { return c.c.MarshalJSON() }
+func (x policyInt[R]) MarshalJSON() ([]byte, error)   { return strconv.AppendInt(nil, x.n, 10), nil }
+func (x policyFloat) MarshalJSON() ([]byte, error)    { return json.Marshal(x.f) }
+func (x policyScalar) MarshalJSON() ([]byte, error)   { return policyScalarJSON(x.v) }
+func (x policyDuration) MarshalJSON() ([]byte, error) { return marshalPlain(x.d.String()) }
+func (e policyEnum[E]) MarshalJSON() ([]byte, error)  { return marshalPlain(e.s) }
 
 // present is a member that may be absent: Set says it was there, and
 // Object that it was an object (whatever problems it had).
@@ -746,7 +888,7 @@ func (c *policyCost) UnmarshalStrict(d *strictjson.Decoder) error {
 			return err
 		}
 		if !policyCostString(s) {
-			return d.Errorf(policyRuleCost, "%s is not a decimal amount of units in whole thousandths, at most %s (such as \"0.01\")", policyShow(s), MaxPolicyCost)
+			return d.Errorf(policyRuleCost, "%s is not a decimal amount of units in whole thousandths, at most %s (such as \"0.01\")", policyShow(s), maxPolicyCost)
 		}
 		v, err := kernel.ParseCost(s)
 		if err != nil { // unreachable: the pattern admits only exact amounts
@@ -775,7 +917,7 @@ func (c *policyCost) UnmarshalStrict(d *strictjson.Decoder) error {
 		case r.Sign() < 0:
 			return d.Errorf(policyRuleCost, "%s is negative", x)
 		case r.Cmp(policyMaxRat) > 0:
-			return d.Errorf(policyRuleCost, "%s is over the largest cost %s", x, MaxPolicyCost)
+			return d.Errorf(policyRuleCost, "%s is over the largest cost %s", x, maxPolicyCost)
 		}
 		t := new(big.Rat).Mul(r, policyThousand)
 		if !t.IsInt() {
@@ -798,8 +940,8 @@ type (
 	callsRange     struct{}
 )
 
-func (textLimitRange) bounds() (int64, int64) { return -1, MaxResultTextLimit }
-func (waitingRange) bounds() (int64, int64)   { return -1, MaxPolicyWaiting }
+func (textLimitRange) bounds() (int64, int64) { return -1, maxResultTextLimit }
+func (waitingRange) bounds() (int64, int64)   { return -1, maxPolicyWaiting }
 func (countRange) bounds() (int64, int64)     { return 0, policyMaxSafeInt }
 func (callsRange) bounds() (int64, int64)     { return 1, math.MaxInt32 }
 

@@ -46,9 +46,9 @@ var policyCostPattern = regexp.MustCompile(`^(0|[1-9][0-9]{0,14})(\.[0-9]{1,3}0*
 // oldCheckPolicy decodes data and returns the policy with every violation
 // found, sorted; the policy is meaningful only without violations.
 func oldCheckPolicy(data []byte) (Policy, []Violation) {
-	if len(data) > MaxPolicySize {
+	if len(data) > maxPolicySize {
 		return Policy{}, []Violation{{Rule: policyRuleSize,
-			Message: fmt.Sprintf("the file is over %d bytes", MaxPolicySize)}}
+			Message: fmt.Sprintf("the file is over %d bytes", maxPolicySize)}}
 	}
 	tree, err := canon.Decode(bytes.TrimPrefix(data, policyBOM))
 	if err != nil {
@@ -68,9 +68,7 @@ func oldCheckPolicy(data []byte) (Policy, []Violation) {
 	d := &oldPolicyDecoder{}
 	p := d.policy(tree)
 	decoded := d.vs
-	checked := p.violations(func(at string) bool {
-		return slices.ContainsFunc(decoded, func(v Violation) bool { return policyUnder(at, v.Path) })
-	})
+	checked := append(p.violations(decoded), p.compileSchemas(decoded)...)
 	all := slices.Clone(decoded)
 	for _, v := range checked {
 		// A member that did not decode is reported once, by the decoder.
@@ -97,10 +95,10 @@ var oldPolicySchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
 	c.LoadURL = func(u string) (io.ReadCloser, error) {
 		return nil, fmt.Errorf("toolgate: the policy schema refers to %s", u)
 	}
-	if err := c.AddResource(PolicySchemaID, bytes.NewReader(policySchemaText)); err != nil {
+	if err := c.AddResource(policySchemaID, bytes.NewReader(policySchemaText)); err != nil {
 		return nil, err
 	}
-	return c.Compile(PolicySchemaID)
+	return c.Compile(policySchemaID)
 })
 
 // oldPolicySchemaViolations validates a decoded file against the schema,
@@ -223,7 +221,7 @@ func (d *oldPolicyDecoder) cost(at string, v any) kernel.Cost {
 	switch x := v.(type) {
 	case string:
 		if !policyCostPattern.MatchString(x) {
-			d.add(at, policyRuleCost, "%s is not a decimal amount of units in whole thousandths, at most %s (such as \"0.01\")", policyShow(x), MaxPolicyCost)
+			d.add(at, policyRuleCost, "%s is not a decimal amount of units in whole thousandths, at most %s (such as \"0.01\")", policyShow(x), maxPolicyCost)
 			return 0
 		}
 		c, err := kernel.ParseCost(x)
@@ -239,7 +237,7 @@ func (d *oldPolicyDecoder) cost(at string, v any) kernel.Cost {
 		case r.Sign() < 0:
 			d.add(at, policyRuleCost, "%s is negative", x)
 		case r.Cmp(policyMaxRat) > 0:
-			d.add(at, policyRuleCost, "%s is over the largest cost %s", x, MaxPolicyCost)
+			d.add(at, policyRuleCost, "%s is over the largest cost %s", x, maxPolicyCost)
 		default:
 			t := new(big.Rat).Mul(r, policyThousand)
 			if !t.IsInt() {
@@ -349,7 +347,7 @@ func (d *oldPolicyDecoder) policy(tree any) Policy {
 	}
 	if v, ok := m["tools"]; ok {
 		if a, ok := d.array("/tools", v); ok && len(a) > 0 {
-			p.Tools = make([]RuleSpec, len(a))
+			p.Tools = make([]Rule, len(a))
 			for i, it := range a {
 				p.Tools[i] = d.rule(violation.Index("/tools", i), it, true)
 			}
@@ -364,10 +362,10 @@ func (d *oldPolicyDecoder) policy(tree any) Policy {
 		}
 	}
 	if v, ok := m["result_text_limit"]; ok {
-		p.ResultTextLimit = int(d.integer("/result_text_limit", v, -1, MaxResultTextLimit))
+		p.ResultTextLimit = int(d.integer("/result_text_limit", v, -1, maxResultTextLimit))
 	}
 	if v, ok := m["max_waiting"]; ok {
-		p.MaxWaiting = int(d.integer("/max_waiting", v, -1, MaxPolicyWaiting))
+		p.MaxWaiting = int(d.integer("/max_waiting", v, -1, maxPolicyWaiting))
 	}
 	if v, ok := m["check_results"]; ok {
 		p.CheckResults = d.boolean("/check_results", v)
@@ -410,8 +408,8 @@ var (
 // rule reads an entry of tools (withMatch) or the default rule. The
 // members of version 2 are read in entries of tools of a version 2 file
 // (or one whose version is wrong, so as to report their problems too).
-func (d *oldPolicyDecoder) rule(at string, v any, withMatch bool) RuleSpec {
-	var r RuleSpec
+func (d *oldPolicyDecoder) rule(at string, v any, withMatch bool) Rule {
+	var r Rule
 	allowed, required := oldRuleMembers, []string{"match"}
 	if !withMatch {
 		allowed, required = oldRuleMembers[1:], nil

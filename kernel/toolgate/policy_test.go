@@ -190,7 +190,7 @@ func TestExamplePoliciesFollowTheSchema(t *testing.T) {
 			assert.True(t, valid, "schema")
 			p, err := toolgate.LoadPolicy(file)
 			require.NoError(t, err)
-			cfg, err := p.Config()
+			cfg, err := p.Compile()
 			require.NoError(t, err)
 			_, err = toolgate.New(context.Background(), trace.NewMemoryLog(), cfg)
 			require.NoError(t, err)
@@ -262,11 +262,11 @@ func TestPolicyValidate(t *testing.T) {
 	p := toolgate.Policy{
 		Version: 3, Budget: -1, MinCost: 10,
 		Approvers: map[claims.RiskTier][]string{claims.TierModify: {"x"}},
-		Tools: []toolgate.RuleSpec{
+		Tools: []toolgate.Rule{
 			{Match: "a", Cost: 10, Tier: "root"},
 			{Match: "", Cost: toolgate.MaxPolicyCost + 1},
 		},
-		DefaultRule: &toolgate.RuleSpec{Match: "x", Cost: 10},
+		DefaultRule: &toolgate.Rule{Match: "x", Cost: 10},
 		Invariants: []toolgate.InvariantSpec{
 			{Name: "w", Within: &toolgate.WithinSpec{Key: "k", Min: math.NaN(), Max: 1}},
 			{Name: "o", Enforcement: 7, OneOf: &toolgate.OneOfSpec{Key: "k", Values: []value.Value{value.List(), value.Float(math.Inf(1))}}},
@@ -276,7 +276,7 @@ func TestPolicyValidate(t *testing.T) {
 		MaxWaiting:      -2,
 		Shared:          &toolgate.SharedBudgetSpec{ID: "a\x00b", Limit: 10},
 	}
-	err := p.Validate()
+	_, err := p.Compile()
 	assert.ElementsMatch(t, []pathRule{
 		{"/approvers/MODIFY", "enum"},
 		{"/budget", "cost"},
@@ -297,7 +297,7 @@ func TestPolicyValidate(t *testing.T) {
 		{"/tools/1/match", "required"},
 		{"/version", "version"},
 	}, violationsOf(t, err), "%v", err)
-	_, err = p.Config()
+	_, err = p.Compile()
 	require.ErrorIs(t, err, toolgate.ErrInvalidPolicy)
 
 	_, err = p.MarshalJSON()
@@ -363,7 +363,7 @@ func TestExamplePolicyDrivesAGate(t *testing.T) {
 	ctx := context.Background()
 	p, err := toolgate.LoadPolicy("testdata/policy/example.json")
 	require.NoError(t, err)
-	cfg, err := p.Config()
+	cfg, err := p.Compile()
 	require.NoError(t, err)
 	log := trace.NewMemoryLog()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -493,8 +493,8 @@ func policyGen() *rapid.Generator[toolgate.Policy] {
 		text := rapid.OneOf(rapid.Just(""), rapid.String(), rapid.StringMatching(`[a-z <>&"\\]{1,12}`))
 		tier := rapid.SampledFrom([]claims.RiskTier{"", claims.TierReadOnly, claims.TierWriteLimited,
 			claims.TierModify, claims.TierDelete, claims.TierPrivilege})
-		rule := func(label, match string) toolgate.RuleSpec {
-			return toolgate.RuleSpec{Match: match, Description: text.Draw(t, label+".description"), Cost: cost(label + ".cost"),
+		rule := func(label, match string) toolgate.Rule {
+			return toolgate.Rule{Match: match, Description: text.Draw(t, label+".description"), Cost: cost(label + ".cost"),
 				Reserve: rapid.Bool().Draw(t, label+".reserve"), Tier: tier.Draw(t, label+".tier"),
 				RefundOnError: rapid.Bool().Draw(t, label+".refund"), CheckResult: rapid.Bool().Draw(t, label+".check")}
 		}
@@ -578,11 +578,11 @@ func policyGen() *rapid.Generator[toolgate.Policy] {
 	})
 }
 
-func ptrRule(r *toolgate.RuleSpec) []toolgate.RuleSpec {
+func ptrRule(r *toolgate.Rule) []toolgate.Rule {
 	if r == nil {
 		return nil
 	}
-	return []toolgate.RuleSpec{*r}
+	return []toolgate.Rule{*r}
 }
 
 func policyFloat() *rapid.Generator[float64] {
@@ -603,7 +603,7 @@ func policyScalar() *rapid.Generator[value.Value] {
 // written (which tells -0 from 0).
 func samePolicy(t policyTB, p, q toolgate.Policy) {
 	t.Helper()
-	if !reflect.DeepEqual(p, q) {
+	if !reflect.DeepEqual(toolgate.WithoutCompiledSchemas(p), toolgate.WithoutCompiledSchemas(q)) {
 		t.Fatalf("read back another policy:\n%#v\n%#v", p, q)
 	}
 	b1, err := p.MarshalJSON()
@@ -619,7 +619,8 @@ func samePolicy(t policyTB, p, q toolgate.Policy) {
 func TestPolicyRoundTrip(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		p := policyGen().Draw(t, "policy")
-		require.NoError(t, p.Validate())
+		_, err := p.Compile()
+		require.NoError(t, err)
 		b, err := p.MarshalJSON()
 		require.NoError(t, err)
 		valid, run := schemaVerdict(t, b)
@@ -628,21 +629,21 @@ func TestPolicyRoundTrip(t *testing.T) {
 		require.NoError(t, err, "%s", b)
 		samePolicy(t, p, q)
 
-		cfg, err := q.Config()
+		cfg, err := q.Compile()
 		require.NoError(t, err)
-		require.Equal(t, p.Budget, cfg.Budget)
-		require.Equal(t, p.MinCost, cfg.MinCost)
-		require.Len(t, cfg.Rules, len(p.Tools))
+		require.Equal(t, p.Budget, cfg.Policy().Budget)
+		require.Equal(t, p.MinCost, cfg.Policy().MinCost)
+		require.Len(t, cfg.Policy().Tools, len(p.Tools))
 		for i, r := range p.Tools {
-			require.Equal(t, r.Cost, cfg.Rules[i].Cost)
-			require.Equal(t, r.Match, cfg.Rules[i].Match)
-			require.True(t, cfg.Rules[i].Tier.Valid())
+			require.Equal(t, r.Cost, cfg.Policy().Tools[i].Cost)
+			require.Equal(t, r.Match, cfg.Policy().Tools[i].Match)
+			require.True(t, cfg.Policy().Tools[i].Tier.Valid())
 		}
 		if p.DefaultRule != nil {
-			require.Equal(t, p.DefaultRule.Cost, cfg.DefaultRule.Cost)
+			require.Equal(t, p.DefaultRule.Cost, cfg.Policy().DefaultRule.Cost)
 		}
-		require.Len(t, cfg.Invariants, len(p.Invariants))
-		for i, inv := range cfg.Invariants {
+		require.Len(t, cfg.Policy().Invariants, len(p.Invariants))
+		for i, inv := range cfg.Policy().Invariants {
 			require.Equal(t, p.Invariants[i].Name, inv.Name)
 			require.Equal(t, p.Invariants[i].Enforcement, inv.Enforcement)
 		}
@@ -658,7 +659,7 @@ func TestValidPolicyStartsAGate(t *testing.T) {
 	defer func() { assert.Positive(t, allowed, "some calls ran") }()
 	rapid.Check(t, func(t *rapid.T) {
 		p := policyGen().Draw(t, "policy")
-		cfg, err := p.Config()
+		cfg, err := p.Compile()
 		require.NoError(t, err)
 		g, err := toolgate.New(ctx, trace.NewMemoryLog(), cfg)
 		require.NoError(t, err)
@@ -945,13 +946,44 @@ func BenchmarkParsePolicy(b *testing.B) {
 	}
 }
 
-func BenchmarkPolicyConfig(b *testing.B) {
+// BenchmarkCompilePolicy is Compile of the example policy: every check,
+// and the compiled form New takes.
+func BenchmarkCompilePolicy(b *testing.B) {
 	p, err := toolgate.LoadPolicy("testdata/policy/example.json")
 	require.NoError(b, err)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := p.Config(); err != nil {
+		if _, err := p.Compile(); err != nil {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestGoOnlyMembersAreNotWritten: a Policy built in Go may hold what no
+// file can (a rule's CostFunc, GoInvariants); MarshalJSON refuses it
+// rather than write a file that decides otherwise, and a Version of 0
+// is written as the newest.
+func TestGoOnlyMembersAreNotWritten(t *testing.T) {
+	p := toolgate.Policy{Budget: 10 * kernel.Unit, MinCost: kernel.Unit / 100, Tools: []toolgate.Rule{{Match: "read_*", Cost: kernel.Unit}}}
+	_, err := p.Compile()
+	require.NoError(t, err, "version 0 is the newest in Go")
+	b, err := p.MarshalJSON()
+	require.NoError(t, err)
+	back, err := toolgate.ParsePolicy(b)
+	require.NoError(t, err, "%s", b)
+	assert.Equal(t, toolgate.PolicyVersion, back.Version)
+
+	priced := p
+	priced.Tools = []toolgate.Rule{{Match: "read_*", CostFunc: func(toolgate.Call) (kernel.Cost, error) { return kernel.Unit, nil }}}
+	_, err = priced.Compile()
+	require.NoError(t, err, "a CostFunc prices the call: no cost to check")
+	_, err = priced.MarshalJSON()
+	assert.ErrorContains(t, err, "/tools/0 has a CostFunc, which is Go only")
+
+	counted := p
+	counted.GoInvariants = []kernel.Invariant{kernel.AtMost("at-most-2", "calls", 2)}
+	_, err = counted.MarshalJSON()
+	assert.ErrorContains(t, err, "GoInvariants (at-most-2…) are Go only")
+	_, err = json.Marshal(counted)
+	assert.Error(t, err, "encoding/json refuses it too")
 }

@@ -26,14 +26,14 @@ func TestParallelCallsNeverOverspend(t *testing.T) {
 		costs := rapid.SliceOfN(rapid.Int64Range(1, 5000), 1, 40).Draw(rt, "costs")
 		callers := rapid.IntRange(1, 3).Draw(rt, "callers")
 		reserve := rapid.Bool().Draw(rt, "reserve")
-		cfg := toolgate.Config{Budget: budget, MinCost: 1, Rules: []toolgate.Rule{{Match: "*", Reserve: reserve,
+		cfg := toolgate.Policy{Budget: budget, MinCost: 1, Tools: []toolgate.Rule{{Match: "*", Reserve: reserve,
 			CostFunc: func(c toolgate.Call) (kernel.Cost, error) {
 				var n int64
 				_, err := fmt.Sscan(string(c.Arguments), &n)
 				return kernel.Cost(n), err
 			}}}}
 		log := newLog(rt)
-		g, err := toolgate.New(ctx, log, cfg)
+		g, err := toolgate.New(ctx, log, mustCompile(cfg))
 		require.NoError(rt, err)
 
 		var wg sync.WaitGroup
@@ -124,9 +124,9 @@ var modelRules = []toolgate.Rule{
 func TestGateMatchesModel(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		budget := units(rapid.Int64Range(1, 12).Draw(rt, "budget"))
-		cfg := toolgate.Config{Budget: budget, MinCost: kernel.Unit / 100, Rules: modelRules,
-			Invariants: []kernel.Invariant{kernel.AtMost("at-most-2-deletes", "calls/delete_file", 2)}}
-		g, err := toolgate.New(ctx, newLog(rt), cfg)
+		cfg := toolgate.Policy{Budget: budget, MinCost: kernel.Unit / 100, Tools: modelRules,
+			GoInvariants: []kernel.Invariant{kernel.AtMost("at-most-2-deletes", "calls/delete_file", 2)}}
+		g, err := toolgate.New(ctx, newLog(rt), mustCompile(cfg))
 		require.NoError(rt, err)
 		m := &gateModel{budget: budget, net: map[string]kernel.Cost{}, calls: map[string]map[string]int64{},
 			open: map[string]modelCall{}, waiting: map[string]string{}, granted: map[string]int{}, denied: map[string]int{}}

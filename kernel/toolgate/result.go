@@ -171,7 +171,7 @@ func (g *Gate) afterWritten(ctx context.Context, c Call, r Result, ev *OutcomeEv
 		// Escapes and base64 made the kept text too large for one entry:
 		// keep the digest and size, and the error's first bytes.
 		e.OutputText, e.OutputBase64, e.Truncated = "", "", true
-		e.Error, _ = cut(e.Error, DefaultResultTextLimit)
+		e.Error, _ = cut(e.Error, defaultResultTextLimit)
 		payload = e.appendJSON(payload[:0])
 	}
 	entry, err := g.log.Append(ctx, KindResult, payload, trace.At(g.clock()))

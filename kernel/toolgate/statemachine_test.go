@@ -141,8 +141,8 @@ func TestConditionsMatchModel(t *testing.T) {
 		clock := newFakeClock()
 		log, err := trace.NewLog(trace.NewMemory(), trace.WithClock(clock.now))
 		require.NoError(rt, err)
-		cfg := toolgate.Config{Budget: units(1 << 20), MinCost: 1, Rules: conditionRules}
-		g, err := toolgate.New(ctx, log, cfg, toolgate.WithClock(clock.now))
+		cfg := toolgate.Policy{Budget: units(1 << 20), MinCost: 1, Tools: conditionRules}
+		g, err := toolgate.New(ctx, log, mustCompile(cfg), toolgate.WithClock(clock.now))
 		require.NoError(rt, err)
 		m := &conditionModel{now: clock.t, labels: map[string]map[string]bool{}, times: map[string][]time.Time{}}
 		principals := []toolgate.Principal{
@@ -185,7 +185,7 @@ func TestConditionsMatchModel(t *testing.T) {
 				m.now = clock.t
 			},
 			"restart": func(rt *rapid.T) {
-				g, err = toolgate.New(ctx, log, cfg, toolgate.WithClock(clock.now))
+				g, err = toolgate.New(ctx, log, mustCompile(cfg), toolgate.WithClock(clock.now))
 				require.NoError(rt, err)
 			},
 		})

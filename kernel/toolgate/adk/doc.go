@@ -5,15 +5,16 @@
 //
 // # Usage
 //
-//	gate, err := toolgate.New(ctx, log, toolgate.Config{
+//	comp, err := toolgate.Policy{ // or toolgate.LoadPolicy("policy.json")
 //		Budget:  10 * kernel.Unit,
 //		MinCost: kernel.Unit / 100,
-//		Rules: []toolgate.Rule{
+//		Tools: []toolgate.Rule{
 //			{Match: "read_*", Cost: kernel.Unit / 10},
 //			{Match: "delete_file", Cost: kernel.Unit, Tier: claims.TierDelete},
 //			{Match: "transfer_to_agent", Cost: kernel.Unit / 100},
 //		},
-//	})
+//	}.Compile()
+//	gate, err := toolgate.New(ctx, log, comp)
 //	guard, err := adk.New(gate)
 //
 //	// Either on one agent (llmagent.Config.BeforeToolCallbacks and
@@ -80,7 +81,7 @@
 // (TestPrivilegeSelfConfirmationRefused).
 //
 // ADK puts one question per call to the user. When the gate names
-// several approvers (Config.Approvers), the confirmation records one
+// several approvers (Policy.Approvers), the confirmation records one
 // approval, the model reads that the call waits for the others, who
 // approve through the gate (Gate.Pending, Gate.Approve), and the call
 // runs when the model makes it again. A tool that asks for its own

@@ -27,11 +27,12 @@ import (
 func Example() {
 	ctx := context.Background()
 	log := trace.NewMemoryLog()
-	gate, _ := toolgate.New(ctx, log, toolgate.Config{
+	comp, _ := toolgate.Policy{
 		Budget:  5 * kernel.Unit,
 		MinCost: kernel.Unit / 100,
-		Rules:   []toolgate.Rule{{Match: "send", Cost: 3 * kernel.Unit}},
-	})
+		Tools:   []toolgate.Rule{{Match: "send", Cost: 3 * kernel.Unit}},
+	}.Compile()
+	gate, _ := toolgate.New(ctx, log, comp)
 	guard, _ := adk.New(gate)
 
 	send, _ := functiontool.New(functiontool.Config{Name: "send", Description: "sends a message"},
@@ -74,11 +75,12 @@ func Example() {
 // approval, and the call runs once.
 func ExampleGuard_Plugin() {
 	ctx := context.Background()
-	gate, _ := toolgate.New(ctx, trace.NewMemoryLog(), toolgate.Config{
+	comp, _ := toolgate.Policy{
 		Budget:  10 * kernel.Unit,
 		MinCost: kernel.Unit / 100,
-		Rules:   []toolgate.Rule{{Match: "delete_file", Cost: kernel.Unit, Tier: claims.TierDelete}},
-	})
+		Tools:   []toolgate.Rule{{Match: "delete_file", Cost: kernel.Unit, Tier: claims.TierDelete}},
+	}.Compile()
+	gate, _ := toolgate.New(ctx, trace.NewMemoryLog(), comp)
 	guard, _ := adk.New(gate)
 	guardPlugin, _ := guard.Plugin()
 

@@ -119,7 +119,7 @@ func SessionPrincipal(ctx agent.ReadonlyContext) toolgate.Principal {
 // WithApprover sets whose approval a confirmed ADK tool confirmation
 // records (Gate.Approve's approver, and Deny's for a rejection). The
 // default is toolgate.DefaultApprover, the approver the gate awaits when
-// its Config.Approvers is nil; a gate that names its approvers needs
+// its Policy.Approvers is nil; a gate that names its approvers needs
 // this option (for example the ADK user id, ctx.UserID()).
 func WithApprover(name func(ctx agent.Context, req toolgate.ApprovalRequest) string) Option {
 	return func(g *Guard) { g.approver = name }

@@ -103,7 +103,7 @@ func TestBudgetRefusalReachesModel(t *testing.T) {
 
 func TestUnknownToolRefused(t *testing.T) {
 	cfg := testConfig()
-	cfg.Rules = cfg.Rules[:1] // only read_file is known
+	cfg.Tools = cfg.Tools[:1] // only read_file is known
 	w := newWorld(t, setup{cfg: cfg}, []*genai.FunctionCall{call("x", "send", map[string]any{"path": "bob"})})
 	events := w.say(t, "send")
 	assert.Zero(t, w.tools.sends.Load())
@@ -378,7 +378,7 @@ func TestToolsOwnConfirmationNotCharged(t *testing.T) {
 		})
 	require.NoError(t, err)
 	cfg := testConfig()
-	cfg.Rules = append(cfg.Rules, toolgate.Rule{Match: "publish", Cost: units(2)})
+	cfg.Tools = append(cfg.Tools, toolgate.Rule{Match: "publish", Cost: units(2)})
 	w := newWorld(t, setup{cfg: cfg, extraTool: []tool.Tool{confirmTool}},
 		[]*genai.FunctionCall{call("p1", "publish", map[string]any{"path": "post"})})
 	events := w.say(t, "publish")
@@ -400,7 +400,7 @@ func TestToolsOwnConfirmationNotCharged(t *testing.T) {
 func TestRefusalSkipsOnToolErrorCallbacks(t *testing.T) {
 	log := newLog(t)
 	cfg := testConfig()
-	cfg.Rules = cfg.Rules[:1]
+	cfg.Tools = cfg.Tools[:1]
 	g := newGate(t, log, cfg)
 	guard, err := adk.New(g)
 	require.NoError(t, err)

@@ -201,11 +201,11 @@ func (ts *tools) list(t tb) []tool.Tool {
 	return []tool.Tool{read, del, send}
 }
 
-func testConfig() toolgate.Config {
-	return toolgate.Config{
+func testConfig() toolgate.Policy {
+	return toolgate.Policy{
 		Budget:  units(10),
 		MinCost: kernel.Unit / 100,
-		Rules: []toolgate.Rule{
+		Tools: []toolgate.Rule{
 			{Match: "read_file", Cost: kernel.Unit / 10, Description: "reads a file"},
 			{Match: "delete_file", Cost: units(1), Tier: claims.TierDelete, Description: "deletes a file"},
 			{Match: "send", Cost: units(3), Description: "sends a message"},
@@ -221,9 +221,9 @@ func newLog(t tb) *trace.Log {
 	return log
 }
 
-func newGate(t tb, log *trace.Log, cfg toolgate.Config) *toolgate.Gate {
+func newGate(t tb, log *trace.Log, cfg toolgate.Policy) *toolgate.Gate {
 	helper(t)
-	g, err := toolgate.New(context.Background(), log, cfg)
+	g, err := toolgate.New(context.Background(), log, mustCompile(cfg))
 	require.NoError(t, err)
 	return g
 }
@@ -240,7 +240,7 @@ type world struct {
 }
 
 type setup struct {
-	cfg       toolgate.Config
+	cfg       toolgate.Policy
 	plugin    bool // the runner plugin instead of the agent's callbacks
 	both      bool // the plugin and the agent's callbacks
 	log       *trace.Log
@@ -454,4 +454,14 @@ func confirmationFields(t tb, v any) (string, map[string]any) {
 	}
 	require.NoError(t, json.Unmarshal(b, &tc))
 	return tc.Hint, tc.Payload
+}
+
+// mustCompile compiles a policy the test builds in Go, which is valid:
+// a violation is the test's own mistake, and stops it loudly.
+func mustCompile(p toolgate.Policy) *toolgate.Compiled {
+	comp, err := p.Compile()
+	if err != nil {
+		panic(err)
+	}
+	return comp
 }

@@ -62,7 +62,7 @@ func TestPrincipalReachesGate(t *testing.T) {
 			assert.Equal(t, tc.want, seen[0])
 			m, ok := g.Meter(tc.want.Key())
 			require.True(t, ok, "the gate charged the call to the principal %q", tc.want.Key())
-			assert.Equal(t, testConfig().Rules[0].Cost, m.Budget().Net())
+			assert.Equal(t, testConfig().Tools[0].Cost, m.Budget().Net())
 			checkLog(t, log, g, tc.want.Key())
 		})
 	}
@@ -73,7 +73,7 @@ func TestPrincipalReachesGate(t *testing.T) {
 // another principal: what the guard passes is what the gate decides on.
 func TestPrincipalsRuleSeesTheADKUser(t *testing.T) {
 	cfg := testConfig()
-	cfg.Rules[0].Principals = &toolgate.PrincipalCondition{Issuers: []string{"adk:" + appName}, Subjects: []string{userID}}
+	cfg.Tools[0].Principals = &toolgate.PrincipalCondition{Issuers: []string{"adk:" + appName}, Subjects: []string{userID}}
 	for _, tc := range []struct {
 		name string
 		ctx  context.Context

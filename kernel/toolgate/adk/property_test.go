@@ -58,7 +58,7 @@ func newCountingTools(t tb, n int) (*countingTools, []tool.Tool) {
 	return ct, out
 }
 
-func runParallel(t tb, cfg toolgate.Config, tl []tool.Tool, calls []*genai.FunctionCall) (*world, []*session.Event) {
+func runParallel(t tb, cfg toolgate.Policy, tl []tool.Tool, calls []*genai.FunctionCall) (*world, []*session.Event) {
 	helper(t)
 	w := &world{log: newLog(t), model: newScript("parallel", calls), session: sessionName(t)}
 	w.gate = newGate(t, w.log, cfg)
@@ -84,13 +84,13 @@ func TestConcurrentToolCallsNeverOverspend(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		const nTools = 3
 		costs := make([]kernel.Cost, nTools)
-		cfg := toolgate.Config{
+		cfg := toolgate.Policy{
 			Budget:  kernel.Cost(rapid.Int64Range(1, 10).Draw(rt, "budget units")) * kernel.Unit,
 			MinCost: kernel.Unit / 100,
 		}
 		for i := range costs {
 			costs[i] = kernel.Cost(rapid.Int64Range(1, 400).Draw(rt, fmt.Sprintf("cost t%d (hundredths)", i))) * kernel.Unit / 100
-			cfg.Rules = append(cfg.Rules, toolgate.Rule{Match: fmt.Sprintf("t%d", i), Cost: costs[i]})
+			cfg.Tools = append(cfg.Tools, toolgate.Rule{Match: fmt.Sprintf("t%d", i), Cost: costs[i]})
 		}
 		which := rapid.SliceOfN(rapid.IntRange(0, nTools-1), 1, 12).Draw(rt, "calls")
 		calls := make([]*genai.FunctionCall, len(which))
@@ -158,7 +158,7 @@ func TestToolCallsOfOneTurnRunConcurrently(t *testing.T) {
 			timedOut.Store(true)
 		}
 	}
-	cfg := toolgate.Config{Budget: units(10), MinCost: kernel.Unit / 100, Rules: []toolgate.Rule{{Match: "t0", Cost: units(1)}}}
+	cfg := toolgate.Policy{Budget: units(10), MinCost: kernel.Unit / 100, Tools: []toolgate.Rule{{Match: "t0", Cost: units(1)}}}
 	calls := make([]*genai.FunctionCall, n)
 	for i := range calls {
 		calls[i] = call(fmt.Sprintf("c%d", i), "t0", map[string]any{"path": fmt.Sprint(i)})

@@ -82,11 +82,11 @@ func TestForgedAndReplayedConfirmationsAskNothing(t *testing.T) {
 // does not run and still waits for another approver.
 func TestPrivilegeSelfConfirmationRefused(t *testing.T) {
 	cfg := testConfig()
-	cfg.Rules = append(cfg.Rules, toolgate.Rule{Match: "grant_role", Cost: units(1), Tier: claims.TierPrivilege})
+	cfg.Tools = append(cfg.Tools, toolgate.Rule{Match: "grant_role", Cost: units(1), Tier: claims.TierPrivilege})
 	self := toolgate.Principal{Issuer: "adk:" + appName, Subject: userID}.Key()
 	cfg.Approvers = map[claims.RiskTier][]string{claims.TierDelete: {self}, claims.TierPrivilege: {self, "idp|security"}}
 	log := newLog(t)
-	g, err := toolgate.New(context.Background(), log, cfg)
+	g, err := toolgate.New(context.Background(), log, mustCompile(cfg))
 	require.NoError(t, err)
 	guard, err := adk.New(g, adk.WithApprover(func(ctx agent.Context, _ toolgate.ApprovalRequest) string {
 		return adk.SessionPrincipal(ctx).Key()

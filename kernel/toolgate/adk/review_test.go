@@ -168,7 +168,7 @@ func newAgentToolWorld(t *testing.T, install bool) *world {
 	t.Helper()
 	w := &world{log: newLog(t), tools: &tools{}, session: sessionName(t)}
 	cfg := testConfig()
-	cfg.Rules = append(cfg.Rules, toolgate.Rule{Match: "worker", Cost: cfg.MinCost})
+	cfg.Tools = append(cfg.Tools, toolgate.Rule{Match: "worker", Cost: cfg.MinCost})
 	w.gate = newGate(t, w.log, cfg)
 	var err error
 	w.guard, err = adk.New(w.gate)
@@ -221,7 +221,7 @@ func TestAfterRunSettlesStarvedCalls(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			cfg := testConfig()
-			cfg.Rules[2].Reserve = true // send: reserved
+			cfg.Tools[2].Reserve = true // send: reserved
 			w := &world{log: newLog(t), tools: &tools{}, session: sessionName(t),
 				model: newScript("m", []*genai.FunctionCall{call("s1", "send", map[string]any{"path": "bob"})})}
 			w.gate = newGate(t, w.log, cfg)
@@ -278,7 +278,7 @@ func TestAfterRunSettlesStarvedCalls(t *testing.T) {
 // hands the figure's error to the error handler.
 func TestInvalidMeasureSettlesUnmeasured(t *testing.T) {
 	cfg := testConfig()
-	cfg.Rules[2].Reserve = true
+	cfg.Tools[2].Reserve = true
 	w := &world{log: newLog(t), tools: &tools{}, session: sessionName(t),
 		model: newScript("m", []*genai.FunctionCall{call("s1", "send", map[string]any{"path": "bob"})})}
 	w.gate = newGate(t, w.log, cfg)

@@ -18,11 +18,11 @@ import (
 
 // catalogue is the rule set the agent tests share: reads cost one unit,
 // deleting a file needs a human.
-func catalogue(budget kernel.Cost) toolgate.Config {
-	return toolgate.Config{
+func catalogue(budget kernel.Cost) toolgate.Policy {
+	return toolgate.Policy{
 		Budget:  budget,
 		MinCost: kernel.Unit / 100,
-		Rules: []toolgate.Rule{
+		Tools: []toolgate.Rule{
 			{Match: "read_file", Cost: kernel.Unit},
 			{Match: "delete_file", Cost: kernel.Unit, Tier: claims.TierDelete},
 		},

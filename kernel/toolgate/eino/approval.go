@@ -79,7 +79,7 @@ type Answer struct {
 	// answer is recorded as toolgate.Gate.ApproveAs or DenyAs records it
 	// (for the approver it names, by key or group), and Approver is not
 	// used. The principal a PRIVILEGE call was made for cannot approve it
-	// unless the gate's Config.SelfApproval allows it.
+	// unless the gate's Policy.SelfApproval allows it.
 	By *toolgate.Principal
 	// Reason is recorded with the answer; a denial's reason is part of
 	// the refusal the model reads.

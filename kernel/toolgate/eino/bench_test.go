@@ -14,9 +14,9 @@ import (
 	"github.com/verity-go/verity/kernel/toolgate/eino"
 )
 
-func benchConfig() toolgate.Config {
-	return toolgate.Config{Budget: kernel.Cost(1) << 50, MinCost: 1,
-		Rules: []toolgate.Rule{{Match: "read_file", Cost: 1}, {Match: "measured", Cost: 10, Reserve: true}}}
+func benchConfig() toolgate.Policy {
+	return toolgate.Policy{Budget: kernel.Cost(1) << 50, MinCost: 1,
+		Tools: []toolgate.Rule{{Match: "read_file", Cost: 1}, {Match: "measured", Cost: 10, Reserve: true}}}
 }
 
 // BenchmarkMiddleware is the gate's cost per call as the middleware

@@ -72,14 +72,18 @@ func show(it *adk.AsyncIterator[*adk.AgentEvent]) []eino.Pending {
 // reads why.
 func Example() {
 	ctx := context.Background()
-	g, err := toolgate.New(ctx, trace.NewMemoryLog(), toolgate.Config{
+	comp, err := toolgate.Policy{
 		Budget:  3 * kernel.Unit,
 		MinCost: kernel.Unit / 100,
-		Rules: []toolgate.Rule{
+		Tools: []toolgate.Rule{
 			{Match: "read_file", Cost: kernel.Unit},
 			{Match: "delete_file", Cost: kernel.Unit, Tier: claims.TierDelete},
 		},
-	})
+	}.Compile()
+	if err != nil {
+		panic(err)
+	}
+	g, err := toolgate.New(ctx, trace.NewMemoryLog(), comp)
 	if err != nil {
 		panic(err)
 	}

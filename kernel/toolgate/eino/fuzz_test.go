@@ -27,8 +27,8 @@ func FuzzMiddleware(f *testing.F) {
 	f.Add("read_file", "c1", "", "", uint8(3), "")
 	f.Add("delete_*", "c1", `{}`, "x", uint8(1), "")
 	f.Fuzz(func(t *testing.T, name, id, args, caller string, mode uint8, answer string) {
-		cfg := toolgate.Config{Budget: 2 * kernel.Unit, MinCost: kernel.Unit,
-			Rules: []toolgate.Rule{{Match: "read_*", Cost: kernel.Unit}, {Match: "delete_*", Cost: kernel.Unit, Tier: claims.TierDelete}}}
+		cfg := toolgate.Policy{Budget: 2 * kernel.Unit, MinCost: kernel.Unit,
+			Tools: []toolgate.Rule{{Match: "read_*", Cost: kernel.Unit}, {Match: "delete_*", Cost: kernel.Unit, Tier: claims.TierDelete}}}
 		g, log := newGate(t, cfg)
 		ran := 0
 		ep := eino.Middleware(g).Invokable(func(context.Context, *compose.ToolInput) (*compose.ToolOutput, error) {
@@ -99,8 +99,8 @@ func FuzzResumeAnswer(f *testing.F) {
 	f.Add(false, "", "", uint8(2))
 	f.Add(false, "", "", uint8(3))
 	f.Fuzz(func(t *testing.T, approved bool, approver, reason string, kind uint8) {
-		cfg := toolgate.Config{Budget: 2 * kernel.Unit, MinCost: kernel.Unit,
-			Rules: []toolgate.Rule{{Match: "delete_file", Cost: kernel.Unit, Tier: claims.TierDelete}}}
+		cfg := toolgate.Policy{Budget: 2 * kernel.Unit, MinCost: kernel.Unit,
+			Tools: []toolgate.Rule{{Match: "delete_file", Cost: kernel.Unit, Tier: claims.TierDelete}}}
 		g, log := newGate(t, cfg)
 		del := &fakeTool{name: "delete_file"}
 		run := toolsGraph(t, newToolsNode(t, g, nil, del))

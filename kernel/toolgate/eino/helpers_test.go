@@ -154,10 +154,10 @@ type tb interface {
 }
 
 // newGate returns a gate over a new memory log.
-func newGate(t tb, cfg toolgate.Config) (*toolgate.Gate, *trace.Log) {
+func newGate(t tb, cfg toolgate.Policy) (*toolgate.Gate, *trace.Log) {
 	t.Helper()
 	log := trace.NewMemoryLog()
-	g, err := toolgate.New(context.Background(), log, cfg)
+	g, err := toolgate.New(context.Background(), log, mustCompile(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,4 +279,14 @@ func (s *streamTool) Info(context.Context) (*schema.ToolInfo, error) {
 func (s *streamTool) StreamableRun(context.Context, string, ...tool.Option) (*schema.StreamReader[string], error) {
 	s.runs.Add(1)
 	return schema.StreamReaderFromArray(s.chunks), nil
+}
+
+// mustCompile compiles a policy the test builds in Go, which is valid:
+// a violation is the test's own mistake, and stops it loudly.
+func mustCompile(p toolgate.Policy) *toolgate.Compiled {
+	comp, err := p.Compile()
+	if err != nil {
+		panic(err)
+	}
+	return comp
 }

@@ -61,7 +61,7 @@ func PrincipalFrom(ctx context.Context) toolgate.Principal {
 
 // WithApprover names who answers approval requests when the resume
 // answer names nobody (toolgate.DefaultApprover by default). It must be
-// one of the gate's Config.Approvers for the tier.
+// one of the gate's Policy.Approvers for the tier.
 func WithApprover(name string) Option {
 	return func(o *options) { o.approver = name }
 }

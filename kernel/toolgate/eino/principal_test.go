@@ -59,9 +59,9 @@ func TestResumeKeepsThePrincipal(t *testing.T) {
 	bob := toolgate.Principal{Issuer: "https://id.example", Subject: "bob"}
 	mallory := toolgate.Principal{Issuer: "https://id.example", Subject: "mallory"}
 	cfg := catalogue(10 * kernel.Unit)
-	for i := range cfg.Rules {
-		if cfg.Rules[i].Match == "delete_file" {
-			cfg.Rules[i].Principals = &toolgate.PrincipalCondition{Subjects: []string{"bob"}}
+	for i := range cfg.Tools {
+		if cfg.Tools[i].Match == "delete_file" {
+			cfg.Tools[i].Principals = &toolgate.PrincipalCondition{Subjects: []string{"bob"}}
 		}
 	}
 	g, log := newGate(t, cfg)

@@ -189,7 +189,7 @@ func TestResumesAnswerOnlyTheQuestionAsked(t *testing.T) {
 // approver's answer runs it.
 func TestPrivilegeSelfApprovalRefused(t *testing.T) {
 	cfg := catalogue(100 * kernel.Unit)
-	cfg.Rules = append(cfg.Rules, toolgate.Rule{Match: "grant_role", Cost: kernel.Unit, Tier: claims.TierPrivilege})
+	cfg.Tools = append(cfg.Tools, toolgate.Rule{Match: "grant_role", Cost: kernel.Unit, Tier: claims.TierPrivilege})
 	cfg.Approvers = map[claims.RiskTier][]string{claims.TierDelete: {"group:ops"}, claims.TierPrivilege: {"group:ops"}}
 	g, log := newGate(t, cfg)
 	grant := &fakeTool{name: "grant_role"}

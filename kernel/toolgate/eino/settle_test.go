@@ -29,8 +29,8 @@ func TestInvalidReportedCostClosesTheCall(t *testing.T) {
 		reserve bool
 	}{{"reserved", true}, {"fixed cost", false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := toolgate.Config{Budget: 10 * kernel.Unit, MinCost: kernel.Unit / 10,
-				Rules: []toolgate.Rule{{Match: "measured", Cost: 3 * kernel.Unit, Reserve: tc.reserve}}}
+			cfg := toolgate.Policy{Budget: 10 * kernel.Unit, MinCost: kernel.Unit / 10,
+				Tools: []toolgate.Rule{{Match: "measured", Cost: 3 * kernel.Unit, Reserve: tc.reserve}}}
 			g, log := newGate(t, cfg)
 			tool := &measuredTool{name: "measured"}
 			tn := newToolsNode(t, g, nil, tool)
@@ -65,9 +65,9 @@ func TestUnrecordedResultCanBeClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := toolgate.Config{Budget: 10 * kernel.Unit, MinCost: kernel.Unit / 10,
-		Rules: []toolgate.Rule{{Match: "measured", Cost: 3 * kernel.Unit, Reserve: true}}}
-	g, err := toolgate.New(context.Background(), log, cfg)
+	cfg := toolgate.Policy{Budget: 10 * kernel.Unit, MinCost: kernel.Unit / 10,
+		Tools: []toolgate.Rule{{Match: "measured", Cost: 3 * kernel.Unit, Reserve: true}}}
+	g, err := toolgate.New(context.Background(), log, mustCompile(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}

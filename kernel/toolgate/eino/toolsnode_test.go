@@ -76,13 +76,13 @@ func TestConcurrentToolCallsNeverOverspend(t *testing.T) {
 		costs := rapid.SliceOfN(rapid.Int64Range(1, 4), 3, 3).Draw(rt, "costs")
 		reserve := kernel.Cost(rapid.Int64Range(1, 3).Draw(rt, "reserve")) * kernel.Unit
 		budget := kernel.Cost(rapid.Int64Range(1, 15).Draw(rt, "budget")) * kernel.Unit
-		cfg := toolgate.Config{Budget: budget, MinCost: kernel.Unit / 10,
-			Rules: []toolgate.Rule{{Match: "measured", Cost: reserve, Reserve: true}}}
+		cfg := toolgate.Policy{Budget: budget, MinCost: kernel.Unit / 10,
+			Tools: []toolgate.Rule{{Match: "measured", Cost: reserve, Reserve: true}}}
 		tools := []tool.BaseTool{}
 		fixed := make([]*fakeTool, len(costs))
 		for i, c := range costs {
 			name := fmt.Sprintf("fixed%d", i)
-			cfg.Rules = append(cfg.Rules, toolgate.Rule{Match: name, Cost: kernel.Cost(c) * kernel.Unit})
+			cfg.Tools = append(cfg.Tools, toolgate.Rule{Match: name, Cost: kernel.Cost(c) * kernel.Unit})
 			fixed[i] = &fakeTool{name: name, run: func(_ context.Context, args string) (string, error) {
 				runtime.Gosched()
 				var a struct{ ID string }
@@ -244,8 +244,8 @@ func (e *enhancedStreamTool) StreamableRun(context.Context, *schema.ToolArgument
 // invokable and streamable tools) are gated like the others, in Invoke
 // and in Stream.
 func TestEnhancedToolsGoThroughTheGate(t *testing.T) {
-	cfg := toolgate.Config{Budget: 2 * kernel.Unit, MinCost: kernel.Unit,
-		Rules: []toolgate.Rule{{Match: "look", Cost: kernel.Unit}, {Match: "watch", Cost: kernel.Unit}}}
+	cfg := toolgate.Policy{Budget: 2 * kernel.Unit, MinCost: kernel.Unit,
+		Tools: []toolgate.Rule{{Match: "look", Cost: kernel.Unit}, {Match: "watch", Cost: kernel.Unit}}}
 	g, log := newGate(t, cfg)
 	look, watch := &enhancedTool{name: "look"}, &enhancedStreamTool{name: "watch"}
 	tn := newToolsNode(t, g, nil, look, watch)
@@ -305,8 +305,8 @@ func TestEnhancedToolsGoThroughTheGate(t *testing.T) {
 // TestReportCostSettlesReservation: a reserved call is settled at the
 // cost the tool reported; one that reports nothing at its reservation.
 func TestReportCostSettlesReservation(t *testing.T) {
-	cfg := toolgate.Config{Budget: 10 * kernel.Unit, MinCost: kernel.Unit / 10,
-		Rules: []toolgate.Rule{{Match: "measured", Cost: 3 * kernel.Unit, Reserve: true},
+	cfg := toolgate.Policy{Budget: 10 * kernel.Unit, MinCost: kernel.Unit / 10,
+		Tools: []toolgate.Rule{{Match: "measured", Cost: 3 * kernel.Unit, Reserve: true},
 			{Match: "silent", Cost: 2 * kernel.Unit, Reserve: true}}}
 	g, log := newGate(t, cfg)
 	silent := &fakeTool{name: "silent"}
@@ -365,7 +365,7 @@ func TestUnrecordableCallsDoNotRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := toolgate.New(context.Background(), log, catalogue(10*kernel.Unit))
+	g, err := toolgate.New(context.Background(), log, mustCompile(catalogue(10*kernel.Unit)))
 	if err != nil {
 		t.Fatal(err)
 	}

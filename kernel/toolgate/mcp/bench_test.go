@@ -15,7 +15,7 @@ import (
 // the gate adds to a call, without any I/O; allocs/op count both sides.
 
 func benchRig(b *testing.B, guarded bool) *sdk.ClientSession {
-	cfg := toolgate.Config{Budget: 1 << 50, MinCost: 1, Rules: []toolgate.Rule{{Match: "read_file", Cost: 1}}}
+	cfg := toolgate.Policy{Budget: 1 << 50, MinCost: 1, Tools: []toolgate.Rule{{Match: "read_file", Cost: 1}}}
 	r := newRig(b, cfg)
 	if !guarded {
 		srv := sdk.NewServer(&sdk.Implementation{Name: "tools", Version: "v1"}, nil)

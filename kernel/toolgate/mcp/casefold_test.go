@@ -18,7 +18,7 @@ import (
 // about; neither tool runs.
 func TestCaseFoldedMembersNeverReachTheTool(t *testing.T) {
 	cfg := catalogue(10 * kernel.Unit)
-	cfg.Rules[0].Paths = []toolgate.PathCondition{{Argument: "/path", Under: []string{"/srv/data"}}}
+	cfg.Tools[0].Paths = []toolgate.PathCondition{{Argument: "/path", Under: []string{"/srv/data"}}}
 	r := newRig(t, cfg)
 	cs, _ := r.connect(t, currentProtocol, &answers{action: "accept"}, nil)
 

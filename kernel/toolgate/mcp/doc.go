@@ -17,7 +17,8 @@
 //
 // # Usage
 //
-//	gate, err := toolgate.New(ctx, log, cfg) // or a policy file: toolgate.LoadPolicy, Policy.Config
+//	comp, err := policy.Compile()                // policy from toolgate.LoadPolicy, or built in Go
+//	gate, err := toolgate.New(ctx, log, comp)
 //	guard, err := gatemcp.New(gate, gatemcp.Options{})
 //	srv := sdk.NewServer(impl, nil)
 //	sdk.AddTool(srv, ...)                        // the server's tools, unchanged
@@ -89,7 +90,7 @@
 // only when the request awaits that principal, by key or group; the
 // principal a PRIVILEGE call was made for cannot approve it — the answer
 // is refused and recorded, and the call waits for another approver
-// (toolgate.Config.SelfApproval allows it). A session without one
+// (toolgate.Policy.SelfApproval allows it). A session without one
 // answers under Options.Approver (toolgate.DefaultApprover by default)
 // (TestElicitationAnswersAsTheSessionsUser).
 //
@@ -108,7 +109,7 @@
 // the call is refused and says so, and its request stays pending in the
 // gate (Gate.Pending), where a host may approve it out of band.
 //
-// With Options.Hold and a policy approval_timeout (Config.ApprovalTimeout)
+// With Options.Hold and a policy approval_timeout (Policy.ApprovalTimeout)
 // such a call — and one whose request waits for approvers other than
 // Options.Approver — is held instead, while its request is answered out
 // of band (an approval inbox: Gate.ApproveAs, Gate.DenyAs): approved, it
@@ -120,7 +121,7 @@
 // TestHeldCallTimesOut).
 //
 // When the policy names other approvers for the tier too
-// (Config.Approvers), the human's approval leaves the request waiting for
+// (Policy.Approvers), the human's approval leaves the request waiting for
 // them: the call is refused ("approved here, still awaiting bob"), and
 // the same call again is refused ("awaiting approval from bob") without
 // putting it to the human, who has answered, until the others decide

@@ -169,7 +169,7 @@ func durableRig(b *testing.B, mode string, onSync func(trace.SyncStat)) *sdk.Cli
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { _ = log.Close() })
-		g, err := toolgate.New(ctx, log, toolgate.Config{Budget: 1 << 50, MinCost: 1, Rules: []toolgate.Rule{{Match: "read_file", Cost: 1}}})
+		g, err := toolgate.New(ctx, log, mustCompile(toolgate.Policy{Budget: 1 << 50, MinCost: 1, Tools: []toolgate.Rule{{Match: "read_file", Cost: 1}}}))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -17,14 +17,18 @@ import (
 // a unit each from a budget of two, deletes need the client's human.
 func ExampleGuard() {
 	ctx := context.Background()
-	gate, err := toolgate.New(ctx, trace.NewMemoryLog(), toolgate.Config{
+	comp, err := toolgate.Policy{
 		Budget:  2 * kernel.Unit,
 		MinCost: kernel.Unit / 100,
-		Rules: []toolgate.Rule{
+		Tools: []toolgate.Rule{
 			{Match: "search", Cost: kernel.Unit},
 			{Match: "delete_*", Cost: kernel.Unit / 10, Tier: claims.TierDelete},
 		},
-	})
+	}.Compile()
+	if err != nil {
+		panic(err)
+	}
+	gate, err := toolgate.New(ctx, trace.NewMemoryLog(), comp)
 	if err != nil {
 		panic(err)
 	}

@@ -37,7 +37,7 @@ func BenchmarkGuardCall(b *testing.B) {
 	}
 	b.Cleanup(func() { _ = log.Close() })
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	g, err := toolgate.New(ctx, log, toolgate.Config{Budget: 1 << 50, MinCost: 1, Rules: []toolgate.Rule{{Match: "echo", Cost: 1}}},
+	g, err := toolgate.New(ctx, log, mustCompile(toolgate.Policy{Budget: 1 << 50, MinCost: 1, Tools: []toolgate.Rule{{Match: "echo", Cost: 1}}}),
 		toolgate.WithObserver(toolgate.LogObserver(logger)))
 	if err != nil {
 		b.Fatal(err)

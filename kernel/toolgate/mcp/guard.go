@@ -44,7 +44,7 @@ const stateKeyLen = 32
 type Options struct {
 	// Approver is the name the human's answers are recorded under
 	// (toolgate.DefaultApprover when empty). It must be one of the
-	// approvers Config.Approvers names for the tiers that need one.
+	// approvers Policy.Approvers names for the tiers that need one.
 	Approver string
 	// Caller returns the caller key of a call; DefaultCaller's rule when
 	// nil (see Guard.Caller). Use it when the session id does not name who

@@ -532,11 +532,11 @@ func TestParallelCallsNeverOverspend(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		budget := kernel.Cost(rapid.IntRange(1, 40).Draw(t, "budget_tenths")) * kernel.Unit / 10
 		costs := map[string]kernel.Cost{}
-		cfg := toolgate.Config{Budget: budget, MinCost: kernel.Unit / 100}
+		cfg := toolgate.Policy{Budget: budget, MinCost: kernel.Unit / 100}
 		for _, name := range []string{"read_file", "write_file", "search"} {
 			c := kernel.Cost(rapid.IntRange(1, 20).Draw(t, "cost_"+name)) * kernel.Unit / 10
 			costs[name] = c
-			cfg.Rules = append(cfg.Rules, toolgate.Rule{Match: name, Cost: c})
+			cfg.Tools = append(cfg.Tools, toolgate.Rule{Match: name, Cost: c})
 		}
 		r := newRig(t, cfg)
 		cs, caller := r.connect(t, currentProtocol, nil, nil)
@@ -587,7 +587,7 @@ func TestParallelCallsNeverOverspend(t *testing.T) {
 }
 
 func TestNewRefusesShortStateKey(t *testing.T) {
-	g, err := toolgate.New(ctx, trace.NewMemoryLog(), catalogue(kernel.Unit))
+	g, err := toolgate.New(ctx, trace.NewMemoryLog(), mustCompile(catalogue(kernel.Unit)))
 	require.NoError(t, err)
 	_, err = gatemcp.New(g, gatemcp.Options{StateKey: []byte("short")})
 	assert.ErrorContains(t, err, "state key of 5 bytes")

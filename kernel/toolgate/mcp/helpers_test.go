@@ -35,11 +35,11 @@ const (
 
 // catalogue is the tests' policy: reads are cheap, search costs a unit,
 // deletes need a human.
-func catalogue(budget kernel.Cost) toolgate.Config {
-	return toolgate.Config{
+func catalogue(budget kernel.Cost) toolgate.Policy {
+	return toolgate.Policy{
 		Budget:  budget,
 		MinCost: kernel.Unit / 100,
-		Rules: []toolgate.Rule{
+		Tools: []toolgate.Rule{
 			{Match: "read_file", Cost: kernel.Unit / 10},
 			{Match: "write_file", Cost: kernel.Unit / 2, Tier: claims.TierModify},
 			{Match: "delete_file", Cost: kernel.Unit, Tier: claims.TierDelete},
@@ -94,14 +94,14 @@ type rig struct {
 	tools *tools
 }
 
-func newRig(t tb, cfg toolgate.Config) *rig {
+func newRig(t tb, cfg toolgate.Policy) *rig {
 	return newRigWith(t, cfg, gatemcp.Options{})
 }
 
 // newRigWith is newRig with the Guard's options and the gate's.
-func newRigWith(t tb, cfg toolgate.Config, opts gatemcp.Options, gateOpts ...toolgate.Option) *rig {
+func newRigWith(t tb, cfg toolgate.Policy, opts gatemcp.Options, gateOpts ...toolgate.Option) *rig {
 	log := trace.NewMemoryLog()
-	g, err := toolgate.New(ctx, log, cfg, gateOpts...)
+	g, err := toolgate.New(ctx, log, mustCompile(cfg), gateOpts...)
 	require.NoError(t, err)
 	gd, err := gatemcp.New(g, opts)
 	require.NoError(t, err)
@@ -268,4 +268,14 @@ next:
 		out = append(out, m)
 	}
 	return out
+}
+
+// mustCompile compiles a policy the test builds in Go, which is valid:
+// a violation is the test's own mistake, and stops it loudly.
+func mustCompile(p toolgate.Policy) *toolgate.Compiled {
+	comp, err := p.Compile()
+	if err != nil {
+		panic(err)
+	}
+	return comp
 }

@@ -101,7 +101,7 @@ func TestPrincipalsRuleSeesTheToken(t *testing.T) {
 		return info, nil
 	}
 	cfg := catalogue(10 * kernel.Unit)
-	cfg.Rules[0].Principals = &toolgate.PrincipalCondition{Scopes: []string{"files:read"}}
+	cfg.Tools[0].Principals = &toolgate.PrincipalCondition{Scopes: []string{"files:read"}}
 	r := newRigWith(t, cfg, gatemcp.Options{})
 	handler := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return r.srv }, nil)
 	srv := httptest.NewServer(auth.RequireBearerToken(verify, nil)(handler))

@@ -27,9 +27,9 @@ type proxied struct {
 	cs    *sdk.ClientSession
 }
 
-func newProxied(t tb, cfg toolgate.Config) *proxied {
+func newProxied(t tb, cfg toolgate.Policy) *proxied {
 	log := trace.NewMemoryLog()
-	g, err := toolgate.New(ctx, log, cfg)
+	g, err := toolgate.New(ctx, log, mustCompile(cfg))
 	require.NoError(t, err)
 	p := gatemcp.NewProxy(nil)
 	gd, err := gatemcp.New(g, gatemcp.Options{Listed: p.Listed})
@@ -72,7 +72,7 @@ func TestUnreachedCallsAreNeverCharged(t *testing.T) {
 	costs := map[string]kernel.Cost{"read_file": kernel.Unit / 10, "search": kernel.Unit, "write_file": kernel.Unit / 2}
 	rapid.Check(t, func(rt *rapid.T) {
 		cfg := catalogue(1000 * kernel.Unit)
-		cfg.Rules[1].Tier = claims.TierReadOnly // write_file runs without a human
+		cfg.Tools[1].Tier = claims.TierReadOnly // write_file runs without a human
 		px := newProxied(rt, cfg)
 		var want kernel.Cost
 		running := true

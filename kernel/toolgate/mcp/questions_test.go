@@ -64,7 +64,7 @@ func (u *sessionUser) principal(context.Context, *sdk.CallToolRequest) toolgate.
 // and recorded too.
 func TestElicitationAnswersAsTheSessionsUser(t *testing.T) {
 	cfg := catalogue(10 * kernel.Unit)
-	cfg.Rules = append(cfg.Rules, toolgate.Rule{Match: "format_disk", Cost: kernel.Unit, Tier: claims.TierPrivilege})
+	cfg.Tools = append(cfg.Tools, toolgate.Rule{Match: "format_disk", Cost: kernel.Unit, Tier: claims.TierPrivilege})
 	cfg.Approvers = map[claims.RiskTier][]string{claims.TierDelete: {"group:ops"}, claims.TierPrivilege: {"group:ops"}}
 	alice := toolgate.Principal{Issuer: "https://id.example", Subject: "alice", Groups: []string{"ops"}}
 	user := &sessionUser{p: alice}

@@ -74,7 +74,7 @@ func TestResultNotDurableIsNotAnswered(t *testing.T) {
 		store := &breakingStore{Memory: trace.NewMemory(), kind: toolgate.KindResult}
 		log, err := trace.NewLog(store)
 		require.NoError(t, err)
-		g, err := toolgate.New(ctx, log, catalogue(1000*kernel.Unit))
+		g, err := toolgate.New(ctx, log, mustCompile(catalogue(1000*kernel.Unit)))
 		require.NoError(t, err)
 		gd, err := gatemcp.New(g, gatemcp.Options{SyncWhileRunning: overlap})
 		require.NoError(t, err)
@@ -108,7 +108,7 @@ func newSyncRig(t *testing.T, add func(*sdk.Server, *tools)) *syncRig {
 	log, err := trace.NewLog(store)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = log.Close() })
-	g, err := toolgate.New(ctx, log, catalogue(1000*kernel.Unit))
+	g, err := toolgate.New(ctx, log, mustCompile(catalogue(1000*kernel.Unit)))
 	require.NoError(t, err)
 	gd, err := gatemcp.New(g, gatemcp.Options{SyncWhileRunning: true})
 	require.NoError(t, err)

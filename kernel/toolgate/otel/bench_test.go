@@ -32,8 +32,8 @@ func BenchmarkObservedGateCall(b *testing.B) {
 				b.Fatal(err)
 			}
 			log, _ := vtrace.NewLog(vtrace.NewMemory())
-			g, err := toolgate.New(ctx, log, toolgate.Config{Budget: kernel.Cost(1 << 50), MinCost: 1,
-				Rules: []toolgate.Rule{{Match: "read_*", Cost: 1}}}, toolgate.WithObserver(obs))
+			g, err := toolgate.New(ctx, log, mustCompile(toolgate.Policy{Budget: kernel.Cost(1 << 50), MinCost: 1,
+				Tools: []toolgate.Rule{{Match: "read_*", Cost: 1}}}), toolgate.WithObserver(obs))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -6,7 +6,7 @@
 // its own so that the root module keeps its few dependencies.
 //
 //	obs, err := otel.New(otel.Options{}) // the global providers
-//	g, err := toolgate.New(ctx, log, cfg, toolgate.WithObserver(obs))
+//	g, err := toolgate.New(ctx, log, comp, toolgate.WithObserver(obs)) // comp: Policy.Compile
 //	reg, err := obs.ObserveGate(g) // approvals waiting, live callers
 //
 // # Spans

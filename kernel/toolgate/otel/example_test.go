@@ -23,8 +23,9 @@ func Example() {
 		panic(err)
 	}
 	log, _ := vtrace.NewLog(vtrace.NewMemory())
-	g, _ := toolgate.New(ctx, log, toolgate.Config{Budget: 3 * kernel.Unit, MinCost: kernel.Unit / 100,
-		Rules: []toolgate.Rule{{Match: "read_*", Cost: kernel.Unit / 10}}}, toolgate.WithObserver(obs))
+	comp, _ := toolgate.Policy{Budget: 3 * kernel.Unit, MinCost: kernel.Unit / 100,
+		Tools: []toolgate.Rule{{Match: "read_*", Cost: kernel.Unit / 10}}}.Compile()
+	g, _ := toolgate.New(ctx, log, comp, toolgate.WithObserver(obs))
 
 	d, _ := g.Before(ctx, toolgate.Call{Tool: "read_file", ID: "call-1", Caller: "agent-1"})
 	_, _ = g.After(ctx, d.Call, toolgate.Result{Output: []byte(`"buy milk"`)})

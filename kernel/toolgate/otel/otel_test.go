@@ -62,11 +62,11 @@ func newRig(t *testing.T, o gateotel.Options) *rig {
 	require.NoError(t, err)
 	log, err := vtrace.NewLog(vtrace.NewMemory())
 	require.NoError(t, err)
-	r.gate, err = toolgate.New(ctx, log, toolgate.Config{Budget: 3 * kernel.Unit, MinCost: kernel.Unit / 100, Rules: []toolgate.Rule{
+	r.gate, err = toolgate.New(ctx, log, mustCompile(toolgate.Policy{Budget: 3 * kernel.Unit, MinCost: kernel.Unit / 100, Tools: []toolgate.Rule{
 		{Match: "read_*", Cost: kernel.Unit / 10, Name: "reads"},
 		{Match: "search", Cost: kernel.Unit, Reserve: true},
 		{Match: "delete_*", Cost: kernel.Unit, Tier: claims.TierDelete},
-	}}, toolgate.WithObserver(r.obs))
+	}}), toolgate.WithObserver(r.obs))
 	require.NoError(t, err)
 	return r
 }
@@ -337,4 +337,14 @@ func TestObserveGate(t *testing.T) {
 	require.NoError(t, reg.Unregister())
 	m = collect(t, r)
 	assert.Empty(t, sums[int64](m[gateotel.MetricApprovalsWaiting]), "unregistered: no longer read")
+}
+
+// mustCompile compiles a policy the test builds in Go, which is valid:
+// a violation is the test's own mistake, and stops it loudly.
+func mustCompile(p toolgate.Policy) *toolgate.Compiled {
+	comp, err := p.Compile()
+	if err != nil {
+		panic(err)
+	}
+	return comp
 }

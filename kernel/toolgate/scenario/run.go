@@ -42,11 +42,7 @@ func NewRunner(p toolgate.Policy) (*Runner, error) {
 // newGate is the one place a scenario's Gate is made from the policy:
 // at a scenario's start and at each restart.
 func (r *Runner) newGate(ctx context.Context, log *trace.Log, opts ...toolgate.Option) (*toolgate.Gate, error) {
-	cfg, err := r.policy.Config()
-	if err != nil {
-		return nil, err
-	}
-	return toolgate.New(ctx, log, cfg, opts...)
+	return toolgate.New(ctx, log, r.compiled, opts...)
 }
 
 // A Result is how a case ran: passed when Failures is empty.

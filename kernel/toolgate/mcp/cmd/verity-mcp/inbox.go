@@ -395,7 +395,7 @@ func serveInbox(addr string, in *inbox, limits httpguard.Limits, sweep time.Dura
 
 // startInbox serves -approvals over gate, with -http's authentication
 // and bounds.
-func startInbox(c config, cfg toolgate.Config, gate *toolgate.Gate, logger *slog.Logger) (func(context.Context) error, error) {
+func startInbox(c config, cfg toolgate.Policy, gate *toolgate.Gate, logger *slog.Logger) (func(context.Context) error, error) {
 	in := &inbox{gate: gate, approvers: cfg.Approvers, approver: c.approver, logger: logger}
 	if c.auth.enabled() {
 		in.verifier = c.auth.verifier

@@ -457,7 +457,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 2
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	policy, cfg, err := loadPolicy(c.policy)
+	policy, compiled, err := loadPolicy(c.policy)
 	if err == nil {
 		err = checkShared(c, policy)
 	}
@@ -481,7 +481,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			warnings = append(warnings, fmt.Sprintf("-approver %q is not used with -jwks: each session's authenticated user answers as itself", c.approver))
 		}
 	} else {
-		warnings, err = checkApprover(cfg, c.approver, c.policy)
+		warnings, err = checkApprover(policy, c.approver, c.policy)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "verity-mcp: %v\n%s\n", err, usage)
@@ -490,24 +490,24 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	for _, w := range warnings {
 		logger.Warn(w)
 	}
-	if err := serve(ctx, c, policy, cfg, stdin, stdout, stderr, logger); err != nil {
+	if err := serve(ctx, c, policy, compiled, stdin, stdout, stderr, logger); err != nil {
 		logger.Error("verity-mcp failed", "err", err)
 		return 1
 	}
 	return 0
 }
 
-// loadPolicy reads the policy file and the gate's Config from it.
-func loadPolicy(path string) (toolgate.Policy, toolgate.Config, error) {
+// loadPolicy reads the policy file and compiles it for the gate.
+func loadPolicy(path string) (toolgate.Policy, *toolgate.Compiled, error) {
 	policy, err := toolgate.LoadPolicy(path)
 	if err != nil {
-		return toolgate.Policy{}, toolgate.Config{}, err
+		return toolgate.Policy{}, nil, err
 	}
-	cfg, err := policy.Config()
+	compiled, err := policy.Compile()
 	if err != nil {
-		return toolgate.Policy{}, toolgate.Config{}, err
+		return toolgate.Policy{}, nil, err
 	}
-	return policy, cfg, nil
+	return policy, compiled, nil
 }
 
 // checkShared checks that -db is given exactly when the policy has a
@@ -526,16 +526,16 @@ func checkShared(c config, policy toolgate.Policy) error {
 var approvalTiers = []claims.RiskTier{claims.TierDelete, claims.TierPrivilege}
 
 // checkApprover checks -approver against the approvers the policy expects
-// for the tiers its rules use that need an approval (Config.Approvers, or
+// for the tiers its rules use that need an approval (Policy.Approvers, or
 // toolgate.DefaultApprover for both when the policy names none, as
 // toolgate.New reads it): an approver of none of them is a usage error
 // naming them, since the client's human could never approve a call. For
 // each such tier it cannot approve, a warning says that its calls wait
 // for their approvers, out of band.
-func checkApprover(cfg toolgate.Config, approver, policyPath string) (warnings []string, err error) {
-	rules := cfg.Rules
-	if cfg.AllowUnknown {
-		rules = append(slices.Clone(rules), cfg.DefaultRule)
+func checkApprover(cfg toolgate.Policy, approver, policyPath string) (warnings []string, err error) {
+	rules := cfg.Tools
+	if cfg.AllowUnknown && cfg.DefaultRule != nil {
+		rules = append(slices.Clone(rules), *cfg.DefaultRule)
 	}
 	used := map[claims.RiskTier]bool{}
 	for _, r := range rules {
@@ -571,7 +571,7 @@ func checkApprover(cfg toolgate.Config, approver, policyPath string) (warnings [
 
 // serve runs the proxy until the stdio client leaves (or, with -http,
 // until ctx ends), then closes everything and reports the log's head.
-func serve(ctx context.Context, c config, policy toolgate.Policy, cfg toolgate.Config, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Logger) (err error) {
+func serve(ctx context.Context, c config, policy toolgate.Policy, compiled *toolgate.Compiled, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Logger) (err error) {
 	stopMetrics, err := c.observe.start(logger)
 	if err != nil {
 		return err
@@ -622,7 +622,7 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, cfg toolgate.C
 		}
 	}()
 
-	gate, err := toolgate.New(ctx, log, cfg, opts...)
+	gate, err := toolgate.New(ctx, log, compiled, opts...)
 	if err != nil {
 		return err
 	}
@@ -709,7 +709,7 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, cfg toolgate.C
 		"sync_while_running", guard.SyncWhileRunning())
 
 	if c.inbox.enabled() {
-		stopInbox, err := startInbox(c, cfg, gate, logger)
+		stopInbox, err := startInbox(c, policy, gate, logger)
 		if err != nil {
 			return err
 		}

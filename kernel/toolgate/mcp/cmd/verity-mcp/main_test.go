@@ -314,9 +314,9 @@ func checkLog(t testing.TB, stderr, logPath, policyPath, caller string, want ker
 	defer func() { _ = log.Close() }()
 	pol, err := toolgate.LoadPolicy(policyPath)
 	require.NoError(t, err)
-	cfg, err := pol.Config()
+	comp, err := pol.Compile()
 	require.NoError(t, err)
-	g, err := toolgate.New(context.Background(), log, cfg)
+	g, err := toolgate.New(context.Background(), log, comp)
 	require.NoError(t, err)
 	s, err := kernel.Replay(context.Background(), log, g.Kernel(), g.SessionID(caller))
 	require.NoError(t, err, "the caller's kernel session replays from the log")
@@ -868,12 +868,12 @@ func TestApproverCheckRefusesOnlyAnApproverOfNothing(t *testing.T) {
 	names := []string{toolgate.DefaultApprover, "ops", "bob", "root"}
 	tiers := []claims.RiskTier{claims.TierReadOnly, claims.TierModify, claims.TierDelete, claims.TierPrivilege}
 	rapid.Check(t, func(t *rapid.T) {
-		var cfg toolgate.Config
+		var cfg toolgate.Policy
 		for _, tier := range rapid.SliceOfN(rapid.SampledFrom(tiers), 0, 4).Draw(t, "rule_tiers") {
-			cfg.Rules = append(cfg.Rules, toolgate.Rule{Match: "t", Tier: tier})
+			cfg.Tools = append(cfg.Tools, toolgate.Rule{Match: "t", Tier: tier})
 		}
 		if rapid.Bool().Draw(t, "allow_unknown") {
-			cfg.AllowUnknown, cfg.DefaultRule = true, toolgate.Rule{Tier: rapid.SampledFrom(tiers).Draw(t, "default_tier")}
+			cfg.AllowUnknown, cfg.DefaultRule = true, &toolgate.Rule{Tier: rapid.SampledFrom(tiers).Draw(t, "default_tier")}
 		}
 		if rapid.Bool().Draw(t, "named") {
 			cfg.Approvers = map[claims.RiskTier][]string{}
@@ -888,7 +888,7 @@ func TestApproverCheckRefusesOnlyAnApproverOfNothing(t *testing.T) {
 			if cfg.AllowUnknown && cfg.DefaultRule.Tier == tier {
 				return true
 			}
-			return slices.ContainsFunc(cfg.Rules, func(r toolgate.Rule) bool { return r.Tier == tier })
+			return slices.ContainsFunc(cfg.Tools, func(r toolgate.Rule) bool { return r.Tier == tier })
 		}
 		needs, approves := false, false
 		for _, tier := range approvalTiers {
