@@ -83,12 +83,9 @@ func (g *Gate) afterWritten(ctx context.Context, c Call, r Result, ev *OutcomeEv
 	defer g.release(cl)
 	<-cl.ready
 	cl.mu.Lock()
-	oc, ok := cl.open[c.ID]
-	if ok && oc.execID != "" {
-		delete(cl.open, c.ID)
-	}
+	oc, ok := cl.leave(c.ID)
 	cl.mu.Unlock()
-	if !ok || oc.execID == "" {
+	if !ok {
 		return Outcome{}, fmt.Errorf("%w: %q", ErrUnknownCall, c.ID)
 	}
 	if ev != nil {
@@ -188,7 +185,7 @@ func (g *Gate) afterWritten(ctx context.Context, c Call, r Result, ev *OutcomeEv
 // After can be retried.
 func (g *Gate) reopen(cl *caller, id string, oc openCall, err error) error {
 	cl.mu.Lock()
-	cl.open[id] = oc
+	cl.reopen(id, oc)
 	cl.mu.Unlock()
 	return err
 }
