@@ -502,7 +502,7 @@ func (g *Gate) arrive(ctx context.Context, cl *caller, d Decision, ru *Ruling, r
 		}
 	}
 	for {
-		a := arrival{call: c, ruling: ru, key: key, res: res, maxWaiting: g.comp.cfg.MaxWaiting}
+		a := arrival{call: *c, verdict: ru.Verdict, rule: ru.Rule, explanation: ru.Explanation, key: key, res: res, maxWaiting: g.comp.cfg.MaxWaiting}
 		if res != nil && res.request != "" {
 			g.mu.Lock()
 			a.asked = g.approvals[res.request]

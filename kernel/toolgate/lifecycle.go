@@ -294,9 +294,12 @@ func (l *life) due(caller string, now time.Time, ttl time.Duration, key *callKey
 // arrival is a call arriving once the core ruled it is not refused: the
 // event arrive steps on.
 type arrival struct {
-	call   *Call
-	ruling *Ruling
-	key    callKey     // what an approval is bound to, when the ruling asks
+	call Call
+	// The ruling's verdict (Allow or AskApproval), rule and explanation.
+	verdict     Verdict
+	rule        RuleRef
+	explanation string
+	key         callKey     // what an approval is bound to, when the ruling asks
 	res    *resumption // Resume's request and answer; nil for Before
 	// asked is the gate's waiting request res.request names, of any
 	// caller; nil when none waits.
@@ -346,11 +349,11 @@ type answerPlan struct {
 // answer is checked against the question the gate asked and recorded
 // (stepAnswer), or refused. A reserved call is released by rejected.
 func (l *life) arrive(a arrival) plan {
-	c, ru := a.call, a.ruling
+	c := &a.call
 	if _, dup := l.open[c.ID]; dup {
 		return plan{step: stepRefuse, condition: "call_id", reason: "duplicate_call", why: fmt.Sprintf("call id %q is already running", c.ID)}
 	}
-	if a.res != nil && ru.Verdict != AskApproval && (a.res.request != "" || a.res.answer != nil) {
+	if a.res != nil && a.verdict != AskApproval && (a.res.request != "" || a.res.answer != nil) {
 		// An answer for a call that needs no human answers no question.
 		return plan{step: stepRefuseAnswer, condition: ConditionAnswer,
 			refusal: refusalOf(*c, a.res, AnswerOtherCall, fmt.Sprintf(
@@ -359,15 +362,15 @@ func (l *life) arrive(a arrival) plan {
 	}
 	var approvalID string
 	switch {
-	case ru.Verdict == AskApproval && a.res != nil:
+	case a.verdict == AskApproval && a.res != nil:
 		p, run := l.resume(a)
 		if !run {
 			return p
 		}
 		approvalID = p.approval
-	case ru.Verdict == AskApproval:
+	case a.verdict == AskApproval:
 		if ds := l.denied[a.key]; len(ds) > 0 {
-			return deniedPlan(c, ru.Rule, a.key.tier, ds[0])
+			return deniedPlan(c, a.rule, a.key.tier, ds[0])
 		}
 		ids := l.granted[a.key]
 		if len(ids) == 0 {
@@ -400,22 +403,22 @@ func deniedPlan(c *Call, rule RuleRef, tier claims.RiskTier, dn denial) plan {
 
 // ask is arrive for a call that needs a human and has no answer yet.
 func (l *life) ask(a arrival) plan {
-	c, ru, tier := a.call, a.ruling, a.key.tier
+	c, tier := &a.call, a.key.tier
 	if ap, ok := l.waiting[a.key]; ok {
 		return plan{step: stepWait, waiting: ap}
 	}
 	if a.maxWaiting > 0 && len(l.waiting) >= a.maxWaiting {
 		return plan{step: stepRefuse, condition: "approval", reason: "too_many_waiting",
-			why: fmt.Sprintf("tool %q (%s, approval): %s: %d calls of this caller already wait for a human", c.Tool, ru.Rule, tier, len(l.waiting))}
+			why: fmt.Sprintf("tool %q (%s, approval): %s: %d calls of this caller already wait for a human", c.Tool, a.rule, tier, len(l.waiting))}
 	}
 	shown, err := showArguments(c.Arguments)
 	if err != nil {
 		return plan{step: stepRefuse, condition: "approval", reason: "unshowable_arguments",
-			why: fmt.Sprintf("tool %q (%s, approval): %s needs a human's approval: %v", c.Tool, ru.Rule, tier, err)}
+			why: fmt.Sprintf("tool %q (%s, approval): %s needs a human's approval: %v", c.Tool, a.rule, tier, err)}
 	}
 	question := fmt.Sprintf("Allow the %s tool call %q with arguments %s?", tier, c.Tool, shown)
-	if ru.Explanation != "" { // a flow asks: say why
-		question = fmt.Sprintf("Allow the %s tool call %q with arguments %s (%s: %s)?", tier, c.Tool, shown, ru.Rule, ru.Explanation)
+	if a.explanation != "" { // a flow asks: say why
+		question = fmt.Sprintf("Allow the %s tool call %q with arguments %s (%s: %s)?", tier, c.Tool, shown, a.rule, a.explanation)
 	}
 	return plan{step: stepAsk, shown: shown, question: OneLine(question)}
 }
@@ -424,13 +427,13 @@ func (l *life) ask(a arrival) plan {
 // reports run with the approval the call runs on, or the plan that
 // decides it otherwise.
 func (l *life) resume(a arrival) (p plan, run bool) {
-	c, res, key := a.call, a.res, a.key
+	c, res, key := &a.call, a.res, a.key
 	refuse := func(reason, why string, waiting *approval) (plan, bool) {
 		return plan{step: stepRefuseAnswer, condition: ConditionAnswer, refusal: refusalOf(*c, res, reason, why), why: why, waiting: waiting}, false
 	}
 	if res.request == "" {
 		return refuse(AnswerUnasked, fmt.Sprintf("tool %q (%s, approval): %s needs a human's approval and no question was asked for this call; make the call again to ask",
-			c.Tool, a.ruling.Rule, key.tier), l.waiting[key])
+			c.Tool, a.rule, key.tier), l.waiting[key])
 	}
 	if ap := a.asked; ap != nil {
 		if ap.req.Caller != c.Caller || ap.key != key || l.waiting[key] != ap {
@@ -455,7 +458,7 @@ func (l *life) resume(a arrival) (p plan, run bool) {
 		return plan{step: stepAnswer, waiting: ap, answer: ans}, false
 	}
 	if i := slices.IndexFunc(l.denied[key], func(dn denial) bool { return dn.id == res.request }); i >= 0 {
-		return deniedPlan(c, a.ruling.Rule, key.tier, l.denied[key][i]), false
+		return deniedPlan(c, a.rule, key.tier, l.denied[key][i]), false
 	}
 	if i := slices.Index(l.granted[key], res.request); i >= 0 {
 		if an := res.answer; an != nil && !an.Approved {
