@@ -300,7 +300,7 @@ type arrival struct {
 	rule        RuleRef
 	explanation string
 	key         callKey     // what an approval is bound to, when the ruling asks
-	res    *resumption // Resume's request and answer; nil for Before
+	res         *resumption // Resume's request and answer; nil for Before
 	// asked is the gate's waiting request res.request names, of any
 	// caller; nil when none waits.
 	asked      *approval
