@@ -522,6 +522,42 @@ func (l *life) leave(id string) (oc openCall, ok bool) {
 
 func (l *life) reopen(id string, oc openCall) { l.open[id] = oc }
 
+// ending is what the kernel session records for a call that ended: a
+// reservation settled at actual, or a fixed-cost call refunded refund
+// (why), or nothing.
+type ending struct {
+	settle bool
+	actual kernel.Cost
+	refund kernel.Cost
+	why    string
+}
+
+// ended is the event of After — the tool returned, or failed — for the
+// call leave took out: a reservation is settled at the measured cost,
+// else at its reservation; a fixed-cost call measured below its cost is
+// refunded the difference; under RefundOnError a failed call costs
+// nothing. refundOnError is the call's rule's.
+func ended(oc openCall, r Result, refundOnError bool) ending {
+	failed := r.Err != nil
+	if oc.reserved {
+		e := ending{settle: true, actual: oc.cost}
+		if r.Measured {
+			e.actual = r.Actual
+		}
+		if failed && refundOnError {
+			e.actual = 0
+		}
+		return e
+	}
+	switch {
+	case failed && refundOnError:
+		return ending{refund: oc.cost, why: "the tool failed"}
+	case r.Measured && r.Actual < oc.cost:
+		return ending{refund: oc.cost - r.Actual, why: "measured cost " + r.Actual.String()}
+	}
+	return ending{}
+}
+
 // replay reads the log and applies the entries of the session (or of
 // every toolgate session when session is "") to a life each, by session:
 // what the live gate applied as it wrote them. Requests, their answers

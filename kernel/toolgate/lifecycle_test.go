@@ -2,6 +2,7 @@ package toolgate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -14,6 +15,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/verity-go/verity/claims"
+	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -460,5 +462,45 @@ func TestLifeRejectedGivesBackWhatArriveTook(t *testing.T) {
 		}
 		l.rejected("c1", key, p.approval)
 		require.Equal(t, before, l)
+	})
+}
+
+// TestEndedNeverRefundsMoreThanCharged: what After has the kernel record
+// for a call that ended refunds a fixed-cost call at most what it was
+// charged, and all of it only when it failed under RefundOnError or was
+// measured at nothing; a reservation is settled at the measured cost,
+// its reservation when not measured, nothing when it failed under
+// RefundOnError.
+func TestEndedNeverRefundsMoreThanCharged(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		oc := openCall{execID: "e", cost: kernel.Cost(rapid.Int64Range(1, 1e9).Draw(t, "cost")),
+			reserved: rapid.Bool().Draw(t, "reserved")}
+		refundOnError := rapid.Bool().Draw(t, "refund_on_error")
+		var r Result
+		if rapid.Bool().Draw(t, "failed") {
+			r.Err = errors.New("failed")
+		}
+		if r.Measured = rapid.Bool().Draw(t, "measured"); r.Measured {
+			r.Actual = kernel.Cost(rapid.Int64Range(0, 2e9).Draw(t, "actual"))
+		}
+		e := ended(oc, r, refundOnError)
+		zero := r.Err != nil && refundOnError
+		if oc.reserved {
+			want := oc.cost
+			if r.Measured {
+				want = r.Actual
+			}
+			if zero {
+				want = 0
+			}
+			require.Equal(t, ending{settle: true, actual: want}, e)
+			return
+		}
+		require.False(t, e.settle)
+		require.GreaterOrEqual(t, e.refund, kernel.Cost(0))
+		require.LessOrEqual(t, e.refund, oc.cost)
+		full := zero || r.Measured && r.Actual == 0
+		require.Equal(t, full, e.refund == oc.cost, "refund %s of %s", e.refund, oc.cost)
+		require.Equal(t, e.refund > 0, e.why != "")
 	})
 }
