@@ -560,10 +560,10 @@ func ended(oc openCall, r Result, refundOnError bool) ending {
 
 // replay reads the log and applies the entries of the session (or of
 // every toolgate session when session is "") to a life each, by session:
-// what the live gate applied as it wrote them. Requests, their answers
-// and their expiry are read only when durable (WithDurableApprovals).
-// Calls still open at the end were allowed before a restart and are not
-// open after it; evaluations no request named are let go.
+// what the live gate applied as it wrote them. Requests, their answers,
+// their expiry and the denials used are read only when durable
+// (WithDurableApprovals). No call is open after a replay; evaluations no
+// request named are let go.
 func (g *Gate) replay(ctx context.Context, session string) (map[string]*life, error) {
 	lives := map[string]*life{}
 	get := func(s string) *life {
@@ -591,7 +591,6 @@ func (g *Gate) replay(ctx context.Context, session string) (map[string]*life, er
 		}
 	}
 	for _, l := range lives {
-		clear(l.open)
 		clear(l.evals)
 	}
 	return lives, nil
@@ -616,19 +615,21 @@ func replayEntry(e trace.Entry, get func(string) *life, owner map[string]*life, 
 			rec, session = x.Record, x.Session
 		}
 		if l := get(session); l != nil {
-			l.applyExecuted(executedOf(rec, e.Kind == kernel.KindReserve, per))
+			x := executedOf(rec, e.Kind == kernel.KindReserve, per)
+			l.applyExecuted(x)
+			// Not open after a restart (see the top of this file): its
+			// result, if any, need not be read either.
+			delete(l.open, x.callID)
 		}
-	case KindResult, KindRefuse:
+	case KindRefuse:
+		if !durable { // only a denial used changes a life
+			return nil
+		}
 		d, err := DecodeEntry(e)
 		if err != nil {
 			return err
 		}
-		switch x := d.(type) {
-		case ResultEntry:
-			if l := get(x.Session); l != nil {
-				l.applyResult(x)
-			}
-		case RefuseEntry:
+		if x, ok := d.(RefuseEntry); ok {
 			if l := get(x.Session); l != nil {
 				l.applyRefuse(x)
 			}
