@@ -365,6 +365,44 @@ func (g *Gate) startSession(ctx context.Context, key string, cl *caller) (*kerne
 	return s, nil
 }
 
+// replay reads the log and applies the entries of the session (or of
+// every toolgate session when session is "") to a life each, by session:
+// what the live gate applied as it wrote them. Requests, their answers,
+// their expiry and the denials used are read only when durable
+// (WithDurableApprovals). No call is open after a replay; evaluations no
+// request named are let go.
+func (g *Gate) replay(ctx context.Context, session string) (map[string]*life, error) {
+	lives := map[string]*life{}
+	get := func(s string) *life {
+		if session != "" && s != session || !strings.HasPrefix(s, SessionPrefix) {
+			return nil
+		}
+		l := lives[s]
+		if l == nil {
+			nl := newLife()
+			l = &nl
+			lives[s] = l
+		}
+		return l
+	}
+	owner := map[string]*life{} // by request id: whose it is
+	evals := map[string]evaluation{}
+	per := g.comp.windowLengths()
+	ttl := g.comp.cfg.ApprovalTTL
+	for e, err := range g.log.Entries(ctx, 0) {
+		if err != nil {
+			return nil, err
+		}
+		if err := replayEntry(e, get, owner, evals, per, ttl, g.durable); err != nil {
+			return nil, fmt.Errorf("entry %d: %w", e.Seq, err)
+		}
+	}
+	for _, l := range lives {
+		clear(l.evals)
+	}
+	return lives, nil
+}
+
 // tierOrDefault is a rule's tier, claims.TierReadOnly when it names none.
 func tierOrDefault(t claims.RiskTier) claims.RiskTier {
 	if t == "" {

@@ -1,7 +1,6 @@
 package toolgate
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,20 +12,37 @@ import (
 )
 
 // This file is a call's life, for one caller: what the gate holds of it
-// (life), how what the log records changes it (the apply functions), and
-// what the gate does next when a call arrives (arrive), when an answer
-// arrives (answerable), when a call ends (leave) and when time passes
-// (due). None of it locks, reads a clock, writes or waits: time and
-// everything the gate learns are inputs, and what to do is a value (a
-// plan, the entries to write). Gate is the shell: it locks the caller,
-// steps, performs the plan (the log, the kernel session, the claims
-// session, shared windows) and applies what it recorded.
+// (life), the events that change it and what the gate does next. None
+// of it locks, reads a clock, writes or waits: time and everything the
+// gate learns are inputs, and what to do is a value. Gate is the shell:
+// it locks the caller, steps, performs the effects and applies what it
+// recorded (gate.go, answer.go, held.go, result.go).
+//
+// Events, and the effects the shell performs for them:
+//
+//   - a call arrives, with its Ruling and its time: arrive plans a step —
+//     record a refusal (KindRefuse) or an answer's (KindRefuseAnswer),
+//     answer with a request already waiting, ask (a claims evaluation,
+//     KindAsk, AskApproval), record an answer Resume brought (a claims
+//     approval) and arrive again, or run: consult the shared windows and
+//     have the kernel session execute or reserve it;
+//   - the kernel executed or reserved it: applyExecuted; rejected it, or
+//     a shared window did: rejected;
+//   - an answer arrives: answerable, then the claims approval recorded is
+//     applied (applyApproval), or the refusal recorded;
+//   - time passes: due says what expired (the KindExpire entries to
+//     write), applyExpire what that changes;
+//   - the tool returned or failed (After): leave takes the call out,
+//     ended says what the kernel session settles or refunds, applyResult
+//     closes it (reopen when nothing could be recorded);
+//   - a caller is let go when its life holds nothing (holds), and resumed
+//     by replaying its entries (replayEntry).
 //
 // The state changes only by applying what the log records (or, for a
-// call, what it reserves while the kernel decides): the live gate
+// call, what arrive reserves while the kernel decides): the live gate
 // applies the typed entry it has just written, and a gate restarted over
-// its log, or a caller let go and back, reads the caller's entries
-// (replay) and applies them through the same functions. A restart is
+// its log, or a caller let go and back, decodes the caller's entries and
+// applies them through the same functions (replayEntry). A restart is
 // therefore a replay of the same lifecycle over the log.
 //
 // Two things are not on the log and are not restored: a call allowed
@@ -556,44 +572,6 @@ func ended(oc openCall, r Result, refundOnError bool) ending {
 		return ending{refund: oc.cost - r.Actual, why: "measured cost " + r.Actual.String()}
 	}
 	return ending{}
-}
-
-// replay reads the log and applies the entries of the session (or of
-// every toolgate session when session is "") to a life each, by session:
-// what the live gate applied as it wrote them. Requests, their answers,
-// their expiry and the denials used are read only when durable
-// (WithDurableApprovals). No call is open after a replay; evaluations no
-// request named are let go.
-func (g *Gate) replay(ctx context.Context, session string) (map[string]*life, error) {
-	lives := map[string]*life{}
-	get := func(s string) *life {
-		if session != "" && s != session || !strings.HasPrefix(s, SessionPrefix) {
-			return nil
-		}
-		l := lives[s]
-		if l == nil {
-			nl := newLife()
-			l = &nl
-			lives[s] = l
-		}
-		return l
-	}
-	owner := map[string]*life{} // by request id: whose it is
-	evals := map[string]evaluation{}
-	per := g.comp.windowLengths()
-	ttl := g.comp.cfg.ApprovalTTL
-	for e, err := range g.log.Entries(ctx, 0) {
-		if err != nil {
-			return nil, err
-		}
-		if err := replayEntry(e, get, owner, evals, per, ttl, g.durable); err != nil {
-			return nil, fmt.Errorf("entry %d: %w", e.Seq, err)
-		}
-	}
-	for _, l := range lives {
-		clear(l.evals)
-	}
-	return lives, nil
 }
 
 // replayEntry decodes e and applies it to the life of its session (get
