@@ -32,9 +32,9 @@ import (
 //     applied (applyApproval), or the refusal recorded;
 //   - time passes: due says what expired (the KindExpire entries to
 //     write), applyExpire what that changes;
-//   - the tool returned or failed (After): leave takes the call out,
-//     ended says what the kernel session settles or refunds, applyResult
-//     closes it (reopen when nothing could be recorded);
+//   - the tool returned or failed (After): leave closes the call, ended
+//     says what the kernel session settles or refunds (reopen when
+//     nothing could be recorded);
 //   - a caller is let go when its life holds nothing (holds), and resumed
 //     by replaying its entries (replayEntry).
 //
@@ -131,9 +131,6 @@ func (l *life) applyExecuted(x executed) {
 	}
 	l.open[x.callID] = x.open
 }
-
-// applyResult: the call is closed.
-func (l *life) applyResult(r ResultEntry) { delete(l.open, r.CallID) }
 
 // applyRefuse: a call refused with a denial used it.
 func (l *life) applyRefuse(r RefuseEntry) {
@@ -524,9 +521,9 @@ func (l *life) answerable(ap *approval, ans answerPlan, self bool) error {
 	return nil
 }
 
-// leave takes the open call id out for After: ok is false when it is not
+// leave closes the open call id for After: ok is false when it is not
 // open (or only reserved). A settlement that was not recorded puts it
-// back (reopen).
+// back (reopen). Replay needs no result entry: no call is open after it.
 func (l *life) leave(id string) (oc openCall, ok bool) {
 	oc, ok = l.open[id]
 	if !ok || oc.execID == "" {

@@ -162,9 +162,6 @@ func (g *Gate) afterWritten(ctx context.Context, c Call, r Result, ev *OutcomeEv
 		return out, fmt.Errorf("toolgate: recording the result of %q: %w", c.Tool, err)
 	}
 	out.Seq = entry.Seq
-	cl.mu.Lock()
-	cl.applyResult(e)
-	cl.mu.Unlock()
 	return out, recordedErr
 }
 
