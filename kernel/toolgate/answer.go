@@ -147,8 +147,8 @@ func (ap *approval) request() *ApprovalRequest {
 }
 
 // refusalOf is the refusal entry of the answer res brings with c.
-func refusalOf(c Call, res *resumption, reason, why string) RefuseAnswerEntry {
-	e := RefuseAnswerEntry{Caller: c.Caller, Approval: res.request, CallID: c.ID, Tool: c.Tool,
+func refusalOf(c *Call, res *resumption, reason, why string) *RefuseAnswerEntry {
+	e := &RefuseAnswerEntry{Caller: c.Caller, Approval: res.request, CallID: c.ID, Tool: c.Tool,
 		ArgumentsSHA256: c.ArgumentsDigest(), Reason: reason, Explanation: why}
 	if a := res.answer; a != nil {
 		e.Approver, e.Decision = a.Approver, string(claims.ApprovalRejected)

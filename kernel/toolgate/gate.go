@@ -518,25 +518,28 @@ func (g *Gate) beforeWritten(ctx context.Context, c Call, start time.Time, res *
 		return g.refuse(ctx, d, ru.Reason, ru.Explanation, "", at)
 	}
 	cl.mu.Lock()
-	d, p, key, err := g.arrive(ctx, cl, d, &ru, res, at)
+	p, key, err := g.arrive(ctx, cl, &d, &ru, res, at)
 	cl.mu.Unlock()
-	if err != nil || p.step != stepRun {
-		return d, err
+	if err == nil && p.step == stepRun {
+		err = g.run(ctx, cl, &d, &ru, key, p.approval, start, at)
 	}
-	return g.run(ctx, cl, d, &ru, key, p.approval, start, at)
+	if err != nil {
+		return Decision{}, err
+	}
+	return d, nil
 }
 
 // arrive steps the call d.Call in (cl.mu held) and performs the plan,
 // unless it is to run: what the call's approvals expired at first; a
 // refusal; a request, new or waiting; an answer Resume brought, after
 // which the call arrives again without it.
-func (g *Gate) arrive(ctx context.Context, cl *caller, d Decision, ru *Ruling, res *resumption, at time.Time) (Decision, plan, callKey, error) {
+func (g *Gate) arrive(ctx context.Context, cl *caller, d *Decision, ru *Ruling, res *resumption, at time.Time) (plan, callKey, error) {
 	c := &d.Call
 	var key callKey // what an approval is bound to: only needed when one is
 	if ru.Verdict == AskApproval {
 		key = callKey{tool: c.Tool, digest: c.ArgumentsDigest(), tier: ru.Tier}
 		if _, err := g.expire(ctx, cl, &key, at); err != nil {
-			return Decision{}, plan{}, key, err
+			return plan{}, key, err
 		}
 	}
 	for {
@@ -549,42 +552,42 @@ func (g *Gate) arrive(ctx context.Context, cl *caller, d Decision, ru *Ruling, r
 		p := cl.arrive(a)
 		switch p.step {
 		case stepRun:
-			return d, p, key, nil
+			return p, key, nil
 		case stepRefuse:
 			d.Condition = p.condition
-			d, e, err := g.refused(ctx, d, p.reason, p.why, p.approval, at)
+			dd, e, err := g.refused(ctx, *d, p.reason, p.why, p.approval, at)
 			if err == nil {
+				*d = dd
 				cl.applyRefuse(e)
 			}
-			return d, p, key, err
+			return p, key, err
 		case stepRefuseAnswer:
-			seq, err := g.recordAnswerRefusal(ctx, p.refusal, at)
+			seq, err := g.recordAnswerRefusal(ctx, *p.refusal, at)
 			if err != nil {
-				return Decision{}, p, key, err
+				return p, key, err
 			}
 			d.Verdict, d.Condition, d.Explanation, d.Seq = Refuse, p.condition, OneLine(p.why), seq
 			if p.waiting != nil {
 				d.Approval = p.waiting.request()
 			}
-			return d, p, key, nil
+			return p, key, nil
 		case stepWait:
 			ap := p.waiting
 			d.Verdict, d.Explanation, d.Seq, d.Approval = AskApproval, ap.req.Question, ap.seq, ap.request()
-			return d, p, key, nil
+			return p, key, nil
 		case stepAsk:
-			d, err := g.ask(ctx, cl, d, ru, key, p, at)
-			return d, p, key, err
+			return p, key, g.ask(ctx, cl, d, ru, key, &p, at)
 		case stepAnswer:
 			if _, refusal, err := g.answer(ctx, cl, p.waiting, p.answer, c); err != nil {
 				if refusal == 0 {
-					return Decision{}, p, key, err
+					return p, key, err
 				}
 				d.Verdict, d.Condition, d.Explanation, d.Seq = Refuse, ConditionAnswer, OneLine(fmt.Sprintf("tool %q: %v", c.Tool, err)), refusal
 				if cl.waiting[key] == p.waiting {
 					d.Approval = p.waiting.request()
 				}
 				p.step = stepRefuseAnswer
-				return d, p, key, nil
+				return p, key, nil
 			}
 			res = &resumption{request: res.request} // recorded: the call arrives again without it
 		}
@@ -594,7 +597,7 @@ func (g *Gate) arrive(ctx context.Context, cl *caller, d Decision, ru *Ruling, r
 // run performs a call arrive reserved: the shared windows, then the
 // kernel's execution (or reservation), applied to the caller's life once
 // recorded; a call that does not run gives back what it reserved.
-func (g *Gate) run(ctx context.Context, cl *caller, d Decision, ru *Ruling, key callKey, approvalID string, start, at time.Time) (Decision, error) {
+func (g *Gate) run(ctx context.Context, cl *caller, d *Decision, ru *Ruling, key callKey, approvalID string, start, at time.Time) error {
 	c, r := &d.Call, ru.rule
 	unreserve := func() {
 		cl.mu.Lock()
@@ -606,12 +609,12 @@ func (g *Gate) run(ctx context.Context, cl *caller, d Decision, ru *Ruling, key 
 			ok, seen, err := g.windows.Admit(ctx, SharedWindowKey(c.Caller, w.ID), at, w.Per, w.Limit)
 			if err != nil {
 				unreserve()
-				return Decision{}, fmt.Errorf("toolgate: shared rate window: %w", err)
+				return fmt.Errorf("toolgate: shared rate window: %w", err)
 			}
 			if !ok {
 				unreserve()
 				d.Condition = ConditionRate
-				return g.refuse(ctx, d, "rate", fmt.Sprintf("tool %q (%s, rate): %d calls in the last %s, at most %d (shared)", c.Tool, d.Rule, seen, w.Per, w.Limit), "", at)
+				return g.refuseIn(ctx, d, "rate", fmt.Sprintf("tool %q (%s, rate): %d calls in the last %s, at most %d (shared)", c.Tool, d.Rule, seen, w.Per, w.Limit), "", at)
 			}
 		}
 	}
@@ -650,20 +653,20 @@ func (g *Gate) run(ctx context.Context, cl *caller, d Decision, ru *Ruling, key 
 		if errors.As(err, &rej) && rej.Seq != 0 {
 			d.Condition = "kernel"
 			d.Verdict, d.Explanation, d.Seq = Refuse, OneLine(fmt.Sprintf("tool %q (%s, kernel): %s", c.Tool, d.Rule, rej.Verdict.Explain())), rej.Seq
-			return d, nil
+			return nil
 		}
-		return Decision{}, err
+		return err
 	}
 	d.Verdict, d.ExecID, d.Seq, d.Reserved, d.ApprovalID, d.Cost = Allow, rec.ExecID, rec.Seq, r.Reserve, approvalID, ru.Cost
 	x := executed{callID: c.ID, approval: approvalID, at: at, labels: ru.Labels, windows: ru.Windows,
 		open: openCall{execID: rec.ExecID, tool: c.Tool, rule: r, cost: ru.Cost, reserved: r.Reserve}}
 	if !start.IsZero() {
-		x.open.obs = &observed{decision: d, started: start, allowed: time.Now()}
+		x.open.obs = &observed{decision: *d, started: start, allowed: time.Now()}
 	}
 	cl.mu.Lock()
 	cl.applyExecuted(x)
 	cl.mu.Unlock()
-	return d, nil
+	return nil
 }
 
 // known reports whether the caller has a session, in this gate or on
@@ -704,7 +707,7 @@ func addTime(ts []time.Time, at time.Time, per time.Duration) []time.Time {
 // ask makes the request a call waits on (stepAsk, cl.mu held): a
 // claims evaluation, the request recorded (KindAsk, with
 // WithDurableApprovals) and applied to the caller's life.
-func (g *Gate) ask(ctx context.Context, cl *caller, d Decision, ru *Ruling, key callKey, p plan, at time.Time) (Decision, error) {
+func (g *Gate) ask(ctx context.Context, cl *caller, d *Decision, ru *Ruling, key callKey, p *plan, at time.Time) error {
 	c := d.Call
 	claim := claims.Claim{
 		ID:          "call",
@@ -717,10 +720,10 @@ func (g *Gate) ask(ctx context.Context, cl *caller, d Decision, ru *Ruling, key 
 	b := claims.NewBundle("", time.Time{}, agentName(c.Caller), claim)
 	ev, err := g.claims.Evaluate(ctx, b, g.claimsContext(c.Caller))
 	if err != nil {
-		return Decision{}, fmt.Errorf("toolgate: asking for approval: %w", err)
+		return fmt.Errorf("toolgate: asking for approval: %w", err)
 	}
 	if ev.Decision != claims.DecisionEscalate {
-		return Decision{}, fmt.Errorf("toolgate: approval request for %q evaluated %s: %s", c.Tool, ev.Decision, ev.Reason)
+		return fmt.Errorf("toolgate: approval request for %q evaluated %s: %s", c.Tool, ev.Decision, ev.Reason)
 	}
 	cl.applyEvaluation(ev.Bundle, ev.Seq)
 	e := AskEntry{Approval: ev.Bundle.ID, Session: g.SessionID(c.Caller), Caller: c.Caller, Principal: c.Principal.Key(), CallID: c.ID,
@@ -737,16 +740,16 @@ func (g *Gate) ask(ctx context.Context, cl *caller, d Decision, ru *Ruling, key 
 		}
 		if err != nil {
 			delete(cl.evals, e.Approval)
-			return Decision{}, fmt.Errorf("toolgate: recording the approval request: %w", err)
+			return fmt.Errorf("toolgate: recording the approval request: %w", err)
 		}
 	}
 	ch := cl.applyAsk(e, ttl)
 	if ch.put == nil {
-		return Decision{}, fmt.Errorf("toolgate: approval request %q for %q is not held", e.Approval, c.Tool)
+		return fmt.Errorf("toolgate: approval request %q for %q is not held", e.Approval, c.Tool)
 	}
 	g.index(ch)
 	d.Verdict, d.Explanation, d.Seq, d.Approval = AskApproval, ch.put.req.Question, ch.put.seq, ch.put.request()
-	return d, nil
+	return nil
 }
 
 // index keeps the gate's index of waiting requests as an applied entry
@@ -856,6 +859,15 @@ type RefuseEntry struct {
 func (g *Gate) refuse(ctx context.Context, d Decision, reason, explanation, approvalID string, at time.Time) (Decision, error) {
 	d, _, err := g.refused(ctx, d, reason, explanation, approvalID, at)
 	return d, err
+}
+
+// refuseIn is refuse into *d.
+func (g *Gate) refuseIn(ctx context.Context, d *Decision, reason, explanation, approvalID string, at time.Time) error {
+	dd, err := g.refuse(ctx, *d, reason, explanation, approvalID, at)
+	if err == nil {
+		*d = dd
+	}
+	return err
 }
 
 // refused is refuse, and the entry it recorded.
@@ -985,7 +997,7 @@ func (g *Gate) decide(ctx context.Context, id, approver string, dec claims.Appro
 	<-cl.ready
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
-	granted, _, err := g.answer(ctx, cl, ap, answerPlan{approver: approver, decision: dec, reason: reason, by: by}, nil)
+	granted, _, err := g.answer(ctx, cl, ap, &answerPlan{approver: approver, decision: dec, reason: reason, by: by}, nil)
 	return granted, err
 }
 
@@ -1006,7 +1018,7 @@ func (g *Gate) refusedAnswer(ctx context.Context, id, approver string, by *Princ
 // the caller's life; c, when not nil, is the call the answer came back
 // with (Resume). An answer refused for who gives it or when is recorded
 // (KindRefuseAnswer), and refusal is its entry's sequence number.
-func (g *Gate) answer(ctx context.Context, cl *caller, ap *approval, ans answerPlan, c *Call) (granted bool, refusal uint64, err error) {
+func (g *Gate) answer(ctx context.Context, cl *caller, ap *approval, ans *answerPlan, c *Call) (granted bool, refusal uint64, err error) {
 	id := ap.req.ID
 	refused := func(err error) (bool, uint64, error) {
 		e := answerEntry(id, ap, ans.approver, ans.by, ans.decision, answerReason(err), explainAnswer(err))

@@ -340,10 +340,10 @@ type plan struct {
 	why       string // a refusal's explanation
 	approval  string // the approval the call runs on, or the request a refusal names
 	waiting   *approval
-	refusal   RefuseAnswerEntry
+	refusal   *RefuseAnswerEntry
 	shown     string // the arguments as a human is shown them
 	question  string
-	answer    answerPlan
+	answer    *answerPlan
 }
 
 // answerPlan is an answer to record: approver's decision with reason;
@@ -369,7 +369,7 @@ func (l *life) arrive(a arrival) plan {
 	if a.res != nil && a.verdict != AskApproval && (a.res.request != "" || a.res.answer != nil) {
 		// An answer for a call that needs no human answers no question.
 		return plan{step: stepRefuseAnswer, condition: ConditionAnswer,
-			refusal: refusalOf(*c, a.res, AnswerOtherCall, fmt.Sprintf(
+			refusal: refusalOf(c, a.res, AnswerOtherCall, fmt.Sprintf(
 				"tool %q: the call needs no approval, so the answer is to a question about another call; this call is not run", c.Tool)),
 			why: fmt.Sprintf("tool %q: the answer is to a question about another call; this call is not run", c.Tool)}
 	}
@@ -442,7 +442,7 @@ func (l *life) ask(a arrival) plan {
 func (l *life) resume(a arrival) (p plan, run bool) {
 	c, res, key := &a.call, a.res, a.key
 	refuse := func(reason, why string, waiting *approval) (plan, bool) {
-		return plan{step: stepRefuseAnswer, condition: ConditionAnswer, refusal: refusalOf(*c, res, reason, why), why: why, waiting: waiting}, false
+		return plan{step: stepRefuseAnswer, condition: ConditionAnswer, refusal: refusalOf(c, res, reason, why), why: why, waiting: waiting}, false
 	}
 	if res.request == "" {
 		return refuse(AnswerUnasked, fmt.Sprintf("tool %q (%s, approval): %s needs a human's approval and no question was asked for this call; make the call again to ask",
@@ -457,7 +457,7 @@ func (l *life) resume(a arrival) (p plan, run bool) {
 		if an == nil { // the question still waits
 			return plan{step: stepWait, waiting: ap}, false
 		}
-		ans := answerPlan{approver: an.Approver, by: an.By, decision: claims.ApprovalRejected, reason: an.Reason}
+		ans := &answerPlan{approver: an.Approver, by: an.By, decision: claims.ApprovalRejected, reason: an.Reason}
 		if an.Approved {
 			ans.decision = claims.ApprovalApproved
 		}
@@ -501,7 +501,7 @@ func (ap *approval) answersFor(p Principal) (string, error) {
 // answerable checks an answer to ap before it is recorded: ap must still
 // wait, a principal answers once, and a call's own principal approves a
 // PRIVILEGE call only when self is set (Config.SelfApproval).
-func (l *life) answerable(ap *approval, ans answerPlan, self bool) error {
+func (l *life) answerable(ap *approval, ans *answerPlan, self bool) error {
 	id := ap.req.ID
 	if l.waiting[ap.key] != ap {
 		return fmt.Errorf("%w: %q was decided already", ErrUnknownApproval, id)
