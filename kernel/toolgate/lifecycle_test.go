@@ -44,10 +44,11 @@ const (
 
 // lifeConfig is the policy the lifecycle tests run: reads counted in a
 // window of 2 calls per 10 s and labelled, posts refused once a read was
-// seen, deletes approved by "ops" within 30 s.
+// seen, deletes approved by "ops" and a principal of the group "sec"
+// within 30 s.
 func lifeConfig() Config {
 	return Config{Budget: 1 << 40, MinCost: 1, ApprovalTTL: lifeTTL,
-		Approvers: map[claims.RiskTier][]string{claims.TierDelete: {"ops"}},
+		Approvers: map[claims.RiskTier][]string{claims.TierDelete: {"ops", "group:sec"}},
 		Rules: []Rule{
 			{Match: "read", Cost: 1, Labels: []string{"seen"}, Rate: &Rate{Calls: 2, Per: lifeRate}},
 			{Match: "post", Cost: 1, Flow: []FlowRule{{After: []string{"seen"}, Reason: "no leaks"}}},
@@ -78,6 +79,7 @@ type lifeRequest struct {
 	id, caller, args string
 	asked            time.Time
 	state            string
+	answered         map[string]bool // the approvers who approved it
 }
 
 func newLifeRig(t *rapid.T) *lifeRig {
@@ -187,14 +189,34 @@ func (r *lifeRig) call(t *rapid.T) {
 	}
 }
 
+// lifeSam answers for the approvers "group:sec".
+var lifeSam = Principal{Issuer: "idp", Subject: "sam", Groups: []string{"sec"}}
+
 // answer approves or denies a request the model knows of, waiting or
-// not, through Approve and Deny or brought back with its call (Resume).
+// not, as "ops" (by name: Approve, Deny) or as a principal of the group
+// "sec" (ApproveAs, DenyAs), or brings the answer back with its call
+// (Resume). A request waits for both.
 func (r *lifeRig) answer(t *rapid.T) {
 	if len(r.requests) == 0 {
 		t.Skip("no request")
 	}
 	q := rapid.SampledFrom(r.requests).Draw(t, "request")
 	approve := rapid.Bool().Draw(t, "approve")
+	who := rapid.SampledFrom([]string{"ops", "group:sec"}).Draw(t, "approver")
+	again := q.answered[who] // an approver answers once
+	// The model's answer to a waiting request it counts.
+	counted := func() {
+		if q.answered == nil {
+			q.answered = map[string]bool{}
+		}
+		q.answered[who] = true
+		switch {
+		case !approve:
+			q.state = "denied"
+		case len(q.answered) == 2:
+			q.state = "approved"
+		}
+	}
 	if rapid.Bool().Draw(t, "resume") {
 		r.n++
 		c := Call{ID: fmt.Sprint("call-", r.n), Caller: q.caller, Tool: "del", Arguments: []byte(q.args)}
@@ -202,10 +224,18 @@ func (r *lifeRig) answer(t *rapid.T) {
 		var verdict Verdict
 		var condition string
 		switch {
-		case q.state == "waiting" && approve:
-			verdict, condition, q.state = Allow, ConditionTier, "gone"
+		case q.state == "waiting" && again:
+			verdict, condition = Refuse, ConditionAnswer
 		case q.state == "waiting":
-			verdict, condition, q.state = Refuse, "approval", "gone"
+			counted()
+			switch q.state {
+			case "approved": // the last approver: it runs on it
+				verdict, condition, q.state = Allow, ConditionTier, "gone"
+			case "denied":
+				verdict, condition, q.state = Refuse, "approval", "gone"
+			default: // the other approver still to answer
+				verdict, condition = AskApproval, ConditionTier
+			}
 		case q.state == "approved" && approve: // approved meanwhile: it runs on it
 			verdict, condition, q.state = Allow, ConditionTier, "gone"
 		case q.state == "denied": // denied meanwhile: refused with it, whatever the answer
@@ -213,10 +243,14 @@ func (r *lifeRig) answer(t *rapid.T) {
 		default: // a denial after an approval, or an answer to no waiting question
 			verdict, condition = Refuse, ConditionAnswer
 		}
-		d, err := r.g.Resume(r.ctx, c, q.id, &Answer{Approved: approve, Approver: "ops"})
+		ans := &Answer{Approved: approve, Approver: "ops"}
+		if who != "ops" {
+			ans = &Answer{Approved: approve, By: &lifeSam}
+		}
+		d, err := r.g.Resume(r.ctx, c, q.id, ans)
 		require.NoError(t, err)
 		if d.Verdict != verdict || d.Condition != condition {
-			t.Fatalf("resume of %s (%s) approved %v: gate %s (%s: %s), model %s (%s)", q.id, q.state, approve, d.Verdict, d.Condition, d.Explanation, verdict, condition)
+			t.Fatalf("resume of %s (%s) approved %v by %s: gate %s (%s: %s), model %s (%s)", q.id, q.state, approve, who, d.Verdict, d.Condition, d.Explanation, verdict, condition)
 		}
 		if d.Verdict == Allow {
 			r.open[c.ID] = d.Call
@@ -224,17 +258,26 @@ func (r *lifeRig) answer(t *rapid.T) {
 		return
 	}
 	var err error
-	if approve {
+	switch {
+	case who == "ops" && approve:
 		_, err = r.g.Approve(r.ctx, q.id, "ops", "")
-	} else {
+	case who == "ops":
 		err = r.g.Deny(r.ctx, q.id, "ops", "")
+	case approve:
+		_, err = r.g.ApproveAs(r.ctx, q.id, lifeSam, "")
+	default:
+		err = r.g.DenyAs(r.ctx, q.id, lifeSam, "")
 	}
-	if q.state != "waiting" {
+	switch {
+	case q.state != "waiting":
 		require.ErrorIs(t, err, ErrUnknownApproval)
-		return
+	case again:
+		require.Error(t, err)
+		require.True(t, isAnswerRefusal(err), "%v", err)
+	default:
+		require.NoError(t, err)
+		counted()
 	}
-	require.NoError(t, err)
-	q.state = map[bool]string{true: "approved", false: "denied"}[approve]
 }
 
 func (r *lifeRig) after(t *rapid.T) {
