@@ -98,35 +98,6 @@ type caller struct {
 	life // the rest under mu
 }
 
-// callKey is what an approval is bound to, besides the caller: the tool,
-// the arguments and the tier asked at, so that an approval by the
-// approvers of one tier never answers for those of another.
-type callKey struct {
-	tool, digest string
-	tier         claims.RiskTier
-}
-
-type openCall struct {
-	execID   string
-	tool     string
-	rule     *compiledRule
-	cost     kernel.Cost
-	reserved bool
-	obs      *observed // the allow, when the gate has an Observer
-}
-
-type denial struct{ id, approver, reason string }
-
-// An approval is never changed once a life holds it: an answer makes a
-// new one (copy on write), so that Pending reads it under Gate.mu alone.
-type approval struct {
-	req    ApprovalRequest
-	key    callKey
-	bundle claims.ClaimBundle // as its last evaluation returned it
-	seq    uint64             // the claims evaluation that made the request
-	by     map[string]bool    // the keys of the principals who answered (answeredBy)
-}
-
 // Option configures a Gate.
 type Option func(*options)
 
@@ -683,26 +654,6 @@ func (g *Gate) known(key string) bool {
 // "rule:<rule>|tool:<tool>", <rule> the rule's name or "#" and its
 // index): "toolgate|" + caller + "|" + id.
 func SharedWindowKey(caller, id string) string { return "toolgate|" + caller + "|" + id }
-
-// addTime returns the times of a window (ascending) with at added, and
-// without those a window of length per no longer counts from at. A
-// caller rebuilt from the log adds its times the same way, so that it
-// keeps exactly what the gate before it kept.
-func addTime(ts []time.Time, at time.Time, per time.Duration) []time.Time {
-	// Keep only what a window of this length can still count.
-	from := at.Add(-per)
-	k := 0
-	for k < len(ts) && !ts[k].After(from) {
-		k++
-	}
-	ts = ts[k:]
-	// In time order even when the clock stepped back.
-	i := len(ts)
-	for i > 0 && ts[i-1].After(at) {
-		i--
-	}
-	return slices.Insert(ts, i, at)
-}
 
 // ask makes the request a call waits on (stepAsk, cl.mu held): a
 // claims evaluation, the request recorded (KindAsk, with

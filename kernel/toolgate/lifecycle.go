@@ -49,7 +49,12 @@ import (
 // before a restart is not open after it (After reports ErrUnknownCall;
 // its charge stands as recorded), and without WithDurableApprovals a
 // request asked before a restart is not restored (the call asks again:
-// fail closed). A call's life:
+// fail closed).
+//
+// The functions change the life they are given in place, as raft's
+// state machine does, under the caller's lock; an approval a life holds
+// is never changed once held (an answer makes a new one), so that the
+// gate's index of waiting requests may share it. A call's life:
 //
 //	arrive ─ refused ─────────────────────────────── KindRefuse
 //	       ├ asks a human ── evaluate, ask ─ waiting  claims.evaluate, KindAsk
@@ -77,6 +82,35 @@ func newLife() life {
 	return life{labels: map[string]bool{}, windows: map[string][]time.Time{}, open: map[string]openCall{},
 		waiting: map[callKey]*approval{}, granted: map[callKey][]string{}, denied: map[callKey][]denial{},
 		expires: map[string]time.Time{}, evals: map[string]evaluation{}}
+}
+
+// callKey is what an approval is bound to, besides the caller: the tool,
+// the arguments and the tier asked at, so that an approval by the
+// approvers of one tier never answers for those of another.
+type callKey struct {
+	tool, digest string
+	tier         claims.RiskTier
+}
+
+type openCall struct {
+	execID   string
+	tool     string
+	rule     *compiledRule
+	cost     kernel.Cost
+	reserved bool
+	obs      *observed // the allow, when the gate has an Observer
+}
+
+type denial struct{ id, approver, reason string }
+
+// An approval is never changed once a life holds it: an answer makes a
+// new one (copy on write), so that Pending reads it under Gate.mu alone.
+type approval struct {
+	req    ApprovalRequest
+	key    callKey
+	bundle claims.ClaimBundle // as its last evaluation returned it
+	seq    uint64             // the claims evaluation that made the request
+	by     map[string]bool    // the keys of the principals who answered (answeredBy)
 }
 
 // holds reports whether the life holds anything a call or a human will
@@ -130,6 +164,26 @@ func (l *life) applyExecuted(x executed) {
 		}
 	}
 	l.open[x.callID] = x.open
+}
+
+// addTime returns the times of a window (ascending) with at added, and
+// without those a window of length per no longer counts from at. A
+// caller rebuilt from the log adds its times the same way, so that it
+// keeps exactly what the gate before it kept.
+func addTime(ts []time.Time, at time.Time, per time.Duration) []time.Time {
+	// Keep only what a window of this length can still count.
+	from := at.Add(-per)
+	k := 0
+	for k < len(ts) && !ts[k].After(from) {
+		k++
+	}
+	ts = ts[k:]
+	// In time order even when the clock stepped back.
+	i := len(ts)
+	for i > 0 && ts[i-1].After(at) {
+		i--
+	}
+	return slices.Insert(ts, i, at)
 }
 
 // applyRefuse: a call refused with a denial used it.
