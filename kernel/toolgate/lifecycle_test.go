@@ -65,6 +65,9 @@ type lifeRig struct {
 	log   *trace.Log
 	g     *Gate
 	n     int
+	// durable: WithDurableApprovals, so that requests, approvals and
+	// denials survive a restart; without it they are lost to it.
+	durable bool
 
 	// The model.
 	seen     map[string]bool        // by caller: a read ran
@@ -88,15 +91,24 @@ func newLifeRig(t *rapid.T) *lifeRig {
 	log, err := trace.NewLog(trace.NewMemory(), trace.WithClock(r.clock.now))
 	require.NoError(t, err)
 	r.log = log
+	r.durable = rapid.Bool().Draw(t, "durable")
 	r.restart(t)
 	return r
 }
 
 // restart makes a new Gate over the same log: calls allowed before it
-// are no longer open; requests, approvals and denials are restored.
+// are no longer open; requests, approvals and denials are restored when
+// durable, lost otherwise (the calls ask again).
 func (r *lifeRig) restart(t *rapid.T) {
-	g, err := New(r.ctx, r.log, lifeConfig(), WithClock(r.clock.now), WithDurableApprovals(),
-		WithCallerLimit(1), WithIdleCallers(5*time.Second))
+	opts := []Option{WithClock(r.clock.now), WithCallerLimit(1), WithIdleCallers(5 * time.Second)}
+	if r.durable {
+		opts = append(opts, WithDurableApprovals())
+	} else {
+		for _, q := range r.requests {
+			q.state = "gone"
+		}
+	}
+	g, err := New(r.ctx, r.log, lifeConfig(), opts...)
 	require.NoError(t, err)
 	r.g = g
 	clear(r.open)
@@ -333,8 +345,10 @@ func (r *lifeRig) actions() map[string]func(*rapid.T) {
 // calls that are counted in a rate window, carry a label a flow refuses
 // after, and need a human's approval, with answers given through
 // Approve, Deny and Resume, the clock moving past the approvals' ttl,
-// sweeps, restarts over the same log, and at most one caller held (the
-// other let go and resumed from the log at every turn), and checks every
+// sweeps, restarts over the same log (with WithDurableApprovals or
+// without it, when requests are lost to a restart), and at most one
+// caller held (the other let go and resumed from the log at every
+// turn), and checks every
 // verdict, condition, request and approval used, and Pending, against a
 // naive model of each caller's life.
 func TestLifecycleMatchesModel(t *testing.T) {
@@ -350,9 +364,10 @@ func TestLifecycleMatchesModel(t *testing.T) {
 
 // TestReplayYieldsTheLiveState: after every step of the same state
 // machine, the life replay reads from the log for each caller the gate
-// holds is the one the live gate holds — labels, windows, waiting
-// requests, approvals and denials not yet used, expiries — but for its
-// open calls, which a restart does not keep; and neither keeps the
+// holds is the one the live gate holds — labels, windows, and with
+// WithDurableApprovals waiting requests, approvals and denials not yet
+// used, expiries — but for its open calls, which a restart does not
+// keep; and neither keeps the
 // expiry of a request it no longer holds.
 func TestReplayYieldsTheLiveState(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
@@ -372,7 +387,7 @@ func TestReplayYieldsTheLiveState(t *testing.T) {
 					replayed = &nl
 				}
 				cl.mu.Lock()
-				diff := lifeDiff(&cl.life, replayed)
+				diff := lifeDiff(&cl.life, replayed, r.durable)
 				for id := range cl.expires {
 					if !holdsRequest(&cl.life, id) {
 						diff += fmt.Sprintf("; an expiry of %q, which it no longer holds", id)
@@ -388,8 +403,10 @@ func TestReplayYieldsTheLiveState(t *testing.T) {
 	})
 }
 
-// lifeDiff says how two lives differ, but for their open calls.
-func lifeDiff(live, replayed *life) string {
+// lifeDiff says how two lives differ, but for their open calls; and but
+// for their requests, approvals and denials when not durable (a replay
+// then restores none).
+func lifeDiff(live, replayed *life, durable bool) string {
 	if !maps.Equal(live.labels, replayed.labels) {
 		return fmt.Sprintf("labels %v, replayed %v", live.labels, replayed.labels)
 	}
@@ -398,6 +415,12 @@ func lifeDiff(live, replayed *life) string {
 	}
 	if !maps.EqualFunc(live.windows, replayed.windows, timesEqual) {
 		return fmt.Sprintf("windows %v, replayed %v", live.windows, replayed.windows)
+	}
+	if !durable {
+		if replayed.holds() || len(replayed.expires) != 0 {
+			return "requests replayed without WithDurableApprovals"
+		}
+		return ""
 	}
 	if !maps.EqualFunc(live.expires, replayed.expires, time.Time.Equal) {
 		return fmt.Sprintf("expiries %v, replayed %v", live.expires, replayed.expires)
