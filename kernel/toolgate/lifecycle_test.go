@@ -344,13 +344,13 @@ func (r *lifeRig) actions() map[string]func(*rapid.T) {
 // TestLifecycleMatchesModel: a rapid state machine drives a Gate with
 // calls that are counted in a rate window, carry a label a flow refuses
 // after, and need a human's approval, with answers given through
-// Approve, Deny and Resume, the clock moving past the approvals' ttl,
-// sweeps, restarts over the same log (with WithDurableApprovals or
-// without it, when requests are lost to a restart), and at most one
-// caller held (the other let go and resumed from the log at every
-// turn), and checks every
-// verdict, condition, request and approval used, and Pending, against a
-// naive model of each caller's life.
+// Approve, ApproveAs, Deny, DenyAs and Resume, the clock moving past
+// the approvals' ttl, sweeps, restarts over the same log (with
+// WithDurableApprovals or without it, when requests are lost to a
+// restart), and at most one caller held (the other let go and resumed
+// from the log at every turn), and checks every verdict, condition,
+// request and approval used, and Pending, against a naive model of each
+// caller's life.
 func TestLifecycleMatchesModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		r := newLifeRig(t)
