@@ -139,98 +139,6 @@ func (g *Gate) Resume(ctx context.Context, c Call, request string, answer *Answe
 	return g.observeBefore(ctx, c, res, nil)
 }
 
-// resume settles the answer a resumed call that needs a human brings
-// (cl.mu held, key the call's). It returns done with the decision when
-// the call is decided here — refused, or still waiting — and otherwise
-// the approval it runs on.
-func (g *Gate) resume(ctx context.Context, cl *caller, d Decision, key callKey, res *resumption, at time.Time) (Decision, string, bool, error) {
-	c := d.Call
-	refuse := func(reason, why string, waiting *approval) (Decision, string, bool, error) {
-		seq, err := g.recordAnswerRefusal(ctx, refusalOf(c, res, reason, why), at)
-		if err != nil {
-			return Decision{}, "", true, err
-		}
-		d.Verdict, d.Condition, d.Explanation, d.Seq = Refuse, ConditionAnswer, OneLine(why), seq
-		if waiting != nil {
-			d.Approval = waiting.request()
-		}
-		return d, "", true, nil
-	}
-	if res.request == "" {
-		return refuse(AnswerUnasked, fmt.Sprintf("tool %q (%s, approval): %s needs a human's approval and no question was asked for this call; make the call again to ask",
-			c.Tool, d.Rule, key.tier), cl.waiting[key])
-	}
-	g.mu.Lock()
-	ap := g.approvals[res.request]
-	g.mu.Unlock()
-	if ap != nil {
-		if ap.req.Caller != c.Caller || ap.key != key || cl.waiting[key] != ap {
-			return refuse(AnswerOtherCall, fmt.Sprintf("tool %q: the answer is to a question about another call (%s); this call is not run, and that question still waits",
-				c.Tool, ap.req.Question), cl.waiting[key])
-		}
-		if a := res.answer; a != nil {
-			name, by := a.Approver, a.By
-			if by != nil {
-				var err error
-				if name, err = g.answersFor(ap.req.ID, *by); err != nil {
-					return refuse(AnswerNotApprover, fmt.Sprintf("tool %q: %v", c.Tool, err), ap)
-				}
-			}
-			dec := claims.ApprovalRejected
-			if a.Approved {
-				dec = claims.ApprovalApproved
-			}
-			reason := a.Reason
-			if by != nil {
-				reason = asReason(*by, name, reason)
-			}
-			if _, refusal, err := g.decideLocked(ctx, cl, ap, name, dec, reason, by, &c); err != nil {
-				if refusal == 0 {
-					return Decision{}, "", true, err
-				}
-				d.Verdict, d.Condition, d.Explanation, d.Seq = Refuse, ConditionAnswer, OneLine(fmt.Sprintf("tool %q: %v", c.Tool, err)), refusal
-				if cl.waiting[key] == ap {
-					d.Approval = ap.request()
-				}
-				return d, "", true, nil
-			}
-		}
-		if cl.waiting[key] == ap { // no answer, or other approvers still to answer
-			d.Verdict, d.Explanation, d.Seq, d.Approval = AskApproval, ap.req.Question, ap.seq, ap.request()
-			return d, "", true, nil
-		}
-	}
-	if i := slices.IndexFunc(cl.denied[key], func(dn denial) bool { return dn.id == res.request }); i >= 0 {
-		dn := cl.denied[key][i]
-		cl.denied[key] = slices.Delete(cl.denied[key], i, i+1)
-		if len(cl.denied[key]) == 0 {
-			delete(cl.denied, key)
-		}
-		d.Condition = "approval"
-		why := fmt.Sprintf("tool %q (%s, approval): %s denied by %s", c.Tool, d.Rule, key.tier, dn.approver)
-		if dn.reason != "" {
-			why += ": " + dn.reason
-		}
-		dd, err := g.refuse(ctx, d, "denied", why, dn.id, at)
-		return dd, "", true, err
-	}
-	if i := slices.Index(cl.granted[key], res.request); i >= 0 {
-		if a := res.answer; a != nil && !a.Approved && ap == nil {
-			return refuse(AnswerDecided, fmt.Sprintf("tool %q: its request was approved already; this denial came after and was not recorded, and the call is not run", c.Tool), nil)
-		}
-		cl.granted[key] = slices.Delete(cl.granted[key], i, i+1)
-		if len(cl.granted[key]) == 0 {
-			delete(cl.granted, key)
-		}
-		return d, res.request, false, nil
-	}
-	if ap != nil {
-		return Decision{}, "", true, fmt.Errorf("toolgate: request %q settled without a grant or a denial", res.request)
-	}
-	return refuse(AnswerUnasked, fmt.Sprintf("tool %q: the answer is to no question waiting for this call (answered and used already, or never asked); make the call again to ask",
-		c.Tool), cl.waiting[key])
-}
-
 // request returns a copy of the request ap waits on.
 func (ap *approval) request() *ApprovalRequest {
 	req := ap.req
@@ -239,8 +147,8 @@ func (ap *approval) request() *ApprovalRequest {
 }
 
 // refusalOf is the refusal entry of the answer res brings with c.
-func refusalOf(c Call, res *resumption, reason, why string) RefuseAnswerEntry {
-	e := RefuseAnswerEntry{Caller: c.Caller, Approval: res.request, CallID: c.ID, Tool: c.Tool,
+func refusalOf(c *Call, res *resumption, reason, why string) *RefuseAnswerEntry {
+	e := &RefuseAnswerEntry{Caller: c.Caller, Approval: res.request, CallID: c.ID, Tool: c.Tool,
 		ArgumentsSHA256: c.ArgumentsDigest(), Reason: reason, Explanation: why}
 	if a := res.answer; a != nil {
 		e.Approver, e.Decision = a.Approver, string(claims.ApprovalRejected)
@@ -268,22 +176,6 @@ func (g *Gate) recordAnswerRefusal(ctx context.Context, e RefuseAnswerEntry, at 
 		return 0, fmt.Errorf("toolgate: recording a refused answer: %w", err)
 	}
 	return entry.Seq, nil
-}
-
-// selfApproval reports whether approver (a name) or by (a principal)
-// approving ap is the call's own principal approving a PRIVILEGE call
-// the gate's Config does not let it approve. The principal is the call's
-// by its key, or its caller key when the host chose one: a principal
-// answering for a group it belongs to is still itself.
-func (g *Gate) selfApproval(ap *approval, approver string, by *Principal) bool {
-	if g.comp.cfg.SelfApproval || ap.key.tier != claims.TierPrivilege {
-		return false
-	}
-	who := approver
-	if by != nil {
-		who = by.Key()
-	}
-	return who != "" && (who == ap.req.Principal || who == ap.req.Caller)
 }
 
 // answerEntry is the refusal entry of an answer given through the gate's

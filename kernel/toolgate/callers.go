@@ -151,7 +151,7 @@ func (g *Gate) idle(c *caller) bool {
 		return false
 	}
 	defer c.mu.Unlock()
-	return len(c.open) == 0 && len(c.waiting) == 0 && len(c.granted) == 0 && len(c.denied) == 0
+	return !c.holds()
 }
 
 // LiveCallers returns the number of callers whose sessions the gate holds

@@ -84,11 +84,35 @@
 // calls that ran, the times of its calls in each rate window), the call
 // and its time. It returns a Ruling — the verdict, the rule and the
 // condition that decided, the price, the tier, the windows the call
-// counts in and the labels it carries — and changes nothing. Gate is the
-// shell around it: it reads the clock once per decision, keeps each
-// caller's Snapshot, asks the humans, drives the kernel session and
-// appends to the log. A host with its own concurrency model can call
-// Decide directly.
+// counts in and the labels it carries — and changes nothing. A host with
+// its own concurrency model can call Decide directly.
+//
+// # A call's life
+//
+// What happens around the ruling — a call id already open, a request
+// made, waited on, answered, expired, an approval or a denial used, a
+// call run, reported, closed, a caller let go and resumed — is one pure
+// state machine per caller, in lifecycle.go: a caller's life (its
+// Snapshot, open calls, waiting requests, approvals and denials not yet
+// used, their expiries), the typed log entries that change it (kernel
+// executions and reservations, KindAsk, claims evaluations and
+// approvals, KindExpire, KindRefuse, KindResult), and the steps that say
+// what to do next: arrive (a call with its Ruling and time: refuse,
+// ask, wait, record an answer, or run), ended (how After settles or
+// refunds), due (what expires at a time). The state changes only by
+// applying what the log records. Gate is the shell: it reads the clock
+// once per decision, locks the caller, steps, performs the effects
+// (entries appended, the kernel session's execution or settlement, the
+// claims session's evaluation or approval, the shared windows), applies
+// the entries it wrote, unlocks, and waits for durability. A gate
+// restarted over its log, or a caller resumed after it was let go,
+// replays the caller's entries through the same apply functions, so
+// restart is a replay of the same lifecycle
+// (TestReplayYieldsTheLiveState, TestLifecycleMatchesModel). Two things
+// are not on the log and do not survive a restart: a call allowed before
+// it is no longer open (After reports ErrUnknownCall; its charge stands),
+// and, without WithDurableApprovals, a waiting request (the call is
+// asked about again).
 //
 // In order, for a call: the first rule whose match, principals, argument
 // schema and path conditions all hold applies (none: see below);

@@ -71,16 +71,15 @@ type Gate struct {
 	mu        sync.Mutex
 	resumed   map[string]bool // kernel sessions already on the log
 	callers   map[string]*caller
-	live      callers              // the callers by last use (callers.go)
-	approvals map[string]*approval // waiting requests by id
+	live      callers                  // the callers by last use (callers.go)
+	approvals map[string]*approval     // waiting requests by id, as their callers' lives hold them
+	awaited   map[string]chan struct{} // closed once the request leaves approvals (Await)
 
-	pending claims.PendingStore  // the claims session's waiting bundles
-	durable bool                 // WithDurableApprovals (held.go)
-	expiry  map[string]time.Time // by request id: when it, or its answer, expires (held.go)
+	pending claims.PendingStore // the claims session's waiting bundles
+	durable bool                // WithDurableApprovals (held.go)
 }
 
-// caller is one caller's kernel session and the calls and approvals in
-// flight for it.
+// caller is one caller's kernel session and its life (lifecycle.go).
 type caller struct {
 	ready chan struct{} // closed once sess or err is set
 	sess  *kernel.Session
@@ -88,49 +87,16 @@ type caller struct {
 	lru   // guarded by Gate.mu
 
 	// turn orders the caller's decisions; labels and windows (the core's
-	// Snapshot) are read and changed under it.
-	turn    sync.Mutex
-	labels  map[string]bool
-	windows map[string][]time.Time
+	// Snapshot) are changed under turn and mu, and read under turn.
+	turn sync.Mutex
 	// at, when set, is the time the session records an execution at: the
 	// time its decision was made.
 	// (Unix nanoseconds, 0 when unset: an atomic, for a session's clock
 	// is read by After's settlements too).
 	at atomic.Int64
 
-	mu      sync.Mutex
-	open    map[string]openCall   // by call id
-	granted map[callKey][]string  // approval ids not yet used
-	denied  map[callKey][]denial  // denials not yet reported
-	waiting map[callKey]*approval // the request a call waits on
-}
-
-// callKey is what an approval is bound to, besides the caller: the tool,
-// the arguments and the tier asked at, so that an approval by the
-// approvers of one tier never answers for those of another.
-type callKey struct {
-	tool, digest string
-	tier         claims.RiskTier
-}
-
-type openCall struct {
-	execID   string
-	tool     string
-	rule     *compiledRule
-	cost     kernel.Cost
-	reserved bool
-	obs      *observed // the allow, when the gate has an Observer
-}
-
-type denial struct{ id, approver, reason string }
-
-type approval struct {
-	req    ApprovalRequest
-	key    callKey
-	bundle claims.ClaimBundle // as its last evaluation returned it
-	seq    uint64             // the claims evaluation that made the request
-	by     map[string]bool    // the keys of the principals who answered (ApproveAs)
-	done   chan struct{}      // closed once decided, for Await (held.go); under Gate.mu
+	mu   sync.Mutex
+	life // the rest under mu
 }
 
 // Option configures a Gate.
@@ -195,8 +161,8 @@ func New(ctx context.Context, log *trace.Log, comp *Compiled, opts ...Option) (*
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	g := &Gate{log: log, k: k, claims: cs, clock: o.clock, newID: o.newID, shared: o.shared, windows: o.windows, comp: comp,
-		resumed: map[string]bool{}, callers: map[string]*caller{}, approvals: map[string]*approval{},
-		live: callers{limit: o.callerLimit, idle: o.idleCallers}, pending: pending, durable: o.durable, expiry: map[string]time.Time{},
+		resumed: map[string]bool{}, callers: map[string]*caller{}, approvals: map[string]*approval{}, awaited: map[string]chan struct{}{},
+		live: callers{limit: o.callerLimit, idle: o.idleCallers}, pending: pending, durable: o.durable,
 		obs: joinObservers(o.observers)}
 	for e, err := range log.Entries(ctx, 0) {
 		if err != nil {
@@ -215,10 +181,38 @@ func New(ctx context.Context, log *trace.Log, comp *Compiled, opts ...Option) (*
 	}
 	if g.durable {
 		if err := g.restoreApprovals(ctx); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("toolgate: restoring approvals: %w", err)
 		}
 	}
 	return g, nil
+}
+
+// restoreApprovals resumes every caller whose life, replayed from the
+// log, holds a request, approval or denial not yet used or expired, so
+// that Pending lists its requests again (WithDurableApprovals).
+func (g *Gate) restoreApprovals(ctx context.Context) error {
+	if err := claims.RebuildPending(ctx, g.log, g.pending); err != nil {
+		return err
+	}
+	lives, err := g.replay(ctx, "")
+	if err != nil {
+		return err
+	}
+	var keys []string
+	for session, l := range lives {
+		if l.holds() {
+			keys = append(keys, strings.TrimPrefix(session, SessionPrefix))
+		}
+	}
+	slices.Sort(keys)
+	for _, key := range keys {
+		cl, err := g.caller(ctx, key)
+		if err != nil {
+			return err
+		}
+		g.release(cl)
+	}
+	return nil
 }
 
 // Kernel returns the kernel every caller's session runs: what
@@ -253,9 +247,7 @@ func (g *Gate) caller(ctx context.Context, key string) (*caller, error) {
 	c := g.acquireLocked(key)
 	ok := c != nil
 	if !ok {
-		c = &caller{ready: make(chan struct{}), open: map[string]openCall{}, granted: map[callKey][]string{},
-			denied: map[callKey][]denial{}, waiting: map[callKey]*approval{}, labels: map[string]bool{},
-			windows: map[string][]time.Time{}}
+		c = &caller{ready: make(chan struct{}), life: newLife()}
 		c.key, c.busy, c.used = key, 1, now
 		g.callers[key] = c
 		g.live.pushFront(c)
@@ -318,8 +310,19 @@ func (g *Gate) startSession(ctx context.Context, key string, cl *caller) (*kerne
 		if err != nil {
 			return nil, fmt.Errorf("toolgate: resuming caller %q: %w", key, err)
 		}
-		if err := g.rebuild(ctx, id, cl); err != nil {
+		lives, err := g.replay(ctx, id)
+		if err != nil {
 			return nil, fmt.Errorf("toolgate: resuming caller %q: %w", key, err)
+		}
+		if l := lives[id]; l != nil {
+			cl.mu.Lock()
+			cl.life = *l
+			g.mu.Lock()
+			for _, ap := range l.waiting {
+				g.approvals[ap.req.ID] = ap
+			}
+			g.mu.Unlock()
+			cl.mu.Unlock()
 		}
 		return s, nil
 	}
@@ -332,6 +335,44 @@ func (g *Gate) startSession(ctx context.Context, key string, cl *caller) (*kerne
 		return nil, fmt.Errorf("toolgate: starting caller %q: %w", key, err)
 	}
 	return s, nil
+}
+
+// replay reads the log and applies the entries of the session (or of
+// every toolgate session when session is "") to a life each, by session:
+// what the live gate applied as it wrote them. Requests, their answers,
+// their expiry and the denials used are read only when durable
+// (WithDurableApprovals). No call is open after a replay; evaluations no
+// request named are let go.
+func (g *Gate) replay(ctx context.Context, session string) (map[string]*life, error) {
+	lives := map[string]*life{}
+	get := func(s string) *life {
+		if session != "" && s != session || !strings.HasPrefix(s, SessionPrefix) {
+			return nil
+		}
+		l := lives[s]
+		if l == nil {
+			nl := newLife()
+			l = &nl
+			lives[s] = l
+		}
+		return l
+	}
+	owner := map[string]*life{} // by request id: whose it is
+	evals := map[string]evaluation{}
+	per := g.comp.windowLengths()
+	ttl := g.comp.cfg.ApprovalTTL
+	for e, err := range g.log.Entries(ctx, 0) {
+		if err != nil {
+			return nil, err
+		}
+		if err := replayEntry(e, get, owner, evals, per, ttl, g.durable); err != nil {
+			return nil, fmt.Errorf("entry %d: %w", e.Seq, err)
+		}
+	}
+	for _, l := range lives {
+		clear(l.evals)
+	}
+	return lives, nil
 }
 
 // tierOrDefault is a rule's tier, claims.TierReadOnly when it names none.
@@ -448,72 +489,91 @@ func (g *Gate) beforeWritten(ctx context.Context, c Call, start time.Time, res *
 	if ru.Verdict == Refuse {
 		return g.refuse(ctx, d, ru.Reason, ru.Explanation, "", at)
 	}
-	r := ru.rule
-
-	var key callKey // what an approval is bound to: only needed when one is
 	cl.mu.Lock()
-	if _, dup := cl.open[c.ID]; dup {
-		cl.mu.Unlock()
-		d.Condition = "call_id"
-		return g.refuse(ctx, d, "duplicate_call", fmt.Sprintf("call id %q is already running", c.ID), "", at)
+	p, key, err := g.arrive(ctx, cl, &d, &ru, res, at)
+	cl.mu.Unlock()
+	if err == nil && p.step == stepRun {
+		err = g.run(ctx, cl, &d, &ru, key, p.approval, start, at)
 	}
-	var approvalID string
-	if res != nil && ru.Verdict != AskApproval && (res.request != "" || res.answer != nil) {
-		// An answer for a call that needs no human answers no question.
-		defer cl.mu.Unlock()
-		d.Condition = ConditionAnswer
-		seq, err := g.recordAnswerRefusal(ctx, refusalOf(c, res, AnswerOtherCall, fmt.Sprintf(
-			"tool %q: the call needs no approval, so the answer is to a question about another call; this call is not run", c.Tool)), at)
-		if err != nil {
-			return Decision{}, err
-		}
-		d.Verdict, d.Explanation, d.Seq = Refuse, OneLine(fmt.Sprintf("tool %q: the answer is to a question about another call; this call is not run", c.Tool)), seq
-		return d, nil
+	if err != nil {
+		return Decision{}, err
 	}
+	return d, nil
+}
+
+// arrive steps the call d.Call in (cl.mu held) and performs the plan,
+// unless it is to run: what the call's approvals expired at first; a
+// refusal; a request, new or waiting; an answer Resume brought, after
+// which the call arrives again without it.
+func (g *Gate) arrive(ctx context.Context, cl *caller, d *Decision, ru *Ruling, res *resumption, at time.Time) (plan, callKey, error) {
+	c := &d.Call
+	var key callKey // what an approval is bound to: only needed when one is
 	if ru.Verdict == AskApproval {
 		key = callKey{tool: c.Tool, digest: c.ArgumentsDigest(), tier: ru.Tier}
-		if _, err := g.expireLocked(ctx, cl, &key, at); err != nil {
-			cl.mu.Unlock()
-			return Decision{}, err
+		if _, err := g.expire(ctx, cl, &key, at); err != nil {
+			return plan{}, key, err
 		}
 	}
-	if ru.Verdict == AskApproval && res != nil {
-		dd, id, done, err := g.resume(ctx, cl, d, key, res, at)
-		if done || err != nil {
-			cl.mu.Unlock()
-			return dd, err
+	for {
+		a := arrival{call: *c, verdict: ru.Verdict, rule: ru.Rule, explanation: ru.Explanation, key: key, res: res, maxWaiting: g.comp.cfg.MaxWaiting}
+		if res != nil && res.request != "" {
+			g.mu.Lock()
+			a.asked = g.approvals[res.request]
+			g.mu.Unlock()
 		}
-		approvalID = id
-	} else if ru.Verdict == AskApproval {
-		if ds := cl.denied[key]; len(ds) > 0 {
-			dn := ds[0]
-			popFront(cl.denied, key)
-			cl.mu.Unlock()
-			d.Condition = "approval"
-			why := fmt.Sprintf("tool %q (%s, approval): %s denied by %s", c.Tool, d.Rule, ru.Tier, dn.approver)
-			if dn.reason != "" {
-				why += ": " + dn.reason
+		p := cl.arrive(a)
+		switch p.step {
+		case stepRun:
+			return p, key, nil
+		case stepRefuse:
+			d.Condition = p.condition
+			dd, e, err := g.refused(ctx, *d, p.reason, p.why, p.approval, at)
+			if err == nil {
+				*d = dd
+				cl.applyRefuse(e)
 			}
-			return g.refuse(ctx, d, "denied", why, dn.id, at)
-		}
-		if ids := cl.granted[key]; len(ids) > 0 {
-			approvalID = ids[0]
-			popFront(cl.granted, key)
-		} else {
-			defer cl.mu.Unlock()
-			return g.ask(ctx, cl, d, ru, key, at)
+			return p, key, err
+		case stepRefuseAnswer:
+			seq, err := g.recordAnswerRefusal(ctx, *p.refusal, at)
+			if err != nil {
+				return p, key, err
+			}
+			d.Verdict, d.Condition, d.Explanation, d.Seq = Refuse, p.condition, OneLine(p.why), seq
+			if p.waiting != nil {
+				d.Approval = p.waiting.request()
+			}
+			return p, key, nil
+		case stepWait:
+			ap := p.waiting
+			d.Verdict, d.Explanation, d.Seq, d.Approval = AskApproval, ap.req.Question, ap.seq, ap.request()
+			return p, key, nil
+		case stepAsk:
+			return p, key, g.ask(ctx, cl, d, ru, key, &p, at)
+		case stepAnswer:
+			if _, refusal, err := g.answer(ctx, cl, p.waiting, p.answer, c); err != nil {
+				if refusal == 0 {
+					return p, key, err
+				}
+				d.Verdict, d.Condition, d.Explanation, d.Seq = Refuse, ConditionAnswer, OneLine(fmt.Sprintf("tool %q: %v", c.Tool, err)), refusal
+				if cl.waiting[key] == p.waiting {
+					d.Approval = p.waiting.request()
+				}
+				p.step = stepRefuseAnswer
+				return p, key, nil
+			}
+			res = &resumption{request: res.request} // recorded: the call arrives again without it
 		}
 	}
-	// Reserve the call id while the kernel decides, so that a second Before
-	// with the same id is refused rather than run twice.
-	cl.open[c.ID] = openCall{}
-	cl.mu.Unlock()
+}
+
+// run performs a call arrive reserved: the shared windows, then the
+// kernel's execution (or reservation), applied to the caller's life once
+// recorded; a call that does not run gives back what it reserved.
+func (g *Gate) run(ctx context.Context, cl *caller, d *Decision, ru *Ruling, key callKey, approvalID string, start, at time.Time) error {
+	c, r := &d.Call, ru.rule
 	unreserve := func() {
 		cl.mu.Lock()
-		delete(cl.open, c.ID)
-		if approvalID != "" { // not used: it stays for the call's next attempt
-			cl.granted[key] = append([]string{approvalID}, cl.granted[key]...)
-		}
+		cl.rejected(c.ID, key, approvalID)
 		cl.mu.Unlock()
 	}
 	if g.windows != nil {
@@ -521,12 +581,12 @@ func (g *Gate) beforeWritten(ctx context.Context, c Call, start time.Time, res *
 			ok, seen, err := g.windows.Admit(ctx, SharedWindowKey(c.Caller, w.ID), at, w.Per, w.Limit)
 			if err != nil {
 				unreserve()
-				return Decision{}, fmt.Errorf("toolgate: shared rate window: %w", err)
+				return fmt.Errorf("toolgate: shared rate window: %w", err)
 			}
 			if !ok {
 				unreserve()
 				d.Condition = ConditionRate
-				return g.refuse(ctx, d, "rate", fmt.Sprintf("tool %q (%s, rate): %d calls in the last %s, at most %d (shared)", c.Tool, d.Rule, seen, w.Per, w.Limit), "", at)
+				return g.refuseIn(ctx, d, "rate", fmt.Sprintf("tool %q (%s, rate): %d calls in the last %s, at most %d (shared)", c.Tool, d.Rule, seen, w.Per, w.Limit), "", at)
 			}
 		}
 	}
@@ -551,6 +611,7 @@ func (g *Gate) beforeWritten(ctx context.Context, c Call, start time.Time, res *
 		a.Tags = append(a.Tags, "approval:"+approvalID)
 	}
 	var rec kernel.Record
+	var err error
 	cl.at.Store(at.UnixNano()) // the execution is recorded at the decision's time
 	if r.Reserve {
 		rec, err = cl.sess.Reserve(ctx, a)
@@ -564,20 +625,20 @@ func (g *Gate) beforeWritten(ctx context.Context, c Call, start time.Time, res *
 		if errors.As(err, &rej) && rej.Seq != 0 {
 			d.Condition = "kernel"
 			d.Verdict, d.Explanation, d.Seq = Refuse, OneLine(fmt.Sprintf("tool %q (%s, kernel): %s", c.Tool, d.Rule, rej.Verdict.Explain())), rej.Seq
-			return d, nil
+			return nil
 		}
-		return Decision{}, err
+		return err
 	}
-	cl.ran(ru, at)
 	d.Verdict, d.ExecID, d.Seq, d.Reserved, d.ApprovalID, d.Cost = Allow, rec.ExecID, rec.Seq, r.Reserve, approvalID, ru.Cost
-	oc := openCall{execID: rec.ExecID, tool: c.Tool, rule: r, cost: ru.Cost, reserved: r.Reserve}
+	x := executed{callID: c.ID, approval: approvalID, at: at, labels: ru.Labels, windows: ru.Windows,
+		open: openCall{execID: rec.ExecID, tool: c.Tool, rule: r, cost: ru.Cost, reserved: r.Reserve}}
 	if !start.IsZero() {
-		oc.obs = &observed{decision: d, started: start, allowed: time.Now()}
+		x.open.obs = &observed{decision: *d, started: start, allowed: time.Now()}
 	}
 	cl.mu.Lock()
-	cl.open[c.ID] = oc
+	cl.applyExecuted(x)
 	cl.mu.Unlock()
-	return d, nil
+	return nil
 }
 
 // known reports whether the caller has a session, in this gate or on
@@ -595,103 +656,73 @@ func (g *Gate) known(key string) bool {
 // index): "toolgate|" + caller + "|" + id.
 func SharedWindowKey(caller, id string) string { return "toolgate|" + caller + "|" + id }
 
-// ran records in the caller's snapshot what a call that ran carries: its
-// time in its windows and its labels. cl.turn is held.
-func (cl *caller) ran(ru Ruling, at time.Time) {
-	for _, w := range ru.Windows {
-		cl.windows[w.ID] = addTime(cl.windows[w.ID], at, w.Per)
-	}
-	for _, l := range ru.Labels {
-		cl.labels[l] = true
-	}
-}
-
-// addTime returns the times of a window (ascending) with at added, and
-// without those a window of length per no longer counts from at. A
-// caller rebuilt from the log adds its times the same way, so that it
-// keeps exactly what the gate before it kept.
-func addTime(ts []time.Time, at time.Time, per time.Duration) []time.Time {
-	// Keep only what a window of this length can still count.
-	from := at.Add(-per)
-	k := 0
-	for k < len(ts) && !ts[k].After(from) {
-		k++
-	}
-	ts = ts[k:]
-	// In time order even when the clock stepped back.
-	i := len(ts)
-	for i > 0 && ts[i-1].After(at) {
-		i--
-	}
-	return slices.Insert(ts, i, at)
-}
-
-// popFront removes the first element of m[key], and the key with it when
-// nothing is left, so that the maps hold only what is still to be used.
-func popFront[T any](m map[callKey][]T, key callKey) {
-	if rest := m[key][1:]; len(rest) > 0 {
-		m[key] = rest
-	} else {
-		delete(m, key)
-	}
-}
-
-// ask returns the request c waits on, making it (a claims evaluation on
-// the log) the first time. cl.mu is held.
-func (g *Gate) ask(ctx context.Context, cl *caller, d Decision, ru Ruling, key callKey, at time.Time) (Decision, error) {
-	tier := ru.Tier
-	if ap, ok := cl.waiting[key]; ok {
-		d.Verdict, d.Explanation, d.Seq = AskApproval, ap.req.Question, ap.seq
-		req := ap.req
-		req.Awaiting = slices.Clone(req.Awaiting)
-		d.Approval = &req
-		return d, nil
-	}
+// ask makes the request a call waits on (stepAsk, cl.mu held): a
+// claims evaluation, the request recorded (KindAsk, with
+// WithDurableApprovals) and applied to the caller's life.
+func (g *Gate) ask(ctx context.Context, cl *caller, d *Decision, ru *Ruling, key callKey, p *plan, at time.Time) error {
 	c := d.Call
-	if limit := g.comp.cfg.MaxWaiting; limit > 0 && len(cl.waiting) >= limit {
-		d.Condition = "approval"
-		return g.refuse(ctx, d, "too_many_waiting", fmt.Sprintf("tool %q (%s, approval): %s: %d calls of this caller already wait for a human", c.Tool, d.Rule, tier, len(cl.waiting)), "", at)
-	}
-	shown, err := showArguments(c.Arguments)
-	if err != nil {
-		d.Condition = "approval"
-		return g.refuse(ctx, d, "unshowable_arguments", fmt.Sprintf("tool %q (%s, approval): %s needs a human's approval: %v", c.Tool, d.Rule, tier, err), "", at)
-	}
-	question := fmt.Sprintf("Allow the %s tool call %q with arguments %s?", tier, c.Tool, shown)
-	if ru.Explanation != "" { // a flow asks: say why
-		question = fmt.Sprintf("Allow the %s tool call %q with arguments %s (%s: %s)?", tier, c.Tool, shown, d.Rule, ru.Explanation)
-	}
-	question = OneLine(question)
 	claim := claims.Claim{
 		ID:          "call",
 		Statement:   fmt.Sprintf("call tool %q with arguments sha256:%s (%s, %s)", c.Tool, key.digest, d.Rule, d.Condition),
 		ClaimType:   claims.ClaimDecision,
 		Uncertainty: claims.Uncertainty{Method: claims.MethodConfidenceScore, Value: 0, Interpretation: "the agent asks to run this exact call", GateRecommendation: claims.RecommendExecute},
-		RiskTier:    tier,
+		RiskTier:    key.tier,
 		IfWrongCost: ru.rule.Description,
 	}
 	b := claims.NewBundle("", time.Time{}, agentName(c.Caller), claim)
 	ev, err := g.claims.Evaluate(ctx, b, g.claimsContext(c.Caller))
 	if err != nil {
-		return Decision{}, fmt.Errorf("toolgate: asking for approval: %w", err)
+		return fmt.Errorf("toolgate: asking for approval: %w", err)
 	}
 	if ev.Decision != claims.DecisionEscalate {
-		return Decision{}, fmt.Errorf("toolgate: approval request for %q evaluated %s: %s", c.Tool, ev.Decision, ev.Reason)
+		return fmt.Errorf("toolgate: approval request for %q evaluated %s: %s", c.Tool, ev.Decision, ev.Reason)
 	}
-	ap := &approval{key: key, bundle: ev.Bundle, seq: ev.Seq, req: ApprovalRequest{ID: ev.Bundle.ID, Caller: c.Caller, Tool: c.Tool,
-		ArgumentsDigest: key.digest, Tier: tier, Principal: c.Principal.Key(), Awaiting: slices.Clone(ev.Pending), Question: question}}
-	if err := g.asked(ctx, ap, c, shown, at); err != nil {
-		return Decision{}, err
+	cl.applyEvaluation(ev.Bundle, ev.Seq)
+	e := AskEntry{Approval: ev.Bundle.ID, Session: g.SessionID(c.Caller), Caller: c.Caller, Principal: c.Principal.Key(), CallID: c.ID,
+		Tool: c.Tool, ArgumentsSHA256: key.digest, Tier: key.tier, Arguments: p.shown, Question: p.question, Asked: at}
+	ttl := g.comp.cfg.ApprovalTTL
+	if ttl > 0 {
+		exp := at.Add(ttl)
+		e.Expires = &exp
 	}
-	cl.waiting[key] = ap
+	if g.durable {
+		b, err := json.Marshal(e)
+		if err == nil {
+			_, err = g.log.Append(ctx, KindAsk, b, trace.At(at))
+		}
+		if err != nil {
+			delete(cl.evals, e.Approval)
+			return fmt.Errorf("toolgate: recording the approval request: %w", err)
+		}
+	}
+	ch := cl.applyAsk(e, ttl)
+	if ch.put == nil {
+		return fmt.Errorf("toolgate: approval request %q for %q is not held", e.Approval, c.Tool)
+	}
+	g.index(ch)
+	d.Verdict, d.Explanation, d.Seq, d.Approval = AskApproval, ch.put.req.Question, ch.put.seq, ch.put.request()
+	return nil
+}
+
+// index keeps the gate's index of waiting requests as an applied entry
+// changed the caller's life: a request gone from it wakes whoever Awaits
+// it.
+func (g *Gate) index(ch indexChange) {
+	if ch.put == nil && ch.gone == "" {
+		return
+	}
 	g.mu.Lock()
-	g.approvals[ap.req.ID] = ap
-	g.mu.Unlock()
-	d.Verdict, d.Explanation, d.Seq = AskApproval, question, ev.Seq
-	req := ap.req
-	req.Awaiting = slices.Clone(req.Awaiting)
-	d.Approval = &req
-	return d, nil
+	defer g.mu.Unlock()
+	if ch.put != nil {
+		g.approvals[ch.put.req.ID] = ch.put
+	}
+	if ch.gone != "" {
+		delete(g.approvals, ch.gone)
+		if done, ok := g.awaited[ch.gone]; ok {
+			close(done)
+			delete(g.awaited, ch.gone)
+		}
+	}
 }
 
 // agentName is the origin agent of a caller's approval requests (claims
@@ -782,6 +813,21 @@ type RefuseEntry struct {
 
 // refuse records a refusal the kernel did not make and returns it.
 func (g *Gate) refuse(ctx context.Context, d Decision, reason, explanation, approvalID string, at time.Time) (Decision, error) {
+	d, _, err := g.refused(ctx, d, reason, explanation, approvalID, at)
+	return d, err
+}
+
+// refuseIn is refuse into *d.
+func (g *Gate) refuseIn(ctx context.Context, d *Decision, reason, explanation, approvalID string, at time.Time) error {
+	dd, err := g.refuse(ctx, *d, reason, explanation, approvalID, at)
+	if err == nil {
+		*d = dd
+	}
+	return err
+}
+
+// refused is refuse, and the entry it recorded.
+func (g *Gate) refused(ctx context.Context, d Decision, reason, explanation, approvalID string, at time.Time) (Decision, RefuseEntry, error) {
 	c := d.Call
 	explanation = OneLine(explanation)
 	e := RefuseEntry{Session: g.SessionID(c.Caller), Caller: c.Caller, CallID: c.ID, Tool: c.Tool, Reason: reason,
@@ -795,10 +841,10 @@ func (g *Gate) refuse(ctx context.Context, d Decision, reason, explanation, appr
 	}
 	entry, err := g.log.Append(ctx, KindRefuse, e.appendJSON(nil), trace.At(at))
 	if err != nil {
-		return Decision{}, fmt.Errorf("toolgate: recording refusal of %q: %w", c.Tool, err)
+		return Decision{}, e, fmt.Errorf("toolgate: recording refusal of %q: %w", c.Tool, err)
 	}
 	d.Verdict, d.Explanation, d.Seq = Refuse, explanation, entry.Seq
-	return d, nil
+	return d, e, nil
 }
 
 // Pending lists the approval requests waiting for a human, oldest first
@@ -871,24 +917,11 @@ func (g *Gate) DenyAs(ctx context.Context, id string, p Principal, reason string
 func (g *Gate) answersFor(id string, p Principal) (string, error) {
 	g.mu.Lock()
 	ap, ok := g.approvals[id]
-	var awaiting []string
-	if ok {
-		awaiting = slices.Clone(ap.req.Awaiting)
-	}
 	g.mu.Unlock()
 	if !ok {
 		return "", fmt.Errorf("%w: %q", ErrUnknownApproval, id)
 	}
-	key := p.Key()
-	for _, name := range awaiting {
-		if key != "" && name == key {
-			return name, nil
-		}
-		if group, isGroup := strings.CutPrefix(name, GroupPrefix); isGroup && slices.Contains(p.Groups, group) {
-			return name, nil
-		}
-	}
-	return "", fmt.Errorf("%w: %q waits for %s, and %q is none of them", ErrNotAnApprover, id, strings.Join(awaiting, ", "), key)
+	return ap.answersFor(p)
 }
 
 func asReason(p Principal, name, reason string) string {
@@ -917,9 +950,10 @@ func (g *Gate) decide(ctx context.Context, id, approver string, dec claims.Appro
 		return false, g.refusedAnswer(ctx, id, approver, by, dec, fmt.Errorf("%w: %q", ErrUnknownApproval, id))
 	}
 	defer g.release(cl)
+	<-cl.ready
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
-	granted, _, err := g.decideLocked(ctx, cl, ap, approver, dec, reason, by, nil)
+	granted, _, err := g.answer(ctx, cl, ap, &answerPlan{approver: approver, decision: dec, reason: reason, by: by}, nil)
 	return granted, err
 }
 
@@ -936,14 +970,14 @@ func (g *Gate) refusedAnswer(ctx context.Context, id, approver string, by *Princ
 	return err
 }
 
-// decideLocked records approver's answer to ap (cl.mu held); c, when not
-// nil, is the call the answer came back with (Resume). An answer refused
-// for who gives it or when is recorded, and refusal is its entry's
-// sequence number.
-func (g *Gate) decideLocked(ctx context.Context, cl *caller, ap *approval, approver string, dec claims.ApprovalDecision, reason string, by *Principal, c *Call) (granted bool, refusal uint64, err error) {
+// answer records the answer ans to ap (cl.mu held) and applies it to
+// the caller's life; c, when not nil, is the call the answer came back
+// with (Resume). An answer refused for who gives it or when is recorded
+// (KindRefuseAnswer), and refusal is its entry's sequence number.
+func (g *Gate) answer(ctx context.Context, cl *caller, ap *approval, ans *answerPlan, c *Call) (granted bool, refusal uint64, err error) {
 	id := ap.req.ID
 	refused := func(err error) (bool, uint64, error) {
-		e := answerEntry(id, ap, approver, by, dec, answerReason(err), explainAnswer(err))
+		e := answerEntry(id, ap, ans.approver, ans.by, ans.decision, answerReason(err), explainAnswer(err))
 		if c != nil {
 			e.CallID, e.Tool, e.ArgumentsSHA256 = c.ID, c.Tool, c.ArgumentsDigest()
 		}
@@ -953,99 +987,17 @@ func (g *Gate) decideLocked(ctx context.Context, cl *caller, ap *approval, appro
 		}
 		return false, seq, err
 	}
-	if cl.waiting[ap.key] != ap {
-		return refused(fmt.Errorf("%w: %q was decided already", ErrUnknownApproval, id))
+	if err := cl.answerable(ap, ans, g.comp.cfg.SelfApproval); err != nil {
+		return refused(err)
 	}
-	if by != nil && ap.by[by.Key()] {
-		return refused(fmt.Errorf("%w: %q answered %q already (%w)", ErrNotAnApprover, by.Key(), id, errAnsweredAlready))
-	}
-	if dec == claims.ApprovalApproved && g.selfApproval(ap, approver, by) {
-		who := approver
-		if by != nil {
-			who = by.Key()
-		}
-		return refused(fmt.Errorf("%w: %q made the call %q asks about", ErrSelfApproval, who, id))
-	}
-	ev, err := g.claims.Approve(ctx, ap.bundle, g.claimsContext(ap.req.Caller), approver, dec, reason)
+	ev, err := g.claims.Approve(ctx, ap.bundle, g.claimsContext(ap.req.Caller), ans.approver, ans.decision, ans.reason)
 	if err != nil {
-		err = fmt.Errorf("toolgate: recording %s of %q: %w", strings.ToLower(string(dec)), id, err)
+		err = fmt.Errorf("toolgate: recording %s of %q: %w", strings.ToLower(string(ans.decision)), id, err)
 		if errors.Is(err, claims.ErrNotRequired) || errors.Is(err, claims.ErrAlreadyDecided) {
 			return refused(err)
 		}
 		return false, 0, err
 	}
-	switch ev.Decision {
-	case claims.DecisionEscalate:
-		ap.bundle = ev.Bundle
-		if by != nil {
-			if ap.by == nil {
-				ap.by = map[string]bool{}
-			}
-			ap.by[by.Key()] = true
-		}
-		g.mu.Lock() // Pending and answersFor read the request under g.mu
-		ap.req.Awaiting = slices.Clone(ev.Pending)
-		g.mu.Unlock()
-		return false, 0, nil
-	case claims.DecisionPublish:
-		cl.granted[ap.key] = append(cl.granted[ap.key], id)
-	default: // REFUSE: a rejection
-		cl.denied[ap.key] = append(cl.denied[ap.key], denial{id: id, approver: approver, reason: reason})
-	}
-	delete(cl.waiting, ap.key)
-	g.mu.Lock()
-	delete(g.approvals, id)
-	settledLocked(ap)
-	g.mu.Unlock()
+	g.index(cl.applyApproval(ev.Bundle))
 	return ev.Decision == claims.DecisionPublish, 0, nil
-}
-
-// rebuild restores the caller's Snapshot from the log: the labels and
-// window times its executions recorded (tags "label:<name>" and
-// "window:<id>", at the entry's time), so that a gate restarted over the
-// log decides as the one before it would have.
-func (g *Gate) rebuild(ctx context.Context, session string, cl *caller) error {
-	per := g.comp.windowLengths()
-	for e, err := range g.log.Entries(ctx, 0) {
-		if err != nil {
-			return err
-		}
-		if e.Kind != kernel.KindExecute && e.Kind != kernel.KindReserve {
-			continue
-		}
-		d, err := kernel.DecodeEntry(e)
-		if err != nil {
-			return err
-		}
-		var rec kernel.Record
-		switch x := d.(type) {
-		case kernel.ExecuteEntry:
-			if x.Session != session {
-				continue
-			}
-			rec = x.Record
-		case kernel.ReserveEntry:
-			if x.Session != session {
-				continue
-			}
-			rec = x.Record
-		default:
-			continue
-		}
-		for _, t := range rec.Action.Tags {
-			switch {
-			case strings.HasPrefix(t, "label:"):
-				cl.labels[t[len("label:"):]] = true
-			case strings.HasPrefix(t, "window:"):
-				id := t[len("window:"):]
-				rule, _, _ := strings.Cut(strings.TrimPrefix(id, "rule:"), "|")
-				// A window of no rule with a rate (the policy changed) is
-				// never counted again.
-				if p, ok := per[rule]; ok {
-					cl.windows[id] = addTime(cl.windows[id], rec.Time, p)
-				}
-			}
-		}
-	}
-	return nil
 }

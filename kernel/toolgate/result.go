@@ -83,12 +83,9 @@ func (g *Gate) afterWritten(ctx context.Context, c Call, r Result, ev *OutcomeEv
 	defer g.release(cl)
 	<-cl.ready
 	cl.mu.Lock()
-	oc, ok := cl.open[c.ID]
-	if ok && oc.execID != "" {
-		delete(cl.open, c.ID)
-	}
+	oc, ok := cl.leave(c.ID)
 	cl.mu.Unlock()
-	if !ok || oc.execID == "" {
+	if !ok {
 		return Outcome{}, fmt.Errorf("%w: %q", ErrUnknownCall, c.ID)
 	}
 	if ev != nil {
@@ -101,16 +98,9 @@ func (g *Gate) afterWritten(ctx context.Context, c Call, r Result, ev *OutcomeEv
 	out := Outcome{ExecID: oc.execID, Charged: oc.cost}
 	var recordedErr error // from a settlement or refund that was recorded all the same
 	failed := r.Err != nil
-	switch {
-	case oc.reserved:
-		actual := oc.cost
-		if r.Measured {
-			actual = r.Actual
-		}
-		if failed && oc.rule.RefundOnError {
-			actual = 0
-		}
-		s, err := cl.sess.Settle(ctx, oc.execID, actual)
+	switch end := ended(oc, r, oc.rule.RefundOnError); {
+	case end.settle:
+		s, err := cl.sess.Settle(ctx, oc.execID, end.actual)
 		if err != nil && s.Seq == 0 {
 			// Nothing was recorded: the call stays open for a retry.
 			return out, g.reopen(cl, c.ID, oc, fmt.Errorf("toolgate: settling %q: %w", c.Tool, err))
@@ -120,24 +110,15 @@ func (g *Gate) afterWritten(ctx context.Context, c Call, r Result, ev *OutcomeEv
 		recordedErr = err
 		out.Charged = s.Reserved - s.Refund + s.Overrun
 		out.Unpaid = s.Unpaid
-	default:
-		refund, why := kernel.Cost(0), ""
-		switch {
-		case failed && oc.rule.RefundOnError:
-			refund, why = oc.cost, "the tool failed"
-		case r.Measured && r.Actual < oc.cost:
-			refund, why = oc.cost-r.Actual, "measured cost "+r.Actual.String()
+	case end.refund > 0:
+		rr, err := cl.sess.Refund(ctx, oc.execID, end.refund, end.why)
+		if err != nil && rr.Seq == 0 {
+			return out, g.reopen(cl, c.ID, oc, fmt.Errorf("toolgate: refunding %q: %w", c.Tool, err))
 		}
-		if refund > 0 {
-			rr, err := cl.sess.Refund(ctx, oc.execID, refund, why)
-			if err != nil && rr.Seq == 0 {
-				return out, g.reopen(cl, c.ID, oc, fmt.Errorf("toolgate: refunding %q: %w", c.Tool, err))
-			}
-			// Recorded: the refund stands; a shared budget that could
-			// not follow is reported, never refunded twice.
-			recordedErr = err
-			out.Charged = oc.cost - refund
-		}
+		// Recorded: the refund stands; a shared budget that could
+		// not follow is reported, never refunded twice.
+		recordedErr = err
+		out.Charged = oc.cost - end.refund
 	}
 	// The call is closed: its execution need not be refundable any more
 	// (the session held it since Before).
@@ -188,7 +169,7 @@ func (g *Gate) afterWritten(ctx context.Context, c Call, r Result, ev *OutcomeEv
 // After can be retried.
 func (g *Gate) reopen(cl *caller, id string, oc openCall, err error) error {
 	cl.mu.Lock()
-	cl.open[id] = oc
+	cl.reopen(id, oc)
 	cl.mu.Unlock()
 	return err
 }

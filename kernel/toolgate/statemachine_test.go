@@ -132,17 +132,19 @@ func (m *conditionModel) decide(caller string, p toolgate.Principal, tool string
 // TestConditionsMatchModel: a rapid state machine drives a Gate with calls
 // of principals with and without groups and scopes, path and argument
 // conditions (bypass attempts among them), rate windows under a fake
-// clock and flow labels, restarting the gate over its log at random, and
-// checks every verdict, the rule and the condition that decided against
-// conditionModel: a restarted gate decides as the one before it would
-// have (replay reproduces the labels and windows).
+// clock and flow labels, restarting the gate over its log at random and
+// holding one caller at a time (each call of another principal lets the
+// last one go, to be resumed from the log), and checks every verdict,
+// the rule and the condition that decided against conditionModel: a
+// restarted gate, or a resumed caller, decides as the one before it
+// would have (replay reproduces the labels and windows).
 func TestConditionsMatchModel(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		clock := newFakeClock()
 		log, err := trace.NewLog(trace.NewMemory(), trace.WithClock(clock.now))
 		require.NoError(rt, err)
 		cfg := toolgate.Policy{Budget: units(1 << 20), MinCost: 1, Tools: conditionRules}
-		g, err := toolgate.New(ctx, log, mustCompile(cfg), toolgate.WithClock(clock.now))
+		g, err := toolgate.New(ctx, log, mustCompile(cfg), toolgate.WithClock(clock.now), toolgate.WithCallerLimit(1))
 		require.NoError(rt, err)
 		m := &conditionModel{now: clock.t, labels: map[string]map[string]bool{}, times: map[string][]time.Time{}}
 		principals := []toolgate.Principal{
@@ -185,7 +187,7 @@ func TestConditionsMatchModel(t *testing.T) {
 				m.now = clock.t
 			},
 			"restart": func(rt *rapid.T) {
-				g, err = toolgate.New(ctx, log, mustCompile(cfg), toolgate.WithClock(clock.now))
+				g, err = toolgate.New(ctx, log, mustCompile(cfg), toolgate.WithClock(clock.now), toolgate.WithCallerLimit(1))
 				require.NoError(rt, err)
 			},
 		})
