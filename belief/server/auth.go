@@ -10,12 +10,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/verity-go/verity/belief"
+	"github.com/verity-go/verity/internal/osfile"
 )
 
 // Principal is an authenticated caller. Issuer is empty for a principal
@@ -195,14 +195,16 @@ func printable(s string) bool {
 	return strings.IndexFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) < 0
 }
 
-// LoadTokenFile reads the token file at path (ParseTokenFile).
+// LoadTokenFile reads the token file at path (ParseTokenFile). Anything
+// but a regular file (a FIFO, a device, a directory) is refused without
+// waiting on it, and a file over MaxTokenFileBytes without reading it
+// whole.
 func LoadTokenFile(path string) (*TokenFile, error) {
-	f, err := os.Open(path)
+	data, err := osfile.ReadFile(path, MaxTokenFileBytes)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	tf, err := ParseTokenFile(f)
+	tf, err := ParseTokenFile(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

@@ -42,6 +42,9 @@
 // (a directory or database that cannot be opened or is in use, a listen
 // address that cannot be bound, a server failure), 2 on a usage error
 // (an unknown flag, an argument, -data with -db, a malformed -db,
+// -cache-size below 1, a negative -checkpoint-every, -max-body below 1,
+// a -token-file, -tls-cert, -tls-key or -sign-key that is not a regular
+// file or is larger than its bound,
 // -sign-key without -data or with a malformed or open key file, a
 // malformed -token-file, -tls-cert without -tls-key or the reverse, a
 // key pair that does not load, a non-loopback -addr without -token-file
@@ -93,8 +96,11 @@ const exitHelp = `
 exit status: 0 stopped gracefully (or -h), 1 runtime error (a -data
 directory or -db database that cannot be opened or is in use by another
 server, an address that cannot be bound), 2 usage error (bad flag or
-argument, -data with -db, a malformed -db, a malformed -token-file,
--tls-cert without -tls-key, a non-loopback -addr without -token-file)
+argument, -data with -db, a malformed -db, -cache-size below 1, a
+negative -checkpoint-every, -max-body below 1, a malformed -token-file,
+-tls-cert without -tls-key, a -token-file, -tls-cert, -tls-key or
+-sign-key that is not a regular file or too large, a non-loopback -addr
+without -token-file)
 `
 
 // usageError is a mistake in the command line (exit 2).
@@ -162,7 +168,7 @@ func run(ctx context.Context, args []string, logOut io.Writer, ready func(addr s
 	} else if n, err := strconv.ParseUint(port, 10, 16); err != nil && port != "" || n > 65535 {
 		return usagef("-addr %q: the port must be a number up to 65535", *addr)
 	}
-	if err := limits.Validate(); err != nil {
+	if err := errors.Join(limits.Validate(), checkCounts(*cacheSize, *checkpointEvery, *maxBody)); err != nil {
 		return &usageError{err}
 	}
 	if _, err := sign.storage(nil, *data); err != nil {
@@ -237,6 +243,23 @@ func run(ctx context.Context, args []string, logOut io.Writer, ready func(addr s
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// checkCounts refuses what the belief server would otherwise read as
+// something else: -cache-size below 1 (it would keep one), a negative
+// -checkpoint-every (it would write none) and a -max-body below 1.
+func checkCounts(cacheSize, checkpointEvery int, maxBody int64) error {
+	var errs []error
+	if cacheSize < 1 {
+		errs = append(errs, fmt.Errorf("-cache-size must be at least 1, not %d", cacheSize))
+	}
+	if checkpointEvery < 0 {
+		errs = append(errs, fmt.Errorf("-checkpoint-every must not be negative (0: no checkpoints), not %d", checkpointEvery))
+	}
+	if maxBody < 1 {
+		errs = append(errs, fmt.Errorf("-max-body must be positive, not %d", maxBody))
+	}
+	return errors.Join(errs...)
 }
 
 // openSQLStorage opens the session storage named by a -db value:

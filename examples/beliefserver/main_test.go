@@ -254,11 +254,19 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"-db", "sqlite:"},
 		{"-db", "sqlite:x.db", "-data", t.TempDir()},
 		{"-max-body", "x"},
+		{"-max-body", "0"},
+		{"-cache-size", "-1"},
+		{"-cache-size", "0"},
+		{"-checkpoint-every", "-1"},
 	} {
 		var out bytes.Buffer
 		cmd := command(args...)
 		cmd.Stderr = &out
-		err := cmd.Run()
+		require.NoError(t, cmd.Start())
+		// A value the command accepts would have it serve: kill it then.
+		kill := time.AfterFunc(20*time.Second, func() { _ = cmd.Process.Kill() })
+		err := cmd.Wait()
+		kill.Stop()
 		var ee *exec.ExitError
 		require.ErrorAs(t, err, &ee, "%q", args)
 		assert.Equal(t, 2, ee.ExitCode(), "%q: %s", args, out.String())

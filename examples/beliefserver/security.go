@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/verity-go/verity/belief/server"
+	"github.com/verity-go/verity/internal/osfile"
 )
 
 // Authentication and TLS. With -token-file FILE every request needs
@@ -53,7 +54,7 @@ func (s *securityFlags) setup(addr string) error {
 		return usagef("-tls-cert and -tls-key go together")
 	}
 	if s.cert != "" {
-		pair, err := tls.LoadX509KeyPair(s.cert, s.key)
+		pair, err := loadKeyPair(s.cert, s.key)
 		if err != nil {
 			return usagef("-tls-cert/-tls-key: %v", err)
 		}
@@ -79,6 +80,25 @@ func (s *securityFlags) setup(addr string) error {
 		return usagef("-addr %q is not a loopback address: without -token-file anyone who reaches it could use every session; give -token-file, or -insecure-no-auth to accept that", addr)
 	}
 	return nil
+}
+
+// maxPEMBytes bounds a -tls-cert or -tls-key file: a certificate chain
+// is a few kilobytes.
+const maxPEMBytes = 1 << 20
+
+// loadKeyPair is tls.LoadX509KeyPair with each file read by
+// osfile.ReadFile: only a regular file (a FIFO would block the start for
+// ever, deaf to SIGTERM) of at most maxPEMBytes (/dev/zero never ends).
+func loadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
+	cert, err := osfile.ReadFile(certFile, maxPEMBytes)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	key, err := osfile.ReadFile(keyFile, maxPEMBytes)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.X509KeyPair(cert, key)
 }
 
 // loopback reports whether a listen host binds only loopback interfaces:

@@ -1,8 +1,8 @@
 // Package osfile is the operating system's side of the files that hold
 // logs and policies: OpenRegular opens only regular files, without
-// blocking on anything else, and Lock holds the advisory lock that keeps
-// one writer per log file (trace.File) and per data directory (belief's
-// FileStorage).
+// blocking on anything else, ReadFile reads one whole up to a bound, and
+// Lock holds the advisory lock that keeps one writer per log file
+// (trace.File) and per data directory (belief's FileStorage).
 //
 // # Only regular files
 //
@@ -12,6 +12,12 @@
 // has it (which changes nothing for a regular file) and checks the type
 // of the file it opened (fstat), never of the path before opening, so a
 // path swapped in between cannot slip through.
+//
+// Every file a command reads whole (a key, a certificate, a token file,
+// a JWKS, a tools list) is read by ReadFile, with a bound of its own: a
+// larger file is a *TooLargeError, found after reading at most one byte
+// more than the bound, so that a huge file is refused at once rather
+// than read into memory.
 //
 // # One writer
 //
@@ -45,6 +51,7 @@ package osfile
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 )
@@ -127,4 +134,43 @@ func OpenRegular(name string, flag int, perm fs.FileMode) (*os.File, error) {
 		return nil, &NotRegularError{Path: name, Mode: st.Mode().Type()}
 	}
 	return f, nil
+}
+
+// ErrTooLarge is returned (wrapped in a *TooLargeError) by ReadFile for
+// a file larger than its bound.
+var ErrTooLarge = errors.New("osfile: file too large")
+
+// TooLargeError reports a file larger than Max bytes.
+type TooLargeError struct {
+	Path string
+	Max  int64
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("%s is larger than %d bytes", e.Path, e.Max)
+}
+
+func (e *TooLargeError) Unwrap() error { return ErrTooLarge }
+
+// ReadFile reads the whole regular file name, of at most max bytes (max
+// must not be negative). Anything but a regular file is a
+// *NotRegularError, found without waiting on it (OpenRegular); a larger
+// file is a *TooLargeError, found having read at most max+1 bytes.
+func ReadFile(name string, max int64) ([]byte, error) {
+	if max < 0 {
+		return nil, fmt.Errorf("osfile: negative bound %d for %s", max, name)
+	}
+	f, err := OpenRegular(name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, &TooLargeError{Path: name, Max: max}
+	}
+	return data, nil
 }

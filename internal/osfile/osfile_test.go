@@ -3,6 +3,7 @@
 package osfile
 
 import (
+	"bytes"
 	"errors"
 	"net"
 	"os"
@@ -60,4 +61,44 @@ func TestOpenRegularRefusesSpecialFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
+}
+
+// TestReadFileIsRegularAndBounded: ReadFile refuses every special file at
+// once (a FIFO with no writer, /dev/zero — which never ends — a directory,
+// a socket), reads a file of exactly its bound, and refuses one byte more
+// as a *TooLargeError.
+func TestReadFileIsRegularAndBounded(t *testing.T) {
+	for name, path := range specialFiles(t) {
+		done := make(chan error, 1)
+		go func() {
+			_, err := ReadFile(path, 1<<20)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			var nr *NotRegularError
+			if !errors.As(err, &nr) || !errors.Is(err, ErrNotRegular) {
+				t.Errorf("%s: %v, want a *NotRegularError", name, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: ReadFile blocks", name)
+		}
+	}
+	reg := filepath.Join(t.TempDir(), "file")
+	want := bytes.Repeat([]byte("x"), 100)
+	if err := os.WriteFile(reg, want, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadFile(reg, 100)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("a file of exactly its bound: %q, %v", got, err)
+	}
+	_, err = ReadFile(reg, 99)
+	var tl *TooLargeError
+	if !errors.As(err, &tl) || !errors.Is(err, ErrTooLarge) || tl.Max != 99 || tl.Path != reg {
+		t.Errorf("a file one byte over its bound: %v, want a *TooLargeError", err)
+	}
+	if _, err := ReadFile(reg, -1); err == nil {
+		t.Error("a negative bound is accepted")
+	}
 }
