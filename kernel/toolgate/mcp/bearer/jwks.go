@@ -15,9 +15,10 @@ import (
 	"log/slog"
 	"math/big"
 	"net/http"
-	"os"
 	"sync"
 	"time"
+
+	"github.com/verity-go/verity/internal/osfile"
 )
 
 // Bounds on a key set document.
@@ -213,14 +214,11 @@ func StaticKeys(data []byte) (*KeySet, error) {
 	return newSet(keys), nil
 }
 
-// LoadFile reads the JWKS file at path (at most MaxJWKSBytes).
+// LoadFile reads the JWKS file at path, a regular file of at most
+// MaxJWKSBytes: a FIFO or a device is refused without waiting on it,
+// a larger file without reading it whole.
 func LoadFile(path string) (*KeySet, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxJWKSBytes+1))
+	data, err := osfile.ReadFile(path, MaxJWKSBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -51,10 +51,12 @@ func (r Resource) MetadataURL() (string, error) {
 //     verifies, checked by auth.RequireBearerToken (auth/auth.go: "func
 //     RequireBearerToken(verifier TokenVerifier, opts
 //     *RequireBearerTokenOptions) func(http.Handler) http.Handler", with
-//     RequireBearerTokenOptions{ResourceMetadataURL}); a missing or
-//     refused token is answered 401 with `WWW-Authenticate: Bearer
-//     resource_metadata="…"` (with error="invalid_token" first when a
-//     token was presented) and a body that does not say why. It puts
+//     RequireBearerTokenOptions{ResourceMetadataURL, ClockSkew}, the
+//     skew being v's leeway, so that exp is held to it there too); a
+//     missing or refused token is answered 401 with `WWW-Authenticate:
+//     Bearer resource_metadata="…"` (with error="invalid_token" first
+//     when a token was presented) and a body that does not say why. It
+//     puts
 //     the token's auth.TokenInfo in the request's context, where the
 //     streamable MCP transport finds it (CallToolRequest.Extra.TokenInfo)
 //     and binds each session to its UserID;
@@ -89,7 +91,10 @@ func Protect(h http.Handler, v *Verifier, r Resource) (http.Handler, error) {
 		}
 		h.ServeHTTP(w, req)
 	})
-	protected := auth.RequireBearerToken(v.TokenVerifier(), &auth.RequireBearerTokenOptions{ResourceMetadataURL: metaURL})(scoped)
+	// The SDK checks exp again, strictly unless told the leeway
+	// (ClockSkew): a token v accepted within its leeway would be refused.
+	protected := auth.RequireBearerToken(v.TokenVerifier(), &auth.RequireBearerTokenOptions{
+		ResourceMetadataURL: metaURL, ClockSkew: v.cfg.Leeway})(scoped)
 	u, _ := url.Parse(metaURL)
 	metaPath := u.EscapedPath()
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {

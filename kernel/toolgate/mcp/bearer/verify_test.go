@@ -141,6 +141,30 @@ func TestVerifyLeeway(t *testing.T) {
 	assert.Error(t, err, "45 s before nbf is not")
 }
 
+// TestProtectHoldsExpToTheLeeway: through Protect, as a server sees a
+// token, exp is held to the verifier's leeway, no more and no less: a
+// token expired a second ago is served (the SDK's own exp check used to
+// refuse it), one expired past the leeway is answered 401.
+func TestProtectHoldsExpToTheLeeway(t *testing.T) {
+	is := testissuer.New(t, resource)
+	v := newVerifier(t, is)
+	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	h, err := bearer.Protect(ok, v, bearer.Resource{URL: resource, AuthorizationServers: []string{is.URL}})
+	require.NoError(t, err)
+	status := func(exp time.Duration) int {
+		c := is.Claims("alice", "")
+		c["exp"] = time.Now().Add(exp).Unix()
+		req := httptest.NewRequest("POST", "/mcp", nil)
+		req.Header.Set("Authorization", "Bearer "+is.Sign(t, "ES256", c))
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w.Code
+	}
+	assert.Equal(t, http.StatusNoContent, status(-time.Second), "expired 1 s ago, within the 30 s leeway")
+	assert.Equal(t, http.StatusNoContent, status(-20*time.Second), "expired 20 s ago, within the 30 s leeway")
+	assert.Equal(t, http.StatusUnauthorized, status(-45*time.Second), "expired 45 s ago, past the leeway")
+}
+
 // TestNewVerifierNeedsItsConfig: issuer, audience and keys are required
 // and the leeway is bounded.
 func TestNewVerifierNeedsItsConfig(t *testing.T) {

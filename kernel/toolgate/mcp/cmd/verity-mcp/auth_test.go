@@ -172,6 +172,39 @@ func TestBearerTokensOnHTTP(t *testing.T) {
 	checkLog(t, p.stderr.String(), logPath, pol, alice.Key(), 2*kernel.Unit)
 }
 
+// TestTokenLeewayOnHTTP: the running proxy holds a token's exp to
+// -token-leeway (30s by default), as documented: a token that expired a
+// second ago is served, one that expired past the leeway is answered
+// 401. The JWKS is a file (-jwks FILE).
+func TestTokenLeewayOnHTTP(t *testing.T) {
+	is := testissuer.New(t, testResource)
+	jwks := filepath.Join(t.TempDir(), "jwks.json")
+	require.NoError(t, os.WriteFile(jwks, is.JWKS(), 0o600))
+	up := newUpstream(t)
+	pol := writePolicy(t, "10", "")
+	logPath := filepath.Join(t.TempDir(), "trace.log")
+	p := startProxy(t, append([]string{"-policy", pol, "-log", logPath, "-http", "127.0.0.1:0",
+		"-jwks", jwks, "-issuer", is.URL, "-resource", testResource, "--"}, up.argv()...), nil)
+	base := "http://" + httpAddr(t, p)
+	initialize := func(expired time.Duration) int {
+		c := is.Claims("alice", "")
+		c["exp"] = time.Now().Add(-expired).Unix()
+		req, err := http.NewRequest("POST", base+"/", strings.NewReader(initializeBody))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+is.Sign(t, "ES256", c))
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	assert.Equal(t, http.StatusOK, initialize(time.Second), "expired 1s ago, within the leeway")
+	assert.Equal(t, http.StatusUnauthorized, initialize(45*time.Second), "expired 45s ago, past the leeway")
+	stopHTTPProxy(t, p)
+}
+
 // TestUnauthenticatedHTTPDefaults: without -jwks every HTTP session is
 // the one caller DefaultHTTPCaller, so a new session resets nothing;
 // -caller-per-session gives each its own budget, as asked.

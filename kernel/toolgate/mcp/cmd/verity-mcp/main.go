@@ -111,7 +111,8 @@
 // resource's path). The token's subject, scopes, issuer and groups (the
 // claim -groups-claim, default "groups") are the call's
 // toolgate.Principal, which the policy's "principals" conditions read.
-// A JWKS that cannot be read or is malformed exits 2 at start.
+// A JWKS file that cannot be read, is not a regular file (a FIFO, a
+// device) or is over 1 MiB, or a malformed JWKS, exits 2 at start.
 //
 // With -db, the policy's shared_budget (id and limit) is a row in that
 // database (kernel/sqlbudget) that every caller of every proxy pointed at

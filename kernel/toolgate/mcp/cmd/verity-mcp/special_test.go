@@ -17,9 +17,10 @@ import (
 )
 
 // TestSpecialFilesRefused: the built command given a FIFO (with no
-// writer) or /dev/zero as -policy exits 2 at once, a configuration error
-// saying what the path is; as -log, it exits 1. It never blocks (a FIFO
-// policy used to hang the command, deaf even to SIGTERM).
+// writer) or /dev/zero as -policy or -jwks exits 2 at once, a
+// configuration error saying what the path is; as -log, it exits 1. It
+// never blocks (a FIFO policy or JWKS used to hang the command, deaf even
+// to SIGTERM).
 func TestSpecialFilesRefused(t *testing.T) {
 	bin := proxyBinary(t)
 	up := newUpstream(t)
@@ -27,6 +28,7 @@ func TestSpecialFilesRefused(t *testing.T) {
 	fifo := filepath.Join(t.TempDir(), "fifo")
 	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
 	logPath := filepath.Join(t.TempDir(), "trace.log")
+	jwksFlags := []string{"-http", "127.0.0.1:0", "-issuer", "https://issuer.example", "-resource", testResource}
 	cases := []struct {
 		name string
 		args []string
@@ -37,6 +39,8 @@ func TestSpecialFilesRefused(t *testing.T) {
 		{"policy /dev/zero", []string{"-policy", "/dev/zero", "-log", logPath}, 2, "/dev/zero is a character device, not a regular file"},
 		{"log FIFO", []string{"-policy", pol, "-log", fifo}, 1, fifo + " is a named pipe (FIFO), not a regular file"},
 		{"log /dev/zero", []string{"-policy", pol, "-log", "/dev/zero"}, 1, "/dev/zero is a character device, not a regular file"},
+		{"jwks FIFO", append([]string{"-policy", pol, "-log", logPath, "-jwks", fifo}, jwksFlags...), 2, fifo + " is a named pipe (FIFO), not a regular file"},
+		{"jwks /dev/zero", append([]string{"-policy", pol, "-log", logPath, "-jwks", "/dev/zero"}, jwksFlags...), 2, "/dev/zero is a character device, not a regular file"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
