@@ -2,9 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
-	"io"
-	"os"
 
 	"github.com/verity-go/verity/internal/osfile"
 )
@@ -16,24 +13,21 @@ const (
 )
 
 // readInput reads a file named on the command line (a tools list, a cases
-// file, a checkpoint) of at most max bytes. Anything but a regular file —
-// a FIFO, a device, a directory — is a usage error, found without waiting
-// on it; a larger file is refused rather than cut short.
+// file, a checkpoint) of at most max bytes (osfile.ReadFile). Anything
+// but a regular file — a FIFO, a device, a directory — is an *inputError
+// (exit 2, as a usage error), found without waiting on it; a larger file
+// is refused rather than cut short.
 func readInput(name string, max int64) ([]byte, error) {
-	f, err := osfile.OpenRegular(name, os.O_RDONLY, 0)
-	if err != nil {
-		if errors.Is(err, osfile.ErrNotRegular) {
-			return nil, usagef("%v", err)
-		}
-		return nil, err
+	data, err := osfile.ReadFile(name, max)
+	if errors.Is(err, osfile.ErrNotRegular) {
+		return nil, &inputError{err}
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("%s: larger than %d bytes", name, max)
-	}
-	return data, nil
+	return data, err
 }
+
+// inputError is a file named on a right command line that cannot be used
+// (exit 2 as a usage error, without the usage text).
+type inputError struct{ err error }
+
+func (e *inputError) Error() string { return e.err.Error() }
+func (e *inputError) Unwrap() error { return e.err }

@@ -55,6 +55,12 @@
 //	8  replay: the log verifies but disagrees with a replay of the sessions it records
 //	9  checkpoint: the -checkpoint file is malformed, not signed by -pubkey, or for another origin
 //	   (a log that does not extend a good checkpoint, such as a rewritten one, exits 6)
+//
+// verity policy reads no log and has one rule of its own (verity policy -h): 0 the
+// policy is clean or every case passed, 1 check found problems or a case failed, 2 the
+// check or test could not run (a usage error, or a policy, cases or tools file that is
+// missing, unreadable, not a regular file, too large or invalid, or an upstream that
+// does not list its tools).
 package main
 
 import (
@@ -131,7 +137,8 @@ SEQ:HASH: a head, the last entry's sequence number (the number of entries minus 
 exit: 0 ok, 1 error, 2 usage, 3 torn tail, 4 corrupt, 5 chain break,
       6 does not extend the kept head or the signed checkpoint (a rewritten log),
       7 not a log (or not a regular file), 8 replay disagrees,
-      9 the checkpoint does not verify (malformed, another key, a bad signature, another origin)
+      9 the checkpoint does not verify (malformed, another key, a bad signature, another origin);
+      verity policy: 0 clean, 1 problems found or a case failed, 2 usage or an input it cannot use
 `
 
 // usageError is a mistake on the command line (exit 2).
@@ -180,7 +187,7 @@ func run(ctx context.Context, e *env, args []string) int {
 	}
 	code := exitCode(err)
 	fmt.Fprintf(e.stderr, "verity %s: %v\n", args[0], err)
-	if code == exitUsage {
+	if ue := (*usageError)(nil); errors.As(err, &ue) {
 		fmt.Fprintf(e.stderr, "\n%s", usage)
 	}
 	return code
@@ -192,10 +199,11 @@ func run(ctx context.Context, e *env, args []string) int {
 func exitCode(err error) int {
 	var (
 		ue *usageError
+		ie *inputError
 		re *replayError
 	)
 	switch {
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), errors.As(err, &ie):
 		return exitUsage
 	case isNotLog(err):
 		return exitNotLog

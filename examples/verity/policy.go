@@ -37,24 +37,39 @@ test    runs each case of CASES (a JSON file: {"cases": [...]}) against the poli
         step is named with what differed. The format: REFERENCE.md, "verity policy
         test: cases and scenarios".
 
-exit: 0 ok, 1 problems found or a case failed (or an error), 2 usage
+exit: 0 the policy is clean (check) or every case passed (test);
+      1 check found problems in the policy, or a case failed;
+      2 the check or test could not run: a usage error, or an input that cannot be
+        used — a POLICY, CASES or -tools file that is missing, unreadable, not a
+        regular file, too large or invalid, or an upstream that does not list its tools
 `
 
-// cmdPolicy is "verity policy check|test".
+// cmdPolicy is "verity policy check|test". Its exit codes are policy's
+// own rule (policyUsage): 1 only for what the policy or its cases got
+// wrong (errPolicyFindings), 2 for anything that kept the check or test
+// from running — as verity-mcp and beliefserver exit 2 for a policy or a
+// file they cannot use.
 func cmdPolicy(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 {
 		return usagef("policy needs a subcommand: check or test\n\n%s", policyUsage)
 	}
+	var err error
 	switch args[0] {
 	case "check":
-		return policyCheck(ctx, e, args[1:])
+		err = policyCheck(ctx, e, args[1:])
 	case "test":
-		return policyTest(ctx, e, args[1:])
+		err = policyTest(ctx, e, args[1:])
 	case "-h", "--help", "help":
 		fmt.Fprint(e.stdout, policyUsage)
 		return nil
+	default:
+		return usagef("unknown policy subcommand %q\n\n%s", args[0], policyUsage)
 	}
-	return usagef("unknown policy subcommand %q\n\n%s", args[0], policyUsage)
+	var ue *usageError
+	if err == nil || errors.Is(err, errPolicyFindings) || errors.As(err, &ue) {
+		return err
+	}
+	return &inputError{err}
 }
 
 // errPolicyFindings is returned when check found problems or a test case

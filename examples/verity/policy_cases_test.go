@@ -36,7 +36,7 @@ func TestPolicyTestCases(t *testing.T) {
 
 	bad := writeCases(t, `{"cases": [{"name": "x", "tool": "t", "expect": "maybe", "extra": 1}]}`)
 	r = verity(t, "policy", "test", fsPolicy, bad)
-	assert.Equal(t, exitError, r.code)
+	assert.Equal(t, exitUsage, r.code, "a cases file that cannot be used: the test could not run")
 	assert.Contains(t, r.stderr, bad)
 	assert.Contains(t, r.stderr, `/cases/0/expect: enum: expect "maybe" is not allow, refuse or ask_approval`)
 	assert.Contains(t, r.stderr, "/cases/0/extra: unknown_field")
@@ -44,7 +44,7 @@ func TestPolicyTestCases(t *testing.T) {
 
 	dup := writeCases(t, `{"cases": [{"name": "x", "tool": "read_text_file", "tool": "move_file", "expect": "allow"}]}`)
 	r = verity(t, "policy", "test", fsPolicy, dup)
-	assert.Equal(t, exitError, r.code)
+	assert.Equal(t, exitUsage, r.code)
 	assert.Contains(t, r.stderr, "duplicate_key", "read strictly: a member twice is refused, not the last one taken")
 }
 

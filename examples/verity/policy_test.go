@@ -5,9 +5,10 @@ package main
 //	check, exit 0  TestPolicyCheckFilesystemServer (the README's policy against
 //	               the reference filesystem server's real tools/list),
 //	               TestPolicyCheckUpstream (a server over stdio, two pages)
-//	check, exit 1  TestPolicyCheckFindsProblems, TestPolicyCheckUpstreamTimeout
+//	check, exit 1  TestPolicyCheckFindsProblems
 //	test           policy_cases_test.go
-//	exit 2         TestPolicyUsageErrors
+//	exit 2         TestPolicyUsageErrors, TestPolicyCheckUpstreamTimeout,
+//	               TestPolicyExitCodes (every code, from the built command)
 
 import (
 	"encoding/json"
@@ -85,11 +86,12 @@ func TestPolicyCheckFindsProblems(t *testing.T) {
 	assert.Contains(t, r.stdout, "rule #10 (list_d*) is shadowed: earlier rules take every call of list_directory (rule #1), list_directory_with_sizes (rule #1)")
 	assert.Equal(t, 2, strings.Count(r.stdout, "\n  rule"), r.stdout)
 
-	// A policy file with a problem: every violation, exit 1.
+	// A policy file with a problem: every violation, exit 2 (the check
+	// could not run).
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	require.NoError(t, os.WriteFile(bad, []byte(`{"version": 1, "budget": "1", "min_cost": "0", "tools": [{"match": "x"}]}`), 0o600))
 	r = verity(t, "policy", "check", bad, "-tools", fsTools)
-	require.Equal(t, exitError, r.code)
+	require.Equal(t, exitUsage, r.code)
 	assert.Contains(t, r.stderr, "/min_cost")
 	assert.Contains(t, r.stderr, "/tools/0")
 }
@@ -168,15 +170,15 @@ func TestPolicyCheckUpstreamTimeout(t *testing.T) {
 	}
 	start := time.Now()
 	r := verity(t, "policy", "check", fsPolicy, "-timeout", "300ms", "--", "sh", "-c", "sleep 30")
-	assert.Equal(t, exitError, r.code)
+	assert.Equal(t, exitUsage, r.code)
 	assert.Contains(t, r.stderr, "no answer in time")
 	assert.Less(t, time.Since(start), 10*time.Second, "the server was stopped")
 
 	r = verity(t, "policy", "check", fsPolicy, "--", "sh", "-c", "echo not json; read -r x")
-	assert.Equal(t, exitError, r.code)
+	assert.Equal(t, exitUsage, r.code)
 	assert.Contains(t, r.stderr, "not JSON-RPC")
 	r = verity(t, "policy", "check", fsPolicy, "--", filepath.Join(t.TempDir(), "no-such-server"))
-	assert.Equal(t, exitError, r.code)
+	assert.Equal(t, exitUsage, r.code)
 }
 
 // TestPolicyCheckRealFilesystemServer runs check against the reference
@@ -231,14 +233,14 @@ func TestPolicyToxicFlow(t *testing.T) {
 
 // TestPolicyCheckRefusesUncleanRoots: `verity policy check` of a policy
 // whose path condition is under "/srv/data/../etc" (which would load as
-// /srv/etc) fails, naming the root and its clean form; it does not say
-// ok.
+// /srv/etc) fails (exit 2: the policy does not load), naming the root
+// and its clean form; it does not say ok.
 func TestPolicyCheckRefusesUncleanRoots(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "roots.json")
 	require.NoError(t, os.WriteFile(bad, []byte(`{"version": 2, "budget": "10", "min_cost": "0.01", "tools": [
 		{"match": "read_text_file", "cost": "0.01", "paths": [{"argument": "/path", "under": ["/srv/data/../etc"]}]}]}`), 0o600))
 	r := verity(t, "policy", "check", bad, "-tools", fsTools)
-	require.Equal(t, exitError, r.code, r.stdout+r.stderr)
+	require.Equal(t, exitUsage, r.code, r.stdout+r.stderr)
 	assert.Contains(t, r.stderr, `/tools/0/paths/0/under/0`)
 	assert.Contains(t, r.stderr, `"/srv/data/../etc" is not a clean path`)
 	assert.Contains(t, r.stderr, `write it as "/srv/etc"`)
