@@ -18,8 +18,9 @@
 //	verity replay  SRC                          rebuild the kernel, belief and claims sessions; print their final state
 //	verity export  SRC [--format json|ndjson]   the entries in trace/FORMAT.md's JSON form
 //	verity repair  FILE                         cut a torn final record off a log file (the cut bytes are kept aside)
-//	verity view    SRC [--addr 127.0.0.1:8080] [--head SEQ:HASH]
-//	                                            serve a page showing the log
+//	verity view    SRC [--addr 127.0.0.1:8080 [--public]] [--head SEQ:HASH]
+//	                                            serve a page showing the log (a non-loopback
+//	                                            --addr is refused, exit 2, unless --public)
 //	verity policy  check POLICY [-tools FILE | -- UPSTREAM…] | test POLICY CASES
 //	                                            lint a tool gate's policy against an MCP server's tools; run its test cases
 //
@@ -122,7 +123,7 @@ commands:
   replay  SRC                         rebuild the recorded sessions and print their final state
   export  SRC [--format json|ndjson]  entries in trace/FORMAT.md's JSON form
   repair  FILE                        cut a torn final record off a log file
-  view    SRC [--addr 127.0.0.1:8080] [--head SEQ:HASH]
+  view    SRC [--addr 127.0.0.1:8080 [--public]] [--head SEQ:HASH]   (a non-loopback --addr needs --public)
           [--max-conns 256] [--conn-wait 1s] [--read-header-timeout 10s] [--read-timeout 30s]
           [--write-timeout 60s] [--idle-timeout 60s] [--max-header-bytes 65536]
   policy  check POLICY [-tools FILE | -- UPSTREAM...] | test POLICY CASES   (verity policy -h)

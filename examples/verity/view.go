@@ -36,7 +36,8 @@ const maxChartPoints = 1500
 
 func cmdView(ctx context.Context, e *env, args []string) error {
 	fs := flag.NewFlagSet("view", flag.ContinueOnError)
-	addr := fs.String("addr", "127.0.0.1:8080", "address to serve the page on")
+	addr := fs.String("addr", "127.0.0.1:8080", "address to serve the page on (a loopback address unless --public)")
+	public := fs.Bool("public", false, "allow an --addr that is not loopback: anyone who reaches it reads the whole log")
 	var kept headFlag
 	fs.Var(&kept, "head", "a head kept elsewhere, SEQ:HASH; the page shows whether the log extends it")
 	limits := addLimitFlags(fs)
@@ -50,6 +51,9 @@ func cmdView(ctx context.Context, e *env, args []string) error {
 	}
 	if err := limits.Validate(); err != nil {
 		return &usageError{err.Error()}
+	}
+	if err := checkViewAddr(e, *addr, *public); err != nil {
+		return err
 	}
 	start := time.Now()
 	ix, err := buildIndex(ctx, e, src, kept)
