@@ -287,7 +287,12 @@ func (in *inbox) answer(w http.ResponseWriter, r *http.Request) {
 		who = p.Key()
 	}
 	switch {
-	case errors.Is(err, toolgate.ErrNotAnApprover), errors.Is(err, claims.ErrAlreadyDecided):
+	case errors.Is(err, toolgate.ErrSelfApproval):
+		in.logger.Warn("approval inbox: refused answer", "approval", a.ID, "by", who, "decision", a.Decision, "err", err)
+		res.Error = "the principal that made a PRIVILEGE call cannot approve it: another approver must"
+		writeJSON(w, http.StatusForbidden, res)
+		return
+	case errors.Is(err, toolgate.ErrNotAnApprover), errors.Is(err, claims.ErrAlreadyDecided), errors.Is(err, claims.ErrNotRequired):
 		in.logger.Warn("approval inbox: refused answer", "approval", a.ID, "by", who, "decision", a.Decision, "err", err)
 		res.Error = "not an approver of this request (or answered it already)"
 		writeJSON(w, http.StatusForbidden, res)

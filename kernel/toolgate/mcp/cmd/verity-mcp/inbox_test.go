@@ -270,6 +270,37 @@ func TestInboxAnswersAsThePrincipal(t *testing.T) {
 	assert.Equal(t, "by "+is.URL+"|olga: ok", a["reason"], "the authenticated principal answered")
 }
 
+// TestInboxSelfApprovalRefused403: the principal that made a PRIVILEGE
+// call, approving it at the inbox, is refused with 403 and a reason
+// saying so (it used to be refused with 500, as if the proxy had failed),
+// and nothing is approved: another principal's approval still counts.
+func TestInboxSelfApprovalRefused403(t *testing.T) {
+	is := testissuer.New(t, testResource)
+	up := newUpstream(t)
+	pol := writeInboxPolicy(t, `"group:ops"`, "10m")
+	logPath := filepath.Join(t.TempDir(), "trace.log")
+	p := startProxy(t, append([]string{"-policy", pol, "-log", logPath, "-http", "127.0.0.1:0", "-jwks", is.JWKSURL,
+		"-issuer", is.URL, "-resource", testResource, "-approvals", "127.0.0.1:0", "--"}, up.argv()...), nil)
+	base := inboxURL(t, p)
+	olga := issuerToken(t, is, "olga", "ops", "security")
+	cs := connectWithToken(t, p, olga)
+	done := callAsync(cs, "write_file", map[string]any{"path": "b.txt", "content": "b"})
+	r := waitListed(t, base, olga, 1)[0]
+	require.Equal(t, "PRIVILEGE", r.Tier)
+
+	code, res := inboxPost(t, base, `{"id":"`+r.ID+`","decision":"approve","reason":"mine"}`, bearerHeader(olga))
+	assert.Equal(t, http.StatusForbidden, code, res.Error)
+	assert.Contains(t, res.Error, "cannot approve it")
+	assert.Len(t, waitListed(t, base, olga, 1)[0].Awaiting, 2, "nothing was approved: both approvers still awaited")
+	select {
+	case s := <-done:
+		t.Fatalf("the call returned before an approval: %s", s)
+	default:
+	}
+	stopHTTPProxy(t, p)
+	assert.Empty(t, logEntries(t, logPath, claims.KindApprove), "the self-approval was not recorded as an approval")
+}
+
 func TestInboxHeldCallTimesOut(t *testing.T) {
 	up := newUpstream(t)
 	up.file(t, "a.txt", "a")

@@ -139,8 +139,9 @@
 // cannot answer), and the answer is recorded as the token's principal
 // (toolgate.Gate.ApproveAs: an approver the policy names by key,
 // "ISSUER|SUBJECT", or as "group:" and one of the token's groups); a
-// principal the request does not await is answered 403 and nothing is
-// recorded. A PRIVILEGE tier with two approvers needs two principals:
+// principal the request does not await, or the principal that made a
+// PRIVILEGE call approving it (toolgate.ErrSelfApproval), is answered 403
+// with the reason, and no approval is recorded. A PRIVILEGE tier with two approvers needs two principals:
 // the page says so, shows the first approval, and takes the second from
 // another principal (one principal is one approver). Without -jwks the
 // inbox binds loopback addresses only (any other exits 2 unless
