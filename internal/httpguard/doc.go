@@ -32,6 +32,10 @@
 //   - MaxHeaderBytes (64 KiB): larger headers are answered 431.
 //   - MaxConns (256): connections open at once, below the usual soft
 //     limit of 1,024 open files so that logs and databases still open.
+//   - MaxConnsPerClient (64): connections open at once from one client
+//     address (its IP), a quarter of MaxConns, so that one client —
+//     however slow its requests — leaves three quarters of the slots to
+//     the others.
 //   - ConnWait (1 s): how long a new connection waits for room before it
 //     is closed.
 //
@@ -62,6 +66,19 @@
 // within EvictAfter; with a full cap of requests in progress, it waits for
 // one of them to end (each is bounded by ReadTimeout and WriteTimeout).
 //
+// # The cap per client
+//
+// One client address may hold at most MaxConnsPerClient of the slots.
+// A client at its cap has a new connection take the place of one of its
+// own in the same way (its own idle longest, else its own slowest to send
+// its first headers, once past EvictAfter, waiting for that if need be);
+// when every one of its own is in a request — as a client sending bodies
+// slowly keeps them — the new connection is closed at once, unanswered:
+// it does not wait for room, and so never holds up the connections of
+// other clients queued behind it. Without this cap, 256 connections sending bodies at a byte
+// a second from one address held every slot until ReadTimeout cut them,
+// and every other client was closed unanswered after ConnWait.
+//
 // # Streams
 //
 // http.Server's ReadTimeout and WriteTimeout are deadlines on the whole
@@ -84,8 +101,10 @@
 //
 // # What it does not cover
 //
-// The cap counts connections, not clients: one client may take all the
-// slots with requests in progress (rate limiting per client is a proxy's
-// job). Nothing here authenticates; Verity's servers listen on loopback
+// The cap per client counts addresses, not people: clients behind one
+// NAT or proxy share one address and its cap (raise
+// -max-conns-per-client for them), and a client with many addresses (an
+// IPv6 prefix, a botnet) is capped per address only. Request rates are
+// not limited (that is a proxy's job). Nothing here authenticates; Verity's servers listen on loopback
 // unless told otherwise. TLS is not configured here.
 package httpguard

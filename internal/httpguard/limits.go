@@ -17,6 +17,7 @@ const (
 	DefaultIdleTimeout       = 60 * time.Second
 	DefaultMaxHeaderBytes    = 64 << 10
 	DefaultMaxConns          = 256
+	DefaultMaxConnsPerClient = 64
 	DefaultConnWait          = time.Second
 )
 
@@ -28,6 +29,7 @@ type Limits struct {
 	IdleTimeout       time.Duration // a keep-alive connection between requests
 	MaxHeaderBytes    int           // request line and headers, in bytes
 	MaxConns          int           // connections open at once
+	MaxConnsPerClient int           // connections open at once from one client address
 	ConnWait          time.Duration // a new connection's wait for room when full
 }
 
@@ -40,13 +42,14 @@ func Defaults() Limits {
 		IdleTimeout:       DefaultIdleTimeout,
 		MaxHeaderBytes:    DefaultMaxHeaderBytes,
 		MaxConns:          DefaultMaxConns,
+		MaxConnsPerClient: DefaultMaxConnsPerClient,
 		ConnWait:          DefaultConnWait,
 	}
 }
 
 // AddFlags registers one flag per field on fs, defaulting to l's values:
 // -read-header-timeout, -read-timeout, -write-timeout, -idle-timeout,
-// -max-header-bytes, -max-conns and -conn-wait.
+// -max-header-bytes, -max-conns, -max-conns-per-client and -conn-wait.
 func (l *Limits) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&l.ReadHeaderTimeout, "read-header-timeout", l.ReadHeaderTimeout, "HTTP: time to read a request's headers")
 	fs.DurationVar(&l.ReadTimeout, "read-timeout", l.ReadTimeout, "HTTP: time to read a whole request, body included")
@@ -54,6 +57,7 @@ func (l *Limits) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&l.IdleTimeout, "idle-timeout", l.IdleTimeout, "HTTP: time a keep-alive connection may wait for its next request")
 	fs.IntVar(&l.MaxHeaderBytes, "max-header-bytes", l.MaxHeaderBytes, "HTTP: largest request line and headers, in bytes")
 	fs.IntVar(&l.MaxConns, "max-conns", l.MaxConns, "HTTP: connections open at once (idle ones are closed to make room)")
+	fs.IntVar(&l.MaxConnsPerClient, "max-conns-per-client", l.MaxConnsPerClient, "HTTP: connections open at once from one client address (more are closed at once, unanswered)")
 	fs.DurationVar(&l.ConnWait, "conn-wait", l.ConnWait, "HTTP: time a new connection waits for room before it is closed")
 }
 
@@ -72,17 +76,19 @@ func (l Limits) Validate() error {
 	check("idle-timeout", l.IdleTimeout > 0, l.IdleTimeout)
 	check("max-header-bytes", l.MaxHeaderBytes > 0, l.MaxHeaderBytes)
 	check("max-conns", l.MaxConns > 0, l.MaxConns)
+	check("max-conns-per-client", l.MaxConnsPerClient > 0, l.MaxConnsPerClient)
 	check("conn-wait", l.ConnWait > 0, l.ConnWait)
 	return errors.Join(errs...)
 }
 
 // New returns a server for h with l's timeouts and header limit, and ln
-// wrapped in a Listener capped at l.MaxConns whose connection states the
-// server reports (its ConnState hook). Serve the one on the other:
+// wrapped in a Listener capped at l.MaxConns, and at l.MaxConnsPerClient
+// for one client address, whose connection states the server reports
+// (its ConnState hook). Serve the one on the other:
 // hs.Serve(gl). A field of l that is not positive takes its default.
 func New(ln net.Listener, h http.Handler, l Limits) (*http.Server, *Listener) {
 	l = l.withDefaults()
-	gl := NewListener(ln, l.MaxConns, l.ConnWait)
+	gl := NewListener(ln, l.MaxConns, l.ConnWait).PerClient(l.MaxConnsPerClient)
 	hs := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: l.ReadHeaderTimeout,
@@ -113,6 +119,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxConns <= 0 {
 		l.MaxConns = d.MaxConns
+	}
+	if l.MaxConnsPerClient <= 0 {
+		l.MaxConnsPerClient = d.MaxConnsPerClient
 	}
 	return l
 }

@@ -15,17 +15,20 @@ import (
 const EvictAfter = 250 * time.Millisecond
 
 // Listener is a net.Listener that keeps at most a fixed number of
-// connections open at once (the package documentation describes how it
-// makes room). Its methods are safe for concurrent use.
+// connections open at once, and at most a smaller number from any one
+// client address (the package documentation describes how it makes
+// room). Its methods are safe for concurrent use.
 type Listener struct {
 	net.Listener
-	max  int
-	wait time.Duration
+	max       int
+	perClient int
+	wait      time.Duration
 
 	now func() time.Time // time.Now; tests set a clock
 
-	mu   sync.Mutex
-	open map[*conn]struct{}
+	mu      sync.Mutex
+	open    map[*conn]struct{}
+	clients map[string]int // open connections by client address
 	// fullSince is when a new connection first found no room since one
 	// was last let in (zero: one was let in since).
 	fullSince time.Time
@@ -36,10 +39,38 @@ type Listener struct {
 
 // NewListener wraps inner so that at most max connections are open at
 // once; when full, a new connection waits up to wait for room (making it
-// when it can) and is closed otherwise. max and wait must be positive.
+// when it can) and is closed otherwise. No client address is capped
+// below max (PerClient sets that). max and wait must be positive.
 func NewListener(inner net.Listener, max int, wait time.Duration) *Listener {
-	return &Listener{Listener: inner, max: max, wait: wait, now: time.Now,
-		open: make(map[*conn]struct{}), freed: make(chan struct{}, 1)}
+	return &Listener{Listener: inner, max: max, perClient: max, wait: wait, now: time.Now,
+		open: make(map[*conn]struct{}), clients: make(map[string]int), freed: make(chan struct{}, 1)}
+}
+
+// PerClient caps the connections open at once from one client address
+// at n (positive); call it before Accept. A client at its cap has a
+// new connection take the place of one of its own that holds a slot
+// without using it, as the cap as a whole does; when none can, the new
+// connection is closed at once, unanswered, without waiting and without
+// holding up anyone else's.
+func (l *Listener) PerClient(n int) *Listener {
+	l.perClient = n
+	return l
+}
+
+// clientKey is the address a connection is counted under: its remote
+// IP (a TCP address), else its remote address as a string.
+func clientKey(nc net.Conn) string {
+	a := nc.RemoteAddr()
+	if a == nil {
+		return ""
+	}
+	if ta, ok := a.(*net.TCPAddr); ok {
+		return ta.IP.String()
+	}
+	if host, _, err := net.SplitHostPort(a.String()); err == nil {
+		return host
+	}
+	return a.String()
 }
 
 // connection states as the Listener tracks them.
@@ -54,10 +85,11 @@ const (
 // conn is one admitted connection; its slot is released when it closes.
 type conn struct {
 	net.Conn
-	l     *Listener
-	once  sync.Once
-	state state     // guarded by l.mu
-	since time.Time // when state was entered; guarded by l.mu
+	l      *Listener
+	client string // clientKey
+	once   sync.Once
+	state  state     // guarded by l.mu
+	since  time.Time // when state was entered; guarded by l.mu
 }
 
 func (c *conn) Close() error {
@@ -83,6 +115,7 @@ func (l *Listener) Accept() (net.Conn, error) {
 // admit gives nc a slot, making room or waiting for one; it returns nil
 // (nc closed) when none is found within l.wait.
 func (l *Listener) admit(nc net.Conn) *conn {
+	client := clientKey(nc)
 	deadline := l.now().Add(l.wait)
 	var timer *time.Timer
 	defer func() {
@@ -92,7 +125,7 @@ func (l *Listener) admit(nc net.Conn) *conn {
 	}()
 	for {
 		now := l.now()
-		c, victim, next := l.step(nc, now)
+		c, victim, next, over := l.step(nc, client, now)
 		if c != nil {
 			return c
 		}
@@ -100,6 +133,11 @@ func (l *Listener) admit(nc net.Conn) *conn {
 			l.evicted.Add(1)
 			_ = victim.Conn.Close()
 			continue
+		}
+		if over {
+			l.refused.Add(1)
+			_ = nc.Close()
+			return nil
 		}
 		// Connections queued behind this one in the kernel have waited
 		// as long: once the cap has been full for the wait, they are
@@ -133,35 +171,69 @@ func (l *Listener) admit(nc net.Conn) *conn {
 	}
 }
 
-// step is one attempt of admit at now: nc's new slot if there is room;
-// else the connection to close for room, its slot already released so
-// that the next attempt finds it; else when the next one may be closed
-// (zero if none will be).
-func (l *Listener) step(nc net.Conn, now time.Time) (admitted, victim *conn, next time.Time) {
+// step is one attempt of admit at now for nc from client: nc's new slot
+// if there is room; else the connection to close for room, its slot
+// already released so that the next attempt finds it; else, when client
+// is at its own cap with every one of its connections in a request,
+// over; else when the next one may be closed (zero if none will be).
+func (l *Listener) step(nc net.Conn, client string, now time.Time) (admitted, victim *conn, next time.Time, over bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.clients[client] >= l.perClient {
+		victim, next = l.victim(now, func(c *conn) bool { return c.client == client })
+		switch {
+		case victim != nil:
+			l.drop(victim)
+		case next.IsZero(): // every one of its own in a request
+			over = true
+		}
+		return nil, victim, next, over
+	}
 	if len(l.open) < l.max {
-		c := &conn{Conn: nc, l: l, since: now}
+		c := &conn{Conn: nc, l: l, client: client, since: now}
 		l.open[c] = struct{}{}
+		l.clients[client]++
 		l.fullSince = time.Time{}
-		return c, nil, time.Time{}
+		return c, nil, time.Time{}, false
 	}
-	victim, next = l.victim(now)
+	victim, next = l.victim(now, nil)
 	if victim != nil {
-		delete(l.open, victim)
-		victim.once.Do(func() {}) // its Close now only closes
+		l.drop(victim)
 	}
-	return nil, victim, next
+	return nil, victim, next, false
 }
 
-// victim returns the connection to close for room at now, if any: the
-// one idle longest between requests, else the one reading its first
-// request's headers for longest if that is over EvictAfter. Otherwise it
-// returns when the oldest such one will be over EvictAfter (zero if there
-// is none). l.mu is held.
-func (l *Listener) victim(now time.Time) (victim *conn, next time.Time) {
+// drop releases c's slot for a new connection; its Close then only
+// closes. l.mu is held.
+func (l *Listener) drop(c *conn) {
+	l.forget(c)
+	c.once.Do(func() {})
+}
+
+// forget removes c from the open connections and its client's count.
+// l.mu is held.
+func (l *Listener) forget(c *conn) {
+	if _, ok := l.open[c]; !ok {
+		return
+	}
+	delete(l.open, c)
+	if l.clients[c.client]--; l.clients[c.client] <= 0 {
+		delete(l.clients, c.client)
+	}
+}
+
+// victim returns the connection to close for room at now among those
+// of which (all when which is nil), if any: the one idle longest
+// between requests, else the one reading its first request's headers
+// for longest if that is over EvictAfter. Otherwise it returns when the
+// oldest such one will be over EvictAfter (zero if there is none). l.mu
+// is held.
+func (l *Listener) victim(now time.Time, which func(*conn) bool) (victim *conn, next time.Time) {
 	var idle, first *conn
 	for c := range l.open {
+		if which != nil && !which(c) {
+			continue
+		}
 		switch c.state {
 		case waiting:
 			if idle == nil || c.since.Before(idle.since) {
@@ -188,7 +260,7 @@ func (l *Listener) victim(now time.Time) (victim *conn, next time.Time) {
 // release frees c's slot and wakes a waiting Accept.
 func (l *Listener) release(c *conn) {
 	l.mu.Lock()
-	delete(l.open, c)
+	l.forget(c)
 	l.mu.Unlock()
 	select {
 	case l.freed <- struct{}{}:

@@ -20,22 +20,26 @@ func (f *fakeConn) Close() error { f.closed++; return nil }
 
 // modelConn is the naive model's view of one admitted connection.
 type modelConn struct {
-	c     *conn
-	fc    *fakeConn
-	state state
-	since time.Time
-	open  bool
+	c      *conn
+	fc     *fakeConn
+	client string
+	state  state
+	since  time.Time
+	open   bool
 }
 
 // TestConnCapHoldsAndOnlyIdleConnectionsMakeRoom is a state machine over
 // the Listener's admission (step, as Accept runs it), the server's state
 // reports (ConnState), closes and the passing of time, against a naive
-// model (a list): never more than max open; a new connection is let in
-// when there is room; when full, the connection closed for it is the one
-// idle longest between requests, else the one reading its first
-// request's headers for longest once past EvictAfter, and never one in
-// a request or of unknown state; otherwise it finds no room; a
-// connection closed twice frees one slot.
+// model (a list): never more than max open, nor more than perClient from
+// one client; a new connection is let in when there is room; when full,
+// the connection closed for it is the one idle longest between
+// requests, else the one reading its first request's headers for
+// longest once past EvictAfter, and never one in a request or of unknown
+// state; otherwise it finds no room; a client at its own cap has the
+// same choice made among its own connections only, and is turned away at
+// once (over) when every one of them is in a request; a connection closed
+// twice frees one slot.
 func TestConnCapHoldsAndOnlyIdleConnectionsMakeRoom(t *testing.T) {
 	rapid.Check(t, connCapMachine)
 }
@@ -50,8 +54,9 @@ func FuzzConnCap(f *testing.F) {
 func connCapMachine(t *rapid.T) {
 	{
 		max := rapid.IntRange(1, 5).Draw(t, "max")
+		perClient := rapid.IntRange(1, max+1).Draw(t, "perClient")
 		now := time.Unix(1e9, 0)
-		l := NewListener(nil, max, time.Second)
+		l := NewListener(nil, max, time.Second).PerClient(perClient)
 		l.now = func() time.Time { return now }
 		var all []*modelConn
 
@@ -64,13 +69,24 @@ func connCapMachine(t *rapid.T) {
 			}
 			return out
 		}
+		openOf := func(client string) int {
+			n := 0
+			for _, m := range openConns() {
+				if m.client == client {
+					n++
+				}
+			}
+			return n
+		}
 		// expected returns the model's choice of connections to close for
-		// room (all tied for oldest in the category that wins), or nil.
-		expected := func() []*modelConn {
+		// room among those of client ("": all) — all tied for oldest in
+		// the category that wins — or nil.
+		expected := func(client string) []*modelConn {
 			oldest := func(keep func(*modelConn) bool) []*modelConn {
 				var best []*modelConn
 				for _, m := range openConns() {
 					switch {
+					case client != "" && m.client != client:
 					case !keep(m):
 					case len(best) == 0 || m.since.Before(best[0].since):
 						best = []*modelConn{m}
@@ -89,11 +105,26 @@ func connCapMachine(t *rapid.T) {
 		t.Repeat(map[string]func(*rapid.T){
 			"connect": func(t *rapid.T) {
 				fc := &fakeConn{}
+				client := rapid.SampledFrom([]string{"10.0.0.1", "10.0.0.2", "::1"}).Draw(t, "client")
+				mine := openOf(client) >= perClient
 				full := len(openConns()) >= max
-				want := expected()
-				c, victim, _ := l.step(fc, now)
+				want := expected("")
+				if mine {
+					want = expected(client)
+				}
+				// allBusy: every one of the client's own is in a request.
+				allBusy := !slices.ContainsFunc(openConns(), func(m *modelConn) bool { return m.client == client && m.state != busy })
+				c, victim, _, over := l.step(fc, client, now)
 				switch {
-				case !full:
+				case mine && len(want) == 0:
+					if c != nil || victim != nil || over != allBusy {
+						t.Fatalf("a client at its cap %d with nothing of its own to close now, yet admitted %v closed %v over %v (all its own in requests: %v)",
+							perClient, c != nil, victim != nil, over, allBusy)
+					}
+					return
+				case over:
+					t.Fatal("turned away, yet the client is under its cap or has a connection to close")
+				case !mine && !full:
 					if c == nil || victim != nil {
 						t.Fatalf("room for %d, yet not admitted", max)
 					}
@@ -112,12 +143,12 @@ func connCapMachine(t *rapid.T) {
 					}
 					want[i].open = false
 					_ = victim.Conn.Close()
-					c, victim, _ = l.step(fc, now)
+					c, victim, _, _ = l.step(fc, client, now)
 					if c == nil || victim != nil {
 						t.Fatal("room made, yet not admitted")
 					}
 				}
-				all = append(all, &modelConn{c: c, fc: fc, state: busy, since: now, open: true})
+				all = append(all, &modelConn{c: c, fc: fc, client: client, state: busy, since: now, open: true})
 			},
 			"state": func(t *rapid.T) {
 				if len(all) == 0 {
@@ -148,6 +179,11 @@ func connCapMachine(t *rapid.T) {
 				if open > max {
 					t.Fatalf("%d open, over the cap %d", open, max)
 				}
+				for _, m := range openConns() {
+					if n := openOf(m.client); n > perClient {
+						t.Fatalf("%d open from %s, over its cap %d", n, m.client, perClient)
+					}
+				}
 				for _, m := range all {
 					if m.open && m.fc.closed > 0 {
 						t.Fatal("a connection the model holds open was closed")
@@ -173,17 +209,17 @@ func BenchmarkAdmit(b *testing.B) {
 				fill = max
 			}
 			for range fill {
-				c, _, _ := l.step(&fakeConn{}, time.Now())
+				c, _, _, _ := l.step(&fakeConn{}, "", time.Now())
 				if idle {
 					l.ConnState(c, http.StateIdle)
 				}
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				c, victim, _ := l.step(&fakeConn{}, time.Now())
+				c, victim, _, _ := l.step(&fakeConn{}, "", time.Now())
 				if victim != nil {
 					_ = victim.Close()
-					c, _, _ = l.step(&fakeConn{}, time.Now())
+					c, _, _, _ = l.step(&fakeConn{}, "", time.Now())
 				}
 				l.ConnState(c, http.StateNew)
 				if idle {

@@ -24,6 +24,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,7 +34,8 @@ import (
 	"github.com/verity-go/verity/internal/httpguard"
 )
 
-// Limits are the test's: a cap of 16, timeouts of 6 s — twice the
+// Limits are the test's: a cap of 16 (from one client too: Run's
+// clients all come from one address), timeouts of 6 s — twice the
 // longest a normal request may take, so that a machine loaded by other
 // tests (under -race) still tells a prompt answer from a starved one.
 func Limits() httpguard.Limits {
@@ -44,6 +46,7 @@ func Limits() httpguard.Limits {
 		IdleTimeout:       6 * time.Second,
 		MaxHeaderBytes:    8 << 10,
 		MaxConns:          16,
+		MaxConnsPerClient: 16,
 		ConnWait:          6 * time.Second,
 	}
 }
@@ -57,6 +60,7 @@ func Args(l httpguard.Limits) []string {
 		"-idle-timeout", l.IdleTimeout.String(),
 		"-max-header-bytes", strconv.Itoa(l.MaxHeaderBytes),
 		"-max-conns", strconv.Itoa(l.MaxConns),
+		"-max-conns-per-client", strconv.Itoa(l.MaxConnsPerClient),
 		"-conn-wait", l.ConnWait.String(),
 	}
 }
@@ -291,4 +295,119 @@ func dribble(c net.Conn, s string, tick time.Duration) error {
 func isReset(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &op) && !op.Timeout()
+}
+
+// OneClient opens n slow-body connections (the body of a POST to
+// tg.Post at one byte per tg.Tick) from 127.0.0.1, enough to fill the
+// whole cap, and while they run makes a normal request every 100 ms,
+// for d, from another client address, 127.0.0.2 (Linux routes the
+// whole of 127.0.0.0/8 to loopback); each must be answered within
+// tg.Prompt. Of the slow connections, at most
+// tg.Limits.MaxConnsPerClient may still be open a second after they
+// started: the others were closed at once. tg.Addr must be on
+// 127.0.0.1 or a wildcard address. It returns the slowest normal
+// request's time.
+func OneClient(t *testing.T, tg Target, n int, d time.Duration) time.Duration {
+	t.Helper()
+	if tg.Prompt == 0 {
+		tg.Prompt = 3 * time.Second
+	}
+	if tg.Tick == 0 {
+		tg.Tick = time.Second
+	}
+	var post strings.Builder
+	const bodyLen = 1000
+	fmt.Fprintf(&post, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n", tg.Post, tg.Addr, bodyLen)
+	for k, vs := range tg.PostHeader {
+		for _, v := range vs {
+			fmt.Fprintf(&post, "%s: %s\r\n", k, v)
+		}
+	}
+	post.WriteString("\r\n")
+	head := post.String()
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var open sync.WaitGroup // the slow connections the server has not closed
+	var openCount int64
+	var mu sync.Mutex
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := net.DialTimeout("tcp", tg.Addr, 5*time.Second)
+			if err != nil {
+				return // the kernel's backlog may refuse some: fine
+			}
+			defer c.Close()
+			mu.Lock()
+			openCount++
+			mu.Unlock()
+			open.Add(1)
+			closed := make(chan struct{})
+			go func() {
+				_, _ = io.Copy(io.Discard, c)
+				mu.Lock()
+				openCount--
+				mu.Unlock()
+				close(closed)
+				open.Done()
+			}()
+			if _, err := io.WriteString(c, head); err != nil {
+				return
+			}
+			tick := time.NewTicker(tg.Tick)
+			defer tick.Stop()
+			for i := 0; i < bodyLen-1; i++ {
+				select {
+				case <-stop:
+					return
+				case <-closed:
+					return
+				case <-tick.C:
+				}
+				if _, err := c.Write([]byte{' '}); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	defer func() {
+		close(stop)
+		wg.Wait()
+		open.Wait()
+	}()
+	time.Sleep(time.Second)
+	mu.Lock()
+	still := openCount
+	mu.Unlock()
+	if max := int64(tg.Limits.MaxConnsPerClient); still > max {
+		t.Errorf("%d slow connections from one client still open, over its cap %d", still, max)
+	}
+
+	other := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}, Timeout: 5 * time.Second}
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DialContext: other.DialContext}, Timeout: 30 * time.Second}
+	base := "http://" + tg.Addr
+	var slowest time.Duration
+	var took []time.Duration
+	normals := 0
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		start := time.Now()
+		err := tg.Normal(ctx, client, base)
+		this := time.Since(start)
+		cancel()
+		normals++
+		took = append(took, this)
+		slowest = max(slowest, this)
+		if err != nil {
+			t.Errorf("another client's request while one client holds %d slow connections: %v", n, err)
+		} else if this > tg.Prompt {
+			t.Errorf("another client's request took %v while one client holds %d slow connections (want under %v)", this, n, tg.Prompt)
+		}
+	}
+	slices.Sort(took)
+	t.Logf("one client opened %d slow-body connections, %d held after 1s; %d requests from another: median %v, slowest %v",
+		n, still, normals, took[len(took)/2], slowest)
+	return slowest
 }

@@ -189,8 +189,10 @@
 // closed after -idle-timeout (60s); at most -max-conns (256) connections
 // are open at once, the one idle longest closed to let a new one in, and
 // a new one finding only requests in progress waits -conn-wait (1s) for
-// room before it is closed. None can be switched off (0 is a usage
-// error).
+// room before it is closed; at most -max-conns-per-client (64) are open
+// from one client address, and one more from a client whose connections
+// are all in requests is closed at once. None can be switched off (0 is
+// a usage error).
 //
 // # Output
 //
