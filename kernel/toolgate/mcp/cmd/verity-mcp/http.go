@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -20,10 +22,18 @@ import (
 // without a request before it is closed (-session-timeout).
 const DefaultSessionTimeout = 10 * time.Minute
 
+// DefaultMaxSessions is how many streamable HTTP sessions may be live at
+// once (-max-sessions): a session holds about 5 KiB while idle and more
+// with calls in progress, so 1,024 keep them to a few MiB, and a client
+// initializing sessions without end makes the oldest idle ones go rather
+// than the proxy grow.
+const DefaultMaxSessions = 1024
+
 // httpConfig is the -http server's bounds.
 type httpConfig struct {
 	limits         httpguard.Limits
 	sessionTimeout time.Duration
+	maxSessions    int
 	maxBody        int64
 }
 
@@ -33,6 +43,8 @@ func addHTTPFlags(fs *flag.FlagSet, h *httpConfig) {
 	h.limits.AddFlags(fs)
 	fs.DurationVar(&h.sessionTimeout, "session-timeout", DefaultSessionTimeout,
 		"HTTP: a session without a request for this long is closed (its client must initialize anew)")
+	fs.IntVar(&h.maxSessions, "max-sessions", DefaultMaxSessions,
+		"HTTP: sessions live at once; a new one closes the session idle longest (its client must initialize anew), or is refused 503 when every one has a request in progress")
 	fs.Int64Var(&h.maxBody, "max-body", sdk.DefaultMaxRequestBodyBytes, "HTTP: largest request body in bytes")
 }
 
@@ -41,6 +53,9 @@ func (h httpConfig) check() error {
 	err := h.limits.Validate()
 	if h.sessionTimeout <= 0 {
 		err = errors.Join(err, fmt.Errorf("-session-timeout must be positive, not %v", h.sessionTimeout))
+	}
+	if h.maxSessions <= 0 {
+		err = errors.Join(err, fmt.Errorf("-max-sessions must be positive, not %d", h.maxSessions))
 	}
 	if h.maxBody <= 0 {
 		err = errors.Join(err, fmt.Errorf("-max-body must be positive, not %d", h.maxBody))
@@ -67,6 +82,10 @@ func (h httpConfig) check() error {
 //     endPOST) but not by an open GET stream, so a client that only
 //     listens must ping (MCP's ping) to keep its session; closing the
 //     session ends its streams;
+//   - at most -max-sessions sessions are live at once (sessionCap): an
+//     initialize beyond them closes the session whose last request ended
+//     longest ago among those with no POST in progress, or, when every
+//     session has one, is answered 503;
 //   - with -jwks, every request but the protected-resource metadata's
 //     needs a bearer token (protect, auth.go);
 //   - request bodies are at most -max-body bytes:
@@ -83,7 +102,8 @@ func serveHTTP(addr string, srv *sdk.Server, h httpConfig, protect func(http.Han
 		SessionTimeout:      h.sessionTimeout,
 		MaxRequestBodyBytes: h.maxBody,
 	})
-	guarded, err := protect(handler)
+	capped := newSessionCap(handler, srv, h.maxSessions, logger)
+	guarded, err := protect(capped)
 	if err != nil {
 		_ = ln.Close()
 		return nil, fmt.Errorf("-http: %w", err)
@@ -91,8 +111,11 @@ func serveHTTP(addr string, srv *sdk.Server, h httpConfig, protect func(http.Han
 	hs, gl := httpguard.New(ln, httpguard.Stream(guarded, h.limits), h.limits)
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(gl) }()
-	logger.Info("listening", "http", ln.Addr().String(), "session_timeout", h.sessionTimeout, "max_conns", h.limits.MaxConns)
+	logger.Info("listening", "http", ln.Addr().String(), "session_timeout", h.sessionTimeout, "max_sessions", h.maxSessions,
+		"max_conns", h.limits.MaxConns, "max_conns_per_client", h.limits.MaxConnsPerClient)
 	return func(ctx context.Context) error {
+		live, evicted, refused := capped.stats()
+		logger.Info("HTTP sessions", "live", live, "closed_for_room", evicted, "refused", refused)
 		for _, ss := range slices.Collect(srv.Sessions()) {
 			_ = ss.Close()
 		}
@@ -104,4 +127,165 @@ func serveHTTP(addr string, srv *sdk.Server, h httpConfig, protect func(http.Han
 		}
 		return nil
 	}, nil
+}
+
+// sessionCap keeps at most max streamable HTTP sessions live. The SDK's
+// handler creates a session for every initialize and keeps it until its
+// client deletes it or it is idle for -session-timeout; without a cap a
+// client initializing sessions without end grows the proxy as fast as it
+// can send (50,000 initialize in 10 s took it from 20 MB to 799 MB).
+//
+// It sees every request before the SDK does: it counts the sessions it
+// saw created (the Mcp-Session-Id of an initialize's answer) and, per
+// session, the POSTs in progress and when the last request ended. An
+// initialize (a POST without a session id) that would go past max makes
+// room first: it closes the session idle longest — no POST in progress,
+// its last request ended longest ago (an open GET stream does not keep a
+// session: it only listens) — through the SDK (ServerSession.Close, which
+// removes it from the handler, as its timeout does); its client is then
+// answered 404 and initializes anew, as the MCP transport says a client
+// must. When every session has a POST in progress, the initialize is
+// answered 503 with Retry-After. Sessions the SDK closed by itself
+// (timeout, DELETE, a failed initialize) are forgotten when the count is
+// next checked against the server's own list.
+type sessionCap struct {
+	next   http.Handler
+	srv    *sdk.Server
+	max    int
+	logger *slog.Logger
+	now    func() time.Time
+
+	mu      sync.Mutex
+	live    map[string]*sessionUse // by session id
+	pending int                    // initializes in progress, each holding a place
+
+	evicted, refused atomic.Uint64
+}
+
+// sessionUse is what sessionCap knows of one live session.
+type sessionUse struct {
+	posts int       // POSTs in progress
+	last  time.Time // when its last request started or ended
+}
+
+const sessionHeader = "Mcp-Session-Id"
+
+func newSessionCap(next http.Handler, srv *sdk.Server, max int, logger *slog.Logger) *sessionCap {
+	return &sessionCap{next: next, srv: srv, max: max, logger: logger, now: time.Now, live: map[string]*sessionUse{}}
+}
+
+func (c *sessionCap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if id := r.Header.Get(sessionHeader); id != "" {
+		c.serveIn(id, w, r)
+		return
+	}
+	if r.Method != http.MethodPost {
+		c.next.ServeHTTP(w, r)
+		return
+	}
+	if !c.reserve() {
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "too many sessions, each with a request in progress: try again", http.StatusServiceUnavailable)
+		return
+	}
+	c.next.ServeHTTP(w, r)
+	id := w.Header().Get(sessionHeader)
+	c.mu.Lock()
+	c.pending--
+	if id != "" {
+		c.live[id] = &sessionUse{last: c.now()}
+	}
+	c.mu.Unlock()
+}
+
+// serveIn serves a request of session id, counting a POST in progress.
+func (c *sessionCap) serveIn(id string, w http.ResponseWriter, r *http.Request) {
+	post := r.Method == http.MethodPost
+	c.mu.Lock()
+	u := c.live[id]
+	if u != nil {
+		u.last = c.now()
+		if post {
+			u.posts++
+		}
+	}
+	c.mu.Unlock()
+	if u != nil && post {
+		defer func() {
+			c.mu.Lock()
+			u.posts--
+			u.last = c.now()
+			c.mu.Unlock()
+		}()
+	}
+	c.next.ServeHTTP(w, r)
+}
+
+// reserve holds a place for a new session, closing the session idle
+// longest when there is none; false when every session has a POST in
+// progress.
+func (c *sessionCap) reserve() bool {
+	c.mu.Lock()
+	if len(c.live)+c.pending >= c.max {
+		c.forgetClosed()
+	}
+	var victim string
+	if len(c.live)+c.pending >= c.max {
+		var oldest *sessionUse
+		for id, u := range c.live {
+			if u.posts == 0 && (oldest == nil || u.last.Before(oldest.last)) {
+				victim, oldest = id, u
+			}
+		}
+		if oldest == nil {
+			c.mu.Unlock()
+			c.refused.Add(1)
+			return false
+		}
+		delete(c.live, victim)
+	}
+	c.pending++
+	c.mu.Unlock()
+	if victim != "" {
+		c.close(victim)
+	}
+	return true
+}
+
+// forgetClosed drops the sessions the SDK no longer has. c.mu is held.
+func (c *sessionCap) forgetClosed() {
+	has := make(map[string]bool, len(c.live))
+	for ss := range c.srv.Sessions() {
+		if id := ss.ID(); id != "" {
+			has[id] = true
+		}
+	}
+	for id := range c.live {
+		if !has[id] {
+			delete(c.live, id)
+		}
+	}
+}
+
+// close closes session id through the SDK, which forgets it as it does
+// on a timeout.
+func (c *sessionCap) close(id string) {
+	for ss := range c.srv.Sessions() {
+		if ss.ID() == id {
+			_ = ss.Close()
+			break
+		}
+	}
+	if n := c.evicted.Add(1); n == 1 || n%1024 == 0 {
+		c.logger.Warn("HTTP sessions at -max-sessions: closing the one idle longest to make room (its client must initialize anew)",
+			"max_sessions", c.max, "closed_so_far", n)
+	}
+}
+
+// stats reports the sessions live, closed for room and refused.
+func (c *sessionCap) stats() (live int, evicted, refused uint64) {
+	c.mu.Lock()
+	live = len(c.live)
+	c.mu.Unlock()
+	return live, c.evicted.Load(), c.refused.Load()
 }

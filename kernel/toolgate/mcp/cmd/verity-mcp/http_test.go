@@ -4,7 +4,9 @@ package main
 // TCP: idle, slow-header and slow-body clients), TestHTTPLongCallOutlivesTimeouts
 // (a call's answer and the event stream stay open past the read and
 // write timeouts; the session then expires), TestHTTPSessionsExpireAndMemoryReturns
-// (1,200 sessions, their memory measured), TestHTTPLimitFlags.
+// (1,200 sessions, their memory measured), TestHTTPSessionCap (3,000
+// initialize against -max-sessions 50, the built command's memory
+// measured), TestHTTPLimitFlags.
 
 import (
 	"bytes"
@@ -227,7 +229,7 @@ func mib(n uint64) float64 { return float64(n) / (1 << 20) }
 // exit 2), and --help lists them.
 func TestHTTPLimitFlags(t *testing.T) {
 	pol := writePolicy(t, "10", "")
-	for _, f := range []string{"-session-timeout", "-max-conns", "-read-timeout", "-max-body"} {
+	for _, f := range []string{"-session-timeout", "-max-sessions", "-max-conns", "-max-conns-per-client", "-read-timeout", "-max-body"} {
 		var stderr bytes.Buffer
 		code := run(context.Background(), []string{"-policy", pol, "-log", "x", f, "0", "--", "true"}, strings.NewReader(""), io.Discard, &stderr)
 		assert.Equal(t, 2, code, f)
@@ -235,7 +237,7 @@ func TestHTTPLimitFlags(t *testing.T) {
 	}
 	var stderr bytes.Buffer
 	assert.Equal(t, 0, run(context.Background(), []string{"-help"}, strings.NewReader(""), io.Discard, &stderr))
-	for _, f := range []string{"-session-timeout", "-max-body", "-read-header-timeout", "-read-timeout", "-write-timeout", "-idle-timeout", "-max-header-bytes", "-max-conns", "-conn-wait"} {
+	for _, f := range []string{"-session-timeout", "-max-sessions", "-max-body", "-read-header-timeout", "-read-timeout", "-write-timeout", "-idle-timeout", "-max-header-bytes", "-max-conns", "-max-conns-per-client", "-conn-wait"} {
 		assert.Contains(t, stderr.String(), f)
 	}
 }

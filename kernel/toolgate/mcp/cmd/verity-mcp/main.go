@@ -180,7 +180,11 @@
 //
 // No HTTP client can hold the proxy: a streamable HTTP session with no
 // request for -session-timeout (10m) is closed, with what it holds (its
-// client gets 404 and initializes anew); request headers must arrive
+// client gets 404 and initializes anew); at most -max-sessions (1024)
+// sessions are live at once: an initialize past them closes the session
+// idle longest (none of its POSTs in progress; its client likewise gets
+// 404), or is answered 503 when every session has a request in progress;
+// request headers must arrive
 // within -read-header-timeout (10s) and be at most -max-header-bytes
 // (64 KiB), a body within -read-timeout (30s) and be at most -max-body
 // (4 MiB); each write of an answer or event stream must reach its
