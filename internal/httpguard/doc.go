@@ -71,11 +71,11 @@
 // One client address may hold at most MaxConnsPerClient of the slots.
 // A client at its cap has a new connection take the place of one of its
 // own in the same way (its own idle longest, else its own slowest to send
-// its first headers, once past EvictAfter, waiting for that if need be);
-// when every one of its own is in a request — as a client sending bodies
-// slowly keeps them — the new connection is closed at once, unanswered:
-// it does not wait for room, and so never holds up the connections of
-// other clients queued behind it. Without this cap, 256 connections sending bodies at a byte
+// its first headers, past EvictAfter); when none of its own can be closed
+// now — all in requests, as a client sending bodies slowly keeps them, or
+// too recently opened — the new connection is closed at once,
+// unanswered: it never waits for room, and so never holds up the
+// connections of other clients queued behind it. Without this cap, 256 connections sending bodies at a byte
 // a second from one address held every slot until ReadTimeout cut them,
 // and every other client was closed unanswered after ConnWait.
 //

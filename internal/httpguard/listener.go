@@ -174,20 +174,20 @@ func (l *Listener) admit(nc net.Conn) *conn {
 // step is one attempt of admit at now for nc from client: nc's new slot
 // if there is room; else the connection to close for room, its slot
 // already released so that the next attempt finds it; else, when client
-// is at its own cap with every one of its connections in a request,
-// over; else when the next one may be closed (zero if none will be).
+// is at its own cap with none of its own to close now, over; else when
+// the next one may be closed (zero if none will be).
 func (l *Listener) step(nc net.Conn, client string, now time.Time) (admitted, victim *conn, next time.Time, over bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.clients[client] >= l.perClient {
-		victim, next = l.victim(now, func(c *conn) bool { return c.client == client })
-		switch {
-		case victim != nil:
-			l.drop(victim)
-		case next.IsZero(): // every one of its own in a request
-			over = true
+		// Never wait here: a client at its cap must not hold up the
+		// connections of others queued behind its own.
+		victim, _ = l.victim(now, func(c *conn) bool { return c.client == client })
+		if victim == nil {
+			return nil, nil, time.Time{}, true
 		}
-		return nil, victim, next, over
+		l.drop(victim)
+		return nil, victim, time.Time{}, false
 	}
 	if len(l.open) < l.max {
 		c := &conn{Conn: nc, l: l, client: client, since: now}

@@ -38,7 +38,7 @@ type modelConn struct {
 // longest once past EvictAfter, and never one in a request or of unknown
 // state; otherwise it finds no room; a client at its own cap has the
 // same choice made among its own connections only, and is turned away at
-// once (over) when every one of them is in a request; a connection closed
+// once (over) when none of them can be closed now; a connection closed
 // twice frees one slot.
 func TestConnCapHoldsAndOnlyIdleConnectionsMakeRoom(t *testing.T) {
 	rapid.Check(t, connCapMachine)
@@ -112,14 +112,12 @@ func connCapMachine(t *rapid.T) {
 				if mine {
 					want = expected(client)
 				}
-				// allBusy: every one of the client's own is in a request.
-				allBusy := !slices.ContainsFunc(openConns(), func(m *modelConn) bool { return m.client == client && m.state != busy })
 				c, victim, _, over := l.step(fc, client, now)
 				switch {
 				case mine && len(want) == 0:
-					if c != nil || victim != nil || over != allBusy {
-						t.Fatalf("a client at its cap %d with nothing of its own to close now, yet admitted %v closed %v over %v (all its own in requests: %v)",
-							perClient, c != nil, victim != nil, over, allBusy)
+					if c != nil || victim != nil || !over {
+						t.Fatalf("a client at its cap %d with nothing of its own to close now, yet admitted %v closed %v, not turned away",
+							perClient, c != nil, victim != nil)
 					}
 					return
 				case over:

@@ -34,8 +34,8 @@ import (
 	"github.com/verity-go/verity/internal/httpguard"
 )
 
-// Limits are the test's: a cap of 16 (from one client too: Run's
-// clients all come from one address), timeouts of 6 s — twice the
+// Limits are the test's: a cap of 16 (and of 64 per client, above it:
+// Run's clients all come from one address), timeouts of 6 s — twice the
 // longest a normal request may take, so that a machine loaded by other
 // tests (under -race) still tells a prompt answer from a starved one.
 func Limits() httpguard.Limits {
@@ -46,7 +46,7 @@ func Limits() httpguard.Limits {
 		IdleTimeout:       6 * time.Second,
 		MaxHeaderBytes:    8 << 10,
 		MaxConns:          16,
-		MaxConnsPerClient: 16,
+		MaxConnsPerClient: 64,
 		ConnWait:          6 * time.Second,
 	}
 }
