@@ -142,7 +142,9 @@ func serveHTTP(addr string, srv *sdk.Server, h httpConfig, protect func(http.Han
 // room first: it closes the session idle longest — no POST in progress,
 // its last request ended longest ago (an open GET stream does not keep a
 // session: it only listens) — through the SDK (ServerSession.Close, which
-// removes it from the handler, as its timeout does); its client is then
+// removes it from the handler, as its timeout does), in the background,
+// for closing waits for the session's calls (one whose client went away
+// may still be held for an approval); its client is then
 // answered 404 and initializes anew, as the MCP transport says a client
 // must. When every session has a POST in progress, the initialize is
 // answered 503 with Retry-After. Sessions the SDK closed by itself
@@ -247,7 +249,14 @@ func (c *sessionCap) reserve() bool {
 	c.pending++
 	c.mu.Unlock()
 	if victim != "" {
-		c.close(victim)
+		// Closing a session waits for its calls (one whose client went
+		// away may still run, held for an approval): the new session
+		// does not wait for that.
+		go c.close(victim)
+		if n := c.evicted.Add(1); n == 1 || n%1024 == 0 {
+			c.logger.Warn("HTTP sessions at -max-sessions: closing the one idle longest to make room (its client must initialize anew)",
+				"max_sessions", c.max, "closed_so_far", n)
+		}
 	}
 	return true
 }
@@ -273,12 +282,8 @@ func (c *sessionCap) close(id string) {
 	for ss := range c.srv.Sessions() {
 		if ss.ID() == id {
 			_ = ss.Close()
-			break
+			return
 		}
-	}
-	if n := c.evicted.Add(1); n == 1 || n%1024 == 0 {
-		c.logger.Warn("HTTP sessions at -max-sessions: closing the one idle longest to make room (its client must initialize anew)",
-			"max_sessions", c.max, "closed_so_far", n)
 	}
 }
 

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestSessionCapClosesOnlyIdleSessions: with room for one session, a
+// session whose call is in progress is never the one closed — a new
+// initialize is answered 503 while it runs — and once the call has
+// ended, the next initialize closes that now idle session (404 on its
+// next request) and takes its place.
+func TestSessionCapClosesOnlyIdleSessions(t *testing.T) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "capped", Version: "v1"}, nil)
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	type in struct{}
+	sdk.AddTool(srv, &sdk.Tool{Name: "wait"}, func(ctx context.Context, _ *sdk.CallToolRequest, _ in) (*sdk.CallToolResult, any, error) {
+		started <- struct{}{}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return &sdk.CallToolResult{}, nil, nil
+	})
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{SessionTimeout: time.Hour})
+	capped := newSessionCap(h, srv, 1, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	hs := httptest.NewServer(capped)
+	defer hs.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	busy, err := sdk.NewClient(&sdk.Implementation{Name: "busy", Version: "v1"}, nil).
+		Connect(ctx, &sdk.StreamableClientTransport{Endpoint: hs.URL}, nil)
+	require.NoError(t, err)
+	defer busy.Close()
+	called := make(chan error, 1)
+	go func() {
+		_, err := busy.CallTool(ctx, &sdk.CallToolParams{Name: "wait", Arguments: map[string]any{}})
+		called <- err
+	}()
+	<-started
+
+	client := &http.Client{Timeout: 30 * time.Second}
+	code, id, err := mcpPost(ctx, client, hs.URL, "", initializeBody)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusServiceUnavailable, code, "the only session has a call in progress")
+	assert.Empty(t, id)
+
+	close(release)
+	require.NoError(t, <-called)
+	code, id, err = mcpPost(ctx, client, hs.URL, "", initializeBody)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, code, "the idle session made room")
+	require.NotEmpty(t, id)
+	assert.Eventually(t, func() bool { return busy.Ping(ctx, nil) != nil }, 10*time.Second, 10*time.Millisecond, "the idle session was closed")
+	code, _, err = mcpPost(ctx, client, hs.URL, id, `{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, code, "the new session is served")
+	live, evicted, refused := capped.stats()
+	assert.Equal(t, []any{1, uint64(1), uint64(1)}, []any{live, evicted, refused})
+}
