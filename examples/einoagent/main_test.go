@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -76,12 +76,12 @@ func TestEinoAgent(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if e.Kind == toolgate.KindResult {
-					d, err := toolgate.DecodeEntry(e)
+				if e.Kind == gatelog.KindResult {
+					d, err := gatelog.Decode(e)
 					if err != nil {
 						t.Fatal(err)
 					}
-					ran[d.(toolgate.ResultEntry).Tool]++
+					ran[d.(gatelog.Result).Tool]++
 				}
 			}
 			if ran["read_log"] != 2 || ran["restart_service"] != 1 || ran["delete_file"] != tc.deletes {

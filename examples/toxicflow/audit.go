@@ -12,6 +12,7 @@ import (
 
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -92,12 +93,12 @@ func audit(ctx context.Context, out io.Writer, path string, cfg toolgate.Policy,
 					snap.Labels[l] = true
 				}
 			}
-		case toolgate.KindRefuse:
-			d, err := toolgate.DecodeEntry(e)
+		case gatelog.KindRefuse:
+			d, err := gatelog.Decode(e)
 			if err != nil {
 				return 0, 0, err
 			}
-			r, ok := d.(toolgate.RefuseEntry)
+			r, ok := d.(gatelog.Refuse)
 			if !ok || r.Caller != Caller {
 				continue
 			}

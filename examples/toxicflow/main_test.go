@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -52,19 +53,19 @@ func TestToxicFlowStoppedByTheGate(t *testing.T) {
 	_, err = trace.Verify(entries)
 	require.NoError(t, err)
 	assert.Equal(t, rep.Entries, len(entries))
-	var refusals []toolgate.RefuseEntry
+	var refusals []gatelog.Refuse
 	labels := map[string]bool{}
 	for _, e := range entries {
 		if strings.Contains(string(e.Payload), Secret) {
 			// The file's content reached the model (it ran), never a
 			// pull request: the refused call is on the log only by its
 			// arguments' digest.
-			assert.Equal(t, toolgate.KindResult, e.Kind, "entry %d holds the secret", e.Seq)
+			assert.Equal(t, gatelog.KindResult, e.Kind, "entry %d holds the secret", e.Seq)
 		}
-		if e.Kind == toolgate.KindRefuse {
-			d, err := toolgate.DecodeEntry(e)
+		if e.Kind == gatelog.KindRefuse {
+			d, err := gatelog.Decode(e)
 			require.NoError(t, err)
-			refusals = append(refusals, d.(toolgate.RefuseEntry))
+			refusals = append(refusals, d.(gatelog.Refuse))
 		}
 		for _, l := range []string{"untrusted_input", "private_data", "external_comm"} {
 			if strings.Contains(string(e.Payload), `"label:`+l+`"`) {

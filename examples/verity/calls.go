@@ -6,6 +6,7 @@ import (
 	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -66,7 +67,7 @@ func (c *calls) add(e trace.Entry, decoded any) {
 			}
 		}
 		c.decided(e, x.Session, x.Action, "refused", strings.Join(why, "; "))
-	case toolgate.RefuseEntry:
+	case gatelog.Refuse:
 		verdict := "refused"
 		if x.Reason == "denied" {
 			verdict = "denied"
@@ -77,7 +78,7 @@ func (c *calls) add(e trace.Entry, decoded any) {
 		}
 		c.push(x.Session, callRow{Seq: e.Seq, Time: trace.FormatTime(e.Time), Caller: x.Caller, Tool: x.Tool, CallID: x.CallID,
 			Verdict: verdict, Reason: x.Explanation, Rule: rule, Cost: "0"})
-	case toolgate.ResultEntry:
+	case gatelog.Result:
 		i, ok := c.open[x.Session+"\x00"+x.CallID]
 		if !ok {
 			return

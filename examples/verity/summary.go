@@ -11,7 +11,7 @@ import (
 	"github.com/verity-go/verity/belief"
 	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/kernel"
-	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	"github.com/verity-go/verity/speculative"
 	"github.com/verity-go/verity/trace"
 )
@@ -236,24 +236,24 @@ func words(ws ...string) string {
 // refusal, a result, a refused answer, a request asked of a human and
 // one that expired.
 func toolgateSummary(e trace.Entry) (string, any, error) {
-	v, err := toolgate.DecodeEntry(e)
+	v, err := gatelog.Decode(e)
 	if err != nil {
 		return "", nil, err
 	}
 	switch r := v.(type) {
-	case toolgate.RefuseEntry:
+	case gatelog.Refuse:
 		return fmt.Sprintf("refused %s call %s for %q (%s): %s", r.Tool, r.CallID, r.Caller, r.Reason, shorten(r.Explanation, 160)), r, nil
-	case toolgate.RefuseAnswerEntry:
+	case gatelog.RefuseAnswer:
 		return fmt.Sprintf("refused answer %s by %q to request %s for %q (%s): %s", r.Decision, r.Approver, r.Approval, r.Caller, r.Reason, shorten(r.Explanation, 160)), r, nil
-	case toolgate.AskEntry:
+	case gatelog.Ask:
 		s := fmt.Sprintf("asked %s approval %s of %s call %s for %q: %s", r.Tier, r.Approval, r.Tool, r.CallID, r.Caller, shorten(r.Question, 160))
 		if r.Expires != nil {
 			s += ", expires " + trace.FormatTime(*r.Expires)
 		}
 		return s, r, nil
-	case toolgate.ExpireEntry:
+	case gatelog.Expire:
 		return fmt.Sprintf("expired %s request %s (%s) of %s for %q, asked %s", r.State, r.Approval, r.Tier, r.Tool, r.Caller, trace.FormatTime(r.Asked)), r, nil
-	case toolgate.ResultEntry:
+	case gatelog.Result:
 		status := "ok"
 		if !r.OK {
 			status = "failed: " + shorten(r.Error, 80)

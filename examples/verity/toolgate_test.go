@@ -15,6 +15,7 @@ import (
 	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -152,7 +153,7 @@ func TestEveryGateEntryIsReadable(t *testing.T) {
 	r = verity(t, "inspect", path)
 	require.Equal(t, exitOK, r.code, r.stderr)
 	assert.NotContains(t, r.stdout, "unreadable")
-	for _, kind := range []string{toolgate.KindRefuse, toolgate.KindResult, toolgate.KindRefuseAnswer, toolgate.KindAsk, toolgate.KindExpire,
+	for _, kind := range []string{gatelog.KindRefuse, gatelog.KindResult, gatelog.KindRefuseAnswer, gatelog.KindAsk, gatelog.KindExpire,
 		kernel.KindStart, kernel.KindExecute, claims.KindEvaluate, claims.KindApprove} {
 		assert.Regexp(t, `\s`+regexp.QuoteMeta(kind)+`\s`, r.stdout, "the log holds a %s entry", kind)
 	}
@@ -173,8 +174,8 @@ func TestEveryGateEntryIsReadable(t *testing.T) {
 	var st status
 	getJSON(t, base+"api/status", &st)
 	assert.True(t, st.OK)
-	assert.Equal(t, 2, st.Kinds[toolgate.KindAsk])
-	assert.Equal(t, 1, st.Kinds[toolgate.KindExpire])
+	assert.Equal(t, 2, st.Kinds[gatelog.KindAsk])
+	assert.Equal(t, 1, st.Kinds[gatelog.KindExpire])
 	var page entriesPage
 	getJSON(t, base+"api/entries?limit=1000", &page)
 	require.Equal(t, int(st.Entries), page.Total)

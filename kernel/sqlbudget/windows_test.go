@@ -36,6 +36,7 @@ import (
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/sqlbudget"
 	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	"github.com/verity-go/verity/trace"
 	"github.com/verity-go/verity/trace/sqlstore/sqltest"
 )
@@ -407,7 +408,7 @@ func TestGatesShareSQLWindows(t *testing.T) {
 				_, err := gates[i%2].After(ctx, d.Call, toolgate.Result{})
 				require.NoError(t, err)
 			default:
-				assert.Equal(t, toolgate.ConditionRate, d.Condition, d.Explanation)
+				assert.Equal(t, gatelog.ConditionRate, d.Condition, d.Explanation)
 			}
 			now = now.Add(time.Second)
 		}

@@ -10,69 +10,13 @@ import (
 
 	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/internal/canon"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	"github.com/verity-go/verity/trace"
-)
-
-// KindRefuseAnswer records a human's answer the gate refused (a
-// RefuseAnswerEntry): one to no question it asked — forged, replayed, or
-// brought back with another call than the one asked about — or one by
-// a principal who may not give it (not an approver, an approver who
-// answered already, the call's own principal approving a PRIVILEGE
-// call). Such an answer changes no request.
-const KindRefuseAnswer = "toolgate.refuse_answer"
-
-// ConditionAnswer is the Decision.Condition of a call Resume refused
-// because the answer it came back with was refused (KindRefuseAnswer).
-const ConditionAnswer = "answer"
-
-// The reasons of a RefuseAnswerEntry.
-const (
-	// AnswerUnasked: no question the gate asked waits for this answer —
-	// none was asked for the call, or the request was answered and used
-	// already (a replay), or the gate restarted and holds it no more.
-	AnswerUnasked = "unasked"
-	// AnswerOtherCall: the request was asked about another call (another
-	// caller, tool, arguments or tier) than the one the answer came back
-	// with.
-	AnswerOtherCall = "other_call"
-	// AnswerDecided: a denial of a request approved already.
-	AnswerDecided = "decided"
-	// AnswerNotApprover: the approver is none the request waits for.
-	AnswerNotApprover = "not_an_approver"
-	// AnswerAnsweredAlready: the principal or approver answered the
-	// request already (one principal is one approver).
-	AnswerAnsweredAlready = "answered_already"
-	// AnswerSelfApproval: the call's own principal approving a PRIVILEGE
-	// call, which Policy.SelfApproval does not allow.
-	AnswerSelfApproval = "self_approval"
 )
 
 // ErrSelfApproval: the principal a PRIVILEGE call was made for tried to
 // approve it, and Policy.SelfApproval is not set.
 var ErrSelfApproval = errors.New("toolgate: a PRIVILEGE call cannot be approved by the principal that made it")
-
-// RefuseAnswerEntry is the payload of a KindRefuseAnswer entry.
-type RefuseAnswerEntry struct {
-	Session string `json:"session"`
-	Caller  string `json:"caller"`
-	// Approval is the request the answer named, "" when it named none.
-	Approval string `json:"approval,omitempty"`
-	// CallID, Tool and ArgumentsSHA256 describe the call the answer came
-	// back with (Resume); empty for an answer given through Approve,
-	// ApproveAs, Deny or DenyAs.
-	CallID          string `json:"call_id,omitempty"`
-	Tool            string `json:"tool,omitempty"`
-	ArgumentsSHA256 string `json:"arguments_sha256,omitempty"`
-	// Approver is who answered: the principal's key (ApproveAs, DenyAs,
-	// Answer.By) or the approver name; Decision what they answered
-	// (APPROVED, REJECTED). Both are empty for a call resumed without an
-	// answer.
-	Approver string `json:"approver,omitempty"`
-	Decision string `json:"decision,omitempty"`
-	// Reason is one of the Answer* reasons; Explanation says it in words.
-	Reason      string `json:"reason"`
-	Explanation string `json:"explanation"`
-}
 
 // Answer is a human's answer that a framework brings back with the call
 // it was asked about: ADK's tool confirmation, eino's resume data, an MCP
@@ -111,8 +55,8 @@ type resumption struct {
 //     the same request) for other approvers.
 //   - Any other answer — to no question asked, to a request answered and
 //     used already (a replay), to a question about other arguments, by
-//     someone who may not give it — is recorded (KindRefuseAnswer) and
-//     the call refused (Condition ConditionAnswer); no request is made,
+//     someone who may not give it — is recorded (gatelog.KindRefuseAnswer) and
+//     the call refused (Condition gatelog.ConditionAnswer); no request is made,
 //     decided or cancelled, and the question the gate did ask stays
 //     waiting and answerable.
 //
@@ -147,8 +91,8 @@ func (ap *approval) request() *ApprovalRequest {
 }
 
 // refusalOf is the refusal entry of the answer res brings with c.
-func refusalOf(c *Call, res *resumption, reason, why string) *RefuseAnswerEntry {
-	e := &RefuseAnswerEntry{Caller: c.Caller, Approval: res.request, CallID: c.ID, Tool: c.Tool,
+func refusalOf(c *Call, res *resumption, reason, why string) *gatelog.RefuseAnswer {
+	e := &gatelog.RefuseAnswer{Caller: c.Caller, Approval: res.request, CallID: c.ID, Tool: c.Tool,
 		ArgumentsSHA256: c.ArgumentsDigest(), Reason: reason, Explanation: why}
 	if a := res.answer; a != nil {
 		e.Approver, e.Decision = a.Approver, string(claims.ApprovalRejected)
@@ -162,16 +106,16 @@ func refusalOf(c *Call, res *resumption, reason, why string) *RefuseAnswerEntry 
 	return e
 }
 
-// recordAnswerRefusal appends e (KindRefuseAnswer) and returns its
+// recordAnswerRefusal appends e (gatelog.KindRefuseAnswer) and returns its
 // sequence number.
-func (g *Gate) recordAnswerRefusal(ctx context.Context, e RefuseAnswerEntry, at time.Time) (uint64, error) {
+func (g *Gate) recordAnswerRefusal(ctx context.Context, e gatelog.RefuseAnswer, at time.Time) (uint64, error) {
 	e.Session = g.SessionID(e.Caller)
 	e.Explanation = OneLine(e.Explanation)
 	b, err := canon.Marshal(e)
 	if err != nil {
 		return 0, fmt.Errorf("toolgate: recording a refused answer: %w", err)
 	}
-	entry, err := g.log.Append(ctx, KindRefuseAnswer, b, trace.At(at))
+	entry, err := g.log.Append(ctx, gatelog.KindRefuseAnswer, b, trace.At(at))
 	if err != nil {
 		return 0, fmt.Errorf("toolgate: recording a refused answer: %w", err)
 	}
@@ -181,8 +125,8 @@ func (g *Gate) recordAnswerRefusal(ctx context.Context, e RefuseAnswerEntry, at 
 // answerEntry is the refusal entry of an answer given through the gate's
 // API (Approve, ApproveAs, Deny, DenyAs) to request id, ap when the gate
 // holds it.
-func answerEntry(id string, ap *approval, approver string, by *Principal, dec claims.ApprovalDecision, reason, why string) RefuseAnswerEntry {
-	e := RefuseAnswerEntry{Approval: id, Approver: approver, Decision: string(dec), Reason: reason, Explanation: why}
+func answerEntry(id string, ap *approval, approver string, by *Principal, dec claims.ApprovalDecision, reason, why string) gatelog.RefuseAnswer {
+	e := gatelog.RefuseAnswer{Approval: id, Approver: approver, Decision: string(dec), Reason: reason, Explanation: why}
 	if by != nil {
 		e.Approver = by.Key()
 	}
@@ -199,17 +143,17 @@ func isAnswerRefusal(err error) bool {
 		errors.Is(err, claims.ErrNotRequired) || errors.Is(err, claims.ErrAlreadyDecided)
 }
 
-// answerReason is the RefuseAnswerEntry reason of an answer refusal.
+// answerReason is the gatelog.RefuseAnswer reason of an answer refusal.
 func answerReason(err error) string {
 	switch {
 	case errors.Is(err, ErrSelfApproval):
-		return AnswerSelfApproval
+		return gatelog.AnswerSelfApproval
 	case errors.Is(err, claims.ErrAlreadyDecided), errors.Is(err, errAnsweredAlready):
-		return AnswerAnsweredAlready
+		return gatelog.AnswerAnsweredAlready
 	case errors.Is(err, ErrUnknownApproval):
-		return AnswerUnasked
+		return gatelog.AnswerUnasked
 	}
-	return AnswerNotApprover
+	return gatelog.AnswerNotApprover
 }
 
 // errAnsweredAlready marks the ErrNotAnApprover of a principal who

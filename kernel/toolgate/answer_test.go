@@ -12,20 +12,21 @@ import (
 
 	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	"github.com/verity-go/verity/trace"
 )
 
 // refusedAnswers returns the KindRefuseAnswer entries of log, decoded.
-func refusedAnswers(t require.TestingT, log *trace.Log) []toolgate.RefuseAnswerEntry {
-	var out []toolgate.RefuseAnswerEntry
+func refusedAnswers(t require.TestingT, log *trace.Log) []gatelog.RefuseAnswer {
+	var out []gatelog.RefuseAnswer
 	for e, err := range log.Entries(ctx, 0) {
 		require.NoError(t, err)
-		if e.Kind != toolgate.KindRefuseAnswer {
+		if e.Kind != gatelog.KindRefuseAnswer {
 			continue
 		}
-		v, err := toolgate.DecodeEntry(e)
+		v, err := gatelog.Decode(e)
 		require.NoError(t, err)
-		out = append(out, v.(toolgate.RefuseAnswerEntry))
+		out = append(out, v.(gatelog.RefuseAnswer))
 	}
 	return out
 }
@@ -71,13 +72,13 @@ func TestPrivilegeSelfApprovalRefused(t *testing.T) {
 
 	refused := refusedAnswers(t, log)
 	require.Len(t, refused, 3)
-	assert.Equal(t, toolgate.AnswerSelfApproval, refused[0].Reason)
+	assert.Equal(t, gatelog.AnswerSelfApproval, refused[0].Reason)
 	assert.Equal(t, "idp|alice", refused[0].Approver)
 	assert.Equal(t, "APPROVED", refused[0].Decision)
 	assert.Equal(t, d.Approval.ID, refused[0].Approval)
 	assert.Equal(t, "grant_role", refused[0].Tool)
-	assert.Equal(t, toolgate.AnswerSelfApproval, refused[1].Reason)
-	assert.Equal(t, toolgate.AnswerNotApprover, refused[2].Reason)
+	assert.Equal(t, gatelog.AnswerSelfApproval, refused[1].Reason)
+	assert.Equal(t, gatelog.AnswerNotApprover, refused[2].Reason)
 	assert.Equal(t, "idp|mallory", refused[2].Approver)
 
 	d2, err := g.Before(ctx, c)
@@ -175,8 +176,8 @@ func TestForgedAnswerLeavesTheQuestionAnswerable(t *testing.T) {
 		f, err := g.Resume(ctx, forged, request, yes)
 		require.NoError(t, err)
 		assert.Equal(t, toolgate.Refuse, f.Verdict, request)
-		assert.Equal(t, toolgate.ConditionAnswer, f.Condition)
-		assert.Equal(t, toolgate.KindRefuseAnswer, entryAt(t, log, f.Seq).Kind)
+		assert.Equal(t, gatelog.ConditionAnswer, f.Condition)
+		assert.Equal(t, gatelog.KindRefuseAnswer, entryAt(t, log, f.Seq).Kind)
 	}
 	pending := g.Pending()
 	require.Len(t, pending, 1, "no request for the forged arguments")
@@ -193,7 +194,7 @@ func TestForgedAnswerLeavesTheQuestionAnswerable(t *testing.T) {
 	d, err = g.Resume(ctx, real, asked, yes)
 	require.NoError(t, err)
 	assert.Equal(t, toolgate.Refuse, d.Verdict, "a replayed answer runs nothing")
-	assert.Equal(t, toolgate.ConditionAnswer, d.Condition)
+	assert.Equal(t, gatelog.ConditionAnswer, d.Condition)
 	assert.Empty(t, g.Pending(), "and asks nothing")
 }
 
@@ -323,8 +324,8 @@ func TestOnlyQuestionsTheGateAskedWait(t *testing.T) {
 					finish(d)
 				default:
 					require.Equal(rt, toolgate.Refuse, d.Verdict, "request %q for %s: %s", request, path, d.Explanation)
-					require.Equal(rt, toolgate.ConditionAnswer, d.Condition)
-					require.Equal(rt, toolgate.KindRefuseAnswer, kindAt(rt, log, d.Seq))
+					require.Equal(rt, gatelog.ConditionAnswer, d.Condition)
+					require.Equal(rt, gatelog.KindRefuseAnswer, kindAt(rt, log, d.Seq))
 					refusals++
 				}
 			},

@@ -11,16 +11,16 @@ import (
 // A caller let go resumes from the log (kernel.Replay) when it returns,
 // its spend counted as recorded, so eviction never resets a budget.
 
-// DefaultCallerLimit is the most live caller sessions a Gate keeps without
+// defaultCallerLimit is the most live caller sessions a Gate keeps without
 // WithCallerLimit.
-const DefaultCallerLimit = 4096
+const defaultCallerLimit = 4096
 
-// DefaultIdleCallers is how long a caller may stay idle before its session
+// defaultIdleCallers is how long a caller may stay idle before its session
 // is let go, without WithIdleCallers.
-const DefaultIdleCallers = 15 * time.Minute
+const defaultIdleCallers = 15 * time.Minute
 
 // WithCallerLimit sets how many live caller sessions the gate keeps
-// (default DefaultCallerLimit; at least 1). When a new caller would
+// (default 4096; at least 1). When a new caller would
 // exceed it, the least recently used idle callers are let go first. A
 // caller with a call in flight or open (allowed, its result not yet
 // reported), an approval request waiting for a human, or an approval or
@@ -29,7 +29,7 @@ const DefaultIdleCallers = 15 * time.Minute
 func WithCallerLimit(n int) Option { return func(o *options) { o.callerLimit = n } }
 
 // WithIdleCallers sets how long a caller may go without a call before its
-// session is let go (default DefaultIdleCallers; at least one
+// session is let go (default 15 minutes; at least one
 // nanosecond), measured with the gate's clock. The same callers as under
 // WithCallerLimit are kept whatever their idle time.
 func WithIdleCallers(d time.Duration) Option { return func(o *options) { o.idleCallers = d } }

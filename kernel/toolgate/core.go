@@ -19,6 +19,7 @@ import (
 	"github.com/verity-go/verity/internal/canon"
 	"github.com/verity-go/verity/internal/violation"
 	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 )
 
 // The decision core: which rule applies to a call, and what it decides —
@@ -96,19 +97,6 @@ func (r RuleRef) id() string {
 	}
 	return "#" + strconv.Itoa(r.Index)
 }
-
-// The conditions a Ruling names: which part of the rule decided.
-const (
-	ConditionMatch       = "match"        // the rule applied and nothing refused the call
-	ConditionUnknownTool = "unknown_tool" // no rule matches the tool
-	ConditionNoRule      = "no_rule"      // rules match the tool, but none admits the call
-	ConditionArguments   = "arguments"    // the arguments cannot be read one way
-	ConditionEffect      = "effect"       // a refusing rule
-	ConditionRate        = "rate"         // the rule's window is full
-	ConditionCost        = "cost"         // the rule's price could not be computed
-	ConditionTier        = "tier"         // the rule's tier needs a human
-	// "paths/<k>" and "flow/<k>" name a path condition or a flow entry.
-)
 
 // Snapshot is what the core knows of one caller's session: the labels
 // its allowed calls carried, and the recorded times (ascending) of its
@@ -322,14 +310,14 @@ type args struct {
 	index   map[string]int // into paths, once there are many
 }
 
-// normalized is a path and what NormalizePath made of it.
+// normalized is a path and what normalizePath made of it.
 type normalized struct {
 	path  string
 	forms []string
 	err   error
 }
 
-// normalize is NormalizePath, once per path of a call.
+// normalize is normalizePath, once per path of a call.
 func (a *args) normalize(p string) ([]string, error) {
 	if a.index != nil {
 		if i, ok := a.index[p]; ok {
@@ -342,7 +330,7 @@ func (a *args) normalize(p string) ([]string, error) {
 			}
 		}
 	}
-	forms, err := NormalizePath(p)
+	forms, err := normalizePath(p)
 	a.paths = append(a.paths, normalized{p, forms, err})
 	if len(a.paths) > 8 { // an array of many paths: look them up by name
 		if a.index == nil {
@@ -402,7 +390,7 @@ func (r *compiledRule) fit(c *Call, a *args, explain bool) (f fit, condition, wh
 	}
 	v, err := a.value()
 	if err != nil {
-		return fitRefuses, ConditionArguments, fmt.Sprintf("the arguments are not one JSON value every reader reads the same way: %v", strings.TrimPrefix(err.Error(), "canon: "))
+		return fitRefuses, gatelog.ConditionArguments, fmt.Sprintf("the arguments are not one JSON value every reader reads the same way: %v", strings.TrimPrefix(err.Error(), "canon: "))
 	}
 	if r.schema != nil {
 		if err := validateArguments(r.schema, v); err != nil {
@@ -564,7 +552,7 @@ func validateArguments(s *jsonschema.Schema, v any) (err error) {
 // only (not windows or labels); a RuleRef with Found false when no rule
 // applies (and unknown tools are refused). Condition is non-empty when
 // the call would be refused at that rule for what its arguments are
-// (ConditionArguments, "paths/k").
+// (gatelog.ConditionArguments, "paths/k").
 func (c *Compiled) Match(tool string, p Principal, arguments []byte) (ref RuleRef, condition string) {
 	call := Call{Tool: tool, Principal: p, Arguments: arguments}
 	r, condition, _ := c.find(&call, &args{raw: arguments})
@@ -597,8 +585,8 @@ func (c *Compiled) find(call *Call, a *args) (r *compiledRule, condition, why st
 // changes nothing: the same inputs give the same Ruling. In order: the
 // first rule that applies (its match, principals, argument schema and
 // paths; arguments that cannot be read one way or an unsafe path refuse
-// the call at that rule; none: ConditionUnknownTool when no rule matches
-// the tool, else ConditionNoRule naming the rules that matched and why
+// the call at that rule; none: gatelog.ConditionUnknownTool when no rule matches
+// the tool, else gatelog.ConditionNoRule naming the rules that matched and why
 // each did not apply); a refusing rule; the rule's flow against the
 // labels seen; its rate window (the calls after at-Per: those in
 // (at-Per, at], and later ones when the clock stepped back); its price;
@@ -608,10 +596,10 @@ func (c *Compiled) Decide(s Snapshot, call Call, at time.Time) Ruling {
 	r, condition, why := c.find(&call, &a)
 	if r == nil {
 		if misses := c.misses(&call, &a); misses != "" {
-			return Ruling{Verdict: Refuse, Condition: ConditionNoRule, Reason: "no_rule",
+			return Ruling{Verdict: Refuse, Condition: gatelog.ConditionNoRule, Reason: "no_rule",
 				Explanation: OneLine(fmt.Sprintf("tool %q: no rule admits the call: %s", call.Tool, misses))}
 		}
-		return Ruling{Verdict: Refuse, Condition: ConditionUnknownTool, Reason: "unknown_tool",
+		return Ruling{Verdict: Refuse, Condition: gatelog.ConditionUnknownTool, Reason: "unknown_tool",
 			Explanation: fmt.Sprintf("tool %q is not in the gate's catalogue", call.Tool)}
 	}
 	out := Ruling{Verdict: Refuse, Rule: r.ref(), Tier: r.Tier, rule: r}
@@ -622,16 +610,16 @@ func (c *Compiled) Decide(s Snapshot, call Call, at time.Time) Ruling {
 	}
 	if condition != "" {
 		reason := "unsafe_path"
-		if condition == ConditionArguments {
+		if condition == gatelog.ConditionArguments {
 			reason = "arguments"
 		}
 		return refuse(condition, reason, "%s", why)
 	}
 	if r.Effect == EffectRefuse {
 		if r.Reason != "" {
-			return refuse(ConditionEffect, "refused", "%s", r.Reason)
+			return refuse(gatelog.ConditionEffect, "refused", "%s", r.Reason)
 		}
-		return refuse(ConditionEffect, "refused", "the policy refuses this call")
+		return refuse(gatelog.ConditionEffect, "refused", "the policy refuses this call")
 	}
 	tier := r.Tier
 	askCond, askWhy := "", ""
@@ -659,18 +647,18 @@ func (c *Compiled) Decide(s Snapshot, call Call, at time.Time) Ruling {
 			w.ID = windowID(r, call.Tool)
 		}
 		if n := countWithin(s.Windows[w.ID], at, rt.Per); n >= rt.Calls {
-			return refuse(ConditionRate, "rate", "%d calls in the last %s, at most %d", n, rt.Per, rt.Calls)
+			return refuse(gatelog.ConditionRate, "rate", "%d calls in the last %s, at most %d", n, rt.Per, rt.Calls)
 		}
 		out.Windows = []Window{w}
 	}
 	cost, err := r.price(call)
 	if err != nil {
-		return refuse(ConditionCost, "cost", "cannot price the call: %v", err)
+		return refuse(gatelog.ConditionCost, "cost", "cannot price the call: %v", err)
 	}
 	out.Cost, out.Tier, out.Labels = cost, tier, r.Labels
-	out.Verdict, out.Condition = Allow, ConditionMatch
+	out.Verdict, out.Condition = Allow, gatelog.ConditionMatch
 	if tier == claims.TierDelete || tier == claims.TierPrivilege {
-		out.Verdict, out.Condition = AskApproval, ConditionTier
+		out.Verdict, out.Condition = AskApproval, gatelog.ConditionTier
 		if askCond != "" {
 			out.Condition = askCond
 			out.Explanation = OneLine(askWhy)

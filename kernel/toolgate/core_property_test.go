@@ -14,6 +14,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 )
 
 // The decision core's guarantees, checked on Compiled.Decide alone:
@@ -156,9 +157,9 @@ func TestFirstApplicableRuleDecides(t *testing.T) {
 		if want < 0 {
 			// A rule that matches the tool makes it known: the refusal
 			// names the rules that do not admit the call.
-			cond := toolgate.ConditionUnknownTool
+			cond := gatelog.ConditionUnknownTool
 			if matched {
-				cond = toolgate.ConditionNoRule
+				cond = gatelog.ConditionNoRule
 			}
 			if ru.Rule.Found || ru.Verdict != toolgate.Refuse || ru.Condition != cond {
 				t.Fatalf("no rule applies; ruling %+v", ru)
@@ -168,7 +169,7 @@ func TestFirstApplicableRuleDecides(t *testing.T) {
 		if !ru.Rule.Found || ru.Rule.Index != want {
 			t.Fatalf("rule %d applies first; ruling names %s", want, ru.Rule)
 		}
-		if rules[want].Effect == toolgate.EffectRefuse && (ru.Verdict != toolgate.Refuse || ru.Condition != toolgate.ConditionEffect) {
+		if rules[want].Effect == toolgate.EffectRefuse && (ru.Verdict != toolgate.Refuse || ru.Condition != gatelog.ConditionEffect) {
 			t.Fatalf("a refusing rule: ruling %+v", ru)
 		}
 		if rules[want].Effect == toolgate.EffectAllow && ru.Verdict != toolgate.Allow {
@@ -193,7 +194,7 @@ func TestRateWindowNeverExceeded(t *testing.T) {
 			at = at.Add(time.Duration(rapid.IntRange(0, 700).Draw(t, "gap_ms")) * time.Millisecond)
 			ru := comp.Decide(s, toolgate.Call{Tool: rapid.SampledFrom([]string{"x", "y"}).Draw(t, "tool")}, at)
 			if ru.Verdict != toolgate.Allow {
-				if ru.Condition != toolgate.ConditionRate {
+				if ru.Condition != gatelog.ConditionRate {
 					t.Fatalf("refused for %s", ru.Condition)
 				}
 				continue

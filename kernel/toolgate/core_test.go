@@ -14,6 +14,7 @@ import (
 	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -117,7 +118,7 @@ func TestRuleConditionsDecide(t *testing.T) {
 	r := decide(alice, "drop table x")
 	assert.Equal(t, toolgate.Refuse, r.Verdict)
 	assert.Equal(t, "no-drop", r.Rule.Name)
-	assert.Equal(t, toolgate.ConditionEffect, r.Condition)
+	assert.Equal(t, gatelog.ConditionEffect, r.Condition)
 	assert.Equal(t, `tool "sql" (rule #0 "no-drop", effect): no DROP`, r.Explanation)
 
 	r = decide(alice, "UPDATE t SET x=1")
@@ -130,7 +131,7 @@ func TestRuleConditionsDecide(t *testing.T) {
 	assert.Equal(t, "readers", r.Rule.Name)
 	assert.Equal(t, toolgate.Refuse, decide(bob, "UPDATE t SET x=1").Verdict, "bob may only read")
 	r = decide(eve, "SELECT 1")
-	assert.Equal(t, toolgate.ConditionNoRule, r.Condition, "no rule admits eve")
+	assert.Equal(t, gatelog.ConditionNoRule, r.Condition, "no rule admits eve")
 	assert.Equal(t, "no_rule", r.Reason)
 	assert.False(t, r.Rule.Found)
 	assert.Equal(t, `tool "sql": no rule admits the call: rule #1 "admins" (principals: the principal is not admitted); rule #2 "readers" (principals: the principal is not admitted)`, r.Explanation)
@@ -142,7 +143,7 @@ func TestRuleConditionsDecide(t *testing.T) {
 	dup := comp.Decide(toolgate.Snapshot{}, toolgate.Call{Tool: "sql", Principal: alice,
 		Arguments: []byte(`{"q": "SELECT 1", "q": "DROP TABLE x"}`)}, at)
 	assert.Equal(t, toolgate.Refuse, dup.Verdict)
-	assert.Equal(t, toolgate.ConditionArguments, dup.Condition)
+	assert.Equal(t, gatelog.ConditionArguments, dup.Condition)
 	assert.Equal(t, "no-drop", dup.Rule.Name)
 }
 
@@ -179,12 +180,12 @@ func TestRateWindowAndFlow(t *testing.T) {
 	assert.Equal(t, toolgate.Allow, run(g, "read_private").Verdict)
 	d := run(g, "read_private")
 	assert.Equal(t, toolgate.Refuse, d.Verdict)
-	assert.Equal(t, toolgate.ConditionRate, d.Condition)
+	assert.Equal(t, gatelog.ConditionRate, d.Condition)
 	assert.Contains(t, d.Explanation, `(rule #1, rate): 2 calls in the last 1m0s, at most 2`)
-	e, err := toolgate.DecodeEntry(entryAt(t, log, d.Seq))
+	e, err := gatelog.Decode(entryAt(t, log, d.Seq))
 	require.NoError(t, err)
-	assert.Equal(t, "#1", e.(toolgate.RefuseEntry).Rule)
-	assert.Equal(t, "rate", e.(toolgate.RefuseEntry).Condition)
+	assert.Equal(t, "#1", e.(gatelog.Refuse).Rule)
+	assert.Equal(t, "rate", e.(gatelog.Refuse).Condition)
 
 	d = run(g, "post")
 	assert.Equal(t, toolgate.AskApproval, d.Verdict, "private data seen: posting asks")
@@ -203,7 +204,7 @@ func TestRateWindowAndFlow(t *testing.T) {
 	d = run(g2, "open_pr")
 	assert.Equal(t, toolgate.Refuse, d.Verdict, "labels survive a restart")
 	assert.Equal(t, "flow/0", d.Condition)
-	assert.Equal(t, toolgate.ConditionRate, run(g2, "read_private").Condition, "the window survives a restart")
+	assert.Equal(t, gatelog.ConditionRate, run(g2, "read_private").Condition, "the window survives a restart")
 	clock.advance(10*time.Second + time.Millisecond)
 	assert.Equal(t, toolgate.Allow, run(g2, "read_private").Verdict, "the first call left the window")
 }
@@ -248,7 +249,7 @@ func TestSharedWindowsBoundAllGates(t *testing.T) {
 		if d.Verdict == toolgate.Allow {
 			allowed++
 		} else {
-			assert.Equal(t, toolgate.ConditionRate, d.Condition)
+			assert.Equal(t, gatelog.ConditionRate, d.Condition)
 		}
 		clock.advance(time.Second)
 	}
@@ -488,16 +489,16 @@ func TestNoRuleAdmitsNamesTheRules(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, toolgate.Refuse, d.Verdict, tc.args)
 		assert.Equal(t, tc.want, d.Explanation)
-		e, err := toolgate.DecodeEntry(entryAt(t, log, d.Seq))
+		e, err := gatelog.Decode(entryAt(t, log, d.Seq))
 		require.NoError(t, err)
-		want := toolgate.ConditionNoRule
+		want := gatelog.ConditionNoRule
 		if tc.tool == "format_disk" {
-			want = toolgate.ConditionUnknownTool
+			want = gatelog.ConditionUnknownTool
 		}
 		assert.Equal(t, want, d.Condition, tc.tool)
-		assert.Equal(t, want, e.(toolgate.RefuseEntry).Reason, tc.tool)
-		assert.Equal(t, want, e.(toolgate.RefuseEntry).Condition, tc.tool)
-		assert.Equal(t, tc.want, e.(toolgate.RefuseEntry).Explanation)
+		assert.Equal(t, want, e.(gatelog.Refuse).Reason, tc.tool)
+		assert.Equal(t, want, e.(gatelog.Refuse).Condition, tc.tool)
+		assert.Equal(t, tc.want, e.(gatelog.Refuse).Explanation)
 	}
 
 	// At most four rules are named.

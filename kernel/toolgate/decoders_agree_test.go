@@ -13,6 +13,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/verity-go/verity/internal/canon"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -86,24 +87,24 @@ func TestCostStringIsTheSchemaPattern(t *testing.T) {
 	})
 }
 
-// FuzzDecodeEntryAgrees: DecodeEntry, reading with internal/strictjson,
+// FuzzDecodeEntryAgrees: gatelog.Decode, reading with internal/strictjson,
 // accepts exactly the entries the decoder it replaced accepted (canon's
 // check, encoding/json, then the required members), and reads them as
 // the same values; except that it refuses, on purpose, a null member and
 // a member named in another case (encoding/json took "Tool" for "tool").
 func FuzzDecodeEntryAgrees(f *testing.F) {
-	f.Add(KindRefuse, []byte(`{"session":"toolgate:","caller":"","call_id":"1","tool":"x","reason":"unknown_tool","explanation":"e","arguments_sha256":"00","arguments_size":0}`))
-	f.Add(KindResult, []byte(`{"session":"toolgate:a","caller":"a","call_id":"1","exec_id":"e","tool":"x","ok":true,"output_sha256":"00","output_size":2,"output_text":"ok","charged":100}`))
-	f.Add(KindResult, []byte(`{"session":"toolgate:a","caller":"a","call_id":"1","exec_id":"e","tool":"x","ok":false,"error":"boom","output_sha256":"00","output_size":2,"charged":"0.5","unpaid":1,"measured":true,"actual":"0.25","speculative":true,"finding":"f","truncated":true,"output_base64":"AA=="}`))
-	f.Add(KindResult, []byte(`{"session":"s","session":"s"}`))
-	f.Add(KindRefuse, []byte(`{"session":null,"caller":"","call_id":"1","tool":"x","reason":"unknown_tool","explanation":"e","arguments_sha256":"00","arguments_size":0}`))
-	f.Add(KindRefuse, []byte(`{"session":"","Caller":"","call_id":"1","tool":"x","reason":"unknown_tool","explanation":"e","arguments_sha256":"00","arguments_size":0,"caller":""}`))
-	f.Add(KindRefuseAnswer, []byte(`{"session":"toolgate:a","caller":"a","approval":"r1","call_id":"dd","tool":"delete_file","arguments_sha256":"00","approver":"human","decision":"APPROVED","reason":"other_call","explanation":"e"}`))
+	f.Add(gatelog.KindRefuse, []byte(`{"session":"toolgate:","caller":"","call_id":"1","tool":"x","reason":"unknown_tool","explanation":"e","arguments_sha256":"00","arguments_size":0}`))
+	f.Add(gatelog.KindResult, []byte(`{"session":"toolgate:a","caller":"a","call_id":"1","exec_id":"e","tool":"x","ok":true,"output_sha256":"00","output_size":2,"output_text":"ok","charged":100}`))
+	f.Add(gatelog.KindResult, []byte(`{"session":"toolgate:a","caller":"a","call_id":"1","exec_id":"e","tool":"x","ok":false,"error":"boom","output_sha256":"00","output_size":2,"charged":"0.5","unpaid":1,"measured":true,"actual":"0.25","speculative":true,"finding":"f","truncated":true,"output_base64":"AA=="}`))
+	f.Add(gatelog.KindResult, []byte(`{"session":"s","session":"s"}`))
+	f.Add(gatelog.KindRefuse, []byte(`{"session":null,"caller":"","call_id":"1","tool":"x","reason":"unknown_tool","explanation":"e","arguments_sha256":"00","arguments_size":0}`))
+	f.Add(gatelog.KindRefuse, []byte(`{"session":"","Caller":"","call_id":"1","tool":"x","reason":"unknown_tool","explanation":"e","arguments_sha256":"00","arguments_size":0,"caller":""}`))
+	f.Add(gatelog.KindRefuseAnswer, []byte(`{"session":"toolgate:a","caller":"a","approval":"r1","call_id":"dd","tool":"delete_file","arguments_sha256":"00","approver":"human","decision":"APPROVED","reason":"other_call","explanation":"e"}`))
 	f.Fuzz(func(t *testing.T, kind string, payload []byte) {
-		if kind == KindAsk || kind == KindExpire {
+		if kind == gatelog.KindAsk || kind == gatelog.KindExpire {
 			return // the decoder it replaced did not read them
 		}
-		got, err := DecodeEntry(trace.Entry{Kind: kind, Payload: payload})
+		got, err := gatelog.Decode(trace.Entry{Kind: kind, Payload: payload})
 		want, oldErr := oldDecodeEntry(trace.Entry{Kind: kind, Payload: payload})
 		switch {
 		case err == nil && oldErr == nil:
@@ -117,7 +118,7 @@ func FuzzDecodeEntryAgrees(f *testing.F) {
 		case err == nil:
 			t.Fatalf("%q accepted as %+v, refused before: %v", payload, got, oldErr)
 		}
-		if err != nil && !errors.Is(err, ErrDecode) {
+		if err != nil && !errors.Is(err, gatelog.ErrDecode) {
 			t.Fatalf("%q: %v does not wrap ErrDecode", payload, err)
 		}
 	})
@@ -133,7 +134,7 @@ func nullOrOtherCase(payload []byte, _ any) bool {
 		return false
 	}
 	names := map[string]bool{}
-	for _, v := range []any{RefuseEntry{}, ResultEntry{}, RefuseAnswerEntry{}} {
+	for _, v := range []any{gatelog.Refuse{}, gatelog.Result{}, gatelog.RefuseAnswer{}} {
 		rt := reflect.TypeOf(v)
 		for i := range rt.NumField() {
 			name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")

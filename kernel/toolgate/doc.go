@@ -52,9 +52,9 @@
 // the gate never rolls back) — only its counters, its budget's totals and
 // the ledger entries of its open calls, each held (kernel.WithHeldExecutions)
 // from Before until After records how it ended. The gate keeps the sessions
-// of at most WithCallerLimit callers (DefaultCallerLimit, 4096) and lets go
-// of a caller idle longer than WithIdleCallers (DefaultIdleCallers, 15
-// minutes) or, over the limit, the least recently used idle ones first.
+// of at most WithCallerLimit callers (4096 by default) and lets go
+// of a caller idle longer than WithIdleCallers (15 minutes by
+// default) or, over the limit, the least recently used idle ones first.
 // A caller with a call in flight or open, an approval request waiting for
 // a human, or an approval or denial not yet used is never let go. A caller
 // that returns after it was let go is resumed from the log with
@@ -95,8 +95,8 @@
 // state machine per caller, in lifecycle.go: a caller's life (its
 // Snapshot, open calls, waiting requests, approvals and denials not yet
 // used, their expiries), the typed log entries that change it (kernel
-// executions and reservations, KindAsk, claims evaluations and
-// approvals, KindExpire, KindRefuse, KindResult), and the steps that say
+// executions and reservations, gatelog.KindAsk, claims evaluations and
+// approvals, gatelog.KindExpire, gatelog.KindRefuse, gatelog.KindResult), and the steps that say
 // what to do next: arrive (a call with its Ruling and time: refuse,
 // ask, wait, record an answer, or run), ended (how After settles or
 // refunds), due (what expires at a time). The state changes only by
@@ -192,7 +192,7 @@
 // "paths/0", "flow/1", "rate", "tier", "approval", "kernel",
 // "unknown_tool", "no_rule", …). Its explanation says the same in one line —
 // tool "open_pr" (rule #5 "pr", flow/0): private data after untrusted input
-// — and so does its log entry: a KindRefuse entry (RefuseEntry) has rule,
+// — and so does its log entry: a gatelog.KindRefuse entry (gatelog.Refuse) has rule,
 // rule_name and condition members; a kernel execution or rejection carries
 // the rule's tag. Explanations are one line whatever text went into them:
 // control characters and the line and paragraph separators U+2028 and
@@ -209,7 +209,7 @@
 // with invisible characters escaped, so that what the human approves is
 // what runs: arguments that cannot be shown so — not one JSON value a
 // reader would read one way (duplicate keys, names that differ only in
-// case, invalid UTF-8), or longer than MaxShownArguments — are refused
+// case, invalid UTF-8), or longer than 4096 bytes — are refused
 // instead, and so is a call beyond
 // Policy.MaxWaiting requests of its caller already waiting. The host asks
 // the human and records the answer with Approve
@@ -236,8 +236,8 @@
 // Denying one's own call, and approving one's own DELETE call, are
 // allowed. Every answer the gate refuses — self-approval, a principal who
 // is not an approver or answered already, a request decided already or
-// never asked — is recorded as a KindRefuseAnswer entry
-// (RefuseAnswerEntry) and changes nothing.
+// never asked — is recorded as a gatelog.KindRefuseAnswer entry
+// (gatelog.RefuseAnswer) and changes nothing.
 //
 // # Only the questions the gate asked wait
 //
@@ -251,8 +251,8 @@
 // (no question, or an unknown one), a replayed one (the request was
 // answered and used), one brought back with other arguments than those
 // asked about, or one the approver may not give, is recorded
-// (KindRefuseAnswer), refuses the call it came with
-// (Decision.Condition ConditionAnswer), and neither makes, decides nor
+// (gatelog.KindRefuseAnswer), refuses the call it came with
+// (Decision.Condition gatelog.ConditionAnswer), and neither makes, decides nor
 // cancels a request: the question the gate did ask stays waiting and
 // answerable (TestOnlyQuestionsTheGateAskedWait,
 // TestForgedAnswerLeavesTheQuestionAnswerable). The adapters in
@@ -261,14 +261,14 @@
 // Waiting requests and approvals not yet used live in memory: after a
 // restart the call is asked about again (fail closed), unless the gate
 // was made WithDurableApprovals: then each request is recorded as it was
-// asked (KindAsk: its question and arguments as shown), and a gate
+// asked (gatelog.KindAsk: its question and arguments as shown), and a gate
 // restarted over the same log restores from it every request that was
 // neither used nor expired — waiting ones in Pending, with the approvals
 // already given, and approvals or denials for the next Before of their
 // call. Without Policy.ApprovalTTL (policy "approval_ttl") a request and
 // an approval not yet used never expire, and Deny withdraws a request
 // nobody will answer; with it they expire that long after the request
-// was asked, each recorded as a KindExpire entry (Before expires what it
+// was asked, each recorded as a gatelog.KindExpire entry (Before expires what it
 // meets, ExpireApprovals sweeps the rest), and the call is asked about
 // again.
 //
@@ -276,7 +276,7 @@
 // approval inbox: a page listing Pending, answering with ApproveAs and
 // DenyAs) holds the call: Await returns once the request is decided, and
 // after Policy.ApprovalTimeout (policy "approval_timeout") Unanswered
-// refuses the call, recorded as a KindRefuse entry with the reason
+// refuses the call, recorded as a gatelog.KindRefuse entry with the reason
 // "approval_timeout" and the request's id. The request itself still
 // waits: an approval given later is used by the next Before of the same
 // call.
@@ -291,8 +291,8 @@
 // fixed-cost call measured below its cost is refunded the difference; a
 // failed call under RefundOnError is refunded in full, and still counted.
 // The outcome — ok or the error, the output's SHA-256, size and first
-// ResultTextLimit bytes, what was charged — is a KindResult entry
-// (ResultEntry). With Rule.CheckResult or Policy.CheckResults the output
+// ResultTextLimit bytes, what was charged — is a gatelog.KindResult entry
+// (gatelog.Result). With Rule.CheckResult or Policy.CheckResults the output
 // goes through the speculative firewall (speculative.Detect) and
 // Outcome.Speculative says whether a host that stores tool output as
 // evidence must not.

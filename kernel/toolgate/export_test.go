@@ -12,7 +12,11 @@ const (
 	MaxPolicyWaiting       = maxPolicyWaiting
 	MaxResultTextLimit     = maxResultTextLimit
 	DefaultResultTextLimit = defaultResultTextLimit
+	MaxShownArguments      = maxShownArguments
 )
+
+// NormalizePath is normalizePath, for the path fuzz target.
+var NormalizePath = normalizePath
 
 // WithoutCompiledSchemas returns p without the argument schemas
 // ParsePolicy compiled for Compile, so that two readings of one file

@@ -7,6 +7,7 @@ import (
 
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -14,16 +15,16 @@ import (
 // writes, and what it accepts encodes back to an entry it decodes to the
 // same value.
 func FuzzDecodeEntry(f *testing.F) {
-	f.Add(toolgate.KindRefuse, []byte(`{"session":"toolgate:","caller":"","call_id":"1","tool":"x","reason":"unknown_tool","explanation":"e","arguments_sha256":"00","arguments_size":0}`))
-	f.Add(toolgate.KindResult, []byte(`{"session":"toolgate:a","caller":"a","call_id":"1","exec_id":"e","tool":"x","ok":true,"output_sha256":"00","output_size":2,"output_text":"ok","charged":100}`))
-	f.Add(toolgate.KindResult, []byte(`{"session":"s","session":"s"}`))
-	f.Add(toolgate.KindRefuseAnswer, []byte(`{"session":"toolgate:a","caller":"a","approval":"r1","call_id":"dd","tool":"delete_file","arguments_sha256":"00","approver":"human","decision":"APPROVED","reason":"other_call","explanation":"e"}`))
-	f.Add(toolgate.KindAsk, []byte(`{"approval":"r1","session":"toolgate:a","caller":"a","call_id":"dd","tool":"delete_file","arguments_sha256":"00","tier":"DELETE","arguments":"{}","question":"q","asked":"2026-03-01T09:00:00Z","expires":"2026-03-01T10:00:00+01:00"}`))
-	f.Add(toolgate.KindAsk, []byte(`{"approval":"r1","session":"toolgate:a","caller":"a","call_id":"dd","tool":"delete_file","arguments_sha256":"00","tier":"DELETE","arguments":"{}","question":"q","asked":"2026-03-01T09:00:00Z","Question":"q"}`))
-	f.Add(toolgate.KindExpire, []byte(`{"approval":"r1","session":"toolgate:a","caller":"a","tool":"delete_file","arguments_sha256":"00","tier":"DELETE","state":"waiting","asked":"2026-03-01T09:00:00Z","expires":"2026-03-01T10:00:00Z"}`))
-	f.Add(toolgate.KindExpire, []byte(`{"approval":"r1","session":"toolgate:a","caller":"a","tool":"delete_file","arguments_sha256":"00","tier":"DELETE","state":"waiting","asked":"2026-03-01T09:00:00Z","expires":null}`))
+	f.Add(gatelog.KindRefuse, []byte(`{"session":"toolgate:","caller":"","call_id":"1","tool":"x","reason":"unknown_tool","explanation":"e","arguments_sha256":"00","arguments_size":0}`))
+	f.Add(gatelog.KindResult, []byte(`{"session":"toolgate:a","caller":"a","call_id":"1","exec_id":"e","tool":"x","ok":true,"output_sha256":"00","output_size":2,"output_text":"ok","charged":100}`))
+	f.Add(gatelog.KindResult, []byte(`{"session":"s","session":"s"}`))
+	f.Add(gatelog.KindRefuseAnswer, []byte(`{"session":"toolgate:a","caller":"a","approval":"r1","call_id":"dd","tool":"delete_file","arguments_sha256":"00","approver":"human","decision":"APPROVED","reason":"other_call","explanation":"e"}`))
+	f.Add(gatelog.KindAsk, []byte(`{"approval":"r1","session":"toolgate:a","caller":"a","call_id":"dd","tool":"delete_file","arguments_sha256":"00","tier":"DELETE","arguments":"{}","question":"q","asked":"2026-03-01T09:00:00Z","expires":"2026-03-01T10:00:00+01:00"}`))
+	f.Add(gatelog.KindAsk, []byte(`{"approval":"r1","session":"toolgate:a","caller":"a","call_id":"dd","tool":"delete_file","arguments_sha256":"00","tier":"DELETE","arguments":"{}","question":"q","asked":"2026-03-01T09:00:00Z","Question":"q"}`))
+	f.Add(gatelog.KindExpire, []byte(`{"approval":"r1","session":"toolgate:a","caller":"a","tool":"delete_file","arguments_sha256":"00","tier":"DELETE","state":"waiting","asked":"2026-03-01T09:00:00Z","expires":"2026-03-01T10:00:00Z"}`))
+	f.Add(gatelog.KindExpire, []byte(`{"approval":"r1","session":"toolgate:a","caller":"a","tool":"delete_file","arguments_sha256":"00","tier":"DELETE","state":"waiting","asked":"2026-03-01T09:00:00Z","expires":null}`))
 	f.Fuzz(func(t *testing.T, kind string, payload []byte) {
-		v, err := toolgate.DecodeEntry(trace.Entry{Kind: kind, Payload: payload})
+		v, err := gatelog.Decode(trace.Entry{Kind: kind, Payload: payload})
 		if err != nil {
 			return
 		}
@@ -31,7 +32,7 @@ func FuzzDecodeEntry(f *testing.F) {
 		if err != nil {
 			t.Fatalf("accepted %q but cannot encode it: %v", payload, err)
 		}
-		again, err := toolgate.DecodeEntry(trace.Entry{Kind: kind, Payload: b})
+		again, err := gatelog.Decode(trace.Entry{Kind: kind, Payload: b})
 		if err != nil {
 			t.Fatalf("re-encoding %q gave %q, refused: %v", payload, b, err)
 		}

@@ -20,18 +20,9 @@ import (
 	"github.com/verity-go/verity/internal/canon"
 	"github.com/verity-go/verity/internal/oneline"
 	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	"github.com/verity-go/verity/kernel/value"
 	"github.com/verity-go/verity/trace"
-)
-
-// The trace entry kinds the gate appends besides the kernel's and claims'.
-const (
-	// KindRefuse records a call refused before the kernel saw it: an
-	// unknown tool, a cost that could not be computed, a call id already
-	// open, or a human's denial.
-	KindRefuse = "toolgate.refuse"
-	// KindResult records how an allowed call ended.
-	KindResult = "toolgate.result"
 )
 
 // SessionPrefix starts every kernel session id the gate makes: the
@@ -141,7 +132,7 @@ func New(ctx context.Context, log *trace.Log, comp *Compiled, opts ...Option) (*
 		return nil, fmt.Errorf("%w: no compiled policy (Policy.Compile)", ErrInvalidConfig)
 	}
 	o := options{clock: time.Now, newID: func() string { return uuid.Must(uuid.NewV7()).String() },
-		callerLimit: DefaultCallerLimit, idleCallers: DefaultIdleCallers}
+		callerLimit: defaultCallerLimit, idleCallers: defaultIdleCallers}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -554,7 +545,7 @@ func (g *Gate) arrive(ctx context.Context, cl *caller, d *Decision, ru *Ruling, 
 				if refusal == 0 {
 					return p, key, err
 				}
-				d.Verdict, d.Condition, d.Explanation, d.Seq = Refuse, ConditionAnswer, OneLine(fmt.Sprintf("tool %q: %v", c.Tool, err)), refusal
+				d.Verdict, d.Condition, d.Explanation, d.Seq = Refuse, gatelog.ConditionAnswer, OneLine(fmt.Sprintf("tool %q: %v", c.Tool, err)), refusal
 				if cl.waiting[key] == p.waiting {
 					d.Approval = p.waiting.request()
 				}
@@ -585,7 +576,7 @@ func (g *Gate) run(ctx context.Context, cl *caller, d *Decision, ru *Ruling, key
 			}
 			if !ok {
 				unreserve()
-				d.Condition = ConditionRate
+				d.Condition = gatelog.ConditionRate
 				return g.refuseIn(ctx, d, "rate", fmt.Sprintf("tool %q (%s, rate): %d calls in the last %s, at most %d (shared)", c.Tool, d.Rule, seen, w.Per, w.Limit), "", at)
 			}
 		}
@@ -657,7 +648,7 @@ func (g *Gate) known(key string) bool {
 func SharedWindowKey(caller, id string) string { return "toolgate|" + caller + "|" + id }
 
 // ask makes the request a call waits on (stepAsk, cl.mu held): a
-// claims evaluation, the request recorded (KindAsk, with
+// claims evaluation, the request recorded (gatelog.KindAsk, with
 // WithDurableApprovals) and applied to the caller's life.
 func (g *Gate) ask(ctx context.Context, cl *caller, d *Decision, ru *Ruling, key callKey, p *plan, at time.Time) error {
 	c := d.Call
@@ -678,7 +669,7 @@ func (g *Gate) ask(ctx context.Context, cl *caller, d *Decision, ru *Ruling, key
 		return fmt.Errorf("toolgate: approval request for %q evaluated %s: %s", c.Tool, ev.Decision, ev.Reason)
 	}
 	cl.applyEvaluation(ev.Bundle, ev.Seq)
-	e := AskEntry{Approval: ev.Bundle.ID, Session: g.SessionID(c.Caller), Caller: c.Caller, Principal: c.Principal.Key(), CallID: c.ID,
+	e := gatelog.Ask{Approval: ev.Bundle.ID, Session: g.SessionID(c.Caller), Caller: c.Caller, Principal: c.Principal.Key(), CallID: c.ID,
 		Tool: c.Tool, ArgumentsSHA256: key.digest, Tier: key.tier, Arguments: p.shown, Question: p.question, Asked: at}
 	ttl := g.comp.cfg.ApprovalTTL
 	if ttl > 0 {
@@ -688,7 +679,7 @@ func (g *Gate) ask(ctx context.Context, cl *caller, d *Decision, ru *Ruling, key
 	if g.durable {
 		b, err := json.Marshal(e)
 		if err == nil {
-			_, err = g.log.Append(ctx, KindAsk, b, trace.At(at))
+			_, err = g.log.Append(ctx, gatelog.KindAsk, b, trace.At(at))
 		}
 		if err != nil {
 			delete(cl.evals, e.Approval)
@@ -738,10 +729,10 @@ func (g *Gate) claimsContext(caller string) claims.Context {
 	return claims.Context{Actor: agentName(caller), Clearance: claims.TierPrivilege}
 }
 
-// MaxShownArguments is the most bytes of arguments (as compact JSON) a
+// maxShownArguments is the most bytes of arguments (as compact JSON) a
 // call that needs a human may have: the question shows them in full, so
 // that what the human approves is exactly what runs.
-const MaxShownArguments = 4096
+const maxShownArguments = 4096
 
 // showArguments returns a call's arguments as the human is asked about
 // them: compact JSON, in full, with format and control characters (a
@@ -765,8 +756,8 @@ func showArguments(b []byte) (string, error) {
 	if err := json.Compact(&compact, b); err != nil {
 		return "", fmt.Errorf("arguments a human cannot read one way: %v", err)
 	}
-	if compact.Len() > MaxShownArguments {
-		return "", fmt.Errorf("arguments too long to show a human: %d bytes, at most %d", compact.Len(), MaxShownArguments)
+	if compact.Len() > maxShownArguments {
+		return "", fmt.Errorf("arguments too long to show a human: %d bytes, at most %d", compact.Len(), maxShownArguments)
 	}
 	var sb strings.Builder
 	for _, r := range compact.String() {
@@ -791,26 +782,6 @@ func showArguments(b []byte) (string, error) {
 // what an adapter wording a refusal of its own should do too.
 func OneLine(s string) string { return oneline.String(s) }
 
-// RefuseEntry is the payload of a KindRefuse entry: a call refused before
-// the kernel saw it.
-type RefuseEntry struct {
-	Session         string `json:"session"`
-	Caller          string `json:"caller"`
-	CallID          string `json:"call_id"`
-	Tool            string `json:"tool"`
-	Reason          string `json:"reason"` // unknown_tool, cost, duplicate_call, denied
-	Explanation     string `json:"explanation"`
-	ArgumentsSHA256 string `json:"arguments_sha256"`
-	ArgumentsSize   int    `json:"arguments_size"`
-	Approval        string `json:"approval,omitempty"` // the denied request
-	// Rule is the rule that decided: "#" and its index in the policy's
-	// tools, or "default"; RuleName its name; Condition the part of it
-	// that refused (see Ruling). Empty when no rule applied.
-	Rule      string `json:"rule,omitempty"`
-	RuleName  string `json:"rule_name,omitempty"`
-	Condition string `json:"condition,omitempty"`
-}
-
 // refuse records a refusal the kernel did not make and returns it.
 func (g *Gate) refuse(ctx context.Context, d Decision, reason, explanation, approvalID string, at time.Time) (Decision, error) {
 	d, _, err := g.refused(ctx, d, reason, explanation, approvalID, at)
@@ -827,10 +798,10 @@ func (g *Gate) refuseIn(ctx context.Context, d *Decision, reason, explanation, a
 }
 
 // refused is refuse, and the entry it recorded.
-func (g *Gate) refused(ctx context.Context, d Decision, reason, explanation, approvalID string, at time.Time) (Decision, RefuseEntry, error) {
+func (g *Gate) refused(ctx context.Context, d Decision, reason, explanation, approvalID string, at time.Time) (Decision, gatelog.Refuse, error) {
 	c := d.Call
 	explanation = OneLine(explanation)
-	e := RefuseEntry{Session: g.SessionID(c.Caller), Caller: c.Caller, CallID: c.ID, Tool: c.Tool, Reason: reason,
+	e := gatelog.Refuse{Session: g.SessionID(c.Caller), Caller: c.Caller, CallID: c.ID, Tool: c.Tool, Reason: reason,
 		Explanation: explanation, ArgumentsSHA256: c.ArgumentsDigest(), ArgumentsSize: len(c.Arguments), Approval: approvalID,
 		Condition: d.Condition}
 	if d.Rule.Found {
@@ -839,7 +810,7 @@ func (g *Gate) refused(ctx context.Context, d Decision, reason, explanation, app
 			e.Rule = "#" + strconv.Itoa(d.Rule.Index)
 		}
 	}
-	entry, err := g.log.Append(ctx, KindRefuse, e.appendJSON(nil), trace.At(at))
+	entry, err := g.log.Append(ctx, gatelog.KindRefuse, e.AppendJSON(nil), trace.At(at))
 	if err != nil {
 		return Decision{}, e, fmt.Errorf("toolgate: recording refusal of %q: %w", c.Tool, err)
 	}
@@ -937,7 +908,7 @@ func asReason(p Principal, name, reason string) string {
 // decide records approver's answer to request id; by, when not nil, is
 // the principal answering (ApproveAs, DenyAs), who answers a request once.
 // An answer refused for who gives it or when is recorded
-// (KindRefuseAnswer).
+// (gatelog.KindRefuseAnswer).
 func (g *Gate) decide(ctx context.Context, id, approver string, dec claims.ApprovalDecision, reason string, by *Principal) (bool, error) {
 	g.mu.Lock()
 	ap, ok := g.approvals[id]
@@ -973,7 +944,7 @@ func (g *Gate) refusedAnswer(ctx context.Context, id, approver string, by *Princ
 // answer records the answer ans to ap (cl.mu held) and applies it to
 // the caller's life; c, when not nil, is the call the answer came back
 // with (Resume). An answer refused for who gives it or when is recorded
-// (KindRefuseAnswer), and refusal is its entry's sequence number.
+// (gatelog.KindRefuseAnswer), and refusal is its entry's sequence number.
 func (g *Gate) answer(ctx context.Context, cl *caller, ap *approval, ans *answerPlan, c *Call) (granted bool, refusal uint64, err error) {
 	id := ap.req.ID
 	refused := func(err error) (bool, uint64, error) {

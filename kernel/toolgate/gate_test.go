@@ -42,6 +42,7 @@ import (
 	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -106,10 +107,10 @@ func TestUnknownToolRefused(t *testing.T) {
 	assert.Equal(t, `tool "format_disk" is not in the gate's catalogue`, d.Explanation)
 	assert.NotEmpty(t, d.Call.ID, "a call id is assigned")
 	e := entryAt(t, log, d.Seq)
-	assert.Equal(t, toolgate.KindRefuse, e.Kind)
-	got, err := toolgate.DecodeEntry(e)
+	assert.Equal(t, gatelog.KindRefuse, e.Kind)
+	got, err := gatelog.Decode(e)
 	require.NoError(t, err)
-	assert.Equal(t, toolgate.RefuseEntry{Session: "toolgate:", CallID: d.Call.ID, Tool: "format_disk", Reason: "unknown_tool", Condition: "unknown_tool",
+	assert.Equal(t, gatelog.Refuse{Session: "toolgate:", CallID: d.Call.ID, Tool: "format_disk", Reason: "unknown_tool", Condition: "unknown_tool",
 		Explanation: d.Explanation, ArgumentsSHA256: call("", `{}`).ArgumentsDigest(), ArgumentsSize: 2}, got)
 	_, err = g.After(ctx, d.Call, toolgate.Result{})
 	assert.ErrorIs(t, err, toolgate.ErrUnknownCall, "a refused call cannot be finished")
@@ -239,9 +240,9 @@ func TestDenialRefusesOnce(t *testing.T) {
 	r, err = g.Before(ctx, d.Call)
 	require.NoError(t, err)
 	assert.Equal(t, `tool "delete_file" (rule #2, approval): DELETE denied by human: no: not today`, r.Explanation, "an explanation is one line whatever the reason")
-	e, err := toolgate.DecodeEntry(entryAt(t, log, r.Seq))
+	e, err := gatelog.Decode(entryAt(t, log, r.Seq))
 	require.NoError(t, err)
-	assert.Equal(t, d.Approval.ID, e.(toolgate.RefuseEntry).Approval)
+	assert.Equal(t, d.Approval.ID, e.(gatelog.Refuse).Approval)
 	r, err = g.Before(ctx, d.Call)
 	require.NoError(t, err)
 	assert.Equal(t, toolgate.AskApproval, r.Verdict, "the next attempt asks again")
@@ -301,9 +302,9 @@ func TestReservedCallSettled(t *testing.T) {
 	assert.Equal(t, units(10)+kernel.Unit/2, out.Unpaid)
 	m, _ = g.Meter("")
 	assert.Equal(t, units(10), m.Budget().Net())
-	res, err := toolgate.DecodeEntry(entryAt(t, log, out.Seq))
+	res, err := gatelog.Decode(entryAt(t, log, out.Seq))
 	require.NoError(t, err)
-	assert.Equal(t, out.Unpaid, res.(toolgate.ResultEntry).Unpaid)
+	assert.Equal(t, out.Unpaid, res.(gatelog.Result).Unpaid)
 }
 
 func TestRefundOnError(t *testing.T) {
@@ -347,9 +348,9 @@ func TestResultRecordedBounded(t *testing.T) {
 	require.NoError(t, err)
 	out, err := g.After(ctx, d.Call, toolgate.Result{Output: []byte("héllo world"), Err: errors.New("partial read of the file")})
 	require.NoError(t, err)
-	e, err := toolgate.DecodeEntry(entryAt(t, log, out.Seq))
+	e, err := gatelog.Decode(entryAt(t, log, out.Seq))
 	require.NoError(t, err)
-	r := e.(toolgate.ResultEntry)
+	r := e.(gatelog.Result)
 	assert.Equal(t, "héll", r.OutputText, "cut at a character boundary")
 	assert.True(t, r.Truncated)
 	assert.Equal(t, 12, r.OutputSize)
@@ -360,9 +361,9 @@ func TestResultRecordedBounded(t *testing.T) {
 	require.NoError(t, err)
 	out, err = g.After(ctx, d.Call, toolgate.Result{Output: []byte{0xff, 0xfe, 'a'}})
 	require.NoError(t, err)
-	e, err = toolgate.DecodeEntry(entryAt(t, log, out.Seq))
+	e, err = gatelog.Decode(entryAt(t, log, out.Seq))
 	require.NoError(t, err)
-	assert.Equal(t, "//5h", e.(toolgate.ResultEntry).OutputBase64, "bytes that are not UTF-8 are kept as base64")
+	assert.Equal(t, "//5h", e.(gatelog.Result).OutputBase64, "bytes that are not UTF-8 are kept as base64")
 }
 
 func TestSpeculativeResultFlagged(t *testing.T) {
@@ -387,7 +388,7 @@ func TestEveryDecisionIsOnTheLog(t *testing.T) {
 	g := newGate(t, log, testConfig())
 	kinds := map[toolgate.Verdict][]string{
 		toolgate.Allow:       {kernel.KindExecute, kernel.KindReserve},
-		toolgate.Refuse:      {kernel.KindReject, toolgate.KindRefuse},
+		toolgate.Refuse:      {kernel.KindReject, gatelog.KindRefuse},
 		toolgate.AskApproval: {claims.KindEvaluate},
 	}
 	for i, c := range []toolgate.Call{call("read_file", `{}`), call("nope", ``), call("delete_file", `{}`), call("search", `{}`),
@@ -619,9 +620,9 @@ func TestHugeResultStillRecorded(t *testing.T) {
 		require.NoError(t, err)
 		o, err := g.After(ctx, d.Call, toolgate.Result{Output: out, Err: errors.New(strings.Repeat("e", 5000))})
 		require.NoError(t, err)
-		e, err := toolgate.DecodeEntry(entryAt(t, log, o.Seq))
+		e, err := gatelog.Decode(entryAt(t, log, o.Seq))
 		require.NoError(t, err)
-		r := e.(toolgate.ResultEntry)
+		r := e.(gatelog.Result)
 		assert.True(t, r.Truncated)
 		assert.Empty(t, r.OutputText+r.OutputBase64)
 		assert.Equal(t, len(out), r.OutputSize)

@@ -10,70 +10,22 @@ import (
 
 	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/internal/canon"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	"github.com/verity-go/verity/trace"
 )
 
-// The trace entry kinds of approvals answered out of band (an approval
-// inbox): a request as it was asked, and a request or approval that
-// expired.
-const (
-	// KindAsk records an approval request as the human is shown it
-	// (AskEntry), with WithDurableApprovals: what a restarted gate shows
-	// again.
-	KindAsk = "toolgate.ask"
-	// KindExpire records a request, approval or denial that was not
-	// used within Policy.ApprovalTTL (ExpireEntry).
-	KindExpire = "toolgate.expire"
-)
-
-// MaxApprovalTimeout is the longest Policy.ApprovalTimeout: a call is
+// maxApprovalTimeout is the longest Policy.ApprovalTimeout: a call is
 // held for a human at most a day.
-const MaxApprovalTimeout = 24 * time.Hour
-
-// AskEntry is the payload of a KindAsk entry.
-type AskEntry struct {
-	Approval        string          `json:"approval"`
-	Session         string          `json:"session"`
-	Caller          string          `json:"caller"`
-	Principal       string          `json:"principal,omitempty"` // see ApprovalRequest.Principal
-	CallID          string          `json:"call_id"`
-	Tool            string          `json:"tool"`
-	ArgumentsSHA256 string          `json:"arguments_sha256"`
-	Tier            claims.RiskTier `json:"tier"`
-	Arguments       string          `json:"arguments"` // as shown: see ApprovalRequest.Arguments
-	Question        string          `json:"question"`
-	Asked           time.Time       `json:"asked"`
-	Expires         *time.Time      `json:"expires,omitempty"`
-}
-
-// ExpireEntry is the payload of a KindExpire entry: State is what
-// expired — "waiting" (a request nobody answered), "approved" (an
-// approval no call used) or "denied" (a denial no call was refused with).
-type ExpireEntry struct {
-	Approval        string          `json:"approval"`
-	Session         string          `json:"session"`
-	Caller          string          `json:"caller"`
-	Tool            string          `json:"tool"`
-	ArgumentsSHA256 string          `json:"arguments_sha256"`
-	Tier            claims.RiskTier `json:"tier"`
-	State           string          `json:"state"`
-	Asked           time.Time       `json:"asked"`
-	Expires         time.Time       `json:"expires"`
-}
+const maxApprovalTimeout = 24 * time.Hour
 
 // WithDurableApprovals makes waiting requests, and approvals and denials
 // not yet used, survive a restart over the same (durable) log: each
-// request is recorded as it was asked (a KindAsk entry), and New restores
+// request is recorded as it was asked (a gatelog.KindAsk entry), and New restores
 // from the log every request it names that was neither used nor expired
 // — waiting ones in Pending again, answerable with Approve or ApproveAs,
 // and approvals used by the next Before of exactly their call. Without
 // it, a restarted gate asks again (fail closed).
 func WithDurableApprovals() Option { return func(o *options) { o.durable = true } }
-
-// ApprovalTimeout is Policy.ApprovalTimeout: how long a host that waits
-// for an answer from elsewhere (an approval inbox) holds a call before
-// it refuses it with Unanswered; 0 when calls are not held.
-func (g *Gate) ApprovalTimeout() time.Duration { return g.comp.cfg.ApprovalTimeout }
 
 // Await returns when the request id is no longer waiting — approved by
 // all its approvers, denied, expired, or unknown to the gate — and
@@ -102,7 +54,7 @@ func (g *Gate) Await(ctx context.Context, id string) bool {
 
 // Unanswered records that the call d asked about (an AskApproval
 // decision) was held for its human for waited and nobody answered: a
-// KindRefuse entry, reason "approval_timeout", naming the request. The
+// gatelog.KindRefuse entry, reason "approval_timeout", naming the request. The
 // request itself stays waiting (until Policy.ApprovalTTL), so that an
 // approval given later is used by the next Before of the same call.
 func (g *Gate) Unanswered(ctx context.Context, d Decision, waited time.Duration) (Decision, error) {
@@ -122,7 +74,7 @@ func (g *Gate) Unanswered(ctx context.Context, d Decision, waited time.Duration)
 }
 
 // ExpireApprovals lets go of every request, approval and denial older
-// than Policy.ApprovalTTL at now, each recorded as a KindExpire entry,
+// than Policy.ApprovalTTL at now, each recorded as a gatelog.KindExpire entry,
 // and returns how many. A host calls it from time to time (before listing
 // Pending, say); Before expires what it meets on its own.
 func (g *Gate) ExpireApprovals(ctx context.Context) (int, error) {
@@ -174,7 +126,7 @@ func (g *Gate) expire(ctx context.Context, cl *caller, key *callKey, now time.Ti
 		}
 		b, err := json.Marshal(x)
 		if err == nil {
-			_, err = g.log.Append(context.WithoutCancel(ctx), KindExpire, b, trace.At(now))
+			_, err = g.log.Append(context.WithoutCancel(ctx), gatelog.KindExpire, b, trace.At(now))
 		}
 		if err != nil {
 			return i, fmt.Errorf("toolgate: recording an expired approval: %w", err)

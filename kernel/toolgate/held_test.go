@@ -12,6 +12,7 @@ import (
 
 	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -78,7 +79,7 @@ func entriesOf(t *testing.T, log *trace.Log, kind string) []map[string]any {
 func TestUnansweredCallRefusedOnTheLog(t *testing.T) {
 	log := newLog(t)
 	g := newGate(t, log, heldConfig())
-	assert.Equal(t, time.Minute, g.ApprovalTimeout())
+	assert.Equal(t, time.Minute, g.Compiled().Policy().ApprovalTimeout)
 	d, err := g.Before(ctx, agent)
 	require.NoError(t, err)
 	require.Equal(t, toolgate.AskApproval, d.Verdict)
@@ -92,7 +93,7 @@ func TestUnansweredCallRefusedOnTheLog(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, toolgate.Refuse, r.Verdict)
 	assert.Contains(t, r.Explanation, "no answer within 1m0s")
-	refusals := entriesOf(t, log, toolgate.KindRefuse)
+	refusals := entriesOf(t, log, gatelog.KindRefuse)
 	require.Len(t, refusals, 1)
 	assert.Equal(t, "approval_timeout", refusals[0]["reason"])
 	assert.Equal(t, d.Approval.ID, refusals[0]["approval"])
@@ -193,7 +194,7 @@ func TestApprovalTTLExpires(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
 
-	expired := entriesOf(t, log, toolgate.KindExpire)
+	expired := entriesOf(t, log, gatelog.KindExpire)
 	require.Len(t, expired, 3)
 	var states []string
 	for _, e := range expired {
@@ -201,7 +202,7 @@ func TestApprovalTTLExpires(t *testing.T) {
 		assert.Equal(t, "agent", e["caller"])
 	}
 	assert.Equal(t, []string{"waiting", "approved", "denied"}, states)
-	assert.Empty(t, entriesOf(t, log, toolgate.KindResult))
+	assert.Empty(t, entriesOf(t, log, gatelog.KindResult))
 	live, _ := g.LiveCallers()
 	assert.Equal(t, 1, live)
 }

@@ -96,35 +96,38 @@ func (p CostPointer) Measure(result []byte) (kernel.Cost, error) {
 	return c, nil
 }
 
-// RuleOf returns the rule ref names: one of Policy.Tools, or the default
-// rule for Index -1 when unknown tools are allowed.
-func (g *Gate) RuleOf(ref RuleRef) (Rule, bool) {
+// Compiled returns the compiled policy the gate decides by: its
+// Policy (the defaults applied: AllowUnknown, ApprovalTimeout, Timeout),
+// RuleOf to find the rule a Decision names, and MayCall to know which
+// tools to list to a principal.
+func (g *Gate) Compiled() *Compiled { return g.comp }
+
+// RuleOf returns the rule ref names — one of Policy.Tools, or the
+// default rule for Index -1 when unknown tools are allowed — with the
+// policy's defaults applied: its Timeout is the policy's Timeout when it
+// has none of its own (how long a host waits for the tool; zero: as long
+// as the caller waits).
+func (c *Compiled) RuleOf(ref RuleRef) (Rule, bool) {
+	var r Rule
 	switch {
 	case !ref.Found:
 		return Rule{}, false
 	case ref.Index < 0:
-		if d := g.comp.cfg.DefaultRule; d != nil && g.comp.cfg.AllowUnknown {
-			return *d, true
+		d := c.cfg.DefaultRule
+		if d == nil || !c.cfg.AllowUnknown {
+			return Rule{}, false
 		}
+		r = *d
+	case ref.Index < len(c.cfg.Tools):
+		r = c.cfg.Tools[ref.Index]
+	default:
 		return Rule{}, false
-	case ref.Index < len(g.comp.cfg.Tools):
-		return g.comp.cfg.Tools[ref.Index], true
 	}
-	return Rule{}, false
-}
-
-// Timeout returns how long a host waits for a call decided by ref: its
-// rule's Timeout, else Policy.Timeout; zero for no limit.
-func (g *Gate) Timeout(ref RuleRef) time.Duration {
-	if r, ok := g.RuleOf(ref); ok && r.Timeout > 0 {
-		return r.Timeout
+	if r.Timeout <= 0 {
+		r.Timeout = c.cfg.Timeout
 	}
-	return g.comp.cfg.Timeout
+	return r, true
 }
-
-// AllowsUnknown reports whether tools no rule matches run under the
-// default rule (Policy.AllowUnknown).
-func (g *Gate) AllowsUnknown() bool { return g.comp.cfg.AllowUnknown }
 
 // MayCall reports whether some call of tool by p may be allowed (or
 // asked of a human): false when the first rule that matches tool and
@@ -134,9 +137,6 @@ func (g *Gate) AllowsUnknown() bool { return g.comp.cfg.AllowUnknown }
 // nor forecloses: the rules after it are read too. Budgets, rates and
 // flows, which change as calls are made, are not read. A host lists to
 // p only the tools MayCall reports.
-func (g *Gate) MayCall(tool string, p Principal) bool { return g.comp.MayCall(tool, p) }
-
-// MayCall is Gate.MayCall over the compiled rules.
 func (c *Compiled) MayCall(tool string, p Principal) bool {
 	for i := range c.rules {
 		r := &c.rules[i]

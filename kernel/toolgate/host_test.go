@@ -83,9 +83,10 @@ func TestPolicyTimeoutsReachTheGate(t *testing.T) {
 	for tool, want := range map[string]time.Duration{"search_files": 2 * time.Minute, "read_file": 30 * time.Second, "other": 5 * time.Second} {
 		d, err := g.Before(ctx, toolgate.Call{Tool: tool, Caller: "c", Arguments: json.RawMessage(`{}`)})
 		require.NoError(t, err)
-		require.Equal(t, want, g.Timeout(d.Rule), tool)
+		r, _ := g.Compiled().RuleOf(d.Rule)
+		require.Equal(t, want, r.Timeout, tool)
 	}
-	r, ok := g.RuleOf(toolgate.RuleRef{Found: true, Index: 0})
+	r, ok := g.Compiled().RuleOf(toolgate.RuleRef{Found: true, Index: 0})
 	require.True(t, ok)
 	require.Equal(t, "/structuredContent/scanned", r.CostFrom)
 
@@ -109,12 +110,12 @@ func TestMayCall(t *testing.T) {
 	}}
 	g, err := toolgate.New(ctx, newLog(t), mustCompile(cfg))
 	require.NoError(t, err)
-	require.True(t, g.MayCall("drop_table", alice))
-	require.False(t, g.MayCall("drop_table", toolgate.Principal{Subject: "bob"}))
-	require.True(t, g.MayCall("write_file", alice), "a conditional refusal leaves other calls")
-	require.False(t, g.MayCall("shell", alice))
-	require.False(t, g.MayCall("admin", alice))
-	require.True(t, g.MayCall("admin", toolgate.Principal{Subject: "root"}))
-	require.False(t, g.MayCall("unknown", alice))
-	require.False(t, g.AllowsUnknown())
+	require.True(t, g.Compiled().MayCall("drop_table", alice))
+	require.False(t, g.Compiled().MayCall("drop_table", toolgate.Principal{Subject: "bob"}))
+	require.True(t, g.Compiled().MayCall("write_file", alice), "a conditional refusal leaves other calls")
+	require.False(t, g.Compiled().MayCall("shell", alice))
+	require.False(t, g.Compiled().MayCall("admin", alice))
+	require.True(t, g.Compiled().MayCall("admin", toolgate.Principal{Subject: "root"}))
+	require.False(t, g.Compiled().MayCall("unknown", alice))
+	require.False(t, g.Compiled().Policy().AllowUnknown)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/verity-go/verity/internal/killtest"
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -87,8 +88,8 @@ func TestKilledGateKeepsEveryAcknowledgedCall(t *testing.T) {
 			require.Contains(t, rec.Action.Tags, "call:"+a[1], "entry %d", seq)
 			decisions++
 		case "result":
-			require.Equal(t, toolgate.KindResult, e.Kind, "entry %d", seq)
-			var r toolgate.ResultEntry
+			require.Equal(t, gatelog.KindResult, e.Kind, "entry %d", seq)
+			var r gatelog.Result
 			require.NoError(t, json.Unmarshal(e.Payload, &r))
 			require.Equal(t, a[1], r.CallID, "entry %d", seq)
 			results++

@@ -8,6 +8,7 @@ import (
 
 	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -21,16 +22,16 @@ import (
 // Events, and the effects the shell performs for them:
 //
 //   - a call arrives, with its Ruling and its time: arrive plans a step —
-//     record a refusal (KindRefuse) or an answer's (KindRefuseAnswer),
+//     record a refusal (gatelog.KindRefuse) or an answer's (gatelog.KindRefuseAnswer),
 //     answer with a request already waiting, ask (a claims evaluation,
-//     KindAsk, AskApproval), record an answer Resume brought (a claims
+//     gatelog.KindAsk, AskApproval), record an answer Resume brought (a claims
 //     approval) and arrive again, or run: consult the shared windows and
 //     have the kernel session execute or reserve it;
 //   - the kernel executed or reserved it: applyExecuted; rejected it, or
 //     a shared window did: rejected;
 //   - an answer arrives: answerable, then the claims approval recorded is
 //     applied (applyApproval), or the refusal recorded;
-//   - time passes: due says what expired (the KindExpire entries to
+//   - time passes: due says what expired (the gatelog.KindExpire entries to
 //     write), applyExpire what that changes;
 //   - the tool returned or failed (After): leave closes the call, ended
 //     says what the kernel session settles or refunds (reopen when
@@ -56,14 +57,14 @@ import (
 // is never changed once held (an answer makes a new one), so that the
 // gate's index of waiting requests may share it. A call's life:
 //
-//	arrive ─ refused ─────────────────────────────── KindRefuse
-//	       ├ asks a human ── evaluate, ask ─ waiting  claims.evaluate, KindAsk
+//	arrive ─ refused ─────────────────────────────── gatelog.KindRefuse
+//	       ├ asks a human ── evaluate, ask ─ waiting  claims.evaluate, gatelog.KindAsk
 //	       │      answer ── approved, denied, or waits claims.approve
-//	       │      ttl ───── expired                   KindExpire
-//	       ├ answer refused ────────────────────────── KindRefuseAnswer
+//	       │      ttl ───── expired                   gatelog.KindExpire
+//	       ├ answer refused ────────────────────────── gatelog.KindRefuseAnswer
 //	       └ runs ── kernel ─ executed (open) ──────── kernel.execute / reserve
 //	                        └ rejected ─────────────── kernel.reject
-//	leave (After) ─ settled, refunded ── closed ────── kernel.settle / refund, KindResult
+//	leave (After) ─ settled, refunded ── closed ────── kernel.settle / refund, gatelog.KindResult
 
 // life is one caller's lifecycle state. Labels and windows are the
 // core's Snapshot; the rest is the calls and approvals in flight.
@@ -187,7 +188,7 @@ func addTime(ts []time.Time, at time.Time, per time.Duration) []time.Time {
 }
 
 // applyRefuse: a call refused with a denial used it.
-func (l *life) applyRefuse(r RefuseEntry) {
+func (l *life) applyRefuse(r gatelog.Refuse) {
 	if r.Reason != "denied" || r.Approval == "" {
 		return
 	}
@@ -200,7 +201,7 @@ func (l *life) applyRefuse(r RefuseEntry) {
 	}
 }
 
-// applyEvaluation: a request's bundle was evaluated; a request (KindAsk)
+// applyEvaluation: a request's bundle was evaluated; a request (gatelog.KindAsk)
 // names it next.
 func (l *life) applyEvaluation(b claims.ClaimBundle, seq uint64) {
 	l.evals[b.ID] = evaluation{bundle: b, seq: seq}
@@ -209,7 +210,7 @@ func (l *life) applyEvaluation(b claims.ClaimBundle, seq uint64) {
 // applyAsk: the request a names waits for a human, with the evaluation
 // that made it; with ttl > 0 (the policy's now, whatever it was asked
 // under) it expires ttl after it was asked.
-func (l *life) applyAsk(a AskEntry, ttl time.Duration) indexChange {
+func (l *life) applyAsk(a gatelog.Ask, ttl time.Duration) indexChange {
 	ev, ok := l.evals[a.Approval]
 	if !ok {
 		return indexChange{} // no evaluation: nothing a human could answer
@@ -287,7 +288,7 @@ func answeredByAll(b claims.ClaimBundle) map[string]bool {
 }
 
 // applyExpire: a request, approval or denial expired unused.
-func (l *life) applyExpire(x ExpireEntry) indexChange {
+func (l *life) applyExpire(x gatelog.Expire) indexChange {
 	key := callKey{tool: x.Tool, digest: x.ArgumentsSHA256, tier: x.Tier}
 	delete(l.expires, x.Approval)
 	switch x.State {
@@ -327,17 +328,17 @@ func (l *life) dropDenial(k callKey, i int) {
 // due returns what expires at now — for the call key only when key is
 // not nil — as the entries that record it, oldest request first (ids
 // are UUIDv7s, by time). ttl is Config.ApprovalTTL; 0 expires nothing.
-func (l *life) due(caller string, now time.Time, ttl time.Duration, key *callKey) []ExpireEntry {
+func (l *life) due(caller string, now time.Time, ttl time.Duration, key *callKey) []gatelog.Expire {
 	if ttl <= 0 || len(l.expires) == 0 {
 		return nil
 	}
-	var out []ExpireEntry
+	var out []gatelog.Expire
 	add := func(id, state string, k callKey) {
 		if key != nil && k != *key {
 			return
 		}
 		if exp, ok := l.expires[id]; ok && !exp.IsZero() && !now.Before(exp) {
-			out = append(out, ExpireEntry{Approval: id, Session: SessionPrefix + caller, Caller: caller, Tool: k.tool,
+			out = append(out, gatelog.Expire{Approval: id, Session: SessionPrefix + caller, Caller: caller, Tool: k.tool,
 				ArgumentsSHA256: k.digest, Tier: k.tier, State: state, Asked: exp.Add(-ttl), Expires: exp})
 		}
 	}
@@ -354,7 +355,7 @@ func (l *life) due(caller string, now time.Time, ttl time.Duration, key *callKey
 			add(d.id, "denied", k)
 		}
 	}
-	slices.SortFunc(out, func(a, b ExpireEntry) int { return strings.Compare(a.Approval, b.Approval) })
+	slices.SortFunc(out, func(a, b gatelog.Expire) int { return strings.Compare(a.Approval, b.Approval) })
 	return out
 }
 
@@ -394,7 +395,7 @@ type plan struct {
 	why       string // a refusal's explanation
 	approval  string // the approval the call runs on, or the request a refusal names
 	waiting   *approval
-	refusal   *RefuseAnswerEntry
+	refusal   *gatelog.RefuseAnswer
 	shown     string // the arguments as a human is shown them
 	question  string
 	answer    *answerPlan
@@ -422,8 +423,8 @@ func (l *life) arrive(a arrival) plan {
 	}
 	if a.res != nil && a.verdict != AskApproval && (a.res.request != "" || a.res.answer != nil) {
 		// An answer for a call that needs no human answers no question.
-		return plan{step: stepRefuseAnswer, condition: ConditionAnswer,
-			refusal: refusalOf(c, a.res, AnswerOtherCall, fmt.Sprintf(
+		return plan{step: stepRefuseAnswer, condition: gatelog.ConditionAnswer,
+			refusal: refusalOf(c, a.res, gatelog.AnswerOtherCall, fmt.Sprintf(
 				"tool %q: the call needs no approval, so the answer is to a question about another call; this call is not run", c.Tool)),
 			why: fmt.Sprintf("tool %q: the answer is to a question about another call; this call is not run", c.Tool)}
 	}
@@ -496,15 +497,15 @@ func (l *life) ask(a arrival) plan {
 func (l *life) resume(a arrival) (p plan, run bool) {
 	c, res, key := &a.call, a.res, a.key
 	refuse := func(reason, why string, waiting *approval) (plan, bool) {
-		return plan{step: stepRefuseAnswer, condition: ConditionAnswer, refusal: refusalOf(c, res, reason, why), why: why, waiting: waiting}, false
+		return plan{step: stepRefuseAnswer, condition: gatelog.ConditionAnswer, refusal: refusalOf(c, res, reason, why), why: why, waiting: waiting}, false
 	}
 	if res.request == "" {
-		return refuse(AnswerUnasked, fmt.Sprintf("tool %q (%s, approval): %s needs a human's approval and no question was asked for this call; make the call again to ask",
+		return refuse(gatelog.AnswerUnasked, fmt.Sprintf("tool %q (%s, approval): %s needs a human's approval and no question was asked for this call; make the call again to ask",
 			c.Tool, a.rule, key.tier), l.waiting[key])
 	}
 	if ap := a.asked; ap != nil {
 		if ap.req.Caller != c.Caller || ap.key != key || l.waiting[key] != ap {
-			return refuse(AnswerOtherCall, fmt.Sprintf("tool %q: the answer is to a question about another call (%s); this call is not run, and that question still waits",
+			return refuse(gatelog.AnswerOtherCall, fmt.Sprintf("tool %q: the answer is to a question about another call (%s); this call is not run, and that question still waits",
 				c.Tool, ap.req.Question), l.waiting[key])
 		}
 		an := res.answer
@@ -518,7 +519,7 @@ func (l *life) resume(a arrival) (p plan, run bool) {
 		if an.By != nil {
 			name, err := ap.answersFor(*an.By)
 			if err != nil {
-				return refuse(AnswerNotApprover, fmt.Sprintf("tool %q: %v", c.Tool, err), ap)
+				return refuse(gatelog.AnswerNotApprover, fmt.Sprintf("tool %q: %v", c.Tool, err), ap)
 			}
 			ans.approver, ans.reason = name, asReason(*an.By, name, an.Reason)
 		}
@@ -529,12 +530,12 @@ func (l *life) resume(a arrival) (p plan, run bool) {
 	}
 	if i := slices.Index(l.granted[key], res.request); i >= 0 {
 		if an := res.answer; an != nil && !an.Approved {
-			return refuse(AnswerDecided, fmt.Sprintf("tool %q: its request was approved already; this denial came after and was not recorded, and the call is not run", c.Tool), nil)
+			return refuse(gatelog.AnswerDecided, fmt.Sprintf("tool %q: its request was approved already; this denial came after and was not recorded, and the call is not run", c.Tool), nil)
 		}
 		l.dropGrant(key, i)
 		return plan{approval: res.request}, true
 	}
-	return refuse(AnswerUnasked, fmt.Sprintf("tool %q: the answer is to no question waiting for this call (answered and used already, or never asked); make the call again to ask",
+	return refuse(gatelog.AnswerUnasked, fmt.Sprintf("tool %q: the answer is to no question waiting for this call (answered and used already, or never asked); make the call again to ask",
 		c.Tool), l.waiting[key])
 }
 
@@ -650,15 +651,15 @@ func replayEntry(e trace.Entry, get func(string) *life, owner map[string]*life, 
 			// result, if any, need not be read either.
 			delete(l.open, x.callID)
 		}
-	case KindRefuse:
+	case gatelog.KindRefuse:
 		if !durable { // only a denial used changes a life
 			return nil
 		}
-		d, err := DecodeEntry(e)
+		d, err := gatelog.Decode(e)
 		if err != nil {
 			return err
 		}
-		if x, ok := d.(RefuseEntry); ok {
+		if x, ok := d.(gatelog.Refuse); ok {
 			if l := get(x.Session); l != nil {
 				l.applyRefuse(x)
 			}
@@ -672,16 +673,16 @@ func replayEntry(e trace.Entry, get func(string) *life, owner map[string]*life, 
 			return err
 		}
 		if e.Kind == claims.KindEvaluate {
-			// Recorded before the request names it (KindAsk).
+			// Recorded before the request names it (gatelog.KindAsk).
 			evals[rec.Bundle.ID] = evaluation{bundle: rec.Bundle, seq: e.Seq}
 		} else if l := owner[rec.Bundle.ID]; l != nil {
 			l.applyApproval(rec.Bundle)
 		}
-	case KindAsk:
+	case gatelog.KindAsk:
 		if !durable {
 			return nil
 		}
-		var a AskEntry
+		var a gatelog.Ask
 		if err := strictJSON(e.Payload, &a); err != nil {
 			return err
 		}
@@ -694,11 +695,11 @@ func replayEntry(e trace.Entry, get func(string) *life, owner map[string]*life, 
 		owner[a.Approval] = l
 		l.applyEvaluation(ev.bundle, ev.seq)
 		l.applyAsk(a, ttl)
-	case KindExpire:
+	case gatelog.KindExpire:
 		if !durable {
 			return nil
 		}
-		var x ExpireEntry
+		var x gatelog.Expire
 		if err := strictJSON(e.Payload, &x); err != nil {
 			return err
 		}

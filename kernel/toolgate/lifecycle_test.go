@@ -16,6 +16,7 @@ import (
 
 	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -152,16 +153,16 @@ func (r *lifeRig) want(c Call) (Verdict, string, *lifeRequest) {
 			}
 		}
 		if n >= 2 {
-			return Refuse, ConditionRate, nil
+			return Refuse, gatelog.ConditionRate, nil
 		}
 		r.reads[c.Caller] = append(r.reads[c.Caller], now)
 		r.seen[c.Caller] = true
-		return Allow, ConditionMatch, nil
+		return Allow, gatelog.ConditionMatch, nil
 	case "post":
 		if r.seen[c.Caller] {
 			return Refuse, "flow/0", nil
 		}
-		return Allow, ConditionMatch, nil
+		return Allow, gatelog.ConditionMatch, nil
 	}
 	args := string(c.Arguments)
 	r.expired(c.Caller, args)
@@ -171,12 +172,12 @@ func (r *lifeRig) want(c Call) (Verdict, string, *lifeRequest) {
 	}
 	if q := r.find(c.Caller, args, "approved"); q != nil {
 		q.state = "gone"
-		return Allow, ConditionTier, q
+		return Allow, gatelog.ConditionTier, q
 	}
 	if q := r.find(c.Caller, args, "waiting"); q != nil {
-		return AskApproval, ConditionTier, q
+		return AskApproval, gatelog.ConditionTier, q
 	}
-	return AskApproval, ConditionTier, nil
+	return AskApproval, gatelog.ConditionTier, nil
 }
 
 func (r *lifeRig) call(t *rapid.T) {
@@ -242,23 +243,23 @@ func (r *lifeRig) answer(t *rapid.T) {
 		var condition string
 		switch {
 		case q.state == "waiting" && again:
-			verdict, condition = Refuse, ConditionAnswer
+			verdict, condition = Refuse, gatelog.ConditionAnswer
 		case q.state == "waiting":
 			counted()
 			switch q.state {
 			case "approved": // the last approver: it runs on it
-				verdict, condition, q.state = Allow, ConditionTier, "gone"
+				verdict, condition, q.state = Allow, gatelog.ConditionTier, "gone"
 			case "denied":
 				verdict, condition, q.state = Refuse, "approval", "gone"
 			default: // the other approver still to answer
-				verdict, condition = AskApproval, ConditionTier
+				verdict, condition = AskApproval, gatelog.ConditionTier
 			}
 		case q.state == "approved" && approve: // approved meanwhile: it runs on it
-			verdict, condition, q.state = Allow, ConditionTier, "gone"
+			verdict, condition, q.state = Allow, gatelog.ConditionTier, "gone"
 		case q.state == "denied": // denied meanwhile: refused with it, whatever the answer
 			verdict, condition, q.state = Refuse, "approval", "gone"
 		default: // a denial after an approval, or an answer to no waiting question
-			verdict, condition = Refuse, ConditionAnswer
+			verdict, condition = Refuse, gatelog.ConditionAnswer
 		}
 		ans := &Answer{Approved: approve, Approver: "ops"}
 		if who != "ops" {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/verity-go/verity/internal/canon"
 	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 )
 
 // foldedNaively reports whether some object of the JSON text b has two
@@ -120,7 +121,7 @@ func FuzzArgumentMembers(f *testing.F) {
 		unreadable := strictErr != nil || folded
 		for _, tool := range []string{"read_file", "search", "read_multiple_files", "read_one"} {
 			r := decide(tool, args)
-			if got := r.Condition == toolgate.ConditionArguments; got != unreadable {
+			if got := r.Condition == gatelog.ConditionArguments; got != unreadable {
 				t.Fatalf("%s %q: refused as unreadable %v, want %v (strict: %v, folded: %v): %s", tool, args, got, unreadable, strictErr, folded, r.Explanation)
 			}
 			if folded && !strings.Contains(r.Explanation, "differ only in case") {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 )
 
 // caseFoldRules: a path rule that looks at the arguments, one that does
@@ -42,7 +43,7 @@ func TestCaseFoldedMembersBypass(t *testing.T) {
 	}
 	r := decide("read_file", string(bypass))
 	assert.Equal(t, toolgate.Refuse, r.Verdict)
-	assert.Equal(t, toolgate.ConditionArguments, r.Condition)
+	assert.Equal(t, gatelog.ConditionArguments, r.Condition)
 	assert.Equal(t, "reads", r.Rule.Name)
 	assert.Equal(t, `tool "read_file" (rule #0 "reads", arguments): the arguments are not one JSON value every reader reads the same way: members "Path" and "path" differ only in case`, r.Explanation)
 
@@ -56,10 +57,10 @@ func TestCaseFoldedMembersBypass(t *testing.T) {
 			`"i": 8, "j": 9, "k": 10, "l": 11, "m": 12, "n": 13, "o": 14, "p": 15, "q": 16, "Q": 17}`: `members "Q" and "q" differ only in case`,
 	} {
 		r := decide("read_file", args)
-		assert.Equal(t, toolgate.ConditionArguments, r.Condition, args)
+		assert.Equal(t, gatelog.ConditionArguments, r.Condition, args)
 		assert.Contains(t, r.Explanation, want, args)
 		r = decide("search", args)
-		assert.Equal(t, toolgate.ConditionArguments, r.Condition, "an argument schema looks too: %s", args)
+		assert.Equal(t, gatelog.ConditionArguments, r.Condition, "an argument schema looks too: %s", args)
 	}
 	for _, args := range []string{
 		`{"path": "/srv/data/a", "\u0130d": 1, "id": 2, "\u0131d": 3}`, // İ, i and ı fold apart

@@ -73,11 +73,11 @@ var pathLookAlikes = map[rune]bool{
 // read (see PathCondition).
 var ErrUnsafePath = fmt.Errorf("toolgate: unsafe path")
 
-// NormalizePath returns the forms of p the gate compares (see
+// normalizePath returns the forms of p the gate compares (see
 // PathCondition): p cleaned, then each percent-decoded form cleaned, in
 // order, without repeats. An error wrapping ErrUnsafePath says why p
 // cannot be read one way.
-func NormalizePath(p string) ([]string, error) {
+func normalizePath(p string) ([]string, error) {
 	forms := make([]string, 0, 2)
 	s := p
 	for round := 0; ; round++ {
@@ -208,7 +208,7 @@ const (
 	pathUnsafe                     // the path cannot be read one way: refuse
 )
 
-// check decides the condition for the path p, whose NormalizePath is
+// check decides the condition for the path p, whose normalizePath is
 // forms, err, against clean roots.
 func (pc PathCondition) check(p string, forms []string, err error) (pathVerdict, string) {
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 )
 
 // FuzzNormalizePath: NormalizePath never panics; a refusal wraps
@@ -84,7 +85,7 @@ func FuzzDecide(f *testing.F) {
 		default:
 			t.Fatalf("verdict %v", r.Verdict)
 		}
-		if r.Condition != toolgate.ConditionUnknownTool && r.Condition != toolgate.ConditionNoRule && !r.Rule.Found {
+		if r.Condition != gatelog.ConditionUnknownTool && r.Condition != gatelog.ConditionNoRule && !r.Rule.Found {
 			t.Fatalf("condition %q without a rule", r.Condition)
 		}
 		if one := toolgate.OneLine(r.Explanation); one != r.Explanation && r.Verdict == toolgate.Refuse {

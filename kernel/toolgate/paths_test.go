@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 )
 
 // TestRootsAreTakenAsWritten: a directory of "under" that path.Clean
@@ -66,21 +67,21 @@ func TestPathConditionOverAnArray(t *testing.T) {
 		condition string
 		why       string
 	}{
-		{`{"paths": ["/srv/data/a", "/srv/data/b/../c"]}`, toolgate.Allow, "data", toolgate.ConditionMatch, ""},
-		{`{"paths": ["/srv/data/a"]}`, toolgate.Allow, "data", toolgate.ConditionMatch, ""},
-		{`{"paths": ["/tmp/a", "/tmp/b"]}`, toolgate.Allow, "tmp", toolgate.ConditionMatch, ""},
-		{`{"paths": ["/srv/data/a", "/etc/passwd"]}`, toolgate.Refuse, "", toolgate.ConditionNoRule,
+		{`{"paths": ["/srv/data/a", "/srv/data/b/../c"]}`, toolgate.Allow, "data", gatelog.ConditionMatch, ""},
+		{`{"paths": ["/srv/data/a"]}`, toolgate.Allow, "data", gatelog.ConditionMatch, ""},
+		{`{"paths": ["/tmp/a", "/tmp/b"]}`, toolgate.Allow, "tmp", gatelog.ConditionMatch, ""},
+		{`{"paths": ["/srv/data/a", "/etc/passwd"]}`, toolgate.Refuse, "", gatelog.ConditionNoRule,
 			`tool "read_multiple_files": no rule admits the call: rule #1 "data" (paths/0: "/etc/passwd" (/paths/1) is not under /srv/data); rule #2 "tmp" (paths/0: "/srv/data/a" (/paths/0) is not under /tmp)`},
-		{`{"paths": ["/srv/data/a", "/tmp/b"]}`, toolgate.Refuse, "", toolgate.ConditionNoRule, `"/tmp/b" (/paths/1) is not under /srv/data`},
-		{`{"paths": ["/srv/data/a", "/srv/data/secret/k"]}`, toolgate.Refuse, "no-secret", toolgate.ConditionEffect, "secret"},
-		{`{"paths": ["/srv/data/a", "/srv/data/../data/secret/k"]}`, toolgate.Refuse, "no-secret", toolgate.ConditionEffect, "secret"},
+		{`{"paths": ["/srv/data/a", "/tmp/b"]}`, toolgate.Refuse, "", gatelog.ConditionNoRule, `"/tmp/b" (/paths/1) is not under /srv/data`},
+		{`{"paths": ["/srv/data/a", "/srv/data/secret/k"]}`, toolgate.Refuse, "no-secret", gatelog.ConditionEffect, "secret"},
+		{`{"paths": ["/srv/data/a", "/srv/data/../data/secret/k"]}`, toolgate.Refuse, "no-secret", gatelog.ConditionEffect, "secret"},
 		{`{"paths": []}`, toolgate.Refuse, "no-secret", "paths/0", "argument /paths is an empty array: it names no path the gate can check"},
 		{`{"paths": ["/srv/data/a", 7]}`, toolgate.Refuse, "no-secret", "paths/0", "argument /paths/1 is not a string"},
 		{`{"paths": ["/srv/data/a", ["/srv/data/b"]]}`, toolgate.Refuse, "no-secret", "paths/0", "argument /paths/1 is not a string"},
 		{`{"paths": ["/srv/data/a", "relative"]}`, toolgate.Refuse, "no-secret", "paths/0", `argument /paths/1: unsafe path: "relative" is not absolute`},
 		{`{"paths": ["/srv/data/a", "/srv/data/%2e%2e/x"]}`, toolgate.Refuse, "data", "paths/0", `argument /paths/1: unsafe path: "/srv/data/%2e%2e/x" reads "/srv/x" once percent-decoded`},
-		{`{"paths": "/srv/data/a"}`, toolgate.Allow, "data", toolgate.ConditionMatch, ""},
-		{`{"paths": {"0": "/srv/data/a"}}`, toolgate.Refuse, "", toolgate.ConditionNoRule, "argument /paths is not a string or an array of strings"},
+		{`{"paths": "/srv/data/a"}`, toolgate.Allow, "data", gatelog.ConditionMatch, ""},
+		{`{"paths": {"0": "/srv/data/a"}}`, toolgate.Refuse, "", gatelog.ConditionNoRule, "argument /paths is not a string or an array of strings"},
 	} {
 		r := decide("read_multiple_files", tc.args)
 		assert.Equal(t, tc.verdict, r.Verdict, tc.args)

@@ -223,19 +223,19 @@ type Policy struct {
 	// ApprovalTimeout ("approval_timeout", a Go duration such as "5m")
 	// is how long a host that waits for an answer from elsewhere (an
 	// approval inbox: Gate.Await) holds a call that needs one before it
-	// refuses it (Gate.Unanswered); in [1s, MaxApprovalTimeout], at most
+	// refuses it (Gate.Unanswered); in [1s, 24h], at most
 	// ApprovalTTL when both are given. Zero: calls are not held.
 	ApprovalTimeout time.Duration
 	// ApprovalTTL ("approval_ttl", a Go duration) is how long a request,
 	// and an approval or denial of it not yet used, lasts from when it
-	// was asked: past it, it expires (a KindExpire entry) and the call is
+	// was asked: past it, it expires (a gatelog.KindExpire entry) and the call is
 	// asked about again. In [1s, 366 days]; zero: never.
 	ApprovalTTL time.Duration
 	// SelfApproval ("self_approval") lets the principal a PRIVILEGE call
 	// was made for approve it too. By default it may not: an approval of a
 	// PRIVILEGE call by its own principal (by key, or for a group it
 	// belongs to) is refused with ErrSelfApproval and recorded
-	// (KindRefuseAnswer). DELETE calls may always be approved by their
+	// (gatelog.KindRefuseAnswer). DELETE calls may always be approved by their
 	// own principal.
 	SelfApproval bool
 	// Timeout ("timeout", a Go duration in [1ms, 24h]) is how

@@ -471,8 +471,8 @@ func (c *policyCheck) limits() {
 	if p.MaxWaiting < -1 || p.MaxWaiting > maxPolicyWaiting {
 		c.add("/max_waiting", policyRuleRange, "%d is outside [-1, %d]", p.MaxWaiting, maxPolicyWaiting)
 	}
-	if t := p.ApprovalTimeout; t != 0 && (t < time.Second || t > MaxApprovalTimeout) {
-		c.add("/approval_timeout", policyRuleDuration, "%s is outside [1s, %s]", t, MaxApprovalTimeout)
+	if t := p.ApprovalTimeout; t != 0 && (t < time.Second || t > maxApprovalTimeout) {
+		c.add("/approval_timeout", policyRuleDuration, "%s is outside [1s, %s]", t, maxApprovalTimeout)
 	}
 	if t := p.Timeout; t != 0 && (t < time.Millisecond || t > maxToolTimeout) {
 		c.add("/timeout", policyRuleDuration, "%s is outside [1ms, %s]", t, maxToolTimeout)

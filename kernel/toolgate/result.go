@@ -9,44 +9,16 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	"github.com/verity-go/verity/speculative"
 	"github.com/verity-go/verity/trace"
 )
-
-// ResultEntry is the payload of a KindResult entry: how an allowed call
-// ended. Costs are written as kernel.Cost writes them, exact decimal
-// strings ("0.1").
-type ResultEntry struct {
-	Session string `json:"session"`
-	Caller  string `json:"caller"`
-	CallID  string `json:"call_id"`
-	ExecID  string `json:"exec_id"`
-	Tool    string `json:"tool"`
-	OK      bool   `json:"ok"`
-	// Error is the tool's failure, cut to the result text limit.
-	Error        string `json:"error,omitempty"`
-	OutputSHA256 string `json:"output_sha256"`
-	OutputSize   int    `json:"output_size"`
-	// OutputText holds the output's first bytes (at most the result text
-	// limit, cut at a character boundary) when it is valid UTF-8,
-	// OutputBase64 when it is not.
-	OutputText   string      `json:"output_text,omitempty"`
-	OutputBase64 string      `json:"output_base64,omitempty"`
-	Truncated    bool        `json:"truncated,omitempty"`
-	Charged      kernel.Cost `json:"charged"`
-	Unpaid       kernel.Cost `json:"unpaid,omitempty"`
-	Measured     bool        `json:"measured,omitempty"`
-	Actual       kernel.Cost `json:"actual,omitempty"`
-	Speculative  bool        `json:"speculative,omitempty"`
-	Finding      string      `json:"finding,omitempty"`
-}
 
 // After reports how an allowed call ended and records it: a reserved
 // call is settled (at Result.Actual when measured, else at its
 // reservation), a fixed-cost call measured below its cost or failed under
 // RefundOnError is refunded the difference, the output is checked for
-// speculative markers when the rule asks, and a KindResult entry records
+// speculative markers when the rule asks, and a gatelog.KindResult entry records
 // the outcome. c names the call by (Caller, ID), as Before's Decision.Call
 // returned it; a call not open is ErrUnknownCall. An overrun the budget
 // could not pay returns the Outcome with kernel.ErrOverrun. If the
@@ -128,7 +100,7 @@ func (g *Gate) afterWritten(ctx context.Context, c Call, r Result, ev *OutcomeEv
 	}
 
 	sum := sha256.Sum256(r.Output)
-	e := ResultEntry{Session: g.SessionID(c.Caller), Caller: c.Caller, CallID: c.ID, ExecID: oc.execID, Tool: oc.tool,
+	e := gatelog.Result{Session: g.SessionID(c.Caller), Caller: c.Caller, CallID: c.ID, ExecID: oc.execID, Tool: oc.tool,
 		OK: !failed, OutputSHA256: hex.EncodeToString(sum[:]), OutputSize: len(r.Output),
 		Charged: out.Charged, Unpaid: out.Unpaid, Measured: r.Measured,
 		Speculative: out.Speculative, Finding: out.Finding}
@@ -147,15 +119,15 @@ func (g *Gate) afterWritten(ctx context.Context, c Call, r Result, ev *OutcomeEv
 		}
 		e.OutputBase64 = base64.StdEncoding.EncodeToString(b)
 	}
-	payload := e.appendJSON(nil)
+	payload := e.AppendJSON(nil)
 	if len(payload) > trace.MaxPayloadLen {
 		// Escapes and base64 made the kept text too large for one entry:
 		// keep the digest and size, and the error's first bytes.
 		e.OutputText, e.OutputBase64, e.Truncated = "", "", true
 		e.Error, _ = cut(e.Error, defaultResultTextLimit)
-		payload = e.appendJSON(payload[:0])
+		payload = e.AppendJSON(payload[:0])
 	}
-	entry, err := g.log.Append(ctx, KindResult, payload, trace.At(g.clock()))
+	entry, err := g.log.Append(ctx, gatelog.KindResult, payload, trace.At(g.clock()))
 	if err != nil {
 		// The settlement or refund is recorded; only the outcome is
 		// missing from the log. Report it: the caller may retry nothing.

@@ -67,7 +67,7 @@
 // other arguments than those asked about (the question about
 // delete_file /tmp/ok, a forgery for the same call id over /etc/passwd),
 // an answer sent twice, or one that comes back after a restart runs
-// nothing, is recorded (toolgate.KindRefuseAnswer), makes no request and
+// nothing, is recorded (gatelog.KindRefuseAnswer), makes no request and
 // cancels none: the question the guard put still waits in Gate.Pending
 // and its answer still counts (TestForgedConfirmationNeverRuns,
 // TestForgedConfirmationOverAskedCall, TestConfirmationReplayRunsOnce,

@@ -20,6 +20,7 @@ import (
 
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 )
 
 // PluginName is the name of the runner plugin Plugin returns. ADK refuses
@@ -310,7 +311,7 @@ func (g *Guard) BeforeTool(ctx agent.Context, t tool.Tool, args map[string]any) 
 				Reason: confirmationReason(conf.Confirmed, conf.Payload, c.ID)}
 			d, err = g.gate.Resume(ctx, c, req.ID, ans)
 		}
-		if err == nil && d.Verdict == toolgate.Refuse && d.Condition == toolgate.ConditionAnswer {
+		if err == nil && d.Verdict == toolgate.Refuse && d.Condition == gatelog.ConditionAnswer {
 			setDecision(span, d)
 			return g.notAsked(d), nil
 		}
@@ -372,7 +373,7 @@ func (g *Guard) BeforeTool(ctx agent.Context, t tool.Tool, args map[string]any) 
 }
 
 // notAsked is the result of a resumed call whose confirmation the gate
-// refused (toolgate.ConditionAnswer, recorded on the log): an
+// refused (gatelog.ConditionAnswer, recorded on the log): an
 // adk_request_confirmation call the model wrote itself, an answer sent
 // again after it was used, one that comes back after a restart or over
 // other arguments than those asked about. Nothing runs, and no request is

@@ -47,6 +47,7 @@ import (
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate"
 	"github.com/verity-go/verity/kernel/toolgate/adk"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -65,10 +66,10 @@ func TestAllowedCallRuns(t *testing.T) {
 	es := entries(t, w.log)
 	k := kinds(es)
 	assert.Equal(t, 1, k["kernel.execute"])
-	assert.Equal(t, 1, k[toolgate.KindResult])
-	var res toolgate.ResultEntry
+	assert.Equal(t, 1, k[gatelog.KindResult])
+	var res gatelog.Result
 	for _, e := range es {
-		if e.Kind == toolgate.KindResult {
+		if e.Kind == gatelog.KindResult {
 			require.NoError(t, jsonUnmarshal(e.Payload, &res))
 		}
 	}
@@ -110,7 +111,7 @@ func TestUnknownToolRefused(t *testing.T) {
 	resp := functionResponses(events, "send")
 	require.Len(t, resp, 1)
 	assert.Equal(t, `tool "send" is not in the gate's catalogue`, resp[0]["error"])
-	assert.Equal(t, 1, kinds(entries(t, w.log))[toolgate.KindRefuse])
+	assert.Equal(t, 1, kinds(entries(t, w.log))[gatelog.KindRefuse])
 }
 
 func TestGateErrorRefuses(t *testing.T) {
@@ -197,7 +198,7 @@ func TestDeleteNeverRunsWhenRejected(t *testing.T) {
 	last := w.model.requests()
 	assert.Contains(t, last[len(last)-1], "denied by human", "the model reads the denial")
 	assert.Empty(t, w.gate.Pending())
-	assert.Equal(t, 1, kinds(entries(t, w.log))[toolgate.KindRefuse])
+	assert.Equal(t, 1, kinds(entries(t, w.log))[gatelog.KindRefuse])
 	checkLog(t, w.log, w.gate, w.caller())
 }
 
@@ -236,8 +237,8 @@ func TestPluginGuardsEveryAgent(t *testing.T) {
 	caller := adk.SessionCaller(appName, userID, sess)
 	var gated []string
 	for _, e := range entries(t, log) {
-		if e.Kind == toolgate.KindResult {
-			var res toolgate.ResultEntry
+		if e.Kind == gatelog.KindResult {
+			var res gatelog.Result
 			require.NoError(t, jsonUnmarshal(e.Payload, &res))
 			assert.Equal(t, caller, res.Caller, "one session, one caller")
 			gated = append(gated, res.CallID)
@@ -259,8 +260,8 @@ func TestPluginAndCallbacksDecideOnce(t *testing.T) {
 	assert.EqualValues(t, 2, w.tools.reads.Load())
 	k := kinds(entries(t, w.log))
 	assert.Equal(t, 2, k["kernel.execute"], "each call decided once")
-	assert.Equal(t, 2, k[toolgate.KindResult], "each result recorded once")
-	assert.Zero(t, k[toolgate.KindRefuse])
+	assert.Equal(t, 2, k[gatelog.KindResult], "each result recorded once")
+	assert.Zero(t, k[gatelog.KindRefuse])
 	checkLog(t, w.log, w.gate, w.caller())
 }
 
@@ -348,7 +349,7 @@ func TestDecisionOnToolSpan(t *testing.T) {
 	es := entries(t, w.log)
 	assert.Equal(t, "kernel.execute", es[atoi(t, seq)].Kind, "the span names the execution's entry")
 	assert.Contains(t, string(es[atoi(t, seq)].Payload), exec)
-	assert.Equal(t, toolgate.KindResult, es[atoi(t, resultSeq)].Kind)
+	assert.Equal(t, gatelog.KindResult, es[atoi(t, resultSeq)].Kind)
 	charged, _ := spanAttr(s, string(adk.AttrCharged))
 	assert.Equal(t, "100", charged)
 

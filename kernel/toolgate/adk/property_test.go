@@ -21,6 +21,7 @@ import (
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate"
 	"github.com/verity-go/verity/kernel/toolgate/adk"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 )
 
 // countingTools are n tools "t0".."t<n-1>" that count their runs and may
@@ -133,7 +134,7 @@ func TestConcurrentToolCallsNeverOverspend(t *testing.T) {
 		}
 		k := kinds(entries(rt, w.log))
 		require.Equal(rt, int(ran), k["kernel.execute"])
-		require.Equal(rt, int(ran), k[toolgate.KindResult])
+		require.Equal(rt, int(ran), k[gatelog.KindResult])
 		require.Equal(rt, refused, k["kernel.reject"])
 		checkLog(rt, w.log, w.gate, w.caller())
 	})

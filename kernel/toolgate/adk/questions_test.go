@@ -15,6 +15,7 @@ import (
 	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/kernel/toolgate"
 	"github.com/verity-go/verity/kernel/toolgate/adk"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 )
 
 // forgedOver is an adk_request_confirmation call the model writes for
@@ -47,7 +48,7 @@ func TestForgedConfirmationOverAskedCall(t *testing.T) {
 	require.Len(t, resp, 1)
 	assert.Contains(t, resp[0]["error"], "answers no question asked for this call")
 	assert.Equal(t, pending, w.gate.Pending(), "no request for /etc/passwd, and the one asked still waits")
-	assert.Equal(t, 1, kinds(entries(t, w.log))[toolgate.KindRefuseAnswer], "the forged answer is recorded")
+	assert.Equal(t, 1, kinds(entries(t, w.log))[gatelog.KindRefuseAnswer], "the forged answer is recorded")
 	assert.Zero(t, kinds(entries(t, w.log))["claims.approve"])
 
 	w.confirm(t, reqs[0].ID, true)
@@ -73,7 +74,7 @@ func TestForgedAndReplayedConfirmationsAskNothing(t *testing.T) {
 	w.confirm(t, reqs[0].ID, true)
 	assert.EqualValues(t, 1, w.tools.deletes.Load())
 	assert.Empty(t, w.gate.Pending(), "a replayed confirmation asks nobody")
-	assert.Equal(t, 2, kinds(entries(t, w.log))[toolgate.KindRefuseAnswer])
+	assert.Equal(t, 2, kinds(entries(t, w.log))[gatelog.KindRefuseAnswer])
 }
 
 // TestPrivilegeSelfConfirmationRefused: the ADK user who made a
@@ -103,7 +104,7 @@ func TestPrivilegeSelfConfirmationRefused(t *testing.T) {
 	assert.Contains(t, out["error"], "cannot be approved by the principal that made it")
 	require.Len(t, g.Pending(), 1)
 	assert.Equal(t, []string{self, "idp|security"}, g.Pending()[0].Awaiting, "nobody's approval was recorded")
-	assert.Equal(t, 1, kinds(entries(t, log))[toolgate.KindRefuseAnswer])
+	assert.Equal(t, 1, kinds(entries(t, log))[gatelog.KindRefuseAnswer])
 }
 
 // TestOnlyQuestionsTheGateAskedWait is a rapid state machine of the
@@ -186,6 +187,6 @@ func TestOnlyQuestionsTheGateAskedWait(t *testing.T) {
 				require.Equal(rt, want, got, "only the questions the gate asked wait")
 			},
 		})
-		require.Equal(rt, refused, kinds(entries(rt, w.log))[toolgate.KindRefuseAnswer], "every refused confirmation is recorded")
+		require.Equal(rt, refused, kinds(entries(rt, w.log))[gatelog.KindRefuseAnswer], "every refused confirmation is recorded")
 	})
 }

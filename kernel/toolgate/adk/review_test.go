@@ -21,6 +21,7 @@ import (
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate"
 	"github.com/verity-go/verity/kernel/toolgate/adk"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 )
 
 // forgedConfirmation is an adk_request_confirmation call the model writes
@@ -115,7 +116,7 @@ func TestConfirmationReplayRunsOnce(t *testing.T) {
 	assert.Contains(t, resp[0]["error"], "answers no question asked for this call")
 	k := kinds(entries(t, w.log))
 	assert.Equal(t, 1, k["claims.approve"])
-	assert.Equal(t, 1, k[toolgate.KindResult])
+	assert.Equal(t, 1, k[gatelog.KindResult])
 	checkLog(t, w.log, w.gate, w.caller())
 }
 
@@ -156,7 +157,7 @@ func TestAgentToolGuardedByInstall(t *testing.T) {
 	require.Len(t, pending, 1)
 	assert.Equal(t, "delete_file", pending[0].Tool)
 	k := kinds(entries(t, w.log))
-	assert.Equal(t, 1, k[toolgate.KindResult], "the worker call is decided and recorded once")
+	assert.Equal(t, 1, k[gatelog.KindResult], "the worker call is decided and recorded once")
 	assert.Equal(t, 1, k["kernel.execute"], "only the worker call ran")
 	checkLog(t, w.log, w.gate, w.caller())
 }
@@ -249,10 +250,10 @@ func TestAfterRunSettlesStarvedCalls(t *testing.T) {
 			w.say(t, "send")
 			require.EqualValues(t, 1, w.tools.sends.Load())
 			es := entries(t, w.log)
-			require.Equal(t, 1, kinds(es)[toolgate.KindResult], "the call is closed")
+			require.Equal(t, 1, kinds(es)[gatelog.KindResult], "the call is closed")
 			for _, e := range es {
-				if e.Kind == toolgate.KindResult {
-					var res toolgate.ResultEntry
+				if e.Kind == gatelog.KindResult {
+					var res gatelog.Result
 					require.NoError(t, jsonUnmarshal(e.Payload, &res))
 					assert.False(t, res.OK)
 					assert.Contains(t, res.Error, "result never reported")
@@ -302,10 +303,10 @@ func TestInvalidMeasureSettlesUnmeasured(t *testing.T) {
 	require.Len(t, errs, 1)
 	assert.True(t, errors.Is(errs[0], toolgate.ErrInvalidResult))
 	es := entries(t, w.log)
-	require.Equal(t, 1, kinds(es)[toolgate.KindResult], "the call is recorded, not left open")
+	require.Equal(t, 1, kinds(es)[gatelog.KindResult], "the call is recorded, not left open")
 	for _, e := range es {
-		if e.Kind == toolgate.KindResult {
-			var res toolgate.ResultEntry
+		if e.Kind == gatelog.KindResult {
+			var res gatelog.Result
 			require.NoError(t, jsonUnmarshal(e.Payload, &res))
 			assert.True(t, res.OK)
 			assert.False(t, res.Measured)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -196,21 +197,21 @@ func verifyLog(log *trace.Log, g *toolgate.Gate, callers ...string) error {
 }
 
 // results decodes the log's toolgate.result entries.
-func results(t tb, log *trace.Log) []toolgate.ResultEntry {
+func results(t tb, log *trace.Log) []gatelog.Result {
 	t.Helper()
-	var out []toolgate.ResultEntry
+	var out []gatelog.Result
 	for e, err := range log.Entries(context.Background(), 0) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e.Kind != toolgate.KindResult {
+		if e.Kind != gatelog.KindResult {
 			continue
 		}
-		d, err := toolgate.DecodeEntry(e)
+		d, err := gatelog.Decode(e)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, d.(toolgate.ResultEntry))
+		out = append(out, d.(gatelog.Result))
 	}
 	return out
 }

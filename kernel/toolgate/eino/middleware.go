@@ -16,6 +16,7 @@ import (
 
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 )
 
 // SessionCallerKey is the adk session value CallerFrom reads when the
@@ -142,7 +143,7 @@ func ReportCost(ctx context.Context, actual kernel.Cost) bool {
 //     only while the gate waits on that request, for exactly the call it
 //     asked about: a checkpoint rewritten to other arguments or to
 //     another call's request, or resumed again after its answer was used,
-//     runs nothing, is recorded (toolgate.KindRefuseAnswer) and makes no
+//     runs nothing, is recorded (gatelog.KindRefuseAnswer) and makes no
 //     request, and the question asked still waits
 //     (TestResumesAnswerOnlyTheQuestionAsked,
 //     TestOnlyQuestionsTheGateAskedWait). A denial that comes after the
@@ -227,7 +228,7 @@ func (m *guard) admit(ctx context.Context, in *compose.ToolInput) (toolgate.Deci
 			}
 		}
 		d, err = m.g.Resume(ctx, c, st.ApprovalID, ans)
-		if err == nil && ans != nil && !ans.Approved && d.Verdict == toolgate.Refuse && d.Condition == toolgate.ConditionAnswer {
+		if err == nil && ans != nil && !ans.Approved && d.Verdict == toolgate.Refuse && d.Condition == gatelog.ConditionAnswer {
 			// The human denied this call, after its request was decided
 			// — by the answer to an identical call of the same message,
 			// which shares it, or through the gate — or the gate forgot it

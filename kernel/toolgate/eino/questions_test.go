@@ -17,6 +17,7 @@ import (
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate"
 	"github.com/verity-go/verity/kernel/toolgate/eino"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -91,19 +92,19 @@ func resume(run compose.Runnable[*schema.Message, []*schema.Message], msg *schem
 	return out[0].Content, nil
 }
 
-func refusedAnswers(t tb, log *trace.Log) []toolgate.RefuseAnswerEntry {
+func refusedAnswers(t tb, log *trace.Log) []gatelog.RefuseAnswer {
 	t.Helper()
-	var out []toolgate.RefuseAnswerEntry
+	var out []gatelog.RefuseAnswer
 	for e, err := range log.Entries(context.Background(), 0) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e.Kind == toolgate.KindRefuseAnswer {
-			v, err := toolgate.DecodeEntry(e)
+		if e.Kind == gatelog.KindRefuseAnswer {
+			v, err := gatelog.Decode(e)
 			if err != nil {
 				t.Fatal(err)
 			}
-			out = append(out, v.(toolgate.RefuseAnswerEntry))
+			out = append(out, v.(gatelog.RefuseAnswer))
 		}
 	}
 	return out
@@ -157,7 +158,7 @@ func TestResumesAnswerOnlyTheQuestionAsked(t *testing.T) {
 	}
 	refused := refusedAnswers(t, log)
 	if len(refused) != 2 || refused[0].ArgumentsSHA256 != (toolgate.Call{Arguments: []byte(`{"path":"/etc/pw"}`)}).ArgumentsDigest() ||
-		refused[0].Reason != toolgate.AnswerOtherCall || refused[1].Approval != b.ApprovalID {
+		refused[0].Reason != gatelog.AnswerOtherCall || refused[1].Approval != b.ApprovalID {
 		t.Fatalf("refused answers %+v", refused)
 	}
 
@@ -213,7 +214,7 @@ func TestPrivilegeSelfApprovalRefused(t *testing.T) {
 	}
 	refused := refusedAnswers(t, log)
 	if grant.runs.Load() != 0 || len(g.Pending()) != 1 || len(refused) != 2 ||
-		refused[0].Reason != toolgate.AnswerSelfApproval || refused[1].Reason != toolgate.AnswerNotApprover {
+		refused[0].Reason != gatelog.AnswerSelfApproval || refused[1].Reason != gatelog.AnswerNotApprover {
 		t.Fatalf("ran %d, pending %v, refused %+v", grant.runs.Load(), g.Pending(), refused)
 	}
 	if _, err := resume(run, msg, "cp3", p.InterruptID, eino.Answer{Approved: true, By: &carol}); err != nil || grant.runs.Load() != 1 {

@@ -18,6 +18,7 @@ import (
 	"github.com/verity-go/verity/internal/canon"
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -123,6 +124,7 @@ type Guard struct {
 	key       []byte
 	logger    *slog.Logger
 	hold      bool
+	holdFor   time.Duration // the policy's approval timeout: how long a held call waits (hold.go)
 	listed    func(string) bool
 	hide      bool
 	overlap   bool          // SyncWhileRunning
@@ -140,9 +142,11 @@ func New(g *toolgate.Gate, opts Options) (*Guard, error) {
 	}
 	gd := &Guard{gate: g, approver: opts.Approver, caller: opts.Caller, principal: opts.Principal, logger: opts.Logger,
 		hold: opts.Hold, stopping: make(chan struct{}), listed: opts.Listed, overlap: opts.SyncWhileRunning, conns: map[*sdk.ServerSession]string{}}
+	policy := g.Compiled().Policy()
+	gd.holdFor = policy.ApprovalTimeout
 	switch opts.Listing {
 	case ListingAuto:
-		gd.hide = !g.AllowsUnknown()
+		gd.hide = !policy.AllowUnknown
 	case ListingAll:
 	case ListingCallable:
 		gd.hide = true
@@ -408,14 +412,15 @@ func (gd *Guard) decided(ctx context.Context, req *sdk.CallToolRequest, d toolga
 }
 
 // run runs an allowed call and reports how it ended to the gate: within
-// its rule's timeout (Gate.Timeout), a call that timed out failed; a
+// its rule's timeout (Compiled.RuleOf), a call that timed out failed; a
 // call that never reached the upstream (a Proxy says so) is settled at
 // nothing; a reserved call whose rule has cost_from is settled at the
 // figure its result reports, at its reservation when the figure is
 // missing or invalid (unmeasured).
 func (gd *Guard) run(ctx context.Context, req *sdk.CallToolRequest, d toolgate.Decision, run runFunc, log *slog.Logger) (sdk.Result, error) {
 	rctx, cancel := ctx, context.CancelFunc(func() {})
-	timeout := gd.gate.Timeout(d.Rule)
+	rule, _ := gd.gate.Compiled().RuleOf(d.Rule)
+	timeout := rule.Timeout
 	if timeout > 0 {
 		rctx, cancel = context.WithTimeout(ctx, timeout)
 	}
@@ -432,7 +437,7 @@ func (gd *Guard) run(ctx context.Context, req *sdk.CallToolRequest, d toolgate.D
 	out, failure := outcome(res, err)
 	r := toolgate.Result{Output: out, Err: failure}
 	measure := "fixed"
-	switch rule, _ := gd.gate.RuleOf(d.Rule); {
+	switch {
 	case dl.unreached():
 		// Never reached the upstream: it costs nothing.
 		r.Measured, r.Actual, measure = true, 0, "unreached"
@@ -511,7 +516,8 @@ func (gd *Guard) listTools(ctx context.Context, method string, req sdk.Request, 
 		return res, err
 	}
 	p := gd.principal(ctx, &sdk.CallToolRequest{Session: lr.Session, Extra: lr.Extra, Params: &sdk.CallToolParamsRaw{}})
-	may := func(tool string) bool { return gd.gate.MayCall(tool, p) }
+	compiled := gd.gate.Compiled()
+	may := func(tool string) bool { return compiled.MayCall(tool, p) }
 	switch r := res.(type) {
 	case *sdk.ListToolsResult:
 		out := *r
@@ -626,7 +632,7 @@ func (gd *Guard) answerOf(call toolgate.Call, answer *sdk.ElicitResult, askErr e
 // decision: the call runs on an approval, is refused on a denial, and
 // waits (refused here) when other approvers are still awaited.
 //
-// An answer the gate refuses (toolgate.ConditionAnswer, recorded on the
+// An answer the gate refuses (gatelog.ConditionAnswer, recorded on the
 // log) runs nothing and makes no request: one that comes late — the
 // request was decided already (another answer to it, for an identical
 // call asked at the same time, got there first, or its approval was
@@ -649,7 +655,7 @@ func (gd *Guard) settle(ctx context.Context, req *sdk.CallToolRequest, call tool
 		who = a.By.Key()
 	}
 	switch {
-	case d.Verdict == toolgate.Refuse && d.Condition == toolgate.ConditionAnswer:
+	case d.Verdict == toolgate.Refuse && d.Condition == gatelog.ConditionAnswer:
 		log.Warn("answer refused: not recorded", "approval", id, "approver", who,
 			"answer", action, "why", d.Explanation, "seq", d.Seq)
 		if !a.Approved {

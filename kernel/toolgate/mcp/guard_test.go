@@ -44,6 +44,7 @@ import (
 	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	gatemcp "github.com/verity-go/verity/kernel/toolgate/mcp"
 	"github.com/verity-go/verity/trace"
 )
@@ -95,7 +96,7 @@ func TestUnknownToolRefused(t *testing.T) {
 	var refusals int
 	for e, err := range r.log.Entries(ctx, 0) {
 		require.NoError(t, err)
-		if e.Kind == toolgate.KindRefuse {
+		if e.Kind == gatelog.KindRefuse {
 			refusals++
 		}
 	}

@@ -17,7 +17,7 @@ import (
 // answer it here — the client cannot elicit, or the request awaits
 // others.
 func (gd *Guard) holds(req *sdk.CallToolRequest, d toolgate.Decision) bool {
-	if !gd.hold || gd.gate.ApprovalTimeout() <= 0 {
+	if !gd.hold || gd.holdFor <= 0 {
 		return false
 	}
 	return !gd.answers(d.Call, d.Approval) || !canElicit(req.ClientCapabilities())
@@ -37,7 +37,7 @@ func (gd *Guard) StopHolding() { gd.stopOnce.Do(func() { close(gd.stopping) }) }
 // approval runs.
 func (gd *Guard) held(ctx context.Context, req *sdk.CallToolRequest, d toolgate.Decision, run runFunc, log *slog.Logger) (sdk.Result, error) {
 	ap := d.Approval
-	timeout := gd.gate.ApprovalTimeout()
+	timeout := gd.holdFor
 	log.Info("holding for an approval", "call", d.Call.ID, "approval", ap.ID, "awaiting", ap.Awaiting, "timeout", timeout)
 	start := time.Now()
 	wctx, cancel := context.WithTimeout(ctx, timeout)

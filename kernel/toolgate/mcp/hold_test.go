@@ -10,6 +10,7 @@ import (
 
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	gatemcp "github.com/verity-go/verity/kernel/toolgate/mcp"
 )
 
@@ -68,7 +69,7 @@ func TestHeldCallTimesOut(t *testing.T) {
 	var reasons []string
 	for e, err := range r.log.Entries(ctx, 0) {
 		require.NoError(t, err)
-		if e.Kind == toolgate.KindRefuse {
+		if e.Kind == gatelog.KindRefuse {
 			var m map[string]any
 			require.NoError(t, json.Unmarshal(e.Payload, &m))
 			reasons = append(reasons, m["reason"].(string))

@@ -11,6 +11,7 @@ import (
 	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	gatemcp "github.com/verity-go/verity/kernel/toolgate/mcp"
 	"github.com/verity-go/verity/trace"
 )
@@ -115,12 +116,12 @@ func TestUnreachedCallsAreNeverCharged(t *testing.T) {
 }
 
 // results are the log's result entries.
-func results(t tb, log *trace.Log) []toolgate.ResultEntry {
-	var out []toolgate.ResultEntry
+func results(t tb, log *trace.Log) []gatelog.Result {
+	var out []gatelog.Result
 	for e, err := range log.Entries(ctx, 0) {
 		require.NoError(t, err)
-		if e.Kind == toolgate.KindResult {
-			var r toolgate.ResultEntry
+		if e.Kind == gatelog.KindResult {
+			var r gatelog.Result
 			require.NoError(t, json.Unmarshal(e.Payload, &r))
 			out = append(out, r)
 		}

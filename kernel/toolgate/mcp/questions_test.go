@@ -14,18 +14,19 @@ import (
 	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	gatemcp "github.com/verity-go/verity/kernel/toolgate/mcp"
 	"github.com/verity-go/verity/trace"
 )
 
-func refusedAnswers(t require.TestingT, log *trace.Log) []toolgate.RefuseAnswerEntry {
-	var out []toolgate.RefuseAnswerEntry
+func refusedAnswers(t require.TestingT, log *trace.Log) []gatelog.RefuseAnswer {
+	var out []gatelog.RefuseAnswer
 	for e, err := range log.Entries(ctx, 0) {
 		require.NoError(t, err)
-		if e.Kind == toolgate.KindRefuseAnswer {
-			v, err := toolgate.DecodeEntry(e)
+		if e.Kind == gatelog.KindRefuseAnswer {
+			v, err := gatelog.Decode(e)
 			require.NoError(t, err)
-			out = append(out, v.(toolgate.RefuseAnswerEntry))
+			out = append(out, v.(gatelog.RefuseAnswer))
 		}
 	}
 	return out
@@ -90,7 +91,7 @@ func TestElicitationAnswersAsTheSessionsUser(t *testing.T) {
 		assert.Zero(t, r.tools.count("format_disk"))
 		refused := refusedAnswers(t, r.log)[before:]
 		require.Len(t, refused, 1)
-		assert.Equal(t, toolgate.AnswerSelfApproval, refused[0].Reason)
+		assert.Equal(t, gatelog.AnswerSelfApproval, refused[0].Reason)
 		assert.Equal(t, "https://id.example|alice", refused[0].Approver, "the session's user is who answered")
 		var waits bool
 		for _, p := range r.gate.Pending() {
@@ -114,7 +115,7 @@ func TestElicitationAnswersAsTheSessionsUser(t *testing.T) {
 		assert.Contains(t, text(res), "not an approver")
 		refused := refusedAnswers(t, r.log)[before:]
 		require.Len(t, refused, 1)
-		assert.Equal(t, toolgate.AnswerNotApprover, refused[0].Reason)
+		assert.Equal(t, gatelog.AnswerNotApprover, refused[0].Reason)
 	})
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	gatemcp "github.com/verity-go/verity/kernel/toolgate/mcp"
 	"github.com/verity-go/verity/trace"
 )
@@ -71,7 +72,7 @@ func (s *breakingStore) Append(ctx context.Context, entries ...trace.Entry) erro
 // with SyncWhileRunning or without.
 func TestResultNotDurableIsNotAnswered(t *testing.T) {
 	for _, overlap := range []bool{false, true} {
-		store := &breakingStore{Memory: trace.NewMemory(), kind: toolgate.KindResult}
+		store := &breakingStore{Memory: trace.NewMemory(), kind: gatelog.KindResult}
 		log, err := trace.NewLog(store)
 		require.NoError(t, err)
 		g, err := toolgate.New(ctx, log, mustCompile(catalogue(1000*kernel.Unit)))

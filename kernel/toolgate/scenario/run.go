@@ -14,6 +14,7 @@ import (
 	"github.com/verity-go/verity/internal/canon"
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -490,7 +491,7 @@ func requestOf(d *toolgate.Decision) string {
 // toolgate.refuse or toolgate.refuse_answer entry), "" when none.
 func refusal(entries []trace.Entry) string {
 	for _, e := range entries {
-		if e.Kind != toolgate.KindRefuse && e.Kind != toolgate.KindRefuseAnswer {
+		if e.Kind != gatelog.KindRefuse && e.Kind != gatelog.KindRefuseAnswer {
 			continue
 		}
 		var p struct {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -107,7 +108,7 @@ func (rp *rawProxy) journaled(t testing.TB) []string {
 }
 
 // spent stops the proxy and returns what the log says the caller spent.
-func (rp *rawProxy) spent(t testing.TB) (kernel.Cost, []toolgate.ResultEntry) {
+func (rp *rawProxy) spent(t testing.TB) (kernel.Cost, []gatelog.Result) {
 	t.Helper()
 	code := rp.stop(t)
 	require.Equal(t, 0, code, rp.stderr.String())
@@ -124,11 +125,11 @@ func (rp *rawProxy) spent(t testing.TB) (kernel.Cost, []toolgate.ResultEntry) {
 	require.NoError(t, err)
 	s, err := kernel.Replay(context.Background(), l, g.Kernel(), g.SessionID("stdio"))
 	require.NoError(t, err)
-	var results []toolgate.ResultEntry
+	var results []gatelog.Result
 	for e, err := range l.Entries(context.Background(), 0) {
 		require.NoError(t, err)
-		if e.Kind == toolgate.KindResult {
-			var r toolgate.ResultEntry
+		if e.Kind == gatelog.KindResult {
+			var r gatelog.Result
 			require.NoError(t, json.Unmarshal(e.Payload, &r))
 			results = append(results, r)
 		}

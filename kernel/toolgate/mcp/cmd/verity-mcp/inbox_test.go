@@ -36,7 +36,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/verity-go/verity/claims"
-	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	"github.com/verity-go/verity/kernel/toolgate/mcp/internal/testissuer"
 	"github.com/verity-go/verity/trace"
 )
@@ -332,7 +332,7 @@ func TestInboxHeldCallTimesOut(t *testing.T) {
 	assert.False(t, res.IsError, text(res))
 	assert.False(t, up.exists("a.txt"))
 	require.Equal(t, 0, p.stop(t))
-	refusals := logEntries(t, logPath, toolgate.KindRefuse)
+	refusals := logEntries(t, logPath, gatelog.KindRefuse)
 	require.Len(t, refusals, 1)
 	assert.Equal(t, "approval_timeout", refusals[0]["reason"])
 	assert.Equal(t, reqs[0].ID, refusals[0]["approval"])

@@ -56,6 +56,7 @@ import (
 	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	"github.com/verity-go/verity/trace"
 	"github.com/verity-go/verity/trace/sqlstore/sqltest"
 )
@@ -488,7 +489,7 @@ func TestSyncWhileRunningFlag(t *testing.T) {
 	defer ro.Close()
 	for e, err := range ro.Entries(context.Background(), 0) {
 		require.NoError(t, err)
-		if e.Kind == toolgate.KindResult {
+		if e.Kind == gatelog.KindResult {
 			results++
 		}
 	}

@@ -1,4 +1,4 @@
-package toolgate
+package gatelog
 
 import (
 	"strconv"
@@ -90,8 +90,8 @@ func (o *object) costOmit(k string, c kernel.Cost) {
 
 func (o *object) end() []byte { return append(o.b, '}') }
 
-// appendJSON appends e's canonical JSON.
-func (e RefuseEntry) appendJSON(dst []byte) []byte {
+// AppendJSON appends e's canonical JSON.
+func (e Refuse) AppendJSON(dst []byte) []byte {
 	o := newObject(dst)
 	o.strOmit("approval", e.Approval)
 	o.str("arguments_sha256", e.ArgumentsSHA256)
@@ -108,8 +108,8 @@ func (e RefuseEntry) appendJSON(dst []byte) []byte {
 	return o.end()
 }
 
-// appendJSON appends e's canonical JSON.
-func (e ResultEntry) appendJSON(dst []byte) []byte {
+// AppendJSON appends e's canonical JSON.
+func (e Result) AppendJSON(dst []byte) []byte {
 	o := newObject(dst)
 	o.costOmit("actual", e.Actual)
 	o.str("call_id", e.CallID)

@@ -1,4 +1,4 @@
-package toolgate
+package gatelog
 
 import (
 	"testing"
@@ -18,7 +18,7 @@ func TestEntriesAreCanonical(t *testing.T) {
 	cost := rapid.Custom(func(t *rapid.T) kernel.Cost { return kernel.Cost(rapid.Int64Range(-1<<62, 1<<62).Draw(t, "cost")) })
 	size := rapid.IntRange(0, 1<<40)
 	rapid.Check(t, func(t *rapid.T) {
-		r := ResultEntry{Session: str.Draw(t, "session"), Caller: str.Draw(t, "caller"), CallID: str.Draw(t, "call"),
+		r := Result{Session: str.Draw(t, "session"), Caller: str.Draw(t, "caller"), CallID: str.Draw(t, "call"),
 			ExecID: str.Draw(t, "exec"), Tool: str.Draw(t, "tool"), OK: rapid.Bool().Draw(t, "ok"), Error: str.Draw(t, "error"),
 			OutputSHA256: str.Draw(t, "sha"), OutputSize: size.Draw(t, "size"), OutputText: str.Draw(t, "text"),
 			OutputBase64: str.Draw(t, "b64"), Truncated: rapid.Bool().Draw(t, "truncated"), Charged: cost.Draw(t, "charged"),
@@ -28,17 +28,17 @@ func TestEntriesAreCanonical(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := r.appendJSON(nil); string(got) != string(want) {
+		if got := r.AppendJSON(nil); string(got) != string(want) {
 			t.Fatalf("result entry:\n got %s\nwant %s", got, want)
 		}
-		f := RefuseEntry{Session: str.Draw(t, "session"), Caller: str.Draw(t, "caller"), CallID: str.Draw(t, "call"),
+		f := Refuse{Session: str.Draw(t, "session"), Caller: str.Draw(t, "caller"), CallID: str.Draw(t, "call"),
 			Tool: str.Draw(t, "tool"), Reason: str.Draw(t, "reason"), Explanation: str.Draw(t, "explanation"),
 			ArgumentsSHA256: str.Draw(t, "sha"), ArgumentsSize: size.Draw(t, "size"), Approval: str.Draw(t, "approval")}
 		want, err = canon.Marshal(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := f.appendJSON(nil); string(got) != string(want) {
+		if got := f.AppendJSON(nil); string(got) != string(want) {
 			t.Fatalf("refuse entry:\n got %s\nwant %s", got, want)
 		}
 	})

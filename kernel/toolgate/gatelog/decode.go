@@ -1,4 +1,4 @@
-package toolgate
+package gatelog
 
 import (
 	"errors"
@@ -9,38 +9,38 @@ import (
 )
 
 // ErrDecode: an entry is not a well-formed toolgate entry.
-var ErrDecode = errors.New("toolgate: malformed entry")
+var ErrDecode = errors.New("gatelog: malformed entry")
 
-// DecodeEntry reads back every kind of entry the gate writes itself (its
-// kernel and claims sessions write theirs, read by kernel.DecodeEntry and
-// claims.DecodeRecord): a RefuseEntry
-// (KindRefuse), a ResultEntry (KindResult), a RefuseAnswerEntry
-// (KindRefuseAnswer), an AskEntry (KindAsk) or an ExpireEntry
+// Decode reads back every kind of entry the gate writes itself (its
+// kernel and claims sessions write theirs, read by kernel.Decode and
+// claims.DecodeRecord): a Refuse
+// (KindRefuse), a Result (KindResult), a RefuseAnswer
+// (KindRefuseAnswer), an Ask (KindAsk) or an Expire
 // (KindExpire). It is strict — one JSON object, no unknown or duplicate
 // members (names spelled exactly), no null, every required member
 // present, a tier that is a risk tier and an expired state that is one —
 // and returns an error wrapping ErrDecode otherwise, or for an
 // entry of another kind.
-func DecodeEntry(e trace.Entry) (any, error) {
+func Decode(e trace.Entry) (any, error) {
 	switch e.Kind {
 	case KindRefuse:
-		return decodeAs[RefuseEntry](e.Payload)
+		return decodeAs[Refuse](e.Payload)
 	case KindResult:
-		return decodeAs[ResultEntry](e.Payload)
+		return decodeAs[Result](e.Payload)
 	case KindRefuseAnswer:
-		return decodeAs[RefuseAnswerEntry](e.Payload)
+		return decodeAs[RefuseAnswer](e.Payload)
 	case KindAsk:
-		v, err := decodeAs[AskEntry](e.Payload)
-		if err == nil && !v.(AskEntry).Tier.Valid() {
-			return nil, fmt.Errorf("%w: /tier: %q is not a risk tier", ErrDecode, v.(AskEntry).Tier)
+		v, err := decodeAs[Ask](e.Payload)
+		if err == nil && !v.(Ask).Tier.Valid() {
+			return nil, fmt.Errorf("%w: /tier: %q is not a risk tier", ErrDecode, v.(Ask).Tier)
 		}
 		return v, err
 	case KindExpire:
-		v, err := decodeAs[ExpireEntry](e.Payload)
+		v, err := decodeAs[Expire](e.Payload)
 		if err != nil {
 			return nil, err
 		}
-		x := v.(ExpireEntry)
+		x := v.(Expire)
 		if !x.Tier.Valid() {
 			return nil, fmt.Errorf("%w: /tier: %q is not a risk tier", ErrDecode, x.Tier)
 		}

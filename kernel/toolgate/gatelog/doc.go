@@ -1,0 +1,35 @@
+// Package gatelog is the tool gate's vocabulary on the log: the kinds of
+// the entries kernel/toolgate appends beside its kernel's and claims',
+// their payloads, and the codes they carry.
+//
+// A gate writes five kinds of entry of its own:
+//
+//   - KindRefuse (Refuse): a call refused before the kernel saw it — a
+//     tool no rule matches, a rule that refuses, a rate window that is
+//     full, a denial, a duplicate call id — with the rule and the
+//     Condition that decided;
+//   - KindResult (Result): how an allowed call ended, what it was
+//     charged, and its output's digest, size and first bytes;
+//   - KindAsk (Ask): an approval request as the human was shown it
+//     (with toolgate.WithDurableApprovals);
+//   - KindExpire (Expire): a request, approval or denial that outlived
+//     the policy's approval_ttl;
+//   - KindRefuseAnswer (RefuseAnswer): a human's answer the gate refused,
+//     with one of the Answer* reasons.
+//
+// Decode reads any of them back, strictly (one JSON object, no unknown,
+// duplicate or null member, every required member present), for the
+// commands that read a log (verity inspect, view, summary), for the gate
+// restarted over its log, and for anyone auditing one. Refuse and Result
+// are written as canonical JSON (RFC 8785) by their AppendJSON methods,
+// without a transform: the result entry is on every call's path.
+//
+// The Condition* codes name the part of a rule that decided a call; the
+// same word is a toolgate.Ruling's and a toolgate.Decision's Condition
+// and a Refuse entry's condition member. "paths/<k>", "flow/<k>",
+// "principals", "call_id", "approval" and "kernel" name a path
+// condition, a flow entry and the other checks without a constant.
+//
+// The package depends on no other part of the gate, so that a program
+// reading a log needs only it, kernel and claims.
+package gatelog
