@@ -76,6 +76,27 @@
 // cost and step limit, the user's invariants over the counters) decide;
 // a rejection comes back as Refuse with kernel.Verdict.Explain's one line.
 //
+// # Three words
+//
+// The gate, the kernel and these pages use three words, each for one
+// thing:
+//
+//   - a verdict is the answer to "may it run?": the gate's Verdict is
+//     Allow, Refuse or AskApproval; the kernel's (kernel.Verdict) is its
+//     answer for one action, with the checks behind it;
+//   - a ruling is what the pure decision core says of a call (a Ruling,
+//     from Compiled.Decide): a verdict, the rule and condition that
+//     decided, the price; the same ruling for the same inputs, and
+//     nothing written;
+//   - a decision is what the gate answers the host for a call (a
+//     Decision, from Before or Resume): the ruling carried through the
+//     call's life — approvals, shared windows, the kernel — with the
+//     final verdict, recorded on the log before it is returned.
+//
+// (The claims package's decisions — PUBLISH, ESCALATE, REFUSE — are its
+// own gate's, about a bundle of claims; the gate uses them only to ask
+// humans.)
+//
 // # The decision core
 //
 // Which rule applies to a call and what it decides is a pure function,
