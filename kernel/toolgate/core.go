@@ -363,14 +363,15 @@ func (a *args) normalize(p string) ([]string, error) {
 
 // value decodes the arguments once: one strict JSON value (canon.Decode:
 // no duplicate member, valid UTF-8, no integer a double would round) in
-// which no object has two member names equal under Unicode case folding.
+// which no object has two member names equal under Unicode case folding,
+// read in one pass (readArguments).
 func (a *args) value() (any, error) {
 	if !a.decoded {
 		a.decoded = true
 		if len(a.raw) == 0 {
 			a.v = map[string]any{}
-		} else if a.v, a.err = canon.Decode(a.raw); a.err == nil {
-			a.err = caseFolded(a.v)
+		} else {
+			a.v, a.err = readArguments(a.raw)
 		}
 	}
 	return a.v, a.err
