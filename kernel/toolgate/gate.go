@@ -17,7 +17,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/verity-go/verity/claims"
-	"github.com/verity-go/verity/internal/canon"
 	"github.com/verity-go/verity/internal/oneline"
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate/gatelog"
@@ -744,11 +743,7 @@ func showArguments(b []byte) (string, error) {
 	if len(b) == 0 {
 		return "(none)", nil
 	}
-	v, err := canon.Decode(b)
-	if err == nil {
-		err = caseFolded(v)
-	}
-	if err != nil {
+	if _, err := readArguments(b); err != nil {
 		return "", fmt.Errorf("arguments a human cannot read one way: %v", err)
 	}
 	var compact bytes.Buffer
