@@ -20,6 +20,7 @@ import (
 	"github.com/verity-go/verity/internal/violation"
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate/gatelog"
+	"github.com/verity-go/verity/kernel/value"
 )
 
 // The decision core: which rule applies to a call, and what it decides —
@@ -52,6 +53,19 @@ type compiledRule struct {
 	// window and windowTag are the rate window's id and tag when they do
 	// not depend on the tool (scope rule, or a literal match).
 	window, windowTag string
+	// effects are an execution's effects (the counters "calls" and
+	// "calls/"+tool) when they do not depend on the call: a literal match.
+	// The kernel copies an action's effects, so every call shares them.
+	effects []kernel.Effect
+}
+
+// callEffects returns the effects of an execution of tool: "calls" and
+// "calls/"+tool counted by one.
+func callEffects(tool string) []kernel.Effect {
+	return []kernel.Effect{
+		kernel.Count("calls", value.Int(1), value.Int(0)),
+		kernel.Count("calls/"+tool, value.Int(1), value.Int(0)),
+	}
 }
 
 type compiledPath struct {
@@ -200,8 +214,11 @@ func compileRule(r Rule, i int) (compiledRule, error) {
 	}
 	cr.Labels = slices.Clone(r.Labels)
 	if r.Rate != nil && (r.Rate.Scope == RateScopeRule || cr.literal && i >= 0) {
-		cr.window = windowID(&cr, r.Match)
-		cr.windowTag = "window:" + cr.window
+		cr.windowTag = windowTag(&cr, r.Match)
+		cr.window = cr.windowTag[len(windowTagPrefix):]
+	}
+	if cr.literal && i >= 0 {
+		cr.effects = callEffects(r.Match)
 	}
 	return cr, schemaErr
 }
@@ -346,14 +363,15 @@ func (a *args) normalize(p string) ([]string, error) {
 
 // value decodes the arguments once: one strict JSON value (canon.Decode:
 // no duplicate member, valid UTF-8, no integer a double would round) in
-// which no object has two member names equal under Unicode case folding.
+// which no object has two member names equal under Unicode case folding,
+// read in one pass (readArguments).
 func (a *args) value() (any, error) {
 	if !a.decoded {
 		a.decoded = true
 		if len(a.raw) == 0 {
 			a.v = map[string]any{}
-		} else if a.v, a.err = canon.Decode(a.raw); a.err == nil {
-			a.err = caseFolded(a.v)
+		} else {
+			a.v, a.err = readArguments(a.raw)
 		}
 	}
 	return a.v, a.err
@@ -644,7 +662,8 @@ func (c *Compiled) Decide(s Snapshot, call Call, at time.Time) Ruling {
 	if rt := r.Rate; rt != nil {
 		w := Window{ID: r.window, Per: rt.Per, Limit: rt.Calls, tag: r.windowTag}
 		if w.ID == "" {
-			w.ID = windowID(r, call.Tool)
+			w.tag = windowTag(r, call.Tool)
+			w.ID = w.tag[len(windowTagPrefix):]
 		}
 		if n := countWithin(s.Windows[w.ID], at, rt.Per); n >= rt.Calls {
 			return refuse(gatelog.ConditionRate, "rate", "%d calls in the last %s, at most %d", n, rt.Per, rt.Calls)
@@ -682,12 +701,18 @@ func (c *Compiled) windowLengths() map[string]time.Duration {
 	return out
 }
 
-// windowID is the id of the window a call of tool counts in under r.
-func windowID(r *compiledRule, tool string) string {
+// windowTagPrefix starts a window's tag on an execution: the tag is the
+// prefix and the window's id, made in one string with it.
+const windowTagPrefix = "window:"
+
+// windowTag returns the tag of the window a call of tool counts in under
+// r: windowTagPrefix and the window's id, "rule:<id>" (scope rule) or
+// "rule:<id>|tool:<tool>".
+func windowTag(r *compiledRule, tool string) string {
 	if r.Rate.Scope == RateScopeRule {
-		return "rule:" + r.id
+		return windowTagPrefix + "rule:" + r.id
 	}
-	return "rule:" + r.id + "|tool:" + tool
+	return windowTagPrefix + "rule:" + r.id + "|tool:" + tool
 }
 
 // countWithin counts the times after at-per (times ascending): those in

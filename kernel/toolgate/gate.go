@@ -17,11 +17,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/verity-go/verity/claims"
-	"github.com/verity-go/verity/internal/canon"
 	"github.com/verity-go/verity/internal/oneline"
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate/gatelog"
-	"github.com/verity-go/verity/kernel/value"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -589,15 +587,15 @@ func (g *Gate) run(ctx context.Context, cl *caller, d *Decision, ru *Ruling, key
 		if w.tag != "" {
 			tags = append(tags, w.tag)
 		} else {
-			tags = append(tags, "window:"+w.ID)
+			tags = append(tags, windowTagPrefix+w.ID)
 		}
 	}
+	effects := r.effects
+	if effects == nil {
+		effects = callEffects(c.Tool)
+	}
 	a := kernel.Action{ID: c.Tool, Name: c.Tool, Description: r.Description, Cost: ru.Cost, Category: string(r.Tier),
-		Reversible: false, Input: c.Arguments, Tags: tags,
-		Effects: []kernel.Effect{
-			kernel.Count("calls", value.Int(1), value.Int(0)),
-			kernel.Count("calls/"+c.Tool, value.Int(1), value.Int(0)),
-		}}
+		Reversible: false, Input: c.Arguments, Tags: tags, Effects: effects}
 	if approvalID != "" {
 		a.Tags = append(a.Tags, "approval:"+approvalID)
 	}
@@ -745,11 +743,7 @@ func showArguments(b []byte) (string, error) {
 	if len(b) == 0 {
 		return "(none)", nil
 	}
-	v, err := canon.Decode(b)
-	if err == nil {
-		err = caseFolded(v)
-	}
-	if err != nil {
+	if _, err := readArguments(b); err != nil {
 		return "", fmt.Errorf("arguments a human cannot read one way: %v", err)
 	}
 	var compact bytes.Buffer

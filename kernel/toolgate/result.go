@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/verity-go/verity/kernel/toolgate/gatelog"
@@ -100,8 +101,10 @@ func (g *Gate) afterWritten(ctx context.Context, c Call, r Result, ev *OutcomeEv
 	}
 
 	sum := sha256.Sum256(r.Output)
+	var digest [2 * sha256.Size]byte
+	hex.Encode(digest[:], sum[:])
 	e := gatelog.Result{Session: g.SessionID(c.Caller), Caller: c.Caller, CallID: c.ID, ExecID: oc.execID, Tool: oc.tool,
-		OK: !failed, OutputSHA256: hex.EncodeToString(sum[:]), OutputSize: len(r.Output),
+		OK: !failed, OutputSHA256: string(digest[:]), OutputSize: len(r.Output),
 		Charged: out.Charged, Unpaid: out.Unpaid, Measured: r.Measured,
 		Speculative: out.Speculative, Finding: out.Finding}
 	if r.Measured {
@@ -119,7 +122,8 @@ func (g *Gate) afterWritten(ctx context.Context, c Call, r Result, ev *OutcomeEv
 		}
 		e.OutputBase64 = base64.StdEncoding.EncodeToString(b)
 	}
-	payload := e.AppendJSON(nil)
+	buf := payloads.Get().(*[]byte)
+	payload := e.AppendJSON((*buf)[:0])
 	if len(payload) > trace.MaxPayloadLen {
 		// Escapes and base64 made the kept text too large for one entry:
 		// keep the digest and size, and the error's first bytes.
@@ -128,6 +132,10 @@ func (g *Gate) afterWritten(ctx context.Context, c Call, r Result, ev *OutcomeEv
 		payload = e.AppendJSON(payload[:0])
 	}
 	entry, err := g.log.Append(ctx, gatelog.KindResult, payload, trace.At(g.clock()))
+	if cap(payload) <= maxPooledPayload {
+		*buf = payload // Append copied it
+		payloads.Put(buf)
+	}
 	if err != nil {
 		// The settlement or refund is recorded; only the outcome is
 		// missing from the log. Report it: the caller may retry nothing.
@@ -136,6 +144,17 @@ func (g *Gate) afterWritten(ctx context.Context, c Call, r Result, ev *OutcomeEv
 	out.Seq = entry.Seq
 	return out, recordedErr
 }
+
+// payloads holds the buffers result entries are encoded in, *[]byte:
+// the log copies a payload, so that one buffer serves call after call
+// rather than each growing its own from nothing. A buffer larger than
+// maxPooledPayload (a large output kept as text) is left to the garbage
+// collector. The buffers are the gate's, not a caller's: a caller's
+// concurrent results need more than one, and an idle caller holds none.
+var payloads = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledPayload is the largest buffer payloads keeps.
+const maxPooledPayload = 64 << 10
 
 // reopen puts a call back after a failed settlement or refund, so that
 // After can be retried.
