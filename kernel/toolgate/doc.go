@@ -95,7 +95,9 @@
 //
 // (The claims package's decisions — PUBLISH, ESCALATE, REFUSE — are its
 // own gate's, about a bundle of claims; the gate uses them only to ask
-// humans.)
+// humans. A human's answer to an approval request is claims' word too,
+// a claims.ApprovalDecision, approve or reject: the "decision" member of
+// a gatelog.RefuseAnswer and of verity-mcp's inbox answers is that.)
 //
 // # The decision core
 //
