@@ -20,9 +20,10 @@ import (
 // entries that record the gate's decisions, and replays each decision:
 // the decision core (toolgate.Compiled.Decide) decides the call again from
 // the rules, the call the model made, and a snapshot of the caller's
-// session rebuilt from the log entries before the decision's own. The
-// decision must come out the same: an execution for an allowed call (same
-// rule), a refusal with the same rule and condition for a refused one.
+// session rebuilt from the log entries before the decision's own. Its
+// ruling must agree with the decision recorded: an execution for an
+// allowed call (same rule), a refusal with the same rule and condition
+// for a refused one.
 // The caller's kernel session is replayed too, to the live gate's spend.
 func audit(ctx context.Context, out io.Writer, path string, cfg toolgate.Policy, calls []toolCall, live kernel.Meter) (entries, replayed int, err error) {
 	store, err := trace.OpenFileReadOnly(path)

@@ -48,7 +48,8 @@ func (c Call) ArgumentsDigest() string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Verdict is what Before decides about a call.
+// Verdict is the answer to "may the call run?": a Ruling's (the policy's
+// alone) and a Decision's (the gate's, final).
 type Verdict uint8
 
 const (
@@ -77,7 +78,9 @@ func (v Verdict) String() string {
 	return fmt.Sprintf("Verdict(%d)", uint8(v))
 }
 
-// Decision is Before's answer.
+// Decision is the gate's answer to the host for a call (Before, Resume,
+// Unanswered): the call's Ruling carried through its life, with the final
+// Verdict, recorded on the log before it is returned.
 type Decision struct {
 	Verdict Verdict
 	// Call is the call decided on, its ID filled in.

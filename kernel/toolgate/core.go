@@ -130,7 +130,7 @@ type Window struct {
 	tag string // "window:"+ID, when made once
 }
 
-// Ruling is the core's decision about a call.
+// Ruling is what the decision core says of a call.
 type Ruling struct {
 	// Verdict: Allow (go on to the kernel's checks), Refuse, or
 	// AskApproval (a human must approve at Tier first).

@@ -95,7 +95,9 @@
 //
 // (The claims package's decisions — PUBLISH, ESCALATE, REFUSE — are its
 // own gate's, about a bundle of claims; the gate uses them only to ask
-// humans.)
+// humans. A human's answer to an approval request is claims' word too,
+// a claims.ApprovalDecision, approve or reject: the "decision" member of
+// a gatelog.RefuseAnswer and of verity-mcp's inbox answers is that.)
 //
 // # The decision core
 //
@@ -320,12 +322,13 @@
 //
 // Two members of a rule are for the host that runs the tools, and the
 // gate only keeps them: Rule.Timeout (policy "timeout", and
-// Policy.Timeout for every rule without one; Gate.Timeout reads them), how
+// Policy.Timeout for every rule without one; Compiled.RuleOf applies it), how
 // long to wait for the tool before reporting it failed; and
 // Rule.CostFrom (policy "cost_from", on reserved rules), where in an MCP
 // result the measured cost is (ParseCostPointer, CostPointer.Measure),
-// for After's Result.Actual. Gate.MayCall tells a host which tools to
-// list to a principal: those some call of may be allowed.
+// for After's Result.Actual. Compiled.MayCall (of Gate.Compiled) tells a
+// host which tools to list to a principal: those some call of may be
+// allowed.
 //
 // # Durability: what a crash can lose
 //

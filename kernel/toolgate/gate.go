@@ -738,7 +738,7 @@ const maxShownArguments = 4096
 // nothing is hidden. Arguments that are not one JSON value a reader would
 // read one way — duplicate keys, member names that differ only in case,
 // invalid UTF-8, integers a double would round — or longer than
-// MaxShownArguments cannot be shown faithfully and are refused.
+// maxShownArguments cannot be shown faithfully and are refused.
 func showArguments(b []byte) (string, error) {
 	if len(b) == 0 {
 		return "(none)", nil

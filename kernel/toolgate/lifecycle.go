@@ -380,8 +380,8 @@ type step int
 
 const (
 	stepRun          step = iota // shared windows, then the kernel (plan.approval: the approval it runs on)
-	stepRefuse                   // record a KindRefuse (reason, why, approval)
-	stepRefuseAnswer             // record plan.refusal (KindRefuseAnswer) and refuse the call
+	stepRefuse                   // record a gatelog.KindRefuse (reason, why, approval)
+	stepRefuseAnswer             // record plan.refusal (gatelog.KindRefuseAnswer) and refuse the call
 	stepWait                     // answer AskApproval with plan.waiting, asked already
 	stepAsk                      // evaluate a new request (plan.question, plan.shown), record it and answer AskApproval
 	stepAnswer                   // record plan.answer to plan.waiting, then arrive again without it

@@ -155,7 +155,7 @@ var policyBOM = []byte("\xef\xbb\xbf")
 // compileSchemas that each argument schema compiles (keeping it for
 // Compile). The
 // schema itself is not run: TestTypedPolicyReaderAgreesWithSchema holds
-// the two to the same verdict on every file.
+// the two to the same acceptance on every file.
 func checkPolicy(data []byte) (Policy, []Violation) {
 	if len(data) > maxPolicySize {
 		return Policy{}, []Violation{{Rule: policyRuleSize,

@@ -208,7 +208,7 @@
 // is the upstream's — its order, its members (execution included),
 // nothing added — except that a Guard, by default when the gate refuses
 // unknown tools (Options.Listing), leaves out the tools the caller's
-// principal may never call (Gate.MayCall), the rest kept as written. The
+// principal may never call (Compiled.MayCall), the rest kept as written. The
 // Proxy follows the upstream's notifications/tools/list_changed and tells
 // its own clients; a call of a tool the upstream does not list is refused
 // by the Guard (Options.Listed) before the gate: never asked of a human,

@@ -103,12 +103,13 @@ type Listing int
 
 const (
 	// ListingAuto is ListingCallable when the gate refuses unknown
-	// tools (Gate.AllowsUnknown false), ListingAll otherwise.
+	// tools (Gate.Compiled().Policy().AllowUnknown false), ListingAll
+	// otherwise.
 	ListingAuto Listing = iota
 	// ListingAll passes the server's list on unchanged.
 	ListingAll
 	// ListingCallable drops from it the tools the caller may never call
-	// (Gate.MayCall false for the call's principal), keeping the others
+	// (Compiled.MayCall false for the call's principal), keeping the others
 	// as the server wrote them, in its order.
 	ListingCallable
 )
