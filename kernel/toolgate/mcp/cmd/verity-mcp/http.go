@@ -190,8 +190,29 @@ func (c *sessionCap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "too many sessions, each with a request in progress: try again", http.StatusServiceUnavailable)
 		return
 	}
-	c.next.ServeHTTP(w, r)
-	id := w.Header().Get(sessionHeader)
+	a := &admitting{ResponseWriter: w, c: c}
+	c.next.ServeHTTP(a, r)
+	a.admit()
+}
+
+// admitting counts the session an initialize creates as soon as its
+// response names it, before the first byte reaches the client: the
+// client's next request (its first call) must find the session counted,
+// or the session would look idle while that call runs.
+type admitting struct {
+	http.ResponseWriter
+	c    *sessionCap
+	done bool
+}
+
+// admit turns the initialize's place into its session, once.
+func (a *admitting) admit() {
+	if a.done {
+		return
+	}
+	a.done = true
+	id := a.ResponseWriter.Header().Get(sessionHeader)
+	c := a.c
 	c.mu.Lock()
 	c.pending--
 	if id != "" {
@@ -199,6 +220,27 @@ func (c *sessionCap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	c.mu.Unlock()
 }
+
+func (a *admitting) WriteHeader(code int) {
+	a.admit()
+	a.ResponseWriter.WriteHeader(code)
+}
+
+func (a *admitting) Write(b []byte) (int, error) {
+	a.admit()
+	return a.ResponseWriter.Write(b)
+}
+
+// Flush keeps a streamed (SSE) answer streaming.
+func (a *admitting) Flush() {
+	a.admit()
+	if f, ok := a.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (a *admitting) Unwrap() http.ResponseWriter { return a.ResponseWriter }
 
 // serveIn serves a request of session id, counting a POST in progress.
 func (c *sessionCap) serveIn(id string, w http.ResponseWriter, r *http.Request) {

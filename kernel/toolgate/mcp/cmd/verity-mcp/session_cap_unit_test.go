@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -68,4 +69,79 @@ func TestSessionCapClosesOnlyIdleSessions(t *testing.T) {
 	assert.Equal(t, http.StatusOK, code, "the new session is served")
 	live, evicted, refused := capped.stats()
 	assert.Equal(t, []any{1, uint64(1), uint64(1)}, []any{live, evicted, refused})
+}
+
+// TestSessionCapCountsASessionFromItsFirstByte: a client may read its
+// initialize's answer, and go on with its next requests, before the
+// handler that answered has returned. The session is counted from the
+// first byte of that answer: its place as an initialize in progress is
+// given back then, and its call is counted as in progress, so that with
+// room for one session the client's own requests are served and a new
+// initialize is refused while the call runs. (It used to be counted only
+// once the handler returned: meanwhile the client's requests met a cap
+// still held by its own initialize — its handshake was answered 503 —
+// and a call made in between was not counted, so its session could be
+// taken for idle and closed under it.)
+func TestSessionCapCountsASessionFromItsFirstByte(t *testing.T) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "capped", Version: "v1"}, nil)
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	type in struct{}
+	sdk.AddTool(srv, &sdk.Tool{Name: "wait"}, func(ctx context.Context, _ *sdk.CallToolRequest, _ in) (*sdk.CallToolResult, any, error) {
+		started <- struct{}{}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return &sdk.CallToolResult{}, nil, nil
+	})
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{SessionTimeout: time.Hour})
+	// The first initialize's handler flushes its answer, then returns
+	// only once the client's call has started.
+	returned := make(chan struct{})
+	var first atomic.Bool
+	first.Store(true)
+	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r)
+		if r.Header.Get(sessionHeader) == "" && first.CompareAndSwap(true, false) {
+			w.(http.Flusher).Flush()
+			select {
+			case <-started:
+			case <-time.After(10 * time.Second): // the call never came: the test fails below
+			}
+			close(returned)
+		}
+	})
+	capped := newSessionCap(slow, srv, 1, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	hs := httptest.NewServer(capped)
+	defer hs.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	busy, err := sdk.NewClient(&sdk.Implementation{Name: "busy", Version: "v1"}, nil).
+		Connect(ctx, &sdk.StreamableClientTransport{Endpoint: hs.URL}, nil)
+	require.NoError(t, err)
+	defer busy.Close()
+	called := make(chan error, 1)
+	go func() {
+		_, err := busy.CallTool(ctx, &sdk.CallToolParams{Name: "wait", Arguments: map[string]any{}})
+		called <- err
+	}()
+	select {
+	case <-returned:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the first initialize's handler never returned")
+	}
+
+	client := &http.Client{Timeout: 30 * time.Second}
+	code, _, err := mcpPost(ctx, client, hs.URL, "", initializeBody)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusServiceUnavailable, code, "the only session has a call in progress")
+	close(release)
+	select {
+	case err := <-called:
+		require.NoError(t, err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the call did not end once released")
+	}
 }
