@@ -21,19 +21,7 @@ import (
 // ended, the next initialize closes that now idle session (404 on its
 // next request) and takes its place.
 func TestSessionCapClosesOnlyIdleSessions(t *testing.T) {
-	srv := sdk.NewServer(&sdk.Implementation{Name: "capped", Version: "v1"}, nil)
-	release := make(chan struct{})
-	started := make(chan struct{}, 1)
-	type in struct{}
-	sdk.AddTool(srv, &sdk.Tool{Name: "wait"}, func(ctx context.Context, _ *sdk.CallToolRequest, _ in) (*sdk.CallToolResult, any, error) {
-		started <- struct{}{}
-		select {
-		case <-release:
-		case <-ctx.Done():
-		}
-		return &sdk.CallToolResult{}, nil, nil
-	})
-	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{SessionTimeout: time.Hour})
+	srv, h, started, release := waitingServer()
 	capped := newSessionCap(h, srv, 1, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	hs := httptest.NewServer(capped)
 	defer hs.Close()
@@ -83,19 +71,7 @@ func TestSessionCapClosesOnlyIdleSessions(t *testing.T) {
 // and a call made in between was not counted, so its session could be
 // taken for idle and closed under it.)
 func TestSessionCapCountsASessionFromItsFirstByte(t *testing.T) {
-	srv := sdk.NewServer(&sdk.Implementation{Name: "capped", Version: "v1"}, nil)
-	release := make(chan struct{})
-	started := make(chan struct{}, 1)
-	type in struct{}
-	sdk.AddTool(srv, &sdk.Tool{Name: "wait"}, func(ctx context.Context, _ *sdk.CallToolRequest, _ in) (*sdk.CallToolResult, any, error) {
-		started <- struct{}{}
-		select {
-		case <-release:
-		case <-ctx.Done():
-		}
-		return &sdk.CallToolResult{}, nil, nil
-	})
-	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{SessionTimeout: time.Hour})
+	srv, h, started, release := waitingServer()
 	// The first initialize's handler flushes its answer, then returns
 	// only once the client's call has started.
 	returned := make(chan struct{})
@@ -144,4 +120,24 @@ func TestSessionCapCountsASessionFromItsFirstByte(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the call did not end once released")
 	}
+}
+
+// waitingServer is an MCP server over streamable HTTP with one tool,
+// "wait", which signals started when a call begins and returns once
+// release is closed (or its call is cancelled).
+func waitingServer() (srv *sdk.Server, h http.Handler, started chan struct{}, release chan struct{}) {
+	srv = sdk.NewServer(&sdk.Implementation{Name: "capped", Version: "v1"}, nil)
+	release = make(chan struct{})
+	started = make(chan struct{}, 1)
+	type in struct{}
+	sdk.AddTool(srv, &sdk.Tool{Name: "wait"}, func(ctx context.Context, _ *sdk.CallToolRequest, _ in) (*sdk.CallToolResult, any, error) {
+		started <- struct{}{}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return &sdk.CallToolResult{}, nil, nil
+	})
+	h = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{SessionTimeout: time.Hour})
+	return srv, h, started, release
 }
