@@ -28,15 +28,8 @@ func TestSessionCapClosesOnlyIdleSessions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	busy, err := sdk.NewClient(&sdk.Implementation{Name: "busy", Version: "v1"}, nil).
-		Connect(ctx, &sdk.StreamableClientTransport{Endpoint: hs.URL}, nil)
-	require.NoError(t, err)
+	busy, called := callWait(ctx, t, hs.URL)
 	defer busy.Close()
-	called := make(chan error, 1)
-	go func() {
-		_, err := busy.CallTool(ctx, &sdk.CallToolParams{Name: "wait", Arguments: map[string]any{}})
-		called <- err
-	}()
 	<-started
 
 	client := &http.Client{Timeout: 30 * time.Second}
@@ -47,6 +40,9 @@ func TestSessionCapClosesOnlyIdleSessions(t *testing.T) {
 
 	close(release)
 	require.NoError(t, <-called)
+	// The client may read the call's answer before the handler that
+	// streamed it has returned: the POST is in progress until then.
+	assert.Eventually(t, func() bool { return capped.postsInProgress() == 0 }, 10*time.Second, time.Millisecond)
 	code, id, err = mcpPost(ctx, client, hs.URL, "", initializeBody)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, code, "the idle session made room")
@@ -94,15 +90,8 @@ func TestSessionCapCountsASessionFromItsFirstByte(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	busy, err := sdk.NewClient(&sdk.Implementation{Name: "busy", Version: "v1"}, nil).
-		Connect(ctx, &sdk.StreamableClientTransport{Endpoint: hs.URL}, nil)
-	require.NoError(t, err)
+	busy, called := callWait(ctx, t, hs.URL)
 	defer busy.Close()
-	called := make(chan error, 1)
-	go func() {
-		_, err := busy.CallTool(ctx, &sdk.CallToolParams{Name: "wait", Arguments: map[string]any{}})
-		called <- err
-	}()
 	select {
 	case <-returned:
 	case <-time.After(20 * time.Second):
@@ -140,4 +129,32 @@ func waitingServer() (srv *sdk.Server, h http.Handler, started chan struct{}, re
 	})
 	h = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{SessionTimeout: time.Hour})
 	return srv, h, started, release
+}
+
+// callWait connects a client to the server at url and calls its "wait"
+// tool in the background; called receives the call's error once it ends.
+// The caller closes busy (before the server: its stream holds the server
+// open).
+func callWait(ctx context.Context, t *testing.T, url string) (busy *sdk.ClientSession, called <-chan error) {
+	t.Helper()
+	busy, err := sdk.NewClient(&sdk.Implementation{Name: "busy", Version: "v1"}, nil).
+		Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url}, nil)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		_, err := busy.CallTool(ctx, &sdk.CallToolParams{Name: "wait", Arguments: map[string]any{}})
+		done <- err
+	}()
+	return busy, done
+}
+
+// postsInProgress counts the POSTs of live sessions still being served.
+func (c *sessionCap) postsInProgress() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, u := range c.live {
+		n += u.posts
+	}
+	return n
 }
