@@ -449,3 +449,46 @@ func FuzzTerminalAnswer(f *testing.F) {
 		}
 	})
 }
+
+// TestTerminalApprovesOnlyOnYes: the terminal accepts a question only
+// when the first word the person typed is y or yes (after at most two
+// lines that are neither, which are asked again); n, no, anything else
+// three times, or the end of stdin never approve.
+func TestTerminalApprovesOnlyOnYes(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		lines := rapid.SliceOfN(rapid.OneOf(
+			rapid.SampledFrom([]string{"y", "yes", "Y", "n", "no", "", "maybe", "yes please", "n y", "ye", "yess"}),
+			rapid.String(),
+		), 0, 5).Draw(t, "lines")
+		stdin := strings.Join(lines, "\n")
+		if rapid.Bool().Draw(t, "final newline") {
+			stdin += "\n"
+		}
+		term := &terminal{in: bufio.NewReader(strings.NewReader(stdin)), out: &bytes.Buffer{}}
+		res, err := term.elicit(context.Background(), &sdk.ElicitRequest{Params: &sdk.ElicitParams{Message: "delete?",
+			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"reason": map[string]any{"type": "string"}}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The naive model: the first of the first three lines that reads y or n decides.
+		want := "cancel"
+		for i, l := range strings.Split(stdin, "\n") {
+			if i == 3 || (i == len(strings.Split(stdin, "\n"))-1 && l == "" && strings.HasSuffix(stdin, "\n")) {
+				break
+			}
+			word, _, _ := strings.Cut(strings.TrimSpace(l), " ")
+			switch strings.ToLower(word) {
+			case "y", "yes":
+				want = "accept"
+			case "n", "no":
+				want = "decline"
+			default:
+				continue
+			}
+			break
+		}
+		if res.Action != want {
+			t.Fatalf("stdin %q: action %q, want %q", stdin, res.Action, want)
+		}
+	})
+}
