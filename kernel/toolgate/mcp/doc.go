@@ -56,10 +56,15 @@
 //
 // A refused call never reaches the tool's handler. The model reads the
 // gate's one-line explanation as the tool's result, a CallToolResult with
-// IsError set — "tool \"rm_rf\" is not in the gate's catalogue",
-// "action \"search\" rejected: budget: cost 1, remaining 0.5", "tool
-// \"delete_file\" (DELETE) denied by human: declined" — rather than a
-// protocol error, so it can change course. A call the gate could not
+// IsError set, rather than a protocol error, so it can change course. The
+// explanation names the rule and the condition that decided before the
+// reason (ExampleGuard prints these):
+//
+//	tool "delete_file" (rule #1, approval): DELETE denied by human: declined
+//	tool "search" (rule #0, kernel): action "search" rejected: budget: cost 1, remaining 0
+//
+// and a tool no rule matches is "tool \"rm_rf\" is not in the gate's
+// catalogue". A call the gate could not
 // decide (the log failed) is refused the same way, with the error.
 //
 // # Approvals
