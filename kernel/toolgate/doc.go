@@ -357,14 +357,31 @@
 // broken, trace.ErrBroken, and refuses every later append until the log
 // is reopened): the host must not run the tool.
 //
+// A host must answer a call only once After has returned: the MCP Guard
+// answers a call whose result the log could not make durable with an
+// error saying that the tool ran (TestResultNotDurableIsNotAnswered), so
+// a client never reads a result a crash could lose.
+//
 // BeforeWritten trades that order for latency: it returns an allowed
 // decision once written, with a wait for its fsync, so the host runs the
 // tool while the fsync runs and a lone call's critical path holds one
 // fsync, not two. Nothing acknowledged is lost still (the host answers
 // only after the wait and After), but a machine crash during the tool
 // may lose the decision, charge and rate-window count of a tool that
-// ran. The MCP Guard's SyncWhileRunning option uses it; it is off by
-// default.
+// ran, so that the budget reads as if the call had not been made; a
+// crash of the process alone still loses nothing, the decision being
+// written before the tool starts. The MCP Guard's SyncWhileRunning
+// option (verity-mcp -sync-while-running) uses it, off by default: a
+// tool that ends within 10 ms has its decision made durable by its
+// result's fsync, one fsync a call in all; a slower tool's decision gets
+// an fsync of its own at 10 ms, so the window in which a crash can lose
+// it is the tool's first 10 ms or, for a tool that ends sooner, until
+// its result is durable.
+//
+// This section is the one account of what a crash can lose through the
+// gate; the log's own guarantee beneath it (what an fsync covers, a torn
+// final record) is trace's "Durability and group commit", and what it
+// costs is measured by kernel/toolgate/mcp's BenchmarkDurableGate.
 //
 // # Concurrency
 //

@@ -283,29 +283,11 @@
 //
 // # Durability, and what it costs
 //
-// Over a trace.File with SyncGroup (as cmd/verity-mcp opens its log) a
-// call is durable at two points: its decision before its tool starts,
-// its result before the client is answered. Calls in flight at once share
-// fsyncs: the gate writes under its locks and waits for the fsync after
-// releasing them (trace.DeferDurability), so a decision and a result of
-// different calls, or of one caller, ride the same fsync. What a crash
-// can lose is nothing acknowledged: a tool never runs on a decision a
-// crash could lose, and the client never reads a result a crash could
-// lose (a result the log cannot make durable is answered with an error
-// saying that the tool ran: TestResultNotDurableIsNotAnswered). A crash of
-// the machine loses at most the calls in flight — decisions whose tool
-// had not started, results not yet answered — and, the log being cut at a
-// point it once had, nothing after them. A killed process loses nothing
-// written (TestKilledGateKeepsEveryAcknowledgedCall, in toolgate).
-//
-// Options.SyncWhileRunning (verity-mcp -sync-while-running) makes the
-// decision durable beside the tool, so that a lone call waits for one
-// fsync (its result's, which covers the decision: a call that ends within
-// 10 ms costs one fsync in all; a slower tool's decision gets its own
-// then) instead of two. Its cost, exactly: a crash of the machine while
-// the tool runs — in its first 10 ms, or before its result is durable —
-// may lose that call's decision — its charge and its rate-window count —
-// although the tool ran; still nothing the client was answered.
+// A call is durable at two points, its decision before its tool starts
+// and its result before the client is answered, and calls in flight
+// share fsyncs; Options.SyncWhileRunning makes it one fsync a call at a
+// stated cost. What a crash can lose, either way, is explained once, in
+// toolgate's "Durability: what a crash can lose".
 //
 // BenchmarkDurableGate measures it (a 1 ms tool; the SDK's in-memory
 // transports; direct, a bare pass-through proxy, the durable Guard, in
