@@ -228,7 +228,9 @@
 // claim of that tier naming the tool and the arguments' SHA-256 — which the
 // claims gate chain escalates to the approvers Policy.Approvers names
 // (DefaultApprover for both tiers when nil), and returns AskApproval with
-// the request. Its question shows the arguments in full, as compact JSON
+// the request. Every approver named for the tier must approve before the
+// call runs, and one denial refuses it; one principal is one approver,
+// even when the policy names it both by key and through a group. Its question shows the arguments in full, as compact JSON
 // with invisible characters escaped, so that what the human approves is
 // what runs: arguments that cannot be shown so — not one JSON value a
 // reader would read one way (duplicate keys, names that differ only in
@@ -261,6 +263,10 @@
 // is not an approver or answered already, a request decided already or
 // never asked — is recorded as a gatelog.KindRefuseAnswer entry
 // (gatelog.RefuseAnswer) and changes nothing.
+//
+// This section and the next two are the one account of approvals; the
+// adapters' docs say only how their framework asks and answers, and
+// verity-mcp's "Approval inbox" how its page does.
 //
 // # Only the questions the gate asked wait
 //

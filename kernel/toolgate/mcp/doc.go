@@ -99,17 +99,15 @@
 // answers under Options.Approver (toolgate.DefaultApprover by default)
 // (TestElicitationAnswersAsTheSessionsUser).
 //
-// Only the questions the gate asked wait: Gate.Resume counts an answer
-// only for the request the Guard put for exactly that call, while it
-// waits, once. A retry whose state the Guard did not issue, or issued for
-// other arguments, a retry replayed after its answer was used, and an
-// answer the gate refuses run nothing, are recorded (a
-// "toolgate.refuse_answer" entry), and make no request and cancel none
+// Only the questions the gate asked wait (toolgate's section of that
+// name): a retry whose state the Guard did not issue, or issued for other
+// arguments, a retry replayed after its answer was used, and an answer
+// the gate refuses run nothing, are recorded (a "toolgate.refuse_answer"
+// entry), and make no request and cancel none
 // (TestOnlyQuestionsTheGateAskedWait, TestInputRequiredResult).
 //
-// An approved call runs once — the approval is bound to the
-// caller, tool and arguments and used by that one execution — and a
-// denied call never runs; the next identical call is asked about again. A
+// An approved call runs once and a denied call never runs (toolgate's
+// "Approvals": what an approval is bound to, who may give it). A
 // client that does not advertise form elicitation cannot ask its human:
 // the call is refused and says so, and its request stays pending in the
 // gate (Gate.Pending), where a host may approve it out of band.
