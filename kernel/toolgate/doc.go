@@ -34,6 +34,10 @@
 // is the one check of either, naming every problem at its JSON Pointer
 // (a policy built in Go is checked by the file's rules). Two members are
 // Go only and have no file form: a rule's CostFunc and GoInvariants.
+// Each member of a policy is explained once, on its field of Policy or
+// Rule (and the types they hold), with its file name in parentheses; the
+// order in which a rule's members decide a call is in "A call's life"
+// below.
 //
 // # What a call is
 //
@@ -326,15 +330,10 @@
 // Outcome.Speculative says whether a host that stores tool output as
 // evidence must not.
 //
-// Two members of a rule are for the host that runs the tools, and the
-// gate only keeps them: Rule.Timeout (policy "timeout", and
-// Policy.Timeout for every rule without one; Compiled.RuleOf applies it), how
-// long to wait for the tool before reporting it failed; and
-// Rule.CostFrom (policy "cost_from", on reserved rules), where in an MCP
-// result the measured cost is (ParseCostPointer, CostPointer.Measure),
-// for After's Result.Actual. Compiled.MayCall (of Gate.Compiled) tells a
-// host which tools to list to a principal: those some call of may be
-// allowed.
+// Rule.Timeout and Rule.CostFrom are for the host that runs the tools;
+// the gate only keeps them (Compiled.RuleOf applies Policy.Timeout).
+// Compiled.MayCall (of Gate.Compiled) tells a host which tools to list to
+// a principal: those some call of may be allowed.
 //
 // # Durability: what a crash can lose
 //
