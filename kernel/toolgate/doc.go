@@ -356,7 +356,8 @@
 // result: the call stays charged in full (a reservation at its upper
 // bound), the direction that never overspends, and a gate restarted over
 // the log resumes the caller with that spend. A crash of the process
-// alone loses nothing written: only a machine crash loses unsynced
+// alone loses nothing written (TestKilledGateKeepsEveryAcknowledgedCall:
+// real processes, SIGKILL): only a machine crash loses unsynced
 // bytes, always a suffix of the log (see trace's package documentation).
 // If the fsync fails, Before and After return an error (the store is then
 // broken, trace.ErrBroken, and refuses every later append until the log
