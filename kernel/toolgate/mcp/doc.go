@@ -64,8 +64,8 @@
 //	tool "search" (rule #0, kernel): action "search" rejected: budget: cost 1, remaining 0
 //
 // and a tool no rule matches is "tool \"rm_rf\" is not in the gate's
-// catalogue". A call the gate could not
-// decide (the log failed) is refused the same way, with the error.
+// catalogue". A call the gate could not decide (the log failed) is
+// refused the same way, with the error.
 //
 // # Approvals
 //
