@@ -364,11 +364,6 @@ func (r Rule) price(c Call) (kernel.Cost, error) {
 	return r.Cost, nil
 }
 
-// needsApproval reports whether calls under the rule need a human.
-func (r Rule) needsApproval() bool {
-	return r.Tier == claims.TierDelete || r.Tier == claims.TierPrivilege
-}
-
 // DefaultApprover is who approves DELETE and PRIVILEGE calls when
 // Policy.Approvers is nil: the human at the client.
 const DefaultApprover = "human"
