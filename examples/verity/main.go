@@ -23,8 +23,8 @@
 //	                                            --addr is refused, exit 2, unless --public)
 //	verity policy  check POLICY [-tools FILE | -- UPSTREAM…] | test POLICY CASES
 //	                                            lint a tool gate's policy against an MCP server's tools; run its test cases
-//	verity pin     [-o pins.json] -- UPSTREAM… | check -pins pins.json -- UPSTREAM… | diff OLD NEW
-//	                                            pin an MCP server's tool definitions; report drift from the pins
+//	verity pin     [-o pins.json] -- UPSTREAM… | check|approve -pins pins.json … -- UPSTREAM… | diff OLD NEW
+//	                                            pin an MCP server's tool definitions; report drift; re-pin one
 //
 // SRC is a log file (the path), a log in a SQLite database
 // (sqlite:PATH#LOG) or in PostgreSQL (postgres://USER@HOST/DB?…#LOG). The
@@ -132,7 +132,7 @@ commands:
           [--max-conns 256] [--conn-wait 1s] [--read-header-timeout 10s] [--read-timeout 30s]
           [--write-timeout 60s] [--idle-timeout 60s] [--max-header-bytes 65536]
   policy  check POLICY [-tools FILE | -- UPSTREAM...] | test POLICY CASES   (verity policy -h)
-  pin     [-o pins.json] -- UPSTREAM... | check -pins FILE -- UPSTREAM... | diff OLD NEW   (verity pin -h)
+  pin     [-o pins.json] -- UPSTREAM... | check|approve -pins FILE ... -- UPSTREAM... | diff OLD NEW   (verity pin -h)
   verify  SRC -checkpoint FILE -pubkey KEY [-origin ORIGIN]   the log must extend a signed checkpoint
   keygen  -name NAME -out PREFIX      an Ed25519 checkpoint key: PREFIX.key (0600) and PREFIX.pub
   checkpoint sign SRC -key PREFIX.key [-origin ORIGIN] [-out FILE]   (verity checkpoint -h)

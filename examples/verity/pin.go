@@ -19,6 +19,7 @@ import (
 
 const pinUsage = `usage: verity pin [-o pins.json] [-server NAME] [-timeout 30s] -- UPSTREAM COMMAND...
        verity pin check -pins pins.json [-server NAME] [-timeout 30s] -- UPSTREAM COMMAND...
+       verity pin approve -pins pins.json -tool NAME [-server NAME] [-timeout 30s] -- UPSTREAM COMMAND...
        verity pin diff OLD NEW
 
 pin     starts the MCP server UPSTREAM COMMAND (stdio), lists its tools (every page
@@ -32,10 +33,13 @@ pin     starts the MCP server UPSTREAM COMMAND (stdio), lists its tools (every p
 check   lists the server's tools and compares them with the lock file: every tool
         changed, new, or pinned and no longer listed, and changed instructions, with
         the diff of the definitions when the lock file holds the old one.
+approve re-pins one tool in the lock file to the definition the server lists now (or
+        removes it, when the server no longer lists it), after showing the diff; the
+        rest of the file is left as it is. Commit the change for review.
 diff    shows what changed between two lock files (or two tools/list results), tool by
         tool, invisible and look-alike characters written as visible escapes.
 
-exit: 0 written (pin), no drift (check), no difference (diff);
+exit: 0 written (pin, approve), no drift (check), no difference (diff);
       1 drift (check) or a difference (diff);
       2 could not run: a usage error, a lock file that is missing or invalid, a server
         that does not list its tools, definitions that cannot be hashed
@@ -56,6 +60,8 @@ func cmdPin(ctx context.Context, e *env, args []string) error {
 	switch {
 	case len(args) > 0 && args[0] == "check":
 		err = pinCheck(ctx, e, args[1:])
+	case len(args) > 0 && args[0] == "approve":
+		err = pinApprove(ctx, e, args[1:])
 	case len(args) > 0 && args[0] == "diff":
 		err = pinDiff(e, args[1:])
 	case len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help"):
@@ -186,15 +192,9 @@ func pinCheck(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *server == "" {
-		if _, ok := lock.Servers[l.Server]; !ok && len(lock.Servers) == 1 {
-			l.Server = slices.Collect(maps.Keys(lock.Servers))[0]
-		}
-	}
-	sl, ok := lock.Servers[l.Server]
-	if !ok {
-		return fmt.Errorf("%s pins no server %q (it pins %s); name it with -server", *pinsFile, l.Server,
-			strings.Join(slices.Sorted(maps.Keys(lock.Servers)), ", "))
+	sl, err := lockServer(lock, *pinsFile, &l, *server != "")
+	if err != nil {
+		return err
 	}
 	state, _ := pin.State{}.LockLoaded(lock)
 	_, outcome := state.Listed(l)
@@ -231,6 +231,113 @@ func pinCheck(ctx context.Context, e *env, args []string) error {
 		fmt.Fprint(e.stdout, indent(r.Text(), "    "))
 	}
 	return errPinDrift
+}
+
+// lockServer finds the lock's server for a listing: -server, else the
+// server's own name, else the lock's only server.
+func lockServer(lock pin.Lock, pinsFile string, l *pin.Listing, named bool) (pin.ServerLock, error) {
+	if !named {
+		if _, ok := lock.Servers[l.Server]; !ok && len(lock.Servers) == 1 {
+			l.Server = slices.Collect(maps.Keys(lock.Servers))[0]
+		}
+	}
+	sl, ok := lock.Servers[l.Server]
+	if !ok {
+		return pin.ServerLock{}, fmt.Errorf("%s pins no server %q (it pins %s); name it with -server", pinsFile, l.Server,
+			strings.Join(slices.Sorted(maps.Keys(lock.Servers)), ", "))
+	}
+	return sl, nil
+}
+
+func pinApprove(ctx context.Context, e *env, args []string) error {
+	args, upstream, err := upstreamArgs("pin approve", args)
+	if err != nil {
+		return err
+	}
+	fs := flag.NewFlagSet("pin approve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	pinsFile := fs.String("pins", "", "the lock file")
+	tool := fs.String("tool", "", "the tool to re-pin")
+	server := fs.String("server", "", "the server's name in the lock file")
+	timeout := fs.Duration("timeout", 30*time.Second, "how long the upstream server may take to list its tools")
+	if _, err := parseInterspersed(fs, args, 0); err != nil {
+		return err
+	}
+	switch {
+	case *pinsFile == "" || *tool == "":
+		return usagef("pin approve: give the lock file with -pins and the tool with -tool")
+	case *timeout <= 0:
+		return usagef("pin approve: -timeout must be positive")
+	}
+	lock, err := readLock(*pinsFile)
+	if err != nil {
+		return err
+	}
+	l, err := listPinned(ctx, e, upstream, *server, *timeout)
+	if err != nil {
+		return err
+	}
+	sl, err := lockServer(lock, *pinsFile, &l, *server != "")
+	if err != nil {
+		return err
+	}
+	var listed *pin.Tool
+	var names []string
+	for i, t := range l.Tools {
+		names = append(names, t.Name)
+		if t.Name == *tool {
+			listed = &l.Tools[i]
+		}
+	}
+	_, pinned := sl.Tools[*tool]
+	switch {
+	case listed == nil && !pinned:
+		return fmt.Errorf("server %s neither lists nor pins a tool %q", pin.Visible(l.Server), pin.Visible(*tool))
+	case listed != nil && pinned && sl.Tools[*tool] == listed.Hash:
+		fmt.Fprintf(e.stdout, "tool %s of server %s is at its pin %s: nothing to approve\n", pin.Visible(*tool), pin.Visible(l.Server), listed.Hash)
+		return nil
+	}
+	var old, new []byte
+	if def, ok := sl.Definitions[*tool]; ok {
+		old = def
+	}
+	if listed != nil {
+		new = listed.Definition
+	}
+	if old != nil || new != nil {
+		r, err := pin.Compare(old, new, names)
+		if err != nil {
+			return err
+		}
+		fmt.Fprint(e.stdout, r.Text())
+	}
+	tools, defs := maps.Clone(sl.Tools), maps.Clone(sl.Definitions)
+	if defs == nil {
+		defs = map[string]json.RawMessage{}
+	}
+	if listed == nil {
+		delete(tools, *tool)
+		delete(defs, *tool)
+	} else {
+		tools[*tool], defs[*tool] = listed.Hash, json.RawMessage(listed.Definition)
+	}
+	sl.Tools, sl.Definitions = tools, defs
+	servers := maps.Clone(lock.Servers)
+	servers[l.Server] = sl
+	lock.Servers = servers
+	text := lock.Encode()
+	if _, err := pin.ParseLock(text); err != nil {
+		return fmt.Errorf("the approved lock file would not read back: %w", err)
+	}
+	if err := trace.WriteFileAtomic(*pinsFile, text, 0o644); err != nil {
+		return err
+	}
+	if listed == nil {
+		fmt.Fprintf(e.stdout, "unpinned tool %s of server %s (the server no longer lists it) in %s\n", pin.Visible(*tool), pin.Visible(l.Server), *pinsFile)
+	} else {
+		fmt.Fprintf(e.stdout, "re-pinned tool %s of server %s to %s in %s\n", pin.Visible(*tool), pin.Visible(l.Server), listed.Hash, *pinsFile)
+	}
+	return nil
 }
 
 // describeDrift says a drift in one line, names escaped.

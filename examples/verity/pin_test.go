@@ -205,3 +205,44 @@ func TestPinDiff(t *testing.T) {
 	r = verity(t, "pin", "diff", old)
 	assert.Equal(t, exitUsage, r.code)
 }
+
+// TestPinApprove: verity pin approve re-pins one changed tool in the
+// lock file, after showing the diff, and leaves the rest; check is then
+// clean; a tool the server no longer lists is unpinned.
+func TestPinApprove(t *testing.T) {
+	upstream, toolsFile := pinServer(t, readTool, writeTool)
+	pins := filepath.Join(t.TempDir(), "pins.json")
+	require.Equal(t, exitOK, verity(t, append([]string{"pin", "-o", pins, "--"}, upstream...)...).code)
+	check := append([]string{"pin", "check", "-pins", pins, "--"}, upstream...)
+	approve := func(tool string) result {
+		return verity(t, append([]string{"pin", "approve", "-pins", pins, "-tool", tool, "--"}, upstream...)...)
+	}
+
+	setTools(t, toolsFile, readPoisoned, writeTool)
+	require.Equal(t, exitError, verity(t, check...).code)
+	r := approve("read_file")
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, "⟦U+E0049 TAG LATIN CAPITAL LETTER I⟧", "the diff is shown")
+	assert.Contains(t, r.stdout, "re-pinned tool read_file of server files to "+hashOf(t, readPoisoned))
+	r = verity(t, check...)
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	data, err := os.ReadFile(pins)
+	require.NoError(t, err)
+	lock, err := pin.ParseLock(data)
+	require.NoError(t, err)
+	assert.Equal(t, hashOf(t, writeTool), lock.Servers["files"].Tools["write_file"], "the other tool is as it was")
+
+	r = approve("read_file")
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, "nothing to approve")
+
+	setTools(t, toolsFile, readPoisoned)
+	r = approve("write_file")
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, "unpinned tool write_file")
+	require.Equal(t, exitOK, verity(t, check...).code)
+
+	r = approve("no_such_tool")
+	assert.Equal(t, exitUsage, r.code)
+	assert.Contains(t, r.stderr, `neither lists nor pins a tool "no_such_tool"`)
+}

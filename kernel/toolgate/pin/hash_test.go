@@ -190,3 +190,29 @@ func TestParseToolsRefusesWhatCannotBePinned(t *testing.T) {
 		t.Fatalf("ParseTools = %v, %v", tools, err)
 	}
 }
+
+// FuzzParseTools: any tools/list result is tools or an error, never a
+// panic; each tool parsed has a valid hash that HashDefinition gives its
+// definition again, and a name no other tool has.
+func FuzzParseTools(f *testing.F) {
+	f.Add([]byte(`{"tools":[{"name":"a","description":"x"},{"name":"b","inputSchema":{"$ref":"#/x"}}]}`))
+	f.Add([]byte(`{"tools":[{"name":"a"},{"name":"a"}]}`))
+	f.Add([]byte(`{"tools":[{"name":"\u0430","_meta":{"k":[1,2.5e3,null,true]}}],"nextCursor":"x"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tools, err := pin.ParseTools(data)
+		if err != nil {
+			return
+		}
+		names := map[string]bool{}
+		for _, tool := range tools {
+			name, h, err := pin.HashDefinition(tool.Definition)
+			if err != nil || name != tool.Name || h != tool.Hash || !pin.ValidHash(h) {
+				t.Fatalf("tool %q: hashed again %q %s %v", tool.Name, name, h, err)
+			}
+			if names[name] {
+				t.Fatalf("two tools named %q", name)
+			}
+			names[name] = true
+		}
+	})
+}
