@@ -246,3 +246,31 @@ func TestPinApprove(t *testing.T) {
 	assert.Equal(t, exitUsage, r.code)
 	assert.Contains(t, r.stderr, `neither lists nor pins a tool "no_such_tool"`)
 }
+
+// TestPolicyCheckReportsDriftFromPins: verity policy check -pins reports
+// a tool pinned and no longer listed, and a changed one, as problems
+// (exit 1), with a tools file or a live server.
+func TestPolicyCheckReportsDriftFromPins(t *testing.T) {
+	upstream, toolsFile := pinServer(t, readTool, writeTool)
+	pins := filepath.Join(t.TempDir(), "pins.json")
+	require.Equal(t, exitOK, verity(t, append([]string{"pin", "-o", pins, "--"}, upstream...)...).code)
+	policy := filepath.Join(t.TempDir(), "policy.json")
+	require.NoError(t, os.WriteFile(policy, []byte(`{"version":1,"budget":"10","min_cost":"0.01","tools":[{"match":"*_file","cost":"0.1"}]}`), 0o600))
+
+	r := verity(t, append([]string{"policy", "check", policy, "-pins", pins, "--"}, upstream...)...)
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+
+	setTools(t, toolsFile, readPoisoned)
+	r = verity(t, append([]string{"policy", "check", policy, "-pins", pins, "--"}, upstream...)...)
+	require.Equal(t, exitError, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, "pins: tool read_file changed: listed "+hashOf(t, readPoisoned))
+	assert.Contains(t, r.stdout, "pins: tool write_file is pinned ("+hashOf(t, writeTool)+") and the server does not list it")
+
+	list := filepath.Join(t.TempDir(), "tools.json")
+	require.NoError(t, os.WriteFile(list, []byte(`{"jsonrpc":"2.0","id":2,"result":{"tools":[`+readTool+`]}}`), 0o600))
+	r = verity(t, "policy", "check", policy, "-pins", pins, "-tools", list)
+	require.Equal(t, exitError, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, "pins: tool write_file is pinned")
+	assert.NotContains(t, r.stdout, "read_file changed")
+	assert.NotContains(t, r.stdout, "instructions", "a tools file says nothing of instructions")
+}

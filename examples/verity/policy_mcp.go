@@ -71,6 +71,7 @@ type upstreamListing struct {
 	hasInstr     bool     // the server gave instructions
 	names        []string // the tools' names, every page
 	pages        []json.RawMessage
+	file         bool // read from a tools file: no name, no instructions
 }
 
 // listUpstream starts argv, lists its tools and stops it (see
