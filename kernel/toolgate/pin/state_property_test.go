@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -252,6 +253,45 @@ func TestReplayYieldsTheLivePins(t *testing.T) {
 		_, ro := replayed.Listed(l)
 		if fmt.Sprint(lo) != fmt.Sprint(ro) {
 			t.Fatalf("the next listing: replayed %v, live %v", ro, lo)
+		}
+	})
+}
+
+// snapshot is everything a State answers, for comparisons.
+func snapshot(s pin.State) string {
+	var b strings.Builder
+	fmt.Fprintln(&b, s.Locked())
+	for _, srv := range servers {
+		p, i := s.Pins(srv)
+		fmt.Fprintln(&b, srv, p, i)
+		for _, tool := range toolNames {
+			h, err := s.Check(srv, tool)
+			fmt.Fprintln(&b, tool, h, err)
+		}
+	}
+	return b.String()
+}
+
+// TestStepsLeaveTheOldStateAsItWas: a State is a value — a listing, a
+// lock file or a re-pin returns a new one and the old one answers as
+// before (a host whose entries could not be appended keeps it).
+func TestStepsLeaveTheOldStateAsItWas(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		pm := newPinMachine(t)
+		for range rapid.IntRange(0, 20).Draw(t, "steps") {
+			before := pm.s
+			was := snapshot(before)
+			switch rapid.IntRange(0, 4).Draw(t, "step") {
+			case 0:
+				pm.loadLock(t)
+			case 1:
+				pm.approve(t)
+			default:
+				pm.list(t)
+			}
+			if now := snapshot(before); now != was {
+				t.Fatalf("the old State changed:\n%s\nnow\n%s", was, now)
+			}
 		}
 	})
 }
