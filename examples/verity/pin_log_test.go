@@ -10,6 +10,7 @@ import (
 
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	"github.com/verity-go/verity/kernel/toolgate/pin"
 	"github.com/verity-go/verity/trace"
 )
@@ -65,6 +66,11 @@ func pinnedGateLog(t *testing.T, forged string) string {
 	list(readPoisoned, writeTool)
 	_, err = state.Check("files", "read_file")
 	require.Error(t, err, "the host refuses the changed tool before the gate")
+	// The host records its refusal naming the pin it refused against.
+	refusal := gatelog.Refuse{Session: "toolgate:agent", Caller: "agent", CallID: "drifted", Tool: "read_file", Reason: "definition",
+		Explanation: err.Error(), ArgumentsSHA256: "x", Definition: hashOf(t, readTool)}
+	_, err = log.Append(ctx, gatelog.KindRefuse, refusal.AppendJSON(nil))
+	require.NoError(t, err)
 	next, out, err := state.Repin(pin.Approval{Server: "files", Tool: "read_file", Old: hashOf(t, readTool), New: hashOf(t, readPoisoned),
 		Approver: "alice", RequestedBy: "agent", Reason: "reviewed the new description"})
 	require.NoError(t, err)
@@ -100,7 +106,7 @@ func TestInspectAndReplayShowPins(t *testing.T) {
 
 	r = verity(t, "replay", path)
 	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
-	assert.Contains(t, r.stdout, "pins: 3 entries, servers [files]; 3 decisions named a definition pinned when they were made")
+	assert.Contains(t, r.stdout, "pins: 3 entries, servers [files]; 4 decisions named a definition pinned when they were made")
 	assert.Contains(t, r.stdout, "files/read_file "+new+" (re_pin by alice)")
 
 	// A decision that names a definition not pinned at that moment — the
