@@ -116,3 +116,34 @@ func TestInspectAndReplayShowPins(t *testing.T) {
 	assert.Contains(t, r.stderr, `execution`)
 	assert.Contains(t, r.stderr, `of tool "read_file" was decided against definition `+old+", which is not pinned there")
 }
+
+// TestViewToolCallsNameTheirDefinition: the page's tool calls table
+// names the definition each call was decided against.
+func TestViewToolCallsNameTheirDefinition(t *testing.T) {
+	base, _ := startView(t, pinnedGateLog(t, ""))
+	var page callsPage
+	getJSON(t, base+"api/calls", &page)
+	var defs []string
+	for _, r := range page.Rows {
+		defs = append(defs, r.Tool+" "+r.Verdict+" "+r.Definition)
+	}
+	assert.Equal(t, []string{
+		"read_file allowed " + hashOf(t, readTool),
+		"read_file refused " + hashOf(t, readTool),
+		"read_file allowed " + hashOf(t, readPoisoned),
+		"write_file refused " + hashOf(t, writeTool),
+	}, defs)
+}
+
+// TestViewPinnedCallsInChromium: the page shows, under each call's tool,
+// the definition it was decided against, and the pin, drift and re-pin
+// entries in the timeline.
+func TestViewPinnedCallsInChromium(t *testing.T) {
+	bin := chromium(t)
+	base, _ := startView(t, pinnedGateLog(t, ""))
+	dom := browse(t, bin, base, "--dump-dom")
+	require.Contains(t, dom, `data-ready="true"`, "the page's script finished loading its data")
+	assert.Regexp(t, `<td class="tool">read_file<div class="why definition" title="`+hashOf(t, readPoisoned)+`">definition sha256:[0-9a-f]{12}…</div></td><td class="verdict"><span class="v v-allowed">allowed</span>`, dom)
+	assert.Equal(t, 4, count(dom, `class="why definition"`))
+	assert.Contains(t, dom, "re-pinned tool read_file of server files")
+}
