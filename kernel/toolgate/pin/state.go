@@ -301,8 +301,10 @@ func (s State) drift(name string) []gatelog.Drift {
 // pinned to it (SourceLock), replacing its pins and forgetting what its
 // listings showed (list it again), and from then on no server is trusted
 // on first use — a server the lock does not name has every tool
-// unpinned. A lock file replaces re-pins recorded before it: record an
-// approved change in the lock file too.
+// unpinned (one pinned before is recorded so). A lock file replaces
+// re-pins recorded before it: record an approved change in the lock file
+// too, and let a host that restarts with the lock file it loaded last
+// (the Lock of its last pin entry, Lock.Digest) not load it again.
 func (s State) LockLoaded(l Lock) (State, Outcome) {
 	lockDigest := l.Digest()
 	var recs []any
@@ -318,6 +320,11 @@ func (s State) LockLoaded(l Lock) (State, Outcome) {
 			p.Instructions = sl.Instructions
 		}
 		recs = append(recs, p)
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.servers)) {
+		if _, named := l.Servers[name]; !named { // pinned before, by first use or another lock
+			recs = append(recs, gatelog.Pin{Server: name, Source: string(SourceLock), Tools: map[string]string{}, Lock: lockDigest})
+		}
 	}
 	return s.commit(recs)
 }

@@ -132,6 +132,11 @@ func (pm *pinMachine) loadLock(t *rapid.T) {
 	pm.s, out = pm.s.LockLoaded(l)
 	pm.record(t, out)
 	pm.m.locked = true
+	for name := range pm.m.servers {
+		if _, named := l.Servers[name]; !named {
+			pm.m.servers[name] = &modelServer{pins: map[string]string{}}
+		}
+	}
 	for name, sl := range l.Servers {
 		pm.m.servers[name] = &modelServer{pins: maps.Clone(sl.Tools)}
 	}
