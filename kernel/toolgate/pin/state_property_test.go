@@ -300,3 +300,27 @@ func TestStepsLeaveTheOldStateAsItWas(t *testing.T) {
 		}
 	})
 }
+
+// FuzzApply: any entry applied to a State with pins is applied or an
+// error, never a panic, and an error leaves the State as it was.
+func FuzzApply(f *testing.F) {
+	const h = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+	f.Add("toolgate.pin", []byte(`{"server":"files","source":"lock","tools":{"read":"`+h+`"}}`))
+	f.Add("toolgate.drift", []byte(`{"server":"files","tool":"read","change":"removed","pinned":"`+h+`"}`))
+	f.Add("toolgate.repin", []byte(`{"server":"x","tool":"y","new":"`+h+`","approver":"a","reason":""}`))
+	f.Add("toolgate.drift", []byte(`{"server":"files","change":"instructions","seen":"`+h+`"}`))
+	f.Fuzz(func(t *testing.T, kind string, payload []byte) {
+		s, _ := pin.State{}.Listed(listingOf(3, 0))
+		before := fmt.Sprint(s.Pins("files"))
+		next, err := s.Apply(trace.Entry{Kind: kind, Payload: payload})
+		if err != nil && fmt.Sprint(next.Pins("files")) != before {
+			t.Fatal("a refused entry changed the State")
+		}
+		for i := range 3 {
+			_, _ = next.Check("files", fmt.Sprintf("tool_%d", i))
+		}
+		if fmt.Sprint(s.Pins("files")) != before {
+			t.Fatal("Apply changed the State it was given")
+		}
+	})
+}
