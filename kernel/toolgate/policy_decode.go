@@ -355,6 +355,13 @@ type ruleWire struct {
 	Rate       present[rateWire]           `json:"rate,omitzero"`
 	Labels     present[names]              `json:"labels,omitzero"`
 	Flow       present[nonEmpty[flowWire]] `json:"flow,omitzero"`
+	When       present[whenWire]           `json:"when,omitzero"`
+}
+
+// whenWire is a rule's when condition (WhenCondition).
+type whenWire struct {
+	Language string `json:"language"`
+	Text     string `json:"text"`
 }
 
 type principalsWire struct {
@@ -512,7 +519,7 @@ func (w *ruleWire) v2Members() []string {
 		name string
 		set  bool
 	}{{"name", w.Name.Set}, {"principals", w.Principals.set}, {"arguments", w.Arguments.set}, {"paths", w.Paths.Set},
-		{"effect", w.Effect.set}, {"reason", w.Reason.Set}, {"rate", w.Rate.Set}, {"labels", w.Labels.Set}, {"flow", w.Flow.Set}} {
+		{"effect", w.Effect.set}, {"reason", w.Reason.Set}, {"rate", w.Rate.Set}, {"labels", w.Labels.Set}, {"flow", w.Flow.Set}, {"when", w.When.Set}} {
 		if m.set {
 			out = append(out, m.name)
 		}
@@ -545,6 +552,9 @@ func (w *ruleWire) v2(r *Rule) {
 	r.Labels = w.Labels.V
 	for _, fw := range w.Flow.V {
 		r.Flow = append(r.Flow, FlowRule{After: fw.After, Ask: fw.Effect.s == "ask", Reason: fw.Reason, Tier: claims.RiskTier(fw.Tier.s)})
+	}
+	if w.When.Set {
+		r.When = &WhenCondition{Language: w.When.V.Language, Text: w.When.V.Text}
 	}
 }
 
@@ -653,6 +663,9 @@ func ruleWireOf(r *Rule) ruleWire {
 		w.Flow.V = append(w.Flow.V, flowWire{After: fl.After, Effect: policyEnum[flowEffectEnum]{s: e, set: true}, Reason: fl.Reason,
 			Tier: policyEnum[flowTierEnum]{s: string(fl.Tier), set: fl.Tier != ""}})
 		w.Flow.Set = true
+	}
+	if r.When != nil {
+		w.When = present[whenWire]{V: whenWire{Language: r.When.Language, Text: r.When.Text}, Set: true}
 	}
 	return w
 }

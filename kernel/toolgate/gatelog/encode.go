@@ -1,6 +1,7 @@
 package gatelog
 
 import (
+	"encoding/json"
 	"strconv"
 	"unicode/utf8"
 
@@ -105,7 +106,32 @@ func (e Refuse) AppendJSON(dst []byte) []byte {
 	o.strOmit("rule_name", e.RuleName)
 	o.str("session", e.Session)
 	o.str("tool", e.Tool)
+	if e.When != nil {
+		if w, err := e.When.canonical(); err == nil {
+			o.key("when")
+			o.b = append(o.b, w...)
+		}
+	}
 	return o.end()
+}
+
+// canonical returns w's canonical JSON (RFC 8785).
+func (w *When) canonical() ([]byte, error) {
+	b, err := json.Marshal(w)
+	if err != nil {
+		return nil, err
+	}
+	return canon.Transform(b)
+}
+
+// AppendJSON appends w's canonical JSON, the text of a "when:" tag; an
+// Input that is not JSON cannot be written, and is an error.
+func (w *When) AppendJSON(dst []byte) ([]byte, error) {
+	b, err := w.canonical()
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, b...), nil
 }
 
 // AppendJSON appends e's canonical JSON.
