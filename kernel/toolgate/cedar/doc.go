@@ -1,0 +1,2 @@
+// Package cedar lets a toolgate rule's condition be Cedar.
+package cedar
