@@ -148,10 +148,11 @@ func (n *Policy) compileConditions(out *Compiled) []Violation {
 // first need, and each rule's answer, so that explaining a miss does not
 // evaluate a condition twice.
 type whenState struct {
-	snap    *Snapshot
-	input   *ConditionInput
-	evals   []gatelog.WhenEvaluation
-	indexes []int // the rule of each of evals
+	labels           map[string]bool // the Snapshot's
+	spent, remaining kernel.Cost
+	input            *ConditionInput
+	evals            []gatelog.WhenEvaluation
+	indexes          []int // the rule of each of evals
 }
 
 // The answers of a WhenEvaluation.
@@ -176,15 +177,13 @@ func (r *compiledRule) evaluate(c *Call, a *args) (gatelog.WhenEvaluation, error
 			return gatelog.WhenEvaluation{}, err
 		}
 		in := &ConditionInput{Principal: c.Principal, Tool: c.Tool, Arguments: v}
-		if s := ws.snap; s != nil {
-			for l, seen := range s.Labels {
-				if seen {
-					in.Labels = append(in.Labels, l)
-				}
+		for l, seen := range ws.labels {
+			if seen {
+				in.Labels = append(in.Labels, l)
 			}
-			slices.Sort(in.Labels)
-			in.Spent, in.Remaining = s.Spent, s.Remaining
 		}
+		slices.Sort(in.Labels)
+		in.Spent, in.Remaining = ws.spent, ws.remaining
 		ws.input = in
 	}
 	e := gatelog.WhenEvaluation{Rule: r.ref().logID(), Language: r.when.language, TextSHA256: r.when.sha256}

@@ -633,7 +633,7 @@ func (c *Compiled) find(call *Call, a *args) (r *compiledRule, condition, why st
 func (c *Compiled) Decide(s Snapshot, call Call, at time.Time) Ruling {
 	a := args{raw: call.Arguments}
 	if c.conditions {
-		a.when = &whenState{snap: &s}
+		a.when = &whenState{labels: s.Labels, spent: s.Spent, remaining: s.Remaining}
 	}
 	r, condition, why := c.find(&call, &a)
 	if r == nil {
