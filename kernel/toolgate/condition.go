@@ -79,6 +79,8 @@ type ConditionInput struct {
 	// Spent and Remaining are the caller's budget spent (net of refunds)
 	// and left, when the call is decided.
 	Spent, Remaining kernel.Cost
+
+	raw []byte // the arguments as sent, when the gate made the input
 }
 
 // ConditionAnswer is a condition's answer for one call: the rule applies
@@ -176,7 +178,7 @@ func (r *compiledRule) evaluate(c *Call, a *args) (gatelog.WhenEvaluation, error
 		if err != nil {
 			return gatelog.WhenEvaluation{}, err
 		}
-		in := &ConditionInput{Principal: c.Principal, Tool: c.Tool, Arguments: v}
+		in := &ConditionInput{Principal: c.Principal, Tool: c.Tool, Arguments: v, raw: a.raw}
 		for l, seen := range ws.labels {
 			if seen {
 				in.Labels = append(in.Labels, l)
@@ -254,26 +256,57 @@ type principalJSON struct {
 	Attributes map[string]string `json:"attributes"`
 }
 
-// MarshalJSON writes in as canonical JSON (RFC 8785): {"principal":
-// {"issuer", "subject", "groups", "scopes", "attributes"}, "tool",
-// "arguments", "labels", "spent", "remaining"}, lists never null, costs
-// as exact decimal strings.
+// MarshalJSON writes in as canonical JSON (RFC 8785): {"arguments",
+// "labels", "principal": {"attributes", "groups", "issuer", "scopes",
+// "subject"}, "remaining", "spent", "tool"}, lists never null, costs as
+// exact decimal strings.
 func (in *ConditionInput) MarshalJSON() ([]byte, error) {
-	args, err := json.Marshal(in.Arguments)
+	var args []byte
+	var err error
+	if len(in.raw) > 0 {
+		args, err = canon.Transform(in.raw)
+	} else {
+		args, err = canon.Marshal(in.Arguments)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("toolgate: condition input: %w", err)
+		return nil, fmt.Errorf("toolgate: condition input: arguments: %w", err)
 	}
-	p := in.Principal
-	w := conditionInputJSON{Principal: principalJSON{Issuer: p.Issuer, Subject: p.Subject, Groups: nonNil(p.Groups), Scopes: nonNil(p.Scopes),
-		Attributes: p.Attributes}, Tool: in.Tool, Arguments: args, Labels: nonNil(in.Labels), Spent: in.Spent, Remaining: in.Remaining}
-	if w.Principal.Attributes == nil {
-		w.Principal.Attributes = map[string]string{}
+	p := &in.Principal
+	b := make([]byte, 0, 256+len(args))
+	b = append(b, `{"arguments":`...)
+	b = append(b, args...)
+	b = appendStrings(append(b, `,"labels":`...), in.Labels)
+	b = append(b, `,"principal":{"attributes":{`...)
+	keys := slices.Collect(maps.Keys(p.Attributes))
+	slices.SortFunc(keys, func(x, y string) int { return canon.CompareUTF16([]byte(x), []byte(y)) })
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(canon.AppendString(b, k), ':')
+		b = canon.AppendString(b, p.Attributes[k])
 	}
-	b, err := marshalPlain(w)
-	if err != nil {
-		return nil, fmt.Errorf("toolgate: condition input: %w", err)
+	b = appendStrings(append(b, `},"groups":`...), p.Groups)
+	b = canon.AppendString(append(b, `,"issuer":`...), p.Issuer)
+	b = appendStrings(append(b, `,"scopes":`...), p.Scopes)
+	b = canon.AppendString(append(b, `,"subject":`...), p.Subject)
+	b = append(b, `},"remaining":`...)
+	b = canon.AppendString(b, in.Remaining.String())
+	b = canon.AppendString(append(b, `,"spent":`...), in.Spent.String())
+	b = canon.AppendString(append(b, `,"tool":`...), in.Tool)
+	return append(b, '}'), nil
+}
+
+// appendStrings appends a JSON array of strings ([] for none).
+func appendStrings(b []byte, ss []string) []byte {
+	b = append(b, '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = canon.AppendString(b, s)
 	}
-	return canon.Transform(b)
+	return append(b, ']')
 }
 
 // UnmarshalJSON reads what MarshalJSON writes, the arguments as the gate
@@ -291,13 +324,6 @@ func (in *ConditionInput) UnmarshalJSON(data []byte) error {
 		Scopes: w.Principal.Scopes, Attributes: maps.Clone(w.Principal.Attributes)}, Tool: w.Tool, Arguments: args,
 		Labels: w.Labels, Spent: w.Spent, Remaining: w.Remaining}
 	return nil
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }
 
 // record returns what the decision's conditions saw and answered, nil
@@ -338,13 +364,7 @@ func (g *Gate) snapshot(cl *caller) Snapshot {
 	return s
 }
 
-// appendWhenTag appends the tag that carries w to an execution's tags;
-// a record that cannot be written (it cannot happen for one Decide
-// made) is left out rather than written wrong.
+// appendWhenTag appends the tag that carries w to an execution's tags.
 func appendWhenTag(tags []string, w *gatelog.When) []string {
-	b, err := w.AppendJSON([]byte(whenTagPrefix))
-	if err != nil {
-		return tags
-	}
-	return append(tags, string(b))
+	return append(tags, string(w.AppendJSON([]byte(whenTagPrefix))))
 }

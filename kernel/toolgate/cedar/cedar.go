@@ -128,36 +128,39 @@ func (c *condition) Evaluate(in *toolgate.ConditionInput) (toolgate.ConditionAns
 // Request builds the Cedar request and entities of a call (see the
 // package doc for the model); server is the resource. An input that does
 // not fit Cedar's types is an error wrapping ErrBoundary, naming where.
-func Request(in *toolgate.ConditionInput, server types.EntityUID) (types.Request, types.EntityMap, error) {
+// The entities are the principal's alone: groups, the action and the
+// server have neither attributes nor parents, which Cedar reads the same
+// as absent entities.
+func Request(in *toolgate.ConditionInput, server types.EntityUID) (types.Request, Entities, error) {
 	obj, ok := in.Arguments.(map[string]any)
 	if !ok && in.Arguments != nil {
-		return types.Request{}, nil, fmt.Errorf("%w: the arguments are not a JSON object", ErrBoundary)
+		return types.Request{}, Entities{}, fmt.Errorf("%w: the arguments are not a JSON object", ErrBoundary)
 	}
 	args, err := record(obj, "")
 	if err != nil {
-		return types.Request{}, nil, err
+		return types.Request{}, Entities{}, err
 	}
 	p := in.Principal
 	puid := types.NewEntityUID(TypePrincipal, types.String(p.Key()))
-	entities := types.EntityMap{}
-	parents := make([]types.EntityUID, 0, len(p.Groups))
-	for _, g := range p.Groups {
-		g := types.NewEntityUID(TypeGroup, types.String(g))
-		parents = append(parents, g)
-		entities[g] = types.Entity{UID: g}
+	parents := make([]types.EntityUID, len(p.Groups))
+	for i, g := range p.Groups {
+		parents[i] = types.NewEntityUID(TypeGroup, types.String(g))
 	}
-	tags := types.RecordMap{}
-	for k, v := range p.Attributes {
-		tags[types.String(k)] = types.String(v)
+	var tags types.Record
+	if len(p.Attributes) > 0 {
+		m := make(types.RecordMap, len(p.Attributes))
+		for k, v := range p.Attributes {
+			m[types.String(k)] = types.String(v)
+		}
+		tags = types.NewRecord(m)
 	}
-	entities[puid] = types.Entity{UID: puid, Parents: types.NewEntityUIDSet(parents...), Tags: types.NewRecord(tags),
+	principal := types.Entity{UID: puid, Parents: types.NewEntityUIDSet(parents...), Tags: tags,
 		Attributes: types.NewRecord(types.RecordMap{
 			"issuer":  types.String(p.Issuer),
 			"subject": types.String(p.Subject),
 			"groups":  stringSet(p.Groups),
 			"scopes":  stringSet(p.Scopes),
 		})}
-	entities[server] = types.Entity{UID: server}
 	ctx := types.NewRecord(types.RecordMap{
 		"arguments": args,
 		"labels":    stringSet(in.Labels),
@@ -165,10 +168,27 @@ func Request(in *toolgate.ConditionInput, server types.EntityUID) (types.Request
 		"remaining": types.Long(in.Remaining),
 	})
 	req := types.Request{Principal: puid, Action: types.NewEntityUID(TypeAction, types.String(in.Tool)), Resource: server, Context: ctx}
-	return req, entities, nil
+	return req, Entities{principal}, nil
+}
+
+// Entities are the entities of one request: the principal.
+type Entities struct {
+	Principal types.Entity
+}
+
+// Get returns the entity uid names, if it is the principal
+// (types.EntityGetter).
+func (e Entities) Get(uid types.EntityUID) (types.Entity, bool) {
+	if uid == e.Principal.UID {
+		return e.Principal, true
+	}
+	return types.Entity{}, false
 }
 
 func stringSet(ss []string) types.Set {
+	if len(ss) == 0 {
+		return types.Set{}
+	}
 	vs := make([]types.Value, len(ss))
 	for i, s := range ss {
 		vs[i] = types.String(s)

@@ -1,7 +1,6 @@
 package gatelog
 
 import (
-	"encoding/json"
 	"strconv"
 	"unicode/utf8"
 
@@ -107,31 +106,52 @@ func (e Refuse) AppendJSON(dst []byte) []byte {
 	o.str("session", e.Session)
 	o.str("tool", e.Tool)
 	if e.When != nil {
-		if w, err := e.When.canonical(); err == nil {
-			o.key("when")
-			o.b = append(o.b, w...)
-		}
+		o.key("when")
+		o.b = e.When.AppendJSON(o.b)
 	}
 	return o.end()
 }
 
-// canonical returns w's canonical JSON (RFC 8785).
-func (w *When) canonical() ([]byte, error) {
-	b, err := json.Marshal(w)
-	if err != nil {
-		return nil, err
+// AppendJSON appends w's canonical JSON, the text of a "when:" tag. Input
+// is written as it is: it must be canonical JSON already (the gate's is;
+// an Input that is not is written as null, so that the whole stays
+// JSON).
+func (w *When) AppendJSON(dst []byte) []byte {
+	o := newObject(dst)
+	o.key("evaluations")
+	o.b = append(o.b, '[')
+	for i := range w.Evaluations {
+		if i > 0 {
+			o.b = append(o.b, ',')
+		}
+		ev := &w.Evaluations[i]
+		e := newObject(o.b)
+		e.str("answer", ev.Answer)
+		e.strOmit("error", ev.Error)
+		e.str("language", ev.Language)
+		if len(ev.Policies) > 0 {
+			e.key("policies")
+			e.b = append(e.b, '[')
+			for k, p := range ev.Policies {
+				if k > 0 {
+					e.b = append(e.b, ',')
+				}
+				e.b = canon.AppendString(e.b, p)
+			}
+			e.b = append(e.b, ']')
+		}
+		e.str("rule", ev.Rule)
+		e.str("text_sha256", ev.TextSHA256)
+		o.b = e.end()
 	}
-	return canon.Transform(b)
-}
-
-// AppendJSON appends w's canonical JSON, the text of a "when:" tag; an
-// Input that is not JSON cannot be written, and is an error.
-func (w *When) AppendJSON(dst []byte) ([]byte, error) {
-	b, err := w.canonical()
-	if err != nil {
-		return dst, err
+	o.b = append(o.b, ']')
+	o.key("input")
+	if len(w.Input) > 0 && canon.Valid(w.Input) == nil {
+		o.b = append(o.b, w.Input...)
+	} else {
+		o.b = append(o.b, "null"...)
 	}
-	return append(dst, b...), nil
+	return o.end()
 }
 
 // AppendJSON appends e's canonical JSON.
