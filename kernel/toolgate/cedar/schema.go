@@ -177,8 +177,9 @@ func NewValidator(name string, text []byte) (*Validator, error) {
 
 // Check validates Cedar policy text (name is its file name, or the
 // JSON Pointer of a rule's when text) against the schema with Cedar's
-// own validator (strict mode): every problem, each "name:line:col:
-// policy id: message", in the text's order; none for a valid text. Text
+// own validator (strict mode): every problem, each "name:line:col:"
+// (where the policy starts) and Cedar's message naming the policy, in
+// the text's order; none for a valid text. Text
 // that does not parse is one problem, Cedar's parse error.
 func (v *Validator) Check(name string, text []byte) []error {
 	list, err := cedargo.NewPolicyListFromBytes(name, text)
@@ -194,7 +195,11 @@ func (v *Validator) Check(name string, text []byte) []error {
 		if err := v.v.Policy(id, (*xast.Policy)(p.AST())); err != nil {
 			pos := p.Position()
 			for _, e := range unjoin(err) {
-				out = append(out, fmt.Errorf("%s:%d:%d: policy %s: %v", name, pos.Line, pos.Column, id, e))
+				if strings.Contains(e.Error(), "for policy `"+id+"`") {
+					out = append(out, fmt.Errorf("%s:%d:%d: %v", name, pos.Line, pos.Column, e))
+				} else {
+					out = append(out, fmt.Errorf("%s:%d:%d: policy %s: %v", name, pos.Line, pos.Column, id, e))
+				}
 			}
 		}
 	}
