@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -136,7 +137,8 @@ func Request(in *toolgate.ConditionInput, server types.EntityUID) (types.Request
 	if !ok && in.Arguments != nil {
 		return types.Request{}, Entities{}, fmt.Errorf("%w: the arguments are not a JSON object", ErrBoundary)
 	}
-	args, err := record(obj, "")
+	var b budget
+	args, err := b.record(obj, "", 0)
 	if err != nil {
 		return types.Request{}, Entities{}, err
 	}
@@ -196,15 +198,41 @@ func stringSet(ss []string) types.Set {
 	return types.NewSet(vs...)
 }
 
+// The bounds of the arguments a request holds: Cedar builds a set in
+// time quadratic in its elements whose hashes collide (sets of sets whose
+// sums agree), so that without them one call of a few hundred kilobytes
+// would hold a gate for seconds. Arguments beyond them refuse the call.
+const (
+	MaxSetElements = 256  // elements of one array
+	MaxValues      = 4096 // values in all the arguments
+	MaxDepth       = 32   // nested arrays and objects
+)
+
+// budget counts the values converted so far.
+type budget struct{ values int }
+
+func (b *budget) take(at string, depth int) error {
+	if b.values++; b.values > MaxValues {
+		return fmt.Errorf("%w: argument %s: the arguments hold more than %d values", ErrBoundary, at, MaxValues)
+	}
+	if depth > MaxDepth {
+		return fmt.Errorf("%w: argument %s: nested deeper than %d", ErrBoundary, at, MaxDepth)
+	}
+	return nil
+}
+
 // record converts a JSON object at pointer at: a member that is null is
 // left out (Cedar has no null: has is false for it).
-func record(obj map[string]any, at string) (types.Record, error) {
+func (b *budget) record(obj map[string]any, at string, depth int) (types.Record, error) {
 	m := make(types.RecordMap, len(obj))
-	for k, v := range obj {
+	// In the keys' order, so that which problem a call is refused for
+	// does not depend on a map's order.
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
+		v := obj[k]
 		if v == nil {
 			continue
 		}
-		cv, err := value(v, at+"/"+escape(k))
+		cv, err := b.value(v, at+"/"+escape(k), depth+1)
 		if err != nil {
 			return types.Record{}, err
 		}
@@ -216,7 +244,10 @@ func record(obj map[string]any, at string) (types.Record, error) {
 // value converts one JSON value at pointer at: a string, a boolean, an
 // integer of 64 bits (a number literal without fraction or exponent), an
 // array (a Cedar Set: order and repeats are lost) or an object.
-func value(v any, at string) (types.Value, error) {
+func (b *budget) value(v any, at string, depth int) (types.Value, error) {
+	if err := b.take(at, depth); err != nil {
+		return nil, err
+	}
 	switch x := v.(type) {
 	case string:
 		return types.String(x), nil
@@ -232,14 +263,17 @@ func value(v any, at string) (types.Value, error) {
 		}
 		return types.Long(int64(x)), nil
 	case map[string]any:
-		return record(x, at)
+		return b.record(x, at, depth)
 	case []any:
+		if len(x) > MaxSetElements {
+			return nil, fmt.Errorf("%w: argument %s has %d elements, more than %d", ErrBoundary, at, len(x), MaxSetElements)
+		}
 		vs := make([]types.Value, len(x))
 		for i, e := range x {
 			if e == nil {
 				return nil, fmt.Errorf("%w: argument %s/%d is null, which a Cedar set cannot hold", ErrBoundary, at, i)
 			}
-			cv, err := value(e, at+"/"+strconv.Itoa(i))
+			cv, err := b.value(e, at+"/"+strconv.Itoa(i), depth+1)
 			if err != nil {
 				return nil, err
 			}

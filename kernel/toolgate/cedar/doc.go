@@ -73,8 +73,12 @@
 // that is null is left out, so has is false for it), an array a Set
 // (order and repeats are lost; a null element is refused), and a number
 // a Long only when it is an integer literal within 64 bits: 1.5, 1.0,
-// 1e3 and 9223372036854775808 are refused (ErrBoundary), and so is
-// arguments that are not an object. A refused input refuses the call.
+// 1e3 and 9223372036854775808 are refused (ErrBoundary), and so are
+// arguments that are not an object. So are arguments beyond the bounds
+// (MaxSetElements elements in one array, MaxValues values in all,
+// MaxDepth levels): Cedar builds a set in time quadratic in elements
+// whose hashes collide, which a hostile agent could otherwise use to hold
+// the gate. A refused input refuses the call.
 //
 // # The schema, and Cedar's validator
 //

@@ -14,36 +14,45 @@ import (
 )
 
 // fits is the naive boundary: whether a JSON tree (json.Number numbers)
-// fits Cedar's types as the package doc says.
-func fits(v any, top bool) bool {
-	if _, isObject := v.(map[string]any); top && !isObject {
-		return v == nil
+// fits Cedar's types and the bounds as the package doc says.
+func fits(v any) bool {
+	if v == nil {
+		return true
 	}
-	switch x := v.(type) {
-	case map[string]any:
-		for _, e := range x {
-			if e != nil && !fits(e, false) {
+	if _, ok := v.(map[string]any); !ok {
+		return false
+	}
+	n := 0
+	var walk func(v any, depth int) bool
+	walk = func(v any, depth int) bool {
+		switch x := v.(type) {
+		case map[string]any:
+			for _, e := range x {
+				if e == nil {
+					continue
+				}
+				if n++; n > cedar.MaxValues || depth+1 > cedar.MaxDepth || !walk(e, depth+1) {
+					return false
+				}
+			}
+			return true
+		case []any:
+			if len(x) > cedar.MaxSetElements {
 				return false
 			}
-		}
-		return true
-	case []any:
-		if top {
-			return false
-		}
-		for _, e := range x {
-			if e == nil || !fits(e, false) {
-				return false
+			for _, e := range x {
+				if n++; e == nil || n > cedar.MaxValues || depth+1 > cedar.MaxDepth || !walk(e, depth+1) {
+					return false
+				}
 			}
+			return true
+		case json.Number:
+			_, err := strconv.ParseInt(string(x), 10, 64)
+			return err == nil
 		}
 		return true
-	case json.Number:
-		_, err := strconv.ParseInt(string(x), 10, 64)
-		return err == nil
-	case nil:
-		return top
 	}
-	return !top
+	return walk(v, 0)
 }
 
 // FuzzRequest builds the Cedar request of arbitrary tool arguments (read
@@ -65,7 +74,7 @@ func FuzzRequest(f *testing.F) {
 		}
 		in.Principal.Groups = []string{group}
 		req, entities, err := cedar.Request(&in, types.NewEntityUID(cedar.TypeServer, "s"))
-		want := fits(in.Arguments, true)
+		want := fits(in.Arguments)
 		if (err == nil) != want {
 			t.Fatalf("%s: err %v, want fit %v", raw, err, want)
 		}
@@ -95,4 +104,46 @@ func FuzzRequest(f *testing.F) {
 			t.Fatalf("no principal entity %v", req.Principal)
 		}
 	})
+}
+
+// TestHostileArgumentsAreBounded: arguments Cedar would take quadratic
+// time to hold (many sets whose hashes collide), too many values or too
+// deep are refused at the boundary, naming the bound.
+func TestHostileArgumentsAreBounded(t *testing.T) {
+	pairs := func(n int) string {
+		var b strings.Builder
+		b.WriteString(`{"xs":[`)
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString("[" + strconv.Itoa(i) + "," + strconv.Itoa(n-i) + "]")
+		}
+		return b.String() + `]}`
+	}
+	for _, c := range []struct{ args, why string }{
+		{pairs(4000), "more than 256"},
+		{`{"a":` + strings.Repeat(`{"a":`, 40) + `1` + strings.Repeat(`}`, 41), "deeper than 32"},
+		{`{"a":[` + strings.Repeat(`[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16],`, 255) + `[0]]}`, "more than 4096 values"},
+	} {
+		var in toolgate.ConditionInput
+		wrapped := `{"principal":{"issuer":"","subject":"s","groups":[],"scopes":[],"attributes":{}},"tool":"t","arguments":` + c.args +
+			`,"labels":[],"spent":"0","remaining":"1"}`
+		if err := in.UnmarshalJSON([]byte(wrapped)); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := cedar.Request(&in, types.NewEntityUID(cedar.TypeServer, "s"))
+		if !errors.Is(err, cedar.ErrBoundary) || !strings.Contains(err.Error(), c.why) {
+			t.Errorf("%.60s: %v, want %q", c.args, err, c.why)
+		}
+	}
+	var in toolgate.ConditionInput
+	wrapped := `{"principal":{"issuer":"","subject":"s","groups":[],"scopes":[],"attributes":{}},"tool":"t","arguments":` + pairs(256) +
+		`,"labels":[],"spent":"0","remaining":"1"}`
+	if err := in.UnmarshalJSON([]byte(wrapped)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := cedar.Request(&in, types.NewEntityUID(cedar.TypeServer, "s")); err != nil {
+		t.Errorf("256 pairs: %v", err)
+	}
 }
