@@ -583,8 +583,9 @@ func validateArguments(s *jsonschema.Schema, v any) (err error) {
 }
 
 // Match returns the rule c would decide a call of tool by p with
-// arguments by, looking at the rule's match, principals, argument schema and paths
-// only (not windows or labels); a RuleRef with Found false when no rule
+// arguments by, looking at the rule's match, principals, when condition
+// (for a caller with no labels and nothing spent), argument schema and
+// paths only (not windows or labels); a RuleRef with Found false when no rule
 // applies (and unknown tools are refused). Condition is non-empty when
 // the call would be refused at that rule for what its arguments are
 // (gatelog.ConditionArguments, "paths/k").
@@ -622,8 +623,9 @@ func (c *Compiled) find(call *Call, a *args) (r *compiledRule, condition, why st
 // Decide is the decision core: what the rules say about call, made at
 // time at by a caller whose session is s. It reads nothing else and
 // changes nothing: the same inputs give the same Ruling. In order: the
-// first rule that applies (its match, principals, argument schema and
-// paths; arguments that cannot be read one way or an unsafe path refuse
+// first rule that applies (its match, principals, when condition,
+// argument schema and paths; arguments that cannot be read one way, an
+// unsafe path, or a when condition that forbids the call or fails refuse
 // the call at that rule; none: gatelog.ConditionUnknownTool when no rule matches
 // the tool, else gatelog.ConditionNoRule naming the rules that matched and why
 // each did not apply); a refusing rule; the rule's flow against the

@@ -25,9 +25,13 @@ func TestMain(m *testing.M) {
 		s := mcp.NewServer(&mcp.Implementation{Name: "github", Version: "1"}, nil)
 		s.AddTool(&mcp.Tool{Name: "github.create_pull_request", InputSchema: json.RawMessage(
 			`{"type":"object","properties":{"repo":{"type":"string"},"title":{"type":"string"},"draft":{"type":"boolean"}},"required":["repo"]}`)},
-			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
 		s.AddTool(&mcp.Tool{Name: "read_private", InputSchema: json.RawMessage(`{"type":"object"}`)},
-			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
 		if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 			os.Exit(1)
 		}
