@@ -250,3 +250,21 @@ func TestConditionInputJSONRoundTrips(t *testing.T) {
 		}
 	})
 }
+
+// TestNoConditionNoRecord: a policy without when conditions records
+// nothing of them, and its decisions are as before.
+func TestNoConditionNoRecord(t *testing.T) {
+	log, _ := trace.NewLog(trace.NewMemory())
+	g, err := toolgate.New(ctx, log, mustCompile(toolgate.Policy{Budget: 10, MinCost: 1, Tools: []toolgate.Rule{{Match: "t", Cost: 1}}}))
+	require.NoError(t, err)
+	d, err := g.Before(ctx, callBy("alice"))
+	require.NoError(t, err)
+	require.Equal(t, toolgate.Allow, d.Verdict)
+	d, err = g.Before(ctx, toolgate.Call{Tool: "u", Arguments: []byte(`{}`)})
+	require.NoError(t, err)
+	require.Equal(t, toolgate.Refuse, d.Verdict)
+	for e, err := range log.Entries(ctx, 0) {
+		require.NoError(t, err)
+		assert.NotContains(t, string(e.Payload), "when", e.Kind)
+	}
+}
