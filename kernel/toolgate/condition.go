@@ -5,12 +5,17 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/verity-go/verity/internal/canon"
+	"github.com/verity-go/verity/internal/osfile"
 	"github.com/verity-go/verity/internal/violation"
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate/gatelog"
@@ -31,15 +36,35 @@ import (
 // labels a call attaches, approvals.
 
 // WhenCondition is a rule's "when" (version 2): {"language": "cedar",
-// "text": "permit (principal, action, resource) when {…};"}. The rule
-// applies to a call only when the condition says so (see
-// ConditionAnswer).
+// "text": "permit (principal, action, resource) when {…};"}, or
+// {"language": "cedar", "file": "github.cedar"}. The rule applies to a
+// call only when the condition says so (see ConditionAnswer).
 type WhenCondition struct {
 	// Language ("language", required) names the ConditionLanguage that
-	// compiles Text: one registered on Policy.Conditions.
+	// compiles the condition: one registered on Policy.Conditions.
 	Language string
-	// Text ("text", required) is the condition in that language.
+	// Text ("text") is the condition in that language; exactly one of
+	// Text and File is given.
 	Text string
+	// File ("file") names a file that holds the condition, relative to
+	// the policy file's directory. LoadPolicy reads it (Source); a policy
+	// from ParsePolicy, which knows no directory, or built in Go with a
+	// File, cannot be compiled.
+	File string
+
+	loaded *string // File's content, as LoadPolicy read it
+}
+
+// Source returns the condition's text: Text, or the content of File
+// LoadPolicy read ("" when it was not read).
+func (w WhenCondition) Source() string {
+	if w.File != "" {
+		if w.loaded == nil {
+			return ""
+		}
+		return *w.loaded
+	}
+	return w.Text
 }
 
 // ConditionLanguage compiles the conditions written in one language. A
@@ -103,18 +128,27 @@ type compiledWhen struct {
 // compileWhen compiles the when condition of rule at (a JSON Pointer)
 // with the language it names among langs.
 func compileWhen(at string, w *WhenCondition, langs []ConditionLanguage) (*compiledWhen, *Violation) {
-	if w.Language == "" || w.Text == "" {
+	if w.Language == "" || (w.Text == "") == (w.File == "") {
 		return nil, nil // violations reports it
+	}
+	text := w.Source()
+	if w.File != "" && w.loaded == nil {
+		return nil, &Violation{Path: at + "/file", Rule: policyRuleCondition,
+			Message: fmt.Sprintf("%q is not read: LoadPolicy reads a condition's file, relative to the policy file", w.File)}
 	}
 	for _, l := range langs {
 		if l == nil || l.Name() != w.Language {
 			continue
 		}
-		cond, err := l.Compile(at+"/text", w.Text)
-		if err != nil {
-			return nil, &Violation{Path: at + "/text", Rule: policyRuleCondition, Message: OneLine(err.Error())}
+		member := "/text"
+		if w.File != "" {
+			member = "/file"
 		}
-		sum := sha256.Sum256([]byte(w.Text))
+		cond, err := l.Compile(at+member, text)
+		if err != nil {
+			return nil, &Violation{Path: at + member, Rule: policyRuleCondition, Message: OneLine(err.Error())}
+		}
+		sum := sha256.Sum256([]byte(text))
 		return &compiledWhen{language: w.Language, cond: cond, sha256: hex.EncodeToString(sum[:])}, nil
 	}
 	msg := fmt.Sprintf("no condition language %q is registered: set Policy.Conditions", w.Language)
@@ -367,4 +401,66 @@ func (g *Gate) snapshot(cl *caller) Snapshot {
 // appendWhenTag appends the tag that carries w to an execution's tags.
 func appendWhenTag(tags []string, w *gatelog.When) []string {
 	return append(tags, string(w.AppendJSON([]byte(whenTagPrefix))))
+}
+
+// readWhenFiles reads the file of each rule's when condition that names
+// one, relative to the directory of the policy file at path: a regular
+// file of at most maxPolicySize bytes of UTF-8. A file that cannot be
+// read refuses the policy (a *ValidationError naming the path).
+func (p *Policy) readWhenFiles(path string) error {
+	var vs []Violation
+	for i := range p.Tools {
+		w := p.Tools[i].When
+		if w == nil || w.File == "" {
+			continue
+		}
+		name := w.File
+		if !filepath.IsAbs(name) {
+			name = filepath.Join(filepath.Dir(path), name)
+		}
+		text, err := readWhenFile(name)
+		if err != nil {
+			vs = append(vs, Violation{Path: violation.Index("/tools", i) + "/when/file", Rule: policyRuleCondition, Message: OneLine(err.Error())})
+			continue
+		}
+		c := *w
+		c.loaded = &text
+		p.Tools[i].When = &c
+	}
+	if len(vs) > 0 {
+		return violation.New("toolgate", "policy "+path, vs, ErrInvalidPolicy)
+	}
+	return nil
+}
+
+func readWhenFile(name string) (string, error) {
+	f, err := osfile.OpenRegular(name, os.O_RDONLY, 0)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxPolicySize+1))
+	switch {
+	case err != nil:
+		return "", err
+	case len(b) > maxPolicySize:
+		return "", fmt.Errorf("%s is over %d bytes", name, maxPolicySize)
+	case !utf8.Valid(b):
+		return "", fmt.Errorf("%s is not UTF-8", name)
+	case len(b) == 0:
+		return "", fmt.Errorf("%s is empty", name)
+	}
+	return string(b), nil
+}
+
+// empty reports a when's text or file given empty, at at.
+func (w whenWire) empty(at string) []Violation {
+	var vs []Violation
+	if w.Text.Set && w.Text.V == "" {
+		vs = append(vs, Violation{Path: at + "/text", Rule: policyRuleRequired, Message: "a condition's text is not empty"})
+	}
+	if w.File.Set && w.File.V == "" {
+		vs = append(vs, Violation{Path: at + "/file", Rule: policyRuleRequired, Message: "a condition's file is named"})
+	}
+	return vs
 }

@@ -3,6 +3,8 @@ package toolgate_test
 import (
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -154,7 +156,9 @@ func TestWhenInTheFile(t *testing.T) {
 		{strings.Replace(file, `"version": 2`, `"version": 1`, 1), "/tools/0/when", "unknown_field"},
 		{strings.Replace(file, `"text": "alice"`, `"text": ""`, 1), "/tools/0/when/text", "required"},
 		{strings.Replace(file, `"language": "subject", `, ``, 1), "/tools/0/when/language", "required"},
-		{strings.Replace(file, `"alice"}`, `"alice", "file": "x"}`, 1), "/tools/0/when/file", "unknown_field"},
+		{strings.Replace(file, `"alice"}`, `"alice", "file": "x"}`, 1), "/tools/0/when/file", "when_form"},
+		{strings.Replace(file, `"text": "alice"`, `"file": ""`, 1), "/tools/0/when/file", "required"},
+		{strings.Replace(file, `"alice"}`, `"alice", "path": "x"}`, 1), "/tools/0/when/path", "unknown_field"},
 	} {
 		_, err := toolgate.ParsePolicy([]byte(c.file))
 		var ve *toolgate.ValidationError
@@ -267,4 +271,44 @@ func TestNoConditionNoRecord(t *testing.T) {
 		require.NoError(t, err)
 		assert.NotContains(t, string(e.Payload), "when", e.Kind)
 	}
+}
+
+// TestWhenFromAFile: a condition may live in a file beside the policy;
+// LoadPolicy reads it, relative to the policy file, and the file form is
+// written back; a policy from ParsePolicy cannot compile one, and a file
+// that cannot be read refuses the policy naming where.
+func TestWhenFromAFile(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "conds"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "conds", "alice.txt"), []byte("alice"), 0o600))
+	file := `{"version": 2, "budget": "10", "min_cost": "1", "tools": [
+		{"match": "t", "cost": "1", "when": {"language": "subject", "file": "conds/alice.txt"}}]}`
+	path := filepath.Join(dir, "policy.json")
+	require.NoError(t, os.WriteFile(path, []byte(file), 0o600))
+	p, err := toolgate.LoadPolicy(path)
+	require.NoError(t, err)
+	assert.Equal(t, "alice", p.Tools[0].When.Source())
+	assert.Equal(t, "conds/alice.txt", p.Tools[0].When.File)
+	p.Conditions = []toolgate.ConditionLanguage{subjectLanguage{}}
+	comp, err := p.Compile()
+	require.NoError(t, err)
+	ru := comp.Decide(toolgate.Snapshot{}, callBy("alice"), time.Unix(0, 0))
+	assert.Equal(t, toolgate.Allow, ru.Verdict)
+	assert.Equal(t, "#0", ru.When.Evaluations[0].Rule)
+	b, err := p.MarshalJSON()
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"file":"conds/alice.txt"`)
+	assert.NotContains(t, string(b), `"text"`)
+
+	q, err := toolgate.ParsePolicy([]byte(file))
+	require.NoError(t, err)
+	q.Conditions = p.Conditions
+	_, err = q.Compile()
+	require.ErrorContains(t, err, "LoadPolicy reads a condition's file")
+
+	require.NoError(t, os.Remove(filepath.Join(dir, "conds", "alice.txt")))
+	_, err = toolgate.LoadPolicy(path)
+	var ve *toolgate.ValidationError
+	require.ErrorAs(t, err, &ve)
+	assert.Equal(t, "/tools/0/when/file", ve.Violations[0].Path)
 }

@@ -109,7 +109,8 @@ const (
 	policyRuleUnknownLabel  = "unknown_label"       // a label not declared, or a flow label no rule attaches
 	policyRuleFlowTier      = "flow_tier"           // a tier on a flow entry that refuses
 	policyRuleLanguage      = "language"            // a when condition's language not registered on Policy.Conditions
-	policyRuleCondition     = "condition"           // a when condition's text its language refuses (its error, located)
+	policyRuleCondition     = "condition"           // a when condition's text its language refuses (its error, located), or a file not read
+	policyRuleWhenForm      = "when_form"           // a when condition with both text and file
 
 	// self_approval's rule.
 	policyRuleSelfApprovalUnused = "self_approval_unused" // self_approval with no PRIVILEGE rule or flow to apply to

@@ -106,7 +106,11 @@ func LoadPolicy(path string) (Policy, error) {
 	if err != nil {
 		return Policy{}, fmt.Errorf("toolgate: reading policy: %w", err)
 	}
-	return parsePolicy(data, "policy "+path)
+	p, err := parsePolicy(data, "policy "+path)
+	if err != nil {
+		return Policy{}, err
+	}
+	return p, p.readWhenFiles(path)
 }
 
 // UnmarshalJSON reads p with ParsePolicy, so a Policy inside another
@@ -360,8 +364,9 @@ type ruleWire struct {
 
 // whenWire is a rule's when condition (WhenCondition).
 type whenWire struct {
-	Language string `json:"language"`
-	Text     string `json:"text"`
+	Language string          `json:"language"`
+	Text     present[string] `json:"text,omitzero"`
+	File     present[string] `json:"file,omitzero"`
 }
 
 type principalsWire struct {
@@ -482,6 +487,7 @@ func (f *policyFile) policy(decoded []Violation) (p Policy, more []Violation, un
 			r.Match = w.Match
 			if v2 {
 				w.v2(&r)
+				more = append(more, w.When.V.empty(violation.Index("/tools", i)+"/when")...)
 			} else if members := w.v2Members(); len(members) > 0 {
 				at := violation.Index("/tools", i)
 				for _, m := range members {
@@ -554,7 +560,7 @@ func (w *ruleWire) v2(r *Rule) {
 		r.Flow = append(r.Flow, FlowRule{After: fw.After, Ask: fw.Effect.s == "ask", Reason: fw.Reason, Tier: claims.RiskTier(fw.Tier.s)})
 	}
 	if w.When.Set {
-		r.When = &WhenCondition{Language: w.When.V.Language, Text: w.When.V.Text}
+		r.When = &WhenCondition{Language: w.When.V.Language, Text: w.When.V.Text.V, File: w.When.V.File.V}
 	}
 }
 
@@ -665,7 +671,8 @@ func ruleWireOf(r *Rule) ruleWire {
 		w.Flow.Set = true
 	}
 	if r.When != nil {
-		w.When = present[whenWire]{V: whenWire{Language: r.When.Language, Text: r.When.Text}, Set: true}
+		w.When = present[whenWire]{V: whenWire{Language: r.When.Language, Text: present[string]{V: r.When.Text, Set: r.When.Text != ""},
+			File: present[string]{V: r.When.File, Set: r.When.File != ""}}, Set: true}
 	}
 	return w
 }

@@ -313,8 +313,11 @@ func (c *policyCheck) rule(at string, r *Rule, i int, names map[string]int, ls l
 		if w.Language == "" && !c.bad(at+"/when/language") {
 			c.add(at+"/when/language", policyRuleRequired, "a when condition names its language (\"cedar\")")
 		}
-		if w.Text == "" && !c.bad(at+"/when/text") {
-			c.add(at+"/when/text", policyRuleRequired, "a when condition gives its text")
+		switch {
+		case w.Text == "" && w.File == "" && !c.bad(at+"/when"):
+			c.add(at+"/when/text", policyRuleRequired, "a when condition gives its text, or the file that holds it")
+		case w.Text != "" && w.File != "":
+			c.add(at+"/when/file", policyRuleWhenForm, "a when condition gives its text or a file, not both")
 		}
 	}
 }

@@ -21,7 +21,9 @@
 //
 //	"when": {"language": "cedar", "text": "permit (…) when { … }; forbid (…) when { … };"}
 //
-// and the host registers the language before Compile:
+// or keeps the text in a file beside the policy file, which LoadPolicy
+// reads ("when": {"language": "cedar", "file": "github.cedar"}), and the
+// host registers the language before Compile:
 //
 //	p, err := toolgate.LoadPolicy("policy.json")
 //	p.Conditions = append(p.Conditions, cedar.Language{Server: "github"})

@@ -67,7 +67,7 @@ func Replay(ctx context.Context, log *trace.Log, policy toolgate.Policy, lang La
 				out = append(out, m)
 				continue
 			}
-			text := policy.Tools[i].When.Text
+			text := policy.Tools[i].When.Source()
 			if sum := sha256.Sum256([]byte(text)); hex.EncodeToString(sum[:]) != ev.TextSHA256 {
 				m.Replayed = "a different text (sha256 " + hex.EncodeToString(sum[:]) + ", recorded " + ev.TextSHA256 + ")"
 				out = append(out, m)
@@ -75,7 +75,7 @@ func Replay(ctx context.Context, log *trace.Log, policy toolgate.Policy, lang La
 			}
 			c, ok := conds[i]
 			if !ok {
-				if c, err = lang.Compile("/tools/"+strconv.Itoa(i)+"/when/text", text); err != nil {
+				if c, err = lang.Compile("/tools/"+strconv.Itoa(i)+"/when", text); err != nil {
 					return nil, n, err
 				}
 				conds[i] = c

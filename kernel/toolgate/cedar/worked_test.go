@@ -29,7 +29,7 @@ func loadCedar(t testing.TB, path string) toolgate.Policy {
 func TestWorkedExampleCedarAndNativePassTheSameCases(t *testing.T) {
 	cases, err := scenario.Load("testdata/worked.cases.json")
 	require.NoError(t, err)
-	for _, file := range []string{"testdata/worked_cedar.json", "testdata/worked_native.json"} {
+	for _, file := range []string{"testdata/worked_cedar.json", "testdata/worked_cedar_file.json", "testdata/worked_native.json"} {
 		r, err := scenario.NewRunner(loadCedar(t, file))
 		require.NoError(t, err, file)
 		for _, c := range cases {

@@ -163,7 +163,11 @@ func cmdCheck(args []string, stdout io.Writer) error {
 				continue
 			}
 			n++
-			problems = append(problems, v.Check(fmt.Sprintf("%s#/tools/%d/when/text", path, i), []byte(r.When.Text))...)
+			name := fmt.Sprintf("%s#/tools/%d/when/text", path, i)
+			if r.When.File != "" {
+				name = r.When.File
+			}
+			problems = append(problems, v.Check(name, []byte(r.When.Source()))...)
 		}
 		if n == 0 {
 			return fmt.Errorf("check: %s has no rule with a Cedar condition", path)

@@ -67,6 +67,8 @@ func TestSchemaThenCheck(t *testing.T) {
 	assert.Equal(t, 0, code, out+stderr)
 	code, out, stderr = runCmd(t, "check", "-schema", schemaPath, "../../testdata/worked_cedar.json")
 	assert.Equal(t, 0, code, out+stderr)
+	code, out, stderr = runCmd(t, "check", "-schema", schemaPath, "../../testdata/worked_cedar_file.json")
+	assert.Equal(t, 0, code, out+stderr)
 
 	bad := filepath.Join(dir, "bad.cedar")
 	require.NoError(t, os.WriteFile(bad, []byte(`permit (principal, action == Action::"github.create_pull_request", resource)
