@@ -104,6 +104,9 @@ type ConditionInput struct {
 	// Spent and Remaining are the caller's budget spent (net of refunds)
 	// and left, when the call is decided.
 	Spent, Remaining kernel.Cost
+	// Definition is the pinned hash of the tool's definition the call is
+	// decided against (Call.Definition), "" when the host pins none.
+	Definition string
 
 	raw []byte // the arguments as sent, when the gate made the input
 }
@@ -212,7 +215,7 @@ func (r *compiledRule) evaluate(c *Call, a *args) (gatelog.WhenEvaluation, error
 		if err != nil {
 			return gatelog.WhenEvaluation{}, err
 		}
-		in := &ConditionInput{Principal: c.Principal, Tool: c.Tool, Arguments: v, raw: a.raw}
+		in := &ConditionInput{Principal: c.Principal, Tool: c.Tool, Arguments: v, Definition: c.Definition, raw: a.raw}
 		for l, seen := range ws.labels {
 			if seen {
 				in.Labels = append(in.Labels, l)
@@ -274,12 +277,13 @@ func (r RuleRef) logID() string {
 
 // conditionInputJSON is ConditionInput's JSON form.
 type conditionInputJSON struct {
-	Principal principalJSON   `json:"principal"`
-	Tool      string          `json:"tool"`
-	Arguments json.RawMessage `json:"arguments"`
-	Labels    []string        `json:"labels"`
-	Spent     kernel.Cost     `json:"spent"`
-	Remaining kernel.Cost     `json:"remaining"`
+	Principal  principalJSON   `json:"principal"`
+	Tool       string          `json:"tool"`
+	Arguments  json.RawMessage `json:"arguments"`
+	Labels     []string        `json:"labels"`
+	Spent      kernel.Cost     `json:"spent"`
+	Remaining  kernel.Cost     `json:"remaining"`
+	Definition string          `json:"definition"`
 }
 
 type principalJSON struct {
@@ -291,7 +295,7 @@ type principalJSON struct {
 }
 
 // MarshalJSON writes in as canonical JSON (RFC 8785): {"arguments",
-// "labels", "principal": {"attributes", "groups", "issuer", "scopes",
+// "definition" (left out when empty), "labels", "principal": {"attributes", "groups", "issuer", "scopes",
 // "subject"}, "remaining", "spent", "tool"}, lists never null, costs as
 // exact decimal strings.
 func (in *ConditionInput) MarshalJSON() ([]byte, error) {
@@ -309,6 +313,9 @@ func (in *ConditionInput) MarshalJSON() ([]byte, error) {
 	b := make([]byte, 0, 256+len(args))
 	b = append(b, `{"arguments":`...)
 	b = append(b, args...)
+	if in.Definition != "" {
+		b = canon.AppendString(append(b, `,"definition":`...), in.Definition)
+	}
 	b = appendStrings(append(b, `,"labels":`...), in.Labels)
 	b = append(b, `,"principal":{"attributes":{`...)
 	keys := slices.Collect(maps.Keys(p.Attributes))
@@ -356,7 +363,7 @@ func (in *ConditionInput) UnmarshalJSON(data []byte) error {
 	}
 	*in = ConditionInput{Principal: Principal{Issuer: w.Principal.Issuer, Subject: w.Principal.Subject, Groups: w.Principal.Groups,
 		Scopes: w.Principal.Scopes, Attributes: maps.Clone(w.Principal.Attributes)}, Tool: w.Tool, Arguments: args,
-		Labels: w.Labels, Spent: w.Spent, Remaining: w.Remaining}
+		Labels: w.Labels, Spent: w.Spent, Remaining: w.Remaining, Definition: w.Definition}
 	return nil
 }
 

@@ -163,12 +163,16 @@ func Request(in *toolgate.ConditionInput, server types.EntityUID) (types.Request
 			"groups":  stringSet(p.Groups),
 			"scopes":  stringSet(p.Scopes),
 		})}
-	ctx := types.NewRecord(types.RecordMap{
+	cm := types.RecordMap{
 		"arguments": args,
 		"labels":    stringSet(in.Labels),
 		"spent":     types.Long(in.Spent),
 		"remaining": types.Long(in.Remaining),
-	})
+	}
+	if in.Definition != "" {
+		cm["definition_hash"] = types.String(in.Definition)
+	}
+	ctx := types.NewRecord(cm)
 	req := types.Request{Principal: puid, Action: types.NewEntityUID(TypeAction, types.String(in.Tool)), Resource: server, Context: ctx}
 	return req, Entities{principal}, nil
 }

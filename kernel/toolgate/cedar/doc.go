@@ -63,12 +63,13 @@
 //	           spent:     Long, the caller's budget spent (net of refunds),
 //	                      in thousandths of a unit (the policy's "0.001")
 //	           remaining: Long, the caller's budget left, in thousandths
+//	           definition_hash: String, optional: the pinned hash of the
+//	                      tool's definition ("sha256:…", kernel/toolgate/pin)
+//	                      when the host pins definitions (Call.Definition);
+//	                      test it with context has definition_hash
 //
 // Entities other than the principal (groups, actions, the server) have
-// neither attributes nor parents. The pinned definition hash of a tool is
-// not in the model: the gate's Call carries none yet; when it does, it
-// joins the context as definition_hash (a String), here and in
-// toolgate.ConditionInput.
+// neither attributes nor parents.
 //
 // Arguments become Cedar values at the boundary, never coerced: a
 // string is a String, a boolean a Bool, an object a Record (a member

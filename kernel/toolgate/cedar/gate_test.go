@@ -219,3 +219,36 @@ func TestCompileRefusesBadCedar(t *testing.T) {
 	require.ErrorAs(t, err, &ve)
 	assert.Contains(t, ve.Violations[0].Message, `two policies have the id "a"`)
 }
+
+// TestCedarSeesTheDefinitionHash: a call's pinned definition hash is
+// context.definition_hash, present only when the host pins definitions,
+// and it is recorded with the input, so that a replay sees it too.
+func TestCedarSeesTheDefinitionHash(t *testing.T) {
+	const pinned = "sha256:0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0"
+	p := toolgate.Policy{Budget: 5000, MinCost: 1000, Conditions: []toolgate.ConditionLanguage{cedar.Language{}}, Tools: []toolgate.Rule{
+		{Name: "reviewed", Match: "t", Cost: 1000, When: &toolgate.WhenCondition{Language: "cedar",
+			Text: `permit (principal, action, resource) when { context has definition_hash && context.definition_hash == "` + pinned + `" };`}},
+	}}
+	g, log := newGate(t, p)
+	verdict := func(def string) toolgate.Verdict {
+		d, err := g.Before(ctx, toolgate.Call{Tool: "t", Arguments: []byte(`{}`), Caller: "a", Definition: def})
+		require.NoError(t, err)
+		return d.Verdict
+	}
+	assert.Equal(t, toolgate.Refuse, verdict(""), "no pinned definition: the condition does not permit")
+	assert.Equal(t, toolgate.Refuse, verdict("sha256:"+strings.Repeat("ab", 32)), "another definition")
+	assert.Equal(t, toolgate.Allow, verdict(pinned))
+	var recorded []string
+	for _, e := range entries(t, log) {
+		if strings.Contains(string(e.Payload), `definition\":\"`+pinned) { // in a when: tag, JSON in a string
+			recorded = append(recorded, e.Kind)
+		}
+	}
+	assert.NotEmpty(t, recorded, "the input with its definition is on the log")
+	var in toolgate.ConditionInput
+	require.NoError(t, in.UnmarshalJSON([]byte(`{"arguments":{},"definition":"`+pinned+`","labels":[],"principal":{"attributes":{},"groups":[],"issuer":"","scopes":[],"subject":""},"remaining":"5","spent":"0","tool":"t"}`)))
+	assert.Equal(t, pinned, in.Definition)
+	b, err := in.MarshalJSON()
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `,"definition":"`+pinned+`","labels"`)
+}

@@ -60,7 +60,7 @@ func Schema(tools []Tool) ([]byte, error) {
 		if s != nil {
 			args = recordType(s, 1, "    ")
 		}
-		fmt.Fprintf(&b, "action %s appliesTo {\n  principal: [Principal],\n  resource: [Server],\n  context: {\n    arguments: %s,\n    labels: Set<String>,\n    spent: Long,\n    remaining: Long\n  }\n};\n", quote(t.Name), args)
+		fmt.Fprintf(&b, "action %s appliesTo {\n  principal: [Principal],\n  resource: [Server],\n  context: {\n    arguments: %s,\n    labels: Set<String>,\n    spent: Long,\n    remaining: Long,\n    definition_hash?: String\n  }\n};\n", quote(t.Name), args)
 	}
 	return []byte(b.String()), nil
 }
