@@ -359,6 +359,7 @@ type config struct {
 	auth             authConfig    // -jwks, -issuer, -resource, … (auth.go)
 	observe          observeConfig // -metrics, -decision-log, … (metrics.go)
 	inbox            inboxConfig   // -approvals (inbox.go)
+	pins             pinsConfig    // -pins, -pins-server (pins.go)
 }
 
 const usage = `usage: verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH] [-http ADDR [-jwks FILE|URL -issuer ISS -resource URL [-scopes S]] [-http-caller KEY|-caller-per-session] [-insecure-no-auth]] [-approvals ADDR [-approvals-insecure-no-auth]] [-caller KEY] [-approver NAME] [-sign-key FILE [-checkpoint-every N]] [-metrics ADDR [-insecure-metrics]] [-list auto|all|callable] [-upstream-exit] [-sync-while-running] -- command [args...]`
@@ -407,6 +408,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	addAuthFlags(fs, &c.auth)
 	addObserveFlags(fs, &c.observe)
 	addInboxFlags(fs, &c.inbox)
+	addPinsFlags(fs, &c.pins)
 	fs.StringVar(&c.caller, "caller", "stdio", "the caller key the stdio client's calls are charged to")
 	fs.StringVar(&c.approver, "approver", toolgate.DefaultApprover, "the approver name the client's human answers as")
 	fs.BoolVar(&c.upstreamExit, "upstream-exit", false, "when the upstream exits, exit 1 instead of restarting it")
@@ -443,6 +445,9 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	if err := c.observe.check(); err != nil {
 		return c, err
 	}
+	if err := c.pins.check(); err != nil {
+		return c, err
+	}
 	if err := c.sign.check(fs); err != nil {
 		return c, err
 	}
@@ -471,6 +476,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	if err == nil {
 		err = c.sign.load()
+	}
+	if err == nil {
+		err = c.pins.load(c.upstream)
 	}
 	if err == nil {
 		err = c.auth.load(ctx, c.http, logger)
@@ -641,6 +649,11 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, compiled *tool
 	// The upstream: a child process over stdio (mcp.CommandTransport),
 	// served faithfully by a Proxy and restarted when it dies.
 	proxy := gatemcp.NewProxy(logger)
+	pins, err := c.pins.open(ctx, log, logger)
+	if err != nil {
+		return err
+	}
+	proxy.SetPins(pins)
 	srv := sdk.NewServer(&sdk.Implementation{Name: "verity-mcp", Version: version}, proxy.ServerOptions(nil))
 	start := func(ctx context.Context) (*sdk.ClientSession, error) {
 		cmd := exec.Command(c.upstream[0], c.upstream[1:]...)
@@ -677,6 +690,7 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, compiled *tool
 		Approver: c.approver,
 		Logger:   logger,
 		Listed:   proxy.Listed,
+		Pins:     pins,
 		Listing:  listing,
 		Hold:     c.inbox.enabled(),
 		// -sync-while-running: the decision's fsync runs beside the tool.
@@ -717,7 +731,7 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, compiled *tool
 		"sync_while_running", guard.SyncWhileRunning())
 
 	if c.inbox.enabled() {
-		stopInbox, err := startInbox(c, policy, gate, logger)
+		stopInbox, err := startInbox(c, policy, gate, pins, logger)
 		if err != nil {
 			return err
 		}
