@@ -23,6 +23,11 @@ import (
 	"github.com/verity-go/verity/trace"
 )
 
+// definitionTag starts the tag of an allowed call's kernel execution
+// that names the pinned definition it ran against (Call.Definition):
+// "definition:sha256:…".
+const definitionTag = "definition:"
+
 // SessionPrefix starts every kernel session id the gate makes: the
 // caller "alice" has the session "toolgate:alice".
 const SessionPrefix = "toolgate:"
@@ -599,6 +604,9 @@ func (g *Gate) run(ctx context.Context, cl *caller, d *Decision, ru *Ruling, key
 	if approvalID != "" {
 		a.Tags = append(a.Tags, "approval:"+approvalID)
 	}
+	if c.Definition != "" {
+		a.Tags = append(a.Tags, definitionTag+c.Definition)
+	}
 	var rec kernel.Record
 	var err error
 	cl.at.Store(at.UnixNano()) // the execution is recorded at the decision's time
@@ -620,7 +628,7 @@ func (g *Gate) run(ctx context.Context, cl *caller, d *Decision, ru *Ruling, key
 	}
 	d.Verdict, d.ExecID, d.Seq, d.Reserved, d.ApprovalID, d.Cost = Allow, rec.ExecID, rec.Seq, r.Reserve, approvalID, ru.Cost
 	x := executed{callID: c.ID, approval: approvalID, at: at, labels: ru.Labels, windows: ru.Windows,
-		open: openCall{execID: rec.ExecID, tool: c.Tool, rule: r, cost: ru.Cost, reserved: r.Reserve}}
+		open: openCall{execID: rec.ExecID, tool: c.Tool, rule: r, cost: ru.Cost, reserved: r.Reserve, definition: c.Definition}}
 	if !start.IsZero() {
 		x.open.obs = &observed{decision: *d, started: start, allowed: time.Now()}
 	}
@@ -797,7 +805,7 @@ func (g *Gate) refused(ctx context.Context, d Decision, reason, explanation, app
 	explanation = OneLine(explanation)
 	e := gatelog.Refuse{Session: g.SessionID(c.Caller), Caller: c.Caller, CallID: c.ID, Tool: c.Tool, Reason: reason,
 		Explanation: explanation, ArgumentsSHA256: c.ArgumentsDigest(), ArgumentsSize: len(c.Arguments), Approval: approvalID,
-		Condition: d.Condition}
+		Condition: d.Condition, Definition: c.Definition}
 	if d.Rule.Found {
 		e.Rule, e.RuleName = d.Rule.id(), d.Rule.Name
 		if d.Rule.Index >= 0 {
