@@ -33,6 +33,7 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -297,4 +298,190 @@ func TestPinnedChangeIsRefusedUntilRepinned(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []any{pinned, seen}, echoDefs)
+	// And each execution, the kernel's decision entry, is tagged with it.
+	var tagged []string
+	for _, e := range pinEntries(t, logPath, kernel.KindExecute) {
+		b, err := json.Marshal(e.payload)
+		require.NoError(t, err)
+		m := regexp.MustCompile(`"definition:(sha256:[0-9a-f]{64})"`).FindStringSubmatch(string(b))
+		require.NotNil(t, m, "the execution names its definition: %s", b)
+		tagged = append(tagged, m[1])
+	}
+	assert.Len(t, tagged, 4)
+	assert.Equal(t, pinned, tagged[0])
+	assert.Equal(t, seen, tagged[3])
+}
+
+func TestPinnedNewToolAndRename(t *testing.T) {
+	t.Run("add", func(t *testing.T) {
+		d := newDrift(t, "add")
+		logPath := filepath.Join(t.TempDir(), "trace.log")
+		p := startProxy(t, append([]string{"-policy", writePinsPolicy(t), "-log", logPath, "-approvals", "127.0.0.1:0", "--"}, d.argv(t)...), nil)
+		base := inboxURL(t, p)
+		p.waitShown(t, "crash", "echo", "flip", "search")
+		p.callText(t, "flip", nil)
+		reviews := waitReviews(t, base, "", 1)
+		r := reviews["exfiltrate"]
+		assert.Equal(t, pin.New, r.Change)
+		assert.Empty(t, r.Pinned)
+		p.waitShown(t, "crash", "echo", "flip", "search")
+		refused := p.callText(t, "exfiltrate", map[string]any{"data": "k"})
+		assert.Equal(t, fmt.Sprintf(`refused: tool "exfiltrate" refused: its definition is not the one pinned (pinned none, listed %s): a person must re-approve it`, r.Seen), refused)
+		assert.Equal(t, 0, d.ran(t, "exfiltrate"))
+		assert.Equal(t, "x", p.callText(t, "echo", map[string]any{"text": "x"}))
+
+		code, res := repinPost(t, base, repinBody(r, "expected new tool"), nil)
+		require.Equal(t, http.StatusOK, code, res.Error)
+		p.waitShown(t, "crash", "echo", "exfiltrate", "flip", "search")
+		assert.Equal(t, "sent 1 bytes", p.callText(t, "exfiltrate", map[string]any{"data": "k"}))
+		assert.Equal(t, 1, d.ran(t, "exfiltrate"))
+		require.Equal(t, 0, p.stop(t))
+		var drifts []string
+		for _, e := range pinEntries(t, logPath, gatelog.KindDrift) {
+			drifts = append(drifts, e.payload["change"].(string)+" "+e.payload["tool"].(string))
+		}
+		assert.Equal(t, []string{"new exfiltrate"}, drifts)
+	})
+	t.Run("rename", func(t *testing.T) {
+		d := newDrift(t, "rename")
+		logPath := filepath.Join(t.TempDir(), "trace.log")
+		p := startProxy(t, append([]string{"-policy", writePinsPolicy(t), "-log", logPath, "-approvals", "127.0.0.1:0", "--"}, d.argv(t)...), nil)
+		base := inboxURL(t, p)
+		p.waitShown(t, "crash", "echo", "flip", "search")
+		p.callText(t, "flip", nil)
+		reviews := waitReviews(t, base, "", 2)
+		assert.Equal(t, pin.Removed, reviews["search"].Change)
+		assert.False(t, reviews["search"].CanApprove, "a removed tool has nothing to pin")
+		find := reviews["find"]
+		assert.Equal(t, pin.New, find.Change)
+		p.waitShown(t, "crash", "echo", "flip")
+		assert.Equal(t, `refused: tool "search" refused: the server has no such tool`, p.callText(t, "search", map[string]any{"query": "q"}))
+		assert.Contains(t, p.callText(t, "find", map[string]any{"query": "q"}), `refused: tool "find" refused: its definition is not the one pinned (pinned none, listed `+find.Seen)
+		assert.Equal(t, 0, d.ran(t, "find"))
+
+		code, res := repinPost(t, base, repinBody(find, "renamed search"), nil)
+		require.Equal(t, http.StatusOK, code, res.Error)
+		p.waitShown(t, "crash", "echo", "find", "flip")
+		assert.Equal(t, "no match for q", p.callText(t, "find", map[string]any{"query": "q"}))
+		assert.Equal(t, 1, d.ran(t, "find"))
+		require.Equal(t, 0, p.stop(t))
+		var drifts []string
+		for _, e := range pinEntries(t, logPath, gatelog.KindDrift) {
+			drifts = append(drifts, e.payload["change"].(string)+" "+e.payload["tool"].(string))
+		}
+		assert.Equal(t, []string{"new find", "removed search"}, drifts)
+	})
+}
+
+// TestPinsDriftAtStartAndAfterRestart: the pins trusted on first use are
+// on the log, so a proxy started again over it finds the drift at start;
+// and an upstream that comes back from a restart with another definition
+// is checked before its tools are served.
+func TestPinsDriftAtStartAndAfterRestart(t *testing.T) {
+	d := newDrift(t, "change")
+	pol := writePinsPolicy(t)
+	logPath := filepath.Join(t.TempDir(), "trace.log")
+	args := append([]string{"-policy", pol, "-log", logPath, "--"}, d.argv(t)...)
+
+	p := startProxy(t, args, nil)
+	p.waitShown(t, "crash", "echo", "flip", "search")
+	assert.Equal(t, "a", p.callText(t, "echo", map[string]any{"text": "a"}))
+	require.Equal(t, 0, p.stop(t))
+
+	// The server changes while no proxy runs: the next start finds it.
+	require.NoError(t, os.WriteFile(d.state, []byte("change\n"), 0o600))
+	p = startProxy(t, args, nil)
+	p.waitShown(t, "crash", "flip", "search")
+	assert.Contains(t, p.callText(t, "echo", map[string]any{"text": "b"}), `refused: tool "echo" refused: its definition is not the one pinned`)
+	require.Equal(t, 0, p.stop(t))
+
+	// Back to the pinned definition; then changed behind a restart of
+	// the upstream (crash), with no list_changed.
+	require.NoError(t, os.Remove(d.state))
+	p = startProxy(t, args, nil)
+	p.waitShown(t, "crash", "echo", "flip", "search")
+	assert.Equal(t, "c", p.callText(t, "echo", map[string]any{"text": "c"}))
+	require.NoError(t, os.WriteFile(d.state, []byte("change\n"), 0o600))
+	_, _ = p.cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "crash"})
+	require.Eventually(t, func() bool { return strings.Contains(p.stderr.String(), "upstream restarted") }, 30*time.Second, 20*time.Millisecond)
+	p.waitShown(t, "crash", "flip", "search")
+	assert.Contains(t, p.callText(t, "echo", map[string]any{"text": "d"}), `refused: tool "echo" refused`)
+	assert.Equal(t, 2, d.ran(t, "echo"))
+	require.Equal(t, 0, p.stop(t))
+
+	var drifts []string
+	for _, e := range pinEntries(t, logPath, gatelog.KindPin, gatelog.KindDrift) {
+		drifts = append(drifts, strings.TrimPrefix(e.kind, "toolgate.")+" "+fmt.Sprint(e.payload["change"]))
+	}
+	assert.Equal(t, []string{"pin <nil>", "drift changed", "drift restored", "drift changed"}, drifts, "one pin, trusted once, then each change")
+}
+
+// lockOf is the lock file of the pins a first-use run recorded.
+func lockOf(t *testing.T, logPath string) pin.Lock {
+	pins := pinEntries(t, logPath, gatelog.KindPin)
+	require.Len(t, pins, 1)
+	tools := map[string]string{}
+	for k, v := range pins[0].payload["tools"].(map[string]any) {
+		tools[k] = v.(string)
+	}
+	return pin.Lock{Schema: pin.LockSchemaID, Version: pin.LockVersion, Servers: map[string]pin.ServerLock{"drift": {Tools: tools}}}
+}
+
+func TestPinsLockFile(t *testing.T) {
+	d := newDrift(t, "change")
+	pol := writePinsPolicy(t)
+	first := filepath.Join(t.TempDir(), "first.log")
+	p := startProxy(t, append([]string{"-policy", pol, "-log", first, "--"}, d.argv(t)...), nil)
+	p.waitShown(t, "crash", "echo", "flip", "search")
+	require.Equal(t, 0, p.stop(t))
+	lock := lockOf(t, first)
+	dir := t.TempDir()
+	lockPath := filepath.Join(dir, "pins.json")
+	require.NoError(t, os.WriteFile(lockPath, lock.Encode(), 0o600))
+
+	// Enforced: echo is pinned by the lock, not by first use; once the
+	// server changes it, it is hidden and refused.
+	logPath := filepath.Join(t.TempDir(), "trace.log")
+	p = startProxy(t, append([]string{"-policy", pol, "-log", logPath, "-pins", lockPath, "--"}, d.argv(t)...), nil)
+	p.waitShown(t, "crash", "echo", "flip", "search")
+	p.callText(t, "flip", nil)
+	p.waitShown(t, "crash", "flip", "search")
+	assert.Contains(t, p.callText(t, "echo", map[string]any{"text": "x"}), "pinned "+lock.Servers["drift"].Tools["echo"])
+	require.Equal(t, 0, p.stop(t))
+	pins := pinEntries(t, logPath, gatelog.KindPin)
+	require.Len(t, pins, 1)
+	assert.Equal(t, "lock", pins[0].payload["source"])
+	assert.Equal(t, lock.Digest(), pins[0].payload["lock"])
+
+	// A tool the lock does not name is hidden: here, search.
+	delete(lock.Servers["drift"].Tools, "search")
+	require.NoError(t, os.WriteFile(lockPath, lock.Encode(), 0o600))
+	require.NoError(t, os.Remove(d.state))
+	p = startProxy(t, append([]string{"-policy", pol, "-log", filepath.Join(t.TempDir(), "t.log"), "-pins", lockPath, "--"}, d.argv(t)...), nil)
+	p.waitShown(t, "crash", "echo", "flip")
+	require.Equal(t, 0, p.stop(t))
+
+	// Malformed or tampered: exit 2, one line naming the problem.
+	good := string(lock.Encode())
+	echo := lock.Servers["drift"].Tools["echo"]
+	for name, tc := range map[string]struct{ body, want string }{
+		"unknown member": {strings.Replace(good, `"version"`, `"extra": 1, "version"`, 1), "extra"},
+		"bad hash":       {strings.Replace(good, echo, echo[:len(echo)-1]+"G", 1), "sha256"},
+		"duplicate tool": {strings.Replace(good, `"echo": "`+echo+`"`, `"echo": "`+echo+`", "echo": "`+echo+`"`, 1), "echo"},
+		"not JSON":       {"{", "invalid lock file"},
+		"other server":   {strings.Replace(good, `"drift"`, `"a": {"tools": {}}, "b"`, 1), "-pins-server"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "pins.json")
+			require.NoError(t, os.WriteFile(path, []byte(tc.body), 0o600))
+			var stderr strings.Builder
+			code := run(context.Background(), append([]string{"-policy", pol, "-log", filepath.Join(t.TempDir(), "t.log"), "-pins", path, "--"}, d.argv(t)...),
+				strings.NewReader(""), io.Discard, &stderr)
+			assert.Equal(t, 2, code, stderr.String())
+			first, _, _ := strings.Cut(stderr.String(), "\n")
+			assert.True(t, strings.HasPrefix(first, "verity-mcp: -pins "), first)
+			assert.Contains(t, first, tc.want)
+			assert.Equal(t, 0, d.ran(t, "echo"))
+		})
+	}
 }
