@@ -12,8 +12,8 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/verity-go/verity/kernel/toolgate/pin"
 	gatemcp "github.com/verity-go/verity/kernel/toolgate/mcp"
+	"github.com/verity-go/verity/kernel/toolgate/pin"
 	"github.com/verity-go/verity/trace"
 )
 
