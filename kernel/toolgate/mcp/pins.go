@@ -200,6 +200,21 @@ func (ps *Pins) Observe(ctx context.Context, pages []json.RawMessage, instructio
 		ps.logger.Error("pins: every tool hidden and refused", "server", ps.server, "err", err)
 		return err
 	}
+	// A principal refused on a tool asked about the definition it was
+	// refused on: a tool listed otherwise now is a new question.
+	was := map[string]string{}
+	for _, t := range ps.tools {
+		was[t.Name] = t.Hash
+	}
+	now := map[string]string{}
+	for _, t := range tools {
+		now[t.Name] = t.Hash
+	}
+	for tool := range ps.asked {
+		if was[tool] != now[tool] {
+			delete(ps.asked, tool)
+		}
+	}
 	ps.st, ps.tools, ps.instr, ps.broken, ps.drift = next, tools, instr, nil, out.Drift
 	for _, t := range tools {
 		ps.defs[t.Hash] = t.Definition
