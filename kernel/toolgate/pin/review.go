@@ -93,7 +93,7 @@ func warnings(t Tool, peers []string) []Warning {
 				look = append(look, escape(r))
 			case bidi(r):
 				bid = append(bid, escape(r))
-			case hidden(r) && r != '\r':
+			case hidden(r) && r != '\t' && r != '\n' && r != '\r':
 				inv = append(inv, escape(r))
 			}
 		}

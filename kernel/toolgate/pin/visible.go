@@ -17,7 +17,8 @@ import (
 //     U+200F, U+061C), which reorder what is shown;
 //   - zero-width and other format characters (general category Cf:
 //     U+200B–U+200D, U+2060–U+2064, U+FEFF, U+00AD…), variation
-//     selectors, control characters other than tab and line feed, and
+//     selectors, control characters (tab and line feed too: what is
+//     shown is one line), and
 //     spaces other than U+0020 (U+00A0, U+2000–U+200A, U+3000, the
 //     Hangul fillers…);
 //   - look-alike letters: a Cyrillic or Greek letter in a word that
@@ -92,8 +93,6 @@ func escape(r rune) string {
 // point.
 func hidden(r rune) bool {
 	switch {
-	case r == '\t' || r == '\n':
-		return false
 	case r >= 0xE0000 && r <= 0xE007F, bidi(r):
 		return true
 	case unicode.IsControl(r), unicode.Is(unicode.Cf, r), unicode.Is(unicode.Variation_Selector, r):
@@ -192,7 +191,8 @@ var homoglyphs = map[rune]string{
 
 // formatNames names the invisible characters most used to hide text.
 var formatNames = map[rune]string{
-	0x00A0: "NO-BREAK SPACE", 0x00AD: "SOFT HYPHEN", 0x034F: "COMBINING GRAPHEME JOINER",
+	0x09: "CHARACTER TABULATION", 0x0A: "LINE FEED", 0x0D: "CARRIAGE RETURN", 0x1B: "ESCAPE",
+	0x7F: "DELETE", 0x85: "NEXT LINE", 0x00A0: "NO-BREAK SPACE", 0x00AD: "SOFT HYPHEN", 0x034F: "COMBINING GRAPHEME JOINER",
 	0x061C: "ARABIC LETTER MARK", 0x115F: "HANGUL CHOSEONG FILLER", 0x1160: "HANGUL JUNGSEONG FILLER",
 	0x180E: "MONGOLIAN VOWEL SEPARATOR", 0x200B: "ZERO WIDTH SPACE", 0x200C: "ZERO WIDTH NON-JOINER",
 	0x200D: "ZERO WIDTH JOINER", 0x200E: "LEFT-TO-RIGHT MARK", 0x200F: "RIGHT-TO-LEFT MARK",
