@@ -461,6 +461,9 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 
 // run is the command: it returns the exit status.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "pin" {
+		return runPin(ctx, args[1:], stdout, stderr) // pin_cli.go
+	}
 	c, err := parseArgs(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0

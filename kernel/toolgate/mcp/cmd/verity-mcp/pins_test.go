@@ -485,3 +485,56 @@ func TestPinsLockFile(t *testing.T) {
 		})
 	}
 }
+
+// pinCLI runs `verity-mcp pin ARGS…` and returns its status and output.
+func pinCLI(args ...string) (int, string, string) {
+	var stdout, stderr strings.Builder
+	code := run(context.Background(), append([]string{"pin"}, args...), strings.NewReader(""), &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+// TestPinApproveCommand: `verity-mcp pin review` and `pin approve`
+// re-pin a running proxy's changed tool through its inbox, showing the
+// review first; a stale -seen, an unknown tool and usage errors are
+// refused.
+func TestPinApproveCommand(t *testing.T) {
+	d := newDrift(t, "change")
+	logPath := filepath.Join(t.TempDir(), "trace.log")
+	p := startProxy(t, append([]string{"-policy", writePinsPolicy(t), "-log", logPath, "-approvals", "127.0.0.1:0", "--"}, d.argv(t)...), nil)
+	base := inboxURL(t, p)
+	p.waitShown(t, "crash", "echo", "flip", "search")
+
+	code, out, _ := pinCLI("review", "-inbox", base)
+	assert.Equal(t, 0, code)
+	assert.Equal(t, "every tool the server lists is at its pinned definition\n", out)
+	code, _, errOut := pinCLI("approve", "-inbox", base, "-tool", "echo")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "not drifted")
+
+	p.callText(t, "flip", nil)
+	r := waitReviews(t, base, "", 1)["echo"]
+	code, out, _ = pinCLI("review", "-inbox", base)
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "tool echo: pinned "+r.Pinned+", listed "+r.Seen)
+	assert.Contains(t, out, "id_rsa")
+
+	code, _, errOut = pinCLI("approve", "-inbox", base, "-tool", "echo", "-seen", r.Pinned)
+	assert.Equal(t, 1, code, "a -seen that is not listed now")
+	assert.Contains(t, errOut, "review it again")
+	code, out, errOut = pinCLI("approve", "-inbox", strings.TrimSuffix(base, "/"), "-tool", "echo", "-seen", r.Seen, "-reason", "from the terminal")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "tool echo: pinned "+r.Pinned)
+	assert.Contains(t, out, "re-pinned tool echo to "+r.Seen+" as human")
+	p.waitShown(t, "crash", "echo", "flip", "search")
+	assert.Equal(t, "y", p.callText(t, "echo", map[string]any{"text": "y"}))
+
+	for _, args := range [][]string{{}, {"list"}, {"approve"}, {"approve", "-inbox", base}, {"approve", "-inbox", "ftp://x", "-tool", "a"},
+		{"review", "-inbox", base, "-tool", "a"}, {"approve", "-inbox", base, "-tool", "a", "-seen", "md5:1"}, {"review", "-inbox", base, "extra"}} {
+		code, _, _ := pinCLI(args...)
+		assert.Equal(t, 2, code, "%q", args)
+	}
+	require.Equal(t, 0, p.stop(t))
+	repins := pinEntries(t, logPath, gatelog.KindRepin)
+	require.Len(t, repins, 1)
+	assert.Equal(t, "from the terminal", repins[0].payload["reason"])
+}
