@@ -21,10 +21,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -48,6 +50,38 @@ var driftBin struct {
 	once sync.Once
 	path string
 	err  error
+}
+
+var verityBin struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// verityCommand builds examples/verity (the root module's) once.
+func verityCommand(t testing.TB) string {
+	verityBin.once.Do(func() {
+		verityBin.path = filepath.Join(bins.dir, "verity")
+		cmd := exec.Command("go", "build", "-o", verityBin.path, "./examples/verity")
+		cmd.Dir = "../../../../.."
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			verityBin.err = fmt.Errorf("go build ./examples/verity: %w\n%s", err, out)
+		}
+	})
+	require.NoError(t, verityBin.err)
+	return verityBin.path
+}
+
+// verity runs the verity command and returns its exit status and output.
+func verity(t testing.TB, args ...string) (int, string) {
+	out, err := exec.Command(verityCommand(t), args...).CombinedOutput()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), string(out)
+	}
+	require.NoError(t, err)
+	return 0, string(out)
 }
 
 // driftServer builds internal/driftserver once.
@@ -283,7 +317,9 @@ func TestPinnedChangeIsRefusedUntilRepinned(t *testing.T) {
 			assert.Equal(t, "reviewed the new wording", e.payload["reason"])
 		case e.kind == gatelog.KindRefuse:
 			assert.Equal(t, gatemcp.ReasonDrift, e.payload["reason"])
-			assert.Equal(t, pinned, e.payload["definition"])
+			assert.Nil(t, e.payload["definition"], "a drift refusal trusted no definition")
+			assert.Contains(t, e.payload["explanation"], pinned)
+			assert.Contains(t, e.payload["explanation"], seen)
 		case e.kind == gatelog.KindResult && e.payload["tool"] == "echo":
 			assert.Regexp(t, hashRE, e.payload["definition"], "every decision names its definition")
 		case e.kind == gatelog.KindResult:
@@ -310,6 +346,16 @@ func TestPinnedChangeIsRefusedUntilRepinned(t *testing.T) {
 	assert.Len(t, tagged, 4)
 	assert.Equal(t, pinned, tagged[0])
 	assert.Equal(t, seen, tagged[3])
+
+	// The operator's command agrees: the log verifies, and its replay
+	// finds every decision made against a definition pinned then.
+	code, out := verity(t, "verify", logPath)
+	assert.Equal(t, 0, code, out)
+	code, out = verity(t, "replay", logPath)
+	assert.Equal(t, 0, code, out)
+	code, out = verity(t, "inspect", logPath, "--kind", gatelog.KindRepin)
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "human")
 }
 
 func TestPinnedNewToolAndRename(t *testing.T) {
