@@ -243,3 +243,43 @@ func FuzzPinsListing(f *testing.F) {
 		}
 	})
 }
+
+// TestLockRepinsSurviveARestartWithTheSameLock: a proxy started again
+// with the lock file its log last loaded keeps the re-pins made since;
+// another lock file replaces them.
+func TestLockRepinsSurviveARestartWithTheSameLock(t *testing.T) {
+	ctx := context.Background()
+	log := trace.NewMemoryLog()
+	a1, a2, b := toolDef("a", "one"), toolDef("a", "two"), toolDef("b", "x")
+	lock := pin.Lock{Version: pin.LockVersion, Servers: map[string]pin.ServerLock{"s": {Tools: map[string]string{"a": hashOf(t, a1), "b": hashOf(t, b)}}}}
+	open := func(l pin.Lock) *Pins {
+		ps, err := NewPins(ctx, log, PinOptions{Server: "s", Lock: &l})
+		require.NoError(t, err)
+		require.NoError(t, ps.Observe(ctx, []json.RawMessage{page(a2, b)}, "", false, true))
+		return ps
+	}
+	ps := open(lock)
+	assert.False(t, ps.Visible("a"), "a changed from the lock")
+	assert.True(t, ps.Visible("b"))
+	require.NoError(t, ps.Repin(ctx, "a", hashOf(t, a1), hashOf(t, a2), "human", "ok"))
+	assert.True(t, ps.Visible("a"))
+
+	ps = open(lock)
+	assert.True(t, ps.Visible("a"), "the same lock: the re-pin stands")
+	locks := 0
+	for e, err := range log.Entries(ctx, 0) {
+		require.NoError(t, err)
+		if e.Kind == gatelog.KindPin {
+			locks++
+		}
+	}
+	assert.Equal(t, 1, locks, "the same lock is not recorded twice")
+
+	other := pin.Lock{Version: pin.LockVersion, Servers: map[string]pin.ServerLock{"s": {Tools: map[string]string{"a": hashOf(t, a1)}}}}
+	ps = open(other)
+	assert.False(t, ps.Visible("a"), "another lock replaces the re-pin")
+	assert.False(t, ps.Visible("b"), "and pins only what it names")
+
+	_, err := NewPins(ctx, log, PinOptions{Server: "t", Lock: &other})
+	assert.ErrorContains(t, err, `no server "t"`)
+}

@@ -584,3 +584,28 @@ func TestPinApproveCommand(t *testing.T) {
 	require.Len(t, repins, 1)
 	assert.Equal(t, "from the terminal", repins[0].payload["reason"])
 }
+
+// TestPinsUsage: -pins's values and -pins-server are checked before
+// anything starts (exit 2, one line).
+func TestPinsUsage(t *testing.T) {
+	d := newDrift(t, "change")
+	pol := writePinsPolicy(t)
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"-pins", ""}, "-pins may not be empty"},
+		{[]string{"-pins", "off", "-pins-server", "x"}, "-pins-server needs pinning"},
+		{[]string{"-pins", filepath.Join(dir, "missing.json")}, "-pins: open"},
+		{[]string{"-pins", dir}, "not a regular file"},
+	} {
+		var stderr strings.Builder
+		args := append(append([]string{"-policy", pol, "-log", filepath.Join(dir, "t.log")}, tc.flags...), "--")
+		code := run(context.Background(), append(args, d.argv(t)...), strings.NewReader(""), io.Discard, &stderr)
+		assert.Equal(t, 2, code, "%q", tc.flags)
+		first, _, _ := strings.Cut(stderr.String(), "\n")
+		assert.Contains(t, first, tc.want, "%q", tc.flags)
+	}
+	assert.Equal(t, 0, d.ran(t, "echo"))
+}
