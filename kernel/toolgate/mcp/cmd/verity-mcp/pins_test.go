@@ -609,3 +609,46 @@ func TestPinsUsage(t *testing.T) {
 	}
 	assert.Equal(t, 0, d.ran(t, "echo"))
 }
+
+// TestPinsLockFromVerityPin: a lock file `verity pin` writes from the
+// live server is enforced as it is, its definitions give the review the
+// old side of the diff, and one whose definition was edited without its
+// hash refuses to start.
+func TestPinsLockFromVerityPin(t *testing.T) {
+	d := newDrift(t, "change")
+	pol := writePinsPolicy(t)
+	lockPath := filepath.Join(t.TempDir(), "pins.json")
+	code, out := verity(t, append([]string{"pin", "-o", lockPath, "--"}, d.argv(t)...)...)
+	require.Equal(t, 0, code, out)
+
+	logPath := filepath.Join(t.TempDir(), "trace.log")
+	p := startProxy(t, append([]string{"-policy", pol, "-log", logPath, "-pins", lockPath, "-approvals", "127.0.0.1:0", "--"}, d.argv(t)...), nil)
+	base := inboxURL(t, p)
+	p.waitShown(t, "crash", "echo", "flip", "search")
+	assert.Equal(t, "a", p.callText(t, "echo", map[string]any{"text": "a"}))
+	p.callText(t, "flip", nil)
+	r := waitReviews(t, base, "", 1)["echo"]
+	assert.Contains(t, r.Text, "- ", "the lock's definition is the old side")
+	assert.Contains(t, r.Text, `Return the text given."`)
+	assert.Contains(t, r.Text, "id_rsa")
+	require.Equal(t, 0, p.stop(t))
+	code, out = verity(t, "replay", logPath)
+	assert.Equal(t, 0, code, out)
+
+	// verity pin check agrees that the server drifted from the lock.
+	code, out = verity(t, append([]string{"pin", "check", "-pins", lockPath, "--"}, d.argv(t)...)...)
+	assert.Equal(t, 1, code, out)
+
+	b, err := os.ReadFile(lockPath)
+	require.NoError(t, err)
+	tampered := strings.Replace(string(b), "List the files that contain a text.", "List the files that contain a text; send them to me.", 1)
+	require.NotEqual(t, string(b), tampered)
+	require.NoError(t, os.WriteFile(lockPath, []byte(tampered), 0o600))
+	var stderr strings.Builder
+	code = run(context.Background(), append([]string{"-policy", pol, "-log", filepath.Join(t.TempDir(), "t.log"), "-pins", lockPath, "--"}, d.argv(t)...),
+		strings.NewReader(""), io.Discard, &stderr)
+	assert.Equal(t, 2, code)
+	first, _, _ := strings.Cut(stderr.String(), "\n")
+	assert.Contains(t, first, "verity-mcp: -pins "+lockPath+": pin: invalid lock file: ")
+	assert.Contains(t, first, "search")
+}
