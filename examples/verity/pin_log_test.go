@@ -10,6 +10,7 @@ import (
 
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	"github.com/verity-go/verity/kernel/toolgate/pin"
 	"github.com/verity-go/verity/trace"
 )
@@ -65,6 +66,11 @@ func pinnedGateLog(t *testing.T, forged string) string {
 	list(readPoisoned, writeTool)
 	_, err = state.Check("files", "read_file")
 	require.Error(t, err, "the host refuses the changed tool before the gate")
+	// The host records its refusal naming the pin it refused against.
+	refusal := gatelog.Refuse{Session: "toolgate:agent", Caller: "agent", CallID: "drifted", Tool: "read_file", Reason: "definition",
+		Explanation: err.Error(), ArgumentsSHA256: "x", Definition: hashOf(t, readTool)}
+	_, err = log.Append(ctx, gatelog.KindRefuse, refusal.AppendJSON(nil))
+	require.NoError(t, err)
 	next, out, err := state.Repin(pin.Approval{Server: "files", Tool: "read_file", Old: hashOf(t, readTool), New: hashOf(t, readPoisoned),
 		Approver: "alice", RequestedBy: "agent", Reason: "reviewed the new description"})
 	require.NoError(t, err)
@@ -100,7 +106,7 @@ func TestInspectAndReplayShowPins(t *testing.T) {
 
 	r = verity(t, "replay", path)
 	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
-	assert.Contains(t, r.stdout, "pins: 3 entries, servers [files]; 3 decisions named a definition pinned when they were made")
+	assert.Contains(t, r.stdout, "pins: 3 entries, servers [files]; 4 decisions named a definition pinned when they were made")
 	assert.Contains(t, r.stdout, "files/read_file "+new+" (re_pin by alice)")
 
 	// A decision that names a definition not pinned at that moment — the
@@ -109,4 +115,35 @@ func TestInspectAndReplayShowPins(t *testing.T) {
 	assert.Equal(t, exitReplay, r.code, r.stdout+r.stderr)
 	assert.Contains(t, r.stderr, `execution`)
 	assert.Contains(t, r.stderr, `of tool "read_file" was decided against definition `+old+", which is not pinned there")
+}
+
+// TestViewToolCallsNameTheirDefinition: the page's tool calls table
+// names the definition each call was decided against.
+func TestViewToolCallsNameTheirDefinition(t *testing.T) {
+	base, _ := startView(t, pinnedGateLog(t, ""))
+	var page callsPage
+	getJSON(t, base+"api/calls", &page)
+	var defs []string
+	for _, r := range page.Rows {
+		defs = append(defs, r.Tool+" "+r.Verdict+" "+r.Definition)
+	}
+	assert.Equal(t, []string{
+		"read_file allowed " + hashOf(t, readTool),
+		"read_file refused " + hashOf(t, readTool),
+		"read_file allowed " + hashOf(t, readPoisoned),
+		"write_file refused " + hashOf(t, writeTool),
+	}, defs)
+}
+
+// TestViewPinnedCallsInChromium: the page shows, under each call's tool,
+// the definition it was decided against, and the pin, drift and re-pin
+// entries in the timeline.
+func TestViewPinnedCallsInChromium(t *testing.T) {
+	bin := chromium(t)
+	base, _ := startView(t, pinnedGateLog(t, ""))
+	dom := browse(t, bin, base, "--dump-dom")
+	require.Contains(t, dom, `data-ready="true"`, "the page's script finished loading its data")
+	assert.Regexp(t, `<td class="tool">read_file<div class="why definition" title="`+hashOf(t, readPoisoned)+`">definition sha256:[0-9a-f]{12}…</div></td><td class="verdict"><span class="v v-allowed">allowed</span>`, dom)
+	assert.Equal(t, 4, count(dom, `class="why definition"`))
+	assert.Contains(t, dom, "re-pinned tool read_file of server files")
 }

@@ -59,7 +59,7 @@ func (p *pinReplay) add(e trace.Entry) error {
 			return err
 		}
 		if r := v.(gatelog.Refuse); r.Definition != "" {
-			return p.pinned("refusal of call "+r.CallID, r.Tool, r.Definition)
+			return p.pinned("refusal of call "+r.CallID, r.Tool, r.Definition, false)
 		}
 	case gatelog.KindResult:
 		v, err := gatelog.Decode(e)
@@ -88,7 +88,7 @@ func (p *pinReplay) add(e trace.Entry) error {
 		}
 		for _, tag := range rec.Action.Tags {
 			if def, ok := strings.CutPrefix(tag, definitionTag); ok {
-				if err := p.pinned("execution "+rec.ExecID, rec.Action.ID, def); err != nil {
+				if err := p.pinned("execution "+rec.ExecID, rec.Action.ID, def, true); err != nil {
 					return err
 				}
 				p.execs[rec.ExecID] = def
@@ -99,13 +99,19 @@ func (p *pinReplay) add(e trace.Entry) error {
 }
 
 // pinned checks that def is the pinned definition of tool, on a server
-// the log pins, at this point of the log.
-func (p *pinReplay) pinned(what, tool, def string) error {
+// the log pins, at this point of the log — and, for a call that ran
+// (listed), that the server listed it at its pin then (pin.State.Check).
+// A refusal names the pin it refused against even when the server lists
+// another definition (the host refuses a drifted tool so).
+func (p *pinReplay) pinned(what, tool, def string, listed bool) error {
 	p.decisions++
 	var why []string
 	for _, s := range slices.Sorted(maps.Keys(p.servers)) {
 		h, err := p.state.Check(s, tool)
 		if err == nil && h == def {
+			return nil
+		}
+		if pins, _ := p.state.Pins(s); !listed && pins[tool].Hash == def {
 			return nil
 		}
 		if err != nil {

@@ -585,7 +585,14 @@ func (g *Gate) run(ctx context.Context, cl *caller, d *Decision, ru *Ruling, key
 		}
 	}
 
-	tags := make([]string, 0, 2+len(r.tags)+len(ru.Windows))
+	extra := 0 // the approval and definition tags, room made for them at once
+	if approvalID != "" {
+		extra++
+	}
+	if c.Definition != "" {
+		extra++
+	}
+	tags := make([]string, 0, 2+extra+len(r.tags)+len(ru.Windows))
 	tags = append(tags, "call:"+c.ID)
 	tags = append(tags, r.tags...)
 	for _, w := range ru.Windows {

@@ -81,6 +81,16 @@
 // of the server's other tools. They are warnings, never refusals: the
 // person reviewing decides.
 //
+// # Annotations
+//
+// A tool's annotations (readOnlyHint, destructiveHint, idempotentHint,
+// openWorldHint) are members of its definition, so they are pinned with
+// it: a server that turns a destructive tool "read-only" changes its hash
+// and the tool is refused until a person re-approves it. A host that lets
+// such hints inform its policy reads them from the definition whose hash
+// Check returned — never from a listing that is not pinned — and lets the
+// policy's own tiers override them.
+//
 // # What it does not do
 //
 // The package reads bytes and returns values: it runs no server, writes

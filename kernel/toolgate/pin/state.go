@@ -301,8 +301,10 @@ func (s State) drift(name string) []gatelog.Drift {
 // pinned to it (SourceLock), replacing its pins and forgetting what its
 // listings showed (list it again), and from then on no server is trusted
 // on first use — a server the lock does not name has every tool
-// unpinned. A lock file replaces re-pins recorded before it: record an
-// approved change in the lock file too.
+// unpinned (one pinned before is recorded so). A lock file replaces
+// re-pins recorded before it: record an approved change in the lock file
+// too, and let a host that restarts with the lock file it loaded last
+// (the Lock of its last pin entry, Lock.Digest) not load it again.
 func (s State) LockLoaded(l Lock) (State, Outcome) {
 	lockDigest := l.Digest()
 	var recs []any
@@ -318,6 +320,11 @@ func (s State) LockLoaded(l Lock) (State, Outcome) {
 			p.Instructions = sl.Instructions
 		}
 		recs = append(recs, p)
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.servers)) {
+		if _, named := l.Servers[name]; !named { // pinned before, by first use or another lock
+			recs = append(recs, gatelog.Pin{Server: name, Source: string(SourceLock), Tools: map[string]string{}, Lock: lockDigest})
+		}
 	}
 	return s.commit(recs)
 }
@@ -380,11 +387,15 @@ func (s State) Repin(a Approval) (State, Outcome, error) {
 // commit applies recs to s and returns the entries that record them.
 func (s State) commit(recs []any) (State, Outcome) {
 	var out Outcome
+	if len(recs) == 0 {
+		return s, out
+	}
+	bt := s.batch()
 	for _, r := range recs {
 		r = validUTF8(r)
-		b, err := canon.Marshal(r)
+		payload, err := canon.Marshal(r)
 		if err != nil { // only valid strings and maps of them: cannot happen
-			b = nil
+			payload = nil
 		}
 		var kind string
 		switch r.(type) {
@@ -395,10 +406,10 @@ func (s State) commit(recs []any) (State, Outcome) {
 		case gatelog.Repin:
 			kind = gatelog.KindRepin
 		}
-		s = s.apply(r)
-		out.Entries = append(out.Entries, Entry{Kind: kind, Payload: b})
+		bt.apply(r)
+		out.Entries = append(out.Entries, Entry{Kind: kind, Payload: payload})
 	}
-	return s, out
+	return bt.State, out
 }
 
 // validUTF8 returns r with every string's invalid UTF-8 as U+FFFD, as
@@ -445,40 +456,80 @@ func (s State) Apply(e trace.Entry) (State, error) {
 // entry, in order. It stops at the first error the entries or their
 // reader give.
 func Replay(entries iter.Seq2[trace.Entry, error]) (State, error) {
-	var s State
+	b := State{}.batch()
 	for e, err := range entries {
 		if err != nil {
 			return State{}, err
 		}
-		if s, err = s.Apply(e); err != nil {
-			return State{}, err
+		switch e.Kind {
+		case gatelog.KindPin, gatelog.KindDrift, gatelog.KindRepin:
+		default:
+			continue
 		}
+		v, err := gatelog.Decode(e)
+		if err != nil {
+			return State{}, fmt.Errorf("pin: entry %d: %w", e.Seq, err)
+		}
+		b.apply(v)
 	}
-	return s, nil
+	return b.State, nil
 }
 
-// apply is the one transition of a State: the effect of one pin record.
+// apply is the one transition of a State: the effect of one pin record,
+// on a copy.
 func (s State) apply(r any) State {
+	b := s.batch()
+	b.apply(r)
+	return b.State
+}
+
+// batch is a State being changed by several records at once: the
+// servers it changed already are its own, changed in place, so that a
+// step or a replay of n records copies each server once, not n times.
+type batch struct {
+	State
+	own map[*server]bool
+}
+
+// batch starts a batch over a copy of s's server index.
+func (s State) batch() *batch {
 	next := State{servers: maps.Clone(s.servers), locked: s.locked}
 	if next.servers == nil {
 		next.servers = map[string]*server{}
 	}
+	return &batch{State: next, own: map[*server]bool{}}
+}
+
+// server returns the batch's own copy of the named server.
+func (b *batch) server(name string) *server {
+	sv := b.servers[name]
+	if sv != nil && b.own[sv] {
+		return sv
+	}
+	if sv == nil {
+		sv = &server{}
+	}
+	sv = sv.clone()
+	b.own[sv] = true
+	b.servers[name] = sv
+	return sv
+}
+
+// apply is the one transition: the effect of one pin record.
+func (b *batch) apply(r any) {
 	switch r := r.(type) {
 	case gatelog.Pin:
 		sv := &server{pins: make(map[string]Pin, len(r.Tools)), seen: map[string]string{}, instructions: r.Instructions}
 		for name, h := range r.Tools {
 			sv.pins[name] = Pin{Hash: h, Source: Source(r.Source)}
 		}
-		next.servers[r.Server] = sv
+		b.servers[r.Server] = sv
+		b.own[sv] = true
 		if r.Source == string(SourceLock) {
-			next.locked = true
+			b.locked = true
 		}
 	case gatelog.Drift:
-		sv := &server{}
-		if old := s.servers[r.Server]; old != nil {
-			sv = old
-		}
-		sv = sv.clone()
+		sv := b.server(r.Server)
 		switch {
 		case r.Change == Instructions:
 			sv.seenInstructions, sv.drifted = r.Seen, r.Seen != sv.instructions
@@ -493,16 +544,9 @@ func (s State) apply(r any) State {
 		default:
 			sv.seen[r.Tool] = r.Seen
 		}
-		next.servers[r.Server] = sv
 	case gatelog.Repin:
-		sv := &server{}
-		if old := s.servers[r.Server]; old != nil {
-			sv = old
-		}
-		sv = sv.clone()
+		sv := b.server(r.Server)
 		sv.pins[r.Tool] = Pin{Hash: r.New, Source: SourceRepin, Approver: r.Approver}
 		delete(sv.seen, r.Tool)
-		next.servers[r.Server] = sv
 	}
-	return next
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -131,6 +132,11 @@ func (pm *pinMachine) loadLock(t *rapid.T) {
 	pm.s, out = pm.s.LockLoaded(l)
 	pm.record(t, out)
 	pm.m.locked = true
+	for name := range pm.m.servers {
+		if _, named := l.Servers[name]; !named {
+			pm.m.servers[name] = &modelServer{pins: map[string]string{}}
+		}
+	}
 	for name, sl := range l.Servers {
 		pm.m.servers[name] = &modelServer{pins: maps.Clone(sl.Tools)}
 	}
@@ -252,6 +258,69 @@ func TestReplayYieldsTheLivePins(t *testing.T) {
 		_, ro := replayed.Listed(l)
 		if fmt.Sprint(lo) != fmt.Sprint(ro) {
 			t.Fatalf("the next listing: replayed %v, live %v", ro, lo)
+		}
+	})
+}
+
+// snapshot is everything a State answers, for comparisons.
+func snapshot(s pin.State) string {
+	var b strings.Builder
+	fmt.Fprintln(&b, s.Locked())
+	for _, srv := range servers {
+		p, i := s.Pins(srv)
+		fmt.Fprintln(&b, srv, p, i)
+		for _, tool := range toolNames {
+			h, err := s.Check(srv, tool)
+			fmt.Fprintln(&b, tool, h, err)
+		}
+	}
+	return b.String()
+}
+
+// TestStepsLeaveTheOldStateAsItWas: a State is a value — a listing, a
+// lock file or a re-pin returns a new one and the old one answers as
+// before (a host whose entries could not be appended keeps it).
+func TestStepsLeaveTheOldStateAsItWas(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		pm := newPinMachine(t)
+		for range rapid.IntRange(0, 20).Draw(t, "steps") {
+			before := pm.s
+			was := snapshot(before)
+			switch rapid.IntRange(0, 4).Draw(t, "step") {
+			case 0:
+				pm.loadLock(t)
+			case 1:
+				pm.approve(t)
+			default:
+				pm.list(t)
+			}
+			if now := snapshot(before); now != was {
+				t.Fatalf("the old State changed:\n%s\nnow\n%s", was, now)
+			}
+		}
+	})
+}
+
+// FuzzApply: any entry applied to a State with pins is applied or an
+// error, never a panic, and an error leaves the State as it was.
+func FuzzApply(f *testing.F) {
+	const h = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+	f.Add("toolgate.pin", []byte(`{"server":"files","source":"lock","tools":{"read":"`+h+`"}}`))
+	f.Add("toolgate.drift", []byte(`{"server":"files","tool":"read","change":"removed","pinned":"`+h+`"}`))
+	f.Add("toolgate.repin", []byte(`{"server":"x","tool":"y","new":"`+h+`","approver":"a","reason":""}`))
+	f.Add("toolgate.drift", []byte(`{"server":"files","change":"instructions","seen":"`+h+`"}`))
+	f.Fuzz(func(t *testing.T, kind string, payload []byte) {
+		s, _ := pin.State{}.Listed(listingOf(3, 0))
+		before := fmt.Sprint(s.Pins("files"))
+		next, err := s.Apply(trace.Entry{Kind: kind, Payload: payload})
+		if err != nil && fmt.Sprint(next.Pins("files")) != before {
+			t.Fatal("a refused entry changed the State")
+		}
+		for i := range 3 {
+			_, _ = next.Check("files", fmt.Sprintf("tool_%d", i))
+		}
+		if fmt.Sprint(s.Pins("files")) != before {
+			t.Fatal("Apply changed the State it was given")
 		}
 	})
 }
