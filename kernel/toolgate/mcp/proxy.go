@@ -82,6 +82,8 @@ type Proxy struct {
 	lastRaw map[string]json.RawMessage // the last tools/list page received, by cursor
 	pins    *Pins                      // the definitions enforced (SetPins); nil: none
 
+	rmu sync.Mutex // one refresh at a time: listings are checked in the order read
+
 	pmu     sync.Mutex
 	pending map[any]*rawSink // calls in flight by JSON-RPC id
 
@@ -243,6 +245,8 @@ func (p *Proxy) session() *sdk.ClientSession {
 // tells srv's clients (through srv's own tool registry, which the
 // Middleware answers for).
 func (p *Proxy) refresh(ctx context.Context) error {
+	p.rmu.Lock()
+	defer p.rmu.Unlock()
 	up := p.session()
 	if up == nil {
 		return ErrUpstreamDown
