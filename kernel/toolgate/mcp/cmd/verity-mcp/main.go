@@ -77,7 +77,9 @@
 // prints the reviews). The re-pin is a toolgate.repin entry naming the
 // approver; the tool's next call runs, once per call, against the new
 // definition. Every call's execution, result and refusal entries name
-// the definition hash it was decided against.
+// the definition hash it was decided against. Without -approvals a
+// changed tool stays hidden until a lock file pins it: `verity pin -o`
+// (or `verity pin approve` on an existing one), then -pins with it.
 //
 // # Failures
 //
