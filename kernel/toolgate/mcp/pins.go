@@ -283,9 +283,9 @@ func (ps *Pins) Visible(tool string) bool {
 // pinned hash of the definition call runs against (toolgate.Call.
 // Definition). A call of a tool whose listed definition is not pinned is
 // refused: it is recorded on the log as a gatelog.KindRefuse entry
-// (reason ReasonDrift; nothing is charged; no definition, since none was
-// trusted — the explanation names both hashes, as the drift entry
-// before it does), its principal is noted as one who may not re-pin the tool,
+// (reason ReasonDrift; nothing is charged; its definition the pin it was
+// refused against, none for a new tool — the explanation names both
+// hashes, as the drift entry before it does), its principal is noted as one who may not re-pin the tool,
 // and the error, one line naming the tool and both hashes, is what the
 // model reads.
 func (ps *Pins) Definition(ctx context.Context, call toolgate.Call) (string, error) {
@@ -307,11 +307,12 @@ func (ps *Pins) Definition(ctx context.Context, call toolgate.Call) (string, err
 	if broken == nil && err == nil {
 		return h, nil
 	}
-	explanation := ""
+	explanation, pinned := "", ""
 	switch {
 	case broken != nil:
 		explanation = fmt.Sprintf("tool %q refused: %v", call.Tool, broken)
 	case refused != nil:
+		pinned = refused.Pinned
 		explanation = fmt.Sprintf("tool %q refused: its definition is not the one pinned (pinned %s, listed %s): a person must re-approve it",
 			call.Tool, noneIfEmpty(refused.Pinned), noneIfEmpty(refused.Seen))
 	default:
@@ -323,7 +324,7 @@ func (ps *Pins) Definition(ctx context.Context, call toolgate.Call) (string, err
 	}
 	e := gatelog.Refuse{Session: toolgate.SessionPrefix + call.Caller, Caller: call.Caller, CallID: call.ID, Tool: call.Tool,
 		Reason: ReasonDrift, Explanation: explanation, ArgumentsSHA256: call.ArgumentsDigest(), ArgumentsSize: len(call.Arguments),
-		Condition: ConditionDefinition}
+		Condition: ConditionDefinition, Definition: pinned}
 	entry, lerr := ps.log.Append(context.WithoutCancel(ctx), gatelog.KindRefuse, e.AppendJSON(nil))
 	if lerr != nil {
 		ps.logger.Error("pins: recording a refusal", "tool", call.Tool, "err", lerr)

@@ -317,7 +317,7 @@ func TestPinnedChangeIsRefusedUntilRepinned(t *testing.T) {
 			assert.Equal(t, "reviewed the new wording", e.payload["reason"])
 		case e.kind == gatelog.KindRefuse:
 			assert.Equal(t, gatemcp.ReasonDrift, e.payload["reason"])
-			assert.Nil(t, e.payload["definition"], "a drift refusal trusted no definition")
+			assert.Equal(t, pinned, e.payload["definition"], "refused against its pin")
 			assert.Contains(t, e.payload["explanation"], pinned)
 			assert.Contains(t, e.payload["explanation"], seen)
 		case e.kind == gatelog.KindResult && e.payload["tool"] == "echo":
@@ -387,6 +387,8 @@ func TestPinnedNewToolAndRename(t *testing.T) {
 			drifts = append(drifts, e.payload["change"].(string)+" "+e.payload["tool"].(string))
 		}
 		assert.Equal(t, []string{"new exfiltrate"}, drifts)
+		code, out := verity(t, "replay", logPath)
+		assert.Equal(t, 0, code, out)
 	})
 	t.Run("rename", func(t *testing.T) {
 		d := newDrift(t, "rename")
@@ -416,6 +418,8 @@ func TestPinnedNewToolAndRename(t *testing.T) {
 			drifts = append(drifts, e.payload["change"].(string)+" "+e.payload["tool"].(string))
 		}
 		assert.Equal(t, []string{"new find", "removed search"}, drifts)
+		code, out := verity(t, "replay", logPath)
+		assert.Equal(t, 0, code, out)
 	})
 }
 
@@ -460,6 +464,8 @@ func TestPinsDriftAtStartAndAfterRestart(t *testing.T) {
 		drifts = append(drifts, strings.TrimPrefix(e.kind, "toolgate.")+" "+fmt.Sprint(e.payload["change"]))
 	}
 	assert.Equal(t, []string{"pin <nil>", "drift changed", "drift restored", "drift changed"}, drifts, "one pin, trusted once, then each change")
+	code, out := verity(t, "replay", logPath)
+	assert.Equal(t, 0, code, out)
 }
 
 // lockOf is the lock file of the pins a first-use run recorded.
