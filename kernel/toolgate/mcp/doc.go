@@ -221,6 +221,66 @@
 // RelayMiddleware; the proxy advertises those capabilities upstream, not
 // roots of its own.
 //
+// # Pinned definitions
+//
+// A tool's definition — its description, schemas, annotations — is an
+// instruction to the model, which the server may change after it was
+// reviewed. Pins (Proxy.SetPins, Options.Pins) holds what each of the
+// upstream's tools is trusted to be, as kernel/toolgate/pin's pure
+// pin.State, and enforces it: the SHA-256 of the RFC 8785 form of each
+// tool's whole definition as the upstream listed it, pinned from a lock
+// file (PinOptions.Lock) or, without one, from the first complete
+// listing (trust on first use, a gatelog.KindPin entry). Every listing is
+// checked — the whole of it at Attach (start, every restart and
+// reconnect) and on tools/list_changed, and each page a client asks for
+// — and a difference from the pins is recorded (gatelog.KindDrift)
+// before any client hears of it. A tool whose listed definition is not
+// its pinned one, changed or new, is left out of the tools/list a client
+// receives, the others as the upstream wrote them, and a call of it is
+// refused before the gate with a reason naming the tool and both hashes
+// ("tool \"echo\" refused: its definition is not the one pinned (pinned
+// sha256:…, listed sha256:…): a person must re-approve it"): never asked
+// of a human, never charged, recorded as a gatelog.KindRefuse entry with
+// the reason ReasonDrift. The rest of the server keeps working. A
+// listing that cannot be checked (a definition that is not a JSON object
+// with a name, a name listed twice) or a drift that cannot be recorded
+// hides and refuses every tool until one can (fail closed).
+//
+// A person re-pins a changed tool (Pins.Repin: a gatelog.KindRepin entry
+// naming the approver), having seen the two definitions (Pins.Reviews;
+// verity-mcp's approval inbox renders pin.Compare's diff, in which
+// invisible and look-alike characters are written as visible escapes);
+// the re-pin names the two hashes reviewed, and is refused when either
+// moved since. A principal whose call was refused on the tool may not
+// re-pin it. Every call the Guard lets through records its tool's pinned
+// hash (toolgate.Call.Definition): the gate writes it on the call's
+// execution (tag "definition:sha256:…"), result and refusal entries, so
+// that the log says, for each decision, which definition it trusted.
+// Pins are rebuilt from the log (NewPins replays the pin entries): a
+// restarted proxy keeps the pins trusted on first use and the re-pins;
+// a lock file whose digest the log's last pin names already keeps the
+// re-pins made since, and a new lock file replaces them.
+//
+// The upstream's instructions (its initialize result's) are pinned and
+// their drift recorded, but change nothing: the proxy does not pass them
+// on to its clients. A call held for an approval (Options.Hold) was
+// checked when it arrived; a drift while it waits does not recall it.
+// Only Proxy (verity-mcp) pins; Forward does not.
+//
+// Annotations — readOnlyHint, destructiveHint, idempotentHint,
+// openWorldHint — are hints the server writes about itself. They are
+// part of the pinned definition, so a server that flips
+// destructiveHint is a drift like any other; but the policy does not read
+// them: a tool's tier, cost and approvals come from its rule only. The
+// way they could feed it, not built: for a tool no rule matches under
+// "unknown_tools": "allow", a pinned definition's destructiveHint true
+// would raise the default rule's tier to DELETE (and readOnlyHint true
+// with no destructiveHint would keep it READ), read from the definition
+// whose hash the call records — never from an unpinned or drifted one,
+// which is refused anyway — and any rule that matches the tool, and
+// every tier the policy names, would override the hint. That needs a
+// policy member (toolgate.Policy) and is left to a change of the policy.
+//
 // # Honest about failures
 //
 // A call runs within its rule's timeout (policy "timeout", per rule or
@@ -264,7 +324,13 @@
 // exactly the calls that reached it (TestUnreachedCallsAreNeverCharged,
 // rapid); a tool the upstream lacks never reaches the gate
 // (TestUnlistedToolNeverReachesTheGate); filtering a tools/list never
-// panics (FuzzFilterTools). The proxy's tests, with a real upstream
+// panics (FuzzFilterTools). A call runs only against a definition whose
+// hash is pinned at that moment, and records that hash, whatever the
+// sequence of listings, client pages, re-pins and restarts
+// (TestCallRunsOnlyAgainstAPinnedDefinition, rapid, against a naive
+// model); a listing that cannot be checked hides every tool
+// (TestUnreadableListingHidesEverything); a page shown to a client holds
+// only pinned definitions (FuzzPinsListing). The proxy's tests, with a real upstream
 // server process, are listed in cmd/verity-mcp.
 //
 // # What it does not cover

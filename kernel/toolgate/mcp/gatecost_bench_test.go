@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -26,7 +27,14 @@ import (
 // goroutine of its own, as the SDK runs each request, so that the stack
 // a call grows is counted too. cpu-ns/op is the process's CPU time per
 // call (on a shared machine, ns/op also counts waiting for a core).
-func BenchmarkGuardCall(b *testing.B) {
+func BenchmarkGuardCall(b *testing.B) { benchGuardCall(b, false) }
+
+// BenchmarkGuardCallPinned is BenchmarkGuardCall with the tool's
+// definition pinned (Options.Pins, as verity-mcp runs by default): each
+// call also checks its tool's pin and records its hash.
+func BenchmarkGuardCallPinned(b *testing.B) { benchGuardCall(b, true) }
+
+func benchGuardCall(b *testing.B, pinned bool) {
 	store, err := trace.OpenFile(filepath.Join(b.TempDir(), "gate.log"), trace.FileOptions{Sync: trace.SyncManual})
 	if err != nil {
 		b.Fatal(err)
@@ -42,7 +50,19 @@ func BenchmarkGuardCall(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	gd, err := gatemcp.New(g, gatemcp.Options{Logger: logger, Caller: func(context.Context, *sdk.CallToolRequest) string { return "stdio" }})
+	opts := gatemcp.Options{Logger: logger, Caller: func(context.Context, *sdk.CallToolRequest) string { return "stdio" }}
+	if pinned {
+		ps, err := gatemcp.NewPins(ctx, log, gatemcp.PinOptions{Server: "bench"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		listing := []byte(`{"tools":[{"name":"echo","description":"Return the text given.","inputSchema":{"type":"object"}}]}`)
+		if err := ps.Observe(ctx, []json.RawMessage{listing}, "", false, true); err != nil {
+			b.Fatal(err)
+		}
+		opts.Pins = ps
+	}
+	gd, err := gatemcp.New(g, opts)
 	if err != nil {
 		b.Fatal(err)
 	}

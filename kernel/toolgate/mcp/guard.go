@@ -76,6 +76,12 @@ type Options struct {
 	// as an IsError result before the gate — never asked of a human,
 	// never charged, not on the log.
 	Listed func(tool string) bool
+	// Pins, when set, are the tool definitions the server's tools are
+	// pinned to (a Proxy's: Proxy.SetPins): each call records its tool's
+	// pinned hash (toolgate.Call.Definition), and a call of a tool whose
+	// listed definition is not pinned is refused before the gate — never
+	// asked of a human, never charged, on the log (Pins.Definition).
+	Pins *Pins
 	// Listing says what tools/list shows a caller: ListingAuto (the zero
 	// value) hides the tools it may never call when the gate refuses
 	// unknown tools, and shows the server's list otherwise.
@@ -119,6 +125,7 @@ type Guard struct {
 	hold      bool
 	holdFor   time.Duration // the policy's approval timeout: how long a held call waits (hold.go)
 	listed    func(string) bool
+	pins      *Pins
 	hide      bool
 	overlap   bool          // SyncWhileRunning
 	stopping  chan struct{} // closed by StopHolding (hold.go)
@@ -134,7 +141,7 @@ func New(g *toolgate.Gate, opts Options) (*Guard, error) {
 		return nil, errors.New("toolgate/mcp: nil gate")
 	}
 	gd := &Guard{gate: g, approver: opts.Approver, caller: opts.Caller, principal: opts.Principal, logger: opts.Logger,
-		hold: opts.Hold, stopping: make(chan struct{}), listed: opts.Listed, overlap: opts.SyncWhileRunning, conns: map[*sdk.ServerSession]string{}}
+		hold: opts.Hold, stopping: make(chan struct{}), listed: opts.Listed, pins: opts.Pins, overlap: opts.SyncWhileRunning, conns: map[*sdk.ServerSession]string{}}
 	policy := g.Compiled().Policy()
 	gd.holdFor = policy.ApprovalTimeout
 	switch opts.Listing {
@@ -302,6 +309,13 @@ func (gd *Guard) callTool(ctx context.Context, req *sdk.CallToolRequest, run run
 	if gd.listed != nil && !gd.listed(p.Name) {
 		log.Info("refused: not a tool of the server")
 		return refusal(fmt.Sprintf("tool %q refused: the server has no such tool", p.Name)), nil
+	}
+	if gd.pins != nil {
+		def, err := gd.pins.Definition(ctx, call)
+		if err != nil {
+			return refusal(err.Error()), nil
+		}
+		call.Definition = def
 	}
 
 	// A retry of a call that waited for the human (SEP-2322): the gate's

@@ -80,6 +80,9 @@ type Proxy struct {
 	names   []string                   // the upstream's tools, in its order
 	listed  map[string]bool            // the same, as a set
 	lastRaw map[string]json.RawMessage // the last tools/list page received, by cursor
+	pins    *Pins                      // the definitions enforced (SetPins); nil: none
+
+	rmu sync.Mutex // one refresh at a time: listings are checked in the order read
 
 	pmu     sync.Mutex
 	pending map[any]*rawSink // calls in flight by JSON-RPC id
@@ -246,11 +249,14 @@ func (p *Proxy) session() *sdk.ClientSession {
 // tells srv's clients (through srv's own tool registry, which the
 // Middleware answers for).
 func (p *Proxy) refresh(ctx context.Context) error {
+	p.rmu.Lock()
+	defer p.rmu.Unlock()
 	up := p.session()
 	if up == nil {
 		return ErrUpstreamDown
 	}
 	var names []string
+	var pages []json.RawMessage
 	seen := map[string]bool{}
 	cursor := ""
 	for {
@@ -258,6 +264,7 @@ func (p *Proxy) refresh(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("toolgate/mcp: listing the upstream's tools: %w", err)
 		}
+		pages = append(pages, raw)
 		var page struct {
 			Tools []struct {
 				Name string `json:"name"`
@@ -279,9 +286,17 @@ func (p *Proxy) refresh(ctx context.Context) error {
 		cursor = page.NextCursor
 	}
 	p.mu.Lock()
-	old, srv := p.names, p.srv
+	old, srv, ps := p.names, p.srv, p.pins
 	p.names, p.listed = names, seen
 	p.mu.Unlock()
+	if ps != nil {
+		// The whole listing, at start, on list_changed and after every
+		// reconnect: drift is recorded before any client hears of it.
+		// A listing Pins cannot check or record hides every tool (they
+		// fail closed and say why); the upstream stays attached.
+		instr, given := instructionsOf(up)
+		_ = ps.Observe(ctx, pages, instr, given, true)
+	}
 	p.log.Info("upstream tools", "tools", len(names), "names", names)
 	if srv != nil {
 		// Every name again, so that a change of anything but the names
@@ -353,6 +368,10 @@ func (p *Proxy) Middleware() sdk.Middleware {
 				raw, err := p.listPage(ctx, up, cursor)
 				if err != nil {
 					return nil, err
+				}
+				if ps := p.pinsOf(); ps != nil {
+					instr, given := instructionsOf(up)
+					return ps.listed(ctx, raw, cursor, instr, given)
 				}
 				return &RawResult{JSON: raw}, nil
 			case MethodCallTool:

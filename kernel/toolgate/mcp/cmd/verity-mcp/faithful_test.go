@@ -213,9 +213,10 @@ func TestToolsListIsTheUpstreams(t *testing.T) {
 }
 
 // TestListChangesFollowed: the upstream adds a tool and says so; the
-// client is told, lists it and may call it.
+// client is told, lists it and may call it. (With pinning, the default,
+// a new tool waits for a person's re-pin: pins_test.go; here it is off.)
 func TestListChangesFollowed(t *testing.T) {
-	rp := startRaw(t, rawPolicy(t, allTools, ""), nil, nil)
+	rp := startRaw(t, rawPolicy(t, allTools, ""), []string{"-pins", "off"}, nil)
 	res := rp.call(t, "omega", nil)
 	assert.True(t, res.IsError, "not listed yet")
 	res = rp.call(t, "grow", nil)

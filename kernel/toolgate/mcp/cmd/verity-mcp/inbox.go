@@ -21,6 +21,7 @@ import (
 	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/internal/httpguard"
 	"github.com/verity-go/verity/kernel/toolgate"
+	gatemcp "github.com/verity-go/verity/kernel/toolgate/mcp"
 	"github.com/verity-go/verity/kernel/toolgate/mcp/bearer"
 )
 
@@ -98,6 +99,7 @@ type inbox struct {
 	resource  bearer.Resource
 	logger    *slog.Logger
 	hosts     map[string]bool // without authentication: the Host values accepted
+	pins      *gatemcp.Pins   // the drifted tools to re-pin (inbox_pins.go); nil without pinning
 }
 
 // inboxRequest is a waiting request as the page shows it.
@@ -147,6 +149,7 @@ func (in *inbox) handler() (http.Handler, error) {
 	mux.HandleFunc("GET /{$}", in.file("web/inbox.html", "text/html; charset=utf-8"))
 	mux.HandleFunc("GET /inbox.js", in.file("web/inbox.js", "text/javascript; charset=utf-8"))
 	mux.HandleFunc("GET /inbox.css", in.file("web/inbox.css", "text/css; charset=utf-8"))
+	in.routePins(api, mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Security-Policy", inboxCSP)
@@ -400,8 +403,8 @@ func serveInbox(addr string, in *inbox, limits httpguard.Limits, sweep time.Dura
 
 // startInbox serves -approvals over gate, with -http's authentication
 // and bounds.
-func startInbox(c config, cfg toolgate.Policy, gate *toolgate.Gate, logger *slog.Logger) (func(context.Context) error, error) {
-	in := &inbox{gate: gate, approvers: cfg.Approvers, approver: c.approver, logger: logger}
+func startInbox(c config, cfg toolgate.Policy, gate *toolgate.Gate, pins *gatemcp.Pins, logger *slog.Logger) (func(context.Context) error, error) {
+	in := &inbox{gate: gate, approvers: cfg.Approvers, approver: c.approver, logger: logger, pins: pins}
 	if c.auth.enabled() {
 		in.verifier = c.auth.verifier
 		in.resource = bearer.Resource{URL: c.auth.resource, AuthorizationServers: []string{c.auth.issuer}, Scopes: c.auth.scopeList()}

@@ -4,8 +4,9 @@
 //	           [-http ADDR [-jwks FILE|URL -issuer ISS -resource URL [-scopes S] | -http-caller KEY | -caller-per-session] [-insecure-no-auth]]
 //	           [-approvals ADDR [-approvals-insecure-no-auth]]
 //	           [-caller KEY] [-approver NAME] [-list auto|all|callable] [-upstream-exit]
-//	           [-sync-while-running]
+//	           [-sync-while-running] [-pins first-use|off|pins.json [-pins-server NAME]]
 //	           -- <upstream command and args>
+//	verity-mcp pin review|approve -inbox URL …
 //
 // It starts the upstream MCP server as a child process over stdio, lists
 // its tools, and serves the same tools to its own client over stdio (and
@@ -42,6 +43,43 @@
 // is charged. The upstream's own requests to its client — elicitation,
 // sampling, roots/list — are relayed to the real client (the one whose
 // call is in progress) and its answers sent back.
+//
+// # Pinned definitions
+//
+// Every tool the upstream lists is pinned to the hash of its definition
+// (gatemcp.Pins, kernel/toolgate/pin: the SHA-256 of the RFC 8785 form
+// of the whole definition as listed). With -pins pins.json (a lock file
+// `verity pin` writes from a live server, reviewed and committed) the
+// lock file's pins are trusted; by default (-pins first-use) the
+// upstream's first complete listing is, recorded on the log as its pin
+// (a toolgate.pin entry); -pins off pins nothing. The upstream is named
+// among the pins by -pins-server (default: the lock file's only server,
+// or without one the upstream command's base name). A lock file that
+// cannot be read, is not a regular file, is malformed or tampered with
+// (an unknown member, a bad hash, a tool named twice, a definition that
+// does not hash to its pin) or does not name the upstream exits 2 with
+// one line saying why, before the upstream starts.
+//
+// Drift is checked at start, on every tools/list, on
+// notifications/tools/list_changed and after every restart of the
+// upstream, and recorded (toolgate.drift). A changed or new tool is left
+// out of the tools/list clients receive (the rest as the upstream wrote
+// it) and a call of it is refused — naming the tool and both hashes,
+// charging nothing, recorded as a toolgate.refuse entry with the reason
+// definition_drift — while the rest of the server keeps working. With
+// -approvals, the inbox's page /pins lists each such tool with the diff
+// of its two definitions, invisible and look-alike characters (Unicode
+// TAG characters, zero-width and bidirectional controls, Cyrillic
+// look-alikes) written as visible escapes, and the warnings; an approver
+// — authenticated as for calls, and not a principal whose call was
+// refused on it — re-pins it there, or from a terminal with `verity-mcp
+// pin approve -inbox URL -tool NAME` (`verity-mcp pin review -inbox URL`
+// prints the reviews). The re-pin is a toolgate.repin entry naming the
+// approver; the tool's next call runs, once per call, against the new
+// definition. Every call's execution, result and refusal entries name
+// the definition hash it was decided against. Without -approvals a
+// changed tool stays hidden until a lock file pins it: `verity pin -o`
+// (or `verity pin approve` on an existing one), then -pins with it.
 //
 // # Failures
 //
@@ -288,7 +326,7 @@
 // opened or is in use by another proxy, the upstream does not start, a
 // database error, the upstream exited under -upstream-exit), 2 on a configuration error: a bad flag or argument, a
 // policy file that cannot be read (or is not a regular file) or does not
-// decode, an -approver the policy does not expect, -db without the
+// decode, a -pins lock file refused, an -approver the policy does not expect, -db without the
 // policy's shared_budget or the other way round.
 package main
 
@@ -354,9 +392,11 @@ type config struct {
 	auth             authConfig    // -jwks, -issuer, -resource, … (auth.go)
 	observe          observeConfig // -metrics, -decision-log, … (metrics.go)
 	inbox            inboxConfig   // -approvals (inbox.go)
+	pins             pinsConfig    // -pins, -pins-server (pins.go)
 }
 
-const usage = `usage: verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH] [-http ADDR [-jwks FILE|URL -issuer ISS -resource URL [-scopes S]] [-http-caller KEY|-caller-per-session] [-insecure-no-auth]] [-approvals ADDR [-approvals-insecure-no-auth]] [-caller KEY] [-approver NAME] [-sign-key FILE [-checkpoint-every N]] [-metrics ADDR [-insecure-metrics]] [-list auto|all|callable] [-upstream-exit] [-sync-while-running] -- command [args...]`
+const usage = `usage: verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH] [-http ADDR [-jwks FILE|URL -issuer ISS -resource URL [-scopes S]] [-http-caller KEY|-caller-per-session] [-insecure-no-auth]] [-approvals ADDR [-approvals-insecure-no-auth]] [-caller KEY] [-approver NAME] [-sign-key FILE [-checkpoint-every N]] [-metrics ADDR [-insecure-metrics]] [-list auto|all|callable] [-upstream-exit] [-sync-while-running] [-pins first-use|off|pins.json [-pins-server NAME]] -- command [args...]
+       verity-mcp pin review|approve -inbox URL …`
 
 const exitHelp = `
 exit status: 0 clean shutdown, 1 run-time failure (the log cannot be opened
@@ -368,7 +408,8 @@ an -approver the policy does not expect, -db and shared_budget mismatched,
 a -sign-key file that is malformed, unreadable or readable by others,
 -http on a non-loopback address without -jwks or -insecure-no-auth,
 -approvals on one without -jwks or -approvals-insecure-no-auth, a
--jwks that cannot be read or is malformed)
+-jwks that cannot be read or is malformed, a -pins lock file that cannot
+be read, is malformed or tampered with, or does not name the upstream)
 
 -http without -jwks serves anyone who reaches it: it binds loopback
 addresses only (unless -insecure-no-auth) and charges every session to
@@ -402,6 +443,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	addAuthFlags(fs, &c.auth)
 	addObserveFlags(fs, &c.observe)
 	addInboxFlags(fs, &c.inbox)
+	addPinsFlags(fs, &c.pins)
 	fs.StringVar(&c.caller, "caller", "stdio", "the caller key the stdio client's calls are charged to")
 	fs.StringVar(&c.approver, "approver", toolgate.DefaultApprover, "the approver name the client's human answers as")
 	fs.BoolVar(&c.upstreamExit, "upstream-exit", false, "when the upstream exits, exit 1 instead of restarting it")
@@ -438,6 +480,9 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	if err := c.observe.check(); err != nil {
 		return c, err
 	}
+	if err := c.pins.check(); err != nil {
+		return c, err
+	}
 	if err := c.sign.check(fs); err != nil {
 		return c, err
 	}
@@ -451,6 +496,9 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 
 // run is the command: it returns the exit status.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "pin" {
+		return runPin(ctx, args[1:], stdout, stderr) // pin_cli.go
+	}
 	c, err := parseArgs(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -466,6 +514,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	if err == nil {
 		err = c.sign.load()
+	}
+	if err == nil {
+		err = c.pins.load(c.upstream)
 	}
 	if err == nil {
 		err = c.auth.load(ctx, c.http, logger)
@@ -638,6 +689,11 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, compiled *tool
 	// The upstream: a child process over stdio (mcp.CommandTransport),
 	// served faithfully by a Proxy and restarted when it dies.
 	proxy := gatemcp.NewProxy(logger)
+	pins, err := c.pins.open(ctx, log, logger)
+	if err != nil {
+		return err
+	}
+	proxy.SetPins(pins)
 	srv := sdk.NewServer(&sdk.Implementation{Name: "verity-mcp", Version: version}, proxy.ServerOptions(nil))
 	start := func(ctx context.Context) (*sdk.ClientSession, error) {
 		cmd := exec.Command(c.upstream[0], c.upstream[1:]...)
@@ -674,6 +730,7 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, compiled *tool
 		Approver: c.approver,
 		Logger:   logger,
 		Listed:   proxy.Listed,
+		Pins:     pins,
 		Listing:  listing,
 		Hold:     c.inbox.enabled(),
 		// -sync-while-running: the decision's fsync runs beside the tool.
@@ -714,7 +771,7 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, compiled *tool
 		"sync_while_running", guard.SyncWhileRunning())
 
 	if c.inbox.enabled() {
-		stopInbox, err := startInbox(c, policy, gate, logger)
+		stopInbox, err := startInbox(c, policy, gate, pins, logger)
 		if err != nil {
 			return err
 		}
