@@ -49,6 +49,13 @@ type Call struct {
 	// trusted. The gate does not check it: the host refuses a call to an
 	// unpinned definition before Before.
 	Definition string
+	// HintedTier is the tier the annotations of the tool's pinned
+	// definition imply, as the host read them from that definition (the
+	// MCP proxy: READ_ONLY for readOnlyHint true, MODIFY for
+	// destructiveHint false, else DELETE, MCP's default). A rule with
+	// TierFromHints reads it, and only when Definition is set: a hint is
+	// trusted only from a definition a person pinned.
+	HintedTier claims.RiskTier
 }
 
 // ArgumentsDigest is the lower-case hex SHA-256 of the call's arguments,
@@ -222,6 +229,12 @@ type Rule struct {
 	// call's output (see Outcome.Speculative); Policy.CheckResults turns
 	// it on for all.
 	CheckResult bool
+	// TierFromHints ("tier_from_hints") takes the call's tier from the
+	// annotations of the tool's pinned definition (Call.HintedTier) instead
+	// of Tier, which it excludes (a tier the policy names overrides every
+	// hint): a call with no pinned definition, or whose definition gives
+	// no tier, is DELETE, so it is asked about, never trusted.
+	TierFromHints bool
 	// Timeout ("timeout", a Go duration in [1ms, 24h]) is how
 	// long a host that runs the tool (the MCP proxy) waits for it;
 	// Policy.Timeout when zero. The gate itself times nothing: the host

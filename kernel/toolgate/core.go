@@ -669,6 +669,9 @@ func (c *Compiled) Decide(s Snapshot, call Call, at time.Time) Ruling {
 		return refuse(gatelog.ConditionEffect, "refused", "the policy refuses this call")
 	}
 	tier := r.Tier
+	if r.TierFromHints {
+		tier = hintedTier(&call)
+	}
 	askCond, askWhy := "", ""
 	for k, f := range r.Flow {
 		if !allSeen(s.Labels, f.After) {
@@ -713,6 +716,16 @@ func (c *Compiled) Decide(s Snapshot, call Call, at time.Time) Ruling {
 		}
 	}
 	return out
+}
+
+// hintedTier is the tier a TierFromHints rule gives call: the hint of
+// its pinned definition, DELETE when it has none (no pinned definition,
+// or no valid tier), so that an unvouched call is asked about.
+func hintedTier(call *Call) claims.RiskTier {
+	if call.Definition == "" || call.HintedTier == "" || !call.HintedTier.Valid() {
+		return claims.TierDelete
+	}
+	return call.HintedTier
 }
 
 // windowLengths maps the id of each rule with a rate to its window's

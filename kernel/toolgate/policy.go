@@ -108,6 +108,7 @@ const (
 	policyRuleLabel         = "label"               // a label not ^[A-Za-z][A-Za-z0-9_.:-]{0,63}$
 	policyRuleUnknownLabel  = "unknown_label"       // a label not declared, or a flow label no rule attaches
 	policyRuleFlowTier      = "flow_tier"           // a tier on a flow entry that refuses
+	policyRuleTierFromHints = "tier_from_hints"     // tier_from_hints beside a tier, or on a rule that refuses
 	policyRuleLanguage      = "language"            // a when condition's language not registered on Policy.Conditions
 	policyRuleCondition     = "condition"           // a when condition's text its language refuses (its error, located), or a file not read
 	policyRuleWhenForm      = "when_form"           // a when condition with both text and file

@@ -341,6 +341,7 @@ type ruleCommon struct {
 	Tier          policyEnum[tierEnum] `json:"tier,omitzero"`
 	RefundOnError bool                 `json:"refund_on_error,omitempty"`
 	CheckResult   bool                 `json:"check_result,omitempty"`
+	TierFromHints bool                 `json:"tier_from_hints,omitempty"`
 	Timeout       policyDuration       `json:"timeout,omitzero"`
 	CostFrom      string               `json:"cost_from,omitempty"`
 }
@@ -514,7 +515,7 @@ func (f *policyFile) policy(decoded []Violation) (p Policy, more []Violation, un
 
 func (w *ruleCommon) spec() Rule {
 	return Rule{Description: w.Description, Cost: w.Cost.c, Reserve: w.Reserve, Tier: claims.RiskTier(w.Tier.s),
-		RefundOnError: w.RefundOnError, CheckResult: w.CheckResult, Timeout: w.Timeout.d, CostFrom: w.CostFrom}
+		RefundOnError: w.RefundOnError, CheckResult: w.CheckResult, TierFromHints: w.TierFromHints, Timeout: w.Timeout.d, CostFrom: w.CostFrom}
 }
 
 // v2Members lists the version 2 members present, by their names in the
@@ -637,7 +638,7 @@ func (p Policy) file() (policyFile, error) {
 func ruleCommonOf(r *Rule) ruleCommon {
 	return ruleCommon{Description: r.Description, Cost: policyCost{c: r.Cost, set: r.Effect != EffectRefuse || r.Cost != 0},
 		Reserve: r.Reserve, Tier: policyEnum[tierEnum]{s: string(r.Tier), set: r.Tier != ""}, RefundOnError: r.RefundOnError,
-		CheckResult: r.CheckResult, Timeout: policyDuration{r.Timeout}, CostFrom: r.CostFrom}
+		CheckResult: r.CheckResult, TierFromHints: r.TierFromHints, Timeout: policyDuration{r.Timeout}, CostFrom: r.CostFrom}
 }
 
 // ruleWireOf returns an entry of tools.

@@ -141,6 +141,7 @@ func plantTricky(t *rapid.T, root map[string]any) {
 	rule := []plant{
 		{"cost", costs},
 		{"tier", []any{"DELETE", "delete", num("3"), ""}},
+		{"tier_from_hints", []any{true, false, "yes", num("1")}},
 		{"match", []any{"", num("1"), "x*"}},
 		{"effect", []any{"refuse", "deny", nil}},
 		{"rate", []any{map[string]any{"calls": num("1.0"), "per": "1s"}, map[string]any{"calls": num("0"), "per": "1s"},

@@ -201,6 +201,15 @@ func (c *policyCheck) ruleCommon(at string, r *Rule, withMatch bool) {
 		c.add(at+"/tier", policyRuleEnum, "want one of %s, got %q", strings.Join(policyTiers, ", "), r.Tier)
 	}
 	c.needsApprovers(at+"/tier", r.Tier)
+	if r.TierFromHints {
+		if r.Tier != "" {
+			c.add(at+"/tier_from_hints", policyRuleTierFromHints, "tier_from_hints with tier %s: the policy's tier would override every hint; name one of them", r.Tier)
+		}
+		if r.Effect == EffectRefuse {
+			c.add(at+"/tier_from_hints", policyRuleTierFromHints, "tier_from_hints on a rule that refuses: its calls never run")
+		}
+		c.needsApprovers(at+"/tier_from_hints", claims.TierDelete)
+	}
 	if t := r.Timeout; t != 0 && (t < time.Millisecond || t > maxToolTimeout) {
 		c.add(at+"/timeout", policyRuleDuration, "%s is outside [1ms, %s]", t, maxToolTimeout)
 	}

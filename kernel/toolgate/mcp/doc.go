@@ -269,17 +269,17 @@
 //
 // Annotations — readOnlyHint, destructiveHint, idempotentHint,
 // openWorldHint — are hints the server writes about itself. They are
-// part of the pinned definition, so a server that flips
-// destructiveHint is a drift like any other; but the policy does not read
-// them: a tool's tier, cost and approvals come from its rule only. The
-// way they could feed it, not built: for a tool no rule matches under
-// "unknown_tools": "allow", a pinned definition's destructiveHint true
-// would raise the default rule's tier to DELETE (and readOnlyHint true
-// with no destructiveHint would keep it READ), read from the definition
-// whose hash the call records — never from an unpinned or drifted one,
-// which is refused anyway — and any rule that matches the tool, and
-// every tier the policy names, would override the hint. That needs a
-// policy member (toolgate.Policy) and is left to a change of the policy.
+// part of the pinned definition, so a server that flips destructiveHint
+// is a drift like any other. A rule feeds them to the policy only when
+// it says so ("tier_from_hints": true, toolgate.Rule.TierFromHints,
+// typically on the default rule of "unknown_tools": "allow"): the call's
+// tier is then READ_ONLY for readOnlyHint true, MODIFY for
+// destructiveHint false, DELETE otherwise (MCP's defaults), read by
+// Pins.HintedTier from the definition whose hash the call records
+// (Call.HintedTier) — never from an unpinned or drifted one, which is
+// refused anyway; without a pinned definition the call is DELETE. A rule
+// that names a tier cannot also take one from hints: the policy's tiers
+// override them, and a rule without tier_from_hints reads none.
 //
 // # Honest about failures
 //

@@ -315,7 +315,7 @@ func (gd *Guard) callTool(ctx context.Context, req *sdk.CallToolRequest, run run
 		if err != nil {
 			return refusal(err.Error()), nil
 		}
-		call.Definition = def
+		call.Definition, call.HintedTier = def, gd.pins.HintedTier(def)
 	}
 
 	// A retry of a call that waited for the human (SEP-2322): the gate's

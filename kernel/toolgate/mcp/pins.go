@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/kernel/toolgate"
 	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	"github.com/verity-go/verity/kernel/toolgate/pin"
@@ -70,6 +71,8 @@ type Pins struct {
 	// asked holds, per tool, the principals whose calls were refused on
 	// its present drift, first first: none of them may re-pin it.
 	asked map[string][]string
+	// hints caches HintedTier by hash.
+	hints map[string]claims.RiskTier
 }
 
 // NewPins returns the Pins of opts.Server over log: the state the log's
@@ -331,6 +334,58 @@ func (ps *Pins) Definition(ctx context.Context, call toolgate.Call) (string, err
 	}
 	ps.logger.Info("pins: refused", "tool", call.Tool, "caller", call.Caller, "seq", entry.Seq, "why", explanation)
 	return "", errors.New(explanation)
+}
+
+// HintedTier is the tier the annotations of the definition pinned at
+// hash imply (toolgate.Call.HintedTier): READ_ONLY for readOnlyHint
+// true, MODIFY for destructiveHint false, DELETE otherwise (MCP's
+// defaults: a tool may destroy unless it says it does not). It is read
+// from the definition whose canonical hash is hash — the one a person
+// pinned — and is "" when Pins does not hold it, which a rule with
+// tier_from_hints takes as DELETE.
+func (ps *Pins) HintedTier(hash string) claims.RiskTier {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if t, ok := ps.hints[hash]; ok {
+		return t
+	}
+	def, ok := ps.defs[hash]
+	if !ok {
+		return ""
+	}
+	t := tierOfAnnotations(def)
+	if ps.hints == nil {
+		ps.hints = map[string]claims.RiskTier{}
+	}
+	if len(ps.hints) >= maxHints {
+		clear(ps.hints)
+	}
+	ps.hints[hash] = t
+	return t
+}
+
+// maxHints bounds HintedTier's cache; it is emptied when full.
+const maxHints = 4096
+
+// tierOfAnnotations reads a tool definition's readOnlyHint and
+// destructiveHint; a definition it cannot read gives DELETE.
+func tierOfAnnotations(def json.RawMessage) claims.RiskTier {
+	var d struct {
+		Annotations struct {
+			ReadOnlyHint    *bool `json:"readOnlyHint"`
+			DestructiveHint *bool `json:"destructiveHint"`
+		} `json:"annotations"`
+	}
+	if err := json.Unmarshal(def, &d); err != nil {
+		return claims.TierDelete
+	}
+	switch a := d.Annotations; {
+	case a.ReadOnlyHint != nil && *a.ReadOnlyHint:
+		return claims.TierReadOnly
+	case a.DestructiveHint != nil && !*a.DestructiveHint:
+		return claims.TierModify
+	}
+	return claims.TierDelete
 }
 
 func noneIfEmpty(h string) string {

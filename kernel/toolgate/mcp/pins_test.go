@@ -283,3 +283,44 @@ func TestLockRepinsSurviveARestartWithTheSameLock(t *testing.T) {
 	_, err := NewPins(ctx, log, PinOptions{Server: "t", Lock: &other})
 	assert.ErrorContains(t, err, `no server "t"`)
 }
+
+// TestHintedTierComesFromThePinnedDefinition: the tier a pinned hash's
+// annotations imply is read from the definition with that hash, and
+// Pins knows none for a hash it does not hold; a definition it cannot
+// read, or one without hints, is DELETE (MCP's defaults).
+func TestHintedTierComesFromThePinnedDefinition(t *testing.T) {
+	ctx := context.Background()
+	ps, err := NewPins(ctx, trace.NewMemoryLog(), PinOptions{Server: "s"})
+	require.NoError(t, err)
+	ro := json.RawMessage(`{"name":"read","annotations":{"readOnlyHint":true},"inputSchema":{"type":"object"}}`)
+	mod := json.RawMessage(`{"name":"write","annotations":{"destructiveHint":false},"inputSchema":{"type":"object"}}`)
+	plain := toolDef("plain", "x")
+	require.NoError(t, ps.Observe(ctx, []json.RawMessage{page(ro, mod, plain)}, "", false, true))
+	for _, tc := range []struct {
+		tool string
+		want string
+	}{{"read", "READ_ONLY"}, {"write", "MODIFY"}, {"plain", "DELETE"}} {
+		h, err := ps.Definition(ctx, toolgate.Call{Tool: tc.tool})
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, string(ps.HintedTier(h)), tc.tool)
+		assert.Equal(t, tc.want, string(ps.HintedTier(h)), "cached: %s", tc.tool)
+	}
+	// The server now says "write" is read-only: a drift, refused, and its
+	// new hint is never what a call is given.
+	ro2 := json.RawMessage(`{"name":"write","annotations":{"readOnlyHint":true},"inputSchema":{"type":"object"}}`)
+	require.NoError(t, ps.Observe(ctx, []json.RawMessage{page(ro, ro2, plain)}, "", false, true))
+	_, err = ps.Definition(ctx, toolgate.Call{Tool: "write"})
+	require.Error(t, err)
+	assert.Equal(t, "", string(ps.HintedTier("sha256:"+strings.Repeat("0", 64))), "a hash Pins does not hold")
+
+	for def, want := range map[string]string{
+		`{"annotations":{"readOnlyHint":false,"destructiveHint":false}}`: "MODIFY",
+		`{"annotations":{"readOnlyHint":true,"destructiveHint":true}}`:   "READ_ONLY",
+		`{"annotations":{"destructiveHint":true}}`:                       "DELETE",
+		`{"annotations":{"readOnlyHint":"yes"}}`:                         "DELETE",
+		`{"annotations":null}`:                                           "DELETE",
+		`[]`:                                                             "DELETE",
+	} {
+		assert.Equal(t, want, string(tierOfAnnotations(json.RawMessage(def))), def)
+	}
+}
