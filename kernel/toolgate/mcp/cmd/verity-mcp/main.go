@@ -7,6 +7,12 @@
 //	           [-sync-while-running] [-pins first-use|off|pins.json [-pins-server NAME]]
 //	           -- <upstream command and args>
 //	verity-mcp pin review|approve -inbox URL …
+//	verity-mcp client list|call TOOL ARGS [-yes|-no] [-url URL [-token-file F]] [-- <server command>]
+//
+// The last form is a small MCP client for the terminal: it lists a
+// server's tools or calls one, answering an approval asked by elicitation
+// on the terminal, so that a proxy (or any server) can be tried without a
+// desktop client; `verity-mcp client -h` says how, and its exit codes.
 //
 // It starts the upstream MCP server as a child process over stdio, lists
 // its tools, and serves the same tools to its own client over stdio (and
@@ -396,7 +402,8 @@ type config struct {
 }
 
 const usage = `usage: verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH] [-http ADDR [-jwks FILE|URL -issuer ISS -resource URL [-scopes S]] [-http-caller KEY|-caller-per-session] [-insecure-no-auth]] [-approvals ADDR [-approvals-insecure-no-auth]] [-caller KEY] [-approver NAME] [-sign-key FILE [-checkpoint-every N]] [-metrics ADDR [-insecure-metrics]] [-list auto|all|callable] [-upstream-exit] [-sync-while-running] [-pins first-use|off|pins.json [-pins-server NAME]] -- command [args...]
-       verity-mcp pin review|approve -inbox URL …`
+       verity-mcp pin review|approve -inbox URL …
+       verity-mcp client list|call TOOL ARGS … -- command [args...]   (try a server from the terminal: verity-mcp client -h)`
 
 const exitHelp = `
 exit status: 0 clean shutdown, 1 run-time failure (the log cannot be opened
