@@ -40,6 +40,8 @@ type Compiled struct {
 	rules        []compiledRule
 	def          *compiledRule // the default rule, when unknown tools are allowed
 	allowUnknown bool
+	period       *budgetPeriod // Policy.BudgetPeriod, nil when the budget does not renew
+	sharedPeriod *budgetPeriod // Policy.Shared.Period
 }
 
 type compiledRule struct {
@@ -179,6 +181,7 @@ func (p Policy) compile() (*Compiled, []Violation) {
 		return nil, vs
 	}
 	out.invariants = n.invariants()
+	out.period, out.sharedPeriod = n.compiledPeriods()
 	return out, nil
 }
 
