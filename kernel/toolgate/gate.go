@@ -138,7 +138,7 @@ func New(ctx context.Context, log *trace.Log, comp *Compiled, opts ...Option) (*
 		return nil, err
 	}
 	cfg := &comp.cfg
-	k, err := kernel.New(kernel.Config{Budget: cfg.Budget, MinActionCost: cfg.MinCost, Invariants: comp.invariants})
+	k, err := kernel.New(kernel.Config{Budget: kernelBudget(comp), MinActionCost: cfg.MinCost, Invariants: comp.invariants})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
@@ -236,7 +236,7 @@ func (g *Gate) caller(ctx context.Context, key string) (*caller, error) {
 	c := g.acquireLocked(key)
 	ok := c != nil
 	if !ok {
-		c = &caller{ready: make(chan struct{}), life: newLife()}
+		c = &caller{ready: make(chan struct{}), life: g.newLife()}
 		c.key, c.busy, c.used = key, 1, now
 		g.callers[key] = c
 		g.live.pushFront(c)
@@ -277,7 +277,7 @@ func (g *Gate) caller(ctx context.Context, key string) (*caller, error) {
 }
 
 func (g *Gate) startSession(ctx context.Context, key string, cl *caller) (*kernel.Session, error) {
-	id := g.SessionID(key)
+	id := g.kernelSession(key)
 	clock := func() time.Time {
 		if at := cl.at.Load(); at != 0 {
 			return time.Unix(0, at).UTC()
@@ -293,17 +293,24 @@ func (g *Gate) startSession(ctx context.Context, key string, cl *caller) (*kerne
 	}
 	g.mu.Lock()
 	resume := g.resumed[id]
+	// A caller whose budget renews may have a session from before it did:
+	// its life (labels, windows, approvals, spend) is on the log too.
+	replayLife := resume || g.resumed[g.SessionID(key)]
 	g.mu.Unlock()
+	var s *kernel.Session
+	var err error
 	if resume {
-		s, err := kernel.Replay(ctx, g.log, g.k, id, opts...)
+		s, err = kernel.Replay(ctx, g.log, g.k, id, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("toolgate: resuming caller %q: %w", key, err)
 		}
-		lives, err := g.replay(ctx, id)
+	}
+	if replayLife {
+		lives, err := g.replay(ctx, g.SessionID(key))
 		if err != nil {
 			return nil, fmt.Errorf("toolgate: resuming caller %q: %w", key, err)
 		}
-		if l := lives[id]; l != nil {
+		if l := lives[g.SessionID(key)]; l != nil {
 			cl.mu.Lock()
 			cl.life = *l
 			g.mu.Lock()
@@ -313,13 +320,15 @@ func (g *Gate) startSession(ctx context.Context, key string, cl *caller) (*kerne
 			g.mu.Unlock()
 			cl.mu.Unlock()
 		}
+	}
+	if s != nil {
 		return s, nil
 	}
 	initial, err := kernel.NewState(nil)
 	if err != nil {
 		return nil, err
 	}
-	s, err := kernel.NewSession(ctx, g.log, g.k, initial, opts...)
+	s, err = kernel.NewSession(ctx, g.log, g.k, initial, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("toolgate: starting caller %q: %w", key, err)
 	}
@@ -335,12 +344,13 @@ func (g *Gate) startSession(ctx context.Context, key string, cl *caller) (*kerne
 func (g *Gate) replay(ctx context.Context, session string) (map[string]*life, error) {
 	lives := map[string]*life{}
 	get := func(s string) *life {
+		s = g.lifeSession(s)
 		if session != "" && s != session || !strings.HasPrefix(s, SessionPrefix) {
 			return nil
 		}
 		l := lives[s]
 		if l == nil {
-			nl := newLife()
+			nl := g.newLife()
 			l = &nl
 			lives[s] = l
 		}
@@ -599,6 +609,12 @@ func (g *Gate) run(ctx context.Context, cl *caller, d *Decision, ru *Ruling, key
 	if approvalID != "" {
 		a.Tags = append(a.Tags, "approval:"+approvalID)
 	}
+	if g.comp.period != nil {
+		if refused, err := g.overBudget(ctx, cl, d, ru.Cost, at); refused || err != nil {
+			unreserve()
+			return err
+		}
+	}
 	var rec kernel.Record
 	var err error
 	cl.at.Store(at.UnixNano()) // the execution is recorded at the decision's time
@@ -636,7 +652,7 @@ func (g *Gate) known(key string) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	_, ok := g.callers[key]
-	return ok || g.resumed[g.SessionID(key)]
+	return ok || g.resumed[g.SessionID(key)] || g.resumed[g.kernelSession(key)]
 }
 
 // SharedWindowKey is the key under which a gate with WithSharedWindows
