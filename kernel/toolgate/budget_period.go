@@ -91,6 +91,10 @@ func (c *policyCheck) budgetPeriods() {
 	}
 	if s := c.p.Shared; s != nil && s.Period != nil {
 		c.period("/shared_budget/period", s.Period, true)
+		if len(s.ID) > maxSharedIDLen-len("@2006-01-02") && len(s.ID) <= maxSharedIDLen {
+			c.add("/shared_budget/id", policyRuleIDLength, "the id is %d bytes; a shared budget that renews has an id of at most %d (its periods' rows are id@2006-01-02)",
+				len(s.ID), maxSharedIDLen-len("@2006-01-02"))
+		}
 	}
 }
 

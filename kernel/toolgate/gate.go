@@ -55,7 +55,9 @@ type Gate struct {
 	shared  kernel.SharedBudget
 	windows RateWindows
 	comp    *Compiled
-	obs     Observer // nil: nobody observes (observe.go)
+	// sharedPeriods, when the shared budget renews, opens its periods' rows.
+	sharedPeriods *sharedPeriods
+	obs           Observer // nil: nobody observes (observe.go)
 
 	mu        sync.Mutex
 	resumed   map[string]bool // kernel sessions already on the log
@@ -153,6 +155,11 @@ func New(ctx context.Context, log *trace.Log, comp *Compiled, opts ...Option) (*
 		resumed: map[string]bool{}, callers: map[string]*caller{}, approvals: map[string]*approval{}, awaited: map[string]chan struct{}{},
 		live: callers{limit: o.callerLimit, idle: o.idleCallers}, pending: pending, durable: o.durable,
 		obs: joinObservers(o.observers)}
+	if comp.sharedPeriod != nil && o.shared != nil {
+		if g.sharedPeriods, err = newSharedPeriods(o.shared, comp.sharedPeriod); err != nil {
+			return nil, err
+		}
+	}
 	for e, err := range log.Entries(ctx, 0) {
 		if err != nil {
 			return nil, fmt.Errorf("toolgate: reading the log: %w", err)
@@ -289,7 +296,7 @@ func (g *Gate) startSession(ctx context.Context, key string, cl *caller) (*kerne
 	opts := []kernel.Option{kernel.WithSessionID(id), kernel.WithClock(clock), kernel.WithIDs(g.newID),
 		kernel.WithHorizon(0), kernel.WithHeldExecutions()}
 	if g.shared != nil {
-		opts = append(opts, kernel.WithSharedBudget(g.shared))
+		opts = append(opts, kernel.WithSharedBudget(g.sharedFor(clock)))
 	}
 	g.mu.Lock()
 	resume := g.resumed[id]
