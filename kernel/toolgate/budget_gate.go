@@ -126,26 +126,44 @@ func (b *budgetLedger) apply(e gatelog.Budget, at time.Time) {
 // or a budget that does not renew (the policy has no budget_period).
 var ErrInvalidGrant = errors.New("toolgate: invalid budget grant")
 
-// Grant records that approver adds amount to caller's budget for the
-// current period (reset false), or gives caller its whole budget back,
-// forgiving what it spent and was granted (reset true, amount 0), for
-// reason: a gatelog.KindBudget entry naming who and why, applied to the
-// caller's ledger as a restarted gate applies it. It is refused
-// (ErrNotAnApprover) unless approver is one of the policy's approvers
-// (by key, or through a "group:" name), and with ErrInvalidGrant without
-// a reason, for an amount it cannot add or a budget that does not renew; a caller the gate has never seen has
-// nothing to grant to (ErrUnknownCall).
-func (g *Gate) Grant(ctx context.Context, caller string, approver Principal, amount kernel.Cost, reset bool, reason string) error {
+// BudgetGrant is an approver's change to one caller's budget that
+// renews (Gate.Grant): a grant of Amount for the current period, or a
+// Reset, for Reason.
+type BudgetGrant struct {
+	Caller string
+	// Approver is the approver (a name of Policy.Approvers, of any tier)
+	// the change is made as. With By, the principal making it, it may be
+	// empty: By must answer for one of the policy's approvers, by key or
+	// through a "group:" name (as ApproveAs), and the entry names By.
+	Approver string
+	By       *Principal
+	Amount   kernel.Cost // positive for a grant; 0 for a reset
+	Reset    bool
+	Reason   string // required: the log says why
+}
+
+// Grant records gr: a grant adds Amount to the caller's budget for the
+// current period (the calendar period, or the rolling windows, holding
+// the gate's now); a reset gives the caller its whole budget back,
+// forgiving what it spent and was granted. The gatelog.KindBudget entry
+// names who and why, and is applied to the caller's ledger as a
+// restarted gate applies it, in order with the caller's decisions. It
+// is refused with ErrNotAnApprover unless made as one of the policy's
+// approvers, with ErrInvalidGrant without a reason, for an amount it
+// cannot add or when the budget does not renew (no budget_period), and
+// with ErrUnknownCall for a caller the gate has never seen.
+func (g *Gate) Grant(ctx context.Context, gr BudgetGrant) error {
 	if g.comp.period == nil {
 		return fmt.Errorf("%w: the policy's budget does not renew; give it a budget_period", ErrInvalidGrant)
 	}
-	if err := g.grantable(approver, amount, reset, reason); err != nil {
+	who, err := g.grantable(gr)
+	if err != nil {
 		return err
 	}
-	if !g.known(caller) {
-		return fmt.Errorf("%w: caller %q has made no call: nothing to grant", ErrUnknownCall, caller)
+	if !g.known(gr.Caller) {
+		return fmt.Errorf("%w: caller %q has made no call: nothing to grant", ErrUnknownCall, gr.Caller)
 	}
-	cl, err := g.caller(ctx, caller)
+	cl, err := g.caller(ctx, gr.Caller)
 	if err != nil {
 		return err
 	}
@@ -153,10 +171,10 @@ func (g *Gate) Grant(ctx context.Context, caller string, approver Principal, amo
 	cl.turn.Lock() // ordered with the caller's decisions
 	defer cl.turn.Unlock()
 	at := trace.Normalize(g.clock())
-	e := gatelog.Budget{Session: g.SessionID(caller), Caller: caller, Action: "grant", Amount: amount,
-		Approver: approver.Key(), Reason: OneLine(reason), Period: g.comp.period.describe(at)}
-	if reset {
-		e.Action, e.Amount = "reset", 0
+	e := gatelog.Budget{Session: g.SessionID(gr.Caller), Caller: gr.Caller, Action: "grant", Amount: gr.Amount,
+		Approver: who, Reason: OneLine(gr.Reason), Period: g.comp.period.describe(at)}
+	if gr.Reset {
+		e.Action = "reset"
 	}
 	b, err := json.Marshal(e)
 	if err != nil {
@@ -165,7 +183,7 @@ func (g *Gate) Grant(ctx context.Context, caller string, approver Principal, amo
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	if _, err := g.log.Append(ctx, gatelog.KindBudget, b, trace.At(at)); err != nil {
-		return fmt.Errorf("toolgate: recording the budget %s for %q: %w", e.Action, caller, err)
+		return fmt.Errorf("toolgate: recording the budget %s for %q: %w", e.Action, gr.Caller, err)
 	}
 	if cl.budget != nil {
 		cl.budget.apply(e, at)
@@ -173,34 +191,45 @@ func (g *Gate) Grant(ctx context.Context, caller string, approver Principal, amo
 	return nil
 }
 
-// grantable checks a Grant's approver and amount.
-func (g *Gate) grantable(p Principal, amount kernel.Cost, reset bool, reason string) error {
+// grantable checks a grant and returns who makes it, as the log names
+// them.
+func (g *Gate) grantable(gr BudgetGrant) (string, error) {
 	switch {
-	case strings.TrimSpace(reason) == "":
-		return fmt.Errorf("%w: a budget grant or reset needs a reason, recorded on the log", ErrInvalidGrant)
-	case reset && amount != 0:
-		return fmt.Errorf("%w: a reset gives the whole budget back and takes no amount (got %s)", ErrInvalidGrant, amount)
-	case !reset && amount <= 0:
-		return fmt.Errorf("%w: a grant adds a positive amount (got %s)", ErrInvalidGrant, amount)
+	case strings.TrimSpace(gr.Reason) == "":
+		return "", fmt.Errorf("%w: a budget grant or reset needs a reason, recorded on the log", ErrInvalidGrant)
+	case gr.Reset && gr.Amount != 0:
+		return "", fmt.Errorf("%w: a reset gives the whole budget back and takes no amount (got %s)", ErrInvalidGrant, gr.Amount)
+	case !gr.Reset && gr.Amount <= 0:
+		return "", fmt.Errorf("%w: a grant adds a positive amount (got %s)", ErrInvalidGrant, gr.Amount)
 	}
-	key := p.Key()
 	var names []string
 	for _, ns := range g.comp.cfg.Approvers {
 		names = append(names, ns...)
 	}
 	slices.Sort(names)
-	for _, name := range names {
-		if key != "" && name == key {
-			return nil
+	names = slices.Compact(names)
+	if p := gr.By; p != nil {
+		key := p.Key()
+		for _, name := range names {
+			if gr.Approver != "" && name != gr.Approver {
+				continue
+			}
+			if key != "" && name == key {
+				return key, nil
+			}
+			if group, ok := strings.CutPrefix(name, GroupPrefix); ok && key != "" && slices.Contains(p.Groups, group) {
+				return key, nil
+			}
 		}
-		if group, ok := strings.CutPrefix(name, GroupPrefix); ok && slices.Contains(p.Groups, group) {
-			return nil
-		}
+		return "", fmt.Errorf("%w: %q is none of the policy's approvers (%s)", ErrNotAnApprover, key, strings.Join(names, ", "))
 	}
-	if key == "" {
-		return fmt.Errorf("%w: a budget grant or reset needs an approver (one of %s)", ErrNotAnApprover, strings.Join(slices.Compact(names), ", "))
+	if gr.Approver != "" && slices.Contains(names, gr.Approver) {
+		return gr.Approver, nil
 	}
-	return fmt.Errorf("%w: %q is not one of the policy's approvers (%s)", ErrNotAnApprover, key, strings.Join(slices.Compact(names), ", "))
+	if gr.Approver == "" {
+		return "", fmt.Errorf("%w: a budget grant or reset needs an approver (one of %s)", ErrNotAnApprover, strings.Join(names, ", "))
+	}
+	return "", fmt.Errorf("%w: %q is none of the policy's approvers (%s)", ErrNotAnApprover, gr.Approver, strings.Join(names, ", "))
 }
 
 // describe names the period holding at, for the log and a refusal:

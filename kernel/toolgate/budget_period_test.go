@@ -85,6 +85,22 @@ func (m *periodModel) inPeriod(t, now time.Time) bool {
 	return m.periodStart(t).Equal(m.periodStart(now))
 }
 
+// status returns what caller spent in the period of now, and its limit.
+func (m *periodModel) status(caller string, now time.Time) (spent, limit kernel.Cost) {
+	limit = m.budget
+	for _, g := range m.grants[caller] {
+		if m.inPeriod(g.at, now) {
+			limit += g.amount
+		}
+	}
+	for _, s := range m.spends[caller] {
+		if m.inPeriod(s.at, now) {
+			spent += s.amount
+		}
+	}
+	return spent, limit
+}
+
 // admits reports whether caller's call costing cost at now fits.
 func (m *periodModel) admits(caller string, now time.Time, cost kernel.Cost) bool {
 	limit := m.budget
@@ -222,7 +238,7 @@ func periodRun(rt *rapid.T, grants bool) (*trace.Log, *periodModel, toolgate.Pol
 			if reset {
 				amount = 0
 			}
-			err := g.Grant(ctx, caller, by, amount, reset, "more work today")
+			err := g.Grant(ctx, toolgate.BudgetGrant{Caller: caller, By: &by, Amount: amount, Reset: reset, Reason: "more work today"})
 			switch {
 			case by.Subject == "mallory" || by.Subject == "":
 				require.ErrorIs(rt, err, toolgate.ErrNotAnApprover)
@@ -236,6 +252,16 @@ func periodRun(rt *rapid.T, grants bool) (*trace.Log, *periodModel, toolgate.Pol
 				} else {
 					m.grants[caller] = append(m.grants[caller], modelGrant{at: clock.t, amount: amount})
 				}
+			}
+		}
+	}
+	actions[""] = func(rt *rapid.T) { // after every action: Budgets reads the log as the model counts
+		got, err := toolgate.Budgets(ctx, log, comp, clock.t)
+		require.NoError(rt, err)
+		for _, st := range got {
+			spent, limit := m.status(st.Caller, clock.t)
+			if st.Spent != spent || st.Limit != limit || st.Remaining != limit-spent {
+				rt.Fatalf("Budgets says %s spent %s of %s, the model %s of %s", st.Caller, st.Spent, st.Limit, spent, limit)
 			}
 		}
 	}
@@ -345,8 +371,10 @@ func TestBudgetComesBackNextPeriod(t *testing.T) {
 	g2, err := toolgate.New(ctx, log, comp, toolgate.WithClock(clock.now))
 	require.NoError(t, err)
 	require.Equal(t, toolgate.Refuse, call(g2, "4").Verdict, "a restart does not renew the budget")
-	require.ErrorIs(t, g2.Grant(ctx, "alice", toolgate.Principal{Issuer: "idp", Subject: "mallory"}, units(2), false, "please"), toolgate.ErrNotAnApprover)
-	require.NoError(t, g2.Grant(ctx, "alice", toolgate.Principal{Issuer: "idp", Subject: "dan", Groups: []string{"ops"}}, units(2), false, "release night"))
+	require.ErrorIs(t, g2.Grant(ctx, toolgate.BudgetGrant{Caller: "alice", By: &toolgate.Principal{Issuer: "idp", Subject: "mallory"}, Amount: units(2), Reason: "please"}), toolgate.ErrNotAnApprover)
+	require.ErrorIs(t, g2.Grant(ctx, toolgate.BudgetGrant{Caller: "alice", Approver: "idp|carol", Amount: units(2)}), toolgate.ErrInvalidGrant, "no reason")
+	require.ErrorIs(t, g2.Grant(ctx, toolgate.BudgetGrant{Caller: "alice", Amount: units(2), Reason: "x"}), toolgate.ErrNotAnApprover, "no approver")
+	require.NoError(t, g2.Grant(ctx, toolgate.BudgetGrant{Caller: "alice", By: &toolgate.Principal{Issuer: "idp", Subject: "dan", Groups: []string{"ops"}}, Amount: units(2), Reason: "release night"}))
 	require.Equal(t, toolgate.Allow, call(g2, "5").Verdict, "granted")
 	require.Equal(t, toolgate.Refuse, call(g2, "6").Verdict)
 	clock.advance(119 * time.Minute) // 23:59 in Paris
