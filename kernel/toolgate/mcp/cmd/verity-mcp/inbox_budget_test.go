@@ -105,13 +105,13 @@ func TestDecodeBudgetChange(t *testing.T) {
 	_, _, err = decodeBudgetChange([]byte(`{"caller":"a","action":"reset","reason":"r"}`))
 	require.NoError(t, err)
 	for body, want := range map[string]string{
-		`{"caller":"","action":"give","amount":"-1","reason":""}`:           "3 violations",
-		`{"caller":"a","action":"reset","amount":"1","reason":"r"}`:         "/amount: cost: a reset",
-		`{"caller":"a","action":"grant","amount":"0.0001","reason":"r"}`:    "/amount: cost:",
-		`{"caller":"a","action":"grant","amount":"1","reason":"\u202e"}`:    "/reason: character",
-		`{"caller":"a","action":"grant","amount":"1","Reason":"r"}`:         "/Reason: unknown_field",
-		`{"caller":"a","caller":"b","action":"reset","reason":"r"}`:         "duplicate_key",
-		`[]`:                                                                "type",
+		`{"caller":"","action":"give","amount":"-1","reason":""}`:        "3 violations",
+		`{"caller":"a","action":"reset","amount":"1","reason":"r"}`:      "/amount: cost: a reset",
+		`{"caller":"a","action":"grant","amount":"0.0001","reason":"r"}`: "/amount: cost:",
+		`{"caller":"a","action":"grant","amount":"1","reason":"\u202e"}`: "/reason: character",
+		`{"caller":"a","action":"grant","amount":"1","Reason":"r"}`:      "/Reason: unknown_field",
+		`{"caller":"a","caller":"b","action":"reset","reason":"r"}`:      "duplicate_key",
+		`[]`: "type",
 		`{"caller":"a\n","action":"grant","amount":"1","reason":"because"}`: "/caller: character",
 	} {
 		_, _, err := decodeBudgetChange([]byte(body))
