@@ -23,6 +23,8 @@
 //	                                            --addr is refused, exit 2, unless --public)
 //	verity policy  check POLICY [-tools FILE | -- UPSTREAM…] | test POLICY CASES
 //	                                            lint a tool gate's policy against an MCP server's tools; run its test cases
+//	verity budget  show SRC -policy POLICY | show -db DB | grant … | reset …
+//	                                            each caller's budget and period; an approver's grant or reset (verity budget -h)
 //
 // SRC is a log file (the path), a log in a SQLite database
 // (sqlite:PATH#LOG) or in PostgreSQL (postgres://USER@HOST/DB?…#LOG). The
@@ -127,6 +129,7 @@ commands:
           [--max-conns 256] [--conn-wait 1s] [--read-header-timeout 10s] [--read-timeout 30s]
           [--write-timeout 60s] [--idle-timeout 60s] [--max-header-bytes 65536]
   policy  check POLICY [-tools FILE | -- UPSTREAM...] | test POLICY CASES   (verity policy -h)
+  budget  show SRC -policy POLICY | show -db DB | grant | reset   a tool gate's budgets (verity budget -h)
   verify  SRC -checkpoint FILE -pubkey KEY [-origin ORIGIN]   the log must extend a signed checkpoint
   keygen  -name NAME -out PREFIX      an Ed25519 checkpoint key: PREFIX.key (0600) and PREFIX.pub
   checkpoint sign SRC -key PREFIX.key [-origin ORIGIN] [-out FILE]   (verity checkpoint -h)
@@ -169,6 +172,7 @@ func run(ctx context.Context, e *env, args []string) int {
 		"repair":  cmdRepair,
 		"view":    cmdView,
 		"policy":  cmdPolicy,
+		"budget":  cmdBudget, // budget.go
 		// signed checkpoints (signing.go)
 		"keygen":     cmdKeygen,
 		"checkpoint": cmdCheckpoint,
