@@ -240,3 +240,15 @@ func (p *budgetPeriod) describe(at time.Time) string {
 	}
 	return p.cal + " " + p.key(at) + " (" + p.loc.String() + ")"
 }
+
+// periodBudget returns the caller's budget in the current period, when
+// it renews: what an Observer reports.
+func (g *Gate) periodBudget(cl *caller) (kernel.Budget, bool) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if cl.budget == nil {
+		return kernel.Budget{}, false
+	}
+	st := cl.budget.status(trace.Normalize(g.clock()))
+	return kernel.PeriodBudget(st.limit, st.spent), true
+}

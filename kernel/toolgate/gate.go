@@ -215,11 +215,16 @@ func (g *Gate) restoreApprovals(ctx context.Context) error {
 // kernel.Replay needs to rebuild one from the log.
 func (g *Gate) Kernel() *kernel.Kernel { return g.k }
 
-// SessionID returns the kernel session id of caller's calls.
+// SessionID returns the session id of caller's calls, as the gate's
+// entries name it: its kernel session's id too, except that when the
+// policy's budget renews (budget_period) the kernel session's is this
+// followed by "#renewing" (a kernel configuration of its own).
 func (g *Gate) SessionID(caller string) string { return SessionPrefix + caller }
 
 // Meter returns caller's budget and step counters, and false when the
-// caller has made no call yet.
+// caller has made no call yet. When the policy's budget renews, the
+// kernel session's budget only records every charge: the period's
+// budget is Budgets' (and an Observer's).
 func (g *Gate) Meter(caller string) (kernel.Meter, bool) {
 	c := g.resumeForMeter(caller)
 	if c == nil {
