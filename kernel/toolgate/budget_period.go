@@ -244,6 +244,8 @@ type budgetLedger struct {
 	spends  []spend
 	grants  []grant
 	sum     kernel.Cost
+	opens   int         // of spends, the open ones
+	openSum kernel.Cost // and their amounts
 	resets  int
 	granted kernel.Cost // everything ever granted, for Budgets
 }
@@ -272,24 +274,23 @@ type periodStatus struct {
 // status returns what counts at now: spend, the limit with the grants
 // of the period, the calls made and allowed, the open reservations.
 func (b *budgetLedger) status(now time.Time) periodStatus {
-	st := periodStatus{spent: b.sum, limit: b.limit, calls: uint64(len(b.spends))}
+	st := periodStatus{spent: b.sum, limit: b.limit, calls: uint64(len(b.spends)), opens: b.opens, open: b.openSum}
 	if b.period != nil {
 		// The oldest entries may no longer count: those are few (the
 		// ledger drops them as later calls are recorded).
 		for i := 0; i < len(b.spends) && !b.period.counts(b.spends[i].at, now); i++ {
-			st.spent -= b.spends[i].amount
+			s := &b.spends[i]
+			st.spent -= s.amount
 			st.calls--
+			if s.open {
+				st.opens--
+				st.open -= s.amount
+			}
 		}
 	}
 	for _, g := range b.grants {
 		if b.period == nil || b.period.grantCounts(g.at, now) {
 			st.limit = addCost(st.limit, g.amount)
-		}
-	}
-	for _, s := range b.spends {
-		if s.open && (b.period == nil || b.period.counts(s.at, now)) {
-			st.opens++
-			st.open += s.amount
 		}
 	}
 	if b.minCost > 0 {
@@ -338,6 +339,10 @@ func (b *budgetLedger) add(at time.Time, exec string, amount kernel.Cost, open b
 	}
 	b.spends = slices.Insert(b.spends, i, spend{at: at, exec: exec, amount: amount, open: open})
 	b.sum += amount
+	if open {
+		b.opens++
+		b.openSum += amount
+	}
 }
 
 // prune drops the spend and grants that count for no call at or after at.
@@ -347,7 +352,12 @@ func (b *budgetLedger) prune(at time.Time) {
 	}
 	k := 0
 	for k < len(b.spends) && !b.period.counts(b.spends[k].at, at) {
-		b.sum -= b.spends[k].amount
+		s := &b.spends[k]
+		b.sum -= s.amount
+		if s.open {
+			b.opens--
+			b.openSum -= s.amount
+		}
 		k++
 	}
 	if k > 0 {
@@ -372,8 +382,13 @@ func (b *budgetLedger) refund(exec string, amount kernel.Cost, settled bool) {
 		amount = min(max(amount, 0), s.amount)
 		s.amount -= amount
 		b.sum -= amount
-		if settled {
-			s.open = false
+		if s.open {
+			b.openSum -= amount
+			if settled {
+				s.open = false
+				b.opens--
+				b.openSum -= s.amount
+			}
 		}
 		return
 	}
@@ -390,7 +405,7 @@ func (b *budgetLedger) grant(at time.Time, amount kernel.Cost) {
 // reset forgives everything spent and granted before: the caller has
 // its whole budget again.
 func (b *budgetLedger) reset() {
-	b.spends, b.grants, b.sum = nil, nil, 0
+	b.spends, b.grants, b.sum, b.opens, b.openSum = nil, nil, 0, 0, 0
 	b.resets++
 }
 

@@ -43,6 +43,7 @@ type modelSpend struct {
 	at     time.Time
 	call   string
 	amount kernel.Cost
+	open   bool // a reservation not settled
 }
 
 type modelGrant struct {
@@ -190,7 +191,7 @@ func periodRun(rt *rapid.T, grants bool) (*trace.Log, *periodModel, toolgate.Pol
 				require.Contains(rt, d.Explanation, "budget period")
 				return
 			}
-			m.spends[caller] = append(m.spends[caller], modelSpend{at: clock.t, call: c.ID, amount: cost})
+			m.spends[caller] = append(m.spends[caller], modelSpend{at: clock.t, call: c.ID, amount: cost, open: tool == "scan"})
 			if tool == "scan" {
 				opens = append(opens, open{call: d.Call, reserved: cost})
 				return
@@ -219,6 +220,11 @@ func periodRun(rt *rapid.T, grants bool) (*trace.Log, *periodModel, toolgate.Pol
 				require.NoError(rt, err)
 			}
 			m.refund(o.call.Caller, o.call.ID, o.reserved-min(actual, o.reserved))
+			for i := range m.spends[o.call.Caller] {
+				if s := &m.spends[o.call.Caller][i]; s.call == o.call.ID {
+					s.open = false
+				}
+			}
 		},
 		"tick": func(rt *rapid.T) {
 			clock.advance(rapid.SampledFrom(periodTicks).Draw(rt, "tick"))
@@ -262,6 +268,16 @@ func periodRun(rt *rapid.T, grants bool) (*trace.Log, *periodModel, toolgate.Pol
 			spent, limit := m.status(st.Caller, clock.t)
 			if st.Spent != spent || st.Limit != limit || st.Remaining != limit-spent {
 				rt.Fatalf("Budgets says %s spent %s of %s, the model %s of %s", st.Caller, st.Spent, st.Limit, spent, limit)
+			}
+			opens, openSum := 0, kernel.Cost(0)
+			for _, s := range m.spends[st.Caller] {
+				if s.open && m.inPeriod(s.at, clock.t) {
+					opens++
+					openSum += s.amount
+				}
+			}
+			if st.Open != opens || st.OpenAmount != openSum {
+				rt.Fatalf("Budgets says %s has %d open (%s), the model %d (%s)", st.Caller, st.Open, st.OpenAmount, opens, openSum)
 			}
 		}
 	}
