@@ -134,15 +134,15 @@ func BenchmarkGateCallObserved(b *testing.B) {
 }
 
 // BenchmarkGateCallRenewing is BenchmarkGateCall under a budget that
-// renews each rolling hour: the ledger's check and record on every call
-// (the clock moves 1 ms per call, so a window holds up to 3.6 million
-// calls and old ones leave it as new ones come).
+// renews each rolling second: the ledger's check and record on every
+// call, in its steady state (the clock moves 1 ms per call, so the window
+// holds a thousand calls and one leaves it as each comes).
 func BenchmarkGateCallRenewing(b *testing.B) {
 	now := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { now = now.Add(time.Millisecond); return now }
 	log, _ := trace.NewLog(trace.NewMemory(), trace.WithClock(clock))
 	g, err := toolgate.New(ctx, log, mustCompile(toolgate.Policy{Budget: kernel.Cost(1 << 50), MinCost: 1,
-		BudgetPeriod: &toolgate.BudgetPeriod{Every: time.Hour},
+		BudgetPeriod: &toolgate.BudgetPeriod{Every: time.Second},
 		Tools:        []toolgate.Rule{{Match: "read_*", Cost: 1}}}), toolgate.WithClock(clock))
 	if err != nil {
 		b.Fatal(err)

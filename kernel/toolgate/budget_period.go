@@ -36,6 +36,11 @@ import (
 // its cost, fits. Spend comes back bit by bit, as the calls that made it
 // leave the window.
 //
+// A reservation counts at its upper bound until settled, then at what it
+// was settled at, but never above its reservation: an overrun beyond it
+// is the kernel's to record (kernel.SettleRecord.Overrun), not the
+// period's spend.
+//
 // With Calendar ("calendar": "day", "week" — from Monday — or
 // "month"), the calls decided within one calendar period of TimeZone
 // ("time_zone", an IANA name such as "Europe/Paris"; "" is UTC) spend at
@@ -361,7 +366,10 @@ func (b *budgetLedger) prune(at time.Time) {
 		k++
 	}
 	if k > 0 {
-		b.spends = slices.Delete(b.spends, 0, k)
+		// Resliced, not moved: the array is given up when append next
+		// grows it, copying only what still counts.
+		clear(b.spends[:k])
+		b.spends = b.spends[k:]
 	}
 	b.grants = slices.DeleteFunc(b.grants, func(g grant) bool {
 		return g.at.Before(at) && !b.period.grantCounts(g.at, at)

@@ -230,7 +230,9 @@
 // budget show` prints it. A shared budget with a calendar Period
 // (SharedBudgetSpec) charges each call to the row of the period its
 // recorded time falls in (kernel/sqlbudget's SharedBudget.ForPeriod),
-// the same row for every replica.
+// the same row for every replica. The ledger holds one entry (about 64
+// bytes) per call its period still counts: a caller that makes a million
+// calls within one period holds some 64 MB until they leave it.
 //
 // # Attribution
 //
