@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
@@ -401,4 +403,55 @@ func TestBudgetComesBackNextPeriod(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, toolgate.Allow, call(g3, "9").Verdict)
 	require.Equal(t, toolgate.Refuse, call(g3, "10").Verdict, "the grant was for yesterday")
+}
+
+// TestConcurrentCallsNeverOverspendAPeriod: calls of one caller from many
+// goroutines, with grants arriving among them, never spend more in a
+// period than its budget and grants (run it with -race).
+func TestConcurrentCallsNeverOverspendAPeriod(t *testing.T) {
+	log, err := trace.NewLog(trace.NewMemory())
+	require.NoError(t, err)
+	g, err := toolgate.New(ctx, log, mustCompile(periodPolicy(10, &toolgate.BudgetPeriod{Calendar: "day"})))
+	require.NoError(t, err)
+	d, err := g.Before(ctx, toolgate.Call{Caller: "alice", Tool: "fixed"}) // the caller exists: grants may come
+	require.NoError(t, err)
+	_, err = g.After(ctx, d.Call, toolgate.Result{})
+	require.NoError(t, err)
+	var mu sync.Mutex
+	allowed := 1
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 20 {
+				d, err := g.Before(ctx, toolgate.Call{Caller: "alice", Tool: "fixed"})
+				if !assert.NoError(t, err) {
+					return
+				}
+				if d.Verdict == toolgate.Allow {
+					mu.Lock()
+					allowed++
+					mu.Unlock()
+					_, err = g.After(ctx, d.Call, toolgate.Result{})
+					assert.NoError(t, err)
+				}
+			}
+		}()
+	}
+	for range 3 {
+		require.NoError(t, g.Grant(ctx, toolgate.BudgetGrant{Caller: "alice", Approver: "idp|carol", Amount: units(2), Reason: "more"}))
+	}
+	wg.Wait()
+	for { // whatever the grants came after, spend what is left
+		d, err := g.Before(ctx, toolgate.Call{Caller: "alice", Tool: "fixed"})
+		require.NoError(t, err)
+		if d.Verdict != toolgate.Allow {
+			break
+		}
+		allowed++
+		_, err = g.After(ctx, d.Call, toolgate.Result{})
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 8, allowed, "budget 10 and grants 3×2, at 2 a call")
 }
