@@ -455,3 +455,43 @@ func TestConcurrentCallsNeverOverspendAPeriod(t *testing.T) {
 	}
 	assert.Equal(t, 8, allowed, "budget 10 and grants 3×2, at 2 a call")
 }
+
+// TestGrantRefusals: a grant needs a budget that renews, a reason, a
+// positive amount (none for a reset), an approver of the policy and a
+// caller the gate has seen; each refusal changes nothing on the log.
+func TestGrantRefusals(t *testing.T) {
+	log, err := trace.NewLog(trace.NewMemory())
+	require.NoError(t, err)
+	plain := periodPolicy(4, nil)
+	g, err := toolgate.New(ctx, log, mustCompile(plain))
+	require.NoError(t, err)
+	_, err = g.Before(ctx, toolgate.Call{Caller: "alice", Tool: "fixed"})
+	require.NoError(t, err)
+	require.ErrorIs(t, g.Grant(ctx, toolgate.BudgetGrant{Caller: "alice", Approver: "idp|carol", Amount: units(1), Reason: "r"}), toolgate.ErrInvalidGrant,
+		"a budget that does not renew")
+
+	log, err = trace.NewLog(trace.NewMemory())
+	require.NoError(t, err)
+	g, err = toolgate.New(ctx, log, mustCompile(periodPolicy(4, &toolgate.BudgetPeriod{Every: time.Hour})))
+	require.NoError(t, err)
+	_, err = g.Before(ctx, toolgate.Call{Caller: "alice", Tool: "fixed"})
+	require.NoError(t, err)
+	head := log.Head().Size
+	carol := &toolgate.Principal{Issuer: "idp", Subject: "carol"}
+	for _, c := range []struct {
+		gr   toolgate.BudgetGrant
+		want error
+	}{
+		{toolgate.BudgetGrant{Caller: "alice", By: carol, Amount: units(1), Reason: " "}, toolgate.ErrInvalidGrant},
+		{toolgate.BudgetGrant{Caller: "alice", By: carol, Amount: 0, Reason: "r"}, toolgate.ErrInvalidGrant},
+		{toolgate.BudgetGrant{Caller: "alice", By: carol, Amount: units(1), Reset: true, Reason: "r"}, toolgate.ErrInvalidGrant},
+		{toolgate.BudgetGrant{Caller: "alice", Approver: "group:ops", By: carol, Amount: units(1), Reason: "r"}, toolgate.ErrNotAnApprover},
+		{toolgate.BudgetGrant{Caller: "alice", Approver: "mallory", Amount: units(1), Reason: "r"}, toolgate.ErrNotAnApprover},
+		{toolgate.BudgetGrant{Caller: "nobody", By: carol, Amount: units(1), Reason: "r"}, toolgate.ErrUnknownCall},
+	} {
+		require.ErrorIs(t, g.Grant(ctx, c.gr), c.want, "%+v", c.gr)
+	}
+	require.Equal(t, head, log.Head().Size, "no refused grant is on the log")
+	require.NoError(t, g.Grant(ctx, toolgate.BudgetGrant{Caller: "alice", Approver: "idp|carol", By: carol, Amount: units(1), Reason: "r"}))
+	require.Equal(t, head+1, log.Head().Size)
+}
