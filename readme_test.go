@@ -31,6 +31,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/verity-go/verity/kernel/toolgate"
 )
 
 // block is one fenced block of the README.
@@ -95,16 +97,23 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
-// rootModulesCached makes sure the modules this checkout requires are in
-// the module cache (go mod download, with the environment the tests run
-// in: nothing is fetched when they already are), so that the README's
-// commands, run offline, find everything a clone's build would.
+// readmeModules are the modules whose packages the README's commands
+// build: the root, and the MCP module (verity-mcp and its test server).
+var readmeModules = []string{".", "kernel/toolgate/mcp"}
+
+// rootModulesCached makes sure the modules this checkout's README builds
+// require are in the module cache (go mod download, with the environment
+// the tests run in: nothing is fetched when they already are), so that
+// the README's commands, run offline, find everything a clone's build
+// would.
 func rootModulesCached(t *testing.T, root string) {
 	t.Helper()
-	cmd := exec.Command("go", "mod", "download")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go mod download in %s: %v\n%s", root, err, out)
+	for _, mod := range readmeModules {
+		cmd := exec.Command("go", "mod", "download")
+		cmd.Dir = filepath.Join(root, mod)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go mod download in %s: %v\n%s", cmd.Dir, err, out)
+		}
 	}
 }
 
@@ -281,5 +290,45 @@ func copyCheckout(t *testing.T, root, dst string) {
 		if err := os.WriteFile(to, b, fi.Mode().Perm()); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// policyLinkRE finds the policy files the README links to.
+var policyLinkRE = regexp.MustCompile(`\]\(([^)\s]+\.json)\)`)
+
+// TestREADMEPoliciesSayWhatTheyDo: every policy file the README links to
+// loads and compiles, and no rule's description promises a settlement
+// the rule cannot make: a rule said to be "settled at" a measured figure
+// is reserved and names the figure (cost_from).
+func TestREADMEPoliciesSayWhatTheyDo(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, m := range policyLinkRE.FindAllStringSubmatch(string(b), -1) {
+		path := filepath.FromSlash(m[1])
+		p, err := toolgate.LoadPolicy(path)
+		if err != nil {
+			t.Errorf("README links %s: %v", m[1], err)
+			continue
+		}
+		if _, err := p.Compile(); err != nil {
+			t.Errorf("README links %s: %v", m[1], err)
+			continue
+		}
+		n++
+		rules := p.Tools
+		if p.DefaultRule != nil {
+			rules = append(rules, *p.DefaultRule)
+		}
+		for i, r := range rules {
+			if strings.Contains(r.Description, "settled at") && (!r.Reserve || r.CostFrom == "") {
+				t.Errorf("%s: rule %d (%s) says %q but has no cost_from to settle at", m[1], i, r.Match, r.Description)
+			}
+		}
+	}
+	if n < 2 {
+		t.Fatalf("README links %d policy files; it shows at least the demonstration's and the filesystem server's", n)
 	}
 }

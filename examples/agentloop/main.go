@@ -1,48 +1,64 @@
-// Command agentloop is Verity's main demonstration: an on-call agent
-// remediating a failing deployment, with every decision it makes passing
-// through Verity's limits and landing in one hash-chained log.
+// Command agentloop is Verity's first demonstration: an agent's tool
+// calls going through Verity's gate, and the log that proves what
+// happened.
 //
-//  1. kernel: actions change a world model under a budget and invariants;
-//     an action that would break a blocking invariant, or overspend, is
-//     rejected and changes nothing; a committed action is rolled back
-//     exactly, with its cost refunded.
-//  2. speculative: the agent's hunch is stored in the speculative lane, and
-//     its attempt to file the hunch as validation evidence is refused.
-//  3. claims: the agent's report is a ClaimBundle; a FACT needs evidence, a
-//     DELETE action needs a human, and the bundle is published only after
-//     the approval.
-//  4. trace: the log verifies, and the kernel session is rebuilt from it by
-//     replay with the same state and budget.
+// A scripted agent tidies a small in-memory workspace with three real
+// tools (read_file, write_file, delete_file) under the policy in
+// testdata/policy.json, the same kind of file verity-mcp takes in front
+// of an MCP server. In under a second it shows:
+//
+//   - a refusal by an argument rule: nothing under /work/secrets may be
+//     touched, however the path is written ("/work/notes/../secrets/…"
+//     included), and the tool never runs;
+//   - an approval: a deletion waits for a person, runs once on a yes and
+//     never on a no;
+//   - a budget hit: the agent has 2 units, and the call that would
+//     overspend is refused, with the reason the agent reads;
+//   - a verified log: every decision is on a hash-chained log file that
+//     verifies, a copy with one byte changed does not, and a gate started
+//     again over the log resumes the agent with what it had left.
 //
 // The log is a file in a temporary directory, removed at the end, unless
 // -log names a new file to keep it in:
 //
 //	go run ./examples/agentloop -log agent.trace
 //	go run ./examples/verity verify agent.trace
+//
+// examples/seedtour tours the parts the gate is built on (the kernel,
+// claims and approvals, the speculative lane, replay).
 package main
 
 import (
+	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
+	_ "embed"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/kernel"
-	"github.com/verity-go/verity/kernel/value"
-	"github.com/verity-go/verity/speculative"
+	"github.com/verity-go/verity/kernel/toolgate"
 	"github.com/verity-go/verity/trace"
 )
+
+// policyFile is the demonstration's policy, as testdata/policy.json holds
+// it.
+//
+//go:embed testdata/policy.json
+var policyFile []byte
+
+// policyPath is where the policy is, for the reader.
+const policyPath = "examples/agentloop/testdata/policy.json"
+
+// agent is the caller every call is charged to.
+const agent = "agent"
 
 func main() {
 	logPath := flag.String("log", "", "keep the log in this new `file` (default: a temporary file, removed at the end)")
@@ -53,22 +69,58 @@ func main() {
 	}
 }
 
-// clock is a deterministic clock so that the demonstration prints the same
-// log every time.
+// workspace is the agent's files, in memory: the tools' real state.
+type workspace map[string]string
+
+// tool runs one tool on the workspace; its error is the tool's failure.
+func (w workspace) tool(name string, args map[string]string) (string, error) {
+	p := args["path"]
+	switch name {
+	case "read_file":
+		s, ok := w[p]
+		if !ok {
+			return "", fmt.Errorf("%s: no such file", p)
+		}
+		return s, nil
+	case "write_file":
+		w[p] = args["content"]
+		return fmt.Sprintf("wrote %d bytes to %s", len(args["content"]), p), nil
+	case "delete_file":
+		if _, ok := w[p]; !ok {
+			return "", fmt.Errorf("%s: no such file", p)
+		}
+		delete(w, p)
+		return "deleted " + p, nil
+	}
+	return "", fmt.Errorf("no tool %q", name)
+}
+
+// step is one call the agent makes, and what the person says if asked.
+type step struct {
+	tool   string
+	args   map[string]string
+	answer string // "yes …" or "no …": the person's answer and reason, when asked
+}
+
+// script is what the agent does: the calls a model would ask for.
+var script = []step{
+	{tool: "read_file", args: map[string]string{"path": "/work/notes/todo.md"}},
+	{tool: "read_file", args: map[string]string{"path": "/work/secrets/api-key"}},
+	{tool: "read_file", args: map[string]string{"path": "/work/notes/../secrets/api-key"}},
+	{tool: "delete_file", args: map[string]string{"path": "/work/reports/2025.txt"}, answer: "yes: archived elsewhere"},
+	{tool: "delete_file", args: map[string]string{"path": "/work/reports/2026.txt"}, answer: "no: still in use"},
+	{tool: "write_file", args: map[string]string{"path": "/work/notes/summary.md", "content": "2025 report archived."}},
+	{tool: "read_file", args: map[string]string{"path": "/work/notes/summary.md"}},
+	{tool: "read_file", args: map[string]string{"path": "/work/notes/todo.md"}},
+}
+
+// clock is a deterministic clock, so that the demonstration writes the
+// same log every time.
 type clock struct{ t time.Time }
 
 func (c *clock) now() time.Time {
-	c.t = c.t.Add(250 * time.Millisecond)
+	c.t = c.t.Add(100 * time.Millisecond)
 	return c.t
-}
-
-// ids returns a deterministic id source (the sessions default to UUIDv7).
-func ids(prefix string) func() string {
-	n := 0
-	return func() string {
-		n++
-		return fmt.Sprintf("%s-%d", prefix, n)
-	}
 }
 
 // run writes the demonstration's log to keep, a new file, or (if keep is
@@ -86,6 +138,14 @@ func run(ctx context.Context, w io.Writer, keep string) error {
 		return fmt.Errorf("-log %s: the demonstration writes a new log; give a path where no file is", keep)
 	}
 
+	policy, err := toolgate.ParsePolicy(policyFile)
+	if err != nil {
+		return err
+	}
+	compiled, err := policy.Compile()
+	if err != nil {
+		return err
+	}
 	store, err := trace.OpenFile(path, trace.FileOptions{})
 	if err != nil {
 		return err
@@ -93,228 +153,195 @@ func run(ctx context.Context, w io.Writer, keep string) error {
 	clk := &clock{t: time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)}
 	log, err := trace.NewLog(store, trace.WithClock(clk.now))
 	if err != nil {
-		store.Close()
+		_ = store.Close()
 		return err
 	}
-	defer log.Close() // on an early return; closed in step 4 before reopening
-
-	fmt.Fprintln(w, "== 1. kernel: acting under a budget and invariants")
-	k, sess, err := startKernel(ctx, log, clk.now)
+	defer log.Close() // on an early return; closed before the log is checked
+	n := 0
+	gate, err := toolgate.New(ctx, log, compiled, toolgate.WithClock(clk.now),
+		toolgate.WithIDs(func() string { n++; return fmt.Sprintf("id-%d", n) }))
 	if err != nil {
 		return err
 	}
-	if err := act(ctx, w, sess); err != nil {
-		return err
+
+	files := workspace{
+		"/work/notes/todo.md":    "archive the 2025 report; write a summary",
+		"/work/reports/2025.txt": "revenue 2025 …",
+		"/work/reports/2026.txt": "revenue 2026 …",
+		"/work/secrets/api-key":  "sk-do-not-leak",
+	}
+	budget := policy.Budget
+	fmt.Fprintf(w, "An agent tidies a small workspace through Verity's gate. The policy\n")
+	fmt.Fprintf(w, "(%s) gives it %s units: each call costs 0.5,\n", policyPath, budget)
+	fmt.Fprintf(w, "a deletion waits for a person's yes, and nothing under /work/secrets\n")
+	fmt.Fprintf(w, "may be touched.\n\n")
+
+	for i, s := range script {
+		if err := call(ctx, w, gate, files, i+1, s); err != nil {
+			return err
+		}
 	}
 
-	fmt.Fprintln(w, "\n== 2. speculative: a hunch is not evidence")
-	if err := firewall(ctx, w, log, clk.now); err != nil {
-		return err
-	}
-
-	fmt.Fprintln(w, "\n== 3. claims: the report passes the gates, with a human for DELETE")
-	if err := report(ctx, w, log, clk.now); err != nil {
-		return err
-	}
-
-	fmt.Fprintln(w, "\n== 4. trace: verify the one log and replay the kernel session")
+	// The log: close it, then check it as anyone holding it would.
 	head := log.Head()
 	if err := log.Close(); err != nil {
 		return err
 	}
-	store, err = trace.OpenFile(path, trace.FileOptions{}) // verifies the whole chain
+	fmt.Fprintf(w, "\nThe log holds %d entries, each sealed with the hash of the one before.\n", head.Size)
+	ro, err := trace.OpenFileReadOnly(path) // verifies the whole chain
+	if err != nil {
+		return fmt.Errorf("the log does not verify: %w", err)
+	}
+	got, err := ro.Head(ctx)
+	_ = ro.Close()
 	if err != nil {
 		return err
 	}
-	log, err = trace.NewLog(store)
-	if err != nil {
-		store.Close()
+	if got != head {
+		return fmt.Errorf("the log's head is %s, the run wrote %s", got, head)
+	}
+	fmt.Fprintf(w, "  verified: every entry checks, from the first to the last\n")
+	if err := tamper(w, path); err != nil {
 		return err
+	}
+	left, err := resume(ctx, path, compiled)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "  started again over the log, the gate resumes the agent with %s of %s left\n", left, budget)
+
+	names := slices.Sorted(func(yield func(string) bool) {
+		for name := range files {
+			if !yield(name) {
+				return
+			}
+		}
+	})
+	fmt.Fprintf(w, "\nThe workspace now: %s\n", strings.Join(names, " "))
+	if keep != "" {
+		fmt.Fprintf(w, "log kept in %s (check it: go run ./examples/verity verify %s)\n", keep, keep)
+	}
+	return nil
+}
+
+// call puts one step to the gate and acts on its decision, as a host
+// does: run the tool when allowed, ask the person when the gate asks,
+// give the agent the explanation when refused.
+func call(ctx context.Context, w io.Writer, gate *toolgate.Gate, files workspace, n int, s step) error {
+	args := fmt.Sprintf(`{"path":%q}`, s.args["path"])
+	if c, ok := s.args["content"]; ok {
+		args = fmt.Sprintf(`{"path":%q,"content":%q}`, s.args["path"], c)
+	}
+	c := toolgate.Call{ID: fmt.Sprintf("call-%d", n), Caller: agent, Tool: s.tool, Arguments: []byte(args)}
+	fmt.Fprintf(w, "%d. %-12s %s\n", n, s.tool, s.args["path"])
+	d, err := gate.Before(ctx, c)
+	if err != nil {
+		return err
+	}
+	if d.Verdict == toolgate.AskApproval {
+		fmt.Fprintf(w, "   asks a person: %s\n", d.Approval.Question)
+		yes, reason, _ := strings.Cut(s.answer, ": ")
+		if yes == "yes" {
+			fmt.Fprintf(w, "   the person says yes (%s)\n", reason)
+			if _, err := gate.Approve(ctx, d.Approval.ID, "person", reason); err != nil {
+				return err
+			}
+		} else {
+			fmt.Fprintf(w, "   the person says no (%s)\n", reason)
+			if err := gate.Deny(ctx, d.Approval.ID, "person", reason); err != nil {
+				return err
+			}
+		}
+		if d, err = gate.Before(ctx, c); err != nil {
+			return err
+		}
+	}
+	switch d.Verdict {
+	case toolgate.Allow:
+		out, terr := files.tool(s.tool, s.args)
+		if _, err := gate.After(ctx, d.Call, toolgate.Result{Output: []byte(out), Err: terr}); err != nil {
+			return err
+		}
+		m, _ := gate.Meter(agent)
+		b := m.Budget()
+		if terr != nil {
+			fmt.Fprintf(w, "   ran and failed: %v (spent %s, %s left)\n", terr, b.Net(), b.Remaining())
+		} else {
+			fmt.Fprintf(w, "   ran: %s (spent %s, %s left)\n", out, b.Net(), b.Remaining())
+		}
+	case toolgate.Refuse:
+		fmt.Fprintf(w, "   refused, and the agent is told: %s\n", d.Explanation)
+	default:
+		return fmt.Errorf("call %d: unexpected verdict %v", n, d.Verdict)
+	}
+	return nil
+}
+
+// tamper rewrites the person's no as a yes in a copy of the log (the
+// same number of bytes, as a careful forger would) and shows that the
+// copy no longer verifies.
+func tamper(w io.Writer, path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	i := bytes.Index(b, []byte(`"decision":"REJECTED"`))
+	if i < 0 {
+		return errors.New("the log holds no refused approval")
+	}
+	copy(b[i:], `"decision":"APPROVED"`)
+	cp := path + ".forged"
+	if err := os.WriteFile(cp, b, 0o600); err != nil {
+		return err
+	}
+	defer os.Remove(cp)
+	ro, err := trace.OpenFileReadOnly(cp)
+	if err == nil {
+		_ = ro.Close()
+		return errors.New("a forged copy of the log verified")
+	}
+	var (
+		corrupt *trace.CorruptRecordError
+		broken  *trace.ChainBreakError
+	)
+	switch {
+	case errors.As(err, &corrupt):
+		fmt.Fprintf(w, "  a copy in which the person's no is rewritten as a yes fails at entry %d: %s\n", corrupt.Index, firstWords(corrupt.Reason))
+	case errors.As(err, &broken):
+		fmt.Fprintf(w, "  a copy in which the person's no is rewritten as a yes fails at entry %d: the chain breaks\n", broken.Index)
+	default:
+		return fmt.Errorf("a forged copy of the log: %w", err)
+	}
+	return nil
+}
+
+// firstWords is reason up to its first colon ("hash mismatch: stored …"
+// is "hash mismatch").
+func firstWords(reason string) string {
+	s, _, _ := strings.Cut(reason, ":")
+	return s
+}
+
+// resume starts a gate again over the log and returns what the agent has
+// left.
+func resume(ctx context.Context, path string, compiled *toolgate.Compiled) (kernel.Cost, error) {
+	store, err := trace.OpenFile(path, trace.FileOptions{})
+	if err != nil {
+		return 0, err
+	}
+	log, err := trace.NewLog(store)
+	if err != nil {
+		_ = store.Close()
+		return 0, err
 	}
 	defer log.Close()
-	if _, err := log.VerifyAgainst(ctx, head); err != nil {
-		return err
-	}
-	kinds := map[string]int{}
-	for e, err := range log.Entries(ctx, 0) {
-		if err != nil {
-			return err
-		}
-		kinds[e.Kind]++
-	}
-	fmt.Fprintf(w, "log verified: %d entries, head %s…\n", head.Size, head.Hash.String()[:16])
-	for _, kind := range slices.Sorted(maps.Keys(kinds)) {
-		fmt.Fprintf(w, "  %-22s %d\n", kind, kinds[kind])
-	}
-	replayed, err := kernel.Replay(ctx, log, k, sess.ID())
+	gate, err := toolgate.New(ctx, log, compiled)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if !replayed.State().Equal(sess.State()) || replayed.Meter().Budget().Net() != sess.Meter().Budget().Net() {
-		return errors.New("replayed kernel session differs from the live one")
+	m, ok := gate.Meter(agent)
+	if !ok {
+		return 0, errors.New("the gate started over the log does not know the agent")
 	}
-	fmt.Fprintf(w, "replayed kernel session: state %s, net spend %s — equal to the live session\n",
-		replayed.State(), replayed.Meter().Budget().Net())
-	if keep != "" {
-		fmt.Fprintf(w, "log kept in %s\n", keep)
-	}
-	return nil
-}
-
-func startKernel(ctx context.Context, log *trace.Log, now func() time.Time) (*kernel.Kernel, *kernel.Session, error) {
-	k, err := kernel.New(kernel.Config{
-		Budget:        5 * kernel.Unit,
-		MinActionCost: kernel.Unit / 10,
-		Invariants: []kernel.Invariant{{
-			Name:        "min-replicas",
-			Description: "at least two replicas serve traffic",
-			Check: func(s kernel.State) bool {
-				n, ok := s.Int("replicas")
-				return ok && n >= 2
-			},
-			Enforcement: kernel.EnforcementBlocking,
-			Suggestion:  "scale out before removing replicas",
-		}},
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	initial, err := kernel.NewState(map[string]any{"replicas": int64(3), "version": "v41", "canary": false})
-	if err != nil {
-		return nil, nil, err
-	}
-	sess, err := kernel.NewSession(ctx, log, k, initial, kernel.WithClock(now), kernel.WithSessionID("oncall-7"), kernel.WithIDs(ids("exec")))
-	return k, sess, err
-}
-
-func act(ctx context.Context, w io.Writer, sess *kernel.Session) error {
-	try := func(a kernel.Action) (kernel.Record, error) {
-		rec, err := sess.Execute(ctx, a)
-		var rej *kernel.RejectedError
-		switch {
-		case errors.As(err, &rej):
-			for _, f := range rej.Verdict.Failures() {
-				// The reason names its check ("invariant \"min-replicas\" violated").
-				fmt.Fprintf(w, "rejected  %-16s %s\n", a.ID, strings.TrimPrefix(f.Reason, "kernel: "))
-			}
-		case err != nil:
-			return rec, err
-		default:
-			fmt.Fprintf(w, "committed %-16s cost %s, state %s, net spend %s\n",
-				a.ID, a.Cost, sess.State(), sess.Meter().Budget().Net())
-		}
-		return rec, nil
-	}
-	steps := []kernel.Action{
-		{ID: "scale-out", Name: "Scale out", Cost: 1500, Reversible: true,
-			Effects: []kernel.Effect{kernel.Increment("replicas", value.Int(2))}},
-		{ID: "drain-all", Name: "Drain every replica", Cost: 500,
-			Effects: []kernel.Effect{kernel.Set("replicas", value.Int(0))}},
-		{ID: "full-rebuild", Name: "Rebuild the cluster", Cost: 9 * kernel.Unit,
-			Effects: []kernel.Effect{kernel.Set("version", value.String("v42"))}},
-	}
-	for _, a := range steps {
-		if _, err := try(a); err != nil {
-			return err
-		}
-	}
-	canary := kernel.Action{ID: "enable-canary", Name: "Route 5% to the canary", Cost: 1000, Reversible: true,
-		Effects: []kernel.Effect{kernel.Set("canary", value.Bool(true)), kernel.Set("version", value.String("v42-rc1"))}}
-	rec, err := try(canary)
-	if err != nil {
-		return err
-	}
-	if _, err := sess.Rollback(ctx, rec.ExecID); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "rolled back enable-canary: state %s, net spend %s (refunded %s)\n",
-		sess.State(), sess.Meter().Budget().Net(), canary.Cost)
-	return nil
-}
-
-func firewall(ctx context.Context, w io.Writer, log *trace.Log, now func() time.Time) error {
-	steward, err := speculative.NewSteward(ctx, log, speculative.NewMemory(), speculative.WithClock(now), speculative.WithIDs(ids("intent")))
-	if err != nil {
-		return err
-	}
-	hunch := map[string]any{
-		"claim_id":         "c-root-cause",
-		"epistemic_status": "speculative",
-		"idea":             "the v41 connection pool is too small under the evening peak",
-	}
-	if _, err := steward.PersistHypothesis(ctx, "oncall-7", speculative.Hypothesis{ClaimID: "c-root-cause", Content: hunch}); err != nil {
-		return err
-	}
-	fmt.Fprintln(w, "stored the hunch in the speculative lane (session-scoped)")
-
-	// The agent tries to launder the hunch into validation evidence, hiding
-	// the marker one JSON-encoding deep.
-	laundered := map[string]any{
-		"claim_id": "c-root-cause",
-		"success":  true,
-		"details":  `{"notes":{"epistemicStatus":" Speculative "}}`,
-	}
-	_, err = steward.PersistEvidence(ctx, laundered)
-	var se *speculative.SpeculativeError
-	if !errors.As(err, &se) {
-		return fmt.Errorf("laundered evidence was not refused: %v", err)
-	}
-	fmt.Fprintf(w, "refused evidence: %v\n", err)
-	ev, err := steward.Evidence(ctx, "c-root-cause")
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "grounded evidence on c-root-cause: %d item(s)\n", len(ev))
-	return nil
-}
-
-func report(ctx context.Context, w io.Writer, log *trace.Log, now func() time.Time) error {
-	policy := claims.DefaultPolicy()
-	policy.Approvers = map[claims.RiskTier][]string{claims.TierDelete: {"sre-lead"}}
-	sess, err := claims.NewSession(ctx, log, policy, claims.WithClock(now), claims.WithIDs(ids("claims")))
-	if err != nil {
-		return err
-	}
-	metrics := "error_rate 09:00 4.1% -> 09:05 0.3% after scale-out"
-	sum := sha256.Sum256([]byte(metrics))
-	evidence := claims.EvidencePointer{
-		Source:           "metrics://prod/checkout/error_rate?from=09:00&to=09:05",
-		SourceConfidence: 0.92,
-		EvidenceHash:     hex.EncodeToString(sum[:]),
-		RetrievedAt:      time.Date(2026, 11, 22, 9, 5, 0, 0, time.UTC),
-	}
-	low := claims.Uncertainty{Method: claims.MethodConfidenceScore, Value: 0.08, Interpretation: "calibrated confidence 0.92", GateRecommendation: claims.RecommendExecute}
-	bundle := claims.NewBundle("bundle-incident-4411", now(), "oncall-agent-7",
-		claims.Claim{ID: "c-error-rate", Statement: "The checkout error rate fell from 4.1% to 0.3% after the scale-out.",
-			ClaimType: claims.ClaimFact, EvidencePointers: []claims.EvidencePointer{evidence}, Uncertainty: low,
-			RiskTier: claims.TierReadOnly, IfWrongCost: "a premature all-clear"},
-		claims.Claim{ID: "c-cleanup", Statement: "Delete the v40 replica set that is no longer serving.",
-			ClaimType: claims.ClaimDecision, Uncertainty: low, RiskTier: claims.TierDelete,
-			IfWrongCost: "a slower rollback path"},
-	)
-	actor := claims.Context{Actor: "oncall-agent-7", Clearance: claims.TierDelete}
-
-	// Without evidence, the same FACT is refused.
-	bare := bundle.Clone()
-	bare.Claims[0].EvidencePointers = nil
-	ev, err := sess.Evaluate(ctx, bare, actor)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "without evidence: %s at the %s gate\n", ev.Decision, ev.StoppedAt)
-
-	ev, err = sess.Evaluate(ctx, bundle, actor)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "with evidence:    %s, waiting for %v\n", ev.Decision, ev.Pending)
-	ev, err = sess.Approve(ctx, ev.Bundle, actor, "sre-lead", claims.ApprovalApproved, "v40 has served no traffic for 7 days")
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "after approval:   %s\n", ev.Decision)
-	if ev.Decision != claims.DecisionPublish {
-		return fmt.Errorf("approved bundle was not published: %s (%s)", ev.Decision, ev.Reason)
-	}
-	return nil
+	return m.Budget().Remaining(), nil
 }

@@ -17,6 +17,10 @@
 //     EdDSA. "alg": "none" and the HMAC algorithms are refused before a
 //     key is looked up, so a public key can never be used as an HMAC
 //     secret;
+//   - its header has no "crit" member (the verifier implements no JWS
+//     extension, so by RFC 7515 §4.1.11 any token that lists one is
+//     invalid) and no "b64" other than true (RFC 7797's unencoded
+//     payloads);
 //   - "iss" is exactly Config.Issuer and "aud" names Config.Audience (the
 //     resource's own URL, so that a token minted for another resource is
 //     refused);

@@ -47,6 +47,9 @@ func (r Resource) MetadataURL() (string, error) {
 //     auth.ProtectedResourceMetadataHandler (go-sdk v1.8.0, auth/auth.go:
 //     "func ProtectedResourceMetadataHandler(metadata
 //     *oauthex.ProtectedResourceMetadata) http.Handler");
+//   - a request with more than one Authorization header is answered
+//     400, so that no component reads one credential and another the
+//     other;
 //   - any other request needs "Authorization: Bearer TOKEN" that v
 //     verifies, checked by auth.RequireBearerToken (auth/auth.go: "func
 //     RequireBearerToken(verifier TokenVerifier, opts
@@ -100,6 +103,13 @@ func Protect(h http.Handler, v *Verifier, r Resource) (http.Handler, error) {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if p := req.URL.EscapedPath(); p == WellKnownPath || p == metaPath {
 			meta.ServeHTTP(w, req)
+			return
+		}
+		if len(req.Header.Values("Authorization")) > 1 {
+			// Two credentials: which one a component reads is not defined
+			// (RFC 9110 §5.3 allows no list for Authorization), so none
+			// is read.
+			http.Error(w, "invalid_request: more than one Authorization header", http.StatusBadRequest)
 			return
 		}
 		if fields := strings.Fields(req.Header.Get("Authorization")); len(fields) == 2 && strings.EqualFold(fields[0], "bearer") {

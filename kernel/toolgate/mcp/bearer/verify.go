@@ -112,6 +112,9 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*auth.TokenInfo, e
 	}
 	claims := jwt.MapClaims{}
 	_, err := v.parser.ParseWithClaims(token, claims, func(t *jwt.Token) (any, error) {
+		if err := understood(t.Header); err != nil {
+			return nil, err
+		}
 		kid, _ := t.Header["kid"].(string)
 		if _, ok := t.Header["kid"]; ok && kid == "" {
 			return nil, errors.New("kid is not a non-empty string")
@@ -151,6 +154,26 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*auth.TokenInfo, e
 		}
 	}
 	return &auth.TokenInfo{Scopes: scopes, Expiration: exp.Time, UserID: sub, Extra: extra}, nil
+}
+
+// understood refuses a header that asks for what the verifier does not
+// implement. It implements no JWS extension, so a "crit" member, whatever
+// it lists (RFC 7515 §4.1.11: a recipient that does not understand a
+// listed extension must refuse the JWS, and an empty list is itself
+// invalid), refuses the token; so does "b64" other than true (RFC 7797:
+// an unencoded payload the parser would read as encoded).
+func understood(h map[string]any) error {
+	if c, ok := h["crit"]; ok {
+		names, _ := c.([]any)
+		if len(names) == 0 {
+			return errors.New(`the "crit" header is not a non-empty list`)
+		}
+		return fmt.Errorf(`the "crit" header lists %v, an extension this verifier does not implement`, names)
+	}
+	if b, ok := h["b64"]; ok && b != true {
+		return errors.New(`the "b64" header is not true: unencoded payloads are not accepted`)
+	}
+	return nil
 }
 
 func scopesOf(claims jwt.MapClaims) ([]string, error) {

@@ -96,6 +96,18 @@ func TestVerifyRefusesBadTokens(t *testing.T) {
 		bad["HMAC with the public key "+string(rune('0'+i))] = tok
 	}
 	bad["oversized"] = is.Sign(t, "EdDSA", with("a", func(c jwt.MapClaims) { c["pad"] = strings.Repeat("x", bearer.MaxTokenBytes) }))
+	// Headers asking for what the verifier does not implement (RFC 7515
+	// §4.1.11, RFC 7797), signed by the issuer's own key.
+	for name, h := range map[string]map[string]any{
+		"crit unknown":    {"crit": []string{"x-unknown"}, "x-unknown": true},
+		"crit empty":      {"crit": []string{}},
+		"crit not a list": {"crit": "exp"},
+		"crit b64":        {"crit": []string{"b64"}, "b64": false},
+		"b64 false":       {"b64": false},
+		"crit registered": {"crit": []string{"exp"}},
+	} {
+		bad[name] = testissuer.SignHeader(t, "ES256", testissuer.Kid("ES256"), is.Key("ES256"), h, is.Claims("a", "s"))
+	}
 	bad["empty"] = ""
 	bad["garbage"] = "a.b.c"
 	// A valid token with its signature cut or its payload swapped.
@@ -227,4 +239,39 @@ func BenchmarkProtectedRequest(b *testing.B) {
 		tok := is.Token(b, alg, "alice", "tools:call")
 		b.Run(alg, func(b *testing.B) { run(b, h, tok) })
 	}
+}
+
+// TestProtectRefusesTwoAuthorizationHeaders: a request with two
+// Authorization headers is answered 400, whichever of them is valid, so
+// that no component reads one credential while another reads the other.
+func TestProtectRefusesTwoAuthorizationHeaders(t *testing.T) {
+	is := testissuer.New(t, resource)
+	v := newVerifier(t, is)
+	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	h, err := bearer.Protect(ok, v, bearer.Resource{URL: resource, AuthorizationServers: []string{is.URL}})
+	require.NoError(t, err)
+	good := "Bearer " + is.Token(t, "ES256", "alice", "")
+	status := func(values ...string) int {
+		req := httptest.NewRequest("POST", "/mcp", nil)
+		for _, v := range values {
+			req.Header.Add("Authorization", v)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w.Code
+	}
+	assert.Equal(t, http.StatusNoContent, status(good), "the control: one valid token is served")
+	assert.Equal(t, http.StatusBadRequest, status(good, good))
+	assert.Equal(t, http.StatusBadRequest, status(good, "Bearer forged"))
+	assert.Equal(t, http.StatusBadRequest, status("Bearer forged", good))
+}
+
+// TestVerifyAcceptsB64True: "b64": true is the default encoding, so a
+// token naming it (and no "crit") verifies; only the other values refuse.
+func TestVerifyAcceptsB64True(t *testing.T) {
+	is := testissuer.New(t, resource)
+	v := newVerifier(t, is)
+	tok := testissuer.SignHeader(t, "ES256", testissuer.Kid("ES256"), is.Key("ES256"), map[string]any{"b64": true}, is.Claims("a", "s"))
+	_, err := v.Verify(context.Background(), tok)
+	require.NoError(t, err)
 }

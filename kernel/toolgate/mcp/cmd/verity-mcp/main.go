@@ -348,7 +348,7 @@ const version = "v0.1.0"
 func main() {
 	tuneGC()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	code := dispatch(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr) // "client": client.go
 	stop()
 	os.Exit(code)
 }

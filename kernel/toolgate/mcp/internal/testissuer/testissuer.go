@@ -152,6 +152,22 @@ func SignWith(t TB, alg, kid string, key any, claims jwt.MapClaims) string {
 	return s
 }
 
+// SignHeader is claims signed by key with alg, under kid, with the
+// extra protected header members of header (such as "crit").
+func SignHeader(t TB, alg, kid string, key any, header map[string]any, claims jwt.MapClaims) string {
+	t.Helper()
+	tok := jwt.NewWithClaims(jwt.GetSigningMethod(alg), claims)
+	tok.Header["kid"] = kid
+	for k, v := range header {
+		tok.Header[k] = v
+	}
+	s, err := tok.SignedString(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // Unsigned is claims as an "alg": "none" token naming kid.
 func Unsigned(t TB, kid string, claims jwt.MapClaims) string {
 	t.Helper()
