@@ -320,16 +320,13 @@ func (b *budgetLedger) admit(now time.Time, cost kernel.Cost) string {
 	return ""
 }
 
-// renews says when the budget comes back, for a refusal.
+// renews says when the budget comes back, for a refusal: a calendar
+// period's end; a rolling window's length (each call's spend comes back
+// that long after it was made).
 func (b *budgetLedger) renews(now time.Time) string {
 	p := b.period
 	if p.rolling() {
-		for _, s := range b.spends {
-			if p.counts(s.at, now) {
-				return fmt.Sprintf("spend comes back as it leaves the %s window, from %s", p.every, s.at.Add(p.every).UTC().Format(time.RFC3339))
-			}
-		}
-		return fmt.Sprintf("spend comes back as it leaves the %s window", p.every)
+		return fmt.Sprintf("spend comes back as its calls leave the %s window", p.every)
 	}
 	return fmt.Sprintf("the budget renews at %s", p.end(p.start(now)).Format(time.RFC3339))
 }
