@@ -28,6 +28,7 @@ func periodPolicy(budget int64, p *toolgate.BudgetPeriod) toolgate.Policy {
 		Tools: []toolgate.Rule{
 			{Match: "fixed", Cost: units(2), RefundOnError: true},
 			{Match: "scan", Cost: units(3), Reserve: true},
+			{Match: "drop", Cost: units(2), Tier: claims.TierDelete},
 		}}
 }
 
@@ -373,7 +374,11 @@ func TestBudgetComesBackNextPeriod(t *testing.T) {
 	g, err := toolgate.New(ctx, log, comp, toolgate.WithClock(clock.now))
 	require.NoError(t, err)
 	call := func(g *toolgate.Gate, id string) toolgate.Decision {
-		d, err := g.Before(ctx, toolgate.Call{ID: id, Caller: "alice", Tool: "fixed"})
+		tool := "fixed"
+		if id == "drop" {
+			tool = "drop" // DELETE: needs a human
+		}
+		d, err := g.Before(ctx, toolgate.Call{ID: id, Caller: "alice", Tool: tool})
 		require.NoError(t, err)
 		if d.Verdict == toolgate.Allow {
 			_, err = g.After(ctx, d.Call, toolgate.Result{})
@@ -389,6 +394,11 @@ func TestBudgetComesBackNextPeriod(t *testing.T) {
 	g2, err := toolgate.New(ctx, log, comp, toolgate.WithClock(clock.now))
 	require.NoError(t, err)
 	require.Equal(t, toolgate.Refuse, call(g2, "4").Verdict, "a restart does not renew the budget")
+	before := log.Head().Size
+	d = call(g2, "drop")
+	require.Equal(t, toolgate.Refuse, d.Verdict, "nobody is asked about a call the period cannot pay for")
+	require.Contains(t, d.Explanation, "(rule #2, budget): cost 2, remaining 0 of 4")
+	require.Equal(t, before+1, log.Head().Size, "the refusal only: no claims evaluation, no request")
 	require.ErrorIs(t, g2.Grant(ctx, toolgate.BudgetGrant{Caller: "alice", By: &toolgate.Principal{Issuer: "idp", Subject: "mallory"}, Amount: units(2), Reason: "please"}), toolgate.ErrNotAnApprover)
 	require.ErrorIs(t, g2.Grant(ctx, toolgate.BudgetGrant{Caller: "alice", Approver: "idp|carol", Amount: units(2)}), toolgate.ErrInvalidGrant, "no reason")
 	require.ErrorIs(t, g2.Grant(ctx, toolgate.BudgetGrant{Caller: "alice", Amount: units(2), Reason: "x"}), toolgate.ErrNotAnApprover, "no approver")
@@ -399,6 +409,7 @@ func TestBudgetComesBackNextPeriod(t *testing.T) {
 	require.Equal(t, toolgate.Refuse, call(g2, "7").Verdict)
 	clock.advance(time.Minute) // midnight in Paris
 	require.Equal(t, toolgate.Allow, call(g2, "8").Verdict)
+	require.Equal(t, toolgate.AskApproval, call(g2, "drop").Verdict, "it fits: a human is asked")
 	g3, err := toolgate.New(ctx, log, comp, toolgate.WithClock(clock.now))
 	require.NoError(t, err)
 	require.Equal(t, toolgate.Allow, call(g3, "9").Verdict)

@@ -500,6 +500,12 @@ func (g *Gate) beforeWritten(ctx context.Context, c Call, start time.Time, res *
 	if ru.Verdict == Refuse {
 		return g.refuse(ctx, d, ru.Reason, ru.Explanation, "", at)
 	}
+	if ru.Verdict == AskApproval && g.comp.period != nil {
+		// No human is asked about a call its budget period cannot pay for.
+		if refused, err := g.overBudget(ctx, cl, &d, ru.Cost, at); refused || err != nil {
+			return d, err
+		}
+	}
 	cl.mu.Lock()
 	p, key, err := g.arrive(ctx, cl, &d, &ru, res, at)
 	cl.mu.Unlock()
