@@ -45,11 +45,10 @@
 //
 // DecodeBundle (and DecodeClaim, DecodeEvidencePointer, DecodeUncertainty,
 // DecodeApproval and DecodeRecord) are the one way to read the package's
-// JSON, and they are strict. They reject text that is not exactly one
-// JSON value, duplicate keys, invalid UTF-8, unknown members (names are
-// matched case-sensitively), unknown enum values, numbers outside [0,1],
-// wrong JSON types, missing required members and timestamps that are not
-// RFC 3339: all of them at once, each with its RFC 6901 JSON Pointer, in
+// JSON. They read strict JSON (REFERENCE.md, "One way to read JSON":
+// one value, no member twice, exact names, no unknown or missing member,
+// the right JSON types), and reject besides unknown enum values, numbers
+// outside [0,1] and timestamps that are not RFC 3339: all of them at once, each with its RFC 6901 JSON Pointer, in
 // a *ValidationError wrapping ErrMalformed. Members that have a default in
 // the specification's reference implementation may be omitted: decision
 // DEFER, empty reason, lists and audit trail, gate_recommendation EXECUTE.

@@ -484,7 +484,7 @@ func TestDecodeRecordRejectsOtherForms(t *testing.T) {
 				args[j] = bad[j]
 			}
 		}
-		in := fmt.Sprintf(rec, args...)
+		in := fmt.Sprintf(rec, args[0], args[1], args[2])
 		_, err := DecodeRecord([]byte(in))
 		var de *ValidationError
 		if assert.ErrorAs(t, err, &de, "%d: %s", i, in) {

@@ -131,10 +131,11 @@
 // read a member only under its exact name, as the schema does.
 //
 // The schemas carry absolute $ids under
-// https://github.com/verity-go/verity/contracts/schemas/, are embedded with
-// go:embed and compiled once (Schema returns their text). The compiler's
-// loader refuses every URL, so only the embedded $ids resolve: a $ref to a
-// remote or file URL fails with ErrRefused instead of being fetched.
+// https://github.com/verity-go/verity/contracts/schemas/, are embedded
+// (a go:embed directive) and compiled once (Schema returns their text).
+// The compiler's loader refuses every URL, so only the embedded $ids
+// resolve: a $ref to a remote or file URL fails with ErrRefused instead
+// of being fetched.
 //
 // # Evidence pointers
 //

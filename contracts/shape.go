@@ -306,8 +306,7 @@ func (c *shapeCompiler) node(atoms []*shape, depth int) (*node, error) {
 		return nil, fmt.Errorf("%w: nesting", errUnsupported)
 	}
 	var all []*shape
-	var add func(s *shape)
-	add = func(s *shape) {
+	add := func(s *shape) {
 		for ; s != nil; s = s.ref {
 			for _, a := range all {
 				if a == s {

@@ -46,12 +46,10 @@
 // payloads) are RFC 8785 canonical JSON that keeps the strict typing: a
 // float whose canonical text would read as an int is written
 // {"$float":"1"}, an int beyond ±(2^53−1) {"$int":"…"}. value.Decode,
-// DecodeState and DecodeAction are strict: duplicate keys, invalid UTF-8,
-// a plain integer literal beyond ±(2^53−1), unknown action fields and
-// inexact costs are errors (ErrDecode, ErrInvalidCost), never guesses.
-// They and DecodeEntry read in one pass with the module's one strict
-// reader (internal/strictjson), straight into Values and typed entries,
-// and name each problem by its JSON Pointer.
+// DecodeState, DecodeAction and DecodeEntry read strict JSON in one pass
+// (REFERENCE.md, "One way to read JSON"), straight into Values and typed
+// entries, naming each problem by its JSON Pointer; an inexact cost is
+// refused too (ErrDecode, ErrInvalidCost), never guessed.
 //
 // # Effects and their inverses
 //

@@ -17,15 +17,14 @@ import (
 // naive is a deliberately simple model of a session: a Go map copied on
 // every change, integer counters, and a stack of prior maps for rollback.
 type naive struct {
-	vars            map[string]value.Value
-	limit, gross    kernel.Cost
-	refunded        kernel.Cost
-	steps, emerg    uint64
-	maxSteps        uint64
-	eps             kernel.Cost
-	undo            []undoEntry // executions, latest last
-	rolledBack      map[string]bool
-	blockingNonNegX bool
+	vars         map[string]value.Value
+	limit, gross kernel.Cost
+	refunded     kernel.Cost
+	steps, emerg uint64
+	maxSteps     uint64
+	eps          kernel.Cost
+	undo         []undoEntry // executions, latest last
+	rolledBack   map[string]bool
 }
 
 type undoEntry struct {

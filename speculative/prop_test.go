@@ -41,11 +41,10 @@ type (
 	nArray   struct{ elems []node }
 	nEncoded struct{ inner node } // the inner document serialised into a string
 	nMarker  struct {             // a marker key (or a status key) inside an object
-		key      string
-		status   bool // key is a status key: the marker is its value
-		statusV  string
-		value    node
-		siblings *nObject
+		key     string
+		status  bool // key is a status key: the marker is its value
+		statusV string
+		value   node
 	}
 )
 

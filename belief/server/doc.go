@@ -73,13 +73,10 @@
 //
 // A body is one JSON object of at most DefaultMaxBodyBytes (1 MiB,
 // WithMaxBodyBytes to change; a larger one is 413, see Oversized bodies);
-// an empty body reads as {}. It must be valid
-// RFC 8785 input (no duplicate keys, valid UTF-8, no integer literal that
-// would be read back as a different number, such as 9007199254740993);
-// members have strict types (a string is never a number, null
-// is "absent"); unknown members are rejected; a body session_id (or exit
-// obligation_id) that disagrees with the path is rejected. All problems are
-// reported at once: the answer is 400 INVALID_REQUEST with
+// an empty body reads as {}. It is read as strict JSON, as every Verity
+// decoder reads (REFERENCE.md, "One way to read JSON"; null here is
+// "absent"), and a body session_id (or exit obligation_id) that disagrees
+// with the path is rejected. All problems are reported at once: the answer is 400 INVALID_REQUEST with
 // details.violations, a list of {"path","rule","message"} sorted by path,
 // where path is an RFC 6901 JSON Pointer into the body ("" for all of
 // it, "/hypotheses/1"; for the audit query, "/since_event_id") and rule

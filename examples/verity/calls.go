@@ -32,6 +32,9 @@ type callRow struct {
 	Cost     string   `json:"cost"`
 	Outcome  string   `json:"outcome,omitempty"` // ok, failed: …, or "" until the result is on the log
 	Approver []string `json:"approvers,omitempty"`
+	// Definition is the pinned hash of the tool's definition the call
+	// was decided against, when the host pins definitions.
+	Definition string `json:"definition,omitempty"`
 }
 
 // calls gathers the tool calls of a log as it is read.
@@ -77,7 +80,7 @@ func (c *calls) add(e trace.Entry, decoded any) {
 			rule = x.Rule
 		}
 		c.push(x.Session, callRow{Seq: e.Seq, Time: trace.FormatTime(e.Time), Caller: x.Caller, Tool: x.Tool, CallID: x.CallID,
-			Verdict: verdict, Reason: x.Explanation, Rule: rule, Cost: "0"})
+			Verdict: verdict, Reason: x.Explanation, Rule: rule, Cost: "0", Definition: x.Definition})
 	case gatelog.Result:
 		i, ok := c.open[x.Session+"\x00"+x.CallID]
 		if !ok {
@@ -107,6 +110,8 @@ func (c *calls) decided(e trace.Entry, session string, a kernel.Action, verdict,
 			r.CallID = v
 		case "rule":
 			r.Rule = v
+		case "definition":
+			r.Definition = v
 		case "approval":
 			r.Approver = c.approvers[v]
 			if r.Approver == nil {

@@ -23,6 +23,8 @@
 //	                                            --addr is refused, exit 2, unless --public)
 //	verity policy  check POLICY [-tools FILE | -- UPSTREAM…] | test POLICY CASES
 //	                                            lint a tool gate's policy against an MCP server's tools; run its test cases
+//	verity pin     [-o pins.json] -- UPSTREAM… | check|approve -pins pins.json … -- UPSTREAM… | diff OLD NEW
+//	                                            pin an MCP server's tool definitions; report drift; re-pin one
 //	verity budget  show SRC -policy POLICY | show -db DB | grant … | reset …
 //	                                            each caller's budget and period; an approver's grant or reset (verity budget -h)
 //
@@ -58,6 +60,9 @@
 //	8  replay: the log verifies but disagrees with a replay of the sessions it records
 //	9  checkpoint: the -checkpoint file is malformed, not signed by -pubkey, or for another origin
 //	   (a log that does not extend a good checkpoint, such as a rewritten one, exits 6)
+//
+// verity pin reads no log and has verity policy's rule (verity pin -h): 0 written, no
+// drift or no difference, 1 drift (check) or a difference (diff), 2 it could not run.
 //
 // verity policy reads no log and has one rule of its own (verity policy -h): 0 the
 // policy is clean or every case passed, 1 check found problems or a case failed, 2 the
@@ -129,6 +134,7 @@ commands:
           [--max-conns 256] [--conn-wait 1s] [--read-header-timeout 10s] [--read-timeout 30s]
           [--write-timeout 60s] [--idle-timeout 60s] [--max-header-bytes 65536]
   policy  check POLICY [-tools FILE | -- UPSTREAM...] | test POLICY CASES   (verity policy -h)
+  pin     [-o pins.json] -- UPSTREAM... | check|approve -pins FILE ... -- UPSTREAM... | diff OLD NEW   (verity pin -h)
   budget  show SRC -policy POLICY | show -db DB | grant | reset   a tool gate's budgets (verity budget -h)
   verify  SRC -checkpoint FILE -pubkey KEY [-origin ORIGIN]   the log must extend a signed checkpoint
   keygen  -name NAME -out PREFIX      an Ed25519 checkpoint key: PREFIX.key (0600) and PREFIX.pub
@@ -142,7 +148,8 @@ exit: 0 ok, 1 error, 2 usage, 3 torn tail, 4 corrupt, 5 chain break,
       6 does not extend the kept head or the signed checkpoint (a rewritten log),
       7 not a log (or not a regular file), 8 replay disagrees,
       9 the checkpoint does not verify (malformed, another key, a bad signature, another origin);
-      verity policy: 0 clean, 1 problems found or a case failed, 2 usage or an input it cannot use
+      verity policy: 0 clean, 1 problems found or a case failed, 2 usage or an input it cannot use;
+      verity pin: 0 written or no drift, 1 drift or a difference, 2 usage or an input it cannot use
 `
 
 // usageError is a mistake on the command line (exit 2).
@@ -172,6 +179,7 @@ func run(ctx context.Context, e *env, args []string) int {
 		"repair":  cmdRepair,
 		"view":    cmdView,
 		"policy":  cmdPolicy,
+		"pin":     cmdPin,
 		"budget":  cmdBudget, // budget.go
 		// signed checkpoints (signing.go)
 		"keygen":     cmdKeygen,

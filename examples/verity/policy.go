@@ -16,9 +16,10 @@ import (
 
 	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/kernel/toolgate/pin"
 )
 
-const policyUsage = `usage: verity policy check POLICY [-tools FILE | [-timeout 30s] -- UPSTREAM COMMAND...]
+const policyUsage = `usage: verity policy check POLICY [-pins pins.json [-server NAME]] [-tools FILE | [-timeout 30s] -- UPSTREAM COMMAND...]
        verity policy test  POLICY CASES
 
 check   loads the tool gate's policy file (every problem at once, with its path) and
@@ -28,6 +29,8 @@ check   loads the tool gate's policy file (every problem at once, with its path)
         and the tools no rule matches. The tools come from -tools FILE (a tools/list
         result, or a JSON-RPC response holding one) or from the server started with
         UPSTREAM COMMAND, spoken to over stdio (initialize, then tools/list, every page).
+        With -pins, each tool's definition is compared with the lock file (verity pin):
+        a tool changed, new, or pinned and not listed is a problem.
 test    runs each case of CASES (a JSON file: {"cases": [...]}) against the policy: a
         case without steps is one call, decided by the policy's decision core, its
         verdict, rule, condition, reason and explanation compared with the case's; a
@@ -109,6 +112,8 @@ func policyCheck(ctx context.Context, e *env, args []string) error {
 	fs.SetOutput(io.Discard)
 	toolsFile := fs.String("tools", "", "a tools/list result (JSON)")
 	timeout := fs.Duration("timeout", 30*time.Second, "how long the upstream server may take to list its tools")
+	pinsFile := fs.String("pins", "", "a lock file (pins.json) to compare the tools' definitions with")
+	pinServerName := fs.String("server", "", "the server's name in the -pins lock file")
 	policyFile, err := parseInterspersed(fs, args, 1)
 	if err != nil {
 		return err
@@ -125,7 +130,16 @@ func policyCheck(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	var lock *pin.Lock
+	if *pinsFile != "" {
+		l, err := readLock(*pinsFile)
+		if err != nil {
+			return err
+		}
+		lock = &l
+	}
 	var tools []string
+	var listed upstreamListing
 	if *toolsFile != "" {
 		data, err := readInput(*toolsFile, maxToolsListSize)
 		if err != nil {
@@ -135,15 +149,24 @@ func policyCheck(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", *toolsFile, err)
 		}
+		listed = upstreamListing{names: tools, pages: []json.RawMessage{toolsResult(data)}, file: true}
 	} else {
 		ctx, cancel := context.WithTimeout(ctx, *timeout)
 		defer cancel()
-		tools, err = listUpstreamTools(ctx, upstream, e.stderr)
+		listed, err = listUpstream(ctx, upstream, e.stderr)
 		if err != nil {
 			return fmt.Errorf("upstream %s: %w", upstream[0], err)
 		}
+		tools = listed.names
 	}
 	findings, notes := lintPolicy(cfg, compiled, declared, tools)
+	if lock != nil {
+		drift, err := pinFindings(*lock, *pinsFile, *pinServerName, listed)
+		if err != nil {
+			return err
+		}
+		findings = append(findings, drift...)
+	}
 	fmt.Fprintf(e.stdout, "%s: %d rules, %d tools upstream\n", policyFile[0], len(cfg.Tools), len(tools))
 	for _, f := range findings {
 		fmt.Fprintf(e.stdout, "  %s\n", f)
@@ -176,6 +199,51 @@ func parseInterspersed(fs *flag.FlagSet, args []string, n int) ([]string, error)
 		return nil, usagef("%s: want %d file argument(s), got %d", fs.Name(), n, len(pos))
 	}
 	return pos, nil
+}
+
+// toolsResult is the tools/list result of a file holding one, bare or
+// inside a JSON-RPC response.
+func toolsResult(data []byte) json.RawMessage {
+	var rpc struct {
+		Result json.RawMessage `json:"result"`
+	}
+	if json.Unmarshal(data, &rpc) == nil && rpc.Result != nil {
+		return rpc.Result
+	}
+	return data
+}
+
+// pinFindings compares a listing's definitions with the lock file's
+// pins: a finding for each tool changed, new, or pinned and not listed,
+// and for changed instructions (of an upstream: a tools file has none).
+func pinFindings(lock pin.Lock, pinsFile, server string, u upstreamListing) ([]string, error) {
+	l := pin.Listing{Server: server}
+	if l.Server == "" {
+		l.Server = u.server
+	}
+	for i, page := range u.pages {
+		ts, err := pin.ParseTools(page)
+		if err != nil {
+			return nil, fmt.Errorf("tools/list page %d: %w", i+1, err)
+		}
+		l.Tools = append(l.Tools, ts...)
+	}
+	sl, err := lockServer(lock, pinsFile, &l, server != "")
+	if err != nil {
+		return nil, err
+	}
+	if u.file {
+		l.Instructions = sl.Instructions // a tools file says nothing of instructions
+	} else {
+		l.Instructions = pin.HashInstructions(u.instructions, u.hasInstr)
+	}
+	state, _ := pin.State{}.LockLoaded(lock)
+	_, out := state.Listed(l)
+	var findings []string
+	for _, d := range out.Drift {
+		findings = append(findings, "pins: "+describeDrift(d))
+	}
+	return findings, nil
 }
 
 // parseToolsList reads the tool names of a tools/list result, bare

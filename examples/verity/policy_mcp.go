@@ -51,22 +51,45 @@ type stdioClient struct {
 	readErr error
 }
 
-// listUpstreamTools starts argv, lists its tools and stops it. The
-// server's standard error goes to stderr; ctx bounds the whole exchange.
+// listUpstreamTools starts argv, lists its tools and stops it: their
+// names. The server's standard error goes to stderr; ctx bounds the
+// whole exchange.
 func listUpstreamTools(ctx context.Context, argv []string, stderr io.Writer) ([]string, error) {
+	u, err := listUpstream(ctx, argv, stderr)
+	if err != nil {
+		return nil, err
+	}
+	return u.names, nil
+}
+
+// upstreamListing is what a server said of itself and its tools: its
+// name and instructions (initialize) and every page of tools/list, as
+// sent.
+type upstreamListing struct {
+	server       string // serverInfo.name
+	instructions string
+	hasInstr     bool     // the server gave instructions
+	names        []string // the tools' names, every page
+	pages        []json.RawMessage
+	file         bool // read from a tools file: no name, no instructions
+}
+
+// listUpstream starts argv, lists its tools and stops it (see
+// listUpstreamTools).
+func listUpstream(ctx context.Context, argv []string, stderr io.Writer) (upstreamListing, error) {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Stderr = stderr
 	cmd.WaitDelay = 2 * time.Second
 	in, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, err
+		return upstreamListing{}, err
 	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, err
+		return upstreamListing{}, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, err
+		return upstreamListing{}, err
 	}
 	c := &stdioClient{in: in, out: bufio.NewReaderSize(out, 64<<10), lines: make(chan []byte), quit: make(chan struct{})}
 	go c.read()
@@ -77,9 +100,9 @@ func listUpstreamTools(ctx context.Context, argv []string, stderr io.Writer) ([]
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("no answer in time: %w", err)
+			return upstreamListing{}, fmt.Errorf("no answer in time: %w", err)
 		}
-		return nil, err
+		return upstreamListing{}, err
 	}
 	// A server exits when its input closes; one that does not is stopped.
 	done := make(chan struct{})
@@ -187,34 +210,42 @@ func (c *stdioClient) call(ctx context.Context, method string, params any) (json
 	}
 }
 
-func (c *stdioClient) tools(ctx context.Context) ([]string, error) {
+func (c *stdioClient) tools(ctx context.Context) (upstreamListing, error) {
+	var u upstreamListing
 	res, err := c.call(ctx, "initialize", map[string]any{
 		"protocolVersion": mcpProtocolVersion,
 		"capabilities":    map[string]any{},
 		"clientInfo":      map[string]any{"name": "verity-policy-check", "version": "1"},
 	})
 	if err != nil {
-		return nil, err
+		return u, err
 	}
 	var init struct {
 		Capabilities struct {
 			Tools *json.RawMessage `json:"tools"`
 		} `json:"capabilities"`
+		ServerInfo struct {
+			Name string `json:"name"`
+		} `json:"serverInfo"`
+		Instructions *string `json:"instructions"`
 	}
 	if err := json.Unmarshal(res, &init); err != nil {
-		return nil, fmt.Errorf("initialize: %w", err)
+		return u, fmt.Errorf("initialize: %w", err)
 	}
 	if init.Capabilities.Tools == nil {
-		return nil, errors.New("the server offers no tools (no tools capability)")
+		return u, errors.New("the server offers no tools (no tools capability)")
+	}
+	u.server = init.ServerInfo.Name
+	if init.Instructions != nil {
+		u.instructions, u.hasInstr = *init.Instructions, true
 	}
 	if err := c.send(rpcMessage{Method: "notifications/initialized"}); err != nil {
-		return nil, err
+		return u, err
 	}
-	var names []string
 	cursor := ""
 	for page := 0; ; page++ {
 		if page == mcpMaxPages {
-			return nil, fmt.Errorf("tools/list: more than %d pages", mcpMaxPages)
+			return u, fmt.Errorf("tools/list: more than %d pages", mcpMaxPages)
 		}
 		params := map[string]any{}
 		if cursor != "" {
@@ -222,22 +253,23 @@ func (c *stdioClient) tools(ctx context.Context) ([]string, error) {
 		}
 		res, err := c.call(ctx, "tools/list", params)
 		if err != nil {
-			return nil, err
+			return u, err
 		}
 		got, err := parseToolsList(res)
 		if err != nil {
-			return nil, fmt.Errorf("tools/list: %w", err)
+			return u, fmt.Errorf("tools/list: %w", err)
 		}
-		names = append(names, got...)
+		u.names = append(u.names, got...)
+		u.pages = append(u.pages, res)
 		var next struct {
 			NextCursor string `json:"nextCursor"`
 		}
 		_ = json.Unmarshal(res, &next)
 		if next.NextCursor == "" {
-			return names, nil
+			return u, nil
 		}
 		if next.NextCursor == cursor {
-			return nil, fmt.Errorf("tools/list: the server returned the same cursor %q again", strings.TrimSpace(cursor))
+			return u, fmt.Errorf("tools/list: the server returned the same cursor %q again", strings.TrimSpace(cursor))
 		}
 		cursor = next.NextCursor
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/verity-go/verity/belief"
 	"github.com/verity-go/verity/claims"
+	"github.com/verity-go/verity/kernel/toolgate/pin"
 	"github.com/verity-go/verity/speculative"
 	"github.com/verity-go/verity/trace"
 )
@@ -37,6 +38,7 @@ type replayed struct {
 	claims            []claimRecord
 	speculative       map[string]int
 	refusals          []string
+	pins              *pinReplay
 }
 
 // claimRecord is one claims entry, decoded.
@@ -47,7 +49,7 @@ type claimRecord struct {
 }
 
 func newReplayed() *replayed {
-	return &replayed{kernel: map[string]*kernelRecorded{}, belief: map[string]belief.State{}, speculative: map[string]int{}}
+	return &replayed{kernel: map[string]*kernelRecorded{}, belief: map[string]belief.State{}, speculative: map[string]int{}, pins: newPinReplay()}
 }
 
 // add replays one verified entry. An entry its package cannot read or
@@ -58,6 +60,9 @@ func (r *replayed) add(e trace.Entry) error {
 	}
 	if !strings.HasPrefix(e.Kind, "belief.") {
 		r.otherKinds = true
+	}
+	if err := r.pins.add(e); err != nil {
+		return fail(err)
 	}
 	switch {
 	case strings.HasPrefix(e.Kind, "kernel."):
@@ -160,6 +165,23 @@ func cmdReplay(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintln(w)
 		for _, a := range b.AuditTrail.HumanApprovals {
 			fmt.Fprintf(w, "  approval %s %s at %s: %s\n", a.Approver, a.Decision, trace.FormatTime(a.Timestamp), a.Reason)
+		}
+	}
+	if p := r.pins; p.entries > 0 || p.decisions > 0 {
+		fmt.Fprintf(w, "pins: %d entries, servers [%s]; %d decisions named a definition pinned when they were made\n",
+			p.entries, strings.Join(slices.Sorted(maps.Keys(p.servers)), " "), p.decisions)
+		for _, s := range slices.Sorted(maps.Keys(p.servers)) {
+			pins, _ := p.state.Pins(s)
+			for _, tool := range slices.Sorted(maps.Keys(pins)) {
+				line := fmt.Sprintf("  %s/%s %s (%s", s, tool, pins[tool].Hash, pins[tool].Source)
+				if pins[tool].Approver != "" {
+					line += " by " + pins[tool].Approver
+				}
+				if _, err := p.state.Check(s, tool); err != nil {
+					line += "; drifted: " + strings.TrimPrefix(err.Error(), "pin: ")
+				}
+				fmt.Fprintln(w, pin.Visible(line+")"))
+			}
 		}
 	}
 	if len(r.speculative) > 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate/gatelog"
+	"github.com/verity-go/verity/kernel/toolgate/pin"
 	"github.com/verity-go/verity/speculative"
 	"github.com/verity-go/verity/trace"
 )
@@ -98,7 +99,7 @@ func kernelLine(x kernel.Entry) string {
 		if v.Emergency {
 			s += ", emergency"
 		}
-		return s + warnedText(v.Warnings)
+		return s + warnedText(v.Warnings) + definitionText(tagDefinition(v.Action.Tags))
 	case kernel.RejectEntry:
 		var failed []string
 		for _, c := range v.Checks {
@@ -111,7 +112,7 @@ func kernelLine(x kernel.Entry) string {
 		return fmt.Sprintf("rolled back exec %s, refund %s → %s", v.ExecID, v.Refund, budgetText(v.Budget))
 	case kernel.ReserveEntry:
 		s := fmt.Sprintf("reserved %s for %s (exec %s) → %s, steps %d", v.Action.Cost, v.Action.ID, v.ExecID, budgetText(v.Budget), v.Steps)
-		return s + warnedText(v.Warnings)
+		return s + warnedText(v.Warnings) + definitionText(tagDefinition(v.Action.Tags))
 	case kernel.SettleEntry:
 		return fmt.Sprintf("settled exec %s: reserved %s, actual %s, refund %s, overrun %s, unpaid %s → %s",
 			v.ExecID, v.Reserved, v.Actual, v.Refund, v.Overrun, v.Unpaid, budgetText(v.Budget))
@@ -232,6 +233,25 @@ func words(ws ...string) string {
 	return strings.Join(slices.DeleteFunc(ws, func(w string) bool { return w == "" }), " ")
 }
 
+// definitionText is ", definition <hash>" for a decision that names the
+// pinned definition it trusted, "" otherwise.
+func definitionText(def string) string {
+	if def == "" {
+		return ""
+	}
+	return ", definition " + def
+}
+
+// tagDefinition is the definition an execution's tags name.
+func tagDefinition(tags []string) string {
+	for _, t := range tags {
+		if def, ok := strings.CutPrefix(t, definitionTag); ok {
+			return def
+		}
+	}
+	return ""
+}
+
 // toolgateSummary words every entry a tool gate writes itself: a
 // refusal, a result, a refused answer, a request asked of a human and
 // one that expired.
@@ -242,7 +262,27 @@ func toolgateSummary(e trace.Entry) (string, any, error) {
 	}
 	switch r := v.(type) {
 	case gatelog.Refuse:
-		return fmt.Sprintf("refused %s call %s for %q (%s): %s", r.Tool, r.CallID, r.Caller, r.Reason, shorten(r.Explanation, 160)), r, nil
+		return fmt.Sprintf("refused %s call %s for %q (%s): %s", r.Tool, r.CallID, r.Caller, r.Reason, shorten(r.Explanation, 160)) + definitionText(r.Definition), r, nil
+	case gatelog.Pin:
+		s := fmt.Sprintf("pinned %d tools of server %s (%s)", len(r.Tools), pin.Visible(r.Server), r.Source)
+		if r.Instructions != "" {
+			s += ", instructions " + r.Instructions
+		}
+		if r.Lock != "" {
+			s += ", lock file " + r.Lock
+		}
+		return s, r, nil
+	case gatelog.Drift:
+		if r.Change == pin.Instructions {
+			return fmt.Sprintf("drift: server %s's instructions listed %s, pinned %s", pin.Visible(r.Server), orNone(r.Seen), orNone(r.Pinned)), r, nil
+		}
+		return fmt.Sprintf("drift: tool %s of server %s %s: listed %s, pinned %s", pin.Visible(r.Tool), pin.Visible(r.Server), r.Change, orNone(r.Seen), orNone(r.Pinned)), r, nil
+	case gatelog.Repin:
+		s := fmt.Sprintf("re-pinned tool %s of server %s: %s → %s, approved by %q", pin.Visible(r.Tool), pin.Visible(r.Server), orNone(r.Old), r.New, r.Approver)
+		if r.RequestedBy != "" {
+			s += fmt.Sprintf(" (asked by %q)", r.RequestedBy)
+		}
+		return s + ": " + shorten(pin.Visible(r.Reason), 160), r, nil
 	case gatelog.RefuseAnswer:
 		return fmt.Sprintf("refused answer %s by %q to request %s for %q (%s): %s", r.Decision, r.Approver, r.Approval, r.Caller, r.Reason, shorten(r.Explanation, 160)), r, nil
 	case gatelog.Ask:
@@ -265,7 +305,7 @@ func toolgateSummary(e trace.Entry) (string, any, error) {
 		if r.Speculative {
 			s += ", speculative: " + r.Finding
 		}
-		return s, r, nil
+		return s + definitionText(r.Definition), r, nil
 	}
 	return "", nil, fmt.Errorf("unexpected toolgate entry %T", v)
 }

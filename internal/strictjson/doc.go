@@ -1,6 +1,8 @@
 // Package strictjson is the one way Verity reads JSON: typed, single-pass
 // decoding of one JSON text into tagged Go structs, as strict as canonical
-// JSON and stricter than encoding/json.
+// JSON and stricter than encoding/json. What that means for a reader of
+// Verity's formats, and which decoders use it, is explained once, in
+// REFERENCE.md's "One way to read JSON"; this page is the package's API.
 //
 //	var e entryWire
 //	if err := strictjson.Unmarshal(payload, &e); err != nil {

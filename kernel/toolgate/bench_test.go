@@ -14,7 +14,10 @@ import (
 
 // BenchmarkGateCall is the gate's overhead per call: Before and After of
 // one allowed call on a memory log (two trace entries).
-func BenchmarkGateCall(b *testing.B) {
+func BenchmarkGateCall(b *testing.B) { benchGateCall(b, "") }
+
+// benchGateCall is BenchmarkGateCall of calls made against definition.
+func benchGateCall(b *testing.B, definition string) {
 	log, _ := trace.NewLog(trace.NewMemory())
 	g, err := toolgate.New(ctx, log, mustCompile(toolgate.Policy{Budget: kernel.Cost(1 << 50), MinCost: 1,
 		Tools: []toolgate.Rule{{Match: "read_*", Cost: 1}}}))
@@ -25,7 +28,7 @@ func BenchmarkGateCall(b *testing.B) {
 	out := []byte(`{"rows":[["a","b"],["c","d"]],"truncated":false}`)
 	b.ReportAllocs()
 	for b.Loop() {
-		d, err := g.Before(ctx, toolgate.Call{Tool: "read_file", Arguments: args, Caller: "agent"})
+		d, err := g.Before(ctx, toolgate.Call{Tool: "read_file", Arguments: args, Caller: "agent", Definition: definition})
 		if err != nil || d.Verdict != toolgate.Allow {
 			b.Fatal(err, d.Explanation)
 		}
@@ -159,4 +162,10 @@ func BenchmarkGateCallRenewing(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkGateCallPinned is BenchmarkGateCall with the call's pinned
+// definition recorded on its decision and result (Call.Definition).
+func BenchmarkGateCallPinned(b *testing.B) {
+	benchGateCall(b, "sha256:5555555555555555555555555555555555555555555555555555555555555555")
 }

@@ -39,6 +39,15 @@ type Call struct {
 	// them: rules may be limited to subjects, groups or scopes (see
 	// version 2's "principals").
 	Principal Principal
+	// Definition, when the host pins tool definitions
+	// (kernel/toolgate/pin), is the pinned hash of the tool's definition
+	// the call is made against, as pin.State.Check returned it
+	// ("sha256:…"). The gate records it on the call's decision — the
+	// refusal entry, the kernel execution's tag "definition:<hash>", the
+	// result entry — so that the log names the definition each decision
+	// trusted. The gate does not check it: the host refuses a call to an
+	// unpinned definition before Before.
+	Definition string
 }
 
 // ArgumentsDigest is the lower-case hex SHA-256 of the call's arguments,
@@ -364,11 +373,6 @@ func (r Rule) price(c Call) (kernel.Cost, error) {
 		return r.CostFunc(c)
 	}
 	return r.Cost, nil
-}
-
-// needsApproval reports whether calls under the rule need a human.
-func (r Rule) needsApproval() bool {
-	return r.Tier == claims.TierDelete || r.Tier == claims.TierPrivilege
 }
 
 // DefaultApprover is who approves DELETE and PRIVILEGE calls when

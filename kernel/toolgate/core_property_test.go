@@ -118,7 +118,7 @@ func drawSnapshot(t *rapid.T, at time.Time) toolgate.Snapshot {
 func TestDecideIsPure(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		rules := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) toolgate.Rule { return drawRule(t, "rule") }), 1, 6).Draw(t, "rules")
-		comp, rules := compileDrawn(t, rules)
+		comp, _ := compileDrawn(t, rules)
 		at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 		s := drawSnapshot(t, at)
 		before := toolgate.Snapshot{Labels: maps.Clone(s.Labels), Windows: map[string][]time.Time{}}

@@ -34,6 +34,10 @@
 // is the one check of either, naming every problem at its JSON Pointer
 // (a policy built in Go is checked by the file's rules). Two members are
 // Go only and have no file form: a rule's CostFunc and GoInvariants.
+// Each member of a policy is explained once, on its field of Policy or
+// Rule (and the types they hold), with its file name in parentheses; the
+// order in which a rule's members decide a call is in "A call's life"
+// below.
 //
 // # What a call is
 //
@@ -254,7 +258,9 @@
 // claim of that tier naming the tool and the arguments' SHA-256 — which the
 // claims gate chain escalates to the approvers Policy.Approvers names
 // (DefaultApprover for both tiers when nil), and returns AskApproval with
-// the request. Its question shows the arguments in full, as compact JSON
+// the request. Every approver named for the tier must approve before the
+// call runs, and one denial refuses it; one principal is one approver,
+// even when the policy names it both by key and through a group. Its question shows the arguments in full, as compact JSON
 // with invisible characters escaped, so that what the human approves is
 // what runs: arguments that cannot be shown so — not one JSON value a
 // reader would read one way (duplicate keys, names that differ only in
@@ -287,6 +293,10 @@
 // is not an approver or answered already, a request decided already or
 // never asked — is recorded as a gatelog.KindRefuseAnswer entry
 // (gatelog.RefuseAnswer) and changes nothing.
+//
+// This section and the next two are the one account of approvals; the
+// adapters' docs say only how their framework asks and answers, and
+// verity-mcp's "Approval inbox" how its page does.
 //
 // # Only the questions the gate asked wait
 //
@@ -346,15 +356,10 @@
 // Outcome.Speculative says whether a host that stores tool output as
 // evidence must not.
 //
-// Two members of a rule are for the host that runs the tools, and the
-// gate only keeps them: Rule.Timeout (policy "timeout", and
-// Policy.Timeout for every rule without one; Compiled.RuleOf applies it), how
-// long to wait for the tool before reporting it failed; and
-// Rule.CostFrom (policy "cost_from", on reserved rules), where in an MCP
-// result the measured cost is (ParseCostPointer, CostPointer.Measure),
-// for After's Result.Actual. Compiled.MayCall (of Gate.Compiled) tells a
-// host which tools to list to a principal: those some call of may be
-// allowed.
+// Rule.Timeout and Rule.CostFrom are for the host that runs the tools;
+// the gate only keeps them (Compiled.RuleOf applies Policy.Timeout).
+// Compiled.MayCall (of Gate.Compiled) tells a host which tools to list to
+// a principal: those some call of may be allowed.
 //
 // # Durability: what a crash can lose
 //
@@ -377,11 +382,17 @@
 // result: the call stays charged in full (a reservation at its upper
 // bound), the direction that never overspends, and a gate restarted over
 // the log resumes the caller with that spend. A crash of the process
-// alone loses nothing written: only a machine crash loses unsynced
+// alone loses nothing written (TestKilledGateKeepsEveryAcknowledgedCall:
+// real processes, SIGKILL): only a machine crash loses unsynced
 // bytes, always a suffix of the log (see trace's package documentation).
 // If the fsync fails, Before and After return an error (the store is then
 // broken, trace.ErrBroken, and refuses every later append until the log
 // is reopened): the host must not run the tool.
+//
+// A host must answer a call only once After has returned: the MCP Guard
+// answers a call whose result the log could not make durable with an
+// error saying that the tool ran (TestResultNotDurableIsNotAnswered), so
+// a client never reads a result a crash could lose.
 //
 // BeforeWritten trades that order for latency: it returns an allowed
 // decision once written, with a wait for its fsync, so the host runs the
@@ -389,8 +400,20 @@
 // fsync, not two. Nothing acknowledged is lost still (the host answers
 // only after the wait and After), but a machine crash during the tool
 // may lose the decision, charge and rate-window count of a tool that
-// ran. The MCP Guard's SyncWhileRunning option uses it; it is off by
-// default.
+// ran, so that the budget reads as if the call had not been made; a
+// crash of the process alone still loses nothing, the decision being
+// written before the tool starts. The MCP Guard's SyncWhileRunning
+// option (verity-mcp -sync-while-running) uses it, off by default: a
+// tool that ends within 10 ms has its decision made durable by its
+// result's fsync, one fsync a call in all; a slower tool's decision gets
+// an fsync of its own at 10 ms, so the window in which a crash can lose
+// it is the tool's first 10 ms or, for a tool that ends sooner, until
+// its result is durable.
+//
+// This section is the one account of what a crash can lose through the
+// gate; the log's own guarantee beneath it (what an fsync covers, a torn
+// final record) is trace's "Durability and group commit", and what it
+// costs is measured by kernel/toolgate/mcp's BenchmarkDurableGate.
 //
 // # Concurrency
 //

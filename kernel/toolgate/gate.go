@@ -23,6 +23,11 @@ import (
 	"github.com/verity-go/verity/trace"
 )
 
+// definitionTag starts the tag of an allowed call's kernel execution
+// that names the pinned definition it ran against (Call.Definition):
+// "definition:sha256:…".
+const definitionTag = "definition:"
+
 // SessionPrefix starts every kernel session id the gate makes: the
 // caller "alice" has the session "toolgate:alice".
 const SessionPrefix = "toolgate:"
@@ -608,7 +613,14 @@ func (g *Gate) run(ctx context.Context, cl *caller, d *Decision, ru *Ruling, key
 		}
 	}
 
-	tags := make([]string, 0, 2+len(r.tags)+len(ru.Windows))
+	extra := 0 // the approval and definition tags, room made for them at once
+	if approvalID != "" {
+		extra++
+	}
+	if c.Definition != "" {
+		extra++
+	}
+	tags := make([]string, 0, 2+extra+len(r.tags)+len(ru.Windows))
 	tags = append(tags, "call:"+c.ID)
 	tags = append(tags, r.tags...)
 	for _, w := range ru.Windows {
@@ -626,6 +638,9 @@ func (g *Gate) run(ctx context.Context, cl *caller, d *Decision, ru *Ruling, key
 		Reversible: false, Input: c.Arguments, Tags: tags, Effects: effects}
 	if approvalID != "" {
 		a.Tags = append(a.Tags, "approval:"+approvalID)
+	}
+	if c.Definition != "" {
+		a.Tags = append(a.Tags, definitionTag+c.Definition)
 	}
 	if g.comp.period != nil {
 		if refused, err := g.overBudget(ctx, cl, d, ru.Cost, at); refused || err != nil {
@@ -654,7 +669,7 @@ func (g *Gate) run(ctx context.Context, cl *caller, d *Decision, ru *Ruling, key
 	}
 	d.Verdict, d.ExecID, d.Seq, d.Reserved, d.ApprovalID, d.Cost = Allow, rec.ExecID, rec.Seq, r.Reserve, approvalID, ru.Cost
 	x := executed{callID: c.ID, approval: approvalID, at: at, labels: ru.Labels, windows: ru.Windows,
-		open: openCall{execID: rec.ExecID, tool: c.Tool, rule: r, cost: ru.Cost, reserved: r.Reserve}}
+		open: openCall{execID: rec.ExecID, tool: c.Tool, rule: r, cost: ru.Cost, reserved: r.Reserve, definition: c.Definition}}
 	if !start.IsZero() {
 		x.open.obs = &observed{decision: *d, started: start, allowed: time.Now()}
 	}
@@ -831,7 +846,7 @@ func (g *Gate) refused(ctx context.Context, d Decision, reason, explanation, app
 	explanation = OneLine(explanation)
 	e := gatelog.Refuse{Session: g.SessionID(c.Caller), Caller: c.Caller, CallID: c.ID, Tool: c.Tool, Reason: reason,
 		Explanation: explanation, ArgumentsSHA256: c.ArgumentsDigest(), ArgumentsSize: len(c.Arguments), Approval: approvalID,
-		Condition: d.Condition}
+		Condition: d.Condition, Definition: c.Definition}
 	if d.Rule.Found {
 		e.Rule, e.RuleName = d.Rule.id(), d.Rule.Name
 		if d.Rule.Index >= 0 {

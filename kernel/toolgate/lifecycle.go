@@ -101,6 +101,9 @@ type openCall struct {
 	cost     kernel.Cost
 	reserved bool
 	obs      *observed // the allow, when the gate has an Observer
+	// definition is the pinned definition hash the call ran against
+	// (Call.Definition), for its result entry.
+	definition string
 }
 
 type denial struct{ id, approver, reason string }

@@ -24,9 +24,8 @@
 // a float whose canonical text would read as an int is written
 // {"$float":"1"}, an int beyond ±(2^53−1) {"$int":"…"}, and an object
 // whose one key is one of those escapes {"$object":{…}}. Decode reads that
-// form back strictly: duplicate keys, invalid UTF-8, a plain integer
-// literal beyond ±(2^53−1) and nesting deeper than 512 are errors wrapping
-// ErrDecode, never guesses. A Value that is not JSON (a NaN or infinite
+// form back as strict JSON (REFERENCE.md, "One way to read JSON"): a
+// problem is an error wrapping ErrDecode, never a guess. A Value that is not JSON (a NaN or infinite
 // float, a string that is not UTF-8) is refused where it enters a State,
 // an Effect or an Action, with ErrInvalidValue.
 package value

@@ -188,8 +188,10 @@ async function loadCalls() {
     const verdict = el("td", { class: "verdict" }, el("span", { class: "v v-" + c.verdict }, c.verdict));
     if (c.reason) verdict.append(el("div", { class: "why" }, c.reason));
     if (c.outcome && c.outcome !== "ok") verdict.append(el("div", { class: "why" }, "tool " + c.outcome));
+    const tool = el("td", { class: "tool" }, c.tool);
+    if (c.definition) tool.append(el("div", { class: "why definition", title: c.definition }, "definition " + c.definition.slice(0, 19) + "…"));
     const tr = el("tr", { class: "call r-" + c.verdict, "data-seq": c.seq, title: `call ${c.call_id}, entry ${c.seq}` },
-      el("td", {}, c.seq), el("td", {}, c.time), el("td", {}, c.caller), el("td", { class: "tool" }, c.tool),
+      el("td", {}, c.seq), el("td", {}, c.time), el("td", {}, c.caller), tool,
       verdict, el("td", {}, c.rule || "—"), el("td", { class: "num" }, c.cost), el("td", {}, (c.approvers || []).join(", ") || "—"));
     tr.addEventListener("click", () => showEntry(c.seq));
     return tr;

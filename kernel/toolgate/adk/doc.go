@@ -37,11 +37,15 @@
 // unchanged; AfterTool reports it to the gate (the result map's JSON as
 // the output, the tool's error as the failure), which records it and
 // settles what the call cost. A refused call never runs: its result is
-// {"error": explanation}, the gate's one line ("action \"send\"
-// rejected: budget: cost 3, remaining 2"), which the model reads in its
-// next request like any tool error. The refusal is a result rather than
-// an error so that ADK's OnToolError callbacks, meant for tools that
-// failed, do not take it for one (see BeforeTool).
+// {"error": explanation}, the gate's one line, which names the rule and
+// the condition that decided before the reason (Example prints it):
+//
+//	tool "send" (rule #0, kernel): action "send" rejected: budget: cost 3, remaining 2
+//
+// The model reads it in its next request like any tool error. The
+// refusal is a result rather than an error so that ADK's OnToolError
+// callbacks, meant for tools that failed, do not take it for one (see
+// BeforeTool).
 //
 // # Approvals
 //

@@ -421,7 +421,7 @@ func toolSpans(caller string) []sdktrace.ReadOnlySpan {
 func spanAttr(s sdktrace.ReadOnlySpan, key string) (string, bool) {
 	for _, a := range s.Attributes() {
 		if string(a.Key) == key {
-			return a.Value.Emit(), true
+			return a.Value.String(), true
 		}
 	}
 	return "", false

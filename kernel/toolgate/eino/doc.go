@@ -41,9 +41,13 @@
 //
 // A refused call does not run. eino fails the whole run when a tool
 // returns an error, so the refusal is returned as the tool's output
-// instead: the model's next input holds it as the call's tool message —
-// "action "read_file" rejected: budget: cost 1, remaining 0" — and the
-// model can change course. A call the gate could not decide (its log
+// instead: the model's next input holds it as the call's tool message,
+// the gate's one line naming the rule and the condition that decided
+// before the reason (Example prints it):
+//
+//	tool "read_file" (rule #0, kernel): action "read_file" rejected: budget: cost 1, remaining 0
+//
+// and the model can change course. A call the gate could not decide (its log
 // failed) is refused the same way, with the error's text.
 //
 // A DELETE or PRIVILEGE call waits for a human through eino's

@@ -2,10 +2,8 @@ package eino_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -70,12 +68,6 @@ func (m *scriptedModel) input(n int) []*schema.Message {
 		return nil
 	}
 	return m.inputs[n]
-}
-
-func (m *scriptedModel) turns() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.inputs)
 }
 
 // turns builds a script from fixed messages, one per turn.
@@ -255,16 +247,6 @@ func drain(it *adk.AsyncIterator[*adk.AgentEvent]) runResult {
 		}
 	}
 }
-
-func mustJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return string(b)
-}
-
-func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
 // streamTool is a streamable tool that streams fixed chunks.
 type streamTool struct {

@@ -1,8 +1,10 @@
 package gatelog
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/verity-go/verity/internal/strictjson"
 	"github.com/verity-go/verity/trace"
@@ -24,9 +26,23 @@ var ErrDecode = errors.New("gatelog: malformed entry")
 func Decode(e trace.Entry) (any, error) {
 	switch e.Kind {
 	case KindRefuse:
-		return decodeAs[Refuse](e.Payload)
+		v, err := decodeAs[Refuse](e.Payload)
+		if err == nil {
+			err = optionalHash("/definition", v.(Refuse).Definition)
+		}
+		return v, err
 	case KindResult:
-		return decodeAs[Result](e.Payload)
+		v, err := decodeAs[Result](e.Payload)
+		if err == nil {
+			err = optionalHash("/definition", v.(Result).Definition)
+		}
+		return v, err
+	case KindPin:
+		return decodePin(e.Payload)
+	case KindDrift:
+		return decodeDrift(e.Payload)
+	case KindRepin:
+		return decodeRepin(e.Payload)
 	case KindRefuseAnswer:
 		return decodeAs[RefuseAnswer](e.Payload)
 	case KindAsk:
@@ -67,6 +83,134 @@ func Decode(e trace.Entry) (any, error) {
 		return x, nil
 	}
 	return nil, fmt.Errorf("%w: kind %q is not a toolgate entry", ErrDecode, e.Kind)
+}
+
+// decodePin reads a Pin: a source that is one, a hash for each tool
+// (named, once: strictjson refuses a duplicate member) and for the
+// instructions and lock when given.
+func decodePin(payload []byte) (any, error) {
+	var p Pin
+	if err := decodeStrict(payload, &p); err != nil {
+		return nil, err
+	}
+	switch p.Source {
+	case "lock", "first_use":
+	default:
+		return nil, fmt.Errorf("%w: /source: %q is not lock or first_use", ErrDecode, p.Source)
+	}
+	if p.Source != "lock" && p.Lock != "" {
+		return nil, fmt.Errorf("%w: /lock: a %s pin has no lock file", ErrDecode, p.Source)
+	}
+	for name, h := range p.Tools {
+		if name == "" {
+			return nil, fmt.Errorf("%w: /tools: a tool with an empty name", ErrDecode)
+		}
+		if err := optionalHash("/tools/"+pointerToken(name), h); err != nil || h == "" {
+			return nil, cmp.Or(err, fmt.Errorf("%w: /tools/%s: empty hash", ErrDecode, pointerToken(name)))
+		}
+	}
+	if err := optionalHash("/instructions", p.Instructions); err != nil {
+		return nil, err
+	}
+	if err := optionalHash("/lock", p.Lock); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// decodeDrift reads a Drift whose hashes fit its change.
+func decodeDrift(payload []byte) (any, error) {
+	var d Drift
+	if err := decodeStrict(payload, &d); err != nil {
+		return nil, err
+	}
+	if err := optionalHash("/pinned", d.Pinned); err != nil {
+		return nil, err
+	}
+	if err := optionalHash("/seen", d.Seen); err != nil {
+		return nil, err
+	}
+	bad := func(why string) (any, error) {
+		return nil, fmt.Errorf("%w: a %q drift %s", ErrDecode, d.Change, why)
+	}
+	if (d.Change == "instructions") != (d.Tool == "") {
+		return bad("names a tool exactly when it is not about instructions")
+	}
+	switch d.Change {
+	case "changed":
+		if d.Pinned == "" || d.Seen == "" || d.Pinned == d.Seen {
+			return bad("needs two different hashes, pinned and seen")
+		}
+	case "new":
+		if d.Pinned != "" || d.Seen == "" {
+			return bad("has a seen hash and no pinned one")
+		}
+	case "removed":
+		if d.Seen != "" {
+			return bad("has no seen hash")
+		}
+	case "restored":
+		if d.Pinned == "" || d.Seen != d.Pinned {
+			return bad("has a seen hash equal to its pinned one")
+		}
+	case "instructions": // any two hashes: "" is no instructions, equal ones restored
+	default:
+		return nil, fmt.Errorf("%w: /change: %q is not changed, new, removed, restored or instructions", ErrDecode, d.Change)
+	}
+	return d, nil
+}
+
+// decodeRepin reads a Repin: hashes, a tool and an approver who did not
+// request it.
+func decodeRepin(payload []byte) (any, error) {
+	var r Repin
+	if err := decodeStrict(payload, &r); err != nil {
+		return nil, err
+	}
+	if err := optionalHash("/old", r.Old); err != nil {
+		return nil, err
+	}
+	if err := optionalHash("/new", r.New); err != nil || r.New == "" {
+		return nil, cmp.Or(err, fmt.Errorf("%w: /new: empty hash", ErrDecode))
+	}
+	switch {
+	case r.Tool == "":
+		return nil, fmt.Errorf("%w: /tool: empty", ErrDecode)
+	case r.Approver == "":
+		return nil, fmt.Errorf("%w: /approver: empty", ErrDecode)
+	case r.Approver == r.RequestedBy:
+		return nil, fmt.Errorf("%w: /approver: %q approved a re-pin they requested", ErrDecode, r.Approver)
+	}
+	return r, nil
+}
+
+// optionalHash checks that h, at pointer, is "" or "sha256:" and 64
+// lower-case hex digits.
+func optionalHash(pointer, h string) error {
+	if h == "" || ValidHash(h) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s: %.80q is not sha256: and 64 lower-case hex digits", ErrDecode, pointer, h)
+}
+
+// ValidHash reports whether h is a definition hash as the pin entries
+// hold it: "sha256:" and 64 lower-case hex digits.
+func ValidHash(h string) bool {
+	const prefix = "sha256:"
+	if len(h) != len(prefix)+64 || h[:len(prefix)] != prefix {
+		return false
+	}
+	for _, c := range []byte(h[len(prefix):]) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// pointerToken escapes a member name as an RFC 6901 reference token.
+func pointerToken(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }
 
 // decodeAs reads one entry of type T.

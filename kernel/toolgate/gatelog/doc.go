@@ -17,6 +17,15 @@
 //   - KindRefuseAnswer (RefuseAnswer): a human's answer the gate refused,
 //     with one of the Answer* reasons.
 //
+// A host that pins tool definitions (kernel/toolgate/pin) writes three
+// more beside them: KindPin (Pin: a server's tools pinned, from a lock
+// file or on first use), KindDrift (Drift: a listing that differs from
+// the pins) and KindRepin (Repin: a person's re-approval of a changed
+// definition). Their hashes are "sha256:" and 64 lower-case hex digits
+// (ValidHash). A Refuse and a Result name, in their definition member,
+// the pinned definition hash the call was decided against, when the host
+// gave one (toolgate.Call.Definition).
+//
 // Decode reads any of them back, strictly (one JSON object, no unknown,
 // duplicate or null member, every required member present), for the
 // commands that read a log (verity inspect, view, summary), for the gate

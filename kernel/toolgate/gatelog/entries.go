@@ -35,6 +35,10 @@ type Refuse struct {
 	Rule      string `json:"rule,omitempty"`
 	RuleName  string `json:"rule_name,omitempty"`
 	Condition string `json:"condition,omitempty"`
+	// Definition is the pinned hash ("sha256:…", see KindPin) of the
+	// tool's definition the call was decided against, when the host pins
+	// definitions (toolgate.Call.Definition).
+	Definition string `json:"definition,omitempty"`
 }
 
 // Result is the payload of a KindResult entry: how an allowed call
@@ -63,6 +67,9 @@ type Result struct {
 	Actual       kernel.Cost `json:"actual,omitempty"`
 	Speculative  bool        `json:"speculative,omitempty"`
 	Finding      string      `json:"finding,omitempty"`
+	// Definition is the pinned hash of the tool's definition the call
+	// ran against (toolgate.Call.Definition), when the host pins them.
+	Definition string `json:"definition,omitempty"`
 }
 
 // The trace entry kinds of approvals answered out of band (an approval
@@ -178,6 +185,64 @@ const (
 	ConditionTier        = "tier"         // the rule's tier needs a human
 	// "paths/<k>" and "flow/<k>" name a path condition or a flow entry.
 )
+
+// The trace entry kinds of tool definitions pinned (kernel/toolgate/pin):
+// a definition trusted, one seen that differs from its pin, and a person's
+// re-approval of a changed one. A hash is "sha256:" and the lower-case
+// hex SHA-256 of the RFC 8785 canonical form of a tool's definition as
+// the server listed it (or of a server's instructions as a JSON string).
+const (
+	// KindPin records the definitions a server's tools are pinned to: a
+	// lock file loaded (source "lock"), or the first listing of a server
+	// with no lock file (source "first_use", trust on first use).
+	KindPin = "toolgate.pin"
+	// KindDrift records a listing whose definition of a tool differs from
+	// what the log last said of it (Drift.Change).
+	KindDrift = "toolgate.drift"
+	// KindRepin records a person's re-approval of a tool's changed (or
+	// new) definition: calls then run against the new one.
+	KindRepin = "toolgate.repin"
+)
+
+// Pin is the payload of a KindPin entry. It replaces every pin of the
+// server: Tools holds each pinned tool's hash by name, Instructions the
+// hash of the server's instructions ("" when it gave none).
+type Pin struct {
+	Server       string            `json:"server"`
+	Source       string            `json:"source"` // "lock" or "first_use"
+	Tools        map[string]string `json:"tools"`
+	Instructions string            `json:"instructions,omitempty"`
+	// Lock is "sha256:" and the hex SHA-256 of the lock file's bytes, for
+	// source "lock".
+	Lock string `json:"lock,omitempty"`
+}
+
+// Drift is the payload of a KindDrift entry: a listing showed Tool of
+// Server at Seen while it is pinned at Pinned. Change is "changed" (both
+// set, different), "new" (no pin), "removed" (the server no longer lists
+// it: Seen empty), "restored" (listed again at its pinned hash) or
+// "instructions" (the server's instructions; Tool empty).
+type Drift struct {
+	Server string `json:"server"`
+	Tool   string `json:"tool,omitempty"`
+	Change string `json:"change"`
+	Pinned string `json:"pinned,omitempty"`
+	Seen   string `json:"seen,omitempty"`
+}
+
+// Repin is the payload of a KindRepin entry: Approver re-pinned Tool of
+// Server from Old ("" for a tool that had no pin) to New, for Reason.
+// RequestedBy is the principal whose call asked for it, "" when none
+// did; it is never the approver.
+type Repin struct {
+	Server      string `json:"server"`
+	Tool        string `json:"tool"`
+	Old         string `json:"old,omitempty"`
+	New         string `json:"new"`
+	Approver    string `json:"approver"`
+	RequestedBy string `json:"requested_by,omitempty"`
+	Reason      string `json:"reason"`
+}
 
 // KindBudget records an approver's change to one caller's budget that
 // renews (toolgate.Policy.BudgetPeriod): a grant adds Amount to the

@@ -56,11 +56,16 @@
 //
 // A refused call never reaches the tool's handler. The model reads the
 // gate's one-line explanation as the tool's result, a CallToolResult with
-// IsError set — "tool \"rm_rf\" is not in the gate's catalogue",
-// "action \"search\" rejected: budget: cost 1, remaining 0.5", "tool
-// \"delete_file\" (DELETE) denied by human: declined" — rather than a
-// protocol error, so it can change course. A call the gate could not
-// decide (the log failed) is refused the same way, with the error.
+// IsError set, rather than a protocol error, so it can change course. The
+// explanation names the rule and the condition that decided before the
+// reason (ExampleGuard prints these):
+//
+//	tool "delete_file" (rule #1, approval): DELETE denied by human: declined
+//	tool "search" (rule #0, kernel): action "search" rejected: budget: cost 1, remaining 0
+//
+// and a tool no rule matches is "tool \"rm_rf\" is not in the gate's
+// catalogue". A call the gate could not decide (the log failed) is
+// refused the same way, with the error.
 //
 // # Approvals
 //
@@ -94,17 +99,15 @@
 // answers under Options.Approver (toolgate.DefaultApprover by default)
 // (TestElicitationAnswersAsTheSessionsUser).
 //
-// Only the questions the gate asked wait: Gate.Resume counts an answer
-// only for the request the Guard put for exactly that call, while it
-// waits, once. A retry whose state the Guard did not issue, or issued for
-// other arguments, a retry replayed after its answer was used, and an
-// answer the gate refuses run nothing, are recorded (a
-// "toolgate.refuse_answer" entry), and make no request and cancel none
+// Only the questions the gate asked wait (toolgate's section of that
+// name): a retry whose state the Guard did not issue, or issued for other
+// arguments, a retry replayed after its answer was used, and an answer
+// the gate refuses run nothing, are recorded (a "toolgate.refuse_answer"
+// entry), and make no request and cancel none
 // (TestOnlyQuestionsTheGateAskedWait, TestInputRequiredResult).
 //
-// An approved call runs once — the approval is bound to the
-// caller, tool and arguments and used by that one execution — and a
-// denied call never runs; the next identical call is asked about again. A
+// An approved call runs once and a denied call never runs (toolgate's
+// "Approvals": what an approval is bound to, who may give it). A
 // client that does not advertise form elicitation cannot ask its human:
 // the call is refused and says so, and its request stays pending in the
 // gate (Gate.Pending), where a host may approve it out of band.
@@ -278,29 +281,11 @@
 //
 // # Durability, and what it costs
 //
-// Over a trace.File with SyncGroup (as cmd/verity-mcp opens its log) a
-// call is durable at two points: its decision before its tool starts,
-// its result before the client is answered. Calls in flight at once share
-// fsyncs: the gate writes under its locks and waits for the fsync after
-// releasing them (trace.DeferDurability), so a decision and a result of
-// different calls, or of one caller, ride the same fsync. What a crash
-// can lose is nothing acknowledged: a tool never runs on a decision a
-// crash could lose, and the client never reads a result a crash could
-// lose (a result the log cannot make durable is answered with an error
-// saying that the tool ran: TestResultNotDurableIsNotAnswered). A crash of
-// the machine loses at most the calls in flight — decisions whose tool
-// had not started, results not yet answered — and, the log being cut at a
-// point it once had, nothing after them. A killed process loses nothing
-// written (TestKilledGateKeepsEveryAcknowledgedCall, in toolgate).
-//
-// Options.SyncWhileRunning (verity-mcp -sync-while-running) makes the
-// decision durable beside the tool, so that a lone call waits for one
-// fsync (its result's, which covers the decision: a call that ends within
-// 10 ms costs one fsync in all; a slower tool's decision gets its own
-// then) instead of two. Its cost, exactly: a crash of the machine while
-// the tool runs — in its first 10 ms, or before its result is durable —
-// may lose that call's decision — its charge and its rate-window count —
-// although the tool ran; still nothing the client was answered.
+// A call is durable at two points, its decision before its tool starts
+// and its result before the client is answered, and calls in flight
+// share fsyncs; Options.SyncWhileRunning makes it one fsync a call at a
+// stated cost. What a crash can lose, either way, is explained once, in
+// toolgate's "Durability: what a crash can lose".
 //
 // BenchmarkDurableGate measures it (a 1 ms tool; the SDK's in-memory
 // transports; direct, a bare pass-through proxy, the durable Guard, in

@@ -83,18 +83,10 @@ type Options struct {
 	// SyncWhileRunning makes an allowed call's decision durable while the
 	// tool runs (toolgate.Gate.BeforeWritten) instead of before it, so
 	// that a call waits for one fsync (its result's, which covers the
-	// decision) rather than two. A call that ends within 10 ms pays that
-	// one fsync alone: its result's fsync makes its decision durable too
-	// (or another call's fsync does, sooner); a slower tool's decision is
-	// made durable 10 ms after the tool started. Nothing the client is
-	// told is ever lost: the result is answered only once the decision
-	// and the result are durable, and if the decision cannot be made so
-	// the client gets an error, not the result. What a crash of the
-	// machine may lose is the decision of a call whose tool had started —
-	// a crash in its first 10 ms or before its result was durable — with
-	// its charge and rate-window count (a crash of the process alone
-	// loses nothing: the decision is written before the tool starts). Off
-	// by default: then the decision is durable before the tool runs.
+	// decision) rather than two; a slower tool's decision is made durable
+	// 10 ms after the tool started. The result is answered only once both
+	// are durable. Off by default. What a crash of the machine may then
+	// lose is in toolgate's "Durability: what a crash can lose".
 	SyncWhileRunning bool
 }
 

@@ -137,7 +137,9 @@ func (p *Proxy) ClientOptions() *sdk.ClientOptions {
 	return &sdk.ClientOptions{
 		Logger: p.log,
 		Capabilities: &sdk.ClientCapabilities{
-			RootsV2:     &sdk.RootCapabilities{ListChanged: true},
+			//lint:ignore SA1019 the proxy relays roots and sampling to clients on protocols before 2026-07-28, where they are not deprecated
+			RootsV2: &sdk.RootCapabilities{ListChanged: true},
+			//lint:ignore SA1019 the proxy relays roots and sampling to clients on protocols before 2026-07-28, where they are not deprecated
 			Sampling:    &sdk.SamplingCapabilities{},
 			Elicitation: &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}, URL: &sdk.URLElicitationCapabilities{}},
 		},
@@ -171,8 +173,10 @@ func (p *Proxy) RelayMiddleware() sdk.Middleware {
 			case *sdk.ElicitRequest:
 				return ss.Elicit(ctx, r.Params)
 			case *sdk.CreateMessageRequest:
+				//lint:ignore SA1019 the proxy relays roots and sampling to clients on protocols before 2026-07-28, where they are not deprecated
 				return ss.CreateMessage(ctx, r.Params)
 			case *sdk.ListRootsRequest:
+				//lint:ignore SA1019 the proxy relays roots and sampling to clients on protocols before 2026-07-28, where they are not deprecated
 				return ss.ListRoots(ctx, r.Params)
 			}
 			return nil, fmt.Errorf("toolgate/mcp: %s request of type %T", method, req)

@@ -185,7 +185,7 @@ func collect(t *testing.T, r *rig) map[string]metricdata.Aggregation {
 func label(set attribute.Set) string {
 	var parts []string
 	for _, kv := range set.ToSlice() {
-		parts = append(parts, fmt.Sprintf("%s=%s", kv.Key, kv.Value.Emit()))
+		parts = append(parts, fmt.Sprintf("%s=%s", kv.Key, kv.Value.String()))
 	}
 	sort.Strings(parts)
 	return fmt.Sprint(parts)

@@ -117,10 +117,9 @@
 //
 // # Reading
 //
-// Parse and Load read a file strictly, as every Verity file is read
-// (internal/strictjson): one JSON text of valid UTF-8, no member twice,
-// no member the format does not define, member names exact, integers a
-// double reads exactly. Then what types cannot say is checked: a verdict
+// Parse and Load read a file as strict JSON, as every Verity file is
+// read (REFERENCE.md, "One way to read JSON"). Then what types cannot
+// say is checked: a verdict
 // spelled exactly, times, durations and costs that parse, one event a
 // step, a case that is one call or a scenario and not both, step names
 // used once and referring to an earlier call or resume step. A file is

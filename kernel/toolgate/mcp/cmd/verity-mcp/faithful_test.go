@@ -50,7 +50,8 @@ type rawProxy struct {
 
 type rawClient struct {
 	elicit func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error)
-	roots  []*sdk.Root
+	//lint:ignore SA1019 the test plays a client on a protocol before 2026-07-28, whose roots the proxy must relay
+	roots []*sdk.Root
 }
 
 func startRaw(t testing.TB, policy string, flags []string, rc *rawClient) *rawProxy {
@@ -81,6 +82,7 @@ func startRaw(t testing.TB, policy string, flags []string, rc *rawClient) *rawPr
 	}
 	client := sdk.NewClient(&sdk.Implementation{Name: "agent", Version: "v1"}, opts)
 	if rc != nil && rc.roots != nil {
+		//lint:ignore SA1019 the test plays a client on a protocol before 2026-07-28, whose roots the proxy must relay
 		client.AddRoots(rc.roots...)
 	}
 	cs, err := client.Connect(ctx, &sdk.IOTransport{Reader: io.NopCloser(io.TeeReader(outR, rp.wire)), Writer: inW},
@@ -244,6 +246,7 @@ func TestUpstreamRequestsRelayed(t *testing.T) {
 			}
 			return &sdk.ElicitResult{Action: "accept"}, nil
 		},
+		//lint:ignore SA1019 the test plays a client on a protocol before 2026-07-28, whose roots the proxy must relay
 		roots: []*sdk.Root{{URI: "file:///home/agent/project", Name: "project"}},
 	}
 	rp := startRaw(t, rawPolicy(t, allTools, ""), nil, rc)

@@ -279,17 +279,11 @@
 //
 // A call alone waits for two fsyncs: its decision's before the tool
 // starts, its result's before the client is answered. -sync-while-running
-// (off by default) makes the decision durable while the tool runs, so
-// that a call alone waits for one — the result's, which covers the
-// decision too (a tool that runs past 10 ms has its decision made
-// durable then, by an fsync of its own). What it costs: a crash of the
-// machine (power, kernel) during the tool may lose that call's decision — its
-// charge, and its count in a rate window — although the tool ran or was
-// running; the budget then reads as if the call had not been made. A
-// crash of the process alone loses nothing (the decision is written
-// before the tool starts), nothing the client was answered is ever lost
-// (the answer waits for both fsyncs), and a call whose decision cannot
-// be made durable is answered with an error saying that the tool ran.
+// (off by default) makes it one, at the cost that a machine crash during
+// the tool may lose that call's decision and charge, never anything the
+// client was answered; what a crash can lose is explained once, in
+// toolgate's "Durability: what a crash can lose" (go doc
+// github.com/verity-go/verity/kernel/toolgate).
 // The startup line "serving" says which mode runs (sync_while_running).
 //
 // With -sign-key FILE (a key from `verity keygen`), the proxy keeps a
