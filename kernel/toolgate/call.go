@@ -13,6 +13,7 @@ import (
 
 	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 )
 
 // Call is one tool call an agent proposes: which tool, the framework's id
@@ -123,6 +124,8 @@ type Decision struct {
 	// "step_limit").
 	Rule      RuleRef
 	Condition string
+
+	when *gatelog.When // what the rules' when conditions answered, recorded with a refusal
 }
 
 // ApprovalRequest is a call waiting for a human. It is bound to the
@@ -268,6 +271,10 @@ type Rule struct {
 	// labels have been seen in the caller's session; the first entry
 	// whose labels were all seen decides.
 	Flow []FlowRule
+	// When ("when": {"language", "text"}) is a condition in another
+	// language (Cedar) that must permit a call for the rule to apply,
+	// and may refuse it at the rule (see WhenCondition).
+	When *WhenCondition
 
 	// schema is Arguments as ParsePolicy compiled it, so that Compile
 	// compiles each schema of a file once; it is used only while

@@ -40,6 +40,7 @@ type Compiled struct {
 	rules        []compiledRule
 	def          *compiledRule // the default rule, when unknown tools are allowed
 	allowUnknown bool
+	conditions   bool          // some rule has a when condition (condition.go)
 	period       *budgetPeriod // Policy.BudgetPeriod, nil when the budget does not renew
 	sharedPeriod *budgetPeriod // Policy.Shared.Period
 }
@@ -51,7 +52,8 @@ type compiledRule struct {
 	literal bool   // Match has no pattern characters
 	schema  *jsonschema.Schema
 	paths   []compiledPath
-	tags    []string // "rule:<id>" and the labels' "label:<name>", on every execution
+	when    *compiledWhen // the rule's when condition (condition.go)
+	tags    []string      // "rule:<id>" and the labels' "label:<name>", on every execution
 	// window and windowTag are the rate window's id and tag when they do
 	// not depend on the tool (scope rule, or a literal match).
 	window, windowTag string
@@ -117,9 +119,14 @@ func (r RuleRef) id() string {
 // Snapshot is what the core knows of one caller's session: the labels
 // its allowed calls carried, and the recorded times (ascending) of its
 // calls in each rate window, by window id. The core only reads it.
+//
+// Spent and Remaining are the caller's budget spent (net of refunds) and
+// left: only a rule's when condition reads them, and a gate fills them
+// only when the policy has one.
 type Snapshot struct {
-	Labels  map[string]bool
-	Windows map[string][]time.Time
+	Labels           map[string]bool
+	Windows          map[string][]time.Time
+	Spent, Remaining kernel.Cost
 }
 
 // Window is a rate window a call counts in once it runs: its id (see
@@ -153,6 +160,9 @@ type Ruling struct {
 	// Labels what it attaches to the session.
 	Windows []Window
 	Labels  []string
+	// When is what the rules' when conditions saw and answered (nil when
+	// none was evaluated): the gate records it with the decision.
+	When *gatelog.When
 
 	rule *compiledRule
 }
@@ -172,6 +182,7 @@ func (p Policy) compile() (*Compiled, []Violation) {
 		}
 		out.rules[i] = cr
 	}
+	vs = append(vs, n.compileConditions(out)...)
 	if n.AllowUnknown && n.DefaultRule != nil {
 		cr, _ := compileRule(*n.DefaultRule, -1) // no schema: violations refuses one on the default rule
 		out.def = &cr
@@ -315,7 +326,7 @@ func (r *compiledRule) matchesTool(tool string) bool {
 // conditional reports whether the rule looks at more than the tool's
 // name.
 func (r *compiledRule) conditional() bool {
-	return r.Principals != nil || r.schema != nil || len(r.paths) > 0
+	return r.Principals != nil || r.schema != nil || len(r.paths) > 0 || r.when != nil
 }
 
 func (r *compiledRule) ref() RuleRef { return RuleRef{Found: true, Index: r.index, Name: r.Name} }
@@ -328,6 +339,7 @@ type args struct {
 	err     error
 	paths   []normalized   // the paths normalised so far
 	index   map[string]int // into paths, once there are many
+	when    *whenState     // the when conditions' input and answers; nil when the policy has none
 }
 
 // normalized is a path and what normalizePath made of it.
@@ -405,6 +417,11 @@ func (r *compiledRule) fit(c *Call, a *args, explain bool) (f fit, condition, wh
 			return fitMiss, "principals", "the principal is not admitted"
 		}
 		return fitMiss, "", ""
+	}
+	if r.when != nil {
+		if f, condition, why := r.whenFit(c, a, explain); f != fitApplies {
+			return f, condition, why
+		}
 	}
 	if r.schema == nil && len(r.paths) == 0 {
 		return fitApplies, "", ""
@@ -569,14 +586,19 @@ func validateArguments(s *jsonschema.Schema, v any) (err error) {
 }
 
 // Match returns the rule c would decide a call of tool by p with
-// arguments by, looking at the rule's match, principals, argument schema and paths
-// only (not windows or labels); a RuleRef with Found false when no rule
+// arguments by, looking at the rule's match, principals, when condition
+// (for a caller with no labels and nothing spent), argument schema and
+// paths only (not windows or labels); a RuleRef with Found false when no rule
 // applies (and unknown tools are refused). Condition is non-empty when
 // the call would be refused at that rule for what its arguments are
 // (gatelog.ConditionArguments, "paths/k").
 func (c *Compiled) Match(tool string, p Principal, arguments []byte) (ref RuleRef, condition string) {
 	call := Call{Tool: tool, Principal: p, Arguments: arguments}
-	r, condition, _ := c.find(&call, &args{raw: arguments})
+	a := args{raw: arguments}
+	if c.conditions {
+		a.when = &whenState{}
+	}
+	r, condition, _ := c.find(&call, &a)
 	if r == nil {
 		return RuleRef{}, ""
 	}
@@ -604,8 +626,9 @@ func (c *Compiled) find(call *Call, a *args) (r *compiledRule, condition, why st
 // Decide is the decision core: what the rules say about call, made at
 // time at by a caller whose session is s. It reads nothing else and
 // changes nothing: the same inputs give the same Ruling. In order: the
-// first rule that applies (its match, principals, argument schema and
-// paths; arguments that cannot be read one way or an unsafe path refuse
+// first rule that applies (its match, principals, when condition,
+// argument schema and paths; arguments that cannot be read one way, an
+// unsafe path, or a when condition that forbids the call or fails refuse
 // the call at that rule; none: gatelog.ConditionUnknownTool when no rule matches
 // the tool, else gatelog.ConditionNoRule naming the rules that matched and why
 // each did not apply); a refusing rule; the rule's flow against the
@@ -614,16 +637,19 @@ func (c *Compiled) find(call *Call, a *args) (r *compiledRule, condition, why st
 // its tier (or the flow's) needing a human.
 func (c *Compiled) Decide(s Snapshot, call Call, at time.Time) Ruling {
 	a := args{raw: call.Arguments}
+	if c.conditions {
+		a.when = &whenState{labels: s.Labels, spent: s.Spent, remaining: s.Remaining}
+	}
 	r, condition, why := c.find(&call, &a)
 	if r == nil {
 		if misses := c.misses(&call, &a); misses != "" {
 			return Ruling{Verdict: Refuse, Condition: gatelog.ConditionNoRule, Reason: "no_rule",
-				Explanation: OneLine(fmt.Sprintf("tool %q: no rule admits the call: %s", call.Tool, misses))}
+				Explanation: OneLine(fmt.Sprintf("tool %q: no rule admits the call: %s", call.Tool, misses)), When: a.when.record()}
 		}
 		return Ruling{Verdict: Refuse, Condition: gatelog.ConditionUnknownTool, Reason: "unknown_tool",
 			Explanation: fmt.Sprintf("tool %q is not in the gate's catalogue", call.Tool)}
 	}
-	out := Ruling{Verdict: Refuse, Rule: r.ref(), Tier: r.Tier, rule: r}
+	out := Ruling{Verdict: Refuse, Rule: r.ref(), Tier: r.Tier, rule: r, When: a.when.record()}
 	refuse := func(cond, reason, format string, args ...any) Ruling {
 		out.Condition, out.Reason = cond, reason
 		out.Explanation = OneLine(fmt.Sprintf("tool %q (%s, %s): ", call.Tool, out.Rule, cond) + fmt.Sprintf(format, args...))
@@ -631,8 +657,11 @@ func (c *Compiled) Decide(s Snapshot, call Call, at time.Time) Ruling {
 	}
 	if condition != "" {
 		reason := "unsafe_path"
-		if condition == gatelog.ConditionArguments {
+		switch condition {
+		case gatelog.ConditionArguments:
 			reason = "arguments"
+		case gatelog.ConditionWhen:
+			reason = "condition"
 		}
 		return refuse(condition, reason, "%s", why)
 	}

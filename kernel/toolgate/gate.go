@@ -485,8 +485,8 @@ func (g *Gate) beforeWritten(ctx context.Context, c Call, start time.Time, res *
 		// the rules refuse for that caller is refused without starting a
 		// kernel session for it.
 		at := trace.Normalize(g.clock())
-		if ru := g.comp.Decide(Snapshot{}, c, at); ru.Verdict == Refuse {
-			d.Rule, d.Condition = ru.Rule, ru.Condition
+		if ru := g.comp.Decide(g.firstSnapshot(), c, at); ru.Verdict == Refuse {
+			d.Rule, d.Condition, d.when = ru.Rule, ru.Condition, ru.When
 			return g.refuse(ctx, d, ru.Reason, ru.Explanation, "", at)
 		}
 	}
@@ -500,8 +500,8 @@ func (g *Gate) beforeWritten(ctx context.Context, c Call, start time.Time, res *
 	cl.turn.Lock()
 	defer cl.turn.Unlock()
 	at := trace.Normalize(g.clock())
-	ru := g.comp.Decide(Snapshot{Labels: cl.labels, Windows: cl.windows}, c, at)
-	d.Rule, d.Condition = ru.Rule, ru.Condition
+	ru := g.comp.Decide(g.snapshot(cl), c, at)
+	d.Rule, d.Condition, d.when = ru.Rule, ru.Condition, ru.When
 	if ru.Verdict == Refuse {
 		return g.refuse(ctx, d, ru.Reason, ru.Explanation, "", at)
 	}
@@ -613,11 +613,14 @@ func (g *Gate) run(ctx context.Context, cl *caller, d *Decision, ru *Ruling, key
 		}
 	}
 
-	extra := 0 // the approval and definition tags, room made for them at once
+	extra := 0 // the approval, definition and when tags, room made for them at once
 	if approvalID != "" {
 		extra++
 	}
 	if c.Definition != "" {
+		extra++
+	}
+	if ru.When != nil {
 		extra++
 	}
 	tags := make([]string, 0, 2+extra+len(r.tags)+len(ru.Windows))
@@ -641,6 +644,9 @@ func (g *Gate) run(ctx context.Context, cl *caller, d *Decision, ru *Ruling, key
 	}
 	if c.Definition != "" {
 		a.Tags = append(a.Tags, definitionTag+c.Definition)
+	}
+	if ru.When != nil {
+		a.Tags = appendWhenTag(a.Tags, ru.When)
 	}
 	if g.comp.period != nil {
 		if refused, err := g.overBudget(ctx, cl, d, ru.Cost, at); refused || err != nil {
@@ -846,7 +852,7 @@ func (g *Gate) refused(ctx context.Context, d Decision, reason, explanation, app
 	explanation = OneLine(explanation)
 	e := gatelog.Refuse{Session: g.SessionID(c.Caller), Caller: c.Caller, CallID: c.ID, Tool: c.Tool, Reason: reason,
 		Explanation: explanation, ArgumentsSHA256: c.ArgumentsDigest(), ArgumentsSize: len(c.Arguments), Approval: approvalID,
-		Condition: d.Condition, Definition: c.Definition}
+		Condition: d.Condition, Definition: c.Definition, When: d.when}
 	if d.Rule.Found {
 		e.Rule, e.RuleName = d.Rule.id(), d.Rule.Name
 		if d.Rule.Index >= 0 {

@@ -108,6 +108,9 @@ const (
 	policyRuleLabel         = "label"               // a label not ^[A-Za-z][A-Za-z0-9_.:-]{0,63}$
 	policyRuleUnknownLabel  = "unknown_label"       // a label not declared, or a flow label no rule attaches
 	policyRuleFlowTier      = "flow_tier"           // a tier on a flow entry that refuses
+	policyRuleLanguage      = "language"            // a when condition's language not registered on Policy.Conditions
+	policyRuleCondition     = "condition"           // a when condition's text its language refuses (its error, located), or a file not read
+	policyRuleWhenForm      = "when_form"           // a when condition with both text and file
 
 	// self_approval's rule.
 	policyRuleSelfApprovalUnused = "self_approval_unused" // self_approval with no PRIVILEGE rule or flow to apply to
@@ -266,6 +269,13 @@ type Policy struct {
 	// otherwise (so does a Rule's CostFunc). New checks them with the
 	// kernel's invariants.
 	GoInvariants []kernel.Invariant
+
+	// Conditions are the languages the rules' when conditions may be
+	// written in (a rule's When names one; kernel/toolgate/cedar supplies
+	// Cedar). They are the host's, not the file's: a file names a
+	// language, Compile compiles each rule's text with it and refuses a
+	// rule whose language is not here.
+	Conditions []ConditionLanguage
 }
 
 // InvariantSpec is one entry of "invariants": a name and exactly one of
@@ -458,5 +468,5 @@ func policyScalarJSON(v value.Value) ([]byte, error) {
 // unconditional reports whether the rule applies to every call of the
 // tools it matches: only then can it shadow a later rule.
 func (r Rule) unconditional() bool {
-	return r.Principals == nil && len(r.Arguments) == 0 && len(r.Paths) == 0
+	return r.Principals == nil && len(r.Arguments) == 0 && len(r.Paths) == 0 && r.When == nil
 }

@@ -106,7 +106,11 @@ func LoadPolicy(path string) (Policy, error) {
 	if err != nil {
 		return Policy{}, fmt.Errorf("toolgate: reading policy: %w", err)
 	}
-	return parsePolicy(data, "policy "+path)
+	p, err := parsePolicy(data, "policy "+path)
+	if err != nil {
+		return Policy{}, err
+	}
+	return p, p.readWhenFiles(path)
 }
 
 // UnmarshalJSON reads p with ParsePolicy, so a Policy inside another
@@ -356,6 +360,14 @@ type ruleWire struct {
 	Rate       present[rateWire]           `json:"rate,omitzero"`
 	Labels     present[names]              `json:"labels,omitzero"`
 	Flow       present[nonEmpty[flowWire]] `json:"flow,omitzero"`
+	When       present[whenWire]           `json:"when,omitzero"`
+}
+
+// whenWire is a rule's when condition (WhenCondition).
+type whenWire struct {
+	Language string          `json:"language"`
+	Text     present[string] `json:"text,omitzero"`
+	File     present[string] `json:"file,omitzero"`
 }
 
 type principalsWire struct {
@@ -477,6 +489,7 @@ func (f *policyFile) policy(decoded []Violation) (p Policy, more []Violation, un
 			r.Match = w.Match
 			if v2 {
 				w.v2(&r)
+				more = append(more, w.When.V.empty(violation.Index("/tools", i)+"/when")...)
 			} else if members := w.v2Members(); len(members) > 0 {
 				at := violation.Index("/tools", i)
 				for _, m := range members {
@@ -515,7 +528,7 @@ func (w *ruleWire) v2Members() []string {
 		name string
 		set  bool
 	}{{"name", w.Name.Set}, {"principals", w.Principals.set}, {"arguments", w.Arguments.set}, {"paths", w.Paths.Set},
-		{"effect", w.Effect.set}, {"reason", w.Reason.Set}, {"rate", w.Rate.Set}, {"labels", w.Labels.Set}, {"flow", w.Flow.Set}} {
+		{"effect", w.Effect.set}, {"reason", w.Reason.Set}, {"rate", w.Rate.Set}, {"labels", w.Labels.Set}, {"flow", w.Flow.Set}, {"when", w.When.Set}} {
 		if m.set {
 			out = append(out, m.name)
 		}
@@ -548,6 +561,9 @@ func (w *ruleWire) v2(r *Rule) {
 	r.Labels = w.Labels.V
 	for _, fw := range w.Flow.V {
 		r.Flow = append(r.Flow, FlowRule{After: fw.After, Ask: fw.Effect.s == "ask", Reason: fw.Reason, Tier: claims.RiskTier(fw.Tier.s)})
+	}
+	if w.When.Set {
+		r.When = &WhenCondition{Language: w.When.V.Language, Text: w.When.V.Text.V, File: w.When.V.File.V}
 	}
 }
 
@@ -657,6 +673,10 @@ func ruleWireOf(r *Rule) ruleWire {
 		w.Flow.V = append(w.Flow.V, flowWire{After: fl.After, Effect: policyEnum[flowEffectEnum]{s: e, set: true}, Reason: fl.Reason,
 			Tier: policyEnum[flowTierEnum]{s: string(fl.Tier), set: fl.Tier != ""}})
 		w.Flow.Set = true
+	}
+	if r.When != nil {
+		w.When = present[whenWire]{V: whenWire{Language: r.When.Language, Text: present[string]{V: r.When.Text, Set: r.When.Text != ""},
+			File: present[string]{V: r.When.File, Set: r.When.File != ""}}, Set: true}
 	}
 	return w
 }

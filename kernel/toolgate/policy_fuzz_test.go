@@ -29,6 +29,7 @@ func FuzzParsePolicy(f *testing.F) {
 		f.Add(data)
 	}
 	f.Add([]byte(`{"version":1,"budget":"1","min_cost":"0.001","tools":[{"match":"a*","cost":"0.5"},{"match":"ab","cost":"0.5"}]}`))
+	f.Add([]byte(`{"version":2,"budget":"1","min_cost":"0.001","tools":[{"match":"a","cost":"0.5","when":{"language":"cedar","text":"permit (principal, action, resource);"}},{"match":"b","cost":"0.5","when":{"language":"cedar","file":"b.cedar"}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := toolgate.ParsePolicy(data)
 		if err != nil {
@@ -55,8 +56,24 @@ func FuzzParsePolicy(f *testing.F) {
 		if err != nil || string(b2) != string(b) {
 			t.Fatalf("re-encoding differs: %v\n%s\n%s", err, b, b2)
 		}
+		// With the languages its when conditions name registered, and
+		// their files read.
+		p = toolgate.WithWhenFilesRead(p, "text")
+		for _, r := range p.Tools {
+			if r.When != nil {
+				p.Conditions = append(p.Conditions, acceptAll(r.When.Language))
+			}
+		}
 		if _, err := p.Compile(); err != nil {
 			t.Fatalf("an accepted policy gives no Config: %v", err)
 		}
 	})
+}
+
+// acceptAll is a condition language named so that compiles any text.
+type acceptAll string
+
+func (a acceptAll) Name() string { return string(a) }
+func (a acceptAll) Compile(string, string) (toolgate.CompiledCondition, error) {
+	return subjectCondition("anyone"), nil
 }

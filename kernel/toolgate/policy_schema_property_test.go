@@ -154,6 +154,8 @@ func plantTricky(t *rapid.T, root map[string]any) {
 		{"paths", []any{[]any{}, []any{map[string]any{"argument": "/p", "under": []any{"/tmp"}}}, []any{map[string]any{"argument": "", "under": []any{}}}}},
 		{"flow", []any{[]any{}, []any{map[string]any{"after": []any{"a"}, "effect": "ask", "tier": "MODIFY"}}}},
 		{"arguments", []any{true, map[string]any{"maximum": num("1e-3")}, "x", num("1")}},
+		{"when", []any{map[string]any{"language": "cedar", "text": "permit (principal, action, resource);"}, map[string]any{"language": "", "text": "x"},
+			map[string]any{"language": "cedar"}, map[string]any{"language": "cedar", "text": "", "file": "x"}, "cedar", nil}},
 	}
 	inv := []plant{
 		{"at_most", []any{map[string]any{"key": "k", "n": num("1.0")}, map[string]any{"key": "k", "n": num("9007199254740991")},

@@ -309,6 +309,18 @@ func (c *policyCheck) rule(at string, r *Rule, i int, names map[string]int, ls l
 	for k, f := range r.Flow {
 		c.flow(violation.Index(at+"/flow", k), f, ls)
 	}
+	if w := r.When; w != nil {
+		// The text is compiled once, by Compile (condition.go).
+		if w.Language == "" && !c.bad(at+"/when/language") {
+			c.add(at+"/when/language", policyRuleRequired, "a when condition names its language (\"cedar\")")
+		}
+		switch {
+		case w.Text == "" && w.File == "" && !c.bad(at+"/when"):
+			c.add(at+"/when/text", policyRuleRequired, "a when condition gives its text, or the file that holds it")
+		case w.Text != "" && w.File != "":
+			c.add(at+"/when/file", policyRuleWhenForm, "a when condition gives its text or a file, not both")
+		}
+	}
 }
 
 // paths checks a rule's path conditions.
@@ -582,7 +594,7 @@ func r2Members(r *Rule) []string {
 		set  bool
 	}{{"name", r.Name != ""}, {"principals", r.Principals != nil}, {"arguments", len(r.Arguments) > 0},
 		{"paths", r.Paths != nil}, {"effect", r.Effect != EffectAllow}, {"reason", r.Reason != ""}, {"rate", r.Rate != nil},
-		{"labels", r.Labels != nil}, {"flow", r.Flow != nil}} {
+		{"labels", r.Labels != nil}, {"flow", r.Flow != nil}, {"when", r.When != nil}} {
 		if m.set {
 			out = append(out, m.name)
 		}

@@ -106,6 +106,52 @@ func (e Refuse) AppendJSON(dst []byte) []byte {
 	o.strOmit("rule_name", e.RuleName)
 	o.str("session", e.Session)
 	o.str("tool", e.Tool)
+	if e.When != nil {
+		o.key("when")
+		o.b = e.When.AppendJSON(o.b)
+	}
+	return o.end()
+}
+
+// AppendJSON appends w's canonical JSON, the text of a "when:" tag. Input
+// is written as it is: it must be canonical JSON already (the gate's is;
+// an Input that is not is written as null, so that the whole stays
+// JSON).
+func (w *When) AppendJSON(dst []byte) []byte {
+	o := newObject(dst)
+	o.key("evaluations")
+	o.b = append(o.b, '[')
+	for i := range w.Evaluations {
+		if i > 0 {
+			o.b = append(o.b, ',')
+		}
+		ev := &w.Evaluations[i]
+		e := newObject(o.b)
+		e.str("answer", ev.Answer)
+		e.strOmit("error", ev.Error)
+		e.str("language", ev.Language)
+		if len(ev.Policies) > 0 {
+			e.key("policies")
+			e.b = append(e.b, '[')
+			for k, p := range ev.Policies {
+				if k > 0 {
+					e.b = append(e.b, ',')
+				}
+				e.b = canon.AppendString(e.b, p)
+			}
+			e.b = append(e.b, ']')
+		}
+		e.str("rule", ev.Rule)
+		e.str("text_sha256", ev.TextSHA256)
+		o.b = e.end()
+	}
+	o.b = append(o.b, ']')
+	o.key("input")
+	if len(w.Input) > 0 && canon.Valid(w.Input) == nil {
+		o.b = append(o.b, w.Input...)
+	} else {
+		o.b = append(o.b, "null"...)
+	}
 	return o.end()
 }
 

@@ -1,6 +1,7 @@
 package gatelog
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/verity-go/verity/claims"
@@ -39,6 +40,37 @@ type Refuse struct {
 	// tool's definition the call was decided against, when the host pins
 	// definitions (toolgate.Call.Definition).
 	Definition string `json:"definition,omitempty"`
+	// When is what the rules' conditions (a rule's "when": Cedar) saw
+	// and answered for the call; nil when no rule with one was tried.
+	When *When `json:"when,omitempty"`
+}
+
+// When is what a decision's conditions saw and answered: the input
+// (toolgate.ConditionInput in its JSON form) and each rule's
+// evaluation, in the order the rules were tried. The gate records it
+// with the decision — the "when" member of a Refuse, a "when:" tag (this
+// JSON after the prefix) on the kernel's execution or rejection — so
+// that a replay evaluates the conditions again from it.
+type When struct {
+	Input       json.RawMessage  `json:"input"`
+	Evaluations []WhenEvaluation `json:"evaluations"`
+}
+
+// WhenEvaluation is one rule's condition evaluated for a call.
+type WhenEvaluation struct {
+	// Rule is the rule's id: "#" and its index in the policy's tools.
+	Rule string `json:"rule"`
+	// Language names the condition's language ("cedar"); TextSHA256 is
+	// the lower-case hex SHA-256 of its text, the policy's other
+	// members being hashed with the policy.
+	Language   string `json:"language"`
+	TextSHA256 string `json:"text_sha256"`
+	// Answer is "applies", "misses", "refuses" or "error".
+	Answer string `json:"answer"`
+	// Policies are the ids in the text that determined the answer (Cedar
+	// policy ids); Error the evaluation's error.
+	Policies []string `json:"policies,omitempty"`
+	Error    string   `json:"error,omitempty"`
 }
 
 // Result is the payload of a KindResult entry: how an allowed call
@@ -183,6 +215,7 @@ const (
 	ConditionRate        = "rate"         // the rule's window is full
 	ConditionCost        = "cost"         // the rule's price could not be computed
 	ConditionTier        = "tier"         // the rule's tier needs a human
+	ConditionWhen        = "when"         // the rule's when condition forbids the call, or failed
 	// "paths/<k>" and "flow/<k>" name a path condition or a flow entry.
 )
 

@@ -10,11 +10,18 @@ require (
 	github.com/prometheus/client_golang v1.24.1
 	github.com/stretchr/testify v1.12.1
 	github.com/verity-go/verity v0.0.0-00010101000000-000000000000
+	github.com/verity-go/verity/kernel/toolgate/cedar v0.0.0-00010101000000-000000000000
 	github.com/verity-go/verity/kernel/toolgate/otel v0.0.0-00010101000000-000000000000
 	go.opentelemetry.io/otel/exporters/prometheus v0.69.0
 	go.opentelemetry.io/otel/sdk/metric v1.47.0
 	modernc.org/sqlite v1.61.1
 	pgregory.net/rapid v1.3.0
+)
+
+require (
+	github.com/cedar-policy/cedar-go v1.9.1 // indirect
+	github.com/go-json-experiment/json v1.27.2 // indirect
+	golang.org/x/exp v0.0.0-20220921023135-46d9e7742f1e // indirect
 )
 
 require (
@@ -60,3 +67,5 @@ require (
 replace github.com/verity-go/verity => ../../..
 
 replace github.com/verity-go/verity/kernel/toolgate/otel => ../otel
+
+replace github.com/verity-go/verity/kernel/toolgate/cedar => ../cedar

@@ -332,6 +332,7 @@ import (
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/sqlbudget"
 	"github.com/verity-go/verity/kernel/toolgate"
+	"github.com/verity-go/verity/kernel/toolgate/cedar"
 	gatemcp "github.com/verity-go/verity/kernel/toolgate/mcp"
 	"github.com/verity-go/verity/trace"
 )
@@ -529,6 +530,8 @@ func loadPolicy(path string) (toolgate.Policy, *toolgate.Compiled, error) {
 	if err != nil {
 		return toolgate.Policy{}, nil, err
 	}
+	// Rules may have conditions in Cedar ("when": {"language": "cedar"}).
+	policy.Conditions = append(policy.Conditions, cedar.Language{})
 	compiled, err := policy.Compile()
 	if err != nil {
 		return toolgate.Policy{}, nil, err
