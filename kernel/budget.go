@@ -29,6 +29,12 @@ type ledgerEntry struct {
 	rolledBack        bool
 }
 
+// PeriodBudget returns a Budget that reports one period of a budget that
+// renews (a tool gate's budget_period): its limit and what the period
+// spent, net. It has no ledger (Charged reports nothing): a view for
+// meters and logs, not a controller.
+func PeriodBudget(limit, spent Cost) Budget { return Budget{limit: limit, gross: spent} }
+
 // Limit returns B0.
 func (b Budget) Limit() Cost { return b.limit }
 

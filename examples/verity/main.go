@@ -25,6 +25,8 @@
 //	                                            lint a tool gate's policy against an MCP server's tools; run its test cases
 //	verity pin     [-o pins.json] -- UPSTREAM… | check|approve -pins pins.json … -- UPSTREAM… | diff OLD NEW
 //	                                            pin an MCP server's tool definitions; report drift; re-pin one
+//	verity budget  show SRC -policy POLICY | show -db DB | grant … | reset …
+//	                                            each caller's budget and period; an approver's grant or reset (verity budget -h)
 //
 // SRC is a log file (the path), a log in a SQLite database
 // (sqlite:PATH#LOG) or in PostgreSQL (postgres://USER@HOST/DB?…#LOG). The
@@ -133,6 +135,7 @@ commands:
           [--write-timeout 60s] [--idle-timeout 60s] [--max-header-bytes 65536]
   policy  check POLICY [-tools FILE | -- UPSTREAM...] | test POLICY CASES   (verity policy -h)
   pin     [-o pins.json] -- UPSTREAM... | check|approve -pins FILE ... -- UPSTREAM... | diff OLD NEW   (verity pin -h)
+  budget  show SRC -policy POLICY | show -db DB | grant | reset   a tool gate's budgets (verity budget -h)
   verify  SRC -checkpoint FILE -pubkey KEY [-origin ORIGIN]   the log must extend a signed checkpoint
   keygen  -name NAME -out PREFIX      an Ed25519 checkpoint key: PREFIX.key (0600) and PREFIX.pub
   checkpoint sign SRC -key PREFIX.key [-origin ORIGIN] [-out FILE]   (verity checkpoint -h)
@@ -177,6 +180,7 @@ func run(ctx context.Context, e *env, args []string) int {
 		"view":    cmdView,
 		"policy":  cmdPolicy,
 		"pin":     cmdPin,
+		"budget":  cmdBudget, // budget.go
 		// signed checkpoints (signing.go)
 		"keygen":     cmdKeygen,
 		"checkpoint": cmdCheckpoint,

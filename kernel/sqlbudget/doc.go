@@ -62,6 +62,17 @@
 // ErrNotFound, ErrExists, ErrLimitMismatch, ErrInvalidID. A refused call
 // changes nothing.
 //
+// # Budgets that renew
+//
+// A budget that renews each calendar period keeps one budget per
+// period: SharedBudget.ForPeriod(ctx, key) opens (creating it with the
+// budget's limit the first time any process asks) the budget id@key,
+// key naming the period ("2026-11-30", "2026-11"). The tool gate
+// computes the key from the time it records a call's decision at, so
+// every replica charges the same row for the same period, and the next
+// period starts on a new row with nothing spent; T1 holds per period.
+// Store.List reads every budget and its totals (verity budget show -db).
+//
 // # Rate windows
 //
 // The same Store holds the tool gate's shared rate windows (it implements

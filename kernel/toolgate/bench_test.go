@@ -136,6 +136,34 @@ func BenchmarkGateCallObserved(b *testing.B) {
 	}
 }
 
+// BenchmarkGateCallRenewing is BenchmarkGateCall under a budget that
+// renews each rolling second: the ledger's check and record on every
+// call, in its steady state (the clock moves 1 ms per call, so the window
+// holds a thousand calls and one leaves it as each comes).
+func BenchmarkGateCallRenewing(b *testing.B) {
+	now := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { now = now.Add(time.Millisecond); return now }
+	log, _ := trace.NewLog(trace.NewMemory(), trace.WithClock(clock))
+	g, err := toolgate.New(ctx, log, mustCompile(toolgate.Policy{Budget: kernel.Cost(1 << 50), MinCost: 1,
+		BudgetPeriod: &toolgate.BudgetPeriod{Every: time.Second},
+		Tools:        []toolgate.Rule{{Match: "read_*", Cost: 1}}}), toolgate.WithClock(clock))
+	if err != nil {
+		b.Fatal(err)
+	}
+	args := []byte(`{"path":"/srv/data/report.csv","limit":100}`)
+	out := []byte(`{"rows":[["a","b"],["c","d"]],"truncated":false}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		d, err := g.Before(ctx, toolgate.Call{Tool: "read_file", Arguments: args, Caller: "agent"})
+		if err != nil || d.Verdict != toolgate.Allow {
+			b.Fatal(err, d.Explanation)
+		}
+		if _, err := g.After(ctx, d.Call, toolgate.Result{Output: out}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkGateCallPinned is BenchmarkGateCall with the call's pinned
 // definition recorded on its decision and result (Call.Definition).
 func BenchmarkGateCallPinned(b *testing.B) {

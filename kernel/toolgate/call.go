@@ -126,7 +126,9 @@ type Decision struct {
 	// the tool); Condition the part of the decision that did: one of the
 	// Condition constants, "paths/<k>", "flow/<k>", "approval",
 	// "call_id" or "kernel" (the kernel's budget, step limit or
-	// invariants).
+	// invariants; or, for a budget that renews, the period's budget or
+	// step limit: a gatelog.KindRefuse whose reason is "budget" or
+	// "step_limit").
 	Rule      RuleRef
 	Condition string
 

@@ -125,7 +125,7 @@ func (g *Gate) evictLocked(now time.Time) {
 		g.live.unlink(c)
 		if g.idle(c) {
 			delete(g.callers, c.key)
-			g.resumed[g.SessionID(c.key)] = true // its session is on the log
+			g.resumed[g.kernelSession(c.key)] = true // its session is on the log
 			g.live.evicted++
 		} else {
 			// Kept (in use, or holding what a human or a call will still
@@ -178,7 +178,7 @@ func (o options) checkCallers() error {
 func (g *Gate) resumeForMeter(key string) *caller {
 	g.mu.Lock()
 	c := g.acquireLocked(key)
-	known := g.resumed[g.SessionID(key)]
+	known := g.resumed[g.kernelSession(key)]
 	g.mu.Unlock()
 	if c != nil || !known {
 		return c

@@ -46,6 +46,7 @@ func (p Policy) normalized() Policy {
 	p.Invariants = slices.Clone(p.Invariants)
 	p.GoInvariants = slices.Clone(p.GoInvariants)
 	p.Labels = slices.Clone(p.Labels)
+	p.BudgetPeriod, p.Shared = clonePeriods(p.BudgetPeriod, p.Shared)
 	if p.Approvers == nil {
 		p.Approvers = map[claims.RiskTier][]string{
 			claims.TierDelete:    {DefaultApprover},

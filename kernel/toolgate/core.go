@@ -40,7 +40,9 @@ type Compiled struct {
 	rules        []compiledRule
 	def          *compiledRule // the default rule, when unknown tools are allowed
 	allowUnknown bool
-	conditions   bool // some rule has a when condition (condition.go)
+	conditions   bool          // some rule has a when condition (condition.go)
+	period       *budgetPeriod // Policy.BudgetPeriod, nil when the budget does not renew
+	sharedPeriod *budgetPeriod // Policy.Shared.Period
 }
 
 type compiledRule struct {
@@ -190,6 +192,7 @@ func (p Policy) compile() (*Compiled, []Violation) {
 		return nil, vs
 	}
 	out.invariants = n.invariants()
+	out.period, out.sharedPeriod = n.compiledPeriods()
 	return out, nil
 }
 

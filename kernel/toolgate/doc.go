@@ -212,6 +212,32 @@
 // gates live outside the process (RateWindows, kernel/sqlbudget), under
 // SharedWindowKey.
 //
+// # Budgets that renew
+//
+// By default a caller's budget is for its whole life on the log: spent,
+// every later call is refused, across restarts. Policy.BudgetPeriod
+// ("budget_period") makes it renew, by calendar period in a time zone
+// ({"calendar": "month", "time_zone": "Europe/Paris"}) or as a rolling
+// window ({"every": "24h"}): what the calls decided within one period
+// (within any window of that length) were charged — reservations at
+// their upper bound until settled, less refunds — never exceeds Budget,
+// nor their number Budget/MinCost, plus what approvers granted for that
+// period. Each caller's life keeps a ledger of the spend still counted,
+// checked before the kernel runs a call (a refusal is a gatelog.KindRefuse
+// with reason "budget" or "step_limit", saying when the budget comes
+// back) and rebuilt, on a restart or a caller's return, from the times
+// and amounts the log recorded: executions, reservations, settlements,
+// refunds and gatelog.KindBudget entries. The caller's kernel session
+// (its id followed by "#renewing") then records every charge under a
+// budget that never binds. Gate.Grant records an approver's grant or
+// reset; Budgets reads every caller's period from a log, as `verity
+// budget show` prints it. A shared budget with a calendar Period
+// (SharedBudgetSpec) charges each call to the row of the period its
+// recorded time falls in (kernel/sqlbudget's SharedBudget.ForPeriod),
+// the same row for every replica. The ledger holds one entry (about 64
+// bytes) per call its period still counts: a caller that makes a million
+// calls within one period holds some 64 MB until they leave it.
+//
 // # Attribution
 //
 // Every Decision names the rule that decided (Decision.Rule: its index and

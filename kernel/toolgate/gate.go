@@ -60,7 +60,9 @@ type Gate struct {
 	shared  kernel.SharedBudget
 	windows RateWindows
 	comp    *Compiled
-	obs     Observer // nil: nobody observes (observe.go)
+	// sharedPeriods, when the shared budget renews, opens its periods' rows.
+	sharedPeriods *sharedPeriods
+	obs           Observer // nil: nobody observes (observe.go)
 
 	mu        sync.Mutex
 	resumed   map[string]bool // kernel sessions already on the log
@@ -143,7 +145,7 @@ func New(ctx context.Context, log *trace.Log, comp *Compiled, opts ...Option) (*
 		return nil, err
 	}
 	cfg := &comp.cfg
-	k, err := kernel.New(kernel.Config{Budget: cfg.Budget, MinActionCost: cfg.MinCost, Invariants: comp.invariants})
+	k, err := kernel.New(kernel.Config{Budget: kernelBudget(comp), MinActionCost: cfg.MinCost, Invariants: comp.invariants})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
@@ -158,6 +160,11 @@ func New(ctx context.Context, log *trace.Log, comp *Compiled, opts ...Option) (*
 		resumed: map[string]bool{}, callers: map[string]*caller{}, approvals: map[string]*approval{}, awaited: map[string]chan struct{}{},
 		live: callers{limit: o.callerLimit, idle: o.idleCallers}, pending: pending, durable: o.durable,
 		obs: joinObservers(o.observers)}
+	if comp.sharedPeriod != nil && o.shared != nil {
+		if g.sharedPeriods, err = newSharedPeriods(o.shared, comp.sharedPeriod); err != nil {
+			return nil, err
+		}
+	}
 	for e, err := range log.Entries(ctx, 0) {
 		if err != nil {
 			return nil, fmt.Errorf("toolgate: reading the log: %w", err)
@@ -213,11 +220,16 @@ func (g *Gate) restoreApprovals(ctx context.Context) error {
 // kernel.Replay needs to rebuild one from the log.
 func (g *Gate) Kernel() *kernel.Kernel { return g.k }
 
-// SessionID returns the kernel session id of caller's calls.
+// SessionID returns the session id of caller's calls, as the gate's
+// entries name it: its kernel session's id too, except that when the
+// policy's budget renews (budget_period) the kernel session's is this
+// followed by "#renewing" (a kernel configuration of its own).
 func (g *Gate) SessionID(caller string) string { return SessionPrefix + caller }
 
 // Meter returns caller's budget and step counters, and false when the
-// caller has made no call yet.
+// caller has made no call yet. When the policy's budget renews, the
+// kernel session's budget only records every charge: the period's
+// budget is Budgets' (and an Observer's).
 func (g *Gate) Meter(caller string) (kernel.Meter, bool) {
 	c := g.resumeForMeter(caller)
 	if c == nil {
@@ -241,7 +253,7 @@ func (g *Gate) caller(ctx context.Context, key string) (*caller, error) {
 	c := g.acquireLocked(key)
 	ok := c != nil
 	if !ok {
-		c = &caller{ready: make(chan struct{}), life: newLife()}
+		c = &caller{ready: make(chan struct{}), life: g.newLife()}
 		c.key, c.busy, c.used = key, 1, now
 		g.callers[key] = c
 		g.live.pushFront(c)
@@ -282,7 +294,7 @@ func (g *Gate) caller(ctx context.Context, key string) (*caller, error) {
 }
 
 func (g *Gate) startSession(ctx context.Context, key string, cl *caller) (*kernel.Session, error) {
-	id := g.SessionID(key)
+	id := g.kernelSession(key)
 	clock := func() time.Time {
 		if at := cl.at.Load(); at != 0 {
 			return time.Unix(0, at).UTC()
@@ -294,21 +306,28 @@ func (g *Gate) startSession(ctx context.Context, key string, cl *caller) (*kerne
 	opts := []kernel.Option{kernel.WithSessionID(id), kernel.WithClock(clock), kernel.WithIDs(g.newID),
 		kernel.WithHorizon(0), kernel.WithHeldExecutions()}
 	if g.shared != nil {
-		opts = append(opts, kernel.WithSharedBudget(g.shared))
+		opts = append(opts, kernel.WithSharedBudget(g.sharedFor(clock)))
 	}
 	g.mu.Lock()
 	resume := g.resumed[id]
+	// A caller whose budget renews may have a session from before it did:
+	// its life (labels, windows, approvals, spend) is on the log too.
+	replayLife := resume || g.resumed[g.SessionID(key)]
 	g.mu.Unlock()
+	var s *kernel.Session
+	var err error
 	if resume {
-		s, err := kernel.Replay(ctx, g.log, g.k, id, opts...)
+		s, err = kernel.Replay(ctx, g.log, g.k, id, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("toolgate: resuming caller %q: %w", key, err)
 		}
-		lives, err := g.replay(ctx, id)
+	}
+	if replayLife {
+		lives, err := g.replay(ctx, g.SessionID(key))
 		if err != nil {
 			return nil, fmt.Errorf("toolgate: resuming caller %q: %w", key, err)
 		}
-		if l := lives[id]; l != nil {
+		if l := lives[g.SessionID(key)]; l != nil {
 			cl.mu.Lock()
 			cl.life = *l
 			g.mu.Lock()
@@ -318,13 +337,15 @@ func (g *Gate) startSession(ctx context.Context, key string, cl *caller) (*kerne
 			g.mu.Unlock()
 			cl.mu.Unlock()
 		}
+	}
+	if s != nil {
 		return s, nil
 	}
 	initial, err := kernel.NewState(nil)
 	if err != nil {
 		return nil, err
 	}
-	s, err := kernel.NewSession(ctx, g.log, g.k, initial, opts...)
+	s, err = kernel.NewSession(ctx, g.log, g.k, initial, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("toolgate: starting caller %q: %w", key, err)
 	}
@@ -340,12 +361,13 @@ func (g *Gate) startSession(ctx context.Context, key string, cl *caller) (*kerne
 func (g *Gate) replay(ctx context.Context, session string) (map[string]*life, error) {
 	lives := map[string]*life{}
 	get := func(s string) *life {
+		s = g.lifeSession(s)
 		if session != "" && s != session || !strings.HasPrefix(s, SessionPrefix) {
 			return nil
 		}
 		l := lives[s]
 		if l == nil {
-			nl := newLife()
+			nl := g.newLife()
 			l = &nl
 			lives[s] = l
 		}
@@ -482,6 +504,12 @@ func (g *Gate) beforeWritten(ctx context.Context, c Call, start time.Time, res *
 	d.Rule, d.Condition, d.when = ru.Rule, ru.Condition, ru.When
 	if ru.Verdict == Refuse {
 		return g.refuse(ctx, d, ru.Reason, ru.Explanation, "", at)
+	}
+	if ru.Verdict == AskApproval && g.comp.period != nil {
+		// No human is asked about a call its budget period cannot pay for.
+		if refused, err := g.overBudget(ctx, cl, &d, ru.Cost, at); refused || err != nil {
+			return d, err
+		}
 	}
 	cl.mu.Lock()
 	p, key, err := g.arrive(ctx, cl, &d, &ru, res, at)
@@ -620,6 +648,12 @@ func (g *Gate) run(ctx context.Context, cl *caller, d *Decision, ru *Ruling, key
 	if ru.When != nil {
 		a.Tags = appendWhenTag(a.Tags, ru.When)
 	}
+	if g.comp.period != nil {
+		if refused, err := g.overBudget(ctx, cl, d, ru.Cost, at); refused || err != nil {
+			unreserve()
+			return err
+		}
+	}
 	var rec kernel.Record
 	var err error
 	cl.at.Store(at.UnixNano()) // the execution is recorded at the decision's time
@@ -657,7 +691,7 @@ func (g *Gate) known(key string) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	_, ok := g.callers[key]
-	return ok || g.resumed[g.SessionID(key)]
+	return ok || g.resumed[g.SessionID(key)] || g.resumed[g.kernelSession(key)]
 }
 
 // SharedWindowKey is the key under which a gate with WithSharedWindows

@@ -77,6 +77,7 @@ type life struct {
 	denied  map[callKey][]denial   // denials not yet reported
 	expires map[string]time.Time   // by request id, with Config.ApprovalTTL: when it, or its answer, expires
 	evals   map[string]evaluation  // claims evaluations no request names yet, by bundle id
+	budget  *budgetLedger          // the spend of the periods still counted, when the budget renews (budget_period.go)
 }
 
 func newLife() life {
@@ -168,6 +169,9 @@ func (l *life) applyExecuted(x executed) {
 		}
 	}
 	l.open[x.callID] = x.open
+	if l.budget != nil {
+		l.budget.add(x.at, x.open.execID, x.open.cost, x.open.reserved)
+	}
 }
 
 // addTime returns the times of a window (ascending) with at added, and
@@ -698,6 +702,8 @@ func replayEntry(e trace.Entry, get func(string) *life, owner map[string]*life, 
 		owner[a.Approval] = l
 		l.applyEvaluation(ev.bundle, ev.seq)
 		l.applyAsk(a, ttl)
+	case kernel.KindSettle, kernel.KindRefund, gatelog.KindBudget:
+		return replayBudgetEntry(e, get)
 	case gatelog.KindExpire:
 		if !durable {
 			return nil

@@ -41,7 +41,8 @@ type DecisionEvent struct {
 	Start    time.Time
 	Duration time.Duration
 	// Budget is the caller's budget after the decision (its remaining
-	// part is Budget.Remaining); Metered is false when the caller has no
+	// part is Budget.Remaining; for a budget that renews, the current
+	// period's: kernel.PeriodBudget); Metered is false when the caller has no
 	// session in the gate (a call refused before the caller's first
 	// call ran).
 	Budget  kernel.Budget
@@ -178,6 +179,9 @@ func (g *Gate) budget(key string) (kernel.Budget, bool) {
 	}
 	if cl.sess == nil {
 		return kernel.Budget{}, false
+	}
+	if b, ok := g.periodBudget(cl); ok {
+		return b, true
 	}
 	return cl.sess.Meter().Budget(), true
 }

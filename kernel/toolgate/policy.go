@@ -184,6 +184,12 @@ type Policy struct {
 	// Budget ("budget", required) is each caller's budget B0
 	// (kernel.Config.Budget); at least MinCost.
 	Budget kernel.Cost
+	// BudgetPeriod ("budget_period") makes Budget, and the step limit
+	// floor(budget/min_cost), renew: each caller may spend Budget per
+	// period (a calendar day, week or month in a time zone, or any
+	// rolling window of a length). Nil: Budget is for the caller's whole
+	// life on the log. See BudgetPeriod.
+	BudgetPeriod *BudgetPeriod
 	// MinCost ("min_cost", required) is ε, the least a call may cost
 	// (kernel.Config.MinActionCost); positive, and no cost of the policy
 	// is below it. It also bounds how many calls a caller may make,
@@ -339,6 +345,11 @@ type MatchesSpec struct {
 type SharedBudgetSpec struct {
 	ID    string
 	Limit kernel.Cost
+	// Period ("period") makes the shared limit renew each calendar
+	// period (BudgetPeriod.Calendar; a rolling Every is refused): the
+	// period's spend is the kernel/sqlbudget row ID + "@" + the period's
+	// key, so every process draws on the same row for the same period.
+	Period *BudgetPeriod
 }
 
 // forms returns how many invariant forms s sets.

@@ -317,6 +317,7 @@ type policyFile struct {
 	Version         policyVersion                `json:"version"`
 	Budget          policyCost                   `json:"budget"`
 	MinCost         policyCost                   `json:"min_cost"`
+	BudgetPeriod    present[periodWire]          `json:"budget_period,omitzero"`
 	UnknownTools    policyEnum[unknownToolsEnum] `json:"unknown_tools,omitzero"`
 	DefaultRule     present[ruleCommon]          `json:"default_rule,omitzero"`
 	Approvers       approversWire                `json:"approvers,omitzero"`
@@ -435,8 +436,9 @@ type matchesWire struct {
 }
 
 type sharedWire struct {
-	ID    string     `json:"id"`
-	Limit policyCost `json:"limit"`
+	ID     string              `json:"id"`
+	Limit  policyCost          `json:"limit"`
+	Period present[periodWire] `json:"period,omitzero"`
 }
 
 // policy turns the members read into a Policy. decoded are the problems
@@ -508,8 +510,9 @@ func (f *policyFile) policy(decoded []Violation) (p Policy, more []Violation, un
 		}
 	}
 	if f.Shared.Set {
-		p.Shared = &SharedBudgetSpec{ID: f.Shared.V.ID, Limit: f.Shared.V.Limit.c}
+		p.Shared = &SharedBudgetSpec{ID: f.Shared.V.ID, Limit: f.Shared.V.Limit.c, Period: periodOf(f.Shared.V.Period)}
 	}
+	p.BudgetPeriod = periodOf(f.BudgetPeriod)
 	return p, more, unread
 }
 
@@ -625,8 +628,9 @@ func (p Policy) file() (policyFile, error) {
 		f.Invariants = append(f.Invariants, w)
 	}
 	if s := p.Shared; s != nil {
-		f.Shared = present[sharedWire]{V: sharedWire{ID: s.ID, Limit: policyCost{c: s.Limit, set: true}}, Set: true}
+		f.Shared = present[sharedWire]{V: sharedWire{ID: s.ID, Limit: policyCost{c: s.Limit, set: true}, Period: periodWireOf(s.Period)}, Set: true}
 	}
+	f.BudgetPeriod = periodWireOf(p.BudgetPeriod)
 	if len(p.Labels) > 0 {
 		f.Labels = present[names]{V: p.Labels, Set: true}
 	}

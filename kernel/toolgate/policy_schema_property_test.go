@@ -135,7 +135,11 @@ func plantTricky(t *rapid.T, root map[string]any) {
 		{"labels", []any{[]any{}, []any{""}, []any{"a", num("1")}, "a", []any{"a"}}},
 		{"approvers", []any{map[string]any{}, map[string]any{"DELETE": []any{}}, map[string]any{"MODIFY": []any{"a"}},
 			map[string]any{"PRIVILEGE": []any{"a", "a"}}, map[string]any{"DELETE": []any{""}}, []any{}}},
-		{"shared_budget", []any{map[string]any{"id": "", "limit": "1"}, map[string]any{"id": "x"}, nil,
+		{"budget_period", []any{map[string]any{"every": "24h"}, map[string]any{"calendar": "week", "time_zone": "Europe/Paris"},
+			map[string]any{"calendar": "year"}, map[string]any{"every": num("60")}, map[string]any{}, map[string]any{"every": "1h", "calendar": "day"},
+			map[string]any{"calendar": "day", "time_zone": "Mars/Olympus"}, map[string]any{"every": "0.5s"}, map[string]any{"every": "1h", "x": true}, nil}},
+		{"shared_budget", []any{map[string]any{"id": "x", "limit": "1", "period": map[string]any{"every": "1h"}},
+			map[string]any{"id": "x", "limit": "1", "period": map[string]any{"calendar": "month"}}, map[string]any{"id": "", "limit": "1"}, map[string]any{"id": "x"}, nil,
 			map[string]any{"id": strings.Repeat("é", 200), "limit": num("1.5")}, map[string]any{"id": "a\u0000", "limit": "1"}}},
 	}
 	rule := []plant{

@@ -56,7 +56,7 @@ var (
 		"min_cost": true, "budget": true, "glob": true, "duplicate_match": true, "shadowed": true, "regex": true,
 		"duplicate_name": true, "bounds": true, "value": true, "approvers": true, "id_length": true,
 		"duration": true, "rule_name": true, "duplicate_rule_name": true, "argument_schema": true, "pointer": true,
-		"path": true, "label": true, "unknown_label": true, "flow_tier": true, "self_approval_unused": true, "cost_from": true,
+		"path": true, "label": true, "unknown_label": true, "flow_tier": true, "self_approval_unused": true, "cost_from": true, "budget_period": true,
 	}
 	policyBeforeSchema = map[string]bool{"size": true, "syntax": true, "duplicate_key": true, "number": true}
 )
@@ -573,8 +573,24 @@ func policyGen() *rapid.Generator[toolgate.Policy] {
 		}
 		if rapid.Bool().Draw(t, "shared") {
 			p.Shared = &toolgate.SharedBudgetSpec{ID: rapid.StringMatching(`[a-zA-Z0-9_é-]{1,40}`).Draw(t, "id"), Limit: cost("limit")}
+			if rapid.Bool().Draw(t, "shared_period") {
+				p.Shared.Period = calendarPeriodGen().Draw(t, "shared_period")
+			}
+		}
+		switch rapid.IntRange(0, 2).Draw(t, "budget_period") {
+		case 1:
+			p.BudgetPeriod = &toolgate.BudgetPeriod{Every: time.Duration(rapid.Int64Range(1, 366*24*3600).Draw(t, "every")) * time.Second}
+		case 2:
+			p.BudgetPeriod = calendarPeriodGen().Draw(t, "calendar")
 		}
 		return p
+	})
+}
+
+func calendarPeriodGen() *rapid.Generator[*toolgate.BudgetPeriod] {
+	return rapid.Custom(func(t *rapid.T) *toolgate.BudgetPeriod {
+		return &toolgate.BudgetPeriod{Calendar: rapid.SampledFrom([]string{"day", "week", "month"}).Draw(t, "calendar"),
+			TimeZone: rapid.SampledFrom([]string{"", "UTC", "Europe/Paris", "America/New_York", "Asia/Kolkata"}).Draw(t, "time_zone")}
 	})
 }
 

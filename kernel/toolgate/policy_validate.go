@@ -33,6 +33,7 @@ func (p Policy) violations(decoded []Violation) []Violation {
 	c.invariants()
 	c.limits()
 	c.shared()
+	c.budgetPeriods()
 	violation.Sort(c.vs)
 	return c.vs
 }

@@ -81,6 +81,7 @@ func (g *Gate) afterWritten(ctx context.Context, c Call, r Result, ev *OutcomeEv
 		// Recorded: the settlement stands, whatever else the error says
 		// (an overrun, a shared budget that could not follow).
 		recordedErr = err
+		cl.spentBack(oc.execID, s.Refund, true)
 		out.Charged = s.Reserved - s.Refund + s.Overrun
 		out.Unpaid = s.Unpaid
 	case end.refund > 0:
@@ -91,6 +92,7 @@ func (g *Gate) afterWritten(ctx context.Context, c Call, r Result, ev *OutcomeEv
 		// Recorded: the refund stands; a shared budget that could
 		// not follow is reported, never refunded twice.
 		recordedErr = err
+		cl.spentBack(oc.execID, end.refund, false)
 		out.Charged = oc.cost - end.refund
 	}
 	// The call is closed: its execution need not be refundable any more

@@ -17,8 +17,8 @@ var ErrDecode = errors.New("gatelog: malformed entry")
 // kernel and claims sessions write theirs, read by kernel.Decode and
 // claims.DecodeRecord): a Refuse
 // (KindRefuse), a Result (KindResult), a RefuseAnswer
-// (KindRefuseAnswer), an Ask (KindAsk) or an Expire
-// (KindExpire). It is strict — one JSON object, no unknown or duplicate
+// (KindRefuseAnswer), an Ask (KindAsk), an Expire
+// (KindExpire) or a Budget (KindBudget). It is strict — one JSON object, no unknown or duplicate
 // members (names spelled exactly), no null, every required member
 // present, a tier that is a risk tier and an expired state that is one —
 // and returns an error wrapping ErrDecode otherwise, or for an
@@ -51,6 +51,23 @@ func Decode(e trace.Entry) (any, error) {
 			return nil, fmt.Errorf("%w: /tier: %q is not a risk tier", ErrDecode, v.(Ask).Tier)
 		}
 		return v, err
+	case KindBudget:
+		v, err := decodeAs[Budget](e.Payload)
+		if err != nil {
+			return nil, err
+		}
+		b := v.(Budget)
+		switch {
+		case b.Action != "grant" && b.Action != "reset":
+			return nil, fmt.Errorf("%w: /action: %q is not grant or reset", ErrDecode, b.Action)
+		case b.Action == "grant" && b.Amount <= 0:
+			return nil, fmt.Errorf("%w: /amount: a grant adds a positive amount, got %s", ErrDecode, b.Amount)
+		case b.Action == "reset" && b.Amount != 0:
+			return nil, fmt.Errorf("%w: /amount: a reset has no amount, got %s", ErrDecode, b.Amount)
+		case b.Approver == "" || b.Reason == "":
+			return nil, fmt.Errorf("%w: a budget entry names its approver and its reason", ErrDecode)
+		}
+		return b, nil
 	case KindExpire:
 		v, err := decodeAs[Expire](e.Payload)
 		if err != nil {

@@ -276,3 +276,24 @@ type Repin struct {
 	RequestedBy string `json:"requested_by,omitempty"`
 	Reason      string `json:"reason"`
 }
+
+// KindBudget records an approver's change to one caller's budget that
+// renews (toolgate.Policy.BudgetPeriod): a grant adds Amount to the
+// budget of the period the entry's time falls in (of the rolling windows
+// holding it), a reset forgives everything the caller spent and was
+// granted before it. The entry's time is when it applies.
+const KindBudget = "toolgate.budget"
+
+// Budget is the payload of a KindBudget entry: Action is "grant" (Amount
+// positive) or "reset" (no Amount); Approver names who changed the
+// budget and Reason why; Period names the period it applied to, as the
+// gate showed it.
+type Budget struct {
+	Session  string      `json:"session"`
+	Caller   string      `json:"caller"`
+	Action   string      `json:"action"`
+	Amount   kernel.Cost `json:"amount,omitempty"`
+	Approver string      `json:"approver"`
+	Reason   string      `json:"reason"`
+	Period   string      `json:"period,omitempty"`
+}

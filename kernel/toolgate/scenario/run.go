@@ -420,6 +420,26 @@ func (s *run) returned(p *problems, e *expectWire, g got, reason string) {
 	}
 }
 
+// budgetLeft is what caller may still spend: in the current period
+// (toolgate.Budgets, from the log) when the policy's budget renews, else
+// what its kernel session has left.
+func (s *run) budgetLeft(caller string) (kernel.Cost, bool) {
+	if s.r.policy.BudgetPeriod == nil {
+		m, ok := s.gate.Meter(caller)
+		return m.Budget().Remaining(), ok
+	}
+	statuses, err := toolgate.Budgets(context.Background(), s.log, s.r.compiled, s.now)
+	if err != nil {
+		return 0, false
+	}
+	for _, st := range statuses {
+		if st.Caller == caller {
+			return st.Remaining, true
+		}
+	}
+	return 0, false
+}
+
 // after checks the gate's state after the step: the requests waiting,
 // a caller's budget, the callers held and let go.
 func (s *run) after(p *problems, e *expectWire, g got) {
@@ -439,12 +459,12 @@ func (s *run) after(p *problems, e *expectWire, g got) {
 		if e.Caller != nil {
 			caller = *e.Caller
 		}
-		m, ok := s.gate.Meter(caller)
+		left, ok := s.budgetLeft(caller)
 		switch {
 		case !ok:
 			p.add("budget: caller %q has made no call", caller)
-		case m.Budget().Remaining() != e.budget:
-			p.add("budget left %s for caller %q, want %s", m.Budget().Remaining(), caller, e.budget)
+		case left != e.budget:
+			p.add("budget left %s for caller %q, want %s", left, caller, e.budget)
 		}
 	}
 	if c := e.Callers; c != nil {

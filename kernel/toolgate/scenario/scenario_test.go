@@ -20,9 +20,23 @@ import (
 // policyFile is the policy every file of testdata/scenarios runs against.
 const policyFile = "testdata/policy.json"
 
-func testRunner(t testing.TB) *Runner {
+func testRunner(t testing.TB) *Runner { return runnerFor(t, "") }
+
+// policyFor is the policy the scenarios file runs against: its own in
+// testdata/policies when it has one (a budget that renews), else
+// policyFile.
+func policyFor(file string) string {
+	own := filepath.Join("testdata/policies", filepath.Base(file))
+	if _, err := os.Stat(own); file != "" && err == nil {
+		return own
+	}
+	return policyFile
+}
+
+// runnerFor runs the scenarios file (testRunner: "") against its policy.
+func runnerFor(t testing.TB, file string) *Runner {
 	t.Helper()
-	p, err := toolgate.LoadPolicy(policyFile)
+	p, err := toolgate.LoadPolicy(policyFor(file))
 	require.NoError(t, err)
 	r, err := NewRunner(p)
 	require.NoError(t, err)
@@ -32,12 +46,12 @@ func testRunner(t testing.TB) *Runner {
 // TestScenarioFiles runs every file in testdata/scenarios: the gate's
 // lifecycle, step by step, with the entries each step appends.
 func TestScenarioFiles(t *testing.T) {
-	r := testRunner(t)
 	files, err := filepath.Glob("testdata/scenarios/*.json")
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
 	for _, file := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(file), ".json"), func(t *testing.T) {
+			r := runnerFor(t, file)
 			cases, err := Load(file)
 			require.NoError(t, err)
 			for _, c := range cases {
@@ -171,11 +185,11 @@ func mutate(v json.RawMessage) json.RawMessage {
 // testdata/scenarios bites. Each is changed, one at a time, so that it no
 // longer holds, and the run must then fail at that step and name it.
 func TestScenarioFilesCanFail(t *testing.T) {
-	r := testRunner(t)
 	files, err := filepath.Glob("testdata/scenarios/*.json")
 	require.NoError(t, err)
 	mutated := 0
 	for _, file := range files {
+		r := runnerFor(t, file)
 		cases, err := Load(file)
 		require.NoError(t, err)
 		for _, c := range cases {
@@ -197,8 +211,6 @@ func TestScenarioFilesCanFail(t *testing.T) {
 // otherwise, here when the policy they run against changes: a wider rate
 // window, a longer approval_ttl, no flow, another budget.
 func TestScenarioFilesPinTheGate(t *testing.T) {
-	base, err := os.ReadFile(policyFile)
-	require.NoError(t, err)
 	files, err := filepath.Glob("testdata/scenarios/*.json")
 	require.NoError(t, err)
 	pinned := map[string]bool{}
@@ -217,9 +229,13 @@ func TestScenarioFilesPinTheGate(t *testing.T) {
 		{`"PRIVILEGE": ["group:security"]`, `"PRIVILEGE": ["group:security", "human"]`, "approvers"},
 		{`"reserve": true`, `"reserve": false`, "duplicate_call_id"},
 		{`"match": "open_pr", "cost": "0.5"`, `"match": "open_pr", "cost": "0.4"`, "eviction"},
+		{`"every": "5s"`, `"every": "6s"`, "budget_period"},
+		{`"every": "5s"`, `"calendar": "day"`, "budget_period"},
 	} {
 		pinned[tc.file] = true
 		t.Run(tc.file, func(t *testing.T) {
+			base, err := os.ReadFile(policyFor(tc.file + ".json"))
+			require.NoError(t, err)
 			changed := strings.Replace(string(base), tc.from, tc.to, 1)
 			require.NotEqual(t, string(base), changed, "the policy changed")
 			p, err := toolgate.ParsePolicy([]byte(changed))

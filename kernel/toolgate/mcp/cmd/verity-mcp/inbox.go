@@ -36,6 +36,8 @@ import (
 //	GET  /api/requests  the waiting requests and who asks (JSON)
 //	POST /api/answer    {"id", "decision": "approve"|"deny", "reason"}
 //	                    (decodeAnswer; a refused body is 400 with every problem)
+//	POST /api/budget    {"caller", "action": "grant"|"reset", "amount", "reason"}:
+//	                    an approver changes a budget that renews (inbox_budget.go)
 //
 // The page and its two files hold no data and are served to anyone who
 // reaches the address; /api/ is authenticated as -http is: with -jwks,
@@ -137,6 +139,7 @@ func (in *inbox) handler() (http.Handler, error) {
 	api := http.NewServeMux()
 	api.HandleFunc("GET /api/requests", in.list)
 	api.HandleFunc("POST /api/answer", in.answer)
+	api.HandleFunc("POST /api/budget", in.budget) // inbox_budget.go
 	var protected http.Handler = api
 	if in.verifier != nil {
 		var err error

@@ -127,8 +127,21 @@
 // Either way, with -db the policy's shared_budget bounds all callers of
 // all sessions together. A durable log keeps what each caller spent:
 // started again over the same log, the proxy resumes the stdio caller's
-// budget (and the HTTP callers') where it stopped (start a new log, or
-// pass another -caller, for a fresh one).
+// budget (and the HTTP callers') where it stopped.
+//
+// When a caller's budget is spent, each of its calls is refused before
+// it reaches the upstream, and the model reads why and when the budget
+// comes back. Without the policy's budget_period it never comes back:
+// the budget is for the caller's whole life on the log (start a new
+// log, or pass another -caller, for a fresh one). With budget_period it
+// renews: {"calendar": "day"|"week"|"month", "time_zone": "Europe/Paris"}
+// gives the whole budget back at the period's first instant, {"every":
+// "24h"} bounds what the calls of any 24 hours spend, spend coming back
+// as it leaves the window; periods are counted from the times on the
+// log, so a restart changes nothing. An approver adds to a caller's
+// budget for the current period, or resets it, through the approval
+// inbox (POST /api/budget; `verity budget grant -inbox URL`), recorded
+// on the log with who and why.
 //
 // # Authentication
 //
@@ -162,7 +175,10 @@
 // database (kernel/sqlbudget) that every caller of every proxy pointed at
 // it draws on too: several proxies on one PostgreSQL database — or on one
 // SQLite file, on one machine — never spend more than its limit together.
-// -db takes postgres://… (or postgresql://…) or sqlite:PATH.
+// -db takes postgres://… (or postgresql://…) or sqlite:PATH. A
+// shared_budget with a calendar "period" renews too: each period is the
+// row ID@KEY (kernel/sqlbudget's ForPeriod; KEY the period's first day,
+// "2026-11-30", or month, "2026-11"), the same row for every proxy.
 //
 // # Approval inbox
 //
@@ -423,6 +439,14 @@ addresses only (unless -insecure-no-auth) and charges every session to
 one caller ("http", or -http-caller; -caller-per-session for one budget
 per session). With -jwks, -issuer and -resource it requires OAuth bearer
 tokens, and each token's principal (issuer and subject) is one caller.
+
+A caller whose budget is spent is refused every call, told why and when
+the budget comes back. Without the policy's budget_period it never does
+(a restart resumes the spend from -log). With "budget_period":
+{"calendar": "day"} (week, month; "time_zone": "Europe/Paris") the whole
+budget comes back at the next period's start; with {"every": "24h"}
+spend comes back as it leaves the 24-hour window. An approver may add to
+it meanwhile: verity budget grant -inbox URL (POST /api/budget).
 
 -approvals serves a page listing the calls that wait for a human, to
 approve or deny them; it is authenticated as -http is (loopback only
