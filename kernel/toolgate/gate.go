@@ -143,7 +143,7 @@ func New(ctx context.Context, log *trace.Log, comp *Compiled, opts ...Option) (*
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	policy := claims.DefaultPolicy()
-	policy.Approvers = cfg.Approvers
+	policy.Approvers = claimsApprovers(cfg.Approvers)
 	pending := claims.NewMemoryPending()
 	cs, err := claims.NewSession(ctx, log, policy, claims.WithClock(o.clock), claims.WithIDs(o.newID), claims.WithPending(pending))
 	if err != nil {
@@ -955,7 +955,7 @@ func (g *Gate) answer(ctx context.Context, cl *caller, ap *approval, ans *answer
 	if err := cl.answerable(ap, ans, g.comp.cfg.SelfApproval); err != nil {
 		return refused(err)
 	}
-	ev, err := g.claims.Approve(ctx, ap.bundle, g.claimsContext(ap.req.Caller), ans.approver, ans.decision, ans.reason)
+	ev, err := g.claims.Approve(ctx, ap.bundle, g.claimsContext(ap.req.Caller), ap.slotFor(ans.approver), ans.decision, ans.reason)
 	if err != nil {
 		err = fmt.Errorf("toolgate: recording %s of %q: %w", strings.ToLower(string(ans.decision)), id, err)
 		if errors.Is(err, claims.ErrNotRequired) || errors.Is(err, claims.ErrAlreadyDecided) {

@@ -227,7 +227,7 @@ func (l *life) applyAsk(a gatelog.Ask, ttl time.Duration) indexChange {
 	}
 	ap := &approval{key: key, bundle: ev.bundle, seq: ev.seq, req: ApprovalRequest{ID: a.Approval, Caller: a.Caller,
 		Principal: a.Principal, Tool: a.Tool, ArgumentsDigest: a.ArgumentsSHA256, Tier: a.Tier,
-		Awaiting: claims.Pending{Bundle: ev.bundle}.Awaiting(), Question: a.Question, Arguments: a.Arguments,
+		Awaiting: awaitingOf(ev.bundle), Question: a.Question, Arguments: a.Arguments,
 		Asked: a.Asked, Expires: expires}}
 	ap.by = answeredByAll(ev.bundle)
 	l.waiting[key] = ap
@@ -256,7 +256,7 @@ func (l *life) applyApproval(b claims.ClaimBundle) indexChange {
 	if waits(b.Decision) {
 		next := *ap
 		next.bundle = b
-		next.req.Awaiting = claims.Pending{Bundle: b}.Awaiting()
+		next.req.Awaiting = awaitingOf(b)
 		next.by = answeredByAll(b)
 		l.waiting[ap.key] = &next
 		return indexChange{put: &next}
@@ -282,7 +282,7 @@ func answeredByAll(b claims.ClaimBundle) map[string]bool {
 	}
 	by := make(map[string]bool, len(hs))
 	for _, h := range hs {
-		by[answeredBy(h)] = true
+		by[baseName(b.RequiredApprovals, answeredBy(h))] = true
 	}
 	return by
 }
@@ -539,18 +539,32 @@ func (l *life) resume(a arrival) (p plan, run bool) {
 		c.Tool), l.waiting[key])
 }
 
-// answersFor returns the approver name p answers for in ap.
+// answersFor returns the approver name p answers for in ap: for a k-of-n
+// group, the first of its slots still open (quorum.go).
 func (ap *approval) answersFor(p Principal) (string, error) {
 	key := p.Key()
 	for _, name := range ap.req.Awaiting {
 		if key != "" && name == key {
-			return name, nil
+			return ap.slotFor(name), nil
 		}
 		if group, isGroup := strings.CutPrefix(name, GroupPrefix); isGroup && slices.Contains(p.Groups, group) {
-			return name, nil
+			return ap.slotFor(name), nil
 		}
 	}
 	return "", fmt.Errorf("%w: %q waits for %s, and %q is none of them", ErrNotAnApprover, ap.req.ID, strings.Join(ap.req.Awaiting, ", "), key)
+}
+
+// slotFor is the claims approver name an answer for the approver name
+// records: the first open slot of a k-of-n group, else name itself.
+func (ap *approval) slotFor(name string) string {
+	base, ok := slotsOf(ap.bundle.RequiredApprovals)
+	if !ok || base != name {
+		return name
+	}
+	for _, slot := range (claims.Pending{Bundle: ap.bundle}).Awaiting() {
+		return slot
+	}
+	return name
 }
 
 // answerable checks an answer to ap before it is recorded: ap must still
@@ -561,14 +575,17 @@ func (l *life) answerable(ap *approval, ans *answerPlan, self bool) error {
 	if l.waiting[ap.key] != ap {
 		return fmt.Errorf("%w: %q was decided already", ErrUnknownApproval, id)
 	}
-	if ans.by != nil && ap.by[ans.by.Key()] {
-		return fmt.Errorf("%w: %q answered %q already (%w)", ErrNotAnApprover, ans.by.Key(), id, errAnsweredAlready)
+	// Who answers: a principal by its key, else the approver name (of
+	// a k-of-n group: the group's, whichever slot it fills).
+	who := baseName(ap.bundle.RequiredApprovals, ans.approver)
+	if ans.by != nil {
+		who = ans.by.Key()
+	}
+	_, quorum := slotsOf(ap.bundle.RequiredApprovals)
+	if (ans.by != nil || quorum) && ap.by[who] {
+		return fmt.Errorf("%w: %q answered %q already (%w)", ErrNotAnApprover, who, id, errAnsweredAlready)
 	}
 	if ans.decision == claims.ApprovalApproved && !self && ap.key.tier == claims.TierPrivilege {
-		who := ans.approver
-		if ans.by != nil {
-			who = ans.by.Key()
-		}
 		if who != "" && (who == ap.req.Principal || who == ap.req.Caller) {
 			return fmt.Errorf("%w: %q made the call %q asks about", ErrSelfApproval, who, id)
 		}

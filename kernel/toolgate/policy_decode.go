@@ -436,7 +436,7 @@ func (f *policyFile) policy(decoded []Violation) (p Policy, more []Violation, un
 		AllowUnknown:    f.UnknownTools.s == "allow",
 		ResultTextLimit: int(f.ResultTextLimit.n), MaxWaiting: int(f.MaxWaiting.n), CheckResults: f.CheckResults,
 		ApprovalTimeout: f.ApprovalTimeout.d, ApprovalTTL: f.ApprovalTTL.d, SelfApproval: f.SelfApproval, Timeout: f.Timeout.d}
-	p.Approvers = f.Approvers
+	p.Approvers = approversOf(f.Approvers)
 	v2 := p.Version != 1 // a file whose version is wrong is read as version 2, to report its problems too
 	unknown := func(at string) {
 		more = append(more, Violation{Path: at, Rule: policyRuleUnknownField, Message: "unknown member (version 2 has it)"})
@@ -596,7 +596,12 @@ func (p Policy) file() (policyFile, error) {
 	if r := p.DefaultRule; r != nil {
 		f.DefaultRule = present[ruleCommon]{V: ruleCommonOf(r), Set: true}
 	}
-	f.Approvers = p.Approvers
+	if p.Approvers != nil {
+		f.Approvers = make(approversWire, len(p.Approvers))
+		for t, names := range p.Approvers {
+			f.Approvers[t] = names
+		}
+	}
 	for i := range p.Tools {
 		f.Tools = append(f.Tools, &present[ruleWire]{V: ruleWireOf(&p.Tools[i]), Set: true})
 	}
@@ -691,14 +696,53 @@ func invariantWireOf(s *InvariantSpec) (invariantWire, error) {
 
 // approversWire is approvers: it writes a tier that is none as it is
 // (claims.RiskTier.MarshalText would refuse it).
-type approversWire map[claims.RiskTier][]string
+type approversWire map[claims.RiskTier]approverList
 
 func (a approversWire) MarshalJSON() ([]byte, error) {
-	m := make(map[string][]string, len(a))
+	m := make(map[string]approverList, len(a))
 	for t, names := range a {
 		m[string(t)] = names
 	}
 	return marshalPlain(m)
+}
+
+// approverList is one tier's approvers: a list of names, each of whom
+// must approve, or {"group": G, "count": k}, k distinct members of the
+// group G, which reads as "group:G" named k times (see Policy.Approvers).
+type approverList []string
+
+// quorumWire is the object form of an approverList.
+type quorumWire struct {
+	Group string                 `json:"group"`
+	Count policyInt[quorumRange] `json:"count"`
+}
+
+func (l *approverList) UnmarshalStrict(d *strictjson.Decoder) error {
+	if d.Peek() != strictjson.Object {
+		var names []string
+		err := d.Decode(&names)
+		*l = names
+		return err
+	}
+	var q quorumWire
+	err := d.Decode(&q)
+	if q.Group == "" && err == nil {
+		return d.Errorf(policyRuleRequired, "group names a group (its members approve)")
+	}
+	n := max(q.Count.n, 1)
+	list := make(approverList, n)
+	for i := range list {
+		list[i] = GroupPrefix + q.Group
+	}
+	*l = list
+	return err
+}
+
+func (l approverList) MarshalJSON() ([]byte, error) {
+	if group, k, ok := quorumOf(l); ok && k > 1 {
+		return marshalPlain(quorumWire{Group: strings.TrimPrefix(group, GroupPrefix), Count: policyInt[quorumRange]{int64(k)}})
+	}
+	return marshalPlain([]string(l))
 }
 
 // The typed members write their own form, the one they read.
@@ -938,11 +982,13 @@ type (
 	waitingRange   struct{}
 	countRange     struct{}
 	callsRange     struct{}
+	quorumRange    struct{}
 )
 
 func (textLimitRange) bounds() (int64, int64) { return -1, maxResultTextLimit }
 func (waitingRange) bounds() (int64, int64)   { return -1, maxPolicyWaiting }
 func (countRange) bounds() (int64, int64)     { return 0, policyMaxSafeInt }
+func (quorumRange) bounds() (int64, int64)    { return 1, maxApproverCount }
 func (callsRange) bounds() (int64, int64)     { return 1, math.MaxInt32 }
 
 // readPolicyNumber reads a number's literal, refusing any other kind

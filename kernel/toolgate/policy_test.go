@@ -538,6 +538,9 @@ func policyGen() *rapid.Generator[toolgate.Policy] {
 			for _, tr := range []claims.RiskTier{claims.TierDelete, claims.TierPrivilege} {
 				if slices.Contains(needs, tr) || rapid.Bool().Draw(t, "extra_tier") {
 					names := rapid.SliceOfNDistinct(rapid.StringMatching(`[a-z]{1,6}`), 1, 3, func(s string) string { return s }).Draw(t, "names")
+					if rapid.IntRange(0, 3).Draw(t, "k_of_n") == 0 { // k distinct members of a group
+						names = slices.Repeat([]string{toolgate.GroupPrefix + names[0]}, rapid.IntRange(1, 16).Draw(t, "k"))
+					}
 					p.Approvers[tr] = names
 				}
 			}

@@ -158,12 +158,22 @@ func (c *policyCheck) approvers() {
 		if len(names) == 0 {
 			c.add(at, policyRuleRequired, "a tier's approvers name at least one approver")
 		}
+		if name, k, ok := quorumOf(names); ok && k > 1 {
+			// k distinct members of one group (quorum.go).
+			if k > maxApproverCount {
+				c.add(at, policyRuleRange, "%q is named %d times: at most %d distinct members of a group may be required", name, k, maxApproverCount)
+			}
+			continue
+		}
+		if looksLikeSlots(names) {
+			c.add(at, policyRuleApprovers, "%q … %q read as the slots of a k-of-n group approval; name the group k times ({\"group\": …, \"count\": k}) instead", names[0], names[len(names)-1])
+		}
 		for j, n := range names {
 			switch {
 			case n == "":
 				c.add(violation.Index(at, j), policyRuleRequired, "an approver's name is not empty")
 			case slices.Index(names, n) < j:
-				c.add(violation.Index(at, j), policyRuleDuplicate, "approver %q is named twice", n)
+				c.add(violation.Index(at, j), policyRuleDuplicate, "approver %q is named twice (a group named k times, and nothing else, waits for k of its members)", n)
 			}
 		}
 	}
