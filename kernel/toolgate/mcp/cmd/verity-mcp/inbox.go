@@ -110,6 +110,9 @@ type inboxRequest struct {
 	Question  string    `json:"question"`
 	Approvers []string  `json:"approvers"` // every approver the tier needs
 	Awaiting  []string  `json:"awaiting"`  // those who have not answered
+	Approved  []string  `json:"approved"`  // Approvers less Awaiting, one for each approval given
+	Given     int       `json:"given"`     // approvals given: "Given of Needed approvals"
+	Needed    int       `json:"needed"`    // approvals the call needs (a k-of-n group counts k)
 	Asked     time.Time `json:"asked"`
 	Expires   string    `json:"expires,omitempty"`
 	CanAnswer bool      `json:"can_answer"` // the asking principal is one of Awaiting
@@ -229,6 +232,8 @@ func (in *inbox) list(w http.ResponseWriter, r *http.Request) {
 		if ir.Approvers == nil {
 			ir.Approvers = []string{toolgate.DefaultApprover}
 		}
+		ir.Approved, ir.Needed = approvedOf(ir.Approvers, ir.Awaiting), len(ir.Approvers)
+		ir.Given = len(ir.Approved)
 		if !req.Expires.IsZero() {
 			ir.Expires = req.Expires.UTC().Format(time.RFC3339)
 		}
@@ -316,6 +321,21 @@ func (in *inbox) answer(w http.ResponseWriter, r *http.Request) {
 	}
 	in.logger.Info("approval inbox: answer", "approval", a.ID, "by", who, "decision", a.Decision, "granted", granted, "awaiting", res.Awaiting)
 	writeJSON(w, http.StatusOK, res)
+}
+
+// approvedOf is approvers less awaiting, as multisets: a group named k
+// times (k-of-n) and awaited j times was approved k−j times.
+func approvedOf(approvers, awaiting []string) []string {
+	left := slices.Clone(awaiting)
+	out := []string{}
+	for _, a := range approvers {
+		if i := slices.Index(left, a); i >= 0 {
+			left = slices.Delete(left, i, i+1)
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // sameOrigin refuses a request a browser marks as sent by another site:
