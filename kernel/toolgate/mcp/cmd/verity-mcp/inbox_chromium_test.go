@@ -242,7 +242,7 @@ func (b *browser) answer(id, button, reason string) string {
 // pageCard is what the page shows of a request.
 type pageCard struct {
 	ID, Tool, Tier, Caller, Arguments, Question, Approved, Awaiting, Second, Count string
-	Images, Scripts                                                         int
+	Images, Scripts                                                                int
 }
 
 func (b *browser) cards() map[string]pageCard {
