@@ -537,6 +537,12 @@ func (g *Gate) arrive(ctx context.Context, cl *caller, d *Decision, ru *Ruling, 
 			d.Verdict, d.Explanation, d.Seq, d.Approval = AskApproval, ap.req.Question, ap.seq, ap.request()
 			return p, key, nil
 		case stepAsk:
+			if why := g.wouldReject(cl, d, ru); why != "" {
+				// Nobody is asked about a call the kernel would refuse.
+				d.Condition = "kernel"
+				err := g.refuseIn(ctx, d, "kernel", fmt.Sprintf("tool %q (%s, kernel): %s; nobody was asked to approve it", c.Tool, d.Rule, why), "", at)
+				return plan{step: stepRefuse}, key, err
+			}
 			return p, key, g.ask(ctx, cl, d, ru, key, &p, at)
 		case stepAnswer:
 			if _, refusal, err := g.answer(ctx, cl, p.waiting, p.answer, c); err != nil {
@@ -580,22 +586,7 @@ func (g *Gate) run(ctx context.Context, cl *caller, d *Decision, ru *Ruling, key
 		}
 	}
 
-	tags := make([]string, 0, 2+len(r.tags)+len(ru.Windows))
-	tags = append(tags, "call:"+c.ID)
-	tags = append(tags, r.tags...)
-	for _, w := range ru.Windows {
-		if w.tag != "" {
-			tags = append(tags, w.tag)
-		} else {
-			tags = append(tags, windowTagPrefix+w.ID)
-		}
-	}
-	effects := r.effects
-	if effects == nil {
-		effects = callEffects(c.Tool)
-	}
-	a := kernel.Action{ID: c.Tool, Name: c.Tool, Description: r.Description, Cost: ru.Cost, Category: string(r.Tier),
-		Reversible: false, Input: c.Arguments, Tags: tags, Effects: effects}
+	a := callAction(c, ru)
 	if approvalID != "" {
 		a.Tags = append(a.Tags, "approval:"+approvalID)
 	}
@@ -628,6 +619,44 @@ func (g *Gate) run(ctx context.Context, cl *caller, d *Decision, ru *Ruling, key
 	cl.applyExecuted(x)
 	cl.mu.Unlock()
 	return nil
+}
+
+// callAction is the kernel action of the call c as ru rules it: tagged
+// with its call id, its rule's labels and its windows (and, added by
+// run, the approval it runs on).
+func callAction(c *Call, ru *Ruling) kernel.Action {
+	r := ru.rule
+	tags := make([]string, 0, 2+len(r.tags)+len(ru.Windows))
+	tags = append(tags, "call:"+c.ID)
+	tags = append(tags, r.tags...)
+	for _, w := range ru.Windows {
+		if w.tag != "" {
+			tags = append(tags, w.tag)
+		} else {
+			tags = append(tags, windowTagPrefix+w.ID)
+		}
+	}
+	effects := r.effects
+	if effects == nil {
+		effects = callEffects(c.Tool)
+	}
+	return kernel.Action{ID: c.Tool, Name: c.Tool, Description: r.Description, Cost: ru.Cost, Category: string(r.Tier),
+		Reversible: false, Input: c.Arguments, Tags: tags, Effects: effects}
+}
+
+// wouldReject is the kernel's answer, without charging or recording
+// anything (kernel.Session.Evaluate), to whether the call d would run
+// now: "" when it would, else why not. A call that needs a human is
+// checked so before anyone is asked — its budget, step limit and
+// invariants — and again, exactly, by the kernel's execution when it
+// runs on its approval (spend may have changed meanwhile). A shared
+// budget is consulted only then.
+func (g *Gate) wouldReject(cl *caller, d *Decision, ru *Ruling) string {
+	v := cl.sess.Evaluate(callAction(&d.Call, ru))
+	if v.Allowed() {
+		return ""
+	}
+	return v.Explain()
 }
 
 // known reports whether the caller has a session, in this gate or on
