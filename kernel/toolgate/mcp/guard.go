@@ -308,7 +308,12 @@ func (gd *Guard) callTool(ctx context.Context, req *sdk.CallToolRequest, run run
 	call := toolgate.Call{Tool: p.Name, Arguments: []byte(p.Arguments), Caller: gd.Caller(ctx, req), Principal: gd.principal(ctx, req)}
 	log := gd.logger.With("tool", p.Name, "caller", call.Caller)
 	if gd.listed != nil && !gd.listed(p.Name) {
+		// Recorded on the gate's log, as every call is; the gate's rules
+		// never see it.
 		log.Info("refused: not a tool of the server")
+		if _, err := gd.gate.RefuseNoSuchTool(context.WithoutCancel(ctx), call); err != nil {
+			log.Error("recording the refusal", "err", err)
+		}
 		return refusal(fmt.Sprintf("tool %q refused: the server has no such tool", p.Name)), nil
 	}
 
