@@ -610,7 +610,9 @@ func (g *Gate) run(ctx context.Context, cl *caller, d *Decision, ru *Ruling, key
 		return err
 	}
 	d.Verdict, d.ExecID, d.Seq, d.Reserved, d.ApprovalID, d.Cost = Allow, rec.ExecID, rec.Seq, r.Reserve, approvalID, ru.Cost
-	x := executed{callID: c.ID, approval: approvalID, at: at, labels: ru.Labels, windows: ru.Windows,
+	// At the execution's recorded time (the log's, never before the entry
+	// before it: trace.Log), as replay reads it.
+	x := executed{callID: c.ID, approval: approvalID, at: rec.Time, labels: ru.Labels, windows: ru.Windows,
 		open: openCall{execID: rec.ExecID, tool: c.Tool, rule: r, cost: ru.Cost, reserved: r.Reserve}}
 	if !start.IsZero() {
 		x.open.obs = &observed{decision: *d, started: start, allowed: time.Now()}
