@@ -363,14 +363,10 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_, _ = w.Write(b)
 }
 
-// serveInbox serves the inbox at addr (bounded as every HTTP server of
-// the project: httpguard) and sweeps expired approvals every sweep until
-// stop is called.
-func serveInbox(addr string, in *inbox, limits httpguard.Limits, sweep time.Duration, logger *slog.Logger) (stop func(context.Context) error, err error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("-approvals: %w", err)
-	}
+// serveInbox serves the inbox on ln, opened for addr (bounded as every
+// HTTP server of the project: httpguard), and sweeps expired approvals
+// every sweep until stop is called.
+func serveInbox(ln net.Listener, addr string, in *inbox, limits httpguard.Limits, sweep time.Duration, logger *slog.Logger) (stop func(context.Context) error, err error) {
 	if in.verifier == nil {
 		port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 		in.hosts = map[string]bool{ln.Addr().String(): true, "localhost:" + port: true, "127.0.0.1:" + port: true, "[::1]:" + port: true}
@@ -418,9 +414,42 @@ func serveInbox(addr string, in *inbox, limits httpguard.Limits, sweep time.Dura
 	}, nil
 }
 
-// startInbox serves -approvals over gate, with -http's authentication
-// and bounds.
-func startInbox(c config, cfg toolgate.Policy, gate *toolgate.Gate, logger *slog.Logger) (func(context.Context) error, error) {
+// defaultApprovalTimeout is how long, with -approvals, a call whose
+// approval its client cannot give is held for an answer at the inbox
+// when the policy has no approval_timeout (at most its approval_ttl).
+const defaultApprovalTimeout = 5 * time.Minute
+
+// withDefaultTimeout gives a policy without approval_timeout the default
+// one when -approvals is set, so that the inbox works out of the box:
+// calls wait for it rather than being refused at once.
+func (ic inboxConfig) withDefaultTimeout(p toolgate.Policy, comp *toolgate.Compiled) (toolgate.Policy, *toolgate.Compiled, error) {
+	if !ic.enabled() || p.ApprovalTimeout != 0 {
+		return p, comp, nil
+	}
+	p.ApprovalTimeout = defaultApprovalTimeout
+	if p.ApprovalTTL > 0 {
+		p.ApprovalTimeout = min(p.ApprovalTimeout, p.ApprovalTTL)
+	}
+	comp, err := p.Compile()
+	return p, comp, err
+}
+
+// listen opens -approvals' listener (nil without -approvals) and returns
+// the inbox's URL, which refusals name.
+func (ic inboxConfig) listen() (net.Listener, string, error) {
+	if !ic.enabled() {
+		return nil, "", nil
+	}
+	ln, err := net.Listen("tcp", ic.addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("-approvals: %w", err)
+	}
+	return ln, "http://" + ln.Addr().String() + "/", nil
+}
+
+// startInbox serves -approvals over gate on ln (inboxConfig.listen),
+// with -http's authentication and bounds.
+func startInbox(c config, ln net.Listener, cfg toolgate.Policy, gate *toolgate.Gate, logger *slog.Logger) (func(context.Context) error, error) {
 	in := &inbox{gate: gate, approvers: cfg.Approvers, approver: c.approver, logger: logger}
 	if c.auth.enabled() {
 		in.verifier = c.auth.verifier
@@ -430,5 +459,5 @@ func startInbox(c config, cfg toolgate.Policy, gate *toolgate.Gate, logger *slog
 	if ttl := cfg.ApprovalTTL; ttl > 0 && ttl/10 < sweep {
 		sweep = max(ttl/10, time.Second)
 	}
-	return serveInbox(c.inbox.addr, in, c.httpConfig.limits, sweep, logger)
+	return serveInbox(ln, c.inbox.addr, in, c.httpConfig.limits, sweep, logger)
 }
