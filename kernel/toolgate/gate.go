@@ -473,7 +473,7 @@ func (g *Gate) beforeWritten(ctx context.Context, c Call, start time.Time, res *
 	cl.turn.Lock()
 	defer cl.turn.Unlock()
 	at := trace.Normalize(g.clock())
-	ru := g.comp.Decide(Snapshot{Labels: cl.labels, Windows: cl.windows}, c, at)
+	ru := g.comp.Decide(Snapshot{Labels: cl.labelsAt(at), Windows: cl.windows}, c, at)
 	d.Rule, d.Condition = ru.Rule, ru.Condition
 	if ru.Verdict == Refuse {
 		return g.refuse(ctx, d, ru.Reason, ru.Explanation, "", at)
@@ -612,7 +612,7 @@ func (g *Gate) run(ctx context.Context, cl *caller, d *Decision, ru *Ruling, key
 	d.Verdict, d.ExecID, d.Seq, d.Reserved, d.ApprovalID, d.Cost = Allow, rec.ExecID, rec.Seq, r.Reserve, approvalID, ru.Cost
 	// At the execution's recorded time (the log's, never before the entry
 	// before it: trace.Log), as replay reads it.
-	x := executed{callID: c.ID, approval: approvalID, at: rec.Time, labels: ru.Labels, windows: ru.Windows,
+	x := executed{callID: c.ID, approval: approvalID, at: rec.Time, labels: ru.Labels, labelTTL: r.LabelTTL, windows: ru.Windows,
 		open: openCall{execID: rec.ExecID, tool: c.Tool, rule: r, cost: ru.Cost, reserved: r.Reserve}}
 	if !start.IsZero() {
 		x.open.obs = &observed{decision: *d, started: start, allowed: time.Now()}

@@ -70,6 +70,7 @@ import (
 // core's Snapshot; the rest is the calls and approvals in flight.
 type life struct {
 	labels  map[string]bool
+	until   map[string]time.Time   // of labels that end (Rule.LabelTTL): when they leave labels
 	windows map[string][]time.Time // by window id, ascending
 	open    map[string]openCall    // by call id; an empty one is reserved while the kernel decides
 	waiting map[callKey]*approval  // the request a call waits on; never changed once held (copy on write)
@@ -80,7 +81,7 @@ type life struct {
 }
 
 func newLife() life {
-	return life{labels: map[string]bool{}, windows: map[string][]time.Time{}, open: map[string]openCall{},
+	return life{labels: map[string]bool{}, until: map[string]time.Time{}, windows: map[string][]time.Time{}, open: map[string]openCall{},
 		waiting: map[callKey]*approval{}, granted: map[callKey][]string{}, denied: map[callKey][]denial{},
 		expires: map[string]time.Time{}, evals: map[string]evaluation{}}
 }
@@ -142,7 +143,8 @@ type executed struct {
 	approval string    // its "approval:" tag, "" without
 	at       time.Time // when the decision was made
 	labels   []string
-	windows  []Window // ID and Per
+	labelTTL time.Duration // how long labels last from at; 0: for good
+	windows  []Window      // ID and Per
 	open     openCall
 }
 
@@ -152,8 +154,14 @@ func (l *life) applyExecuted(x executed) {
 	for _, w := range x.windows {
 		l.windows[w.ID] = addTime(l.windows[w.ID], x.at, w.Per)
 	}
+	for lb, until := range l.until {
+		if !x.at.Before(until) { // ended: forgotten, as replay forgets it here too
+			delete(l.labels, lb)
+			delete(l.until, lb)
+		}
+	}
 	for _, lb := range x.labels {
-		l.labels[lb] = true
+		l.attach(lb, x.at, x.labelTTL)
 	}
 	if x.approval != "" {
 		delete(l.expires, x.approval)
@@ -165,6 +173,48 @@ func (l *life) applyExecuted(x executed) {
 		}
 	}
 	l.open[x.callID] = x.open
+}
+
+// labelTTLTagPrefix tags an execution whose labels end: its rule's
+// LabelTTL follows, as time.Duration.String writes it.
+const labelTTLTagPrefix = "label_ttl:"
+
+// attach: the session carries label lb from at, for ttl (0: for good).
+// A label already carried for good stays so; one that ends ends at the
+// later of its two ends.
+func (l *life) attach(lb string, at time.Time, ttl time.Duration) {
+	until, ends := l.until[lb]
+	switch {
+	case ttl <= 0:
+		delete(l.until, lb)
+	case l.labels[lb] && !ends:
+		// for good already
+	case !ends || at.Add(ttl).After(until):
+		l.until[lb] = at.Add(ttl)
+	}
+	l.labels[lb] = true
+}
+
+// labelsAt is the labels the session carries at now: those attached,
+// less those that ended at or before now (exactly ttl after the
+// recorded time). It is l.labels itself when none ends.
+func (l *life) labelsAt(now time.Time) map[string]bool {
+	if len(l.until) == 0 {
+		return l.labels
+	}
+	out := make(map[string]bool, len(l.labels))
+	for lb := range l.labels {
+		if until, ends := l.until[lb]; !ends || now.Before(until) {
+			out[lb] = true
+		}
+	}
+	return out
+}
+
+// declassify: an approver cleared label lb (gatelog.Declassify).
+func (l *life) declassify(lb string) {
+	delete(l.labels, lb)
+	delete(l.until, lb)
 }
 
 // addTime returns the times of a window (ascending) with at added, and
@@ -712,6 +762,14 @@ func replayEntry(e trace.Entry, get func(string) *life, owner map[string]*life, 
 		owner[a.Approval] = l
 		l.applyEvaluation(ev.bundle, ev.seq)
 		l.applyAsk(a, ttl)
+	case gatelog.KindDeclassify:
+		var x gatelog.Declassify
+		if err := strictJSON(e.Payload, &x); err != nil {
+			return err
+		}
+		if l := get(x.Session); l != nil {
+			l.declassify(x.Label)
+		}
 	case gatelog.KindExpire:
 		if !durable {
 			return nil
@@ -742,6 +800,10 @@ func executedOf(rec kernel.Record, reserved bool, per map[string]time.Duration) 
 			x.approval = v
 		case "label":
 			x.labels = append(x.labels, v)
+		case "label_ttl":
+			if d, err := time.ParseDuration(v); err == nil && d > 0 {
+				x.labelTTL = d
+			}
 		case "window":
 			rule, _, _ := strings.Cut(strings.TrimPrefix(v, "rule:"), "|")
 			if p, ok := per[rule]; ok {

@@ -354,6 +354,7 @@ type ruleWire struct {
 	Reason     present[string]             `json:"reason,omitzero"`
 	Rate       present[rateWire]           `json:"rate,omitzero"`
 	Labels     present[names]              `json:"labels,omitzero"`
+	LabelTTL   policyDuration              `json:"label_ttl,omitzero"`
 	Flow       present[nonEmpty[flowWire]] `json:"flow,omitzero"`
 }
 
@@ -512,7 +513,7 @@ func (w *ruleWire) v2Members() []string {
 		name string
 		set  bool
 	}{{"name", w.Name.Set}, {"principals", w.Principals.set}, {"arguments", w.Arguments.set}, {"paths", w.Paths.Set},
-		{"effect", w.Effect.set}, {"reason", w.Reason.Set}, {"rate", w.Rate.Set}, {"labels", w.Labels.Set}, {"flow", w.Flow.Set}} {
+		{"effect", w.Effect.set}, {"reason", w.Reason.Set}, {"rate", w.Rate.Set}, {"labels", w.Labels.Set}, {"label_ttl", w.LabelTTL.d != 0}, {"flow", w.Flow.Set}} {
 		if m.set {
 			out = append(out, m.name)
 		}
@@ -543,6 +544,7 @@ func (w *ruleWire) v2(r *Rule) {
 		r.Rate = rt
 	}
 	r.Labels = w.Labels.V
+	r.LabelTTL = w.LabelTTL.d
 	for _, fw := range w.Flow.V {
 		r.Flow = append(r.Flow, FlowRule{After: fw.After, Ask: fw.Effect.s == "ask", Reason: fw.Reason, Tier: claims.RiskTier(fw.Tier.s)})
 	}
@@ -633,7 +635,8 @@ func ruleCommonOf(r *Rule) ruleCommon {
 func ruleWireOf(r *Rule) ruleWire {
 	w := ruleWire{Match: r.Match, ruleCommon: ruleCommonOf(r), Name: present[string]{V: r.Name, Set: r.Name != ""},
 		Arguments: policyArguments{raw: r.Arguments, set: len(r.Arguments) > 0},
-		Reason:    present[string]{V: r.Reason, Set: r.Reason != ""}, Labels: present[names]{V: r.Labels, Set: len(r.Labels) > 0}}
+		Reason:    present[string]{V: r.Reason, Set: r.Reason != ""}, Labels: present[names]{V: r.Labels, Set: len(r.Labels) > 0},
+		LabelTTL: policyDuration{r.LabelTTL}}
 	if pc := r.Principals; pc != nil {
 		w.Principals = policyPrincipals{w: principalsWire{Issuers: pc.Issuers, Subjects: pc.Subjects, Groups: pc.Groups, Scopes: pc.Scopes}, set: true}
 	}

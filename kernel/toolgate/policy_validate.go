@@ -315,6 +315,13 @@ func (c *policyCheck) rule(at string, r *Rule, i int, names map[string]int, ls l
 	for k, l := range r.Labels {
 		c.knownLabel(violation.Index(at+"/labels", k), l, true, ls)
 	}
+	switch t := r.LabelTTL; {
+	case t == 0:
+	case t < time.Second || t > maxRatePer:
+		c.add(at+"/label_ttl", policyRuleDuration, "%s is outside [1s, %s]", t, maxRatePer)
+	case len(r.Labels) == 0 && !c.bad(at+"/labels"):
+		c.add(at+"/label_ttl", policyRuleRequired, "label_ttl says how long the rule's labels last, and the rule has no labels")
+	}
 	for k, f := range r.Flow {
 		c.flow(violation.Index(at+"/flow", k), f, ls)
 	}
@@ -591,7 +598,7 @@ func r2Members(r *Rule) []string {
 		set  bool
 	}{{"name", r.Name != ""}, {"principals", r.Principals != nil}, {"arguments", len(r.Arguments) > 0},
 		{"paths", r.Paths != nil}, {"effect", r.Effect != EffectAllow}, {"reason", r.Reason != ""}, {"rate", r.Rate != nil},
-		{"labels", r.Labels != nil}, {"flow", r.Flow != nil}} {
+		{"labels", r.Labels != nil}, {"label_ttl", r.LabelTTL != 0}, {"flow", r.Flow != nil}} {
 		if m.set {
 			out = append(out, m.name)
 		}

@@ -29,6 +29,8 @@ func Decode(e trace.Entry) (any, error) {
 		return decodeAs[Result](e.Payload)
 	case KindRefuseAnswer:
 		return decodeAs[RefuseAnswer](e.Payload)
+	case KindDeclassify:
+		return decodeAs[Declassify](e.Payload)
 	case KindAsk:
 		v, err := decodeAs[Ask](e.Payload)
 		if err == nil && !v.(Ask).Tier.Valid() {
