@@ -17,8 +17,29 @@ import (
 	"github.com/verity-go/verity/kernel/toolgate"
 )
 
-// policyFile is the policy every file of testdata/scenarios runs against.
+// policyFile is the policy the files of testdata/scenarios run against,
+// but for a file with a policy of its own, testdata/policies/NAME.json
+// (policyOf).
 const policyFile = "testdata/policy.json"
+
+// policyOf is the policy file the cases file runs against.
+func policyOf(file string) string {
+	own := filepath.Join("testdata/policies", filepath.Base(file))
+	if _, err := os.Stat(own); err == nil {
+		return own
+	}
+	return policyFile
+}
+
+// runnerFor is a Runner of the policy file runs against.
+func runnerFor(t testing.TB, file string) *Runner {
+	t.Helper()
+	p, err := toolgate.LoadPolicy(policyOf(file))
+	require.NoError(t, err)
+	r, err := NewRunner(p)
+	require.NoError(t, err)
+	return r
+}
 
 func testRunner(t testing.TB) *Runner {
 	t.Helper()
@@ -32,12 +53,12 @@ func testRunner(t testing.TB) *Runner {
 // TestScenarioFiles runs every file in testdata/scenarios: the gate's
 // lifecycle, step by step, with the entries each step appends.
 func TestScenarioFiles(t *testing.T) {
-	r := testRunner(t)
 	files, err := filepath.Glob("testdata/scenarios/*.json")
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
 	for _, file := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(file), ".json"), func(t *testing.T) {
+			r := runnerFor(t, file)
 			cases, err := Load(file)
 			require.NoError(t, err)
 			for _, c := range cases {
@@ -171,11 +192,11 @@ func mutate(v json.RawMessage) json.RawMessage {
 // testdata/scenarios bites. Each is changed, one at a time, so that it no
 // longer holds, and the run must then fail at that step and name it.
 func TestScenarioFilesCanFail(t *testing.T) {
-	r := testRunner(t)
 	files, err := filepath.Glob("testdata/scenarios/*.json")
 	require.NoError(t, err)
 	mutated := 0
 	for _, file := range files {
+		r := runnerFor(t, file)
 		cases, err := Load(file)
 		require.NoError(t, err)
 		for _, c := range cases {
@@ -197,8 +218,6 @@ func TestScenarioFilesCanFail(t *testing.T) {
 // otherwise, here when the policy they run against changes: a wider rate
 // window, a longer approval_ttl, no flow, another budget.
 func TestScenarioFilesPinTheGate(t *testing.T) {
-	base, err := os.ReadFile(policyFile)
-	require.NoError(t, err)
 	files, err := filepath.Glob("testdata/scenarios/*.json")
 	require.NoError(t, err)
 	pinned := map[string]bool{}
@@ -217,9 +236,13 @@ func TestScenarioFilesPinTheGate(t *testing.T) {
 		{`"PRIVILEGE": ["group:security"]`, `"PRIVILEGE": ["group:security", "human"]`, "approvers"},
 		{`"reserve": true`, `"reserve": false`, "duplicate_call_id"},
 		{`"match": "open_pr", "cost": "0.5"`, `"match": "open_pr", "cost": "0.4"`, "eviction"},
+		{`"DELETE": {"group": "ops", "count": 2}`, `"DELETE": {"group": "ops", "count": 1}`, "k_of_n"},
+		{`"label_ttl": "10m"`, `"label_ttl": "11m"`, "labels"},
 	} {
 		pinned[tc.file] = true
 		t.Run(tc.file, func(t *testing.T) {
+			base, err := os.ReadFile(policyOf(tc.file + ".json"))
+			require.NoError(t, err)
 			changed := strings.Replace(string(base), tc.from, tc.to, 1)
 			require.NotEqual(t, string(base), changed, "the policy changed")
 			p, err := toolgate.ParsePolicy([]byte(changed))
