@@ -12,9 +12,9 @@ import (
 	"github.com/verity-go/verity/trace"
 )
 
-// errNotCarried: Declassify named a label the caller's session does not
+// ErrNotCarried: Declassify named a label the caller's session does not
 // carry (never attached, ended, or cleared already).
-var errNotCarried = errors.New("toolgate: the caller's session does not carry this label")
+var ErrNotCarried = errors.New("toolgate: the caller's session does not carry this label")
 
 // Declassify clears the flow label from caller's session, so that a flow
 // rule that waited for it no longer refuses or asks (an approver judged
@@ -34,7 +34,7 @@ func (g *Gate) Declassify(ctx context.Context, caller, label, approver string, b
 		return fmt.Errorf("toolgate: declassifying %q: give a reason (it is recorded with who cleared it)", label)
 	}
 	if !g.known(caller) {
-		return fmt.Errorf("toolgate: declassifying %q: %w (no session of caller %q)", label, errNotCarried, caller)
+		return fmt.Errorf("toolgate: declassifying %q: %w (no session of caller %q)", label, ErrNotCarried, caller)
 	}
 	cl, err := g.caller(ctx, caller)
 	if err != nil {
@@ -47,7 +47,7 @@ func (g *Gate) Declassify(ctx context.Context, caller, label, approver string, b
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	if !cl.labelsAt(at)[label] {
-		return fmt.Errorf("toolgate: declassifying %q: %w", label, errNotCarried)
+		return fmt.Errorf("toolgate: declassifying %q: %w", label, ErrNotCarried)
 	}
 	e := gatelog.Declassify{Session: g.SessionID(caller), Caller: caller, Label: label, Approver: who, Reason: OneLine(reason)}
 	b, err := canon.Marshal(e)

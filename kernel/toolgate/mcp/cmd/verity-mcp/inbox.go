@@ -35,6 +35,8 @@ import (
 //	GET  /api/requests  the waiting requests and who asks (JSON)
 //	POST /api/answer    {"id", "decision": "approve"|"deny", "reason"}
 //	                    (decodeAnswer; a refused body is 400 with every problem)
+//	POST /api/declassify {"caller", "label", "reason"}: an approver clears
+//	                    a flow label (inbox_labels.go)
 //
 // The page and its two files hold no data and are served to anyone who
 // reaches the address; /api/ is authenticated as -http is: with -jwks,
@@ -138,6 +140,7 @@ func (in *inbox) handler() (http.Handler, error) {
 	api := http.NewServeMux()
 	api.HandleFunc("GET /api/requests", in.list)
 	api.HandleFunc("POST /api/answer", in.answer)
+	api.HandleFunc("POST /api/declassify", in.declassify) // inbox_labels.go
 	var protected http.Handler = api
 	if in.verifier != nil {
 		var err error
