@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -91,4 +92,41 @@ func FuzzDecodeDeclassify(f *testing.F) {
 			t.Fatalf("accepted %q as %+v", b, d)
 		}
 	})
+}
+
+// TestInboxDeclassifyInChromium: the page's "Clear a label" form, in
+// Chromium through its own script, clears the label (the page says so),
+// and a second clearing is refused with the reason shown.
+func TestInboxDeclassifyInChromium(t *testing.T) {
+	b := startBrowser(t)
+	up := newUpstream(t)
+	up.file(t, "a.txt", "secret")
+	pol := filepath.Join(t.TempDir(), "policy.json")
+	require.NoError(t, os.WriteFile(pol, []byte(`{"version": 2, "budget": "10", "min_cost": "0.01",
+	  "labels": ["private_data"],
+	  "tools": [{"match": "read_file", "cost": "0.1", "labels": ["private_data"]},
+	            {"match": "write_file", "cost": "0.5", "flow": [{"after": ["private_data"], "effect": "refuse"}]}]}`), 0o600))
+	p := startProxy(t, append([]string{"-policy", pol, "-log", filepath.Join(t.TempDir(), "trace.log"), "-approvals", "127.0.0.1:0", "--"}, up.argv()...), nil)
+	base := inboxURL(t, p)
+	require.False(t, p.call(t, "read_file", map[string]any{"path": "a.txt"}).IsError)
+	require.True(t, p.call(t, "write_file", map[string]any{"path": "b.txt", "content": "x"}).IsError)
+
+	b.open(base)
+	clear := func(reason string) (status, text string) {
+		var before string
+		b.eval(`document.body.dataset.answers`, &before)
+		b.eval(fmt.Sprintf(`document.getElementById("dc-caller").value = "stdio"; document.getElementById("dc-label").value = "private_data";
+			document.getElementById("dc-reason").value = %q; document.getElementById("dc-send").click(); true`, reason), nil)
+		b.until(fmt.Sprintf(`document.body.dataset.answers !== %q`, before))
+		b.eval(`document.body.dataset.lastStatus`, &status)
+		b.eval(`document.getElementById("status").textContent`, &text)
+		return status, text
+	}
+	status, text := clear("reviewed: the file is public")
+	assert.Equal(t, "200", status)
+	assert.Equal(t, "Cleared private_data from stdio.", text)
+	status, text = clear("again")
+	assert.Equal(t, "404", status)
+	assert.Equal(t, "Refused (HTTP 404): the caller's session does not carry this label", text)
+	assert.False(t, p.call(t, "write_file", map[string]any{"path": "b.txt", "content": "x"}).IsError)
 }

@@ -149,6 +149,31 @@
     document.body.dataset.answers = String(Number(document.body.dataset.answers) + 1);
   }
 
+  // Clearing a label (POST api/declassify, inbox_labels.go).
+  async function declassify() {
+    const body = { caller: $('dc-caller').value, label: $('dc-label').value, reason: $('dc-reason').value };
+    let resp;
+    let out = {};
+    try {
+      resp = await fetch('api/declassify', {
+        method: 'POST', headers: headers(true), cache: 'no-store', credentials: 'omit', body: JSON.stringify(body),
+      });
+      out = await resp.json().catch(() => ({}));
+    } catch (e) {
+      setStatus('The label could not be cleared: ' + e, 'error');
+      return;
+    }
+    if (resp.ok) {
+      setStatus('Cleared ' + out.label + ' from ' + out.caller + '.', 'ok');
+      $('dc-reason').value = '';
+    } else {
+      setStatus('Refused (HTTP ' + resp.status + '): ' + (out.error || ''), 'error');
+    }
+    document.body.dataset.lastStatus = String(resp.status);
+    document.body.dataset.answers = String(Number(document.body.dataset.answers) + 1);
+  }
+  $('dc-send').addEventListener('click', declassify);
+
   $('use-token').addEventListener('click', () => {
     token = $('token').value.trim();
     $('token').value = '';
