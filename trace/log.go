@@ -33,6 +33,7 @@ type Log struct {
 	pre     []byte          // the hash preimage of the entry being appended (under mu)
 	head    Head
 	last    time.Time // the time of the head's entry (under mu): no entry is stamped earlier
+	known   bool      // last is read (an empty log's is the zero time)
 	clock   func() time.Time
 	retries int
 }
@@ -72,23 +73,33 @@ func NewLog(store Store, opts ...Option) (*Log, error) {
 	return l, nil
 }
 
-// readHead reads the store's head, and the time of its last entry, into
-// the log (mu held, or the log not yet shared).
+// readHead reads the store's head into the log (mu held, or the log not
+// yet shared); the time of its last entry is read when an append needs it
+// (stampAfter), so that a log opened to be read reads no entry.
 func (l *Log) readHead(ctx context.Context) error {
 	h, err := l.store.Head(ctx)
 	if err != nil {
 		return err
 	}
-	if h == l.head && (h.Size == 0 || !l.last.IsZero()) {
+	if h != l.head {
+		l.head, l.last, l.known = h, time.Time{}, h.Size == 0
+	}
+	return nil
+}
+
+// stampAfter reads the time of the head's entry, if not read yet (mu
+// held).
+func (l *Log) stampAfter(ctx context.Context) error {
+	if l.known || l.head.Size == 0 {
+		l.known = true
 		return nil
 	}
-	l.head, l.last = h, time.Time{}
-	if h.Size == 0 {
-		return nil
+	t, err := lastTime(ctx, l.store, l.head)
+	if err != nil {
+		return err
 	}
-	t, err := lastTime(ctx, l.store, h)
-	l.last = t
-	return err
+	l.last, l.known = t, true
+	return nil
 }
 
 // lastTime is the time of the entry at the head h of store.
@@ -205,6 +216,10 @@ func (l *Log) appendOwned(ctx context.Context, expected *Head, at time.Time, kin
 		}
 	}
 	for attempt := 0; ; attempt++ {
+		if err := l.stampAfter(ctx); err != nil {
+			l.mu.Unlock()
+			return Entry{}, err
+		}
 		t := at
 		if t.IsZero() {
 			t = l.clock()
@@ -222,7 +237,7 @@ func (l *Log) appendOwned(ctx context.Context, expected *Head, at time.Time, kin
 		}
 		wait, err := l.write(ctx, e)
 		if err == nil {
-			l.head, l.last = h, e.Time
+			l.head, l.last, l.known = h, e.Time, true
 			l.mu.Unlock()
 			if wait != nil {
 				if d, ok := ctx.Value(deferKey{}).(*Durability); ok {
