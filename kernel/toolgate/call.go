@@ -129,7 +129,9 @@ type ApprovalRequest struct {
 	// made for, "" for none: who may not approve a PRIVILEGE call unless
 	// Policy.SelfApproval.
 	Principal string
-	// Awaiting lists the approvers who have not decided yet.
+	// Awaiting lists the approvers who have not decided yet; a k-of-n
+	// group ("group:ops" named k times in Policy.Approvers) is named once
+	// for each approval it still owes.
 	Awaiting []string
 	// Question is the sentence to put to the human.
 	Question string
