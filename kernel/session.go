@@ -306,7 +306,7 @@ func (s *Session) commit(ctx context.Context, a Action, reserve bool) (Record, e
 		}
 		return Record{}, err
 	}
-	rec.Seq, rec.Hash = te.Seq, te.Hash
+	rec.Time, rec.Seq, rec.Hash = te.Time, te.Seq, te.Hash
 	s.world, s.meter = world, meter
 	// The session keeps its own copy for Rollback, and the caller gets
 	// another: neither shares a slice with a, the scratch or the other.
@@ -398,7 +398,7 @@ func (s *Session) Settle(ctx context.Context, execID string, actual Cost) (Settl
 	if err != nil {
 		return SettleRecord{}, fmt.Errorf("kernel: recording settlement (nothing changed): %w", err)
 	}
-	r.Seq, r.Hash = te.Seq, te.Hash
+	r.Time, r.Seq, r.Hash = te.Time, te.Seq, te.Hash
 	s.meter = meter
 	s.forgetIfBeyond(execID)
 	var errs []error
@@ -462,7 +462,7 @@ func (s *Session) Refund(ctx context.Context, execID string, amount Cost, reason
 	if err != nil {
 		return RefundRecord{}, fmt.Errorf("kernel: recording refund (nothing changed): %w", err)
 	}
-	r.Seq, r.Hash = te.Seq, te.Hash
+	r.Time, r.Seq, r.Hash = te.Time, te.Seq, te.Hash
 	before := s.meter
 	s.meter = meter
 	if err := s.refundShared(ctx, before, execID, amount); err != nil {
@@ -549,7 +549,7 @@ func (s *Session) Rollback(ctx context.Context, execID string) (RollbackRecord, 
 	if err != nil {
 		return RollbackRecord{}, fmt.Errorf("kernel: recording rollback (nothing changed): %w", err)
 	}
-	rr.Seq, rr.Hash = te.Seq, te.Hash
+	rr.Time, rr.Seq, rr.Hash = te.Time, te.Seq, te.Hash
 	before := s.meter
 	s.world, s.meter = world, meter
 	if err := s.refundShared(ctx, before, execID, rr.Refund); err != nil {

@@ -14,6 +14,16 @@ import (
 // Log is the shell around a Store: it serialises appends so the chain never
 // forks, stamps entries with its clock, and keeps the head in memory. It is
 // safe for concurrent use.
+//
+// Entry times never go backwards within a log: an entry is stamped with
+// its time (the log's clock, time.Now unless WithClock, or At's), raised
+// under the append lock to the time of the entry before it when earlier —
+// max(last, now). A clock stepped back, or concurrent shells that read
+// their clocks before their turn to append, so give equal times, never
+// earlier ones. The last time is read from the store when the log opens
+// and whenever the head is re-read (another writer appended first), so
+// that writers sharing a store keep it too. Verify does not require it:
+// logs written before it may hold earlier times.
 type Log struct {
 	mu      sync.Mutex
 	store   Store
@@ -22,6 +32,8 @@ type Log struct {
 	one     [1]Entry        // reused batch for single appends (under mu)
 	pre     []byte          // the hash preimage of the entry being appended (under mu)
 	head    Head
+	last    time.Time // the time of the head's entry (under mu): no entry is stamped earlier
+	known   bool      // last is read (an empty log's is the zero time)
 	clock   func() time.Time
 	retries int
 }
@@ -55,12 +67,49 @@ func NewLog(store Store, opts ...Option) (*Log, error) {
 	for _, o := range opts {
 		o(l)
 	}
-	h, err := store.Head(context.Background())
-	if err != nil {
+	if err := l.readHead(context.Background()); err != nil {
 		return nil, err
 	}
-	l.head = h
 	return l, nil
+}
+
+// readHead reads the store's head into the log (mu held, or the log not
+// yet shared); the time of its last entry is read when an append needs it
+// (stampAfter), so that a log opened to be read reads no entry.
+func (l *Log) readHead(ctx context.Context) error {
+	h, err := l.store.Head(ctx)
+	if err != nil {
+		return err
+	}
+	if h != l.head {
+		l.head, l.last, l.known = h, time.Time{}, h.Size == 0
+	}
+	return nil
+}
+
+// stampAfter reads the time of the head's entry, if not read yet (mu
+// held).
+func (l *Log) stampAfter(ctx context.Context) error {
+	if l.known || l.head.Size == 0 {
+		l.known = true
+		return nil
+	}
+	t, err := lastTime(ctx, l.store, l.head)
+	if err != nil {
+		return err
+	}
+	l.last, l.known = t, true
+	return nil
+}
+
+// lastTime is the time of the entry at the head h of store.
+//
+//go:noinline
+func lastTime(ctx context.Context, store Store, h Head) (time.Time, error) {
+	for e, err := range store.Entries(ctx, h.Size-1) {
+		return e.Time, err
+	}
+	return time.Time{}, nil
 }
 
 // NewMemoryLog returns a Log over a new Memory store with the real clock.
@@ -88,7 +137,9 @@ type AppendOption struct {
 }
 
 // At stamps the entry with t instead of the log's clock, so that a shell
-// records its own record and the entry with the same instant.
+// records its own record and the entry with the same instant — unless t
+// is before the log's last entry, which stamps that entry's time instead
+// (the returned Entry's Time is the one recorded; see Log).
 func At(t time.Time) AppendOption { return AppendOption{at: t} }
 
 // After appends only if the log's head is expected; otherwise the append
@@ -155,21 +206,29 @@ func (l *Log) AppendValue(ctx context.Context, kind string, v any, opts ...Appen
 func (l *Log) appendOwned(ctx context.Context, expected *Head, at time.Time, kind string, payload []byte) (Entry, error) {
 	l.mu.Lock()
 	if expected != nil {
-		h, err := l.store.Head(ctx)
-		if err != nil {
+		if err := l.readHead(ctx); err != nil {
 			l.mu.Unlock()
 			return Entry{}, err
 		}
-		l.head = h
-		if h != *expected {
+		if h := l.head; h != *expected {
 			l.mu.Unlock()
 			return Entry{}, fmt.Errorf("%w: head is size %d hash %s, expected size %d hash %s", ErrConflict, h.Size, h.Hash, expected.Size, expected.Hash)
 		}
 	}
 	for attempt := 0; ; attempt++ {
+		if err := l.stampAfter(ctx); err != nil {
+			l.mu.Unlock()
+			return Entry{}, err
+		}
 		t := at
 		if t.IsZero() {
 			t = l.clock()
+		}
+		if t.Before(l.last) && validTime(t) == nil { // an invalid time is refused, not raised
+			// Times never go backwards within a log: a clock stepped back,
+			// or a shell that read its clock before its turn to append
+			// came, stamps the previous entry's time.
+			t = l.last
 		}
 		e, h, err := next(l.head, kind, payload, t, &l.pre)
 		if err != nil {
@@ -178,7 +237,7 @@ func (l *Log) appendOwned(ctx context.Context, expected *Head, at time.Time, kin
 		}
 		wait, err := l.write(ctx, e)
 		if err == nil {
-			l.head = h
+			l.head, l.last, l.known = h, e.Time, true
 			l.mu.Unlock()
 			if wait != nil {
 				if d, ok := ctx.Value(deferKey{}).(*Durability); ok {
@@ -195,12 +254,10 @@ func (l *Log) appendOwned(ctx context.Context, expected *Head, at time.Time, kin
 			l.mu.Unlock()
 			return Entry{}, err
 		}
-		fresh, herr := l.store.Head(ctx)
-		if herr != nil {
+		if herr := l.readHead(ctx); herr != nil {
 			l.mu.Unlock()
 			return Entry{}, herr
 		}
-		l.head = fresh
 	}
 }
 

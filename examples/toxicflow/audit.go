@@ -94,6 +94,17 @@ func audit(ctx context.Context, out io.Writer, path string, cfg toolgate.Policy,
 					snap.Labels[l] = true
 				}
 			}
+		case gatelog.KindDeclassify:
+			d, err := gatelog.Decode(e)
+			if err != nil {
+				return 0, 0, err
+			}
+			x := d.(gatelog.Declassify)
+			if x.Caller != Caller {
+				continue
+			}
+			fmt.Fprintf(out, "  #%-3d %-16s %-20s by %s: %s\n", e.Seq, e.Kind, x.Label, x.Approver, x.Reason)
+			delete(snap.Labels, x.Label)
 		case gatelog.KindRefuse:
 			d, err := gatelog.Decode(e)
 			if err != nil {

@@ -19,7 +19,13 @@
 //     a pull request is refused by a flow rule once both were seen. The
 //     same model makes the same calls; the pull request is never opened,
 //     and the model reads the refusal, which names the rule.
-//  3. The log is verified, the entries that prove the refusal are shown
+//  3. A security lead reviews the session: the issue's instructions were
+//     the attack, and nothing the agent still holds comes from it. They
+//     clear the untrusted_input label (toolgate.Gate.Declassify, which
+//     only an approver of the policy may do: a toolgate.declassify entry
+//     names them and why). The agent's clean pull request — the triage
+//     it was asked for, no secret in it — is then allowed.
+//  4. The log is verified, the entries that prove the refusal are shown
 //     (the labels each execution carried, the refusal's rule and
 //     condition), and every decision is replayed: decided again by the
 //     pure decision core from the call and what the log held before it.
@@ -63,6 +69,10 @@ import (
 
 // Caller is the caller key of the agent's session in the gate.
 const Caller = "triage-agent"
+
+// Reviewer is the approver (policy.json's approvers) who clears a label
+// after reviewing the session.
+const Reviewer = "security-lead"
 
 func main() {
 	err := run(context.Background(), os.Stdout, os.Args[1:])
@@ -179,6 +189,20 @@ func demonstrate(ctx context.Context, out io.Writer, argv []string) (report, err
 	if err != nil {
 		return rep, err
 	}
+	showPulls(out, gh.pulls(PublicRepo))
+
+	fmt.Fprintln(out, "\n== 3. after review")
+	why := "issue #2 was the attack and was removed; the session holds nothing else from it"
+	if err := gate.Declassify(ctx, Caller, "untrusted_input", Reviewer, nil, why); err != nil {
+		return rep, err
+	}
+	fmt.Fprintf(out, "%s clears untrusted_input: %s\n", Reviewer, why)
+	clean := toolCall{Tool: "create_pull_request", Arguments: args(pullIn{Repo: PublicRepo, Title: "Triage: label the open issues",
+		Body: "Labels the open issues: #1 bug, #2 spam (closed)."})}
+	transcript = append(transcript, clean)
+	if err := oneCall(ctx, out, srv, clean); err != nil {
+		return rep, err
+	}
 	rep.Gated, rep.calls = gh.pulls(PublicRepo), transcript
 	showPulls(out, rep.Gated)
 	m, ok := gate.Meter(Caller)
@@ -190,7 +214,7 @@ func demonstrate(ctx context.Context, out io.Writer, argv []string) (report, err
 		return rep, err
 	}
 
-	fmt.Fprintln(out, "\n== 3. the log")
+	fmt.Fprintln(out, "\n== 4. the log")
 	rep.Entries, rep.Replayed, err = audit(ctx, out, path, cfg, transcript, m)
 	if err != nil {
 		return rep, err
@@ -258,6 +282,36 @@ func agent(ctx context.Context, out io.Writer, srv *sdk.Server, refusal *string)
 	}
 	fmt.Fprintf(out, "model: %s\n", shorten(mdl.answer, 400))
 	return calls, nil
+}
+
+// oneCall makes the call c to srv through an MCP client, as the agent
+// does, and shows its result.
+func oneCall(ctx context.Context, out io.Writer, srv *sdk.Server, c toolCall) error {
+	st, ct := sdk.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		return err
+	}
+	defer ss.Close()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "triage-agent", Version: "v1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		return err
+	}
+	defer cs.Close()
+	fmt.Fprintf(out, "model → %s %s\n", c.Tool, shorten(string(c.Arguments), 100))
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: c.Tool, Arguments: c.Arguments})
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.Tool, err)
+	}
+	for _, ct := range res.Content {
+		if t, ok := ct.(*sdk.TextContent); ok {
+			fmt.Fprintf(out, "  ← %s\n", shorten(t.Text, 160))
+		}
+	}
+	if res.IsError {
+		return fmt.Errorf("%s refused after the review", c.Tool)
+	}
+	return nil
 }
 
 func showPulls(out io.Writer, pulls []pull) {

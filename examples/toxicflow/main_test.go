@@ -33,9 +33,11 @@ func TestToxicFlowStoppedByTheGate(t *testing.T) {
 
 	require.Len(t, rep.Leaked, 1, "without the gate the agent opens the pull request")
 	assert.Contains(t, rep.Leaked[0].Body, Secret, "and the secret is in it")
-	assert.Empty(t, rep.Gated, "with the gate no pull request is opened")
+	require.Len(t, rep.Gated, 1, "with the gate the leaking pull request is never opened; after the review the clean one is")
+	assert.NotContains(t, rep.Gated[0].Body, Secret)
+	assert.Contains(t, out.String(), "security-lead clears untrusted_input")
 	assert.Contains(t, rep.Refusal, `tool "create_pull_request" (rule #3 "open-pull-request", flow/0)`)
-	assert.Equal(t, 5, rep.Replayed, "every call of the gated run was decided again")
+	assert.Equal(t, 6, rep.Replayed, "every call of the gated run was decided again")
 	assert.Equal(t, 1, strings.Count(out.String(), "THE PRIVATE SECRET IS NOW PUBLIC"), out.String())
 	assert.Contains(t, out.String(), "log kept in "+path)
 
@@ -80,8 +82,19 @@ func TestToxicFlowStoppedByTheGate(t *testing.T) {
 	assert.Equal(t, "open-pull-request", r.RuleName)
 	assert.Equal(t, "flow/0", r.Condition)
 	assert.Equal(t, rep.Refusal, r.Explanation, "the model read what the log holds")
-	assert.Equal(t, map[string]bool{"untrusted_input": true, "private_data": true}, labels,
-		"the labels that led to the refusal are on the log; the refused call attached none")
+	assert.Equal(t, map[string]bool{"untrusted_input": true, "private_data": true, "external_comm": true}, labels,
+		"the labels that led to the refusal are on the log; the refused call attached none, the clean pull request external_comm")
+	var cleared []gatelog.Declassify
+	for _, e := range entries {
+		if e.Kind == gatelog.KindDeclassify {
+			d, err := gatelog.Decode(e)
+			require.NoError(t, err)
+			cleared = append(cleared, d.(gatelog.Declassify))
+		}
+	}
+	require.Len(t, cleared, 1)
+	assert.Equal(t, "untrusted_input", cleared[0].Label)
+	assert.Equal(t, "security-lead", cleared[0].Approver)
 }
 
 // TestReplayCatchesAnotherPolicy: the replay is a check, not a
@@ -97,7 +110,7 @@ func TestReplayCatchesAnotherPolicy(t *testing.T) {
 	cfg := mustPolicy(t)
 	_, n, err := audit(context.Background(), &bytes.Buffer{}, path, cfg, rep.calls, rep.meter)
 	require.NoError(t, err, "the run's own policy replays")
-	require.Equal(t, 5, n)
+	require.Equal(t, 6, n)
 	noFlow := mustPolicy(t)
 	noFlow.Tools[3].Flow = nil
 	_, _, err = audit(context.Background(), &bytes.Buffer{}, path, noFlow, rep.calls, rep.meter)

@@ -150,7 +150,9 @@ type ApprovalRequest struct {
 	// made for, "" for none: who may not approve a PRIVILEGE call unless
 	// Policy.SelfApproval.
 	Principal string
-	// Awaiting lists the approvers who have not decided yet.
+	// Awaiting lists the approvers who have not decided yet; a k-of-n
+	// group ("group:ops" named k times in Policy.Approvers) is named once
+	// for each approval it still owes.
 	Awaiting []string
 	// Question is the sentence to put to the human.
 	Question string
@@ -279,6 +281,14 @@ type Rule struct {
 	// Labels ("labels") are attached to the caller's session by every
 	// call the rule allows (see Snapshot).
 	Labels []string
+	// LabelTTL ("label_ttl", version 2, a Go duration in [1s, 366
+	// days], with Labels) is how long the labels the rule attaches last:
+	// a call's labels leave the caller's session exactly LabelTTL after the
+	// call's recorded time (its kernel entry's), unless a later call
+	// attached them again (counted from that one) or a rule without
+	// LabelTTL did (for good). Zero: for good. Replay computes the same
+	// from the recorded times.
+	LabelTTL time.Duration
 	// Flow ("flow": [{"after", "effect": "refuse" or "ask", "reason",
 	// "tier"}]) refuses a call, or asks a human about it, once given
 	// labels have been seen in the caller's session; the first entry

@@ -231,6 +231,10 @@ func TestEvictionMatchesModel(t *testing.T) {
 						m.open[who] = append(m.open[who], openModel{call: d.Call, cost: units(1)})
 						m.granted[who] = false
 					}
+				case m.waiting[who] == "" && m.net[who]+units(1) > budget:
+					if d.Verdict != toolgate.Refuse {
+						t.Fatalf("drop of %s beyond its budget: %s, not refused before asking", who, d.Verdict)
+					}
 				default:
 					if d.Verdict != toolgate.AskApproval {
 						t.Fatalf("drop of %s without approval: %s", who, d.Verdict)

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/verity-go/verity/internal/canon"
@@ -396,8 +397,8 @@ func (g *Gate) firstSnapshot() Snapshot {
 // snapshot is what the decision core knows of cl's session (cl.turn
 // held); its spend is read only when a rule has a when condition, which
 // alone reads it.
-func (g *Gate) snapshot(cl *caller) Snapshot {
-	s := Snapshot{Labels: cl.labels, Windows: cl.windows}
+func (g *Gate) snapshot(cl *caller, at time.Time) Snapshot {
+	s := Snapshot{Labels: cl.labelsAt(at), Windows: cl.windows}
 	if g.comp.conditions {
 		b := cl.sess.Meter().Budget()
 		s.Spent, s.Remaining = b.Net(), b.Remaining()

@@ -226,6 +226,9 @@ func compileRule(r Rule, i int) (compiledRule, error) {
 	for _, l := range r.Labels {
 		cr.tags = append(cr.tags, "label:"+l)
 	}
+	if r.LabelTTL > 0 && len(r.Labels) > 0 {
+		cr.tags = append(cr.tags, labelTTLTagPrefix+r.LabelTTL.String())
+	}
 	cr.Labels = slices.Clone(r.Labels)
 	if r.Rate != nil && (r.Rate.Scope == RateScopeRule || cr.literal && i >= 0) {
 		cr.windowTag = windowTag(&cr, r.Match)

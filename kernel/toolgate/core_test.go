@@ -331,11 +331,13 @@ func TestRateWindowWhenTheClockStepsBack(t *testing.T) {
 	}
 	assert.Equal(t, toolgate.Allow, send(0))
 	assert.Equal(t, toolgate.Allow, send(50*time.Second))
-	assert.Equal(t, toolgate.Allow, send(10*time.Second), "stepped back: two calls in (-50s, 10s]")
+	// Decided at 10s, recorded at 50s: a log's times never go back
+	// (trace.Log), and a call counts at its recorded time.
+	assert.Equal(t, toolgate.Allow, send(10*time.Second), "stepped back: two calls in (-50s, 10s] and after")
 	assert.Equal(t, toolgate.Refuse, send(55*time.Second), "three calls in (-5s, 55s]")
-	assert.Equal(t, toolgate.Allow, send(65*time.Second), "two calls in (5s, 65s]")
-	assert.Equal(t, toolgate.Allow, send(70*time.Second), "two calls in (10s, 70s]")
-	assert.Equal(t, toolgate.Refuse, send(71*time.Second), "three calls in (11s, 71s]")
+	assert.Equal(t, toolgate.Allow, send(65*time.Second), "two calls in (5s, 65s], at 50s")
+	assert.Equal(t, toolgate.Refuse, send(70*time.Second), "three calls in (10s, 70s]: two at 50s, one at 65s")
+	assert.Equal(t, toolgate.Allow, send(111*time.Second), "one call in (51s, 111s]")
 }
 
 // TestRateWindowCountsCallsAfterAClockStepBack: calls recorded later than

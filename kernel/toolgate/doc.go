@@ -203,9 +203,20 @@
 // Both are on the log — an execution's tags name its rule ("rule:#2" or
 // "rule:"+name), each label ("label:private_data") and each window
 // ("window:rule:#2|tool:read_file") — and the execution is recorded at the
-// decision's time, so that a gate restarted over the log, or a caller
+// decision's time (or, when the log's last entry is later, at that
+// entry's: a log's times never go back, trace.Log), and counted at its
+// recorded time, so that a gate restarted over the log, or a caller
 // resumed after it was let go, knows the same labels and windows and
-// decides every later call as the gate before it would have. Flows make
+// decides every later call as the gate before it would have.
+//
+// Labels end when the rule says so: with Rule.LabelTTL ("label_ttl", its
+// tag "label_ttl:10m0s") a call's labels leave the session exactly that
+// long after the call's recorded time, unless a later call attached them
+// again; the end is computed from the recorded times, so replay agrees
+// (TestLabelsExpireExactlyTTLAfterTheRecordedTime). An approver of the
+// policy may clear a label sooner (Declassify: a gatelog.KindDeclassify
+// entry naming who and why, applied again by replay), so that, say, a
+// session whose untrusted input was reviewed may open a pull request. Flows make
 // the toxic-flow defence deterministic and replayable: "refuse
 // create_pull_request once untrusted_input and private_data were both
 // seen" is a flow on the pull-request rule. Windows shared by several
@@ -281,7 +292,20 @@
 // Approvers may be named by group: "group:security" in Policy.Approvers
 // (or the policy's approvers) is answered by any principal of that group
 // through ApproveAs or DenyAs, recorded under the group's name with who
-// answered.
+// answered. A tier that names one group k times ({"group": "ops",
+// "count": 2} in a file) waits for k distinct members: each approval is a
+// claims approval of its own (under "group:ops#1" … "#k"), one principal
+// counts once, the self-approval rule applies to each, a denial by any
+// member denies, and the call runs once the k-th is recorded
+// (TestKOfNNeverRunsWithFewerThanKDistinctNonSelfApprovers).
+//
+// Nobody is asked about a call the kernel would refuse now: before a
+// request is made, the kernel evaluates the call without charging or
+// recording anything (kernel.Session.Evaluate: budget, step limit,
+// invariants), and a call it rejects is refused (condition "kernel",
+// "nobody was asked to approve it"). A call that runs on its approval is
+// checked again, exactly, by the kernel's execution: spend may have
+// changed meanwhile.
 //
 // A PRIVILEGE call cannot be approved by the principal it was made for
 // (ApprovalRequest.Principal, or its caller key): not by its key, not for

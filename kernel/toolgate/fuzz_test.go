@@ -23,6 +23,7 @@ func FuzzDecodeEntry(f *testing.F) {
 	f.Add(gatelog.KindAsk, []byte(`{"approval":"r1","session":"toolgate:a","caller":"a","call_id":"dd","tool":"delete_file","arguments_sha256":"00","tier":"DELETE","arguments":"{}","question":"q","asked":"2026-03-01T09:00:00Z","Question":"q"}`))
 	f.Add(gatelog.KindExpire, []byte(`{"approval":"r1","session":"toolgate:a","caller":"a","tool":"delete_file","arguments_sha256":"00","tier":"DELETE","state":"waiting","asked":"2026-03-01T09:00:00Z","expires":"2026-03-01T10:00:00Z"}`))
 	f.Add(gatelog.KindExpire, []byte(`{"approval":"r1","session":"toolgate:a","caller":"a","tool":"delete_file","arguments_sha256":"00","tier":"DELETE","state":"waiting","asked":"2026-03-01T09:00:00Z","expires":null}`))
+	f.Add(gatelog.KindDeclassify, []byte(`{"session":"toolgate:a","caller":"a","label":"untrusted_input","approver":"idp|sue","reason":"reviewed"}`))
 	f.Fuzz(func(t *testing.T, kind string, payload []byte) {
 		v, err := gatelog.Decode(trace.Entry{Kind: kind, Payload: payload})
 		if err != nil {

@@ -150,7 +150,7 @@ func New(ctx context.Context, log *trace.Log, comp *Compiled, opts ...Option) (*
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	policy := claims.DefaultPolicy()
-	policy.Approvers = cfg.Approvers
+	policy.Approvers = claimsApprovers(cfg.Approvers)
 	pending := claims.NewMemoryPending()
 	cs, err := claims.NewSession(ctx, log, policy, claims.WithClock(o.clock), claims.WithIDs(o.newID), claims.WithPending(pending))
 	if err != nil {
@@ -500,7 +500,7 @@ func (g *Gate) beforeWritten(ctx context.Context, c Call, start time.Time, res *
 	cl.turn.Lock()
 	defer cl.turn.Unlock()
 	at := trace.Normalize(g.clock())
-	ru := g.comp.Decide(g.snapshot(cl), c, at)
+	ru := g.comp.Decide(g.snapshot(cl, at), c, at)
 	d.Rule, d.Condition, d.when = ru.Rule, ru.Condition, ru.When
 	if ru.Verdict == Refuse {
 		return g.refuse(ctx, d, ru.Reason, ru.Explanation, "", at)
@@ -570,6 +570,12 @@ func (g *Gate) arrive(ctx context.Context, cl *caller, d *Decision, ru *Ruling, 
 			d.Verdict, d.Explanation, d.Seq, d.Approval = AskApproval, ap.req.Question, ap.seq, ap.request()
 			return p, key, nil
 		case stepAsk:
+			if why := g.wouldReject(cl, d, ru); why != "" {
+				// Nobody is asked about a call the kernel would refuse.
+				d.Condition = "kernel"
+				err := g.refuseIn(ctx, d, "kernel", fmt.Sprintf("tool %q (%s, kernel): %s; nobody was asked to approve it", c.Tool, d.Rule, why), "", at)
+				return plan{step: stepRefuse}, key, err
+			}
 			return p, key, g.ask(ctx, cl, d, ru, key, &p, at)
 		case stepAnswer:
 			if _, refusal, err := g.answer(ctx, cl, p.waiting, p.answer, c); err != nil {
@@ -613,40 +619,9 @@ func (g *Gate) run(ctx context.Context, cl *caller, d *Decision, ru *Ruling, key
 		}
 	}
 
-	extra := 0 // the approval, definition and when tags, room made for them at once
-	if approvalID != "" {
-		extra++
-	}
-	if c.Definition != "" {
-		extra++
-	}
-	if ru.When != nil {
-		extra++
-	}
-	tags := make([]string, 0, 2+extra+len(r.tags)+len(ru.Windows))
-	tags = append(tags, "call:"+c.ID)
-	tags = append(tags, r.tags...)
-	for _, w := range ru.Windows {
-		if w.tag != "" {
-			tags = append(tags, w.tag)
-		} else {
-			tags = append(tags, windowTagPrefix+w.ID)
-		}
-	}
-	effects := r.effects
-	if effects == nil {
-		effects = callEffects(c.Tool)
-	}
-	a := kernel.Action{ID: c.Tool, Name: c.Tool, Description: r.Description, Cost: ru.Cost, Category: string(r.Tier),
-		Reversible: false, Input: c.Arguments, Tags: tags, Effects: effects}
+	a := callAction(c, ru)
 	if approvalID != "" {
 		a.Tags = append(a.Tags, "approval:"+approvalID)
-	}
-	if c.Definition != "" {
-		a.Tags = append(a.Tags, definitionTag+c.Definition)
-	}
-	if ru.When != nil {
-		a.Tags = appendWhenTag(a.Tags, ru.When)
 	}
 	if g.comp.period != nil {
 		if refused, err := g.overBudget(ctx, cl, d, ru.Cost, at); refused || err != nil {
@@ -674,7 +649,9 @@ func (g *Gate) run(ctx context.Context, cl *caller, d *Decision, ru *Ruling, key
 		return err
 	}
 	d.Verdict, d.ExecID, d.Seq, d.Reserved, d.ApprovalID, d.Cost = Allow, rec.ExecID, rec.Seq, r.Reserve, approvalID, ru.Cost
-	x := executed{callID: c.ID, approval: approvalID, at: at, labels: ru.Labels, windows: ru.Windows,
+	// At the execution's recorded time (the log's, never before the entry
+	// before it: trace.Log), as replay reads it.
+	x := executed{callID: c.ID, approval: approvalID, at: rec.Time, labels: ru.Labels, labelTTL: r.LabelTTL, windows: ru.Windows,
 		open: openCall{execID: rec.ExecID, tool: c.Tool, rule: r, cost: ru.Cost, reserved: r.Reserve, definition: c.Definition}}
 	if !start.IsZero() {
 		x.open.obs = &observed{decision: *d, started: start, allowed: time.Now()}
@@ -683,6 +660,58 @@ func (g *Gate) run(ctx context.Context, cl *caller, d *Decision, ru *Ruling, key
 	cl.applyExecuted(x)
 	cl.mu.Unlock()
 	return nil
+}
+
+// callAction is the kernel action of the call c as ru rules it: tagged
+// with its call id, its rule's labels, its windows, the pinned
+// definition it is made against and its when record (and, added by run,
+// the approval it runs on).
+func callAction(c *Call, ru *Ruling) kernel.Action {
+	r := ru.rule
+	extra := 0 // the approval (added by run), definition and when tags, room made for them at once
+	if c.Definition != "" {
+		extra++
+	}
+	if ru.When != nil {
+		extra++
+	}
+	tags := make([]string, 0, 2+extra+len(r.tags)+len(ru.Windows))
+	tags = append(tags, "call:"+c.ID)
+	tags = append(tags, r.tags...)
+	for _, w := range ru.Windows {
+		if w.tag != "" {
+			tags = append(tags, w.tag)
+		} else {
+			tags = append(tags, windowTagPrefix+w.ID)
+		}
+	}
+	if c.Definition != "" {
+		tags = append(tags, definitionTag+c.Definition)
+	}
+	if ru.When != nil {
+		tags = appendWhenTag(tags, ru.When)
+	}
+	effects := r.effects
+	if effects == nil {
+		effects = callEffects(c.Tool)
+	}
+	return kernel.Action{ID: c.Tool, Name: c.Tool, Description: r.Description, Cost: ru.Cost, Category: string(r.Tier),
+		Reversible: false, Input: c.Arguments, Tags: tags, Effects: effects}
+}
+
+// wouldReject is the kernel's answer, without charging or recording
+// anything (kernel.Session.Evaluate), to whether the call d would run
+// now: "" when it would, else why not. A call that needs a human is
+// checked so before anyone is asked — its budget, step limit and
+// invariants — and again, exactly, by the kernel's execution when it
+// runs on its approval (spend may have changed meanwhile). A shared
+// budget is consulted only then.
+func (g *Gate) wouldReject(cl *caller, d *Decision, ru *Ruling) string {
+	v := cl.sess.Evaluate(callAction(&d.Call, ru))
+	if v.Allowed() {
+		return ""
+	}
+	return v.Explain()
 }
 
 // known reports whether the caller has a session, in this gate or on
@@ -1010,7 +1039,7 @@ func (g *Gate) answer(ctx context.Context, cl *caller, ap *approval, ans *answer
 	if err := cl.answerable(ap, ans, g.comp.cfg.SelfApproval); err != nil {
 		return refused(err)
 	}
-	ev, err := g.claims.Approve(ctx, ap.bundle, g.claimsContext(ap.req.Caller), ans.approver, ans.decision, ans.reason)
+	ev, err := g.claims.Approve(ctx, ap.bundle, g.claimsContext(ap.req.Caller), ap.slotFor(ans.approver), ans.decision, ans.reason)
 	if err != nil {
 		err = fmt.Errorf("toolgate: recording %s of %q: %w", strings.ToLower(string(ans.decision)), id, err)
 		if errors.Is(err, claims.ErrNotRequired) || errors.Is(err, claims.ErrAlreadyDecided) {

@@ -70,6 +70,7 @@ import (
 // core's Snapshot; the rest is the calls and approvals in flight.
 type life struct {
 	labels  map[string]bool
+	until   map[string]time.Time   // of labels that end (Rule.LabelTTL): when they leave labels
 	windows map[string][]time.Time // by window id, ascending
 	open    map[string]openCall    // by call id; an empty one is reserved while the kernel decides
 	waiting map[callKey]*approval  // the request a call waits on; never changed once held (copy on write)
@@ -81,7 +82,7 @@ type life struct {
 }
 
 func newLife() life {
-	return life{labels: map[string]bool{}, windows: map[string][]time.Time{}, open: map[string]openCall{},
+	return life{labels: map[string]bool{}, until: map[string]time.Time{}, windows: map[string][]time.Time{}, open: map[string]openCall{},
 		waiting: map[callKey]*approval{}, granted: map[callKey][]string{}, denied: map[callKey][]denial{},
 		expires: map[string]time.Time{}, evals: map[string]evaluation{}}
 }
@@ -146,7 +147,8 @@ type executed struct {
 	approval string    // its "approval:" tag, "" without
 	at       time.Time // when the decision was made
 	labels   []string
-	windows  []Window // ID and Per
+	labelTTL time.Duration // how long labels last from at; 0: for good
+	windows  []Window      // ID and Per
 	open     openCall
 }
 
@@ -156,8 +158,14 @@ func (l *life) applyExecuted(x executed) {
 	for _, w := range x.windows {
 		l.windows[w.ID] = addTime(l.windows[w.ID], x.at, w.Per)
 	}
+	for lb, until := range l.until {
+		if !x.at.Before(until) { // ended: forgotten, as replay forgets it here too
+			delete(l.labels, lb)
+			delete(l.until, lb)
+		}
+	}
 	for _, lb := range x.labels {
-		l.labels[lb] = true
+		l.attach(lb, x.at, x.labelTTL)
 	}
 	if x.approval != "" {
 		delete(l.expires, x.approval)
@@ -172,6 +180,48 @@ func (l *life) applyExecuted(x executed) {
 	if l.budget != nil {
 		l.budget.add(x.at, x.open.execID, x.open.cost, x.open.reserved)
 	}
+}
+
+// labelTTLTagPrefix tags an execution whose labels end: its rule's
+// LabelTTL follows, as time.Duration.String writes it.
+const labelTTLTagPrefix = "label_ttl:"
+
+// attach: the session carries label lb from at, for ttl (0: for good).
+// A label already carried for good stays so; one that ends ends at the
+// later of its two ends.
+func (l *life) attach(lb string, at time.Time, ttl time.Duration) {
+	until, ends := l.until[lb]
+	switch {
+	case ttl <= 0:
+		delete(l.until, lb)
+	case l.labels[lb] && !ends:
+		// for good already
+	case !ends || at.Add(ttl).After(until):
+		l.until[lb] = at.Add(ttl)
+	}
+	l.labels[lb] = true
+}
+
+// labelsAt is the labels the session carries at now: those attached,
+// less those that ended at or before now (exactly ttl after the
+// recorded time). It is l.labels itself when none ends.
+func (l *life) labelsAt(now time.Time) map[string]bool {
+	if len(l.until) == 0 {
+		return l.labels
+	}
+	out := make(map[string]bool, len(l.labels))
+	for lb := range l.labels {
+		if until, ends := l.until[lb]; !ends || now.Before(until) {
+			out[lb] = true
+		}
+	}
+	return out
+}
+
+// declassify: an approver cleared label lb (gatelog.Declassify).
+func (l *life) declassify(lb string) {
+	delete(l.labels, lb)
+	delete(l.until, lb)
 }
 
 // addTime returns the times of a window (ascending) with at added, and
@@ -234,7 +284,7 @@ func (l *life) applyAsk(a gatelog.Ask, ttl time.Duration) indexChange {
 	}
 	ap := &approval{key: key, bundle: ev.bundle, seq: ev.seq, req: ApprovalRequest{ID: a.Approval, Caller: a.Caller,
 		Principal: a.Principal, Tool: a.Tool, ArgumentsDigest: a.ArgumentsSHA256, Tier: a.Tier,
-		Awaiting: claims.Pending{Bundle: ev.bundle}.Awaiting(), Question: a.Question, Arguments: a.Arguments,
+		Awaiting: awaitingOf(ev.bundle), Question: a.Question, Arguments: a.Arguments,
 		Asked: a.Asked, Expires: expires}}
 	ap.by = answeredByAll(ev.bundle)
 	l.waiting[key] = ap
@@ -263,7 +313,7 @@ func (l *life) applyApproval(b claims.ClaimBundle) indexChange {
 	if waits(b.Decision) {
 		next := *ap
 		next.bundle = b
-		next.req.Awaiting = claims.Pending{Bundle: b}.Awaiting()
+		next.req.Awaiting = awaitingOf(b)
 		next.by = answeredByAll(b)
 		l.waiting[ap.key] = &next
 		return indexChange{put: &next}
@@ -289,7 +339,7 @@ func answeredByAll(b claims.ClaimBundle) map[string]bool {
 	}
 	by := make(map[string]bool, len(hs))
 	for _, h := range hs {
-		by[answeredBy(h)] = true
+		by[baseName(b.RequiredApprovals, answeredBy(h))] = true
 	}
 	return by
 }
@@ -546,18 +596,32 @@ func (l *life) resume(a arrival) (p plan, run bool) {
 		c.Tool), l.waiting[key])
 }
 
-// answersFor returns the approver name p answers for in ap.
+// answersFor returns the approver name p answers for in ap: for a k-of-n
+// group, the first of its slots still open (quorum.go).
 func (ap *approval) answersFor(p Principal) (string, error) {
 	key := p.Key()
 	for _, name := range ap.req.Awaiting {
 		if key != "" && name == key {
-			return name, nil
+			return ap.slotFor(name), nil
 		}
 		if group, isGroup := strings.CutPrefix(name, GroupPrefix); isGroup && slices.Contains(p.Groups, group) {
-			return name, nil
+			return ap.slotFor(name), nil
 		}
 	}
 	return "", fmt.Errorf("%w: %q waits for %s, and %q is none of them", ErrNotAnApprover, ap.req.ID, strings.Join(ap.req.Awaiting, ", "), key)
+}
+
+// slotFor is the claims approver name an answer for the approver name
+// records: the first open slot of a k-of-n group, else name itself.
+func (ap *approval) slotFor(name string) string {
+	base, ok := slotsOf(ap.bundle.RequiredApprovals)
+	if !ok || base != name {
+		return name
+	}
+	for _, slot := range (claims.Pending{Bundle: ap.bundle}).Awaiting() {
+		return slot
+	}
+	return name
 }
 
 // answerable checks an answer to ap before it is recorded: ap must still
@@ -568,14 +632,17 @@ func (l *life) answerable(ap *approval, ans *answerPlan, self bool) error {
 	if l.waiting[ap.key] != ap {
 		return fmt.Errorf("%w: %q was decided already", ErrUnknownApproval, id)
 	}
-	if ans.by != nil && ap.by[ans.by.Key()] {
-		return fmt.Errorf("%w: %q answered %q already (%w)", ErrNotAnApprover, ans.by.Key(), id, errAnsweredAlready)
+	// Who answers: a principal by its key, else the approver name (of
+	// a k-of-n group: the group's, whichever slot it fills).
+	who := baseName(ap.bundle.RequiredApprovals, ans.approver)
+	if ans.by != nil {
+		who = ans.by.Key()
+	}
+	_, quorum := slotsOf(ap.bundle.RequiredApprovals)
+	if (ans.by != nil || quorum) && ap.by[who] {
+		return fmt.Errorf("%w: %q answered %q already (%w)", ErrNotAnApprover, who, id, errAnsweredAlready)
 	}
 	if ans.decision == claims.ApprovalApproved && !self && ap.key.tier == claims.TierPrivilege {
-		who := ans.approver
-		if ans.by != nil {
-			who = ans.by.Key()
-		}
 		if who != "" && (who == ap.req.Principal || who == ap.req.Caller) {
 			return fmt.Errorf("%w: %q made the call %q asks about", ErrSelfApproval, who, id)
 		}
@@ -704,6 +771,14 @@ func replayEntry(e trace.Entry, get func(string) *life, owner map[string]*life, 
 		l.applyAsk(a, ttl)
 	case kernel.KindSettle, kernel.KindRefund, gatelog.KindBudget:
 		return replayBudgetEntry(e, get)
+	case gatelog.KindDeclassify:
+		var x gatelog.Declassify
+		if err := strictJSON(e.Payload, &x); err != nil {
+			return err
+		}
+		if l := get(x.Session); l != nil {
+			l.declassify(x.Label)
+		}
 	case gatelog.KindExpire:
 		if !durable {
 			return nil
@@ -734,6 +809,10 @@ func executedOf(rec kernel.Record, reserved bool, per map[string]time.Duration) 
 			x.approval = v
 		case "label":
 			x.labels = append(x.labels, v)
+		case "label_ttl":
+			if d, err := time.ParseDuration(v); err == nil && d > 0 {
+				x.labelTTL = d
+			}
 		case "window":
 			rule, _, _ := strings.Cut(strings.TrimPrefix(v, "rule:"), "|")
 			if p, ok := per[rule]; ok {

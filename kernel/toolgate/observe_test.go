@@ -219,8 +219,9 @@ func TestLogObserverLines(t *testing.T) {
 	assert.Equal(t, map[string]any{"level": "WARN", "msg": "toolgate decision", "tool": "search", "call_id": lines[5]["call_id"], "caller": key, "principal": key,
 		"verdict": "refuse", "rule": "rule #1", "condition": "kernel", "seq": 6.0, "remaining": "0.9",
 		"explanation": `tool "search" (rule #1, kernel): action "search" rejected: budget: cost 1, remaining 0.9`}, lines[5])
-	assert.Equal(t, "ask_approval", lines[6]["verdict"])
-	assert.Contains(t, lines[6]["explanation"], "Allow the DELETE tool call")
+	assert.Equal(t, "refuse", lines[6]["verdict"], "too little budget is left: nobody is asked")
+	assert.Equal(t, "kernel", lines[6]["condition"])
+	assert.Contains(t, lines[6]["explanation"], "nobody was asked to approve it")
 }
 
 // A gate that writes a line for every decision and result: the proxy's

@@ -209,7 +209,14 @@ type Policy struct {
 	// Approvers ("approvers") names who must approve calls of the tiers
 	// needing approval (DELETE, PRIVILEGE, the only keys allowed; claims
 	// Policy.Approvers): nil names DefaultApprover for both; present, a
-	// tier some rule uses must be named.
+	// tier some rule uses must be named. Each name of a tier must approve
+	// (a "group:G" name: any one member of G, GroupPrefix). A tier that
+	// names one group k times and nothing else ({"group": "ops",
+	// "count": 2} in a file; at most 16) waits for k distinct members of
+	// the group: one principal counts once however often it answers, the
+	// self-approval rule applies to each, a denial by any member denies,
+	// and the call runs once the k-th approval is recorded. Any other name
+	// given twice is refused (duplicate).
 	Approvers map[claims.RiskTier][]string
 	// Tools ("tools") are the rules, in order: the first that applies to a
 	// call decides.

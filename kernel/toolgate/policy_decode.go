@@ -360,6 +360,7 @@ type ruleWire struct {
 	Reason     present[string]             `json:"reason,omitzero"`
 	Rate       present[rateWire]           `json:"rate,omitzero"`
 	Labels     present[names]              `json:"labels,omitzero"`
+	LabelTTL   policyDuration              `json:"label_ttl,omitzero"`
 	Flow       present[nonEmpty[flowWire]] `json:"flow,omitzero"`
 	When       present[whenWire]           `json:"when,omitzero"`
 }
@@ -451,7 +452,7 @@ func (f *policyFile) policy(decoded []Violation) (p Policy, more []Violation, un
 		AllowUnknown:    f.UnknownTools.s == "allow",
 		ResultTextLimit: int(f.ResultTextLimit.n), MaxWaiting: int(f.MaxWaiting.n), CheckResults: f.CheckResults,
 		ApprovalTimeout: f.ApprovalTimeout.d, ApprovalTTL: f.ApprovalTTL.d, SelfApproval: f.SelfApproval, Timeout: f.Timeout.d}
-	p.Approvers = f.Approvers
+	p.Approvers = approversOf(f.Approvers)
 	v2 := p.Version != 1 // a file whose version is wrong is read as version 2, to report its problems too
 	unknown := func(at string) {
 		more = append(more, Violation{Path: at, Rule: policyRuleUnknownField, Message: "unknown member (version 2 has it)"})
@@ -529,7 +530,7 @@ func (w *ruleWire) v2Members() []string {
 		name string
 		set  bool
 	}{{"name", w.Name.Set}, {"principals", w.Principals.set}, {"arguments", w.Arguments.set}, {"paths", w.Paths.Set},
-		{"effect", w.Effect.set}, {"reason", w.Reason.Set}, {"rate", w.Rate.Set}, {"labels", w.Labels.Set}, {"flow", w.Flow.Set}, {"when", w.When.Set}} {
+		{"effect", w.Effect.set}, {"reason", w.Reason.Set}, {"rate", w.Rate.Set}, {"labels", w.Labels.Set}, {"label_ttl", w.LabelTTL.d != 0}, {"flow", w.Flow.Set}, {"when", w.When.Set}} {
 		if m.set {
 			out = append(out, m.name)
 		}
@@ -560,6 +561,7 @@ func (w *ruleWire) v2(r *Rule) {
 		r.Rate = rt
 	}
 	r.Labels = w.Labels.V
+	r.LabelTTL = w.LabelTTL.d
 	for _, fw := range w.Flow.V {
 		r.Flow = append(r.Flow, FlowRule{After: fw.After, Ask: fw.Effect.s == "ask", Reason: fw.Reason, Tier: claims.RiskTier(fw.Tier.s)})
 	}
@@ -616,7 +618,12 @@ func (p Policy) file() (policyFile, error) {
 	if r := p.DefaultRule; r != nil {
 		f.DefaultRule = present[ruleCommon]{V: ruleCommonOf(r), Set: true}
 	}
-	f.Approvers = p.Approvers
+	if p.Approvers != nil {
+		f.Approvers = make(approversWire, len(p.Approvers))
+		for t, names := range p.Approvers {
+			f.Approvers[t] = names
+		}
+	}
 	for i := range p.Tools {
 		f.Tools = append(f.Tools, &present[ruleWire]{V: ruleWireOf(&p.Tools[i]), Set: true})
 	}
@@ -649,7 +656,8 @@ func ruleCommonOf(r *Rule) ruleCommon {
 func ruleWireOf(r *Rule) ruleWire {
 	w := ruleWire{Match: r.Match, ruleCommon: ruleCommonOf(r), Name: present[string]{V: r.Name, Set: r.Name != ""},
 		Arguments: policyArguments{raw: r.Arguments, set: len(r.Arguments) > 0},
-		Reason:    present[string]{V: r.Reason, Set: r.Reason != ""}, Labels: present[names]{V: r.Labels, Set: len(r.Labels) > 0}}
+		Reason:    present[string]{V: r.Reason, Set: r.Reason != ""}, Labels: present[names]{V: r.Labels, Set: len(r.Labels) > 0},
+		LabelTTL: policyDuration{r.LabelTTL}}
 	if pc := r.Principals; pc != nil {
 		w.Principals = policyPrincipals{w: principalsWire{Issuers: pc.Issuers, Subjects: pc.Subjects, Groups: pc.Groups, Scopes: pc.Scopes}, set: true}
 	}
@@ -716,14 +724,53 @@ func invariantWireOf(s *InvariantSpec) (invariantWire, error) {
 
 // approversWire is approvers: it writes a tier that is none as it is
 // (claims.RiskTier.MarshalText would refuse it).
-type approversWire map[claims.RiskTier][]string
+type approversWire map[claims.RiskTier]approverList
 
 func (a approversWire) MarshalJSON() ([]byte, error) {
-	m := make(map[string][]string, len(a))
+	m := make(map[string]approverList, len(a))
 	for t, names := range a {
 		m[string(t)] = names
 	}
 	return marshalPlain(m)
+}
+
+// approverList is one tier's approvers: a list of names, each of whom
+// must approve, or {"group": G, "count": k}, k distinct members of the
+// group G, which reads as "group:G" named k times (see Policy.Approvers).
+type approverList []string
+
+// quorumWire is the object form of an approverList.
+type quorumWire struct {
+	Group string                 `json:"group"`
+	Count policyInt[quorumRange] `json:"count"`
+}
+
+func (l *approverList) UnmarshalStrict(d *strictjson.Decoder) error {
+	if d.Peek() != strictjson.Object {
+		var names []string
+		err := d.Decode(&names)
+		*l = names
+		return err
+	}
+	var q quorumWire
+	err := d.Decode(&q)
+	if q.Group == "" && err == nil {
+		return d.Errorf(policyRuleRequired, "group names a group (its members approve)")
+	}
+	n := max(q.Count.n, 1)
+	list := make(approverList, n)
+	for i := range list {
+		list[i] = GroupPrefix + q.Group
+	}
+	*l = list
+	return err
+}
+
+func (l approverList) MarshalJSON() ([]byte, error) {
+	if group, k, ok := quorumOf(l); ok && k > 1 {
+		return marshalPlain(quorumWire{Group: strings.TrimPrefix(group, GroupPrefix), Count: policyInt[quorumRange]{int64(k)}})
+	}
+	return marshalPlain([]string(l))
 }
 
 // The typed members write their own form, the one they read.
@@ -963,11 +1010,13 @@ type (
 	waitingRange   struct{}
 	countRange     struct{}
 	callsRange     struct{}
+	quorumRange    struct{}
 )
 
 func (textLimitRange) bounds() (int64, int64) { return -1, maxResultTextLimit }
 func (waitingRange) bounds() (int64, int64)   { return -1, maxPolicyWaiting }
 func (countRange) bounds() (int64, int64)     { return 0, policyMaxSafeInt }
+func (quorumRange) bounds() (int64, int64)    { return 1, maxApproverCount }
 func (callsRange) bounds() (int64, int64)     { return 1, math.MaxInt32 }
 
 // readPolicyNumber reads a number's literal, refusing any other kind

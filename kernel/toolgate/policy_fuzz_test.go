@@ -30,6 +30,8 @@ func FuzzParsePolicy(f *testing.F) {
 	}
 	f.Add([]byte(`{"version":1,"budget":"1","min_cost":"0.001","tools":[{"match":"a*","cost":"0.5"},{"match":"ab","cost":"0.5"}]}`))
 	f.Add([]byte(`{"version":2,"budget":"1","min_cost":"0.001","tools":[{"match":"a","cost":"0.5","when":{"language":"cedar","text":"permit (principal, action, resource);"}},{"match":"b","cost":"0.5","when":{"language":"cedar","file":"b.cedar"}}]}`))
+	f.Add([]byte(`{"version":2,"budget":"1","min_cost":"0.001","approvers":{"DELETE":{"group":"ops","count":2},"PRIVILEGE":["a","group:x"]},` +
+		`"labels":["u"],"tools":[{"match":"d","cost":"0.5","tier":"DELETE","labels":["u"],"label_ttl":"10m"}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := toolgate.ParsePolicy(data)
 		if err != nil {

@@ -159,12 +159,22 @@ func (c *policyCheck) approvers() {
 		if len(names) == 0 {
 			c.add(at, policyRuleRequired, "a tier's approvers name at least one approver")
 		}
+		if name, k, ok := quorumOf(names); ok && k > 1 {
+			// k distinct members of one group (quorum.go).
+			if k > maxApproverCount {
+				c.add(at, policyRuleRange, "%q is named %d times: at most %d distinct members of a group may be required", name, k, maxApproverCount)
+			}
+			continue
+		}
+		if looksLikeSlots(names) {
+			c.add(at, policyRuleApprovers, "%q … %q read as the slots of a k-of-n group approval; name the group k times ({\"group\": …, \"count\": k}) instead", names[0], names[len(names)-1])
+		}
 		for j, n := range names {
 			switch {
 			case n == "":
 				c.add(violation.Index(at, j), policyRuleRequired, "an approver's name is not empty")
 			case slices.Index(names, n) < j:
-				c.add(violation.Index(at, j), policyRuleDuplicate, "approver %q is named twice", n)
+				c.add(violation.Index(at, j), policyRuleDuplicate, "approver %q is named twice (a group named k times, and nothing else, waits for k of its members)", n)
 			}
 		}
 	}
@@ -314,6 +324,13 @@ func (c *policyCheck) rule(at string, r *Rule, i int, names map[string]int, ls l
 	}
 	for k, l := range r.Labels {
 		c.knownLabel(violation.Index(at+"/labels", k), l, true, ls)
+	}
+	switch t := r.LabelTTL; {
+	case t == 0:
+	case t < time.Second || t > maxRatePer:
+		c.add(at+"/label_ttl", policyRuleDuration, "%s is outside [1s, %s]", t, maxRatePer)
+	case len(r.Labels) == 0 && !c.bad(at+"/labels"):
+		c.add(at+"/label_ttl", policyRuleRequired, "label_ttl says how long the rule's labels last, and the rule has no labels")
 	}
 	for k, f := range r.Flow {
 		c.flow(violation.Index(at+"/flow", k), f, ls)
@@ -603,7 +620,7 @@ func r2Members(r *Rule) []string {
 		set  bool
 	}{{"name", r.Name != ""}, {"principals", r.Principals != nil}, {"arguments", len(r.Arguments) > 0},
 		{"paths", r.Paths != nil}, {"effect", r.Effect != EffectAllow}, {"reason", r.Reason != ""}, {"rate", r.Rate != nil},
-		{"labels", r.Labels != nil}, {"flow", r.Flow != nil}, {"when", r.When != nil}} {
+		{"labels", r.Labels != nil}, {"label_ttl", r.LabelTTL != 0}, {"flow", r.Flow != nil}, {"when", r.When != nil}} {
 		if m.set {
 			out = append(out, m.name)
 		}

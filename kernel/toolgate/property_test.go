@@ -232,8 +232,12 @@ func (m *gateModel) before(c toolgate.Call) (toolgate.Verdict, string) {
 			return toolgate.Refuse, ""
 		case m.granted[key] > 0:
 			usedApproval = true
-		default:
+		case m.waiting[key] != "":
 			return toolgate.AskApproval, m.waiting[key]
+		case rule.Cost > m.budget-m.net[c.Caller] || m.calls[c.Caller]["delete_file"] >= 2:
+			return toolgate.Refuse, "" // the kernel would refuse it: nobody is asked
+		default:
+			return toolgate.AskApproval, ""
 		}
 	}
 	calls := m.calls[c.Caller]

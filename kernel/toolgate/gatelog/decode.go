@@ -45,6 +45,8 @@ func Decode(e trace.Entry) (any, error) {
 		return decodeRepin(e.Payload)
 	case KindRefuseAnswer:
 		return decodeAs[RefuseAnswer](e.Payload)
+	case KindDeclassify:
+		return decodeAs[Declassify](e.Payload)
 	case KindAsk:
 		v, err := decodeAs[Ask](e.Payload)
 		if err == nil && !v.(Ask).Tier.Valid() {

@@ -148,6 +148,21 @@ type Expire struct {
 	Expires         time.Time       `json:"expires"`
 }
 
+// KindDeclassify records an approver clearing a flow label from a
+// caller's session (toolgate.Gate.Declassify): a Declassify.
+const KindDeclassify = "toolgate.declassify"
+
+// Declassify is the payload of a KindDeclassify entry: Approver (a
+// principal's key, or an approver name) cleared Label from Caller's
+// session, for Reason.
+type Declassify struct {
+	Session  string `json:"session"`
+	Caller   string `json:"caller"`
+	Label    string `json:"label"`
+	Approver string `json:"approver"`
+	Reason   string `json:"reason"`
+}
+
 // KindRefuseAnswer records a human's answer the gate refused (a
 // RefuseAnswer): one to no question it asked — forged, replayed, or
 // brought back with another call than the one asked about — or one by

@@ -214,8 +214,9 @@
 // principal may never call (Compiled.MayCall), the rest kept as written. The
 // Proxy follows the upstream's notifications/tools/list_changed and tells
 // its own clients; a call of a tool the upstream does not list is refused
-// by the Guard (Options.Listed) before the gate: never asked of a human,
-// never charged. The upstream's own requests — elicitation/create,
+// by the Guard (Options.Listed) before the gate's rules: never asked of
+// a human, never charged, and recorded on the gate's log as a refusal
+// (Gate.RefuseNoSuchTool). The upstream's own requests — elicitation/create,
 // sampling/createMessage, roots/list — go to the real client (the one
 // whose call is in progress, else the one heard from last) through
 // RelayMiddleware; the proxy advertises those capabilities upstream, not
@@ -322,8 +323,9 @@
 // (kernel.Replay) to the gate's budget and steps. Through a Proxy whose
 // upstream is stopped and started at random, a caller is charged for
 // exactly the calls that reached it (TestUnreachedCallsAreNeverCharged,
-// rapid); a tool the upstream lacks never reaches the gate
-// (TestUnlistedToolNeverReachesTheGate); filtering a tools/list never
+// rapid); a tool the upstream lacks never reaches the gate's rules and
+// is recorded as a refusal (Gate.RefuseNoSuchTool;
+// TestUnlistedToolIsRecordedNeverDecided); filtering a tools/list never
 // panics (FuzzFilterTools). A call runs only against a definition whose
 // hash is pinned at that moment, and records that hash, whatever the
 // sequence of listings, client pages, re-pins and restarts

@@ -71,6 +71,11 @@ type Options struct {
 	// Without Hold, or with no approval timeout, such a call is refused
 	// at once.
 	Hold bool
+	// Inbox is the URL of a page where a waiting request can be answered
+	// (an approval inbox); when set, the refusal of a call whose
+	// approval its client cannot give names it, so that the agent can
+	// tell its human where to go.
+	Inbox string
 	// Listed, when set, reports whether the server behind the Guard has
 	// a tool (Proxy.Listed): a call of a tool it does not have is refused
 	// as an IsError result before the gate — never asked of a human,
@@ -123,6 +128,7 @@ type Guard struct {
 	key       []byte
 	logger    *slog.Logger
 	hold      bool
+	inbox     string        // Options.Inbox
 	holdFor   time.Duration // the policy's approval timeout: how long a held call waits (hold.go)
 	listed    func(string) bool
 	pins      *Pins
@@ -141,7 +147,7 @@ func New(g *toolgate.Gate, opts Options) (*Guard, error) {
 		return nil, errors.New("toolgate/mcp: nil gate")
 	}
 	gd := &Guard{gate: g, approver: opts.Approver, caller: opts.Caller, principal: opts.Principal, logger: opts.Logger,
-		hold: opts.Hold, stopping: make(chan struct{}), listed: opts.Listed, pins: opts.Pins, overlap: opts.SyncWhileRunning, conns: map[*sdk.ServerSession]string{}}
+		hold: opts.Hold, inbox: opts.Inbox, stopping: make(chan struct{}), listed: opts.Listed, pins: opts.Pins, overlap: opts.SyncWhileRunning, conns: map[*sdk.ServerSession]string{}}
 	policy := g.Compiled().Policy()
 	gd.holdFor = policy.ApprovalTimeout
 	switch opts.Listing {
@@ -307,7 +313,12 @@ func (gd *Guard) callTool(ctx context.Context, req *sdk.CallToolRequest, run run
 	call := toolgate.Call{Tool: p.Name, Arguments: []byte(p.Arguments), Caller: gd.Caller(ctx, req), Principal: gd.principal(ctx, req)}
 	log := gd.logger.With("tool", p.Name, "caller", call.Caller)
 	if gd.listed != nil && !gd.listed(p.Name) {
+		// Recorded on the gate's log, as every call is; the gate's rules
+		// never see it.
 		log.Info("refused: not a tool of the server")
+		if _, err := gd.gate.RefuseNoSuchTool(context.WithoutCancel(ctx), call); err != nil {
+			log.Error("recording the refusal", "err", err)
+		}
 		return refusal(fmt.Sprintf("tool %q refused: the server has no such tool", p.Name)), nil
 	}
 	if gd.pins != nil {
@@ -552,12 +563,12 @@ func (gd *Guard) ask(ctx context.Context, req *sdk.CallToolRequest, d toolgate.D
 	}
 	if !gd.answers(d.Call, ap) {
 		log.Info("awaiting other approvers", "call", d.Call.ID, "approval", ap.ID, "awaiting", ap.Awaiting)
-		return refusal(fmt.Sprintf("tool %q: awaiting approval from %s", ap.Tool, strings.Join(ap.Awaiting, ", "))), nil
+		return refusal(fmt.Sprintf("tool %q: awaiting approval from %s", ap.Tool, strings.Join(ap.Awaiting, ", ")) + gd.inboxHint()), nil
 	}
 	if !canElicit(req.ClientCapabilities()) {
 		log.Info("approval impossible", "call", d.Call.ID, "approval", ap.ID)
 		return refusal(fmt.Sprintf("tool %q needs a human's approval (%s) and this client cannot ask for one: it does not support form elicitation",
-			ap.Tool, ap.Tier)), nil
+			ap.Tool, ap.Tier) + gd.inboxHint()), nil
 	}
 	params := approvalQuestion(ap)
 	if multiRoundTrip(req.ProtocolVersion()) {

@@ -38,7 +38,7 @@ func (gd *Guard) StopHolding() { gd.stopOnce.Do(func() { close(gd.stopping) }) }
 func (gd *Guard) held(ctx context.Context, req *sdk.CallToolRequest, d toolgate.Decision, run runFunc, log *slog.Logger) (sdk.Result, error) {
 	ap := d.Approval
 	timeout := gd.holdFor
-	log.Info("holding for an approval", "call", d.Call.ID, "approval", ap.ID, "awaiting", ap.Awaiting, "timeout", timeout)
+	log.Info("holding for an approval", "call", d.Call.ID, "approval", ap.ID, "awaiting", ap.Awaiting, "timeout", timeout, "inbox", gd.inbox)
 	start := time.Now()
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	go func() {
@@ -57,7 +57,7 @@ func (gd *Guard) held(ctx context.Context, req *sdk.CallToolRequest, d toolgate.
 			return refusal(fmt.Sprintf("tool %q refused: no approval within %s", ap.Tool, timeout)), nil
 		}
 		log.Info("unanswered", "call", d.Call.ID, "approval", ap.ID, "seq", r.Seq, "client_gone", ctx.Err() != nil)
-		return refusal(r.Explanation), nil
+		return refusal(r.Explanation + gd.inboxHint()), nil
 	}
 	d, err := gd.gate.Before(ctx, d.Call)
 	if err != nil {
@@ -69,4 +69,12 @@ func (gd *Guard) held(ctx context.Context, req *sdk.CallToolRequest, d toolgate.
 		return refusal(fmt.Sprintf("tool %q: %s (awaiting %s)", d.Call.Tool, d.Explanation, strings.Join(d.Approval.Awaiting, ", "))), nil
 	}
 	return gd.decided(ctx, req, d, run, log)
+}
+
+// inboxHint is what a refusal adds to name Options.Inbox: "" without one.
+func (gd *Guard) inboxHint() string {
+	if gd.inbox == "" {
+		return ""
+	}
+	return "; a human can answer the request at the approval inbox " + gd.inbox
 }

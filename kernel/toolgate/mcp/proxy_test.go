@@ -129,13 +129,26 @@ func results(t tb, log *trace.Log) []gatelog.Result {
 	return out
 }
 
-func TestUnlistedToolNeverReachesTheGate(t *testing.T) {
+// TestUnlistedToolIsRecordedNeverDecided: a call of a tool the upstream
+// lacks is refused without reaching the gate's rules (nobody is asked,
+// nothing charged, no kernel session) and is one entry of the log, a
+// refusal that says so.
+func TestUnlistedToolIsRecordedNeverDecided(t *testing.T) {
 	px := newProxied(t, catalogue(10*kernel.Unit))
 	res := call(t, px.cs, "delete_file", "/")
 	require.True(t, res.IsError)
 	require.Contains(t, text(res), "no such tool")
 	require.Empty(t, px.gate.Pending(), "never asked")
-	require.Zero(t, px.log.Head().Size, "nothing on the log")
+	require.Equal(t, uint64(1), px.log.Head().Size, "one entry on the log")
+	for e, err := range px.log.Entries(ctx, 0) {
+		require.NoError(t, err)
+		require.Equal(t, gatelog.KindRefuse, e.Kind)
+		var r gatelog.Refuse
+		require.NoError(t, json.Unmarshal(e.Payload, &r))
+		require.Equal(t, "delete_file", r.Tool)
+		require.Equal(t, "no_such_tool", r.Condition)
+		require.Contains(t, r.Explanation, "no such tool")
+	}
 }
 
 // FuzzFilterTools: filtering a tools/list result never panics; what it

@@ -81,6 +81,8 @@
 //     call of the step named: the tool returned output, or failed with
 //     error; cost is the measured cost (a decimal string), absent when
 //     none was measured.
+//   - "declassify": {"caller", "label", "approver" or "by", "reason"} —
+//     Declassify: an approver clears a label from the caller's session.
 //   - "restart": {} — a new Gate, over a new trace.Log on the same store:
 //     the process restarted, and the gate reads back from the log what it
 //     knows (spend, rate windows, labels, durable approvals).

@@ -198,9 +198,21 @@ type stepWire struct {
 	Unanswered *unansweredWire `json:"unanswered,omitempty"`
 	Result     *resultWire     `json:"result,omitempty"`
 	Restart    *struct{}       `json:"restart,omitempty"`
+	Declassify *declassifyWire `json:"declassify,omitempty"`
 	Expect     *expectWire     `json:"expect,omitempty"`
 
 	advance time.Duration
+}
+
+// declassifyWire clears a label from a caller's session
+// (toolgate.Gate.Declassify): by an approver's name ("human" when
+// neither is given) or a principal (by), with a reason.
+type declassifyWire struct {
+	Caller   string         `json:"caller"`
+	Label    string         `json:"label"`
+	Approver string         `json:"approver,omitempty"`
+	By       *principalWire `json:"by,omitempty"`
+	Reason   string         `json:"reason"`
 }
 
 // answerWire names a request, by the step that asked it (request) or by
@@ -388,6 +400,7 @@ func (s *stepWire) events() []string {
 		{"call", s.Call != nil}, {"resume", s.Resume != nil}, {"approve", s.Approve != nil},
 		{"deny", s.Deny != nil}, {"advance", s.Advance != nil}, {"expire", s.Expire != nil},
 		{"unanswered", s.Unanswered != nil}, {"result", s.Result != nil}, {"restart", s.Restart != nil},
+		{"declassify", s.Declassify != nil},
 	} {
 		if e.set {
 			out = append(out, e.name)
@@ -402,7 +415,7 @@ func (s *stepWire) asks() bool { return s.Call != nil || s.Resume != nil }
 func (s *stepWire) check(at string, named map[string]*stepWire, add adder) {
 	switch ev := s.events(); len(ev) {
 	case 0:
-		add(at, RuleForm, "no event: a step is one of call, resume, approve, deny, advance, expire, unanswered, result or restart")
+		add(at, RuleForm, "no event: a step is one of call, resume, approve, deny, advance, expire, unanswered, result, restart or declassify")
 	case 1:
 	default:
 		add(at, RuleForm, "events %v in one step: a step is one event", ev)
@@ -443,6 +456,8 @@ func (s *stepWire) check(at string, named map[string]*stepWire, add adder) {
 	case s.Deny != nil:
 		request(violation.Join(at, "deny"), s.Deny.Request, s.Deny.RequestID)
 		answer(violation.Join(at, "deny"), s.Deny.Approver, s.Deny.By)
+	case s.Declassify != nil:
+		answer(violation.Join(at, "declassify"), s.Declassify.Approver, s.Declassify.By)
 	case s.Advance != nil:
 		s.advance = duration(violation.Join(at, "advance"), *s.Advance, time.Nanosecond, add)
 	case s.Unanswered != nil:

@@ -270,6 +270,19 @@ func (s *run) step(ctx context.Context, i int, st *stepWire) Failure {
 			g.err = s.gate.Deny(ctx, id, approver(a.Approver), a.Reason)
 		}
 		g.caller = s.decisions[a.Request].Call.Caller
+	case st.Declassify != nil:
+		dw := st.Declassify
+		f.Event = "declassify " + dw.Label
+		var by *toolgate.Principal
+		if dw.By != nil {
+			p := dw.By.principal()
+			by = &p
+		}
+		name := ""
+		if by == nil {
+			name = approver(dw.Approver)
+		}
+		g.err, g.caller = s.gate.Declassify(ctx, dw.Caller, dw.Label, name, by, dw.Reason), dw.Caller
 	case st.Advance != nil:
 		f.Event = "advance " + st.advance.String()
 		s.now = s.now.Add(st.advance)

@@ -17,7 +17,9 @@ import (
 	"github.com/verity-go/verity/kernel/toolgate"
 )
 
-// policyFile is the policy every file of testdata/scenarios runs against.
+// policyFile is the policy the files of testdata/scenarios run against,
+// but for a file with a policy of its own, testdata/policies/NAME.json
+// (policyFor).
 const policyFile = "testdata/policy.json"
 
 func testRunner(t testing.TB) *Runner { return runnerFor(t, "") }
@@ -231,6 +233,8 @@ func TestScenarioFilesPinTheGate(t *testing.T) {
 		{`"match": "open_pr", "cost": "0.5"`, `"match": "open_pr", "cost": "0.4"`, "eviction"},
 		{`"every": "5s"`, `"every": "6s"`, "budget_period"},
 		{`"every": "5s"`, `"calendar": "day"`, "budget_period"},
+		{`"DELETE": {"group": "ops", "count": 2}`, `"DELETE": {"group": "ops", "count": 1}`, "k_of_n"},
+		{`"label_ttl": "10m"`, `"label_ttl": "11m"`, "labels"},
 	} {
 		pinned[tc.file] = true
 		t.Run(tc.file, func(t *testing.T) {

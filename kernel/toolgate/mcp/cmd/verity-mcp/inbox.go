@@ -38,6 +38,8 @@ import (
 //	                    (decodeAnswer; a refused body is 400 with every problem)
 //	POST /api/budget    {"caller", "action": "grant"|"reset", "amount", "reason"}:
 //	                    an approver changes a budget that renews (inbox_budget.go)
+//	POST /api/declassify {"caller", "label", "reason"}: an approver clears
+//	                    a flow label (inbox_labels.go)
 //
 // The page and its two files hold no data and are served to anyone who
 // reaches the address; /api/ is authenticated as -http is: with -jwks,
@@ -114,6 +116,9 @@ type inboxRequest struct {
 	Question  string    `json:"question"`
 	Approvers []string  `json:"approvers"` // every approver the tier needs
 	Awaiting  []string  `json:"awaiting"`  // those who have not answered
+	Approved  []string  `json:"approved"`  // Approvers less Awaiting, one for each approval given
+	Given     int       `json:"given"`     // approvals given: "Given of Needed approvals"
+	Needed    int       `json:"needed"`    // approvals the call needs (a k-of-n group counts k)
 	Asked     time.Time `json:"asked"`
 	Expires   string    `json:"expires,omitempty"`
 	CanAnswer bool      `json:"can_answer"` // the asking principal is one of Awaiting
@@ -139,7 +144,8 @@ func (in *inbox) handler() (http.Handler, error) {
 	api := http.NewServeMux()
 	api.HandleFunc("GET /api/requests", in.list)
 	api.HandleFunc("POST /api/answer", in.answer)
-	api.HandleFunc("POST /api/budget", in.budget) // inbox_budget.go
+	api.HandleFunc("POST /api/budget", in.budget)         // inbox_budget.go
+	api.HandleFunc("POST /api/declassify", in.declassify) // inbox_labels.go
 	var protected http.Handler = api
 	if in.verifier != nil {
 		var err error
@@ -235,6 +241,8 @@ func (in *inbox) list(w http.ResponseWriter, r *http.Request) {
 		if ir.Approvers == nil {
 			ir.Approvers = []string{toolgate.DefaultApprover}
 		}
+		ir.Approved, ir.Needed = approvedOf(ir.Approvers, ir.Awaiting), len(ir.Approvers)
+		ir.Given = len(ir.Approved)
 		if !req.Expires.IsZero() {
 			ir.Expires = req.Expires.UTC().Format(time.RFC3339)
 		}
@@ -324,6 +332,21 @@ func (in *inbox) answer(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, res)
 }
 
+// approvedOf is approvers less awaiting, as multisets: a group named k
+// times (k-of-n) and awaited j times was approved k−j times.
+func approvedOf(approvers, awaiting []string) []string {
+	left := slices.Clone(awaiting)
+	out := []string{}
+	for _, a := range approvers {
+		if i := slices.Index(left, a); i >= 0 {
+			left = slices.Delete(left, i, i+1)
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
 // sameOrigin refuses a request a browser marks as sent by another site:
 // Sec-Fetch-Site other than same-origin or none, or an Origin whose host
 // is not the request's Host.
@@ -349,14 +372,10 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_, _ = w.Write(b)
 }
 
-// serveInbox serves the inbox at addr (bounded as every HTTP server of
-// the project: httpguard) and sweeps expired approvals every sweep until
-// stop is called.
-func serveInbox(addr string, in *inbox, limits httpguard.Limits, sweep time.Duration, logger *slog.Logger) (stop func(context.Context) error, err error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("-approvals: %w", err)
-	}
+// serveInbox serves the inbox on ln, opened for addr (bounded as every
+// HTTP server of the project: httpguard), and sweeps expired approvals
+// every sweep until stop is called.
+func serveInbox(ln net.Listener, addr string, in *inbox, limits httpguard.Limits, sweep time.Duration, logger *slog.Logger) (stop func(context.Context) error, err error) {
 	if in.verifier == nil {
 		port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 		in.hosts = map[string]bool{ln.Addr().String(): true, "localhost:" + port: true, "127.0.0.1:" + port: true, "[::1]:" + port: true}
@@ -404,9 +423,42 @@ func serveInbox(addr string, in *inbox, limits httpguard.Limits, sweep time.Dura
 	}, nil
 }
 
-// startInbox serves -approvals over gate, with -http's authentication
-// and bounds.
-func startInbox(c config, cfg toolgate.Policy, gate *toolgate.Gate, pins *gatemcp.Pins, logger *slog.Logger) (func(context.Context) error, error) {
+// defaultApprovalTimeout is how long, with -approvals, a call whose
+// approval its client cannot give is held for an answer at the inbox
+// when the policy has no approval_timeout (at most its approval_ttl).
+const defaultApprovalTimeout = 5 * time.Minute
+
+// withDefaultTimeout gives a policy without approval_timeout the default
+// one when -approvals is set, so that the inbox works out of the box:
+// calls wait for it rather than being refused at once.
+func (ic inboxConfig) withDefaultTimeout(p toolgate.Policy, comp *toolgate.Compiled) (toolgate.Policy, *toolgate.Compiled, error) {
+	if !ic.enabled() || p.ApprovalTimeout != 0 {
+		return p, comp, nil
+	}
+	p.ApprovalTimeout = defaultApprovalTimeout
+	if p.ApprovalTTL > 0 {
+		p.ApprovalTimeout = min(p.ApprovalTimeout, p.ApprovalTTL)
+	}
+	comp, err := p.Compile()
+	return p, comp, err
+}
+
+// listen opens -approvals' listener (nil without -approvals) and returns
+// the inbox's URL, which refusals name.
+func (ic inboxConfig) listen() (net.Listener, string, error) {
+	if !ic.enabled() {
+		return nil, "", nil
+	}
+	ln, err := net.Listen("tcp", ic.addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("-approvals: %w", err)
+	}
+	return ln, "http://" + ln.Addr().String() + "/", nil
+}
+
+// startInbox serves -approvals over gate on ln (inboxConfig.listen),
+// with -http's authentication and bounds.
+func startInbox(c config, ln net.Listener, cfg toolgate.Policy, gate *toolgate.Gate, pins *gatemcp.Pins, logger *slog.Logger) (func(context.Context) error, error) {
 	in := &inbox{gate: gate, approvers: cfg.Approvers, approver: c.approver, logger: logger, pins: pins}
 	if c.auth.enabled() {
 		in.verifier = c.auth.verifier
@@ -416,5 +468,5 @@ func startInbox(c config, cfg toolgate.Policy, gate *toolgate.Gate, pins *gatemc
 	if ttl := cfg.ApprovalTTL; ttl > 0 && ttl/10 < sweep {
 		sweep = max(ttl/10, time.Second)
 	}
-	return serveInbox(c.inbox.addr, in, c.httpConfig.limits, sweep, logger)
+	return serveInbox(ln, c.inbox.addr, in, c.httpConfig.limits, sweep, logger)
 }

@@ -241,8 +241,8 @@ func (b *browser) answer(id, button, reason string) string {
 
 // pageCard is what the page shows of a request.
 type pageCard struct {
-	ID, Tool, Tier, Caller, Arguments, Question, Approved, Awaiting, Second string
-	Images, Scripts                                                         int
+	ID, Tool, Tier, Caller, Arguments, Question, Approved, Awaiting, Second, Count string
+	Images, Scripts                                                                int
 }
 
 func (b *browser) cards() map[string]pageCard {
@@ -251,7 +251,7 @@ func (b *browser) cards() map[string]pageCard {
 		ID: a.dataset.id, Tool: a.querySelector(".tool").textContent, Tier: a.querySelector(".tier").textContent,
 		Caller: a.querySelector("dd.caller").textContent, Arguments: a.querySelector("pre.arguments").textContent,
 		Question: a.querySelector("p.question").textContent, Approved: a.querySelector("dd.approved").textContent,
-		Awaiting: a.querySelector("dd.awaiting").textContent,
+		Awaiting: a.querySelector("dd.awaiting").textContent, Count: a.querySelector("dd.count").textContent,
 		Second: (a.querySelector("p.second") || {textContent: ""}).textContent,
 		Images: a.querySelectorAll("img").length, Scripts: a.querySelectorAll("script").length}))`, &cards)
 	out := map[string]pageCard{}
@@ -323,6 +323,8 @@ func TestInboxInChromium(t *testing.T) {
 	assert.Equal(t, "PRIVILEGE", priv.Tier)
 	assert.Equal(t, "nobody yet", priv.Approved)
 	assert.Equal(t, "Needs 2 approvals, each by a different person.", priv.Second)
+	assert.Equal(t, "0 of 2 approvals", priv.Count)
+	assert.Equal(t, "0 of 1 approval", plain.Count)
 	require.NotEmpty(t, plain.ID)
 
 	// Approve, and deny with a reason.
@@ -343,7 +345,8 @@ func TestInboxInChromium(t *testing.T) {
 	for _, pc := range c {
 		assert.Equal(t, "group:ops", pc.Approved)
 		assert.Equal(t, "group:security", pc.Awaiting)
-		assert.Equal(t, "Approved once: it needs a second approval, by another person (group:security).", pc.Second)
+		assert.Equal(t, "Approved 1 of 2: it needs 1 more approval, by another person (group:security).", pc.Second)
+		assert.Equal(t, "1 of 2 approvals", pc.Count)
 	}
 	assert.Equal(t, "403", b.answer(priv.ID, "approve", "me again"), "one person is one approver")
 	// A reason that would hide text is refused before anything else, and

@@ -311,7 +311,7 @@ func TestInboxHeldCallTimesOut(t *testing.T) {
 
 	res := p.call(t, "delete_file", map[string]any{"path": "a.txt"})
 	require.True(t, res.IsError)
-	assert.Regexp(t, `^tool "delete_file" \(rule #2, approval\): DELETE: no answer within 1(\.\d+)?s; the request waits until \S+: call again once it is approved$`, text(res))
+	assert.Regexp(t, `^tool "delete_file" \(rule #2, approval\): DELETE: no answer within 1(\.\d+)?s; the request waits until \S+: call again once it is approved; a human can answer the request at the approval inbox http://127\.0\.0\.1:\d+/$`, text(res))
 	reqs := waitListed(t, base, "", 1)
 	assert.Equal(t, "human", inboxGet(t, base, "").You)
 

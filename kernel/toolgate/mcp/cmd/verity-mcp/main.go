@@ -222,9 +222,12 @@
 // is the call's; denied, it is refused with the approver's reason;
 // unanswered, it is refused ("no answer within 5m0s; the request waits
 // until …: call again once it is approved"), recorded on the log as a
-// toolgate.refuse entry with the reason approval_timeout. Without
-// approval_timeout, such calls are refused at once (their requests still
-// wait in the inbox). A request, and an approval given but not used,
+// toolgate.refuse entry with the reason approval_timeout. A policy
+// without approval_timeout holds them for 5m with -approvals (at most its
+// approval_ttl); without -approvals such calls are refused at once. The
+// refusal names the inbox's URL. The client's own request timeout must
+// be longer than the hold, or the client gives up first: the TypeScript
+// SDK's default is 60 s (pass a longer timeout in its RequestOptions). A request, and an approval given but not used,
 // expire approval_ttl after they were asked (a toolgate.expire entry).
 //
 // Requests and unused approvals survive a restart over the same -log
@@ -451,7 +454,8 @@ it meanwhile: verity budget grant -inbox URL (POST /api/budget).
 -approvals serves a page listing the calls that wait for a human, to
 approve or deny them; it is authenticated as -http is (loopback only
 without -jwks, unless -approvals-insecure-no-auth). Held calls wait up to
-the policy's approval_timeout.
+the policy's approval_timeout (5m when it has none); a client's own
+request timeout must be longer (the TypeScript SDK's is 60s by default).
 `
 
 // parseArgs reads the command line; the upstream command follows "--".
@@ -540,6 +544,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	policy, compiled, err := loadPolicy(c.policy)
+	if err == nil {
+		policy, compiled, err = c.inbox.withDefaultTimeout(policy, compiled)
+	}
 	if err == nil {
 		err = checkShared(c, policy)
 	}
@@ -757,7 +764,12 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, compiled *tool
 	names := proxy.Tools()
 
 	listing, _ := parseListing(c.listing)
+	inboxLn, inboxURL, err := c.inbox.listen()
+	if err != nil {
+		return err
+	}
 	guard, err := gatemcp.New(gate, gatemcp.Options{
+		Inbox:    inboxURL,
 		Approver: c.approver,
 		Logger:   logger,
 		Listed:   proxy.Listed,
@@ -802,7 +814,7 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, compiled *tool
 		"sync_while_running", guard.SyncWhileRunning())
 
 	if c.inbox.enabled() {
-		stopInbox, err := startInbox(c, policy, gate, pins, logger)
+		stopInbox, err := startInbox(c, inboxLn, policy, gate, pins, logger)
 		if err != nil {
 			return err
 		}

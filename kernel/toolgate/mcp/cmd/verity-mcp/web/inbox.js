@@ -84,20 +84,23 @@
     h.append(el('span', 'tool', r.tool), ' ', el('span', 'tier', r.tier));
     a.append(h);
 
-    const approved = r.approvers.filter((x) => !r.awaiting.includes(x));
+    const approved = r.approved;
     const dl = el('dl');
     const row = (k, v, cls) => dl.append(el('dt', null, k), el('dd', cls, v));
     row('caller', r.caller, 'caller');
     row('asked', new Date(r.asked).toISOString(), 'asked');
     if (r.expires) row('expires', r.expires, 'expires');
     row('approvers', r.approvers.join(', '), 'approvers');
+    row('approvals', r.given + ' of ' + r.needed + (r.needed === 1 ? ' approval' : ' approvals'), 'count');
     row('approved by', approved.length ? approved.join(', ') : 'nobody yet', 'approved');
     row('awaiting', r.awaiting.join(', '), 'awaiting');
     a.append(dl);
     if (r.approvers.length > 1) {
-      a.append(el('p', 'second', approved.length
-        ? 'Approved once: it needs a second approval, by another person (' + r.awaiting.join(', ') + ').'
-        : 'Needs ' + r.approvers.length + ' approvals, each by a different person.'));
+      const more = r.needed - r.given;
+      a.append(el('p', 'second', r.given
+        ? 'Approved ' + r.given + ' of ' + r.needed + ': it needs ' + more + ' more ' + (more === 1 ? 'approval' : 'approvals') +
+          (more === 1 ? ', by' : ', each by') + ' another person (' + r.awaiting.join(', ') + ').'
+        : 'Needs ' + r.needed + ' approvals, each by a different person.'));
     }
     a.append(el('h3', null, 'Arguments'), el('pre', 'arguments', r.arguments), el('p', 'question', r.question));
 
@@ -145,6 +148,31 @@
     document.body.dataset.lastStatus = String(resp.status);
     document.body.dataset.answers = String(Number(document.body.dataset.answers) + 1);
   }
+
+  // Clearing a label (POST api/declassify, inbox_labels.go).
+  async function declassify() {
+    const body = { caller: $('dc-caller').value, label: $('dc-label').value, reason: $('dc-reason').value };
+    let resp;
+    let out = {};
+    try {
+      resp = await fetch('api/declassify', {
+        method: 'POST', headers: headers(true), cache: 'no-store', credentials: 'omit', body: JSON.stringify(body),
+      });
+      out = await resp.json().catch(() => ({}));
+    } catch (e) {
+      setStatus('The label could not be cleared: ' + e, 'error');
+      return;
+    }
+    if (resp.ok) {
+      setStatus('Cleared ' + out.label + ' from ' + out.caller + '.', 'ok');
+      $('dc-reason').value = '';
+    } else {
+      setStatus('Refused (HTTP ' + resp.status + '): ' + (out.error || ''), 'error');
+    }
+    document.body.dataset.lastStatus = String(resp.status);
+    document.body.dataset.answers = String(Number(document.body.dataset.answers) + 1);
+  }
+  $('dc-send').addEventListener('click', declassify);
 
   $('use-token').addEventListener('click', () => {
     token = $('token').value.trim();
