@@ -400,8 +400,22 @@ func (g *Gate) firstSnapshot() Snapshot {
 func (g *Gate) snapshot(cl *caller, at time.Time) Snapshot {
 	s := Snapshot{Labels: cl.labelsAt(at), Windows: cl.windows}
 	if g.comp.conditions {
-		b := cl.sess.Meter().Budget()
-		s.Spent, s.Remaining = b.Net(), b.Remaining()
+		cl.mu.Lock()
+		ledger := cl.budget
+		var st periodStatus
+		if ledger != nil {
+			st = ledger.status(at)
+		}
+		cl.mu.Unlock()
+		if ledger != nil {
+			// A budget that renews: the period's spend and what is left of
+			// its limit (with its grants), not the kernel session's, whose
+			// budget never binds.
+			s.Spent, s.Remaining = st.spent, max(st.limit-st.spent, 0)
+		} else {
+			b := cl.sess.Meter().Budget()
+			s.Spent, s.Remaining = b.Net(), b.Remaining()
+		}
 	}
 	return s
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -251,4 +252,23 @@ func TestCedarSeesTheDefinitionHash(t *testing.T) {
 	b, err := in.MarshalJSON()
 	require.NoError(t, err)
 	assert.Contains(t, string(b), `,"definition":"`+pinned+`","labels"`)
+}
+
+// TestCedarSeesThePeriodsBudget: under a budget that renews, spent and
+// remaining are the period's, not the kernel session's (whose budget
+// never binds then).
+func TestCedarSeesThePeriodsBudget(t *testing.T) {
+	p := toolgate.Policy{Budget: 5000, MinCost: 1000, BudgetPeriod: &toolgate.BudgetPeriod{Every: time.Hour},
+		Conditions: []toolgate.ConditionLanguage{cedar.Language{}}, Tools: []toolgate.Rule{
+			{Name: "cheap", Match: "t", Cost: 1000, When: &toolgate.WhenCondition{Language: "cedar",
+				Text: `permit (principal, action, resource) when { context.remaining >= 4000 };`}},
+		}}
+	g, _ := newGate(t, p)
+	var verdicts []toolgate.Verdict
+	for range 3 {
+		d, err := g.Before(ctx, toolgate.Call{Tool: "t", Arguments: []byte(`{}`), Caller: "a"})
+		require.NoError(t, err)
+		verdicts = append(verdicts, d.Verdict)
+	}
+	assert.Equal(t, []toolgate.Verdict{toolgate.Allow, toolgate.Allow, toolgate.Refuse}, verdicts)
 }
