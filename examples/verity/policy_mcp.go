@@ -51,17 +51,6 @@ type stdioClient struct {
 	readErr error
 }
 
-// listUpstreamTools starts argv, lists its tools and stops it: their
-// names. The server's standard error goes to stderr; ctx bounds the
-// whole exchange.
-func listUpstreamTools(ctx context.Context, argv []string, stderr io.Writer) ([]string, error) {
-	u, err := listUpstream(ctx, argv, stderr)
-	if err != nil {
-		return nil, err
-	}
-	return u.names, nil
-}
-
 // upstreamListing is what a server said of itself and its tools: its
 // name and instructions (initialize) and every page of tools/list, as
 // sent.
@@ -74,8 +63,9 @@ type upstreamListing struct {
 	file         bool // read from a tools file: no name, no instructions
 }
 
-// listUpstream starts argv, lists its tools and stops it (see
-// listUpstreamTools).
+// listUpstream starts argv, lists its tools and stops it: what the server
+// said of itself and its tools. The server's standard error goes to
+// stderr; ctx bounds the whole exchange.
 func listUpstream(ctx context.Context, argv []string, stderr io.Writer) (upstreamListing, error) {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Stderr = stderr

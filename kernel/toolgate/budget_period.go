@@ -259,16 +259,6 @@ func newLedger(p *budgetPeriod, limit, minCost kernel.Cost) *budgetLedger {
 	return &budgetLedger{period: p, limit: limit, minCost: minCost}
 }
 
-// clone returns a copy sharing nothing that either changes.
-func (b *budgetLedger) clone() *budgetLedger {
-	if b == nil {
-		return nil
-	}
-	c := *b
-	c.spends, c.grants = slices.Clone(b.spends), slices.Clone(b.grants)
-	return &c
-}
-
 // periodStatus is a ledger's view at one instant.
 type periodStatus struct {
 	spent, limit, open kernel.Cost

@@ -179,7 +179,7 @@ func TestClientThroughTheProxy(t *testing.T) {
 	assert.False(t, up.exists("older.txt"))
 
 	code, out, stderr = call("", "call", "read_file", `{"path":"notes.txt"}`) // 2 spent
-	require.Equal(t, clientOK, code, stderr)
+	require.Equal(t, clientOK, code, "%s\n%s", out, stderr)
 	code, out, _ = call("", "call", "read_file", `{"path":"notes.txt"}`)
 	assert.Equal(t, clientToolError, code, "the budget is spent: refused")
 	assert.Contains(t, out, "budget")

@@ -157,6 +157,7 @@ func (in *inbox) handler() (http.Handler, error) {
 	mux.Handle("/api/", protected)
 	mux.HandleFunc("GET /{$}", in.file("web/inbox.html", "text/html; charset=utf-8"))
 	mux.HandleFunc("GET /inbox.js", in.file("web/inbox.js", "text/javascript; charset=utf-8"))
+	mux.HandleFunc("GET /page.js", in.file("web/page.js", "text/javascript; charset=utf-8"))
 	mux.HandleFunc("GET /inbox.css", in.file("web/inbox.css", "text/css; charset=utf-8"))
 	in.routePins(api, mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

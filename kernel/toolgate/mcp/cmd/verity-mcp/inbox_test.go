@@ -205,7 +205,7 @@ func TestInboxAnswersAsThePrincipal(t *testing.T) {
 	olga, mallory := issuerToken(t, is, "olga", "ops"), issuerToken(t, is, "mallory", "interns")
 
 	// The page and its files are served without a token, with the policy.
-	for _, path := range []string{"", "inbox.js", "inbox.css"} {
+	for _, path := range []string{"", "inbox.js", "page.js", "inbox.css"} {
 		resp, err := http.Get(base + path)
 		require.NoError(t, err)
 		_ = resp.Body.Close()

@@ -1,68 +1,10 @@
 'use strict';
-// The approval inbox. Everything shown is set with textContent or as an
-// attribute value, never parsed as HTML: the arguments were written by a
-// model and may hold anything.
+// The approval inbox (its shared part: page.js). Everything shown is set
+// with textContent or as an attribute value, never parsed as HTML: the
+// arguments were written by a model and may hold anything.
 (function () {
-  const tokenKey = 'verity-inbox-token';
-  const $ = (id) => document.getElementById(id);
-  let token = sessionStorage.getItem(tokenKey) || '';
-
-  function headers(json) {
-    const h = {};
-    if (token) h.Authorization = 'Bearer ' + token;
-    if (json) h['Content-Type'] = 'application/json';
-    return h;
-  }
-
-  function el(tag, cls, text) {
-    const e = document.createElement(tag);
-    if (cls) e.className = cls;
-    if (text !== undefined) e.textContent = text;
-    return e;
-  }
-
-  function setStatus(text, kind) {
-    const s = $('status');
-    s.textContent = text;
-    s.dataset.kind = kind || '';
-  }
-
-  // loads counts the listings asked for; only the latest is shown, so a
-  // periodic listing that answers late never paints over a newer one.
-  let loads = 0;
-
-  async function load() {
-    const mine = ++loads;
-    let resp;
-    try {
-      resp = await fetch('api/requests', { headers: headers(false), cache: 'no-store', credentials: 'omit' });
-    } catch (e) {
-      if (mine === loads) setStatus('The inbox cannot be reached: ' + e, 'error');
-      return;
-    }
-    if (mine !== loads) return;
-    if (resp.status === 401 || resp.status === 403) {
-      $('login').hidden = false;
-      $('who').textContent = '';
-      render([]);
-      setStatus(token ? 'The token was refused.' : 'A bearer token is needed.', 'error');
-      document.body.dataset.auth = 'needed';
-      document.body.dataset.ready = 'true';
-      return;
-    }
-    if (!resp.ok) {
-      setStatus('Listing failed: HTTP ' + resp.status, 'error');
-      return;
-    }
-    const data = await resp.json();
-    if (mine !== loads) return;
-    $('login').hidden = !data.auth;
-    $('who').textContent = 'Answering as ' + data.you;
-    document.body.dataset.auth = data.auth ? 'token' : 'none';
-    document.body.dataset.you = data.you;
-    render(data.requests);
-    document.body.dataset.ready = 'true';
-  }
+  const page = window.verityPage({ list: 'api/requests', key: 'requests', acting: 'Answering as ', render: render });
+  const { $, el, setStatus, load } = page;
 
   function render(list) {
     const main = $('requests');
@@ -123,68 +65,35 @@
   }
 
   async function send(id, decision, reason) {
-    let resp;
-    let body = {};
-    try {
-      resp = await fetch('api/answer', {
-        method: 'POST', headers: headers(true), cache: 'no-store', credentials: 'omit',
-        body: JSON.stringify({ id: id, decision: decision, reason: reason }),
-      });
-      body = await resp.json().catch(() => ({}));
-    } catch (e) {
-      setStatus('The answer could not be sent: ' + e, 'error');
-      return;
-    }
+    const sent = await page.post('api/answer', { id: id, decision: decision, reason: reason }, 'answer');
+    if (!sent) return;
+    const { resp, body } = sent;
     if (resp.ok && decision === 'approve') {
       setStatus(body.granted ? 'Approved: the call may run.' : 'Approved; still awaiting ' + body.awaiting.join(', ') + '.', 'ok');
     } else if (resp.ok) {
       setStatus('Denied.', 'ok');
     } else {
-      setStatus('Refused (HTTP ' + resp.status + '): ' + (body.error || ''), 'error');
+      page.refused(resp, body);
     }
     await load();
-    // Counted once the list is shown again, so that whoever watches the
-    // count (a person's next glance, or a test) sees the list as it now is.
-    document.body.dataset.lastStatus = String(resp.status);
-    document.body.dataset.answers = String(Number(document.body.dataset.answers) + 1);
+    page.answered(resp);
   }
 
   // Clearing a label (POST api/declassify, inbox_labels.go).
   async function declassify() {
     const body = { caller: $('dc-caller').value, label: $('dc-label').value, reason: $('dc-reason').value };
-    let resp;
-    let out = {};
-    try {
-      resp = await fetch('api/declassify', {
-        method: 'POST', headers: headers(true), cache: 'no-store', credentials: 'omit', body: JSON.stringify(body),
-      });
-      out = await resp.json().catch(() => ({}));
-    } catch (e) {
-      setStatus('The label could not be cleared: ' + e, 'error');
-      return;
-    }
+    const sent = await page.post('api/declassify', body, 'label clearing');
+    if (!sent) return;
+    const { resp, body: out } = sent;
     if (resp.ok) {
       setStatus('Cleared ' + out.label + ' from ' + out.caller + '.', 'ok');
       $('dc-reason').value = '';
     } else {
-      setStatus('Refused (HTTP ' + resp.status + '): ' + (out.error || ''), 'error');
+      page.refused(resp, out);
     }
-    document.body.dataset.lastStatus = String(resp.status);
-    document.body.dataset.answers = String(Number(document.body.dataset.answers) + 1);
+    page.answered(resp);
   }
   $('dc-send').addEventListener('click', declassify);
 
-  $('use-token').addEventListener('click', () => {
-    token = $('token').value.trim();
-    $('token').value = '';
-    sessionStorage.setItem(tokenKey, token);
-    load();
-  });
-  $('forget-token').addEventListener('click', () => {
-    token = '';
-    sessionStorage.removeItem(tokenKey);
-    load();
-  });
-  load();
-  setInterval(load, 5000);
+  page.start();
 })();

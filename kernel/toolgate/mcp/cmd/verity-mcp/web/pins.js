@@ -1,69 +1,13 @@
 'use strict';
-// The changed tools of the approval inbox. The data is set with
-// textContent, except each review's diff: the HTML fragment the server
-// rendered (kernel/toolgate/pin's Review.HTML), in which every text is
-// escaped and every invisible or look-alike character is written as a
-// visible escape; the page's Content-Security-Policy runs no script but
-// this file's.
+// The changed tools of the approval inbox (its shared part: page.js).
+// The data is set with textContent, except each review's diff: the HTML
+// fragment the server rendered (kernel/toolgate/pin's Review.HTML), in
+// which every text is escaped and every invisible or look-alike
+// character is written as a visible escape; the page's
+// Content-Security-Policy runs no script but its own files'.
 (function () {
-  const tokenKey = 'verity-inbox-token';
-  const $ = (id) => document.getElementById(id);
-  let token = sessionStorage.getItem(tokenKey) || '';
-
-  function headers(json) {
-    const h = {};
-    if (token) h.Authorization = 'Bearer ' + token;
-    if (json) h['Content-Type'] = 'application/json';
-    return h;
-  }
-
-  function el(tag, cls, text) {
-    const e = document.createElement(tag);
-    if (cls) e.className = cls;
-    if (text !== undefined) e.textContent = text;
-    return e;
-  }
-
-  function setStatus(text, kind) {
-    const s = $('status');
-    s.textContent = text;
-    s.dataset.kind = kind || '';
-  }
-
-  let loads = 0;
-
-  async function load() {
-    const mine = ++loads;
-    let resp;
-    try {
-      resp = await fetch('api/pins', { headers: headers(false), cache: 'no-store', credentials: 'omit' });
-    } catch (e) {
-      if (mine === loads) setStatus('The inbox cannot be reached: ' + e, 'error');
-      return;
-    }
-    if (mine !== loads) return;
-    if (resp.status === 401 || resp.status === 403) {
-      $('login').hidden = false;
-      $('who').textContent = '';
-      render([]);
-      setStatus(token ? 'The token was refused.' : 'A bearer token is needed.', 'error');
-      document.body.dataset.auth = 'needed';
-      document.body.dataset.ready = 'true';
-      return;
-    }
-    if (!resp.ok) {
-      setStatus('Listing failed: HTTP ' + resp.status, 'error');
-      return;
-    }
-    const data = await resp.json();
-    if (mine !== loads) return;
-    $('login').hidden = !data.auth;
-    $('who').textContent = 'Re-pinning as ' + data.you;
-    document.body.dataset.auth = data.auth ? 'token' : 'none';
-    document.body.dataset.you = data.you;
-    render(data.reviews);
-    document.body.dataset.ready = 'true';
-  }
+  const page = window.verityPage({ list: 'api/pins', key: 'reviews', acting: 'Re-pinning as ', render: render });
+  const { $, el, setStatus, load } = page;
 
   function render(list) {
     const main = $('reviews');
@@ -112,39 +56,17 @@
   }
 
   async function send(r, reason) {
-    let resp;
-    let body = {};
-    try {
-      resp = await fetch('api/repin', {
-        method: 'POST', headers: headers(true), cache: 'no-store', credentials: 'omit',
-        body: JSON.stringify({ tool: r.tool, pinned: r.pinned, seen: r.seen, reason: reason }),
-      });
-      body = await resp.json().catch(() => ({}));
-    } catch (e) {
-      setStatus('The re-pin could not be sent: ' + e, 'error');
-      return;
-    }
+    const sent = await page.post('api/repin', { tool: r.tool, pinned: r.pinned, seen: r.seen, reason: reason }, 're-pin');
+    if (!sent) return;
+    const { resp, body } = sent;
     if (resp.ok) {
       setStatus('Re-pinned ' + r.tool + ' to ' + body.pinned + ': its calls run again.', 'ok');
     } else {
-      setStatus('Refused (HTTP ' + resp.status + '): ' + (body.error || ''), 'error');
+      page.refused(resp, body);
     }
     await load();
-    document.body.dataset.lastStatus = String(resp.status);
-    document.body.dataset.answers = String(Number(document.body.dataset.answers) + 1);
+    page.answered(resp);
   }
 
-  $('use-token').addEventListener('click', () => {
-    token = $('token').value.trim();
-    $('token').value = '';
-    sessionStorage.setItem(tokenKey, token);
-    load();
-  });
-  $('forget-token').addEventListener('click', () => {
-    token = '';
-    sessionStorage.removeItem(tokenKey);
-    load();
-  });
-  load();
-  setInterval(load, 5000);
+  page.start();
 })();
