@@ -56,6 +56,12 @@ type Call struct {
 	// TierFromHints reads it, and only when Definition is set: a hint is
 	// trusted only from a definition a person pinned.
 	HintedTier claims.RiskTier
+	// Conversation is the conversation the host says the call belongs to,
+	// read only under Policy.ConversationLabels: the call's labels are
+	// carried by it, and its flows read them (see there for the trust it
+	// asks). A handle over 128 bytes is kept as "sha256:" and its hex
+	// digest.
+	Conversation string
 }
 
 // ArgumentsDigest is the lower-case hex SHA-256 of the call's arguments,

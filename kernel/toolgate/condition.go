@@ -397,8 +397,8 @@ func (g *Gate) firstSnapshot() Snapshot {
 // snapshot is what the decision core knows of cl's session (cl.turn
 // held); its spend is read only when a rule has a when condition, which
 // alone reads it.
-func (g *Gate) snapshot(cl *caller, at time.Time) Snapshot {
-	s := Snapshot{Labels: cl.labelsAt(at), Windows: cl.windows}
+func (g *Gate) snapshot(cl *caller, c *Call, at time.Time) Snapshot {
+	s := Snapshot{Labels: cl.labelsAt(g.conversation(c), at), Windows: cl.windows}
 	if g.comp.conditions {
 		cl.mu.Lock()
 		ledger := cl.budget

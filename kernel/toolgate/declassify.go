@@ -46,7 +46,7 @@ func (g *Gate) Declassify(ctx context.Context, caller, label, approver string, b
 	at := trace.Normalize(g.clock())
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
-	if !cl.labelsAt(at)[label] {
+	if !cl.carries(label, at) {
 		return fmt.Errorf("toolgate: declassifying %q: %w", label, ErrNotCarried)
 	}
 	e := gatelog.Declassify{Session: g.SessionID(caller), Caller: caller, Label: label, Approver: who, Reason: OneLine(reason)}

@@ -3,6 +3,8 @@ package toolgate
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -500,7 +502,7 @@ func (g *Gate) beforeWritten(ctx context.Context, c Call, start time.Time, res *
 	cl.turn.Lock()
 	defer cl.turn.Unlock()
 	at := trace.Normalize(g.clock())
-	ru := g.comp.Decide(g.snapshot(cl, at), c, at)
+	ru := g.comp.Decide(g.snapshot(cl, &c, at), c, at)
 	d.Rule, d.Condition, d.when = ru.Rule, ru.Condition, ru.When
 	if ru.Verdict == Refuse {
 		return g.refuse(ctx, d, ru.Reason, ru.Explanation, "", at)
@@ -623,6 +625,10 @@ func (g *Gate) run(ctx context.Context, cl *caller, d *Decision, ru *Ruling, key
 	if approvalID != "" {
 		a.Tags = append(a.Tags, "approval:"+approvalID)
 	}
+	conv := g.conversation(c)
+	if conv != "" {
+		a.Tags = append(a.Tags, conversationTagPrefix+conv)
+	}
 	if g.comp.period != nil {
 		if refused, err := g.overBudget(ctx, cl, d, ru.Cost, at); refused || err != nil {
 			unreserve()
@@ -651,7 +657,7 @@ func (g *Gate) run(ctx context.Context, cl *caller, d *Decision, ru *Ruling, key
 	d.Verdict, d.ExecID, d.Seq, d.Reserved, d.ApprovalID, d.Cost = Allow, rec.ExecID, rec.Seq, r.Reserve, approvalID, ru.Cost
 	// At the execution's recorded time (the log's, never before the entry
 	// before it: trace.Log), as replay reads it.
-	x := executed{callID: c.ID, approval: approvalID, at: rec.Time, labels: ru.Labels, labelTTL: r.LabelTTL, windows: ru.Windows,
+	x := executed{callID: c.ID, approval: approvalID, at: rec.Time, labels: ru.Labels, labelTTL: r.LabelTTL, conv: conv, windows: ru.Windows,
 		open: openCall{execID: rec.ExecID, tool: c.Tool, rule: r, cost: ru.Cost, reserved: r.Reserve, definition: c.Definition}}
 	if !start.IsZero() {
 		x.open.obs = &observed{decision: *d, started: start, allowed: time.Now()}
@@ -1049,4 +1055,23 @@ func (g *Gate) answer(ctx context.Context, cl *caller, ap *approval, ans *answer
 	}
 	g.index(cl.applyApproval(ev.Bundle))
 	return ev.Decision == claims.DecisionPublish, 0, nil
+}
+
+// maxConversationLen is the longest conversation handle kept as given;
+// a longer one is kept as its digest.
+const maxConversationLen = 128
+
+// conversation is the conversation that carries c's labels: "" unless
+// the policy keeps labels per conversation (Policy.ConversationLabels),
+// else the host's handle, or "sha256:" and its hex digest when it is
+// over maxConversationLen bytes.
+func (g *Gate) conversation(c *Call) string {
+	if !g.comp.cfg.ConversationLabels || c.Conversation == "" {
+		return ""
+	}
+	if len(c.Conversation) > maxConversationLen {
+		sum := sha256.Sum256([]byte(c.Conversation))
+		return "sha256:" + hex.EncodeToString(sum[:])
+	}
+	return c.Conversation
 }

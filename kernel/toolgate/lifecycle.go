@@ -79,7 +79,27 @@ type life struct {
 	expires map[string]time.Time   // by request id, with Config.ApprovalTTL: when it, or its answer, expires
 	evals   map[string]evaluation  // claims evaluations no request names yet, by bundle id
 	budget  *budgetLedger          // the spend of the periods still counted, when the budget renews (budget_period.go)
+	// convs are the labels of each conversation, under
+	// Policy.ConversationLabels; labels and until are those attached with
+	// no conversation (and every label without it).
+	convs map[string]*labelSet
 }
+
+// labelSet is the labels one conversation carries, as life's labels and
+// until are the caller's.
+type labelSet struct {
+	labels map[string]bool
+	until  map[string]time.Time
+}
+
+// maxConversations bounds how many conversations of one caller carry
+// labels of their own: the labels of further ones are attached
+// caller-wide (Policy.ConversationLabels).
+const maxConversations = 1024
+
+// conversationTagPrefix tags the execution of a call made in a
+// conversation, under Policy.ConversationLabels: the handle follows.
+const conversationTagPrefix = "conversation:"
 
 func newLife() life {
 	return life{labels: map[string]bool{}, until: map[string]time.Time{}, windows: map[string][]time.Time{}, open: map[string]openCall{},
@@ -148,6 +168,7 @@ type executed struct {
 	at       time.Time // when the decision was made
 	labels   []string
 	labelTTL time.Duration // how long labels last from at; 0: for good
+	conv     string        // the conversation that carries the labels, "" for the caller
 	windows  []Window      // ID and Per
 	open     openCall
 }
@@ -158,14 +179,28 @@ func (l *life) applyExecuted(x executed) {
 	for _, w := range x.windows {
 		l.windows[w.ID] = addTime(l.windows[w.ID], x.at, w.Per)
 	}
-	for lb, until := range l.until {
-		if !x.at.Before(until) { // ended: forgotten, as replay forgets it here too
-			delete(l.labels, lb)
-			delete(l.until, lb)
+	forgetEnded(l.labels, l.until, x.at) // forgotten, as replay forgets them here too
+	for c, s := range l.convs {
+		if forgetEnded(s.labels, s.until, x.at); len(s.labels) == 0 {
+			delete(l.convs, c)
+		}
+	}
+	labels, until := l.labels, l.until
+	if x.conv != "" && len(x.labels) > 0 {
+		s := l.convs[x.conv]
+		if s == nil && len(l.convs) < maxConversations {
+			if l.convs == nil {
+				l.convs = map[string]*labelSet{}
+			}
+			s = &labelSet{labels: map[string]bool{}, until: map[string]time.Time{}}
+			l.convs[x.conv] = s
+		}
+		if s != nil {
+			labels, until = s.labels, s.until
 		}
 	}
 	for _, lb := range x.labels {
-		l.attach(lb, x.at, x.labelTTL)
+		attach(labels, until, lb, x.at, x.labelTTL)
 	}
 	if x.approval != "" {
 		delete(l.expires, x.approval)
@@ -186,42 +221,87 @@ func (l *life) applyExecuted(x executed) {
 // LabelTTL follows, as time.Duration.String writes it.
 const labelTTLTagPrefix = "label_ttl:"
 
-// attach: the session carries label lb from at, for ttl (0: for good).
-// A label already carried for good stays so; one that ends ends at the
-// later of its two ends.
-func (l *life) attach(lb string, at time.Time, ttl time.Duration) {
-	until, ends := l.until[lb]
-	switch {
-	case ttl <= 0:
-		delete(l.until, lb)
-	case l.labels[lb] && !ends:
-		// for good already
-	case !ends || at.Add(ttl).After(until):
-		l.until[lb] = at.Add(ttl)
+// forgetEnded drops from labels the ones that ended at or before at.
+func forgetEnded(labels map[string]bool, until map[string]time.Time, at time.Time) {
+	for lb, end := range until {
+		if !at.Before(end) {
+			delete(labels, lb)
+			delete(until, lb)
+		}
 	}
-	l.labels[lb] = true
 }
 
-// labelsAt is the labels the session carries at now: those attached,
-// less those that ended at or before now (exactly ttl after the
-// recorded time). It is l.labels itself when none ends.
-func (l *life) labelsAt(now time.Time) map[string]bool {
-	if len(l.until) == 0 {
+// attach: labels carry label lb from at, for ttl (0: for good). A label
+// already carried for good stays so; one that ends ends at the later of
+// its two ends.
+func attach(labels map[string]bool, until map[string]time.Time, lb string, at time.Time, ttl time.Duration) {
+	end, ends := until[lb]
+	switch {
+	case ttl <= 0:
+		delete(until, lb)
+	case labels[lb] && !ends:
+		// for good already
+	case !ends || at.Add(ttl).After(end):
+		until[lb] = at.Add(ttl)
+	}
+	labels[lb] = true
+}
+
+// labelsAt is the labels a call in conversation conv ("" for none) sees
+// at now: those attached with no conversation and those of conv, less
+// those that ended at or before now (exactly ttl after the recorded
+// time). It is l.labels itself when that is all of them.
+func (l *life) labelsAt(conv string, now time.Time) map[string]bool {
+	var s *labelSet
+	if conv != "" {
+		s = l.convs[conv]
+	}
+	if len(l.until) == 0 && s == nil {
 		return l.labels
 	}
 	out := make(map[string]bool, len(l.labels))
-	for lb := range l.labels {
-		if until, ends := l.until[lb]; !ends || now.Before(until) {
-			out[lb] = true
-		}
+	carried(out, l.labels, l.until, now)
+	if s != nil {
+		carried(out, s.labels, s.until, now)
 	}
 	return out
 }
 
-// declassify: an approver cleared label lb (gatelog.Declassify).
+// carried adds to out the labels still carried at now.
+func carried(out, labels map[string]bool, until map[string]time.Time, now time.Time) {
+	for lb := range labels {
+		if end, ends := until[lb]; !ends || now.Before(end) {
+			out[lb] = true
+		}
+	}
+}
+
+// carries reports whether any conversation of the caller, or the caller,
+// carries label lb at now.
+func (l *life) carries(lb string, now time.Time) bool {
+	if l.labelsAt("", now)[lb] {
+		return true
+	}
+	for c := range l.convs {
+		if l.labelsAt(c, now)[lb] {
+			return true
+		}
+	}
+	return false
+}
+
+// declassify: an approver cleared label lb (gatelog.Declassify), from
+// the caller and every conversation of it.
 func (l *life) declassify(lb string) {
 	delete(l.labels, lb)
 	delete(l.until, lb)
+	for c, s := range l.convs {
+		delete(s.labels, lb)
+		delete(s.until, lb)
+		if len(s.labels) == 0 {
+			delete(l.convs, c)
+		}
+	}
 }
 
 // addTime returns the times of a window (ascending) with at added, and
@@ -809,6 +889,8 @@ func executedOf(rec kernel.Record, reserved bool, per map[string]time.Duration) 
 			x.approval = v
 		case "label":
 			x.labels = append(x.labels, v)
+		case "conversation":
+			x.conv = v
 		case "label_ttl":
 			if d, err := time.ParseDuration(v); err == nil && d > 0 {
 				x.labelTTL = d

@@ -255,6 +255,20 @@ type Policy struct {
 	// (gatelog.KindRefuseAnswer). DELETE calls may always be approved by their
 	// own principal.
 	SelfApproval bool
+	// ConversationLabels ("conversation_labels") keeps flow
+	// labels per conversation: a call's labels are carried by the
+	// conversation its host names (Call.Conversation), and a flow reads
+	// the labels of the call's conversation and those attached with no
+	// conversation — so a new conversation starts clean, while a caller's
+	// labels stay the caller's by default. Trust: the host chooses the
+	// handle (verity-mcp reads it from the request's _meta, which a model
+	// cannot write, only the client), so this trusts the client not to
+	// start a new conversation to escape a flow; use it only with clients
+	// you trust, and label_ttl or Gate.Declassify otherwise. A caller
+	// whose labels span more than 1024 conversations has the labels of
+	// further ones attached caller-wide, to every conversation (stricter,
+	// never looser).
+	ConversationLabels bool
 	// Timeout ("timeout", a Go duration in [1ms, 24h]) is how
 	// long a host that runs the tools waits for one whose rule has no
 	// Timeout; zero: as long as the caller waits. The gate times nothing

@@ -329,6 +329,7 @@ type policyFile struct {
 	ApprovalTimeout policyDuration               `json:"approval_timeout,omitzero"`
 	ApprovalTTL     policyDuration               `json:"approval_ttl,omitzero"`
 	SelfApproval    bool                         `json:"self_approval,omitempty"`
+	ConvLabels      bool                         `json:"conversation_labels,omitempty"`
 	Timeout         policyDuration               `json:"timeout,omitzero"`
 	Shared          present[sharedWire]          `json:"shared_budget,omitzero"`
 	Labels          present[names]               `json:"labels,omitzero"` // version 2
@@ -477,6 +478,7 @@ func (f *policyFile) policy(decoded []Violation) (p Policy, more []Violation, un
 			unknown("/labels")
 		}
 	}
+	p.ConversationLabels = f.ConvLabels
 	if len(f.Tools) > 0 {
 		p.Tools = make([]Rule, len(f.Tools))
 		for i, t := range f.Tools {
@@ -608,7 +610,7 @@ func (p Policy) file() (policyFile, error) {
 		MinCost: policyCost{c: p.MinCost, set: true}, ResultTextLimit: policyInt[textLimitRange]{int64(p.ResultTextLimit)},
 		MaxWaiting: policyInt[waitingRange]{int64(p.MaxWaiting)}, CheckResults: p.CheckResults,
 		ApprovalTimeout: policyDuration{p.ApprovalTimeout}, ApprovalTTL: policyDuration{p.ApprovalTTL},
-		SelfApproval: p.SelfApproval, Timeout: policyDuration{p.Timeout}}
+		SelfApproval: p.SelfApproval, ConvLabels: p.ConversationLabels, Timeout: policyDuration{p.Timeout}}
 	if f.Version.n == 0 {
 		f.Version.n = newestPolicyVersion
 	}

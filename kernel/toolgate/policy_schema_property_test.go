@@ -132,6 +132,7 @@ func plantTricky(t *rapid.T, root map[string]any) {
 		{"unknown_tools", []any{"allow", "refuse", "Allow", num("1"), nil}},
 		{"approval_timeout", []any{"5m", "1x", num("5"), ""}},
 		{"self_approval", []any{true, "true", nil}},
+		{"conversation_labels", []any{true, false, "yes", nil}},
 		{"labels", []any{[]any{}, []any{""}, []any{"a", num("1")}, "a", []any{"a"}}},
 		{"approvers", []any{map[string]any{}, map[string]any{"DELETE": []any{}}, map[string]any{"MODIFY": []any{"a"}},
 			map[string]any{"PRIVILEGE": []any{"a", "a"}}, map[string]any{"DELETE": []any{""}}, []any{}}},

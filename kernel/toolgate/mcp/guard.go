@@ -310,7 +310,8 @@ func growStack(i int) byte {
 func (gd *Guard) callTool(ctx context.Context, req *sdk.CallToolRequest, run runFunc) (sdk.Result, error) {
 	growStack(0)
 	p := req.Params
-	call := toolgate.Call{Tool: p.Name, Arguments: []byte(p.Arguments), Caller: gd.Caller(ctx, req), Principal: gd.principal(ctx, req)}
+	call := toolgate.Call{Tool: p.Name, Arguments: []byte(p.Arguments), Caller: gd.Caller(ctx, req), Principal: gd.principal(ctx, req),
+		Conversation: conversationOf(p.Meta)}
 	log := gd.logger.With("tool", p.Name, "caller", call.Caller)
 	if gd.listed != nil && !gd.listed(p.Name) {
 		// Recorded on the gate's log, as every call is; the gate's rules
@@ -946,4 +947,17 @@ func resultText(r *sdk.CallToolResult) (string, bool) {
 		b.WriteString(t.Text)
 	}
 	return b.String(), true
+}
+
+// ConversationMetaKey is the member of a tools/call request's _meta that
+// names the conversation the call belongs to (toolgate.Call.Conversation),
+// read by a policy with "conversation_labels": a string the client sets
+// and a model cannot (it is not among the tool's arguments).
+const ConversationMetaKey = "io.github.verity-go/conversation"
+
+// conversationOf is the conversation handle of a request's _meta, "" when
+// it names none or names it with anything but a string.
+func conversationOf(meta sdk.Meta) string {
+	s, _ := meta[ConversationMetaKey].(string)
+	return s
 }
