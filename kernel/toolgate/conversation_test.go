@@ -1,6 +1,7 @@
 package toolgate_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -97,4 +98,40 @@ func TestConversationLabelsMatchAModel(t *testing.T) {
 			},
 		})
 	})
+}
+
+// TestConversationsBeyondTheBoundAreLabelledCallerWide: a caller's
+// conversations with labels of their own are bounded (1024); the labels
+// of a call in a further one are attached caller-wide, to every
+// conversation — stricter, never looser — and replay agrees.
+func TestConversationsBeyondTheBoundAreLabelledCallerWide(t *testing.T) {
+	cfg := labelPolicy(0, 0)
+	cfg.Version = 2
+	cfg.ConversationLabels = true
+	cfg.Budget = units(100)
+	log, err := trace.NewLog(trace.NewMemory())
+	require.NoError(t, err)
+	g, err := toolgate.New(ctx, log, mustCompile(cfg))
+	require.NoError(t, err)
+	call := func(g *toolgate.Gate, tool, conv string) toolgate.Verdict {
+		d, err := g.Before(ctx, toolgate.Call{Tool: tool, Caller: "agent", Conversation: conv, Arguments: []byte(`{}`)})
+		require.NoError(t, err)
+		if d.Verdict == toolgate.Allow {
+			_, err = g.After(ctx, d.Call, toolgate.Result{})
+			require.NoError(t, err)
+		}
+		return d.Verdict
+	}
+	for i := range 1024 {
+		require.Equal(t, toolgate.Allow, call(g, "get_issue", "c"+strconv.Itoa(i)))
+	}
+	require.Equal(t, toolgate.Allow, call(g, "read_private", "c1024"), "the 1025th conversation")
+	for _, g := range []*toolgate.Gate{g, func() *toolgate.Gate {
+		g, err := toolgate.New(ctx, log, mustCompile(cfg))
+		require.NoError(t, err)
+		return g
+	}()} {
+		require.Equal(t, toolgate.Refuse, call(g, "create_pull_request", "c0"), "its private_data counts in c0")
+		require.Equal(t, toolgate.Allow, call(g, "create_pull_request", "fresh"), "a fresh conversation has only private_data")
+	}
 }
