@@ -184,15 +184,7 @@ func pinCheck(ctx context.Context, e *env, args []string) error {
 	case *timeout <= 0:
 		return usagef("pin check: -timeout must be positive")
 	}
-	lock, err := readLock(*pinsFile)
-	if err != nil {
-		return err
-	}
-	l, err := listPinned(ctx, e, upstream, *server, *timeout)
-	if err != nil {
-		return err
-	}
-	sl, err := lockServer(lock, *pinsFile, &l, *server != "")
+	lock, l, sl, err := lockAndListing(ctx, e, upstream, *pinsFile, *server, *timeout)
 	if err != nil {
 		return err
 	}
@@ -233,6 +225,24 @@ func pinCheck(ctx context.Context, e *env, args []string) error {
 	return errPinDrift
 }
 
+// lockAndListing reads the lock file pinsFile, lists the upstream's
+// tools, and finds the lock's server for them (lockServer).
+func lockAndListing(ctx context.Context, e *env, upstream []string, pinsFile, server string, timeout time.Duration) (pin.Lock, pin.Listing, pin.ServerLock, error) {
+	lock, err := readLock(pinsFile)
+	if err != nil {
+		return pin.Lock{}, pin.Listing{}, pin.ServerLock{}, err
+	}
+	l, err := listPinned(ctx, e, upstream, server, timeout)
+	if err != nil {
+		return pin.Lock{}, pin.Listing{}, pin.ServerLock{}, err
+	}
+	sl, err := lockServer(lock, pinsFile, &l, server != "")
+	if err != nil {
+		return pin.Lock{}, pin.Listing{}, pin.ServerLock{}, err
+	}
+	return lock, l, sl, nil
+}
+
 // lockServer finds the lock's server for a listing: -server, else the
 // server's own name, else the lock's only server.
 func lockServer(lock pin.Lock, pinsFile string, l *pin.Listing, named bool) (pin.ServerLock, error) {
@@ -269,15 +279,7 @@ func pinApprove(ctx context.Context, e *env, args []string) error {
 	case *timeout <= 0:
 		return usagef("pin approve: -timeout must be positive")
 	}
-	lock, err := readLock(*pinsFile)
-	if err != nil {
-		return err
-	}
-	l, err := listPinned(ctx, e, upstream, *server, *timeout)
-	if err != nil {
-		return err
-	}
-	sl, err := lockServer(lock, *pinsFile, &l, *server != "")
+	lock, l, sl, err := lockAndListing(ctx, e, upstream, *pinsFile, *server, *timeout)
 	if err != nil {
 		return err
 	}

@@ -59,32 +59,44 @@ type inboxAnswer struct {
 // `invalid answer: 1 violation: /decision: enum: is "approve" or "deny"`:
 // the inbox page shows it to the approver as it is.
 func decodeAnswer(b []byte) (inboxAnswer, error) {
-	var a inboxAnswer
+	return decodeChecked[inboxAnswer](b, "answer", errAnswer)
+}
+
+// checked is a request body whose check says what its members' types
+// cannot.
+type checked interface{ check() []violation.Violation }
+
+// decodeChecked reads b into a T with the strict reader, then runs T's
+// check: a member already refused, or a body refused as a whole (path
+// ""), is not checked further. A refusal wraps sentinel and is a
+// *violation.ValidationError, what naming the body ("answer"), listing
+// every problem with the JSON Pointer of its member. The inbox's
+// answers, declassifications and re-pins are read so.
+func decodeChecked[T checked](b []byte, what string, sentinel error) (T, error) {
+	var v, zero T
 	var vs []violation.Violation
-	if err := strictjson.Unmarshal(b, &a); err != nil {
+	if err := strictjson.Unmarshal(b, &v); err != nil {
 		var se *strictjson.Error
 		if !errors.As(err, &se) {
-			return inboxAnswer{}, violation.New("", "answer", []violation.Violation{{Rule: violation.RuleSyntax, Message: err.Error()}}, errAnswer)
+			return zero, violation.New("", what, []violation.Violation{{Rule: violation.RuleSyntax, Message: err.Error()}}, sentinel)
 		}
 		vs = se.Violations()
 	}
-	// A member already refused, or a body refused as a whole (path ""),
-	// is not checked further.
 	reported := make(map[string]bool, len(vs))
-	for _, v := range vs {
-		reported[v.Path] = true
+	for _, x := range vs {
+		reported[x.Path] = true
 	}
 	if !reported[""] {
-		for _, v := range a.check() {
-			if !reported[v.Path] {
-				vs = append(vs, v)
+		for _, x := range v.check() {
+			if !reported[x.Path] {
+				vs = append(vs, x)
 			}
 		}
 	}
-	if err := violation.New("", "answer", vs, errAnswer); err != nil {
-		return inboxAnswer{}, err
+	if err := violation.New("", what, vs, sentinel); err != nil {
+		return zero, err
 	}
-	return a, nil
+	return v, nil
 }
 
 // check returns what the members' types cannot say. The strict reader

@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/verity-go/verity/internal/strictjson"
 	"github.com/verity-go/verity/internal/violation"
 	"github.com/verity-go/verity/kernel/toolgate"
 )
@@ -57,30 +56,7 @@ type declassifyResult struct {
 // policy label (^[A-Za-z][A-Za-z0-9_.:-]{0,63}$). A refusal wraps
 // errDeclassify and lists every problem at its member's JSON Pointer.
 func decodeDeclassify(b []byte) (inboxDeclassify, error) {
-	var d inboxDeclassify
-	var vs []violation.Violation
-	if err := strictjson.Unmarshal(b, &d); err != nil {
-		var se *strictjson.Error
-		if !errors.As(err, &se) {
-			return inboxDeclassify{}, violation.New("", "declassification", []violation.Violation{{Rule: violation.RuleSyntax, Message: err.Error()}}, errDeclassify)
-		}
-		vs = se.Violations()
-	}
-	reported := make(map[string]bool, len(vs))
-	for _, v := range vs {
-		reported[v.Path] = true
-	}
-	if !reported[""] {
-		for _, v := range d.check() {
-			if !reported[v.Path] {
-				vs = append(vs, v)
-			}
-		}
-	}
-	if err := violation.New("", "declassification", vs, errDeclassify); err != nil {
-		return inboxDeclassify{}, err
-	}
-	return d, nil
+	return decodeChecked[inboxDeclassify](b, "declassification", errDeclassify)
 }
 
 func (d inboxDeclassify) check() []violation.Violation {

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/verity-go/verity/internal/strictjson"
 	"github.com/verity-go/verity/internal/violation"
 	"github.com/verity-go/verity/kernel/toolgate/pin"
 )
@@ -209,30 +208,7 @@ var errRepin = errors.New("malformed re-pin")
 // separator character). A refusal wraps errRepin and lists every problem
 // by its member's JSON Pointer.
 func decodeRepin(b []byte) (inboxRepin, error) {
-	var a inboxRepin
-	var vs []violation.Violation
-	if err := strictjson.Unmarshal(b, &a); err != nil {
-		var se *strictjson.Error
-		if !errors.As(err, &se) {
-			return inboxRepin{}, violation.New("", "re-pin", []violation.Violation{{Rule: violation.RuleSyntax, Message: err.Error()}}, errRepin)
-		}
-		vs = se.Violations()
-	}
-	reported := make(map[string]bool, len(vs))
-	for _, v := range vs {
-		reported[v.Path] = true
-	}
-	if !reported[""] {
-		for _, v := range a.check() {
-			if !reported[v.Path] {
-				vs = append(vs, v)
-			}
-		}
-	}
-	if err := violation.New("", "re-pin", vs, errRepin); err != nil {
-		return inboxRepin{}, err
-	}
-	return a, nil
+	return decodeChecked[inboxRepin](b, "re-pin", errRepin)
 }
 
 // The rule of a hash member that is not one.
