@@ -24,6 +24,12 @@ func benchGateCall(b *testing.B, definition string) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	benchCalls(b, g, definition)
+}
+
+// benchCalls is the loop of the BenchmarkGateCall family: Before and
+// After of one allowed read_file call by g, made against definition.
+func benchCalls(b *testing.B, g *toolgate.Gate, definition string) {
 	args := []byte(`{"path":"/srv/data/report.csv","limit":100}`)
 	out := []byte(`{"rows":[["a","b"],["c","d"]],"truncated":false}`)
 	b.ReportAllocs()
@@ -92,18 +98,7 @@ func BenchmarkGateCall50Rules(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	args := []byte(`{"path":"/srv/data/report.csv","limit":100}`)
-	out := []byte(`{"rows":[["a","b"],["c","d"]],"truncated":false}`)
-	b.ReportAllocs()
-	for b.Loop() {
-		d, err := g.Before(ctx, toolgate.Call{Tool: "read_file", Arguments: args, Caller: "agent"})
-		if err != nil || d.Verdict != toolgate.Allow {
-			b.Fatal(err, d.Explanation)
-		}
-		if _, err := g.After(ctx, d.Call, toolgate.Result{Output: out}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchCalls(b, g, "")
 }
 
 // nopObserver is told everything and keeps nothing.
@@ -122,18 +117,7 @@ func BenchmarkGateCallObserved(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	args := []byte(`{"path":"/srv/data/report.csv","limit":100}`)
-	out := []byte(`{"rows":[["a","b"],["c","d"]],"truncated":false}`)
-	b.ReportAllocs()
-	for b.Loop() {
-		d, err := g.Before(ctx, toolgate.Call{Tool: "read_file", Arguments: args, Caller: "agent"})
-		if err != nil || d.Verdict != toolgate.Allow {
-			b.Fatal(err, d.Explanation)
-		}
-		if _, err := g.After(ctx, d.Call, toolgate.Result{Output: out}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchCalls(b, g, "")
 }
 
 // BenchmarkGateCallRenewing is BenchmarkGateCall under a budget that
@@ -150,18 +134,7 @@ func BenchmarkGateCallRenewing(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	args := []byte(`{"path":"/srv/data/report.csv","limit":100}`)
-	out := []byte(`{"rows":[["a","b"],["c","d"]],"truncated":false}`)
-	b.ReportAllocs()
-	for b.Loop() {
-		d, err := g.Before(ctx, toolgate.Call{Tool: "read_file", Arguments: args, Caller: "agent"})
-		if err != nil || d.Verdict != toolgate.Allow {
-			b.Fatal(err, d.Explanation)
-		}
-		if _, err := g.After(ctx, d.Call, toolgate.Result{Output: out}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchCalls(b, g, "")
 }
 
 // BenchmarkGateCallPinned is BenchmarkGateCall with the call's pinned

@@ -5,8 +5,6 @@ package main
 // decoded strictly: TestDecodeBudgetChange, FuzzDecodeBudgetChange.
 
 import (
-	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -31,19 +29,7 @@ const budgetPolicy = `{
 }`
 
 func budgetPost(t testing.TB, base, body string, header map[string]string) (int, budgetResult) {
-	req, err := http.NewRequest("POST", base+"api/budget", strings.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	var r budgetResult
-	_ = json.Unmarshal(b, &r)
-	return resp.StatusCode, r
+	return apiPost[budgetResult](t, base+"api/budget", body, header)
 }
 
 // TestInboxBudgetGrant: a caller's day budget spent, its call is refused

@@ -105,7 +105,14 @@ func inboxGet(t testing.TB, base, token string) inboxList {
 // inboxPost posts body as an answer with the given headers and returns
 // the status and the decoded result.
 func inboxPost(t testing.TB, base, body string, header map[string]string) (int, answerResult) {
-	req, err := http.NewRequest("POST", base+"api/answer", strings.NewReader(body))
+	return apiPost[answerResult](t, base+"api/answer", body, header)
+}
+
+// apiPost posts body as JSON to one of the inbox's endpoints with the
+// given headers and returns the status and the result decoded as an R
+// (zero when the body is not one).
+func apiPost[R any](t testing.TB, url, body string, header map[string]string) (int, R) {
+	req, err := http.NewRequest("POST", url, strings.NewReader(body))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
 	for k, v := range header {
@@ -115,7 +122,7 @@ func inboxPost(t testing.TB, base, body string, header map[string]string) (int, 
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	var r answerResult
+	var r R
 	_ = json.Unmarshal(b, &r)
 	return resp.StatusCode, r
 }

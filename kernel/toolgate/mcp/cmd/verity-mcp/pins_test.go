@@ -192,19 +192,7 @@ func waitReviews(t testing.TB, base, token string, n int) map[string]pinReview {
 
 // repinPost posts a re-pin and returns the status and result.
 func repinPost(t testing.TB, base, body string, header map[string]string) (int, repinResult) {
-	req, err := http.NewRequest("POST", base+"api/repin", strings.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	var r repinResult
-	_ = json.Unmarshal(b, &r)
-	return resp.StatusCode, r
+	return apiPost[repinResult](t, base+"api/repin", body, header)
 }
 
 func repinBody(r pinReview, reason string) string {
