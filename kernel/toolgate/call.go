@@ -62,6 +62,9 @@ type Call struct {
 	// asks). A handle over 128 bytes is kept as "sha256:" and its hex
 	// digest.
 	Conversation string
+	// Server names the upstream server the tool is on, when the host
+	// serves several (a gateway: kernel/toolgate/gateway); "" for one.
+	Server string
 }
 
 // ArgumentsDigest is the lower-case hex SHA-256 of the call's arguments,
