@@ -43,6 +43,8 @@ func Decode(e trace.Entry) (any, error) {
 		return decodeDrift(e.Payload)
 	case KindRepin:
 		return decodeRepin(e.Payload)
+	case KindTask:
+		return decodeTask(e.Payload)
 	case KindRefuseAnswer:
 		return decodeAs[RefuseAnswer](e.Payload)
 	case KindDeclassify:

@@ -15,7 +15,9 @@
 //   - KindExpire (Expire): a request, approval or denial that outlived
 //     the policy's approval_ttl;
 //   - KindRefuseAnswer (RefuseAnswer): a human's answer the gate refused,
-//     with one of the Answer* reasons.
+//     with one of the Answer* reasons;
+//   - KindTask (Task): an allowed call that continues as a task of its
+//     server (the MCP Tasks extension), open until its result entry.
 //
 // A host that pins tool definitions (kernel/toolgate/pin) writes three
 // more beside them: KindPin (Pin: a server's tools pinned, from a lock
