@@ -60,6 +60,10 @@ type Options struct {
 	// serve one another's retries need the same key; a random key is made
 	// when nil.
 	StateKey []byte
+	// StateTTL is how long a request state may be echoed back
+	// (DefaultStateTTL when zero), never beyond the policy's
+	// approval_ttl. A state is accepted once (requeststate.go).
+	StateTTL time.Duration
 	// Logger receives a record of each decision; none when nil.
 	Logger *slog.Logger
 	// Hold holds a call whose approval the client's human cannot give —
@@ -136,6 +140,7 @@ type Guard struct {
 	overlap   bool          // SyncWhileRunning
 	stopping  chan struct{} // closed by StopHolding (hold.go)
 	stopOnce  sync.Once
+	states    *stateSealer // seals and opens the Guard's request states (requeststate.go)
 
 	mu    sync.Mutex
 	conns map[*sdk.ServerSession]string // per-connection keys of sessions without an id
@@ -176,6 +181,10 @@ func New(g *toolgate.Gate, opts Options) (*Guard, error) {
 		return nil, fmt.Errorf("toolgate/mcp: state key of %d bytes, need at least %d", len(opts.StateKey), stateKeyLen)
 	default:
 		gd.key = append([]byte(nil), opts.StateKey...)
+	}
+	var err error
+	if gd.states, err = newStateSealer(gd.key, stateTTL(opts.StateTTL, policy.ApprovalTTL)); err != nil {
+		return nil, fmt.Errorf("toolgate/mcp: request state key: %w", err)
 	}
 	return gd, nil
 }
@@ -333,32 +342,10 @@ func (gd *Guard) callTool(ctx context.Context, req *sdk.CallToolRequest, run run
 	// A retry of a call that waited for the human (SEP-2322): the gate's
 	// Resume takes the human's answer for the request the state names,
 	// only for exactly the call it asked about.
-	if strings.HasPrefix(p.RequestState, stateVersion+".") {
-		var answer *sdk.ElicitResult
-		if r, ok := p.InputResponses[InputKey].(*sdk.ElicitResult); ok {
-			answer = r
-		}
-		st, err := decodeState(gd.key, p.RequestState)
-		request := ""
-		if err == nil {
-			call.ID, request = st.CallID, st.Approval
-			if !st.binds(call) {
-				err = fmt.Errorf("%w: it was issued for another call", ErrRequestState)
-			}
-		}
-		if err != nil {
-			// An answer to no question this Guard asked, or to one about
-			// another call: the gate records it and refuses the call, and
-			// no request is made or cancelled.
-			log.Warn("refused retry", "err", err)
-			a, _ := gd.answerOf(call, answer, nil)
-			if _, rerr := gd.gate.Resume(context.WithoutCancel(ctx), call, request, a); rerr != nil {
-				log.Error("recording the refused answer", "err", rerr)
-			}
-			return refusal(fmt.Sprintf("tool %q refused: %v", p.Name, err)), nil
-		}
-		return gd.settle(ctx, withoutApprovalInput(req), call, request, answer, nil, run, log)
+	if isVerityState(p.RequestState) {
+		return gd.retried(ctx, req, call, run, log)
 	}
+	req = withoutVerityInput(req) // the Guard's answers are never forwarded
 
 	var d toolgate.Decision
 	var durable func() error // SyncWhileRunning: the allowed decision's fsync
@@ -445,6 +432,10 @@ func (gd *Guard) run(ctx context.Context, req *sdk.CallToolRequest, d toolgate.D
 	}
 	dl := &delivery{}
 	res, err := run(withDelivery(rctx, dl), req)
+	if why := upstreamMixes(res); why != "" && err == nil {
+		log.Warn("the upstream's result refused", "call", d.Call.ID, "why", why)
+		res = refusal(fmt.Sprintf("tool %q: the server's result is refused: %s", d.Call.Tool, why))
+	}
 	// Timed out: the deadline passed, the client's context did not end,
 	// and no answer came (an error, or the Proxy's error result).
 	timedOut := errors.Is(rctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil && !answered(res, err)
@@ -573,7 +564,7 @@ func (gd *Guard) ask(ctx context.Context, req *sdk.CallToolRequest, d toolgate.D
 	}
 	params := approvalQuestion(ap)
 	if multiRoundTrip(req.ProtocolVersion()) {
-		state, err := encodeState(gd.key, newApprovalState(d.Call, ap.ID))
+		state, err := gd.states.seal(newSealedState(d.Call, ap.ID, time.Now().Add(gd.states.ttl)))
 		if err != nil {
 			// Never issue a state every retry would be refused for; the
 			// request stays pending (a host may approve it out of band).
@@ -768,7 +759,7 @@ func withoutApprovalInput(req *sdk.CallToolRequest) *sdk.CallToolRequest {
 // refusal is the tool result a refused call returns: the model reads the
 // gate's explanation as the tool's error.
 func refusal(explanation string) *sdk.CallToolResult {
-	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: explanation}}}
+	return completeResult(explanation)
 }
 
 // outcome returns what the gate records of a finished call: the result's

@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -250,13 +251,11 @@ func TestInputRequiredResult(t *testing.T) {
 	assert.False(t, res.NeedsInput())
 	assert.Equal(t, 1, r.tools.count("delete_file"))
 
-	// Replaying the same retry does not run it again: the approval was
-	// used, so the answer answers no question; it is recorded and
-	// refused, and asks nobody.
-	res, err = cs.CallTool(ctx, retry)
-	require.NoError(t, err)
-	assert.True(t, res.IsError, text(res))
-	assert.Contains(t, text(res), "no question waiting")
+	// Replaying the same retry does not run it again: the state was
+	// used, so the retry is refused as a replay (a JSON-RPC error,
+	// -32602); the answer is recorded and refused, and asks nobody.
+	_, err = cs.CallTool(ctx, retry)
+	requireStateError(t, err, "used already")
 	assert.Equal(t, 1, r.tools.count("delete_file"), "a replayed answer never runs a call twice")
 	assert.Empty(t, r.gate.Pending(), "a replayed answer asks nobody")
 	replays(t, r.log, r.gate, caller)
@@ -278,14 +277,13 @@ func TestForgedStateRefused(t *testing.T) {
 		"other arguments": {Name: "delete_file", Arguments: map[string]any{"path": "b"}, RequestState: res.RequestState, InputResponses: yes},
 		"other tool":      {Name: "read_file", Arguments: map[string]any{"path": "a"}, RequestState: res.RequestState, InputResponses: yes},
 		"tampered":        {Name: "delete_file", Arguments: map[string]any{"path": "a"}, RequestState: res.RequestState[:len(res.RequestState)-2] + "AA", InputResponses: yes},
-		"made up":         {Name: "delete_file", Arguments: map[string]any{"path": "a"}, RequestState: "vg1.e30.AAAA", InputResponses: yes},
+		"made up":         {Name: "delete_file", Arguments: map[string]any{"path": "a"}, RequestState: "vg2.e30AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", InputResponses: yes},
+		"old format":      {Name: "delete_file", Arguments: map[string]any{"path": "a"}, RequestState: "vg1.e30.AAAA", InputResponses: yes},
 	}
 	for name, p := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := cs.CallTool(ctx, p)
-			require.NoError(t, err)
-			assert.True(t, got.IsError)
-			assert.Contains(t, text(got), "invalid request state")
+			_, err := cs.CallTool(ctx, p)
+			requireStateError(t, err, "invalid request state")
 		})
 	}
 	assert.Zero(t, r.tools.count("delete_file"))
@@ -594,4 +592,14 @@ func TestNewRefusesShortStateKey(t *testing.T) {
 	assert.ErrorContains(t, err, "state key of 5 bytes")
 	_, err = gatemcp.New(nil, gatemcp.Options{})
 	assert.Error(t, err)
+}
+
+// requireStateError checks that err is the JSON-RPC error a retry with a
+// request state that fails verification gets: -32602, saying why.
+func requireStateError(t tb, err error, why string) {
+	var werr *jsonrpc.Error
+	require.ErrorAs(t, err, &werr)
+	require.Equal(t, int64(jsonrpc.CodeInvalidParams), werr.Code)
+	require.Contains(t, werr.Message, why)
+	require.NotContains(t, werr.Message, "\n", "one line")
 }

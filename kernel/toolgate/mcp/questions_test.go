@@ -145,7 +145,12 @@ func TestOnlyQuestionsTheGateAskedWait(t *testing.T) {
 		retry := func(state, path, action string) *sdk.CallToolResult {
 			res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "delete_file", Arguments: map[string]any{"path": path},
 				RequestState: state, InputResponses: sdk.InputResponseMap{gatemcp.InputKey: &sdk.ElicitResult{Action: action}}})
-			require.NoError(rt, err)
+			if err != nil {
+				// A state that fails verification (another call's, used
+				// already, forged) is refused as a protocol error.
+				requireStateError(rt, err, "invalid request state")
+				return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: err.Error()}}}
+			}
 			return res
 		}
 		rt.Repeat(map[string]func(*rapid.T){
@@ -182,7 +187,7 @@ func TestOnlyQuestionsTheGateAskedWait(t *testing.T) {
 				refusals++
 			},
 			"forged state": func(rt *rapid.T) {
-				res := retry("vg1.e30.AAAA", rapid.SampledFrom(paths).Draw(rt, "path"), "accept")
+				res := retry("vg2.e30AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", rapid.SampledFrom(paths).Draw(rt, "path"), "accept")
 				require.True(rt, res.IsError)
 				require.Contains(rt, text(res), "invalid request state")
 				refusals++

@@ -1,0 +1,158 @@
+package mcp
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+
+	"github.com/verity-go/verity/kernel/toolgate"
+)
+
+var testKey = []byte("0123456789abcdef0123456789abcdef")
+
+func testSealer(t testing.TB, key []byte) *stateSealer {
+	s, err := newStateSealer(key, time.Minute)
+	require.NoError(t, err)
+	return s
+}
+
+var t0 = time.Date(2026, 7, 28, 12, 0, 0, 0, time.UTC)
+
+func testCall(principal, caller, tool, args string) toolgate.Call {
+	return toolgate.Call{Tool: tool, Arguments: []byte(args), Caller: caller, ID: "call-1",
+		Principal: toolgate.Principal{Subject: principal, Issuer: "https://issuer.example"}}
+}
+
+// TestRequestStateIsBoundAndSingleUse: a sealed state opens under its
+// key until it expires, binds exactly its principal, caller, tool and
+// arguments, and is redeemed once.
+func TestRequestStateIsBoundAndSingleUse(t *testing.T) {
+	s := testSealer(t, testKey)
+	c := testCall("alice", "conn:1", "delete_file", `{"path":"a"}`)
+	text, err := s.seal(newSealedState(c, "ap-1", t0.Add(time.Minute)))
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(text, statePrefix))
+	assert.NotContains(t, text, "ap-1", "sealed: the payload is not readable")
+
+	st, err := s.open(text, t0)
+	require.NoError(t, err)
+	assert.Equal(t, "ap-1", st.Approval)
+	require.NoError(t, st.bindsTo(c))
+
+	other := c
+	other.Principal.Subject = "mallory"
+	assert.ErrorContains(t, st.bindsTo(other), "another principal")
+	for _, o := range []toolgate.Call{
+		testCall("alice", "conn:2", "delete_file", `{"path":"a"}`),
+		testCall("alice", "conn:1", "read_file", `{"path":"a"}`),
+		testCall("alice", "conn:1", "delete_file", `{"path":"b"}`),
+	} {
+		assert.ErrorContains(t, st.bindsTo(o), "another call")
+	}
+
+	_, err = s.open(text, t0.Add(time.Minute))
+	assert.ErrorContains(t, err, "expired")
+	_, err = testSealer(t, []byte("another key, also 32 bytes long.")).open(text, t0)
+	assert.ErrorContains(t, err, "not issued by this proxy")
+
+	require.NoError(t, s.redeem(st, t0))
+	assert.ErrorContains(t, s.redeem(st, t0), "used already")
+}
+
+// TestRequestStateUsedSetIsBounded: the used set forgets only expired
+// states; full of live ones, it refuses the next retry (fail closed).
+func TestRequestStateUsedSetIsBounded(t *testing.T) {
+	s := testSealer(t, testKey)
+	s.max = 3
+	c := testCall("alice", "conn:1", "delete_file", `{}`)
+	for i := range 3 {
+		require.NoError(t, s.redeem(newSealedState(c, "ap", t0.Add(time.Duration(i+1)*time.Second)), t0))
+	}
+	err := s.redeem(newSealedState(c, "ap", t0.Add(time.Hour)), t0)
+	assert.ErrorContains(t, err, "in flight")
+	// Once one expired, it is forgotten to make room.
+	require.NoError(t, s.redeem(newSealedState(c, "ap", t0.Add(time.Hour)), t0.Add(time.Second)))
+	assert.Len(t, s.used, 3)
+}
+
+// TestTamperedRequestStateRefused: flipping any bit of a sealed state,
+// cutting it or extending it, never opens.
+func TestTamperedRequestStateRefused(t *testing.T) {
+	s := testSealer(t, testKey)
+	text, err := s.seal(newSealedState(testCall("alice", "c", "t", `{}`), "ap", t0.Add(time.Minute)))
+	require.NoError(t, err)
+	rapid.Check(t, func(rt *rapid.T) {
+		b := []byte(text)
+		switch rapid.IntRange(0, 2).Draw(rt, "how") {
+		case 0:
+			i := rapid.IntRange(0, len(b)-1).Draw(rt, "i")
+			b[i] ^= byte(rapid.IntRange(1, 255).Draw(rt, "bits"))
+		case 1:
+			b = b[:rapid.IntRange(0, len(b)-1).Draw(rt, "len")]
+		default:
+			b = append(b, rapid.SliceOfN(rapid.Byte(), 1, 8).Draw(rt, "more")...)
+		}
+		_, err := s.open(string(b), t0)
+		require.ErrorIs(rt, err, ErrRequestState)
+	})
+}
+
+// TestUpstreamStateNeverMixes: an upstream's input-required result that
+// uses Verity's state prefix or input key is refused; any other passes.
+func TestUpstreamStateNeverMixes(t *testing.T) {
+	for name, raw := range map[string]string{
+		"prefix": `{"resultType":"input_required","requestState":"vg2.abc"}`,
+		"legacy": `{"resultType":"input_required","requestState":"vg1.abc"}`,
+		"key":    `{"resultType":"input_required","inputRequests":{"verity.approval":{"method":"elicitation/create","params":{}}}}`,
+	} {
+		assert.NotEmpty(t, upstreamMixes(&RawResult{JSON: json.RawMessage(raw)}), name)
+	}
+	assert.Empty(t, upstreamMixes(&RawResult{JSON: json.RawMessage(`{"resultType":"input_required","requestState":"up.1","inputRequests":{"name":{}}}`)}))
+	assert.Empty(t, upstreamMixes(&RawResult{JSON: json.RawMessage(`{"content":[]}`)}))
+	assert.NotEmpty(t, upstreamMixes(&sdk.CallToolResult{RequestState: "vg2.x"}))
+}
+
+// TestProxyResultsCarryResultType: a refusal the proxy makes says
+// "complete" on the wire.
+func TestProxyResultsCarryResultType(t *testing.T) {
+	wire, err := json.Marshal(refusal("no"))
+	require.NoError(t, err)
+	assert.Contains(t, string(wire), `"resultType":"complete"`)
+	assert.Contains(t, string(wire), `"isError":true`)
+}
+
+// FuzzOpenRequestState: opening any string never panics, and opens only
+// the states the sealer issued, unchanged.
+func FuzzOpenRequestState(f *testing.F) {
+	s := testSealer(f, testKey)
+	issued := map[string]bool{}
+	for _, c := range []toolgate.Call{testCall("alice", "c", "delete_file", `{"path":"a"}`), testCall("", "conn:x", "t", `{}`)} {
+		text, err := s.seal(newSealedState(c, "ap", t0.Add(time.Hour)))
+		require.NoError(f, err)
+		issued[text] = true
+		f.Add(text)
+		f.Add(text[:len(text)-1])
+		f.Add(strings.Replace(text, statePrefix, legacyStatePrefix, 1))
+	}
+	f.Add("vg2.")
+	f.Add("vg2." + base64.RawURLEncoding.EncodeToString(make([]byte, 28)))
+	f.Add("vg1.e30.AAAA")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, text string) {
+		st, err := s.open(text, t0)
+		if err != nil {
+			require.ErrorIs(t, err, ErrRequestState)
+			require.NotContains(t, err.Error(), "\n")
+			return
+		}
+		require.True(t, issued[text], "opened a state it did not issue: %q", text)
+		require.NotEmpty(t, st.ID)
+	})
+}
