@@ -141,6 +141,7 @@ type Guard struct {
 	stopping  chan struct{} // closed by StopHolding (hold.go)
 	stopOnce  sync.Once
 	states    *stateSealer // seals and opens the Guard's request states (requeststate.go)
+	tasks     taskTable    // the upstream's tasks the Guard follows (tasks.go)
 
 	mu    sync.Mutex
 	conns map[*sdk.ServerSession]string // per-connection keys of sessions without an id
@@ -182,6 +183,7 @@ func New(g *toolgate.Gate, opts Options) (*Guard, error) {
 	default:
 		gd.key = append([]byte(nil), opts.StateKey...)
 	}
+	gd.tasks.tasks = map[string]*task{}
 	var err error
 	if gd.states, err = newStateSealer(gd.key, stateTTL(opts.StateTTL, policy.ApprovalTTL)); err != nil {
 		return nil, fmt.Errorf("toolgate/mcp: request state key: %w", err)
@@ -280,6 +282,9 @@ func (gd *Guard) Middleware() sdk.Middleware {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 			if method == MethodListTools && gd.hide {
 				return gd.listTools(ctx, method, req, next)
+			}
+			if method == MethodGetTask || method == MethodUpdateTask || method == MethodCancelTask {
+				return gd.taskMethod(ctx, method, req, next)
 			}
 			if method != MethodCallTool {
 				return next(ctx, method, req)
@@ -443,6 +448,9 @@ func (gd *Guard) run(ctx context.Context, req *sdk.CallToolRequest, d toolgate.D
 	if timedOut {
 		log.Warn("timed out", "call", d.Call.ID, "timeout", timeout)
 		res, err = refusal(fmt.Sprintf("tool %q timed out after %s", d.Call.Tool, timeout)), nil
+	}
+	if id, expires, ok := taskCreated(res); ok && err == nil && !timedOut {
+		return gd.startTask(ctx, req, d, rule, res, id, expires, log) // tasks.go: settled when the task ends
 	}
 	out, failure := outcome(res, err)
 	r := toolgate.Result{Output: out, Err: failure}

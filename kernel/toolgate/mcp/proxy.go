@@ -81,6 +81,7 @@ type Proxy struct {
 	listed  map[string]bool            // the same, as a set
 	lastRaw map[string]json.RawMessage // the last tools/list page received, by cursor
 	pins    *Pins                      // the definitions enforced (SetPins); nil: none
+	tasks   bool                       // ServeTasks was called (tasks.go)
 
 	rmu sync.Mutex // one refresh at a time: listings are checked in the order read
 
@@ -397,7 +398,8 @@ func (p *Proxy) call(ctx context.Context, req *sdk.CallToolRequest) (sdk.Result,
 	}
 	p.enter(req.Session)
 	defer p.leave(req.Session)
-	params := &sdk.CallToolParams{Name: req.Params.Name, InputResponses: req.Params.InputResponses, RequestState: req.Params.RequestState}
+	params := &sdk.CallToolParams{Name: req.Params.Name, InputResponses: req.Params.InputResponses, RequestState: req.Params.RequestState,
+		Meta: p.taskMeta(req)}
 	if len(req.Params.Arguments) > 0 {
 		params.Arguments = req.Params.Arguments
 	}
@@ -415,9 +417,7 @@ func (p *Proxy) call(ctx context.Context, req *sdk.CallToolRequest) (sdk.Result,
 
 // upstreamError is the result of a call the upstream did not answer.
 func upstreamError(err error) *sdk.CallToolResult {
-	r := &sdk.CallToolResult{}
-	r.SetError(fmt.Errorf("upstream: %w", err))
-	return r
+	return completeResult(fmt.Sprintf("upstream: %v", err))
 }
 
 // Transport wraps the upstream's transport so that the Proxy reads the
