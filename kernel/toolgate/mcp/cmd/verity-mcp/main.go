@@ -418,6 +418,7 @@ type config struct {
 	observe          observeConfig // -metrics, -decision-log, … (metrics.go)
 	inbox            inboxConfig   // -approvals (inbox.go)
 	pins             pinsConfig    // -pins, -pins-server (pins.go)
+	state            stateConfig   // -state-key, -state-ttl (state.go)
 }
 
 const usage = `usage: verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH] [-http ADDR [-jwks FILE|URL -issuer ISS -resource URL [-scopes S]] [-http-caller KEY|-caller-per-session] [-insecure-no-auth]] [-approvals ADDR [-approvals-insecure-no-auth]] [-caller KEY] [-approver NAME] [-sign-key FILE [-checkpoint-every N]] [-metrics ADDR [-insecure-metrics]] [-list auto|all|callable] [-upstream-exit] [-sync-while-running] [-pins first-use|off|pins.json [-pins-server NAME]] -- command [args...]
@@ -479,6 +480,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	addObserveFlags(fs, &c.observe)
 	addInboxFlags(fs, &c.inbox)
 	addPinsFlags(fs, &c.pins)
+	addStateFlags(fs, &c.state)
 	fs.StringVar(&c.caller, "caller", "stdio", "the caller key the stdio client's calls are charged to")
 	fs.StringVar(&c.approver, "approver", toolgate.DefaultApprover, "the approver name the client's human answers as")
 	fs.BoolVar(&c.upstreamExit, "upstream-exit", false, "when the upstream exits, exit 1 instead of restarting it")
@@ -555,6 +557,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	if err == nil {
 		err = c.pins.load(c.upstream)
+	}
+	if err == nil {
+		err = c.state.load()
 	}
 	if err == nil {
 		err = c.auth.load(ctx, c.http, logger)
@@ -738,6 +743,9 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, compiled *tool
 		cmd.Stderr = stderr
 		client := sdk.NewClient(&sdk.Implementation{Name: "verity-mcp", Version: version}, proxy.ClientOptions())
 		client.AddReceivingMiddleware(proxy.RelayMiddleware())
+		if err := proxy.ServeTasks(srv, client); err != nil { // the Tasks extension, relayed and policed (gatemcp tasks.go)
+			return nil, err
+		}
 		up, err := client.Connect(ctx, proxy.Transport(&sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}), nil)
 		if err != nil {
 			return nil, fmt.Errorf("starting the upstream %q: %w", c.upstream[0], err)
@@ -778,6 +786,8 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, compiled *tool
 		Hold:     c.inbox.enabled(),
 		// -sync-while-running: the decision's fsync runs beside the tool.
 		SyncWhileRunning: c.syncWhileRunning,
+		StateKey:         c.state.key, // -state-key (state.go)
+		StateTTL:         c.state.ttl,
 		// A streamable HTTP session is, with -jwks, the caller its
 		// token's principal keys (issuer and subject), whatever its
 		// session; without, the one caller -http-caller names (by
@@ -806,6 +816,11 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, compiled *tool
 		return err
 	}
 	srv.AddReceivingMiddleware(guard.Middleware(), proxy.Middleware())
+	if n, err := guard.ResumeTasks(ctx); err != nil { // tasks open on the log (gatemcp tasks.go)
+		logger.Error("tasks not all resumed", "tasks", n, "err", err)
+	} else if n > 0 {
+		logger.Info("tasks resumed", "tasks", n)
+	}
 	// Closing a session waits for its calls: a call held for the inbox
 	// ends when the proxy stops (its request still waits, on the log).
 	stopHolding := context.AfterFunc(ctx, guard.StopHolding)
