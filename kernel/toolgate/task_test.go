@@ -60,4 +60,3 @@ func TestTaskSettlesAcrossRestart(t *testing.T) {
 	m, _ = g3.Meter("alice")
 	assert.Equal(t, units(1), m.Budget().Net())
 }
-

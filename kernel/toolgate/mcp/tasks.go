@@ -530,4 +530,3 @@ func ruleByID(p toolgate.Policy, id string) (toolgate.Rule, bool) {
 	}
 	return toolgate.Rule{}, false
 }
-

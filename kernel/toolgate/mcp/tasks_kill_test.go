@@ -46,7 +46,9 @@ func TestTaskProxyProcess(t *testing.T) {
 	require.NoError(t, err)
 	p := gatemcp.NewProxy(nil)
 	gd, err := gatemcp.New(g, gatemcp.Options{Listed: p.Listed, Principal: metaPrincipal,
-		Caller: func(ctx context.Context, req *sdk.CallToolRequest) string { return "caller:" + metaPrincipal(ctx, req).Subject }})
+		Caller: func(ctx context.Context, req *sdk.CallToolRequest) string {
+			return "caller:" + metaPrincipal(ctx, req).Subject
+		}})
 	require.NoError(t, err)
 	srv := sdk.NewServer(&sdk.Implementation{Name: "proxy", Version: "v1"}, p.ServerOptions(nil))
 	client := sdk.NewClient(&sdk.Implementation{Name: "proxy", Version: "v1"}, p.ClientOptions())

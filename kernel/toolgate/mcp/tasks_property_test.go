@@ -42,7 +42,7 @@ func TestTaskSpendIsTheSumOfSettledCosts(t *testing.T) {
 		}
 		settled := map[string]kernel.Cost{}
 		open := map[string]map[string]bool{} // principal → its open task ids
-		owner := map[string]string{}        // task id → principal
+		owner := map[string]string{}         // task id → principal
 		for _, p := range principals {
 			open[p] = map[string]bool{}
 		}
@@ -139,4 +139,3 @@ func TestTaskSpendIsTheSumOfSettledCosts(t *testing.T) {
 		})
 	})
 }
-

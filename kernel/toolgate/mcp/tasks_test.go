@@ -65,7 +65,9 @@ func newTaskRig(t tb, log *trace.Log, ts *taskserver.Server, cfg toolgate.Policy
 	p := gatemcp.NewProxy(nil)
 	rec := &records{}
 	gd, err := gatemcp.New(g, gatemcp.Options{Listed: p.Listed, Principal: metaPrincipal, Logger: slog.New(rec),
-		Caller: func(ctx context.Context, req *sdk.CallToolRequest) string { return "caller:" + metaPrincipal(ctx, req).Subject }})
+		Caller: func(ctx context.Context, req *sdk.CallToolRequest) string {
+			return "caller:" + metaPrincipal(ctx, req).Subject
+		}})
 	require.NoError(t, err)
 	srv := sdk.NewServer(&sdk.Implementation{Name: "proxy", Version: "v1"}, p.ServerOptions(nil))
 	client := sdk.NewClient(&sdk.Implementation{Name: "proxy", Version: "v1"}, p.ClientOptions())
