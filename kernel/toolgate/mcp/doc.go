@@ -142,20 +142,53 @@
 // gave if no identical call used it yet, and is refused otherwise; it
 // never asks again.
 //
-// The request state is "vg1." + the state's JSON + "." + its HMAC-SHA256,
-// both base64url: a state the Guard did not issue, or issued for another
-// caller, tool or arguments, refuses the retry (ErrRequestState), and the
-// gate records the refused answer. It binds
-// the caller and the tool by their SHA-256, so it is a few hundred bytes
-// however long the caller key (a custom Options.Caller) or the tool's
-// name; a state over the 4096 bytes a retry may echo back is never issued
-// (the call is refused and says why). The key
-// is random per Guard unless Options.StateKey sets one; servers behind a
-// load balancer that serve one another's retries share a key. Waiting
-// requests live in the gate's memory (unless the gate keeps them on its
-// log: toolgate.WithDurableApprovals): a retry that reaches another gate,
-// or the same one after a restart, answers no question and is refused
-// (fail closed); the call made again is asked about again.
+// The request state (requeststate.go) is "vg2." and base64url of a
+// random nonce and the AES-256-GCM sealing of what it names — the call,
+// the approval request, the SHA-256 of the principal's key, of the caller
+// key and of the tool, the arguments' digest, an expiry and a random id —
+// under a key derived from Options.StateKey, so that it is integrity
+// protected and unreadable to the client, as the specification's multi
+// round-trip requests ask ("servers MUST protect its integrity (e.g.
+// HMAC or AEAD) and MUST reject state that fails verification"). A retry
+// whose state the Guard did not issue, or that was altered, has expired
+// (Options.StateTTL, DefaultStateTTL by default, never beyond the
+// policy's approval_ttl), was issued to another principal or for another
+// caller, tool or arguments, or was used already, is refused: the client
+// gets a JSON-RPC error, -32602 (invalid params), one line saying which
+// (ErrRequestState); the gate records the refused answer (a
+// "toolgate.refuse_answer" entry); the Guard logs a warning; nothing
+// runs and no budget changes (TestForgedStateRefused,
+// TestRequestStateIsBoundAndSingleUse, FuzzOpenRequestState). Single
+// use is the Guard's own doing ("these measures … do not by themselves
+// guarantee single-use"): it keeps the id of each state it accepted
+// until the state expires, at most 65,536 at once, and refuses a retry
+// rather than forget one that has not expired
+// (TestRequestStateUsedSetIsBounded). A state is a few hundred bytes
+// however long the caller key or the tool's name
+// (TestRequestStateSizeBounded); one over the 4096 bytes a retry may
+// echo back is never issued (TestSealRefusesOversized). The key is
+// random per Guard unless Options.StateKey sets one (verity-mcp
+// -state-key FILE); servers behind a load balancer that serve one
+// another's retries share a key, and each keeps its own used set — a
+// state replayed to another replica within its expiry is refused there
+// by the gate when the approval was used (its requests live in one
+// gate's memory, or on its log with toolgate.WithDurableApprovals), so
+// replicas should share a log or route a retry to the gate that asked.
+// A retry that reaches another gate, or the same one after a restart,
+// answers no question and is refused (fail closed); the call made again
+// is asked about again.
+//
+// Verity's state and an upstream's never mix. A retry whose state begins
+// with "vg2." (or "vg1.", the format before, refused) is the Guard's:
+// opened, never forwarded. Any other state is the upstream's: the retry
+// is relayed unchanged — less an input response under InputKey, the
+// Guard's, which is never forwarded — and never opened. An upstream's
+// input-required result whose state begins with the Guard's prefix, or
+// that asks for input under InputKey, is refused rather than relayed
+// (TestUpstreamStateNeverMixes). Every result the Guard or the Proxy
+// makes itself — a refusal, an upstream error, an input-required result
+// — carries its resultType ("complete", "input_required"); the
+// upstream's results pass with theirs (TestProxyResultsCarryResultType).
 //
 // The SDK sets the result type that marks a result input-required only
 // for results a tool handler returns (Server.callTool, through an
@@ -312,11 +345,12 @@
 // already decided refuses its call (TestLateDeclineNeverRuns); the
 // input-required result on the wire, a
 // replayed answer never running a call twice (TestInputRequiredResult);
-// forged states refused (TestForgedStateRefused,
-// TestRequestStateTamperRefused, TestRequestStateRoundTrips,
-// FuzzDecodeState); a state's size bounded whatever the caller key
-// (TestRequestStateSizeBounded, TestLongCallerKeyApproves,
-// TestEncodeStateRefusesOversized, TestOversizedStateRefused); parallel calls never overspend
+// forged, tampered, expired, replayed and misdirected states refused
+// (TestForgedStateRefused, TestTamperedRequestStateRefused,
+// TestRequestStateIsBoundAndSingleUse, FuzzOpenRequestState); a state's
+// size bounded whatever the caller key (TestRequestStateSizeBounded,
+// TestLongCallerKeyApproves, TestSealRefusesOversized,
+// TestOversizedStateRefused); parallel calls never overspend
 // (TestParallelCallsNeverOverspend, rapid); one budget per connection
 // (TestEachConnectionHasItsOwnBudget). Each test checks that the log
 // verifies and that the caller's kernel session replays from it
@@ -335,6 +369,56 @@
 // only pinned definitions (FuzzPinsListing). The proxy's tests, with a real upstream
 // server process, are listed in cmd/verity-mcp.
 //
+// # Tasks
+//
+// The MCP Tasks extension (io.modelcontextprotocol/tasks, 2026-07-28;
+// tasks.go) lets a server answer a tools/call with a task handle and the
+// client poll it (tasks/get), answer its questions (tasks/update) and
+// cancel it (tasks/cancel). The SDK has no support for it and refuses a
+// method it does not know before any middleware runs (mcp/shared.go's
+// checkRequest); Proxy.ServeTasks registers the three methods on the
+// proxy's server and client (sdk.AddReceivingCustomMethod,
+// AddSendingCustomMethod) and relays them, and declares the extension
+// upstream only on the calls of a client that declared it. The Guard:
+//
+//   - keeps a call the upstream turned into a task open: its decision
+//     charged it (a reservation under a rule with reserve, else its fixed
+//     cost), and a "toolgate.task" entry (gatelog.Task, Gate.RecordTask)
+//     records the task, its owner and its expiry before the handle
+//     reaches the client;
+//   - gives a task to its creator only: another principal (without one,
+//     another caller) asking for it — get, update or cancel — gets the
+//     answer an unknown task gets, -32602 "Failed to retrieve task: Task
+//     not found", logged, nothing changed
+//     (TestOtherPrincipalsTaskIsUnknown);
+//   - refuses a task past createdAt + ttlMs with -32602 "Failed to
+//     retrieve task: Task has expired" and settles its call at its
+//     reservation (TestExpiredTaskRefused);
+//   - lets a tasks/update through only when it answers input requests
+//     the task made (relayed by a tasks/get) and not yet answered, never
+//     the Guard's InputKey (an approval is never given through a task),
+//     and the policy still lets the task's principal call its tool;
+//   - settles the call once, when it first sees the task end: completed
+//     at the cost its result reports (cost_from on the result, as for a
+//     call that returns at once), failed at its reservation (nothing
+//     under refund_on_error), cancelled at the cost the cancelled task
+//     reports (cost_from on the task object), else at its reservation —
+//     after a tasks/cancel the Guard polls once itself, and a task not
+//     yet terminal is settled then at its reservation
+//     (TestTaskReservedPolledUpdatedCompletedSettled,
+//     TestTaskCancelledSettles, TestTaskFailedSettlesAtReservation);
+//   - after a restart, takes up every task on its log that has no result
+//     (Guard.ResumeTasks, Gate.OpenTasks): the same owner, the call open,
+//     its reservation still charged (TestTaskResumesAfterRestart); a proxy
+//     process killed with SIGKILL loses no task handle or settlement it
+//     acknowledged (TestKillNineLosesNothingAcknowledged).
+//
+// Whatever the interleaving of tasks and plain calls of several
+// principals, completed, failed, cancelled or polled by strangers across
+// restarts, each principal's spend is the sum of its settled costs plus
+// its open reservations, never above its budget
+// (TestTaskSpendIsTheSumOfSettledCosts, rapid, against a naive model).
+//
 // # What it does not cover
 //
 // A tool handler that itself returns input requests (its own multi
@@ -345,7 +429,13 @@
 // last. On protocol 2026-07-28 and later a server may not send requests
 // while it serves a call, so a relay to such a client fails; an upstream
 // on that protocol asks through input-required results, which pass
-// through. Prompts and resources are not gated.
+// through. Prompts and resources are not gated. A task of a client
+// without an authenticated principal is bound to its caller key, which
+// for a stdio or in-memory connection is the connection's: after a
+// restart such a client cannot reach its task again, and its
+// reservation stays charged (the safe direction). A task no one polls
+// again is not settled until someone does. notifications/tasks and subscriptions/listen are not relayed;
+// clients poll.
 //
 // # Durability, and what it costs
 //

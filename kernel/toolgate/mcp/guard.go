@@ -55,8 +55,9 @@ type Options struct {
 	// (toolgate.Call.Principal, which the policy's "principals"
 	// conditions read); DefaultPrincipal when nil.
 	Principal func(ctx context.Context, req *sdk.CallToolRequest) toolgate.Principal
-	// StateKey signs the request state of input-required results (at
-	// least 32 bytes). Several servers behind one load balancer that
+	// StateKey seals the request state of input-required results (at
+	// least 32 bytes; an AES-256-GCM key is derived from it:
+	// requeststate.go). Several servers behind one load balancer that
 	// serve one another's retries need the same key; a random key is made
 	// when nil.
 	StateKey []byte

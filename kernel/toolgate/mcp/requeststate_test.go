@@ -160,3 +160,45 @@ func FuzzOpenRequestState(f *testing.F) {
 		require.True(t, issued[st], "opened a state it did not issue: %q", text)
 	})
 }
+
+// TestRequestStateSizeBounded: a state is a few hundred bytes whatever
+// the principal, caller, tool and arguments, opens, and binds exactly
+// them.
+func TestRequestStateSizeBounded(t *testing.T) {
+	s := testSealer(t, testKey)
+	rapid.Check(t, func(t *rapid.T) {
+		long := rapid.Custom(func(t *rapid.T) string {
+			return strings.Repeat(rapid.String().Draw(t, "part"), rapid.IntRange(0, 4096).Draw(t, "times"))
+		})
+		c := testCall(long.Draw(t, "principal"), long.Draw(t, "caller"), long.Draw(t, "tool"), long.Draw(t, "arguments"))
+		c.ID = "0190f6a8-3c1e-7b5a-9d2f-1a2b3c4d5e6f"
+		text, err := s.seal(newSealedState(c, "0190f6a8-3c1e-7b5a-9d2f-000000000000", t0.Add(time.Minute)))
+		require.NoError(t, err)
+		require.LessOrEqual(t, len(text), 640, "a few hundred bytes whatever the call")
+		st, err := s.open(text, t0)
+		require.NoError(t, err)
+		require.NoError(t, st.bindsTo(c))
+		other := c
+		switch rapid.IntRange(0, 3).Draw(t, "change") {
+		case 0:
+			other.Caller += "x"
+		case 1:
+			other.Tool += "x"
+		case 2:
+			other.Principal.Subject += "x"
+		default:
+			other.Arguments = append(other.Arguments, ' ')
+		}
+		require.Error(t, st.bindsTo(other), "bound to its principal, caller, tool and arguments only")
+	})
+}
+
+// TestSealRefusesOversized: a state over what a retry may echo is never
+// issued.
+func TestSealRefusesOversized(t *testing.T) {
+	s := testSealer(t, testKey)
+	st := newSealedState(testCall("a", "c", "t", `{}`), "ap", t0.Add(time.Minute))
+	st.CallID = strings.Repeat("1", maxStateLen)
+	_, err := s.seal(st)
+	assert.ErrorContains(t, err, "over the 4096 a retry may echo")
+}
