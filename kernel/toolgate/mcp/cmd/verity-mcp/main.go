@@ -353,6 +353,48 @@
 // policy file that cannot be read (or is not a regular file) or does not
 // decode, a -pins lock file refused, an -approver the policy does not expect, -db without the
 // policy's shared_budget or the other way round.
+//
+// # Tasks
+//
+// An upstream that speaks the MCP Tasks extension
+// (io.modelcontextprotocol/tasks, 2026-07-28) may answer a tools/call
+// with a task handle rather than a result; the proxy relays tasks/get,
+// tasks/update and tasks/cancel (which the SDK alone would refuse as
+// unknown methods) and declares the extension upstream only on the calls
+// of a client that declared it. A call that becomes a task is charged
+// when it is decided — its reservation under a rule with "reserve", else
+// its cost — and a "toolgate.task" entry on -log names the task and the
+// principal that made it. The call is settled once, when the proxy first
+// sees the task end: completed at the cost its result reports (the
+// rule's "cost_from"), failed at its reservation, cancelled at the cost
+// the cancelled task reports, else at its reservation (after a
+// tasks/cancel the proxy asks the upstream once itself, so a client that
+// does not poll again is still settled). Only the principal that made a
+// task may get, update or cancel it; anyone else gets exactly the answer
+// an unknown task gets (-32602 "Failed to retrieve task: Task not
+// found"). A task past its ttlMs is refused (-32602 "Failed to retrieve
+// task: Task has expired") and settled at its reservation. A
+// tasks/update may answer only the questions the task asked, never the
+// proxy's own approval key, and only while the policy still lets its
+// principal call the tool. A proxy restarted — or killed — while tasks
+// run takes them up again from -log at start ("tasks resumed"), each
+// still charged, its owner unchanged, and settles them when they end.
+// Give tasks a rule with "reserve" and "cost_from": a fixed-cost task
+// can only be refunded, and not after a restart.
+//
+// # Request state
+//
+// On 2026-07-28 an approval is asked by an input-required result whose
+// requestState the client echoes back. The proxy seals it (AES-256-GCM)
+// with the principal, the call and an expiry (-state-ttl, 15m by
+// default, never beyond the policy's approval_ttl), and accepts each
+// once: a forged, altered, expired, replayed or another principal's state
+// is refused with -32602 and one line, recorded on -log, and changes no
+// budget. The key is random for each process unless -state-key FILE
+// gives one (32 bytes or more, readable by its owner only; `head -c 32
+// /dev/urandom > FILE`), which replicas serving one another's retries
+// share. An upstream's own requestState is relayed unchanged and never
+// opened; one that imitates the proxy's ("vg2." or "vg1.") is refused.
 package main
 
 import (
