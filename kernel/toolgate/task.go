@@ -69,7 +69,10 @@ func (g *Gate) RecordTask(ctx context.Context, c Call, taskID, owner string, exp
 // and call), oldest first, and makes each call open again where it is
 // not — after a restart, or once its caller was let go — so that After
 // settles it: at Result.Actual when measured, else at its reservation,
-// exactly as had the gate never stopped. A task whose rule the policy no
+// exactly as had the gate never stopped — except that a fixed-cost call
+// (a rule without Reserve) opened again after a restart ends at its cost:
+// its charge can no longer be refunded (neither under RefundOnError nor
+// for a measured cost below it). A task whose rule the policy no
 // longer has, or whose reservation the caller's kernel session no longer
 // holds, is an error naming it; the others are opened all the same.
 func (g *Gate) OpenTasks(ctx context.Context) ([]gatelog.Task, error) {
@@ -147,6 +150,14 @@ func (g *Gate) reopenTask(ctx context.Context, t gatelog.Task) error {
 	defer cl.mu.Unlock()
 	if oc, ok := cl.open[t.CallID]; ok && oc.execID != "" {
 		return nil
+	}
+	if !t.Reserved && r.RefundOnError {
+		// A fixed-cost call's charge is beyond its replayed session's
+		// horizon (WithHorizon(0)): it can no longer be refunded, so it
+		// ends at its cost rather than stay open on a refund that fails.
+		rc := *r
+		rc.RefundOnError = false
+		r = &rc
 	}
 	cl.open[t.CallID] = openCall{execID: t.ExecID, tool: t.Tool, rule: r, cost: t.Cost, reserved: t.Reserved}
 	return nil

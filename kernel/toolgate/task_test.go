@@ -1,6 +1,7 @@
 package toolgate_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -59,4 +60,30 @@ func TestTaskSettlesAcrossRestart(t *testing.T) {
 	assert.Empty(t, tasks, "a task whose result is on the log is closed")
 	m, _ = g3.Meter("alice")
 	assert.Equal(t, units(1), m.Budget().Net())
+}
+
+// TestFixedCostTaskEndsAtItsCostAfterRestart: a fixed-cost call opened
+// again after a restart is closed by After at its cost, even when it
+// failed under RefundOnError: its charge can no longer be refunded, and
+// it must not stay open on a refund that fails.
+func TestFixedCostTaskEndsAtItsCostAfterRestart(t *testing.T) {
+	log := trace.NewMemoryLog()
+	cfg := toolgate.Policy{Budget: units(10), MinCost: kernel.Unit / 100, Tools: []toolgate.Rule{{Match: "render", Cost: units(4), RefundOnError: true}}}
+	g := newGate(t, log, cfg)
+	c := call("render", `{}`)
+	c.Caller = "alice"
+	d, err := g.Before(ctx, c)
+	require.NoError(t, err)
+	_, err = g.RecordTask(ctx, d.Call, "t1", "", time.Time{})
+	require.NoError(t, err)
+
+	g2 := newGate(t, log, cfg)
+	_, err = g2.OpenTasks(ctx)
+	require.NoError(t, err)
+	o, err := g2.After(ctx, d.Call, toolgate.Result{Output: []byte("x"), Err: errors.New("boom")})
+	require.NoError(t, err)
+	assert.Equal(t, units(4), o.Charged)
+	tasks, err := newGate(t, log, cfg).OpenTasks(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, tasks, "closed")
 }

@@ -379,8 +379,9 @@
 // principal call the tool. A proxy restarted — or killed — while tasks
 // run takes them up again from -log at start ("tasks resumed"), each
 // still charged, its owner unchanged, and settles them when they end.
-// Give tasks a rule with "reserve" and "cost_from": a fixed-cost task
-// can only be refunded, and not after a restart.
+// Give tasks a rule with "reserve" and "cost_from": a fixed-cost task is
+// charged its cost, refunded only under "refund_on_error" when it fails,
+// and not at all once resumed after a restart.
 //
 // # Request state
 //
