@@ -433,8 +433,10 @@
 // without an authenticated principal is bound to its caller key, which
 // for a stdio or in-memory connection is the connection's: after a
 // restart such a client cannot reach its task again, and its
-// reservation stays charged (the safe direction). A task no one polls
-// again is not settled until someone does. notifications/tasks and subscriptions/listen are not relayed;
+// reservation stays charged (the safe direction) until the task expires.
+// A task no one polls again is settled at its reservation once expired,
+// when the Guard next handles any task (TestForgottenTaskSettlesWhenItExpires);
+// one with no ttlMs stays open. notifications/tasks and subscriptions/listen are not relayed;
 // clients poll.
 //
 // # Durability, and what it costs

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -209,6 +210,32 @@ type task struct {
 type taskTable struct {
 	mu    sync.Mutex
 	tasks map[string]*task
+	swept time.Time // the last expireTasks
+}
+
+// expireTasks settles at their reservation the tasks past their expiry
+// that no one polled since — their owner's tasks/get would have — so
+// that a task its client forgot does not stay open for good. It walks
+// the table each time while it is small, at most once a second beyond
+// 1024 tasks. The entry stays, so that its owner is told it expired,
+// until the table needs the room (sweepLocked).
+func (gd *Guard) expireTasks(ctx context.Context, now time.Time) {
+	gd.tasks.mu.Lock()
+	if len(gd.tasks.tasks) > 1024 && now.Sub(gd.tasks.swept) < time.Second {
+		gd.tasks.mu.Unlock()
+		return
+	}
+	gd.tasks.swept = now
+	var due []string
+	for id, t := range gd.tasks.tasks {
+		if !t.settled && !t.expires.IsZero() && !now.Before(t.expires) {
+			due = append(due, id)
+		}
+	}
+	gd.tasks.mu.Unlock()
+	for _, id := range due {
+		gd.settleTask(ctx, id, toolgate.Result{Output: []byte("expired"), Err: errors.New("the task expired")}, "expired", gd.logger.With("task", id))
+	}
 }
 
 // ownedBy reports whether call's principal (or, without one, its caller)
@@ -231,7 +258,9 @@ func errTaskNotFound() error {
 // resultType to "task" when returning a CreateTaskResult").
 func taskCreated(res sdk.Result) (id string, expires time.Time, ok bool) {
 	raw, isRaw := res.(*RawResult)
-	if !isRaw {
+	if !isRaw || !bytes.Contains(raw.JSON, []byte(`"taskId"`)) {
+		// Not a task: a CreateTaskResult names its task. (A scan, not a
+		// decoding, on every call's path.)
 		return "", time.Time{}, false
 	}
 	var w struct {
@@ -282,6 +311,7 @@ func (gd *Guard) startTask(ctx context.Context, req *sdk.CallToolRequest, d tool
 	case !declaresTasks(req.ClientCapabilities()):
 		return fail("the server answered with a task, and this client did not declare the tasks extension")
 	}
+	gd.expireTasks(ctx, time.Now())
 	gd.tasks.mu.Lock()
 	_, dup := gd.tasks.tasks[id]
 	full := len(gd.tasks.tasks) >= maxTasks && !gd.tasks.sweepLocked(time.Now())
@@ -329,6 +359,7 @@ func (gd *Guard) taskMethod(ctx context.Context, method string, req sdk.Request,
 	asker := toolgate.Call{Caller: gd.Caller(ctx, who), Principal: gd.principal(ctx, who)}
 	id := sr.Params.TaskID
 	log := gd.logger.With("method", method, "task", id, "caller", asker.Caller)
+	gd.expireTasks(ctx, time.Now())
 
 	gd.tasks.mu.Lock()
 	t, known := gd.tasks.tasks[id]
@@ -476,9 +507,6 @@ func (gd *Guard) settleTask(ctx context.Context, id string, r toolgate.Result, s
 		return
 	}
 	t.settled = true
-	if status == "expired" {
-		delete(gd.tasks.tasks, id)
-	}
 	c := t.call
 	gd.tasks.mu.Unlock()
 	o, err := gd.gate.After(context.WithoutCancel(ctx), c, r)

@@ -378,7 +378,27 @@ func TestExpiredTaskRefused(t *testing.T) {
 	require.Len(t, results, 1)
 	assert.Contains(t, results[0].Error, "expired")
 	_, err = alice.task(gatemcp.MethodGetTask, id, nil)
+	requireTaskError(t, err, "Failed to retrieve task: Task has expired")
+	_, results = taskResults(t, r.log)
+	assert.Len(t, results, 1, "settled once")
+}
+
+// TestForgottenTaskSettlesWhenItExpires: a task its owner never polls
+// again is settled at its reservation once it expired, when the Guard
+// next handles a task — anyone's.
+func TestForgottenTaskSettlesWhenItExpires(t *testing.T) {
+	r := newTaskRig(t, trace.NewMemoryLog(), taskserver.New(time.Millisecond), taskPolicy(20*kernel.Unit))
+	alice, bob := r.agent(t, "alice", true), r.agent(t, "bob", true)
+	id, _ := alice.call(t, 1)
+	require.NotEmpty(t, id)
+	time.Sleep(5 * time.Millisecond)
+	_, err := bob.task(gatemcp.MethodGetTask, "task-unknown", nil)
 	requireTaskError(t, err, "Failed to retrieve task: Task not found")
+	_, results := taskResults(t, r.log)
+	require.Len(t, results, 1, "settled by the sweep")
+	assert.Equal(t, "alice", results[0].Caller[len("caller:"):])
+	_, err = alice.task(gatemcp.MethodGetTask, id, nil)
+	requireTaskError(t, err, "Failed to retrieve task: Task has expired")
 }
 
 // TestNoTaskForAClientThatCannotPoll: a client that does not declare the
