@@ -441,16 +441,8 @@ func (gd *Guard) observeTask(ctx context.Context, id string, res sdk.Result, log
 	if !ok {
 		return false
 	}
-	var w struct {
-		Status        string                     `json:"status"`
-		InputRequests map[string]json.RawMessage `json:"inputRequests"`
-		Result        json.RawMessage            `json:"result"`
-		Error         *struct {
-			Code    int64  `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(raw.JSON, &w) != nil {
+	w, ok := readTask(raw.JSON)
+	if !ok {
 		return false
 	}
 	gd.tasks.mu.Lock()
@@ -496,6 +488,28 @@ func (gd *Guard) observeTask(ctx context.Context, id string, res sdk.Result, log
 	}
 	gd.settleTask(ctx, id, r, w.Status, log)
 	return true
+}
+
+// taskState is what the Guard reads of a task the upstream reports
+// (DetailedTask: tasks/get's result).
+type taskState struct {
+	Status        string                     `json:"status"`
+	InputRequests map[string]json.RawMessage `json:"inputRequests"`
+	Result        json.RawMessage            `json:"result"`
+	Error         *struct {
+		Code    int64  `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// readTask reads a tasks/get result; false when it is not an object of
+// that shape (the Guard then acts on nothing, and relays it).
+func readTask(raw []byte) (taskState, bool) {
+	var w taskState
+	if json.Unmarshal(raw, &w) != nil {
+		return taskState{}, false
+	}
+	return w, true
 }
 
 // settleTask ends task id's call with r (Gate.After), once.
