@@ -366,6 +366,7 @@ func (gd *Guard) taskMethod(ctx context.Context, method string, req sdk.Request,
 	var tc task
 	if known {
 		tc = *t
+		tc.asked = maps.Clone(t.asked) // read below, unlocked
 	}
 	gd.tasks.mu.Unlock()
 	if !known || !tc.ownedBy(asker) {
