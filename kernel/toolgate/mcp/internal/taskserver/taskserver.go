@@ -14,12 +14,18 @@
 // (specification/2026-07-28/tasks.md of modelcontextprotocol/ext-tasks)
 // words them: an unknown task is -32602 ("Failed to retrieve task: Task
 // not found"), a cancelled task reports its cost so far in its _meta.
+// A call with the arguments {"polls": k, "cost": "1.5"} makes a task
+// that completes on its own at the k-th tasks/get, reporting that cost;
+// SetStateFile keeps the tasks across restarts of the server (the
+// command in cmd/taskserver runs it over stdio that way).
 package taskserver
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -62,6 +68,11 @@ type Task struct {
 	Cost      int64                      // reported with completed and cancelled
 	CreatedAt time.Time
 	TTL       time.Duration
+	// Polls, when positive, is how many more tasks/get the task takes to
+	// complete on its own, at cost PollCost (the call's arguments
+	// "polls" and "cost").
+	Polls    int
+	PollCost string
 }
 
 // Server is the task-running server. Its methods are safe for concurrent
@@ -78,6 +89,7 @@ type Server struct {
 	// "cost"); negative: it reports none.
 	cancelCost int64
 	ttl        time.Duration
+	stateFile  string // SetStateFile: where the tasks are kept
 }
 
 // New returns a server whose tasks live ttl (0: unlimited).
@@ -199,7 +211,17 @@ func (s *Server) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 		s.next++
 		t := &Task{ID: "task-" + strconv.Itoa(s.next), Status: "working", Args: cr.Params.Arguments,
 			Asked: map[string]json.RawMessage{}, Answers: map[string]json.RawMessage{}, CreatedAt: time.Now().UTC(), TTL: s.ttl}
+		var self struct {
+			Polls int    `json:"polls"`
+			Cost  string `json:"cost"`
+		}
+		if json.Unmarshal(cr.Params.Arguments, &self) == nil && self.Polls > 0 {
+			t.Polls, t.PollCost = self.Polls, self.Cost
+		}
 		s.tasks[t.ID] = t
+		if err := s.saveLocked(); err != nil {
+			return nil, err
+		}
 		return &Raw{JSON: t.wire("task")}, nil
 	}
 }
@@ -239,8 +261,15 @@ func (s *Server) handle(method string, p *Params) (*Raw, error) {
 	if !ok {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Failed to retrieve task: Task not found"}
 	}
+	defer func() { _ = s.saveLocked() }()
 	switch method {
 	case "tasks/get":
+		if t.Polls > 0 && !terminal(t.Status) {
+			if t.Polls--; t.Polls == 0 {
+				t.Status = "completed"
+				t.Result = json.RawMessage(fmt.Sprintf(`{"content":[{"type":"text","text":"done"}],"isError":false,"_meta":{"cost":%q}}`, t.PollCost))
+			}
+		}
 		return &Raw{JSON: t.wire("complete")}, nil
 	case "tasks/update":
 		for k, v := range p.InputResponses {
@@ -259,4 +288,50 @@ func (s *Server) handle(method string, p *Params) (*Raw, error) {
 		}
 	}
 	return &Raw{JSON: json.RawMessage(`{"resultType":"complete"}`)}, nil
+}
+
+// state is what SetStateFile keeps.
+type state struct {
+	Next  int              `json:"next"`
+	Tasks map[string]*Task `json:"tasks"`
+}
+
+// SetStateFile makes the server keep its tasks in path — read now when
+// it exists, written after every change — so that a server restarted
+// with the same file still knows them.
+func (s *Server) SetStateFile(path string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stateFile = path
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var st state
+	if err := json.Unmarshal(b, &st); err != nil {
+		return fmt.Errorf("taskserver: %s: %w", path, err)
+	}
+	s.next, s.tasks = st.Next, st.Tasks
+	if s.tasks == nil {
+		s.tasks = map[string]*Task{}
+	}
+	return nil
+}
+
+func (s *Server) saveLocked() error {
+	if s.stateFile == "" {
+		return nil
+	}
+	b, err := json.Marshal(state{Next: s.next, Tasks: s.tasks})
+	if err != nil {
+		return err
+	}
+	tmp := s.stateFile + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, s.stateFile)
 }
