@@ -179,8 +179,12 @@ func (p *Proxy) taskMeta(req *sdk.CallToolRequest) sdk.Meta {
 	if json.Unmarshal(b, &m) != nil {
 		return nil
 	}
-	if caps.RootsV2 != nil { // the 2026-07-28 form (clientCapabilitiesV2 in mcp/protocol.go)
-		m["roots"] = map[string]any{"listChanged": caps.RootsV2.ListChanged}
+	// The per-request form (clientCapabilitiesV2 in mcp/protocol.go)
+	// writes roots from RootsV2, which the proxy's client sets when it
+	// relays roots.
+	//lint:ignore SA1019 the proxy relays roots to clients on protocols before 2026-07-28, where they are not deprecated
+	if r := caps.RootsV2; r != nil {
+		m["roots"] = map[string]any{"listChanged": r.ListChanged}
 	}
 	return sdk.Meta{sdk.MetaKeyClientCapabilities: m}
 }
