@@ -268,9 +268,7 @@ func (gd *Guard) retried(ctx context.Context, req *sdk.CallToolRequest, call too
 	}
 	now := time.Now()
 	st, err := gd.states.open(p.RequestState, now)
-	request := ""
 	if err == nil {
-		call.ID, request = st.CallID, st.Approval
 		err = st.bindsTo(call)
 	}
 	if err == nil {
@@ -279,12 +277,17 @@ func (gd *Guard) retried(ctx context.Context, req *sdk.CallToolRequest, call too
 	if err != nil {
 		log.Warn("refused retry", "err", err)
 		a, _ := gd.answerOf(call, answer, nil)
-		if _, rerr := gd.gate.Resume(context.WithoutCancel(ctx), call, request, a); rerr != nil {
+		// Recorded as an answer to no question (gatelog.AnswerUnasked):
+		// never to the request the state names, which may still wait —
+		// a replay racing the first retry, or another principal's
+		// answer to the same call, must not be the answer that counts.
+		if _, rerr := gd.gate.Resume(context.WithoutCancel(ctx), call, "", a); rerr != nil {
 			log.Error("recording the refused answer", "err", rerr)
 		}
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tool %q refused: %v", p.Name, err)}
 	}
-	return gd.settle(ctx, withoutApprovalInput(req), call, request, answer, nil, run, log)
+	call.ID = st.CallID
+	return gd.settle(ctx, withoutApprovalInput(req), call, st.Approval, answer, nil, run, log)
 }
 
 // withoutVerityInput returns req without an input response under

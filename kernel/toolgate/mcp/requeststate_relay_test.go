@@ -106,3 +106,45 @@ func TestUpstreamImitatingTheGuardsStateRefused(t *testing.T) {
 	assert.True(t, res.IsError)
 	assert.Contains(t, text(res), "which this proxy keeps for its own")
 }
+
+// TestReplayedStateRunsOnceAndChargesOnce: the same retry sent eight
+// times at once runs its call once and charges it once; the others are
+// refused as replays, and none of their answers is the one that counts.
+func TestReplayedStateRunsOnceAndChargesOnce(t *testing.T) {
+	r := newRig(t, catalogue(10*kernel.Unit))
+	cs, caller := r.connect(t, currentProtocol, &answers{action: "accept"},
+		&sdk.ClientOptions{MultiRoundTrip: &sdk.MultiRoundTripOptions{Disabled: true}})
+	args := map[string]any{"path": "x"}
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "delete_file", Arguments: args})
+	require.NoError(t, err)
+	require.True(t, res.NeedsInput())
+	retry := &sdk.CallToolParams{Name: "delete_file", Arguments: args, RequestState: res.RequestState,
+		InputResponses: sdk.InputResponseMap{gatemcp.InputKey: &sdk.ElicitResult{Action: "accept"}}}
+
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ran, refused := 0, 0
+	for range 8 {
+		wg.Go(func() {
+			got, err := cs.CallTool(ctx, retry)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				requireStateError(t, err, "used already")
+				refused++
+				return
+			}
+			if !got.IsError {
+				ran++
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, 1, ran)
+	assert.Equal(t, 7, refused)
+	assert.Equal(t, 1, r.tools.count("delete_file"))
+	m, ok := r.gate.Meter(caller)
+	require.True(t, ok)
+	assert.Equal(t, kernel.Unit, m.Budget().Net(), "charged once")
+	replays(t, r.log, r.gate, caller)
+}
