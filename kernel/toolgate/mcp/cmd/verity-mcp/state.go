@@ -8,6 +8,10 @@ import (
 	"os"
 	"runtime"
 	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	gatemcp "github.com/verity-go/verity/kernel/toolgate/mcp"
 )
 
 // stateConfig is how the proxy seals the request state of the
@@ -54,4 +58,13 @@ func (c *stateConfig) load() error {
 	}
 	c.key = b
 	return nil
+}
+
+// serverOptions are the options of the proxy's server: it advertises the
+// Tasks extension, whose methods it relays and polices (Proxy.ServeTasks;
+// "Server to client, in response to server/discover … capabilities.
+// extensions"), whatever the upstream — an upstream without tasks never
+// makes one, and a tasks/get of an unknown task is -32602.
+func serverOptions() *sdk.ServerOptions {
+	return &sdk.ServerOptions{Capabilities: &sdk.ServerCapabilities{Extensions: map[string]any{gatemcp.TasksExtension: map[string]any{}}}}
 }

@@ -128,6 +128,7 @@ func TestProxyTaskSettlesAcrossRestart(t *testing.T) {
 	args := []string{"-policy", pol, "-log", logPath, "--", taskServerBinary(t), "-state", filepath.Join(dir, "tasks.json")}
 
 	p, tr := startTaskProxy(t, args)
+	assert.Contains(t, p.cs.InitializeResult().Capabilities.Extensions, gatemcp.TasksExtension, "the proxy advertises the extension")
 	res, err := p.cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "render", Arguments: map[string]any{"polls": 2, "cost": "1.5"}})
 	require.NoError(t, err)
 	tr.conn.mu.Lock()
