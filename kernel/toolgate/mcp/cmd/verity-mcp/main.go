@@ -358,10 +358,10 @@
 //
 // An upstream that speaks the MCP Tasks extension
 // (io.modelcontextprotocol/tasks, 2026-07-28) may answer a tools/call
-// with a task handle rather than a result; the proxy relays tasks/get,
-// tasks/update and tasks/cancel (which the SDK alone would refuse as
-// unknown methods) and declares the extension upstream only on the calls
-// of a client that declared it. A call that becomes a task is charged
+// with a task handle rather than a result; the proxy advertises the
+// extension, relays tasks/get, tasks/update and tasks/cancel (which the
+// SDK alone would refuse as unknown methods) and declares the extension
+// upstream only on the calls of a client that declared it. A call that becomes a task is charged
 // when it is decided — its reservation under a rule with "reserve", else
 // its cost — and a "toolgate.task" entry on -log names the task and the
 // principal that made it. The call is settled once, when the proxy first
