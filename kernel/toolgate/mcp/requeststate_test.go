@@ -18,7 +18,7 @@ import (
 
 var testKey = []byte("0123456789abcdef0123456789abcdef")
 
-func testSealer(t testing.TB, key []byte) *stateSealer {
+func testSealer(t require.TestingT, key []byte) *stateSealer {
 	s, err := newStateSealer(key, time.Minute)
 	require.NoError(t, err)
 	return s
@@ -201,4 +201,65 @@ func TestSealRefusesOversized(t *testing.T) {
 	st.CallID = strings.Repeat("1", maxStateLen)
 	_, err := s.seal(st)
 	assert.ErrorContains(t, err, "over the 4096 a retry may echo")
+}
+
+// TestRequestStateRedeemedAtMostOnce: a rapid state machine over the
+// sealer against a naive model (every state issued, the ones redeemed):
+// whatever the order of issues, retries, replays and the passing of
+// time, a state is accepted exactly when it was issued, has not expired
+// and was not accepted before — and, with the used set full of live
+// states, refused rather than accepted twice.
+func TestRequestStateRedeemedAtMostOnce(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		s := testSealer(rt, testKey)
+		s.max = rapid.IntRange(1, 6).Draw(rt, "max")
+		now := t0
+		type issued struct {
+			text    string
+			expires time.Time
+		}
+		var states []issued
+		used := map[string]bool{}
+		live := func() int {
+			n := 0
+			for _, st := range states {
+				if used[st.text] && now.Before(st.expires) {
+					n++
+				}
+			}
+			return n
+		}
+		rt.Repeat(map[string]func(*rapid.T){
+			"issue": func(rt *rapid.T) {
+				ttl := time.Duration(rapid.IntRange(1, 60).Draw(rt, "ttl")) * time.Second
+				text, err := s.seal(newSealedState(testCall("alice", "c", "t", `{}`), "ap", now.Add(ttl)))
+				require.NoError(rt, err)
+				states = append(states, issued{text, now.Add(ttl)})
+			},
+			"retry": func(rt *rapid.T) {
+				if len(states) == 0 {
+					rt.Skip("nothing issued")
+				}
+				st := states[rapid.IntRange(0, len(states)-1).Draw(rt, "state")]
+				opened, err := s.open(st.text, now)
+				if err == nil {
+					err = s.redeem(opened, now)
+				}
+				switch {
+				case !now.Before(st.expires):
+					require.ErrorContains(rt, err, "expired")
+				case used[st.text]:
+					require.ErrorContains(rt, err, "used already")
+				case live() >= s.max:
+					require.ErrorContains(rt, err, "in flight")
+				default:
+					require.NoError(rt, err)
+					used[st.text] = true
+				}
+			},
+			"wait": func(rt *rapid.T) {
+				now = now.Add(time.Duration(rapid.IntRange(1, 30).Draw(rt, "seconds")) * time.Second)
+			},
+		})
+	})
 }
