@@ -182,6 +182,10 @@ func (s *stateSealer) open(text string, now time.Time) (sealedState, error) {
 	if !ok {
 		return sealedState{}, fmt.Errorf("%w: not a %s state", ErrRequestState, strings.TrimSuffix(statePrefix, "."))
 	}
+	if strings.ContainsAny(body, "\r\n") {
+		// The decoder skips line breaks; a state is echoed as issued.
+		return sealedState{}, fmt.Errorf("%w: not base64url: a line break", ErrRequestState)
+	}
 	sealed, err := base64.RawURLEncoding.Strict().DecodeString(body)
 	if err != nil {
 		return sealedState{}, fmt.Errorf("%w: not base64url: %v", ErrRequestState, err)
