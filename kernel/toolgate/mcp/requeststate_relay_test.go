@@ -118,15 +118,16 @@ func TestReplayedStateRunsOnceAndChargesOnce(t *testing.T) {
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "delete_file", Arguments: args})
 	require.NoError(t, err)
 	require.True(t, res.NeedsInput())
-	retry := &sdk.CallToolParams{Name: "delete_file", Arguments: args, RequestState: res.RequestState,
-		InputResponses: sdk.InputResponseMap{gatemcp.InputKey: &sdk.ElicitResult{Action: "accept"}}}
+	state := res.RequestState
 
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	ran, refused := 0, 0
 	for range 8 {
 		wg.Go(func() {
-			got, err := cs.CallTool(ctx, retry)
+			// Params of its own: the client writes _meta into them.
+			got, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "delete_file", Arguments: map[string]any{"path": "x"}, RequestState: state,
+				InputResponses: sdk.InputResponseMap{gatemcp.InputKey: &sdk.ElicitResult{Action: "accept"}}})
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
