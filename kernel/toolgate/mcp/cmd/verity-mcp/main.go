@@ -418,6 +418,7 @@ type config struct {
 	observe          observeConfig // -metrics, -decision-log, … (metrics.go)
 	inbox            inboxConfig   // -approvals (inbox.go)
 	pins             pinsConfig    // -pins, -pins-server (pins.go)
+	relay            relayConfig   // -roots, -sampling-tools, -elicit-url-origin, … (relay.go)
 }
 
 const usage = `usage: verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH] [-http ADDR [-jwks FILE|URL -issuer ISS -resource URL [-scopes S]] [-http-caller KEY|-caller-per-session] [-insecure-no-auth]] [-approvals ADDR [-approvals-insecure-no-auth]] [-caller KEY] [-approver NAME] [-sign-key FILE [-checkpoint-every N]] [-metrics ADDR [-insecure-metrics]] [-list auto|all|callable] [-upstream-exit] [-sync-while-running] [-pins first-use|off|pins.json [-pins-server NAME]] -- command [args...]
@@ -479,6 +480,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	addObserveFlags(fs, &c.observe)
 	addInboxFlags(fs, &c.inbox)
 	addPinsFlags(fs, &c.pins)
+	addRelayFlags(fs, &c.relay)
 	fs.StringVar(&c.caller, "caller", "stdio", "the caller key the stdio client's calls are charged to")
 	fs.StringVar(&c.approver, "approver", toolgate.DefaultApprover, "the approver name the client's human answers as")
 	fs.BoolVar(&c.upstreamExit, "upstream-exit", false, "when the upstream exits, exit 1 instead of restarting it")
@@ -736,8 +738,7 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, compiled *tool
 	start := func(ctx context.Context) (*sdk.ClientSession, error) {
 		cmd := exec.Command(c.upstream[0], c.upstream[1:]...)
 		cmd.Stderr = stderr
-		client := sdk.NewClient(&sdk.Implementation{Name: "verity-mcp", Version: version}, proxy.ClientOptions())
-		client.AddReceivingMiddleware(proxy.RelayMiddleware())
+		client := proxy.Client(&sdk.Implementation{Name: "verity-mcp", Version: version})
 		up, err := client.Connect(ctx, proxy.Transport(&sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}), nil)
 		if err != nil {
 			return nil, fmt.Errorf("starting the upstream %q: %w", c.upstream[0], err)
@@ -806,6 +807,9 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, compiled *tool
 		return err
 	}
 	srv.AddReceivingMiddleware(guard.Middleware(), proxy.Middleware())
+	if err := c.relay.apply(proxy, guard, srv, log, sup); err != nil { // relay.go
+		return err
+	}
 	// Closing a session waits for its calls: a call held for the inbox
 	// ends when the proxy stops (its request still waits, on the log).
 	stopHolding := context.AfterFunc(ctx, guard.StopHolding)

@@ -51,6 +51,7 @@ type supervisor struct {
 	stopped bool
 	err     error // ErrUpstreamExited once it exited under -upstream-exit
 	done    chan struct{}
+	renewOf *sdk.ClientSession // closed by renew (relay.go) to be started again, not an exit
 }
 
 func newSupervisor(up *sdk.ClientSession, start func(context.Context) (*sdk.ClientSession, error), exit bool, log *slog.Logger, stopProxy func()) *supervisor {
@@ -70,7 +71,8 @@ func (s *supervisor) run(ctx context.Context) {
 		if s.isStopped() || ctx.Err() != nil {
 			return
 		}
-		if s.exit {
+		renewed := s.renewed(up) // relay.go
+		if s.exit && !renewed {
 			s.log.Error("upstream exited; stopping (-upstream-exit)", "err", werr)
 			s.mu.Lock()
 			s.err = ErrUpstreamExited
@@ -78,7 +80,7 @@ func (s *supervisor) run(ctx context.Context) {
 			s.stopProx()
 			return
 		}
-		if time.Since(began) >= stableRun {
+		if time.Since(began) >= stableRun || renewed {
 			backoff = minBackoff
 		}
 		for {
