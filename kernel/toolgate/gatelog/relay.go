@@ -41,10 +41,10 @@ type Relay struct {
 	Reason string   `json:"reason,omitempty"`
 }
 
-// The methods a Relay entry names.
+// The methods a Relay entry names: Relay.Method.
 const (
-	MethodElicit   = "elicitation/create"
-	MethodSampling = "sampling/createMessage"
+	methodElicit   = "elicitation/create"
+	methodSampling = "sampling/createMessage"
 )
 
 // decodeRelay reads a KindRelay payload and checks that its members
@@ -58,15 +58,15 @@ func decodeRelay(payload []byte) (any, error) {
 	}
 	r := v.(Relay)
 	switch {
-	case r.Method != MethodElicit && r.Method != MethodSampling:
-		return nil, fmt.Errorf("%w: /method: %q is not %s or %s", ErrDecode, r.Method, MethodElicit, MethodSampling)
+	case r.Method != methodElicit && r.Method != methodSampling:
+		return nil, fmt.Errorf("%w: /method: %q is not %s or %s", ErrDecode, r.Method, methodElicit, methodSampling)
 	case !slices.Contains([]string{RelayRelayed, RelayDropped, RelayRefused}, r.Action):
 		return nil, fmt.Errorf("%w: /action: %q is not relayed, dropped or refused", ErrDecode, r.Action)
 	case r.Action != RelayRelayed && r.Reason == "":
 		return nil, fmt.Errorf("%w: /reason: a %s request names why", ErrDecode, r.Action)
-	case r.Method == MethodElicit && (len(r.Tools) > 0 || r.Action == RelayDropped):
+	case r.Method == methodElicit && (len(r.Tools) > 0 || r.Action == RelayDropped):
 		return nil, fmt.Errorf("%w: an elicitation has no tools to drop", ErrDecode)
-	case r.Method == MethodSampling && r.Origin != "":
+	case r.Method == methodSampling && r.Origin != "":
 		return nil, fmt.Errorf("%w: /origin: a sampling request has no URL", ErrDecode)
 	case r.Action == RelayDropped && len(r.Tools) == 0:
 		return nil, fmt.Errorf("%w: /tools: a drop names the tools dropped", ErrDecode)

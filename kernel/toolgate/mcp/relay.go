@@ -283,7 +283,7 @@ func (p *Proxy) checkElicit(ctx context.Context, ss *sdk.ServerSession, params *
 	p.rl.mu.Lock()
 	allowed := err == nil && p.rl.origins[origin]
 	p.rl.mu.Unlock()
-	entry := gatelog.Relay{Method: gatelog.MethodElicit, Caller: p.callerOf(ss), Action: gatelog.RelayRelayed, Origin: origin}
+	entry := gatelog.Relay{Method: "elicitation/create", Caller: p.callerOf(ss), Action: gatelog.RelayRelayed, Origin: origin}
 	switch {
 	case err != nil:
 		err = fmt.Errorf("toolgate/mcp: elicitation/create from the upstream refused: %w", err)
@@ -328,7 +328,7 @@ func (p *Proxy) checkSampling(ctx context.Context, ss *sdk.ServerSession, params
 		}
 		kept = append(kept, t)
 	}
-	entry := gatelog.Relay{Method: gatelog.MethodSampling, Caller: p.callerOf(ss), Action: gatelog.RelayRelayed}
+	entry := gatelog.Relay{Method: "sampling/createMessage", Caller: p.callerOf(ss), Action: gatelog.RelayRelayed}
 	switch {
 	case len(refused) == 0:
 		p.log.Info("relaying the upstream's sampling request", "tools", len(kept))
@@ -349,7 +349,7 @@ func (p *Proxy) checkSampling(ctx context.Context, ss *sdk.ServerSession, params
 func (p *Proxy) refuseSampling(ctx context.Context, ss *sdk.ServerSession, tools []string, why string) error {
 	err := fmt.Errorf("toolgate/mcp: sampling/createMessage from the upstream refused: %s (%q)", why, tools)
 	p.log.Warn("refusing the upstream's sampling request", "tools", tools, "err", err)
-	if lerr := p.record(ctx, gatelog.Relay{Method: gatelog.MethodSampling, Caller: p.callerOf(ss), Action: gatelog.RelayRefused, Tools: tools, Reason: err.Error()}); lerr != nil {
+	if lerr := p.record(ctx, gatelog.Relay{Method: "sampling/createMessage", Caller: p.callerOf(ss), Action: gatelog.RelayRefused, Tools: tools, Reason: err.Error()}); lerr != nil {
 		return lerr
 	}
 	return err
@@ -443,29 +443,11 @@ func (p *Proxy) arrive(ctx context.Context, ss *sdk.ServerSession, extra *sdk.Re
 	//lint:ignore SA1019 the proxy relays roots to clients on protocols before 2026-07-28, where they are not deprecated
 	roots := ip != nil && ip.Capabilities != nil && ip.Capabilities.Roots.ListChanged && ip.ProtocolVersion < protocol20260728
 	p.rl.mu.Lock()
-	for _, d := range p.rl.clients {
-		if d.ss == ss {
-			p.rl.mu.Unlock()
-			return
-		}
-	}
-	before := p.rl.rootsClient()
-	p.rl.clients = append(p.rl.clients, &downstream{ss: ss, roots: roots, ctx: context.WithoutCancel(ctx), extra: extra})
-	var renew, notify bool
-	if roots && !p.rl.opts.NoRoots {
-		if p.rl.arrived != nil {
-			close(p.rl.arrived)
-			p.rl.arrived = nil
-		}
-		switch {
-		case !p.rl.advertised && p.rl.opts.Renew != nil && p.rl.renewing == nil:
-			renew = true
-			p.rl.renewing = make(chan struct{})
-		case p.rl.advertised && before == nil:
-			notify = true
-		}
-	}
+	renew, notify, added := p.rl.join(&downstream{ss: ss, roots: roots, ctx: context.WithoutCancel(ctx), extra: extra})
 	p.rl.mu.Unlock()
+	if !added {
+		return
+	}
 	go func() {
 		_ = ss.Wait()
 		p.depart(ss)
@@ -479,15 +461,39 @@ func (p *Proxy) arrive(ctx context.Context, ss *sdk.ServerSession, extra *sdk.Re
 	}
 }
 
+// join records d (mu held). It returns whether the upstream is to be
+// started again to be offered roots (the renewal is then under way), or
+// told its roots changed, and false for added when d's session is known.
+func (r *relay) join(d *downstream) (renew, notify, added bool) {
+	for _, c := range r.clients {
+		if c.ss == d.ss {
+			return false, false, false
+		}
+	}
+	before := r.rootsClient()
+	r.clients = append(r.clients, d)
+	if !d.roots || r.opts.NoRoots {
+		return false, false, true
+	}
+	if r.arrived != nil {
+		close(r.arrived)
+		r.arrived = nil
+	}
+	switch {
+	case !r.advertised && r.opts.Renew != nil && r.renewing == nil:
+		r.renewing = make(chan struct{})
+		return true, false, true
+	case r.advertised && before == nil:
+		return false, true, true
+	}
+	return false, false, true
+}
+
 // depart forgets a client that left; when it was the one whose roots
 // the upstream sees and another offers roots, the upstream is told.
 func (p *Proxy) depart(ss *sdk.ServerSession) {
 	p.rl.mu.Lock()
-	p.rl.clients = slices.DeleteFunc(p.rl.clients, func(d *downstream) bool { return d.ss == ss })
-	notify := p.rl.advertised && p.rl.owner == ss && p.rl.rootsClient() != nil
-	if p.rl.owner == ss {
-		p.rl.owner = nil
-	}
+	notify := p.rl.leave(ss)
 	p.rl.mu.Unlock()
 	p.smu.Lock()
 	if p.last == ss {
@@ -497,6 +503,18 @@ func (p *Proxy) depart(ss *sdk.ServerSession) {
 	if notify {
 		p.notifyRoots("the client whose roots the upstream saw left")
 	}
+}
+
+// leave forgets ss (mu held); it reports whether the upstream is to be
+// told its roots changed: ss was the client whose roots it saw, and
+// another offers roots.
+func (r *relay) leave(ss *sdk.ServerSession) (notify bool) {
+	r.clients = slices.DeleteFunc(r.clients, func(d *downstream) bool { return d.ss == ss })
+	notify = r.advertised && r.owner == ss && r.rootsClient() != nil
+	if r.owner == ss {
+		r.owner = nil
+	}
+	return notify
 }
 
 // heard records the context of a client's latest request.
@@ -515,11 +533,18 @@ func (p *Proxy) heard(ctx context.Context, ss *sdk.ServerSession, extra *sdk.Req
 // to the upstream when the upstream sees that client's roots.
 func (p *Proxy) rootsChanged(ss *sdk.ServerSession) {
 	p.rl.mu.Lock()
-	mine := p.rl.advertised && p.rl.rootsClient() != nil && p.rl.rootsClient().ss == ss
+	mine := p.rl.changed(ss)
 	p.rl.mu.Unlock()
 	if mine {
 		p.notifyRoots("the client's roots changed")
 	}
+}
+
+// changed reports whether a roots/list_changed from ss is the
+// upstream's to hear (mu held): it was offered roots and sees ss's.
+func (r *relay) changed(ss *sdk.ServerSession) bool {
+	d := r.rootsClient()
+	return r.advertised && d != nil && d.ss == ss
 }
 
 // notifyRoots sends the upstream notifications/roots/list_changed.
@@ -604,13 +629,7 @@ func (p *Proxy) relayRoots(ctx context.Context, req *sdk.ListRootsRequest) (sdk.
 	defer t.Stop()
 	for {
 		p.rl.mu.Lock()
-		d := p.rl.rootsClient()
-		if d != nil {
-			p.rl.owner = d.ss
-		} else if p.rl.arrived == nil {
-			p.rl.arrived = make(chan struct{})
-		}
-		arrived := p.rl.arrived
+		d, arrived := p.rl.asked()
 		p.rl.mu.Unlock()
 		if d != nil {
 			p.log.Info("relaying the upstream's request", "method", "roots/list")
@@ -625,6 +644,21 @@ func (p *Proxy) relayRoots(ctx context.Context, req *sdk.ListRootsRequest) (sdk.
 			return nil, fmt.Errorf("toolgate/mcp: roots/list from the upstream: no connected client offers roots (waited %s); the proxy answers roots only from a client", wait)
 		}
 	}
+}
+
+// asked returns the client a roots/list goes to, now the one whose
+// roots the upstream sees, or when none offers roots the channel closed
+// when one arrives (mu held).
+func (r *relay) asked() (*downstream, chan struct{}) {
+	d := r.rootsClient()
+	if d != nil {
+		r.owner = d.ss
+		return d, nil
+	}
+	if r.arrived == nil {
+		r.arrived = make(chan struct{})
+	}
+	return nil, r.arrived
 }
 
 // protocol20260728 is the first protocol version without server-initiated

@@ -129,6 +129,26 @@ func (s *supervisor) renew(ctx context.Context) error {
 	}
 }
 
+// startAgain starts the upstream renew closed, at once; false when it
+// does not start (run then treats it as an exit).
+func (s *supervisor) startAgain(ctx context.Context) bool {
+	next, err := s.start(ctx)
+	if err != nil {
+		s.log.Error("starting the upstream again to offer it roots", "err", err)
+		return false
+	}
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		_ = next.Close()
+		return true // run returns: stopped
+	}
+	s.up = next
+	s.mu.Unlock()
+	s.log.Info("upstream started again, offering roots")
+	return true
+}
+
 // renewed reports whether up ended because renew closed it.
 func (s *supervisor) renewed(up *sdk.ClientSession) bool {
 	s.mu.Lock()

@@ -280,7 +280,7 @@ func TestURLElicitationAllowList(t *testing.T) {
 	rel := rp.relays(t)
 	require.Len(t, rel, 9)
 	for i, r := range rel {
-		assert.Equal(t, gatelog.MethodElicit, r.Method)
+		assert.Equal(t, "elicitation/create", r.Method)
 		if i < 3 {
 			assert.Equal(t, gatelog.RelayRelayed, r.Action)
 		} else {

@@ -71,8 +71,10 @@ func (s *supervisor) run(ctx context.Context) {
 		if s.isStopped() || ctx.Err() != nil {
 			return
 		}
-		renewed := s.renewed(up) // relay.go
-		if s.exit && !renewed {
+		if s.renewed(up) && s.startAgain(ctx) { // relay.go
+			continue
+		}
+		if s.exit {
 			s.log.Error("upstream exited; stopping (-upstream-exit)", "err", werr)
 			s.mu.Lock()
 			s.err = ErrUpstreamExited
@@ -80,7 +82,7 @@ func (s *supervisor) run(ctx context.Context) {
 			s.stopProx()
 			return
 		}
-		if time.Since(began) >= stableRun || renewed {
+		if time.Since(began) >= stableRun {
 			backoff = minBackoff
 		}
 		for {
