@@ -47,8 +47,45 @@
 // tells its clients. A call of a tool the upstream does not list is
 // refused as an error result before the gate: no human is asked, nothing
 // is charged. The upstream's own requests to its client — elicitation,
-// sampling, roots/list — are relayed to the real client (the one whose
-// call is in progress) and its answers sent back.
+// sampling, roots/list — are relayed to a real client and its answers
+// sent back; the proxy never answers one itself.
+//
+// # Relayed requests: roots, sampling, URL elicitation
+//
+// Roots. The upstream is offered roots only when a client connected at
+// the time it starts offers them ("roots": {"listChanged": true}); the
+// proxy starts the upstream before any client, so when the first client
+// offering roots arrives the upstream is started again, offered roots
+// (that client's requests wait for it, calls in progress end first, up
+// to 10s). A server that takes its directories from its client's roots —
+// the reference filesystem server run without directories — so lists
+// the client's. roots/list goes to the client offering roots that
+// connected first of those still connected: one upstream sees one
+// client's roots. The upstream is sent notifications/roots/list_changed
+// when that client's roots change, when it leaves and another offering
+// roots remains, and when one arrives after none was left. A roots/list
+// while no client offering roots is connected waits up to -roots-wait
+// (10s) for one, then fails; an upstream that was not offered roots and
+// asks anyway is refused. -roots off never offers them.
+//
+// Sampling. A sampling/createMessage that offers the model tools is
+// relayed only with tools the caller may call (the policy's rules for
+// the caller's principal, as -list callable reads them); with one it
+// may not call it is refused (-sampling-tools refuse, the default) or
+// relayed without them (-sampling-tools drop; refused still when it
+// requires a tool and none is left).
+//
+// URL elicitation. A URL-mode elicitation (the client's human sent to a
+// web page) is relayed only for an https URL whose origin is on the
+// allow-list (-elicit-url-origin https://host[:port], repeatable; none:
+// all refused). URLs with user information, backslashes,
+// percent-encoded or non-ASCII hosts (write an IDN in punycode) are
+// refused. Form-mode elicitation is relayed as before.
+//
+// Refusals reach the upstream as an error, one line naming why. Every
+// URL-mode elicitation and every sampling request with tools is recorded
+// on the log as toolgate.relay (gatelog.Relay: method, caller, action
+// relayed, dropped or refused, origin or tools, reason).
 //
 // # Pinned definitions
 //
