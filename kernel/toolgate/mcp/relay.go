@@ -122,9 +122,10 @@ type relay struct {
 	mu         sync.Mutex
 	opts       RelayOptions
 	origins    map[string]bool
-	clients    []*downstream // initialized clients, in the order they arrived
-	advertised bool          // the upstream's latest client was offered roots
-	client     *sdk.Client   // the upstream's latest client (Client)
+	clients    []*downstream                      // initialized clients, in the order they arrived
+	byss       map[*sdk.ServerSession]*downstream // the same, by session
+	advertised bool                               // the upstream's latest client was offered roots
+	client     *sdk.Client                        // the upstream's latest client (Client)
 	owner      *sdk.ServerSession
 	renewing   chan struct{} // closed when the renewal ends; nil when none runs
 	arrived    chan struct{} // closed (and replaced) when a client offering roots arrives
@@ -134,7 +135,7 @@ type relay struct {
 type downstream struct {
 	ss    *sdk.ServerSession
 	roots bool
-	ctx   context.Context   // of its latest request
+	ctx   context.Context   // of its latest request: its values (the principal) are read
 	extra *sdk.RequestExtra // of its latest request
 }
 
@@ -378,10 +379,8 @@ func (p *Proxy) record(ctx context.Context, e gatelog.Relay) error {
 func (p *Proxy) requestOf(ss *sdk.ServerSession) (context.Context, *sdk.CallToolRequest) {
 	p.rl.mu.Lock()
 	defer p.rl.mu.Unlock()
-	for _, d := range p.rl.clients {
-		if d.ss == ss && d.ctx != nil {
-			return d.ctx, &sdk.CallToolRequest{Session: ss, Extra: d.extra}
-		}
+	if d := p.rl.byss[ss]; d != nil && d.ctx != nil {
+		return d.ctx, &sdk.CallToolRequest{Session: ss, Extra: d.extra}
 	}
 	return context.Background(), &sdk.CallToolRequest{Session: ss}
 }
@@ -425,11 +424,8 @@ func (p *Proxy) DownstreamMiddleware() sdk.Middleware {
 				}
 				return res, err
 			}
-			if ss != nil {
-				p.heard(ctx, ss, req.GetExtra())
-			}
-			if method != "initialize" && method != "ping" {
-				p.awaitRenew(ctx)
+			if renewing := p.heard(ctx, ss, req.GetExtra()); renewing != nil && method != "initialize" && method != "ping" {
+				awaitRenew(ctx, renewing)
 			}
 			return next(ctx, method, req)
 		}
@@ -443,7 +439,7 @@ func (p *Proxy) arrive(ctx context.Context, ss *sdk.ServerSession, extra *sdk.Re
 	//lint:ignore SA1019 the proxy relays roots to clients on protocols before 2026-07-28, where they are not deprecated
 	roots := ip != nil && ip.Capabilities != nil && ip.Capabilities.Roots.ListChanged && ip.ProtocolVersion < protocol20260728
 	p.rl.mu.Lock()
-	renew, notify, added := p.rl.join(&downstream{ss: ss, roots: roots, ctx: context.WithoutCancel(ctx), extra: extra})
+	renew, notify, added := p.rl.join(&downstream{ss: ss, roots: roots, ctx: ctx, extra: extra})
 	p.rl.mu.Unlock()
 	if !added {
 		return
@@ -465,13 +461,15 @@ func (p *Proxy) arrive(ctx context.Context, ss *sdk.ServerSession, extra *sdk.Re
 // started again to be offered roots (the renewal is then under way), or
 // told its roots changed, and false for added when d's session is known.
 func (r *relay) join(d *downstream) (renew, notify, added bool) {
-	for _, c := range r.clients {
-		if c.ss == d.ss {
-			return false, false, false
-		}
+	if r.byss[d.ss] != nil {
+		return false, false, false
+	}
+	if r.byss == nil {
+		r.byss = map[*sdk.ServerSession]*downstream{}
 	}
 	before := r.rootsClient()
 	r.clients = append(r.clients, d)
+	r.byss[d.ss] = d
 	if !d.roots || r.opts.NoRoots {
 		return false, false, true
 	}
@@ -510,6 +508,7 @@ func (p *Proxy) depart(ss *sdk.ServerSession) {
 // another offers roots.
 func (r *relay) leave(ss *sdk.ServerSession) (notify bool) {
 	r.clients = slices.DeleteFunc(r.clients, func(d *downstream) bool { return d.ss == ss })
+	delete(r.byss, ss)
 	notify = r.advertised && r.owner == ss && r.rootsClient() != nil
 	if r.owner == ss {
 		r.owner = nil
@@ -517,16 +516,16 @@ func (r *relay) leave(ss *sdk.ServerSession) (notify bool) {
 	return notify
 }
 
-// heard records the context of a client's latest request.
-func (p *Proxy) heard(ctx context.Context, ss *sdk.ServerSession, extra *sdk.RequestExtra) {
+// heard records the context of a client's latest request (only its
+// values are read: whose principal it is), and returns the channel
+// closed when the upstream has been started again, while it is.
+func (p *Proxy) heard(ctx context.Context, ss *sdk.ServerSession, extra *sdk.RequestExtra) (renewing chan struct{}) {
 	p.rl.mu.Lock()
 	defer p.rl.mu.Unlock()
-	for _, d := range p.rl.clients {
-		if d.ss == ss {
-			d.ctx, d.extra = context.WithoutCancel(ctx), extra
-			return
-		}
+	if d := p.rl.byss[ss]; d != nil {
+		d.ctx, d.extra = ctx, extra
 	}
+	return p.rl.renewing
 }
 
 // rootsChanged passes a client's notifications/roots/list_changed on
@@ -583,15 +582,9 @@ func (p *Proxy) renew() {
 	}
 }
 
-// awaitRenew waits while the upstream is started again (at most
-// renewWait, or until ctx ends).
-func (p *Proxy) awaitRenew(ctx context.Context) {
-	p.rl.mu.Lock()
-	done := p.rl.renewing
-	p.rl.mu.Unlock()
-	if done == nil {
-		return
-	}
+// awaitRenew waits until done is closed (the upstream was started
+// again), at most renewWait, or until ctx ends.
+func awaitRenew(ctx context.Context, done chan struct{}) {
 	t := time.NewTimer(renewWait)
 	defer t.Stop()
 	select {
