@@ -342,3 +342,37 @@ func TestRealFilesystemServerListsClientRoots(t *testing.T) {
 	raw, _ := json.Marshal(got)
 	t.Logf("list_allowed_directories: %s", raw)
 }
+
+// TestUpstreamSeesTheFirstClientOfferingRoots: over streamable HTTP,
+// with several clients, the upstream sees the roots of the first
+// connected client that offers them; when it leaves, the upstream is
+// told and sees the next one's.
+func TestUpstreamSeesTheFirstClientOfferingRoots(t *testing.T) {
+	rp := startRelay(t, []string{"-http", "127.0.0.1:0"}, &sdk.ClientOptions{Capabilities: &sdk.ClientCapabilities{}}, nil)
+	addr := httpAddr(t, rp.proxy)
+	connect := func(root string) *sdk.ClientSession {
+		c := sdk.NewClient(&sdk.Implementation{Name: "web-agent", Version: "v1"}, nil)
+		//lint:ignore SA1019 the test plays a client on a protocol before 2026-07-28, whose roots the proxy must relay
+		c.AddRoots(&sdk.Root{URI: root})
+		cs, err := c.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: "http://" + addr}, &sdk.ClientSessionOptions{ProtocolVersion: legacyProtocol})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = cs.Close() })
+		return cs
+	}
+	dirsOf := func(cs *sdk.ClientSession) string {
+		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "list_allowed_directories"})
+		require.NoError(t, err)
+		require.False(t, res.IsError, text(res))
+		return text(res)
+	}
+	assert.Equal(t, "Allowed directories:\n", rp.dirs(t), "the stdio client offers no roots")
+	a := connect("file:///home/a")
+	assert.Equal(t, "Allowed directories:\n/home/a", dirsOf(a))
+	b := connect("file:///home/b")
+	assert.Equal(t, "Allowed directories:\n/home/a", dirsOf(b), "one upstream sees the first client's roots")
+	require.NoError(t, a.Close())
+	require.Eventually(t, func() bool { return dirsOf(b) == "Allowed directories:\n/home/b" }, 10*time.Second, 50*time.Millisecond)
+	ev := rp.events(t)
+	assert.Equal(t, 2, strings.Count(strings.Join(ev, "\n"), "initialize "), "started once more, when the first client offering roots arrived: %v", ev)
+	assert.Contains(t, ev, "list_changed")
+}
