@@ -186,6 +186,14 @@ func (p *Proxy) ClientOptions() *sdk.ClientOptions {
 	return &sdk.ClientOptions{
 		Logger:       p.log,
 		Capabilities: caps,
+		// The proxy's client never fulfils an upstream's input requests
+		// itself: the SDK's automatic multi round-trip (mrtr.go's
+		// fulfillInputRequest) would answer roots/list from this client's
+		// own list — on the client's behalf — and fail elicitation and
+		// sampling. The input-required result goes to the client as
+		// written, policed (relay_mrtr.go); the client's retry comes back
+		// with its inputResponses and requestState (Proxy.call).
+		MultiRoundTrip: &sdk.MultiRoundTripOptions{Disabled: true},
 		ToolListChangedHandler: func(ctx context.Context, _ *sdk.ToolListChangedRequest) {
 			if err := p.refresh(context.WithoutCancel(ctx)); err != nil {
 				p.log.Warn("re-listing the upstream's tools", "err", err)
@@ -236,7 +244,7 @@ func (p *Proxy) RelayMiddleware() sdk.Middleware {
 				if r.Params == nil {
 					return nil, fmt.Errorf("toolgate/mcp: %s from the upstream without params", method)
 				}
-				if err := p.checkElicit(ctx, ss, r.Params); err != nil {
+				if err := p.checkElicit(ctx, p.requestOf(ss), r.Params); err != nil {
 					return nil, err
 				}
 				p.log.Info("relaying the upstream's request", "method", method)
@@ -245,7 +253,7 @@ func (p *Proxy) RelayMiddleware() sdk.Middleware {
 				if r.Params == nil {
 					return nil, fmt.Errorf("toolgate/mcp: %s from the upstream without params", method)
 				}
-				params, err := p.checkSampling(ctx, ss, r.Params)
+				params, err := p.checkSampling(ctx, p.requestOf(ss), r.Params, true)
 				if err != nil {
 					return nil, err
 				}
@@ -273,7 +281,7 @@ func (p *Proxy) downstream() *sdk.ServerSession {
 // checkElicit lets a form-mode elicitation through, and a URL-mode one
 // when its URL is https and its origin on the allow-list; it logs every
 // URL-mode one.
-func (p *Proxy) checkElicit(ctx context.Context, ss *sdk.ServerSession, params *sdk.ElicitParams) error {
+func (p *Proxy) checkElicit(ctx context.Context, who asked, params *sdk.ElicitParams) error {
 	if params.Mode == "form" || (params.Mode == "" && params.URL == "" && params.ElicitationID == "") {
 		return nil
 	}
@@ -284,7 +292,7 @@ func (p *Proxy) checkElicit(ctx context.Context, ss *sdk.ServerSession, params *
 	p.rl.mu.Lock()
 	allowed := err == nil && p.rl.origins[origin]
 	p.rl.mu.Unlock()
-	entry := gatelog.Relay{Method: "elicitation/create", Caller: p.callerOf(ss), Action: gatelog.RelayRelayed, Origin: origin}
+	entry := gatelog.Relay{Method: "elicitation/create", Caller: p.callerOf(who), Action: gatelog.RelayRelayed, Origin: origin}
 	switch {
 	case err != nil:
 		err = fmt.Errorf("toolgate/mcp: elicitation/create from the upstream refused: %w", err)
@@ -306,38 +314,38 @@ func (p *Proxy) checkElicit(ctx context.Context, ss *sdk.ServerSession, params *
 // checkSampling returns the sampling request to relay: as it came when
 // it offers no tool the caller may not call; else refused, or without
 // those tools (RelayOptions.SamplingTools). A request with tools is
-// logged.
-func (p *Proxy) checkSampling(ctx context.Context, ss *sdk.ServerSession, params *sdk.CreateMessageWithToolsParams) (*sdk.CreateMessageWithToolsParams, error) {
+// logged. Without canDrop (a request embedded in a result, relayed as
+// written or not at all) it is refused whatever SamplingTools says.
+func (p *Proxy) checkSampling(ctx context.Context, who asked, params *sdk.CreateMessageWithToolsParams, canDrop bool) (*sdk.CreateMessageWithToolsParams, error) {
 	if len(params.Tools) == 0 {
 		return params, nil
 	}
 	p.rl.mu.Lock()
 	may, mode := p.rl.opts.MayCall, p.rl.opts.SamplingTools
 	p.rl.mu.Unlock()
-	rctx, req := p.requestOf(ss)
 	var refused []string
 	kept := make([]*sdk.Tool, 0, len(params.Tools))
 	for _, t := range params.Tools {
 		if t == nil || t.Name == "" {
-			return nil, p.refuseSampling(ctx, ss, []string{""}, "a tool without a name")
+			return nil, p.refuseSampling(ctx, who, []string{""}, "a tool without a name")
 		}
-		call := *req
+		call := *who.req
 		call.Params = &sdk.CallToolParamsRaw{Name: t.Name}
-		if may == nil || !may(rctx, &call, t.Name) {
+		if may == nil || !may(who.ctx, &call, t.Name) {
 			refused = append(refused, t.Name)
 			continue
 		}
 		kept = append(kept, t)
 	}
-	entry := gatelog.Relay{Method: "sampling/createMessage", Caller: p.callerOf(ss), Action: gatelog.RelayRelayed}
+	entry := gatelog.Relay{Method: "sampling/createMessage", Caller: p.callerOf(who), Action: gatelog.RelayRelayed}
 	switch {
 	case len(refused) == 0:
 		p.log.Info("relaying the upstream's sampling request", "tools", len(kept))
 		return params, p.record(ctx, entry)
-	case mode == SamplingRefuse:
-		return nil, p.refuseSampling(ctx, ss, refused, "it offers the model tools the caller may not call")
+	case mode == SamplingRefuse || !canDrop:
+		return nil, p.refuseSampling(ctx, who, refused, "it offers the model tools the caller may not call")
 	case len(kept) == 0 && params.ToolChoice != nil && params.ToolChoice.Mode == "required":
-		return nil, p.refuseSampling(ctx, ss, refused, "it requires a tool and the caller may call none of those offered")
+		return nil, p.refuseSampling(ctx, who, refused, "it requires a tool and the caller may call none of those offered")
 	}
 	out := *params
 	out.Tools = kept
@@ -347,10 +355,10 @@ func (p *Proxy) checkSampling(ctx context.Context, ss *sdk.ServerSession, params
 	return &out, p.record(ctx, entry)
 }
 
-func (p *Proxy) refuseSampling(ctx context.Context, ss *sdk.ServerSession, tools []string, why string) error {
+func (p *Proxy) refuseSampling(ctx context.Context, who asked, tools []string, why string) error {
 	err := fmt.Errorf("toolgate/mcp: sampling/createMessage from the upstream refused: %s (%q)", why, tools)
 	p.log.Warn("refusing the upstream's sampling request", "tools", tools, "err", err)
-	if lerr := p.record(ctx, gatelog.Relay{Method: "sampling/createMessage", Caller: p.callerOf(ss), Action: gatelog.RelayRefused, Tools: tools, Reason: err.Error()}); lerr != nil {
+	if lerr := p.record(ctx, gatelog.Relay{Method: "sampling/createMessage", Caller: p.callerOf(who), Action: gatelog.RelayRefused, Tools: tools, Reason: err.Error()}); lerr != nil {
 		return lerr
 	}
 	return err
@@ -374,30 +382,41 @@ func (p *Proxy) record(ctx context.Context, e gatelog.Relay) error {
 	return nil
 }
 
-// requestOf returns the context and a call of the latest request of ss
-// (its session and Extra: whose principal it is).
-func (p *Proxy) requestOf(ss *sdk.ServerSession) (context.Context, *sdk.CallToolRequest) {
+// asked is whom an upstream's request is for: a client's call (or a
+// call made of its latest request: its session and Extra) and that
+// request's context, whose values name its principal.
+type asked struct {
+	ctx context.Context
+	req *sdk.CallToolRequest
+}
+
+// requestOf returns whom a request relayed to ss is for: its latest
+// request.
+func (p *Proxy) requestOf(ss *sdk.ServerSession) asked {
 	p.rl.mu.Lock()
 	defer p.rl.mu.Unlock()
 	if d := p.rl.byss[ss]; d != nil && d.ctx != nil {
-		return d.ctx, &sdk.CallToolRequest{Session: ss, Extra: d.extra}
+		return asked{d.ctx, &sdk.CallToolRequest{Session: ss, Extra: d.extra}}
 	}
-	return context.Background(), &sdk.CallToolRequest{Session: ss}
+	return asked{context.Background(), &sdk.CallToolRequest{Session: ss}}
 }
 
-func (p *Proxy) callerOf(ss *sdk.ServerSession) string {
-	if ss == nil {
-		return ""
-	}
+// callerOf names who in a log entry.
+func (p *Proxy) callerOf(who asked) string {
 	p.rl.mu.Lock()
 	caller := p.rl.opts.Caller
 	p.rl.mu.Unlock()
 	if caller == nil {
-		return ss.ID()
+		if who.req.Session == nil {
+			return ""
+		}
+		return who.req.Session.ID()
 	}
-	ctx, req := p.requestOf(ss)
-	req.Params = &sdk.CallToolParamsRaw{}
-	return caller(ctx, req)
+	req := *who.req
+	if req.Params == nil {
+		req.Params = &sdk.CallToolParamsRaw{}
+	}
+	return caller(who.ctx, &req)
 }
 
 // DownstreamMiddleware is the receiving middleware of the Proxy's
@@ -405,7 +424,8 @@ func (p *Proxy) callerOf(ss *sdk.ServerSession) string {
 // install it with Server.AddReceivingMiddleware, after the Guard's and
 // the Proxy's Middleware (outermost). A client's request that arrives
 // while the upstream is started again to be offered roots waits for it
-// (at most renewWait).
+// (at most renewWait). It polices the input requests an upstream puts in
+// a tools/call result (relay_mrtr.go).
 func (p *Proxy) DownstreamMiddleware() sdk.Middleware {
 	return func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
@@ -427,7 +447,11 @@ func (p *Proxy) DownstreamMiddleware() sdk.Middleware {
 			if renewing := p.heard(ctx, ss, req.GetExtra()); renewing != nil && method != "initialize" && method != "ping" {
 				awaitRenew(ctx, renewing)
 			}
-			return next(ctx, method, req)
+			res, err := next(ctx, method, req)
+			if cr, ok := req.(*sdk.CallToolRequest); ok && err == nil && res != nil {
+				res = p.policeInputRequests(ctx, asked{ctx, cr}, res) // relay_mrtr.go
+			}
+			return res, err
 		}
 	}
 }
