@@ -82,7 +82,16 @@
 // percent-encoded or non-ASCII hosts (write an IDN in punycode) are
 // refused. Form-mode elicitation is relayed as before.
 //
-// Refusals reach the upstream as an error, one line naming why. Every
+// On 2026-07-28 an upstream asks for input inside a tools/call result
+// (input-required, multi round-trip): the result goes to the client as
+// written when its requests pass the same checks (a sampling request that
+// -sampling-tools drop would trim is refused: such a result is relayed
+// whole or not at all), and the client's retry goes back with its
+// responses and the upstream's requestState; the proxy's own client
+// never fulfils one (roots included).
+//
+// Refusals reach the upstream as an error, one line naming why (inside a
+// result: the client gets a tool error instead). Every
 // URL-mode elicitation and every sampling request with tools is recorded
 // on the log as toolgate.relay (gatelog.Relay: method, caller, action
 // relayed, dropped or refused, origin or tools, reason).
