@@ -320,6 +320,9 @@ func (p *Proxy) checkSampling(ctx context.Context, who asked, params *sdk.Create
 	if len(params.Tools) == 0 {
 		return params, nil
 	}
+	if len(params.Tools) > maxSamplingTools {
+		return nil, p.refuseSampling(ctx, who, nil, fmt.Sprintf("it offers the model %d tools, more than %d", len(params.Tools), maxSamplingTools))
+	}
 	p.rl.mu.Lock()
 	may, mode := p.rl.opts.MayCall, p.rl.opts.SamplingTools
 	p.rl.mu.Unlock()
@@ -354,6 +357,10 @@ func (p *Proxy) checkSampling(ctx context.Context, who asked, params *sdk.Create
 	p.log.Warn("relaying the upstream's sampling request without tools the caller may not call", "dropped", refused)
 	return &out, p.record(ctx, entry)
 }
+
+// maxSamplingTools bounds the tools a relayed sampling request may offer
+// (each is checked and, refused, named on the log).
+const maxSamplingTools = 256
 
 func (p *Proxy) refuseSampling(ctx context.Context, who asked, tools []string, why string) error {
 	err := fmt.Errorf("toolgate/mcp: sampling/createMessage from the upstream refused: %s (%q)", why, tools)

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"slices"
 	"strings"
@@ -197,4 +198,23 @@ func TestParseOriginRefusesMoreThanAnOrigin(t *testing.T) {
 	err := NewProxy(nil).SetRelay(RelayOptions{URLOrigins: []string{"http://x.example"}})
 	assert.ErrorContains(t, err, `origin "http://x.example"`)
 	assert.Error(t, NewProxy(nil).SetRelay(RelayOptions{SamplingTools: 7}))
+}
+
+// TestSamplingWithTooManyToolsRefused: a sampling request offering more
+// than maxSamplingTools tools is refused before any is checked.
+func TestSamplingWithTooManyToolsRefused(t *testing.T) {
+	p := NewProxy(nil)
+	checked := 0
+	require.NoError(t, p.SetRelay(RelayOptions{SamplingTools: SamplingDrop, MayCall: func(context.Context, *sdk.CallToolRequest, string) bool { checked++; return true }}))
+	tools := make([]*sdk.Tool, maxSamplingTools+1)
+	for i := range tools {
+		tools[i] = &sdk.Tool{Name: fmt.Sprint("t", i)}
+	}
+	who := asked{context.Background(), &sdk.CallToolRequest{}}
+	_, err := p.checkSampling(context.Background(), who, &sdk.CreateMessageWithToolsParams{Tools: tools}, true)
+	assert.ErrorContains(t, err, "257 tools, more than 256")
+	assert.Zero(t, checked)
+	out, err := p.checkSampling(context.Background(), who, &sdk.CreateMessageWithToolsParams{Tools: tools[:maxSamplingTools]}, true)
+	require.NoError(t, err)
+	assert.Len(t, out.Tools, maxSamplingTools)
 }
