@@ -218,3 +218,25 @@ func TestSamplingWithTooManyToolsRefused(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, out.Tools, maxSamplingTools)
 }
+
+// BenchmarkDownstreamMiddleware: what DownstreamMiddleware adds to a
+// tools/call answered with a 1 KiB result (bare: the call without it).
+func BenchmarkDownstreamMiddleware(b *testing.B) {
+	p := NewProxy(nil)
+	raw := []byte(`{"content":[{"type":"text","text":"` + strings.Repeat("x", 1000) + `"}]}`)
+	next := func(context.Context, string, sdk.Request) (sdk.Result, error) { return &RawResult{JSON: raw}, nil }
+	req := &sdk.CallToolRequest{Params: &sdk.CallToolParamsRaw{Name: "read"}}
+	for _, tc := range []struct {
+		name string
+		h    sdk.MethodHandler
+	}{{"bare", next}, {"wrapped", p.DownstreamMiddleware()(next)}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := tc.h(context.Background(), MethodCallTool, req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
