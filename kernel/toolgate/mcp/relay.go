@@ -316,6 +316,8 @@ func (p *Proxy) checkElicit(ctx context.Context, who asked, params *sdk.ElicitPa
 // those tools (RelayOptions.SamplingTools). A request with tools is
 // logged. Without canDrop (a request embedded in a result, relayed as
 // written or not at all) it is refused whatever SamplingTools says.
+//
+//lint:ignore SA1019 the proxy relays sampling to clients on protocols before 2026-07-28, where it is not deprecated
 func (p *Proxy) checkSampling(ctx context.Context, who asked, params *sdk.CreateMessageWithToolsParams, canDrop bool) (*sdk.CreateMessageWithToolsParams, error) {
 	if len(params.Tools) == 0 {
 		return params, nil

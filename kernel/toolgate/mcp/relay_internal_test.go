@@ -211,9 +211,11 @@ func TestSamplingWithTooManyToolsRefused(t *testing.T) {
 		tools[i] = &sdk.Tool{Name: fmt.Sprint("t", i)}
 	}
 	who := asked{context.Background(), &sdk.CallToolRequest{}}
+	//lint:ignore SA1019 the test plays a client and an upstream on protocols before 2026-07-28, where sampling is not deprecated
 	_, err := p.checkSampling(context.Background(), who, &sdk.CreateMessageWithToolsParams{Tools: tools}, true)
 	assert.ErrorContains(t, err, "257 tools, more than 256")
 	assert.Zero(t, checked)
+	//lint:ignore SA1019 the test plays a client and an upstream on protocols before 2026-07-28, where sampling is not deprecated
 	out, err := p.checkSampling(context.Background(), who, &sdk.CreateMessageWithToolsParams{Tools: tools[:maxSamplingTools]}, true)
 	require.NoError(t, err)
 	assert.Len(t, out.Tools, maxSamplingTools)

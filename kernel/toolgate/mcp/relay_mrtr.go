@@ -54,6 +54,7 @@ func (p *Proxy) policeInputRequests(ctx context.Context, who asked, res sdk.Resu
 				err = p.checkElicit(ctx, who, &params)
 			}
 		case "sampling/createMessage":
+			//lint:ignore SA1019 the proxy relays sampling to clients on protocols before 2026-07-28, where it is not deprecated
 			var params sdk.CreateMessageWithToolsParams
 			if err = json.Unmarshal(ir.Params, &params); err == nil {
 				_, err = p.checkSampling(ctx, who, &params, false)

@@ -19,11 +19,10 @@ import (
 // its client for input inside tools/call results, and a client on
 // 2026-07-28 that fulfils them.
 type mrtrRig struct {
-	cs    *sdk.ClientSession
-	log   *trace.Log
-	mu    sync.Mutex
-	urls  []string
-	roots []string // what the upstream received as roots
+	cs   *sdk.ClientSession
+	log  *trace.Log
+	mu   sync.Mutex
+	urls []string
 }
 
 func newMRTRRig(t *testing.T) *mrtrRig {

@@ -188,6 +188,7 @@ type samplingClient struct {
 }
 
 func (sc *samplingClient) opts() *sdk.ClientOptions {
+	//lint:ignore SA1019 the test plays a client and an upstream on protocols before 2026-07-28, where sampling is not deprecated
 	return &sdk.ClientOptions{CreateMessageWithToolsHandler: func(_ context.Context, req *sdk.CreateMessageWithToolsRequest) (*sdk.CreateMessageWithToolsResult, error) {
 		var names []string
 		for _, tl := range req.Params.Tools {
@@ -196,6 +197,7 @@ func (sc *samplingClient) opts() *sdk.ClientOptions {
 		sc.mu.Lock()
 		sc.tools = append(sc.tools, names)
 		sc.mu.Unlock()
+		//lint:ignore SA1019 the test plays a client and an upstream on protocols before 2026-07-28, where sampling is not deprecated
 		return &sdk.CreateMessageWithToolsResult{Model: "m", Role: "assistant", Content: []sdk.Content{&sdk.TextContent{Text: "hi"}}}, nil
 	}}
 }
