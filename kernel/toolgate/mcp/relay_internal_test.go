@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"slices"
@@ -240,5 +241,48 @@ func BenchmarkDownstreamMiddleware(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// FuzzInputRequestsFound: whenever a result has an inputRequests member
+// as a decoder may read it (any case, any escape), the cheap search that
+// runs on every result says it may; reading never panics.
+func FuzzInputRequestsFound(f *testing.F) {
+	for _, s := range []string{`{"content":[]}`, `{"inputRequests":{}}`, `{"INPUTREQUESTS":{"a":1}}`, `{"inputReq\u0075ests":{}}`, `{"a":"q","inputrequests":1}`, `{"inputRequests":1,"inputRequests":2}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		member, err := inputRequestsOf(raw)
+		if (member != nil || (err != nil && json.Valid(raw) && strings.Contains(err.Error(), "twice"))) && !mayRequestInput(raw) {
+			t.Fatalf("%q has input requests the search misses", raw)
+		}
+	})
+}
+
+// TestInputRequestsSpelledOtherwiseRefused: input requests named in
+// another case or with escapes are policed too, and a result that names
+// them twice is refused.
+func TestInputRequestsSpelledOtherwiseRefused(t *testing.T) {
+	p := NewProxy(nil)
+	who := asked{context.Background(), &sdk.CallToolRequest{}}
+	url := `{"e":{"method":"elicitation/create","params":{"mode":"url","message":"m","url":"https://evil.example/","elicitationId":"x"}}}`
+	for _, raw := range []string{
+		`{"inputRequests":` + url + `}`,
+		`{"INPUTREQUESTS":` + url + `}`,
+		`{"inputReq\u0075ests":` + url + `}`,
+		`{"inputRequests":{},"inputRequests":` + url + `}`,
+		`{"inputRequests":` + url + `,"inputRequests":{}}`,
+		`{"inputRequests":"x"}`,
+		`{"inputRequests":{"e":{"method":"tasks/get","params":{}}}}`,
+	} {
+		res := p.policeInputRequests(context.Background(), who, &RawResult{JSON: json.RawMessage(raw)})
+		cr, ok := res.(*sdk.CallToolResult)
+		if assert.True(t, ok, raw) {
+			assert.True(t, cr.IsError, raw)
+		}
+	}
+	for _, raw := range []string{`{"content":[{"type":"text","text":"no requests here"}]}`, `{"content":[],"inputRequests":{"r":{"method":"roots/list","params":{}}}}`} {
+		res := p.policeInputRequests(context.Background(), who, &RawResult{JSON: json.RawMessage(raw)})
+		assert.IsType(t, &RawResult{}, res, raw)
 	}
 }

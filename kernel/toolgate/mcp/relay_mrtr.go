@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -20,8 +21,59 @@ import (
 // not at all: a request that would be trimmed (SamplingDrop) is refused
 // too. roots/list passes: the client answers it with its own roots.
 
-// inputRequestsKey is how a result that carries input requests says so.
-var inputRequestsKey = []byte(`"inputRequests"`)
+// mayRequestInput reports whether raw may carry input requests: whether
+// it has "requests" in any case (a decoder may match member names
+// without regard to case, as encoding/json does) or a \u escape (which
+// may spell it). It runs on every tools/call result, so it looks for the
+// rare q first (bytes.IndexByte), then around it.
+func mayRequestInput(raw []byte) bool {
+	if bytes.Contains(raw, []byte(`\u`)) {
+		return true
+	}
+	for _, q := range []byte{'q', 'Q'} {
+		for i := 0; ; {
+			j := bytes.IndexByte(raw[i:], q)
+			if j < 0 {
+				break
+			}
+			j += i
+			if j >= 2 && j+6 <= len(raw) && bytes.EqualFold(raw[j-2:j+6], []byte("requests")) {
+				return true
+			}
+			i = j + 1
+		}
+	}
+	return false
+}
+
+// inputRequestsOf returns the input requests of a result: its member
+// named inputRequests, in any case (as encoding/json matches it); an
+// error when there are several (decoders differ on which wins) or the
+// result cannot be read.
+func inputRequestsOf(raw []byte) (json.RawMessage, error) {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return nil, fmt.Errorf("a result that is not a JSON object")
+	}
+	var found json.RawMessage
+	for d.More() {
+		k, err := d.Token()
+		if err != nil {
+			return nil, fmt.Errorf("a result that cannot be read: %w", err)
+		}
+		var v json.RawMessage
+		if err := d.Decode(&v); err != nil {
+			return nil, fmt.Errorf("a result that cannot be read: %w", err)
+		}
+		if name, _ := k.(string); strings.EqualFold(name, "inputRequests") {
+			if found != nil {
+				return nil, fmt.Errorf("a result with its input requests twice")
+			}
+			found = v
+		}
+	}
+	return found, nil
+}
 
 // policeInputRequests returns res, or a tool error result when one of
 // the input requests it carries is refused. who is the call's client.
@@ -33,19 +85,24 @@ func (p *Proxy) policeInputRequests(ctx context.Context, who asked, res sdk.Resu
 	default:
 		return res // the Proxy's own results (a Guard's approval question, refusals): not the upstream's
 	}
-	if !bytes.Contains(raw, inputRequestsKey) {
+	if !mayRequestInput(raw) {
 		return res
 	}
-	var top struct {
-		InputRequests map[string]struct {
-			Method string          `json:"method"`
-			Params json.RawMessage `json:"params"`
-		} `json:"inputRequests"`
+	member, err := inputRequestsOf(raw)
+	if err != nil {
+		return refusedInput(err)
 	}
-	if err := json.Unmarshal(raw, &top); err != nil {
-		return refusedInput(fmt.Errorf("an input-required result that cannot be read: %w", err))
+	if member == nil {
+		return res
 	}
-	for id, ir := range top.InputRequests {
+	var irs map[string]struct {
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if err := json.Unmarshal(member, &irs); err != nil {
+		return refusedInput(fmt.Errorf("input requests that cannot be read: %w", err))
+	}
+	for id, ir := range irs {
 		var err error
 		switch ir.Method {
 		case "elicitation/create":
