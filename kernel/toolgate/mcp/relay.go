@@ -470,7 +470,7 @@ func (p *Proxy) DownstreamMiddleware() sdk.Middleware {
 func (p *Proxy) arrive(ctx context.Context, ss *sdk.ServerSession, extra *sdk.RequestExtra) {
 	ip := ss.InitializeParams()
 	//lint:ignore SA1019 the proxy relays roots to clients on protocols before 2026-07-28, where they are not deprecated
-	roots := ip != nil && ip.Capabilities != nil && ip.Capabilities.Roots.ListChanged && ip.ProtocolVersion < protocol20260728
+	roots := ip != nil && ip.Capabilities != nil && ip.Capabilities.Roots.ListChanged && ip.ProtocolVersion < MultiRoundTripVersion
 	p.rl.mu.Lock()
 	renew, notify, added := p.rl.join(&downstream{ss: ss, roots: roots, ctx: ctx, extra: extra})
 	p.rl.mu.Unlock()
@@ -686,10 +686,6 @@ func (r *relay) asked() (*downstream, chan struct{}) {
 	}
 	return nil, r.arrived
 }
-
-// protocol20260728 is the first protocol version without server-initiated
-// requests: its clients are asked through input-required results.
-const protocol20260728 = "2026-07-28"
 
 // encodeRelay is a Relay entry's payload.
 func encodeRelay(e gatelog.Relay) ([]byte, error) { return json.Marshal(e) }
