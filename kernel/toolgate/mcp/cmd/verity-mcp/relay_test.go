@@ -323,7 +323,9 @@ func TestRealFilesystemServerListsClientRoots(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: skipping the test with @modelcontextprotocol/server-filesystem")
 	}
-	probe := exec.Command(npx, "-y", "@modelcontextprotocol/server-filesystem", t.TempDir())
+	pctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	probe := exec.CommandContext(pctx, npx, "-y", "@modelcontextprotocol/server-filesystem", t.TempDir())
 	probe.Stdin = strings.NewReader("")
 	if out, err := probe.CombinedOutput(); err != nil {
 		t.Skipf("npx cannot run @modelcontextprotocol/server-filesystem (%v): skipping\n%s", err, out)
