@@ -47,6 +47,8 @@ func Decode(e trace.Entry) (any, error) {
 		return decodeTask(e.Payload)
 	case KindRefuseAnswer:
 		return decodeAs[RefuseAnswer](e.Payload)
+	case KindRelay:
+		return decodeRelay(e.Payload)
 	case KindDeclassify:
 		return decodeAs[Declassify](e.Payload)
 	case KindAsk:

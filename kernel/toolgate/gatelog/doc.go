@@ -28,6 +28,10 @@
 // the pinned definition hash the call was decided against, when the host
 // gave one (toolgate.Call.Definition).
 //
+// A proxy that relays its upstream's own requests to a client writes
+// KindRelay (Relay: a URL-mode elicitation or a sampling request with
+// tools, relayed, trimmed or refused).
+//
 // Decode reads any of them back, strictly (one JSON object, no unknown,
 // duplicate or null member, every required member present), for the
 // commands that read a log (verity inspect, view, summary), for the gate

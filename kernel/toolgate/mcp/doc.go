@@ -250,10 +250,16 @@
 // by the Guard (Options.Listed) before the gate's rules: never asked of
 // a human, never charged, and recorded on the gate's log as a refusal
 // (Gate.RefuseNoSuchTool). The upstream's own requests — elicitation/create,
-// sampling/createMessage, roots/list — go to the real client (the one
-// whose call is in progress, else the one heard from last) through
-// RelayMiddleware; the proxy advertises those capabilities upstream, not
-// roots of its own.
+// sampling/createMessage, roots/list — go to a real client through
+// RelayMiddleware (relay.go), never answered by the Proxy: elicitation
+// and sampling to the one whose call is in progress (else the one heard
+// from last), roots to the first connected client that offers them.
+// Roots are offered upstream only while a client offers them
+// (DownstreamMiddleware follows the clients; RelayOptions.Renew starts
+// the upstream again when the first arrives); a sampling request's tools
+// are checked against the policy (RelayOptions.MayCall: Guard.MayCall),
+// a URL-mode elicitation's URL against an https allow-list (ParseOrigin),
+// both recorded as gatelog.KindRelay (Proxy.SetRelay).
 //
 // # Pinned definitions
 //

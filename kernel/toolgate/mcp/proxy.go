@@ -52,19 +52,19 @@ func (r *RawResult) MarshalJSON() ([]byte, error) {
 // and ListTools re-encodes tools through Tool), so the Proxy takes the
 // JSON off the connection instead (Transport) and never re-encodes it.
 // It follows the upstream's notifications/tools/list_changed, and relays
-// the upstream's own requests — elicitation, sampling, roots — to the
-// client whose call is in progress (else the one heard from last).
+// the upstream's own requests — elicitation, sampling, roots — to its
+// clients, as relay.go says (SetRelay).
 //
-// Wire it so: the upstream's client is made with ClientOptions and
-// RelayMiddleware, connected over Transport(t), and Attach'ed; srv is
-// made with ServerOptions, and Middleware installed last (innermost, after
-// a Guard's):
+// Wire it so: the upstream's client is made with Client (ClientOptions
+// and RelayMiddleware), connected over Transport(t), and Attach'ed; srv
+// is made with ServerOptions, Middleware installed last (innermost, after
+// a Guard's) and DownstreamMiddleware first (outermost):
 //
 //	p := NewProxy(log)
 //	srv := sdk.NewServer(impl, p.ServerOptions(nil))
 //	srv.AddReceivingMiddleware(guard.Middleware(), p.Middleware())
-//	client := sdk.NewClient(impl, p.ClientOptions())
-//	client.AddReceivingMiddleware(p.RelayMiddleware())
+//	srv.AddReceivingMiddleware(p.DownstreamMiddleware())
+//	client := p.Client(impl)
 //	up, _ := client.Connect(ctx, p.Transport(&sdk.CommandTransport{…}), nil)
 //	names, _ := p.Attach(ctx, srv, up)
 //
@@ -91,6 +91,8 @@ type Proxy struct {
 	smu      sync.Mutex
 	inflight []*sdk.ServerSession // sessions with a call in progress, oldest first
 	last     *sdk.ServerSession   // the session heard from last
+
+	rl relay // the upstream's requests relayed to clients (relay.go)
 }
 
 // NewProxy returns a Proxy that logs on log (nowhere when nil).
@@ -130,74 +132,6 @@ func (p *Proxy) ServerOptions(opts *sdk.ServerOptions) *sdk.ServerOptions {
 	caps.Tools = &sdk.ToolCapabilities{ListChanged: true}
 	opts.Capabilities = caps
 	return opts
-}
-
-// ClientOptions returns the options of the upstream's client: it follows
-// the upstream's tools/list_changed, and advertises what it relays —
-// roots (with listChanged), sampling, and form and URL elicitation — so
-// that the upstream asks; a client downstream that cannot answer one
-// makes that request fail.
-func (p *Proxy) ClientOptions() *sdk.ClientOptions {
-	return &sdk.ClientOptions{
-		Logger: p.log,
-		Capabilities: &sdk.ClientCapabilities{
-			//lint:ignore SA1019 the proxy relays roots and sampling to clients on protocols before 2026-07-28, where they are not deprecated
-			RootsV2: &sdk.RootCapabilities{ListChanged: true},
-			//lint:ignore SA1019 the proxy relays roots and sampling to clients on protocols before 2026-07-28, where they are not deprecated
-			Sampling:    &sdk.SamplingCapabilities{},
-			Elicitation: &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}, URL: &sdk.URLElicitationCapabilities{}},
-		},
-		ToolListChangedHandler: func(ctx context.Context, _ *sdk.ToolListChangedRequest) {
-			if err := p.refresh(context.WithoutCancel(ctx)); err != nil {
-				p.log.Warn("re-listing the upstream's tools", "err", err)
-			}
-		},
-	}
-}
-
-// RelayMiddleware is the receiving middleware of the upstream's client
-// that relays the upstream's requests — elicitation/create,
-// sampling/createMessage, roots/list — to a downstream client
-// (ServerSession.Elicit, CreateMessage, ListRoots) instead of answering
-// them itself; an error when no client is connected.
-func (p *Proxy) RelayMiddleware() sdk.Middleware {
-	return func(next sdk.MethodHandler) sdk.MethodHandler {
-		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
-			switch method {
-			case "elicitation/create", "sampling/createMessage", "roots/list":
-			default:
-				return next(ctx, method, req)
-			}
-			ss := p.downstream()
-			if ss == nil {
-				return nil, fmt.Errorf("toolgate/mcp: %s from the upstream: no client connected to relay it to", method)
-			}
-			p.log.Info("relaying the upstream's request", "method", method)
-			switch r := req.(type) {
-			case *sdk.ElicitRequest:
-				return ss.Elicit(ctx, r.Params)
-			case *sdk.CreateMessageRequest:
-				//lint:ignore SA1019 the proxy relays roots and sampling to clients on protocols before 2026-07-28, where they are not deprecated
-				return ss.CreateMessage(ctx, r.Params)
-			case *sdk.ListRootsRequest:
-				//lint:ignore SA1019 the proxy relays roots and sampling to clients on protocols before 2026-07-28, where they are not deprecated
-				return ss.ListRoots(ctx, r.Params)
-			}
-			return nil, fmt.Errorf("toolgate/mcp: %s request of type %T", method, req)
-		}
-	}
-}
-
-// downstream is the session an upstream's request is relayed to: the
-// one whose call started last of those in progress, else the one heard
-// from last.
-func (p *Proxy) downstream() *sdk.ServerSession {
-	p.smu.Lock()
-	defer p.smu.Unlock()
-	if n := len(p.inflight); n > 0 {
-		return p.inflight[n-1]
-	}
-	return p.last
 }
 
 func (p *Proxy) enter(ss *sdk.ServerSession) {

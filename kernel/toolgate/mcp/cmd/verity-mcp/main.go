@@ -47,8 +47,54 @@
 // tells its clients. A call of a tool the upstream does not list is
 // refused as an error result before the gate: no human is asked, nothing
 // is charged. The upstream's own requests to its client — elicitation,
-// sampling, roots/list — are relayed to the real client (the one whose
-// call is in progress) and its answers sent back.
+// sampling, roots/list — are relayed to a real client and its answers
+// sent back; the proxy never answers one itself.
+//
+// # Relayed requests: roots, sampling, URL elicitation
+//
+// Roots. The upstream is offered roots only when a client connected at
+// the time it starts offers them ("roots": {"listChanged": true}); the
+// proxy starts the upstream before any client, so when the first client
+// offering roots arrives the upstream is started again, offered roots
+// (that client's requests wait for it, calls in progress end first, up
+// to 10s). A server that takes its directories from its client's roots —
+// the reference filesystem server run without directories — so lists
+// the client's. roots/list goes to the client offering roots that
+// connected first of those still connected: one upstream sees one
+// client's roots. The upstream is sent notifications/roots/list_changed
+// when that client's roots change, when it leaves and another offering
+// roots remains, and when one arrives after none was left. A roots/list
+// while no client offering roots is connected waits up to -roots-wait
+// (10s) for one, then fails; an upstream that was not offered roots and
+// asks anyway is refused. -roots off never offers them.
+//
+// Sampling. A sampling/createMessage that offers the model tools is
+// relayed only with tools the caller may call (the policy's rules for
+// the caller's principal, as -list callable reads them); with one it
+// may not call it is refused (-sampling-tools refuse, the default) or
+// relayed without them (-sampling-tools drop; refused still when it
+// requires a tool and none is left).
+//
+// URL elicitation. A URL-mode elicitation (the client's human sent to a
+// web page) is relayed only for an https URL whose origin is on the
+// allow-list (-elicit-url-origin https://host[:port], repeatable; none:
+// all refused). URLs with user information, backslashes,
+// percent-encoded or non-ASCII hosts (write an IDN in punycode) are
+// refused. Form-mode elicitation is relayed as before.
+//
+// On 2026-07-28 an upstream asks for input inside a tools/call result
+// (input-required, multi round-trip): the result goes to the client as
+// written when its requests pass the same checks (a sampling request that
+// -sampling-tools drop would trim is refused: such a result is relayed
+// whole or not at all), and the client's retry goes back with its
+// responses and the upstream's requestState; the proxy's own client
+// never fulfils one (roots included).
+//
+// Refusals reach the upstream as an error, one line naming why (inside a
+// result: the client gets a tool error instead). Every
+// URL-mode elicitation and every sampling request with tools is recorded
+// on the log as toolgate.relay (gatelog.Relay: method, caller, action
+// relayed, dropped or refused, origin or tools, reason).
 //
 // # Pinned definitions
 //
@@ -462,6 +508,7 @@ type config struct {
 	inbox            inboxConfig   // -approvals (inbox.go)
 	pins             pinsConfig    // -pins, -pins-server (pins.go)
 	state            stateConfig   // -state-key, -state-ttl (state.go)
+	relay            relayConfig   // -roots, -sampling-tools, -elicit-url-origin, … (relay.go)
 }
 
 const usage = `usage: verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH] [-http ADDR [-jwks FILE|URL -issuer ISS -resource URL [-scopes S]] [-http-caller KEY|-caller-per-session] [-insecure-no-auth]] [-approvals ADDR [-approvals-insecure-no-auth]] [-caller KEY] [-approver NAME] [-sign-key FILE [-checkpoint-every N]] [-metrics ADDR [-insecure-metrics]] [-list auto|all|callable] [-upstream-exit] [-sync-while-running] [-pins first-use|off|pins.json [-pins-server NAME]] -- command [args...]
@@ -524,6 +571,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	addInboxFlags(fs, &c.inbox)
 	addPinsFlags(fs, &c.pins)
 	addStateFlags(fs, &c.state)
+	addRelayFlags(fs, &c.relay)
 	fs.StringVar(&c.caller, "caller", "stdio", "the caller key the stdio client's calls are charged to")
 	fs.StringVar(&c.approver, "approver", toolgate.DefaultApprover, "the approver name the client's human answers as")
 	fs.BoolVar(&c.upstreamExit, "upstream-exit", false, "when the upstream exits, exit 1 instead of restarting it")
@@ -784,8 +832,7 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, compiled *tool
 	start := func(ctx context.Context) (*sdk.ClientSession, error) {
 		cmd := exec.Command(c.upstream[0], c.upstream[1:]...)
 		cmd.Stderr = stderr
-		client := sdk.NewClient(&sdk.Implementation{Name: "verity-mcp", Version: version}, proxy.ClientOptions())
-		client.AddReceivingMiddleware(proxy.RelayMiddleware())
+		client := proxy.Client(&sdk.Implementation{Name: "verity-mcp", Version: version})
 		if err := proxy.ServeTasks(srv, client); err != nil { // the Tasks extension, relayed and policed (gatemcp tasks.go)
 			return nil, err
 		}
@@ -859,6 +906,9 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, compiled *tool
 		return err
 	}
 	srv.AddReceivingMiddleware(guard.Middleware(), proxy.Middleware())
+	if err := c.relay.apply(proxy, guard, srv, log, sup); err != nil { // relay.go
+		return err
+	}
 	if n, err := guard.ResumeTasks(ctx); err != nil { // tasks open on the log (gatemcp tasks.go)
 		logger.Error("tasks not all resumed", "tasks", n, "err", err)
 	} else if n > 0 {

@@ -51,6 +51,7 @@ type supervisor struct {
 	stopped bool
 	err     error // ErrUpstreamExited once it exited under -upstream-exit
 	done    chan struct{}
+	renewOf *sdk.ClientSession // closed by renew (relay.go) to be started again, not an exit
 }
 
 func newSupervisor(up *sdk.ClientSession, start func(context.Context) (*sdk.ClientSession, error), exit bool, log *slog.Logger, stopProxy func()) *supervisor {
@@ -69,6 +70,9 @@ func (s *supervisor) run(ctx context.Context) {
 		werr := up.Wait()
 		if s.isStopped() || ctx.Err() != nil {
 			return
+		}
+		if s.renewed(up) && s.startAgain(ctx) { // relay.go
+			continue
 		}
 		if s.exit {
 			s.log.Error("upstream exited; stopping (-upstream-exit)", "err", werr)
