@@ -26,6 +26,10 @@
 // the pinned definition hash the call was decided against, when the host
 // gave one (toolgate.Call.Definition).
 //
+// A host serving MCP writes one more: KindProtocol (Protocol: a request
+// refused before any decision because its HTTP headers disagree with its
+// body, or a 2026-07-28 request lacks its protocol version in _meta).
+//
 // Decode reads any of them back, strictly (one JSON object, no unknown,
 // duplicate or null member, every required member present), for the
 // commands that read a log (verity inspect, view, summary), for the gate
