@@ -81,6 +81,7 @@ type Proxy struct {
 	listed  map[string]bool            // the same, as a set
 	lastRaw map[string]json.RawMessage // the last tools/list page received, by cursor
 	pins    *Pins                      // the definitions enforced (SetPins); nil: none
+	params  paramIndex                 // the listing's x-mcp-header annotations (proxy_headers.go)
 
 	rmu sync.Mutex // one refresh at a time: listings are checked in the order read
 
