@@ -144,3 +144,14 @@ func TraceID(traceparent string) string {
 	_, id := withTraceOf(context.Background(), sdk.Meta{TraceMetaKey: traceparent})
 	return id
 }
+
+// ProtocolVersions returns the MCP protocol versions a proxy should serve
+// (sdk.ServerOptions.SupportedProtocolVersions), newest first: those
+// whose calls it can both relay and police — the two eras, 2026-07-28
+// without sessions and 2025-11-25 and 2025-06-18 with them. Before
+// 2025-06-18 a client has no elicitation, so no human of its could ever
+// be asked for an approval, and may send JSON-RPC batches, whose
+// requests share one set of HTTP headers; such a client's initialize is
+// answered with 2025-11-25, and a request naming an older version in its
+// Mcp-Protocol-Version header is refused 400 by the SDK.
+func ProtocolVersions() []string { return []string{MultiRoundTripVersion, "2025-11-25", "2025-06-18"} }

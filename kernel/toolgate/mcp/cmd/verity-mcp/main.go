@@ -732,7 +732,8 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, compiled *tool
 		return err
 	}
 	proxy.SetPins(pins)
-	srv := sdk.NewServer(&sdk.Implementation{Name: "verity-mcp", Version: version}, proxy.ServerOptions(nil))
+	srv := sdk.NewServer(&sdk.Implementation{Name: "verity-mcp", Version: version},
+		proxy.ServerOptions(&sdk.ServerOptions{SupportedProtocolVersions: gatemcp.ProtocolVersions()})) // both eras: eras.go
 	start := func(ctx context.Context) (*sdk.ClientSession, error) {
 		cmd := exec.Command(c.upstream[0], c.upstream[1:]...)
 		cmd.Stderr = stderr
@@ -778,29 +779,16 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, compiled *tool
 		Hold:     c.inbox.enabled(),
 		// -sync-while-running: the decision's fsync runs beside the tool.
 		SyncWhileRunning: c.syncWhileRunning,
-		// A streamable HTTP session is, with -jwks, the caller its
-		// token's principal keys (issuer and subject), whatever its
-		// session; without, the one caller -http-caller names (by
-		// default DefaultHTTPCaller), or with -caller-per-session the one
-		// its id names. The one stdio connection is the caller -caller
-		// names.
-		Caller: func(ctx context.Context, req *sdk.CallToolRequest) string {
-			if id := req.Session.ID(); id != "" {
-				switch {
-				case c.auth.enabled():
-					if key := gatemcp.DefaultPrincipal(ctx, req).Key(); key != "" {
-						return key
-					}
-					return id // unreachable: every verified token has a subject
-				case c.auth.perSession:
-					return id
-				case c.httpCaller != "":
-					return c.httpCaller
-				}
-				return DefaultHTTPCaller
-			}
-			return c.caller
-		},
+		// An HTTP request is, with -jwks, the caller its token's
+		// principal keys (issuer and subject), whatever its session or
+		// era; without, the one caller -http-caller names (by default
+		// DefaultHTTPCaller), or with -caller-per-session the one its
+		// session id names. The one stdio connection is the caller
+		// -caller names. (eras.go)
+		Caller: c.callerOf,
+		// Requests refused for their headers or a missing _meta version
+		// are recorded on the log (gatelog.KindProtocol).
+		Log: log,
 	})
 	if err != nil {
 		return err
@@ -825,7 +813,8 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, compiled *tool
 		}()
 	}
 	if c.http != "" {
-		stopHTTP, err := serveHTTP(c.http, srv, c.httpConfig, c.auth.protect, logger)
+		stopHTTP, err := serveHTTP(c.http, srv, c.httpConfig, c.auth.protect, logger,
+			&eraFront{params: proxy.ParamHeaders, guard: guard, callerKey: c.httpCallerKey})
 		if err != nil {
 			return err
 		}
