@@ -15,14 +15,20 @@ import (
 const CacheScopePrivate = "private"
 
 // privateScope returns a result object with its cacheScope member set to
-// "private" — replaced where the upstream wrote one, added at the end
-// otherwise — and every other member as written, in its order.
+// "private" — replaced where the upstream wrote one (every one, should it
+// have written it twice), added at the end otherwise — and every other
+// member as written, in its order.
 func privateScope(raw json.RawMessage) (json.RawMessage, error) {
+	if !json.Valid(raw) {
+		return nil, fmt.Errorf("toolgate/mcp: a tools/list result that is not JSON")
+	}
 	d := json.NewDecoder(bytes.NewReader(raw))
 	if t, err := d.Token(); err != nil || t != json.Delim('{') {
 		return nil, fmt.Errorf("toolgate/mcp: a tools/list result that is not an object")
 	}
 	private := []byte(`"` + CacheScopePrivate + `"`)
+	type span struct{ start, end int64 }
+	var scopes []span
 	for d.More() {
 		k, err := d.Token()
 		if err != nil {
@@ -34,13 +40,25 @@ func privateScope(raw json.RawMessage) (json.RawMessage, error) {
 			return nil, fmt.Errorf("toolgate/mcp: tools/list result: %w", err)
 		}
 		if k == "cacheScope" {
-			return slices.Concat(raw[:start], []byte{':'}, private, raw[d.InputOffset():]), nil
+			scopes = append(scopes, span{start, d.InputOffset()})
 		}
 	}
-	end := bytes.LastIndexByte(raw, '}')
-	sep := []byte(",")
-	if len(bytes.TrimSpace(raw[1:end])) == 0 {
-		sep = nil
+	if _, err := d.Token(); err != nil { // the closing brace
+		return nil, fmt.Errorf("toolgate/mcp: tools/list result: %w", err)
 	}
-	return slices.Concat(raw[:end], sep, []byte(`"cacheScope":`), private, raw[end:]), nil
+	if len(scopes) == 0 {
+		end := d.InputOffset() - 1 // the closing brace
+		var sep []byte
+		open := bytes.IndexByte(raw, '{')
+		if len(bytes.TrimSpace(raw[open+1:end])) > 0 {
+			sep = []byte(",")
+		}
+		return slices.Concat(raw[:end], sep, []byte(`"cacheScope":`), private, raw[end:]), nil
+	}
+	out := slices.Clone(raw)
+	for i := len(scopes) - 1; i >= 0; i-- {
+		sp := scopes[i]
+		out = slices.Concat(out[:sp.start], []byte{':'}, private, out[sp.end:])
+	}
+	return out, nil
 }
