@@ -19,9 +19,9 @@ var traceIDForm = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
 // TestEntriesNameTheirTrace: every entry a call makes names the trace
 // the host says it was made in (Call.Trace) — its refusal's trace, its
-// execution's tag "trace:<id>", its result's trace, that of a result
-// reported after a restart (a reservation's) too — when it is a W3C trace id (32
-// lower-case hex digits, not all zero), and none names anything else.
+// execution's tag "trace:<id>", its result's trace — when it is a W3C
+// trace id (32 lower-case hex digits, not all zero), and none names
+// anything else.
 func TestEntriesNameTheirTrace(t *testing.T) {
 	checks := 0
 	defer func() { t.Logf("%d calls checked", checks) }()
@@ -69,12 +69,6 @@ func TestEntriesNameTheirTrace(t *testing.T) {
 				if v, ok := strings.CutPrefix(tag, "trace:"); ok {
 					require.Equal(rt, want, v)
 				}
-			}
-			if d.Reserved && rapid.Bool().Draw(rt, "restart before the result") {
-				// A reservation outlives a restart: its result is reported
-				// to the gate replayed from the log.
-				g, err = toolgate.New(ctx, log, mustCompile(cfg))
-				require.NoError(rt, err)
 			}
 			out, err := g.After(ctx, d.Call, toolgate.Result{Output: []byte(`"x"`)})
 			require.NoError(rt, err)

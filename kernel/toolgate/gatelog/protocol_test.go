@@ -19,7 +19,7 @@ var protocolEntries = []struct {
 }{
 	{gatelog.KindProtocol, `{"caller":"c","method":"tools/call","name":"t","reason":"header_mismatch","header":"Mcp-Name","code":-32020,"explanation":"e","trace":"` + tid + `"}`, true},
 	{gatelog.KindProtocol, `{"caller":"","method":"tools/call","reason":"missing_version","code":-32602,"explanation":"e"}`, true},
-	{gatelog.KindProtocol, `{"caller":"c","method":"tools/call","reason":"header_mismatch","code":-32020,"explanation":"e"}`, false},                   // no header
+	{gatelog.KindProtocol, `{"caller":"c","method":"tools/call","reason":"header_mismatch","code":-32020,"explanation":"e"}`, false},                     // no header
 	{gatelog.KindProtocol, `{"caller":"c","method":"tools/call","reason":"header_mismatch","header":"Mcp-Name","code":-32602,"explanation":"e"}`, false}, // wrong code
 	{gatelog.KindProtocol, `{"caller":"c","method":"tools/call","reason":"missing_version","header":"Mcp-Name","code":-32602,"explanation":"e"}`, false},
 	{gatelog.KindProtocol, `{"caller":"c","method":"tools/call","reason":"because","code":-32020,"explanation":"e"}`, false},

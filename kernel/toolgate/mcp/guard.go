@@ -141,7 +141,7 @@ type Guard struct {
 	stopping  chan struct{} // closed by StopHolding (hold.go)
 	stopOnce  sync.Once
 
-	plog      *trace.Log    // Options.Log (eras.go)
+	plog *trace.Log // Options.Log (eras.go)
 
 	mu    sync.Mutex
 	conns map[*sdk.ServerSession]string // per-connection keys of sessions without an id

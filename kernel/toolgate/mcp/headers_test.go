@@ -168,7 +168,7 @@ func headerValue(s string) string {
 func TestHeadersAgreeingWithTheBodyPass(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		region := rapid.String().Draw(rt, "region")
-		count := rapid.Int64Range(-(1<<53 - 1), 1<<53-1).Draw(rt, "count")
+		count := rapid.Int64Range(-(1<<53-1), 1<<53-1).Draw(rt, "count")
 		dry := rapid.Bool().Draw(rt, "dry")
 		args := map[string]any{"region": region, "count": count, "opts": map[string]any{"dry": dry}}
 		h := modern("deploy")
