@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -31,6 +32,7 @@ import (
 	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	gatemcp "github.com/verity-go/verity/kernel/toolgate/mcp"
 	"github.com/verity-go/verity/kernel/toolgate/mcp/internal/testissuer"
+	gateotel "github.com/verity-go/verity/kernel/toolgate/otel"
 	"github.com/verity-go/verity/trace"
 )
 
@@ -369,4 +371,47 @@ func TestEraFront(t *testing.T) {
 	assert.Contains(t, logs.String(), "refused: header_mismatch")
 	_, charged := g.Meter("web")
 	assert.False(t, charged, "no budget was touched")
+}
+
+// TestTraceSpansJoinTheLog: with -trace-spans, a call whose _meta
+// carries the agent's traceparent is a span of the agent's trace in the
+// file, and its log entries name the same trace.
+func TestTraceSpansJoinTheLog(t *testing.T) {
+	up := newUpstream(t)
+	pol := writePolicy(t, "10", "")
+	dir := t.TempDir()
+	logPath, spansPath := filepath.Join(dir, "trace.log"), filepath.Join(dir, "spans.jsonl")
+	p := startProxy(t, append([]string{"-policy", pol, "-log", logPath, "-trace-spans", spansPath, "--"}, up.argv()...), nil)
+	const tid, parent = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	res, err := p.cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "search", Arguments: map[string]any{"query": "x"},
+		Meta: sdk.Meta{gatemcp.TraceMetaKey: "00-" + tid + "-" + parent + "-01"}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, text(res))
+	require.Equal(t, 0, p.stop(t), p.stderr.String())
+
+	b, err := os.ReadFile(spansPath)
+	require.NoError(t, err)
+	var l gateotel.SpanLine
+	require.NoError(t, json.Unmarshal(b, &l), "%s", b)
+	assert.Equal(t, tid, l.TraceID)
+	assert.Equal(t, parent, l.ParentSpanID)
+	assert.Equal(t, "execute_tool search", l.Name)
+	assert.Contains(t, p.stderr.String(), "trace="+tid, "the log lines name the trace")
+
+	ro, err := trace.OpenFileReadOnly(logPath)
+	require.NoError(t, err)
+	defer ro.Close()
+	log, err := trace.NewLog(ro)
+	require.NoError(t, err)
+	found := false
+	for e, err := range log.Entries(context.Background(), 0) {
+		require.NoError(t, err)
+		if e.Kind == gatelog.KindResult {
+			v, err := gatelog.Decode(e)
+			require.NoError(t, err)
+			assert.Equal(t, tid, v.(gatelog.Result).Trace)
+			found = true
+		}
+	}
+	assert.True(t, found)
 }

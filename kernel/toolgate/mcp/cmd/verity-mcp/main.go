@@ -418,6 +418,7 @@ type config struct {
 	observe          observeConfig // -metrics, -decision-log, … (metrics.go)
 	inbox            inboxConfig   // -approvals (inbox.go)
 	pins             pinsConfig    // -pins, -pins-server (pins.go)
+	spans            spansConfig   // -trace-spans (spans.go)
 }
 
 const usage = `usage: verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH] [-http ADDR [-jwks FILE|URL -issuer ISS -resource URL [-scopes S]] [-http-caller KEY|-caller-per-session] [-insecure-no-auth]] [-approvals ADDR [-approvals-insecure-no-auth]] [-caller KEY] [-approver NAME] [-sign-key FILE [-checkpoint-every N]] [-metrics ADDR [-insecure-metrics]] [-list auto|all|callable] [-upstream-exit] [-sync-while-running] [-pins first-use|off|pins.json [-pins-server NAME]] -- command [args...]
@@ -479,6 +480,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	addObserveFlags(fs, &c.observe)
 	addInboxFlags(fs, &c.inbox)
 	addPinsFlags(fs, &c.pins)
+	addSpansFlags(fs, &c.spans)
 	fs.StringVar(&c.caller, "caller", "stdio", "the caller key the stdio client's calls are charged to")
 	fs.StringVar(&c.approver, "approver", toolgate.DefaultApprover, "the approver name the client's human answers as")
 	fs.BoolVar(&c.upstreamExit, "upstream-exit", false, "when the upstream exits, exit 1 instead of restarting it")
@@ -675,7 +677,16 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, compiled *tool
 			err = merr
 		}
 	}()
-	opts := c.observe.gateOptions(logger)
+	stopSpans, err := c.spans.start()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if serr := stopSpans(ctx); serr != nil && err == nil {
+			err = serr
+		}
+	}()
+	opts := append(c.observe.gateOptions(logger), c.spans.gateOptions()...)
 	if c.inbox.enabled() {
 		opts = append(opts, toolgate.WithDurableApprovals())
 	}
