@@ -5,7 +5,7 @@
 //	           [-approvals ADDR [-approvals-insecure-no-auth]]
 //	           [-caller KEY] [-approver NAME] [-list auto|all|callable] [-upstream-exit]
 //	           [-sync-while-running] [-pins first-use|off|pins.json [-pins-server NAME]]
-//	           -- <upstream command and args>
+//	           [-trace-spans FILE] -- <upstream command and args>
 //	verity-mcp pin review|approve -inbox URL …
 //	verity-mcp client list|call TOOL ARGS [-yes|-no] [-url URL [-token-file F]] [-- <server command>]
 //
@@ -106,14 +106,14 @@
 // # Callers and budgets
 //
 // Each caller key has its own budget (the policy's "budget") and its own
-// counters: the stdio client is the caller -caller (default "stdio").
-// Over streamable HTTP:
+// counters: the stdio client is the caller -caller (default "stdio"),
+// whichever protocol it speaks. Over streamable HTTP:
 //
 //   - with -jwks (see "Authentication" below), each principal — the
 //     token's issuer and subject — is one caller, keyed by
-//     toolgate.Principal.Key ("ISSUER|SUBJECT"): all its sessions, and
-//     all its tokens, share one budget, and a new session resets
-//     nothing;
+//     toolgate.Principal.Key ("ISSUER|SUBJECT"): all its sessions, its
+//     requests of protocol 2026-07-28 (which have none), and all its
+//     tokens, share one budget, and a new session resets nothing;
 //   - without, every session is the one caller "http" (or the KEY of
 //     -http-caller KEY): they share its budget and counters, and a new
 //     session resets nothing. (Being one caller, they share its
@@ -122,7 +122,26 @@
 //     With -caller-per-session each session is instead the caller named
 //     by its Mcp-Session-Id, with a budget of its own — which a client
 //     resets by initializing a new session, so ask for it only when the
-//     clients are trusted to.
+//     clients are trusted to. A request of protocol 2026-07-28 has no
+//     session: unauthenticated, it is charged to the -http-caller key
+//     ("http") like the sessions, and with -caller-per-session to "http".
+//
+// # Protocol eras
+//
+// Clients of MCP 2026-07-28 (no session; version, client info and
+// capabilities in each request's _meta; server/discover) and of
+// 2025-11-25 and 2025-06-18 (initialize, sessions) are served at once, on
+// stdio and -http; server/discover advertises exactly those versions and
+// the tools capability. Over -http each request's Mcp-Method, Mcp-Name,
+// Mcp-Param-* and Mcp-Protocol-Version headers are compared with its body
+// before anything is decided; a mismatch is answered 400 with JSON-RPC
+// error -32020, a 2026-07-28 request without its _meta version 400 with
+// -32602 (on stdio too), each logged ("refused: header_mismatch",
+// "refused: missing_version") and recorded as a toolgate.protocol entry,
+// with no budget touched. A tools/list filtered for its caller is
+// cacheScope "private". A traceparent in a request's _meta continues into
+// the gate's OpenTelemetry spans (-trace-spans FILE writes them as JSON
+// lines) and its trace id is on the call's log entries.
 //
 // Either way, with -db the policy's shared_budget bounds all callers of
 // all sessions together. A durable log keeps what each caller spent:
