@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"pgregory.net/rapid"
 
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate"
@@ -294,4 +295,78 @@ func TestTraceID(t *testing.T) {
 	} {
 		assert.Equal(t, want, gatemcp.TraceID(tp), tp)
 	}
+}
+
+// TestOnePrincipalOneBudgetAcrossEras is a state machine against a naive
+// model: principals call over HTTP through 2026-07-28 clients (no
+// session, a new one each time or one kept) and 2025-11-25 sessions (new
+// or kept), in any order; every call of a principal draws on one budget
+// — the model's per-principal spend — and runs exactly when the model
+// says it can afford it. The Guard is keyed as verity-mcp keys it with
+// -jwks: by the principal, whatever the session.
+func TestOnePrincipalOneBudgetAcrossEras(t *testing.T) {
+	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		user, ok := strings.CutPrefix(token, "t-")
+		if !ok {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{UserID: user, Expiration: time.Now().Add(time.Hour), Extra: map[string]any{"iss": "https://id.example"}}, nil
+	}
+	calls := 0
+	defer func() { t.Logf("%d calls checked against the model", calls) }()
+	rapid.Check(t, func(rt *rapid.T) {
+		const budget = 3 // units; search costs 1
+		r := newRigWith(rt, catalogue(budget*kernel.Unit), gatemcp.Options{Caller: func(ctx context.Context, req *sdk.CallToolRequest) string {
+			return gatemcp.DefaultPrincipal(ctx, req).Key()
+		}})
+		getServer := func(*http.Request) *sdk.Server { return r.srv }
+		stateless := sdk.NewStreamableHTTPHandler(getServer, &sdk.StreamableHTTPOptions{Stateless: true})
+		stateful := sdk.NewStreamableHTTPHandler(getServer, nil)
+		front := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if req.Header.Get(gatemcp.HeaderProtocolVersion) >= gatemcp.MultiRoundTripVersion {
+				stateless.ServeHTTP(w, req)
+				return
+			}
+			stateful.ServeHTTP(w, req)
+		})
+		srv := httptest.NewServer(auth.RequireBearerToken(verify, nil)(front))
+		defer srv.Close()
+		kept := map[string]*sdk.ClientSession{}
+		defer func() {
+			for _, cs := range kept {
+				_ = cs.Close()
+			}
+		}()
+		spent := map[string]int{}
+		for range rapid.IntRange(1, 12).Draw(rt, "steps") {
+			who := rapid.SampledFrom([]string{"alice", "bob"}).Draw(rt, "who")
+			version := rapid.SampledFrom([]string{"2026-07-28", legacyProtocol}).Draw(rt, "version")
+			key := who + " " + version
+			cs := kept[key]
+			if cs == nil || rapid.Bool().Draw(rt, "new client") {
+				var err error
+				cs, err = sdk.NewClient(&sdk.Implementation{Name: "agent-" + rapid.StringMatching(`[a-z]{1,5}`).Draw(rt, "clientInfo"), Version: "v1"}, nil).
+					Connect(ctx, &sdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: bearer{"t-" + who, http.DefaultTransport}}},
+						&sdk.ClientSessionOptions{ProtocolVersion: version})
+				require.NoError(rt, err)
+				if old := kept[key]; old != nil {
+					_ = old.Close()
+				}
+				kept[key] = cs
+			}
+			res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "search", Arguments: map[string]any{"path": "x"}})
+			require.NoError(rt, err)
+			calls++
+			affordable := spent[who] < budget
+			require.Equal(rt, !affordable, res.IsError, "%s on %s, spent %d: %s", who, version, spent[who], text(res))
+			if affordable {
+				spent[who]++
+			}
+		}
+		total := 0
+		for _, n := range spent {
+			total += n
+		}
+		require.Equal(rt, total, r.tools.count("search"), "the tool ran exactly for the calls the model afforded")
+	})
 }
