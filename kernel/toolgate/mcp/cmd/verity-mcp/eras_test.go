@@ -415,3 +415,32 @@ func TestTraceSpansJoinTheLog(t *testing.T) {
 	}
 	assert.True(t, found)
 }
+
+// TestHTTPCallerKeys: who an HTTP request is charged to, by
+// configuration, principal and session (none: 2026-07-28) — never a key
+// a client could renew by coming without a session; stdio is -caller.
+func TestHTTPCallerKeys(t *testing.T) {
+	jwks := config{auth: authConfig{jwks: "keys.json"}}
+	perSession := config{auth: authConfig{perSession: true}}
+	named := config{httpCaller: "web"}
+	for _, c := range []struct {
+		cfg                     config
+		principal, session, out string
+	}{
+		{jwks, "iss|alice", "s1", "iss|alice"},
+		{jwks, "iss|alice", "", "iss|alice"},
+		{perSession, "", "s1", "s1"},
+		{perSession, "", "", DefaultHTTPCaller},
+		{named, "", "s1", "web"},
+		{named, "", "", "web"},
+		{config{}, "", "", DefaultHTTPCaller},
+		{config{}, "", "s1", DefaultHTTPCaller},
+	} {
+		assert.Equal(t, c.out, c.cfg.httpCallerKey(c.principal, c.session), "%+v %q %q", c.cfg.auth, c.principal, c.session)
+	}
+	stdio := config{caller: "stdio", httpCaller: "web"}
+	req := &sdk.CallToolRequest{Params: &sdk.CallToolParamsRaw{Name: "x"}}
+	assert.Equal(t, "stdio", stdio.callerOf(context.Background(), req), "no HTTP header: stdio")
+	req.Extra = &sdk.RequestExtra{Header: http.Header{}}
+	assert.Equal(t, "web", stdio.callerOf(context.Background(), req), "over HTTP without a session")
+}
