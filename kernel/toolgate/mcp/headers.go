@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"encoding/base64"
 	"fmt"
 	"math"
@@ -135,8 +136,7 @@ type Request struct {
 // malformed JSON), which the SDK answers itself. A batch reports Batch
 // and nothing else.
 func ParseRequest(body []byte) (r Request, ok bool) {
-	trimmed := strings.TrimLeft(string(body[:min(len(body), 64)]), " \t\r\n")
-	if strings.HasPrefix(trimmed, "[") {
+	if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
 		return Request{Batch: true}, true
 	}
 	msg, err := jsonrpc.DecodeMessage(body)
@@ -151,24 +151,26 @@ func ParseRequest(body []byte) (r Request, ok bool) {
 	var p struct {
 		Name      string                      `json:"name"`
 		URI       string                      `json:"uri"`
-		Arguments map[string]sjson.RawMessage `json:"arguments"`
+		Arguments sjson.RawMessage            `json:"arguments"`
 		Meta      map[string]sjson.RawMessage `json:"_meta"`
 	}
 	if len(jreq.Params) > 0 {
-		dec := sjson.NewDecoder(strings.NewReader(string(jreq.Params)))
+		dec := sjson.NewDecoder(bytes.NewReader(jreq.Params))
 		dec.DontMatchCaseInsensitiveStructFields()
 		if err := dec.Decode(&p); err != nil {
 			// Params the server cannot read either: it refuses the call.
 			p.Name, p.URI, p.Arguments, p.Meta = "", "", nil, nil
 		}
 	}
+	var args map[string]sjson.RawMessage
+	_ = sjson.Unmarshal(p.Arguments, &args) // arguments that are not an object have no annotated member
 	switch r.Method {
 	case MethodCallTool, "prompts/get":
 		r.Name, r.Named = p.Name, true
 	case "resources/read":
 		r.Name, r.Named = p.URI, true
 	}
-	r.arguments = p.Arguments
+	r.arguments = args
 	if r.Call {
 		_ = sjson.Unmarshal(p.Meta[sdk.MetaKeyProtocolVersion], &r.Version)
 	}

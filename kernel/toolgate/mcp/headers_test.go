@@ -137,6 +137,7 @@ func TestHeaderChecks(t *testing.T) {
 	batch := []byte(`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"deploy"}}]`)
 	require.NotNil(t, check(t, http.Header{"Mcp-Name": {"deploy"}}, batch))
 	require.Nil(t, check(t, http.Header{}, batch))
+	require.NotNil(t, check(t, http.Header{"Mcp-Name": {"deploy"}}, []byte(strings.Repeat(" \n", 100)+string(batch))), "however far the batch starts")
 	// A member named in another case is not the member: the SDK reads
 	// names exactly, and so does the check.
 	cased := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"Name":"deploy","name":"read_file","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)
