@@ -25,6 +25,9 @@
 // (ValidHash). A Refuse and a Result name, in their definition member,
 // the pinned definition hash the call was decided against, when the host
 // gave one (toolgate.Call.Definition).
+// In their trace member they name the W3C trace id of the trace the call
+// was made in (toolgate.Call.Trace: an MCP request's traceparent), when
+// the host knew it, so that the log joins the agent's traces.
 //
 // A host serving MCP writes one more: KindProtocol (Protocol: a request
 // refused before any decision because its HTTP headers disagree with its
