@@ -283,6 +283,12 @@ func toolgateSummary(e trace.Entry) (string, any, error) {
 			s += fmt.Sprintf(" (asked by %q)", r.RequestedBy)
 		}
 		return s + ": " + shorten(pin.Visible(r.Reason), 160), r, nil
+	case gatelog.Protocol:
+		s := fmt.Sprintf("refused %s %q for %q before any decision (%s", r.Method, r.Name, r.Caller, r.Reason)
+		if r.Header != "" {
+			s += " " + r.Header
+		}
+		return s + fmt.Sprintf(", %d): %s", r.Code, shorten(r.Explanation, 160)), r, nil
 	case gatelog.RefuseAnswer:
 		return fmt.Sprintf("refused answer %s by %q to request %s for %q (%s): %s", r.Decision, r.Approver, r.Approval, r.Caller, r.Reason, shorten(r.Explanation, 160)), r, nil
 	case gatelog.Ask:

@@ -65,6 +65,14 @@ type Call struct {
 	// Server names the upstream server the tool is on, when the host
 	// serves several (a gateway: kernel/toolgate/gateway); "" for one.
 	Server string
+	// Trace is the W3C trace id (32 lower-case hex digits, not all zero)
+	// of the distributed trace the call was made in — an MCP request's
+	// traceparent — when the host knows it. The gate records it on the
+	// call's refusal and result entries (their trace member) and as the
+	// kernel execution's tag "trace:<id>", so that the log joins the
+	// agent's and the server's traces. One that is not a trace id is not
+	// recorded.
+	Trace string
 }
 
 // ArgumentsDigest is the lower-case hex SHA-256 of the call's arguments,

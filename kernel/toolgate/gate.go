@@ -658,7 +658,7 @@ func (g *Gate) run(ctx context.Context, cl *caller, d *Decision, ru *Ruling, key
 	// At the execution's recorded time (the log's, never before the entry
 	// before it: trace.Log), as replay reads it.
 	x := executed{callID: c.ID, approval: approvalID, at: rec.Time, labels: ru.Labels, labelTTL: r.LabelTTL, conv: conv, windows: ru.Windows,
-		open: openCall{execID: rec.ExecID, tool: c.Tool, rule: r, cost: ru.Cost, reserved: r.Reserve, definition: c.Definition}}
+		open: openCall{execID: rec.ExecID, tool: c.Tool, rule: r, cost: ru.Cost, reserved: r.Reserve, definition: c.Definition, trace: traceOf(c)}}
 	if !start.IsZero() {
 		x.open.obs = &observed{decision: *d, started: start, allowed: time.Now()}
 	}
@@ -678,6 +678,10 @@ func callAction(c *Call, ru *Ruling) kernel.Action {
 	if c.Definition != "" {
 		extra++
 	}
+	tid := traceOf(c)
+	if tid != "" {
+		extra++
+	}
 	if ru.When != nil {
 		extra++
 	}
@@ -693,6 +697,9 @@ func callAction(c *Call, ru *Ruling) kernel.Action {
 	}
 	if c.Definition != "" {
 		tags = append(tags, definitionTag+c.Definition)
+	}
+	if tid != "" {
+		tags = append(tags, traceTag+tid)
 	}
 	if ru.When != nil {
 		tags = appendWhenTag(tags, ru.When)
@@ -887,7 +894,7 @@ func (g *Gate) refused(ctx context.Context, d Decision, reason, explanation, app
 	explanation = OneLine(explanation)
 	e := gatelog.Refuse{Session: g.SessionID(c.Caller), Caller: c.Caller, CallID: c.ID, Tool: c.Tool, Reason: reason,
 		Explanation: explanation, ArgumentsSHA256: c.ArgumentsDigest(), ArgumentsSize: len(c.Arguments), Approval: approvalID,
-		Condition: d.Condition, Definition: c.Definition, When: d.when}
+		Condition: d.Condition, Definition: c.Definition, Trace: traceOf(&c), When: d.when}
 	if d.Rule.Found {
 		e.Rule, e.RuleName = d.Rule.id(), d.Rule.Name
 		if d.Rule.Index >= 0 {

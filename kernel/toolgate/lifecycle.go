@@ -125,6 +125,8 @@ type openCall struct {
 	// definition is the pinned definition hash the call ran against
 	// (Call.Definition), for its result entry.
 	definition string
+	// trace is the call's trace id (Call.Trace), for its result entry.
+	trace string
 }
 
 type denial struct{ id, approver, reason string }
@@ -891,6 +893,8 @@ func executedOf(rec kernel.Record, reserved bool, per map[string]time.Duration) 
 			x.labels = append(x.labels, v)
 		case "conversation":
 			x.conv = v
+		case "trace":
+			x.open.trace = v
 		case "label_ttl":
 			if d, err := time.ParseDuration(v); err == nil && d > 0 {
 				x.labelTTL = d

@@ -108,7 +108,7 @@ func (g *Gate) afterWritten(ctx context.Context, c Call, r Result, ev *OutcomeEv
 	e := gatelog.Result{Session: g.SessionID(c.Caller), Caller: c.Caller, CallID: c.ID, ExecID: oc.execID, Tool: oc.tool,
 		OK: !failed, OutputSHA256: string(digest[:]), OutputSize: len(r.Output),
 		Charged: out.Charged, Unpaid: out.Unpaid, Measured: r.Measured,
-		Speculative: out.Speculative, Finding: out.Finding, Definition: oc.definition}
+		Speculative: out.Speculative, Finding: out.Finding, Definition: oc.definition, Trace: oc.trace}
 	if r.Measured {
 		e.Actual = r.Actual
 	}

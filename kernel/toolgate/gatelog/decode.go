@@ -30,11 +30,17 @@ func Decode(e trace.Entry) (any, error) {
 		if err == nil {
 			err = optionalHash("/definition", v.(Refuse).Definition)
 		}
+		if err == nil {
+			err = optionalTrace(v.(Refuse).Trace)
+		}
 		return v, err
 	case KindResult:
 		v, err := decodeAs[Result](e.Payload)
 		if err == nil {
 			err = optionalHash("/definition", v.(Result).Definition)
+		}
+		if err == nil {
+			err = optionalTrace(v.(Result).Trace)
 		}
 		return v, err
 	case KindPin:
@@ -49,6 +55,8 @@ func Decode(e trace.Entry) (any, error) {
 		return decodeAs[RefuseAnswer](e.Payload)
 	case KindRelay:
 		return decodeRelay(e.Payload)
+	case KindProtocol:
+		return decodeProtocol(e.Payload)
 	case KindDeclassify:
 		return decodeAs[Declassify](e.Payload)
 	case KindAsk:

@@ -27,6 +27,13 @@
 // (ValidHash). A Refuse and a Result name, in their definition member,
 // the pinned definition hash the call was decided against, when the host
 // gave one (toolgate.Call.Definition).
+// In their trace member they name the W3C trace id of the trace the call
+// was made in (toolgate.Call.Trace: an MCP request's traceparent), when
+// the host knew it, so that the log joins the agent's traces.
+//
+// A host serving MCP writes one more: KindProtocol (Protocol: a request
+// refused before any decision because its HTTP headers disagree with its
+// body, or a 2026-07-28 request lacks its protocol version in _meta).
 //
 // A proxy that relays its upstream's own requests to a client writes
 // KindRelay (Relay: a URL-mode elicitation or a sampling request with

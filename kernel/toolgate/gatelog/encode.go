@@ -106,6 +106,7 @@ func (e Refuse) AppendJSON(dst []byte) []byte {
 	o.strOmit("rule_name", e.RuleName)
 	o.str("session", e.Session)
 	o.str("tool", e.Tool)
+	o.strOmit("trace", e.Trace)
 	if e.When != nil {
 		o.key("when")
 		o.b = e.When.AppendJSON(o.b)
@@ -175,6 +176,7 @@ func (e Result) AppendJSON(dst []byte) []byte {
 	o.str("session", e.Session)
 	o.boolOmit("speculative", e.Speculative)
 	o.str("tool", e.Tool)
+	o.strOmit("trace", e.Trace)
 	o.boolOmit("truncated", e.Truncated)
 	o.costOmit("unpaid", e.Unpaid)
 	return o.end()

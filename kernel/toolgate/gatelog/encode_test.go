@@ -23,7 +23,7 @@ func TestEntriesAreCanonical(t *testing.T) {
 			OutputSHA256: str.Draw(t, "sha"), OutputSize: size.Draw(t, "size"), OutputText: str.Draw(t, "text"),
 			OutputBase64: str.Draw(t, "b64"), Truncated: rapid.Bool().Draw(t, "truncated"), Charged: cost.Draw(t, "charged"),
 			Unpaid: cost.Draw(t, "unpaid"), Measured: rapid.Bool().Draw(t, "measured"), Actual: cost.Draw(t, "actual"),
-			Speculative: rapid.Bool().Draw(t, "speculative"), Finding: str.Draw(t, "finding"), Definition: str.Draw(t, "definition")}
+			Speculative: rapid.Bool().Draw(t, "speculative"), Finding: str.Draw(t, "finding"), Definition: str.Draw(t, "definition"), Trace: str.Draw(t, "trace")}
 		want, err := canon.Marshal(r)
 		if err != nil {
 			t.Fatal(err)
@@ -34,7 +34,7 @@ func TestEntriesAreCanonical(t *testing.T) {
 		f := Refuse{Session: str.Draw(t, "session"), Caller: str.Draw(t, "caller"), CallID: str.Draw(t, "call"),
 			Tool: str.Draw(t, "tool"), Reason: str.Draw(t, "reason"), Explanation: str.Draw(t, "explanation"),
 			ArgumentsSHA256: str.Draw(t, "sha"), ArgumentsSize: size.Draw(t, "size"), Approval: str.Draw(t, "approval"),
-			Rule: str.Draw(t, "rule"), RuleName: str.Draw(t, "rule name"), Condition: str.Draw(t, "condition"), Definition: str.Draw(t, "definition")}
+			Rule: str.Draw(t, "rule"), RuleName: str.Draw(t, "rule name"), Condition: str.Draw(t, "condition"), Definition: str.Draw(t, "definition"), Trace: str.Draw(t, "trace")}
 		want, err = canon.Marshal(f)
 		if err != nil {
 			t.Fatal(err)

@@ -40,6 +40,10 @@ type Refuse struct {
 	// tool's definition the call was decided against, when the host pins
 	// definitions (toolgate.Call.Definition).
 	Definition string `json:"definition,omitempty"`
+	// Trace is the W3C trace id (32 lower-case hex digits) of the trace
+	// the call was made in (toolgate.Call.Trace), when the host knew it:
+	// it joins the log to the agent's and the server's traces.
+	Trace string `json:"trace,omitempty"`
 	// When is what the rules' conditions (a rule's "when": Cedar) saw
 	// and answered for the call; nil when no rule with one was tried.
 	When *When `json:"when,omitempty"`
@@ -102,6 +106,9 @@ type Result struct {
 	// Definition is the pinned hash of the tool's definition the call
 	// ran against (toolgate.Call.Definition), when the host pins them.
 	Definition string `json:"definition,omitempty"`
+	// Trace is the W3C trace id of the call's trace (toolgate.Call.Trace),
+	// as in Refuse.
+	Trace string `json:"trace,omitempty"`
 }
 
 // The trace entry kinds of approvals answered out of band (an approval

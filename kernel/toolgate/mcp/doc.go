@@ -229,6 +229,27 @@
 // Either way, with -db the policy's shared_budget bounds every caller of
 // every session, and of every proxy on that database, together.
 //
+// # Two eras of MCP
+//
+// A Guard serves clients of MCP 2026-07-28, which have no session (each
+// request carries its protocol version, client info and capabilities in
+// _meta), and of 2025-11-25 and before, which do, at once; ProtocolVersions
+// names the ones a proxy should accept. Guard.Caller keys a request that
+// came over HTTP outside any session (Stateless) by its principal, never
+// by the session the SDK makes for it alone (a key per request would be a
+// fresh budget per request) nor by the clientInfo it declares;
+// unauthenticated, such requests share AnonymousCaller. On a connection
+// whose client speaks 2026-07-28, a request without its _meta version is
+// refused with -32602 and recorded (RefuseProtocol, gatelog.KindProtocol).
+// CheckHeaders compares a POST's Mcp-Method, Mcp-Name, Mcp-Param-* (the
+// x-mcp-header annotations of the upstream's listing: Proxy.ParamHeaders)
+// and Mcp-Protocol-Version headers with its body, decoded as the SDK
+// decodes it, for the HTTP front that routes each request to the SDK's
+// stateless or stateful handler. A tools/list the Guard filtered for its
+// caller is cacheScope "private". A traceparent in a tools/call's _meta
+// (TraceMetaKey) is the remote parent of the gate's OpenTelemetry spans,
+// and its trace id the call's toolgate.Call.Trace, on its log entries.
+//
 // # Faithful to the upstream
 //
 // Proxy is the forwarder verity-mcp runs (Forward, which serves the

@@ -104,6 +104,10 @@ type Options struct {
 	// are durable. Off by default. What a crash of the machine may then
 	// lose is in toolgate's "Durability: what a crash can lose".
 	SyncWhileRunning bool
+	// Log, when set, is the log a request refused for breaking the
+	// protocol is recorded on (RefuseProtocol: gatelog.KindProtocol) —
+	// the gate's. Without it such a request is only logged on Logger.
+	Log *trace.Log
 }
 
 // Listing is what a Guard does to tools/list.
@@ -144,6 +148,8 @@ type Guard struct {
 	states    *stateSealer // seals and opens the Guard's request states (requeststate.go)
 	tasks     taskTable    // the upstream's tasks the Guard follows (tasks.go)
 
+	plog *trace.Log // Options.Log (eras.go)
+
 	mu    sync.Mutex
 	conns map[*sdk.ServerSession]string // per-connection keys of sessions without an id
 }
@@ -154,7 +160,7 @@ func New(g *toolgate.Gate, opts Options) (*Guard, error) {
 		return nil, errors.New("toolgate/mcp: nil gate")
 	}
 	gd := &Guard{gate: g, approver: opts.Approver, caller: opts.Caller, principal: opts.Principal, logger: opts.Logger,
-		hold: opts.Hold, inbox: opts.Inbox, stopping: make(chan struct{}), listed: opts.Listed, pins: opts.Pins, overlap: opts.SyncWhileRunning, conns: map[*sdk.ServerSession]string{}}
+		hold: opts.Hold, inbox: opts.Inbox, stopping: make(chan struct{}), listed: opts.Listed, pins: opts.Pins, overlap: opts.SyncWhileRunning, conns: map[*sdk.ServerSession]string{}, plog: opts.Log}
 	policy := g.Compiled().Policy()
 	gd.holdFor = policy.ApprovalTimeout
 	switch opts.Listing {
@@ -200,14 +206,21 @@ func (gd *Guard) Gate() *toolgate.Gate { return gd.gate }
 func (gd *Guard) SyncWhileRunning() bool { return gd.overlap }
 
 // Caller returns the caller key of a call — the toolgate.Call.Caller
-// whose kernel session, budget and counters it is charged to: what
-// Options.Caller returns when set; otherwise the MCP session id
-// (ServerSession.ID(): the Mcp-Session-Id of a streamable HTTP session),
-// and for a session without one (stdio, in-memory) a key made for the
+// whose kernel session, budget, windows, labels and approvals it is
+// charged to: what Options.Caller returns when set; otherwise, for a
+// request over HTTP outside any session (Stateless: protocol 2026-07-28),
+// its principal's key (Options.Principal, toolgate.Principal.Key), or
+// AnonymousCaller without one — never a session or the clientInfo the
+// client declares; otherwise the MCP session id (ServerSession.ID(): the
+// Mcp-Session-Id of a streamable HTTP session), and for a session
+// without one (stdio, in-memory, on either protocol) a key made for the
 // connection, "conn:" and a UUIDv7, that lasts as long as it.
 func (gd *Guard) Caller(ctx context.Context, req *sdk.CallToolRequest) string {
 	if gd.caller != nil {
 		return gd.caller(ctx, req)
+	}
+	if Stateless(req) {
+		return gd.statelessCaller(ctx, req)
 	}
 	return gd.ConnectionKey(req.Session)
 }
@@ -281,6 +294,9 @@ func (gd *Guard) ConnectionKey(ss *sdk.ServerSession) string {
 func (gd *Guard) Middleware() sdk.Middleware {
 	return func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if err := gd.checkEra(ctx, method, req); err != nil {
+				return nil, err
+			}
 			if method == MethodListTools && gd.hide {
 				return gd.listTools(ctx, method, req, next)
 			}
@@ -325,9 +341,13 @@ func growStack(i int) byte {
 func (gd *Guard) callTool(ctx context.Context, req *sdk.CallToolRequest, run runFunc) (sdk.Result, error) {
 	growStack(0)
 	p := req.Params
+	ctx, traceID := withTraceOf(ctx, p.Meta) // eras.go: the agent's traceparent
 	call := toolgate.Call{Tool: p.Name, Arguments: []byte(p.Arguments), Caller: gd.Caller(ctx, req), Principal: gd.principal(ctx, req),
-		Conversation: conversationOf(p.Meta)}
+		Conversation: conversationOf(p.Meta), Trace: traceID}
 	log := gd.logger.With("tool", p.Name, "caller", call.Caller)
+	if traceID != "" {
+		log = log.With("trace", traceID)
+	}
 	if gd.listed != nil && !gd.listed(p.Name) {
 		// Recorded on the gate's log, as every call is; the gate's rules
 		// never see it.
@@ -541,9 +561,13 @@ func (gd *Guard) listTools(ctx context.Context, method string, req sdk.Request, 
 	case *sdk.ListToolsResult:
 		out := *r
 		out.Tools = slices.DeleteFunc(slices.Clone(r.Tools), func(t *sdk.Tool) bool { return t == nil || !may(t.Name) })
+		out.CacheScope = CacheScopePrivate // filtered for this caller (caching.go)
 		return &out, nil
 	case *RawResult:
 		raw, err := filterTools(r.JSON, may)
+		if err == nil {
+			raw, err = privateScope(raw) // filtered for this caller (caching.go)
+		}
 		if err != nil {
 			return nil, err
 		}

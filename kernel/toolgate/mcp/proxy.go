@@ -82,6 +82,7 @@ type Proxy struct {
 	lastRaw map[string]json.RawMessage // the last tools/list page received, by cursor
 	pins    *Pins                      // the definitions enforced (SetPins); nil: none
 	tasks   bool                       // ServeTasks was called (tasks.go)
+	params  paramIndex                 // the listing's x-mcp-header annotations (proxy_headers.go)
 
 	rmu sync.Mutex // one refresh at a time: listings are checked in the order read
 

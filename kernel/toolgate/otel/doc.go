@@ -31,6 +31,13 @@
 // call (ADK) sets Options.AnnotateSpan: the attributes go on that span
 // instead.
 //
+// A span continues the trace in its context: a host that puts the
+// agent's span context there (the MCP proxy does, from the traceparent of
+// a request's _meta) makes the gate's spans children of the agent's, and
+// toolgate.Call.Trace names the same trace on the call's log entries.
+// SpanFile writes finished spans as JSON lines, for a host without a
+// tracing backend (verity-mcp -trace-spans).
+//
 // # Metrics
 //
 // verity.toolgate.calls counts decisions by verdict, tool and caller;

@@ -222,7 +222,7 @@ func TestUnauthenticatedHTTPDefaults(t *testing.T) {
 		var ids []string
 		for range 3 {
 			cs, err := sdk.NewClient(&sdk.Implementation{Name: "web-agent", Version: "v1"}, nil).
-				Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: "http://" + addr}, nil)
+				Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: "http://" + addr}, &sdk.ClientSessionOptions{ProtocolVersion: legacyProtocol})
 			require.NoError(t, err)
 			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "search", Arguments: map[string]any{"query": "x"}})
 			require.NoError(t, err)

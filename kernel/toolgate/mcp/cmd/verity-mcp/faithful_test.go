@@ -182,7 +182,8 @@ func TestResultsReachTheClientByteForByte(t *testing.T) {
 // TestToolsListIsTheUpstreams: with -list all, tools/list is the
 // upstream's answer: its order, its "execution" members, no added hint.
 // By default (the policy refuses unknown tools) the tools the caller may
-// never call are left out, the others kept as written.
+// never call are left out, the others kept as written, and the list,
+// being the caller's, is cacheScope "private".
 func TestToolsListIsTheUpstreams(t *testing.T) {
 	tool := func(n string) string {
 		return fmt.Sprintf(`{"name":%q,"description":"the %s tool","inputSchema":{"type":"object"},"execution":{"taskSupport":"forbidden"},"annotations":{"readOnlyHint":true}}`, n, n)
@@ -208,7 +209,9 @@ func TestToolsListIsTheUpstreams(t *testing.T) {
 		names = append(names, tl.Name)
 	}
 	assert.Equal(t, []string{"zeta", "alpha", "grow", "ask", "roots"}, names)
-	assert.Contains(t, rp.wire.String(), `"result":{"tools":[`+strings.Join([]string{tool("zeta"), tool("alpha"), tool("grow"), tool("ask"), tool("roots")}, ",")+`]}`)
+	// Filtered for this caller: marked private (MCP 2026-07-28 caching),
+	// every other member as the upstream wrote it.
+	assert.Contains(t, rp.wire.String(), `"result":{"tools":[`+strings.Join([]string{tool("zeta"), tool("alpha"), tool("grow"), tool("ask"), tool("roots")}, ",")+`],"cacheScope":"private"}`)
 	require.Equal(t, 0, rp.stop(t))
 }
 

@@ -89,21 +89,33 @@ func (h httpConfig) check() error {
 //   - with -jwks, every request but the protected-resource metadata's
 //     needs a bearer token (protect, auth.go);
 //   - request bodies are at most -max-body bytes:
-//     sdk.StreamableHTTPOptions.MaxRequestBodyBytes, answered 413.
+//     sdk.StreamableHTTPOptions.MaxRequestBodyBytes, answered 413;
+//   - both eras are served (eras.go): a request of 2026-07-28 goes to the
+//     SDK's stateless handler (no session: nothing to cap or time out,
+//     its handler's context ends with its POST), any other to the
+//     stateful one behind the session cap, each once its headers agree
+//     with its body (front: eraFront, which the bearer check precedes).
 //
 // stop closes the sessions first (their open streams would hold
 // Shutdown), then shuts the server down.
-func serveHTTP(addr string, srv *sdk.Server, h httpConfig, protect func(http.Handler) (http.Handler, error), logger *slog.Logger) (stop func(context.Context) error, err error) {
+func serveHTTP(addr string, srv *sdk.Server, h httpConfig, protect func(http.Handler) (http.Handler, error), logger *slog.Logger, front *eraFront) (stop func(context.Context) error, err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("-http: %w", err)
 	}
-	handler := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{
+	getServer := func(*http.Request) *sdk.Server { return srv }
+	handler := sdk.NewStreamableHTTPHandler(getServer, &sdk.StreamableHTTPOptions{
 		SessionTimeout:      h.sessionTimeout,
 		MaxRequestBodyBytes: h.maxBody,
 	})
 	capped := newSessionCap(handler, srv, h.maxSessions, logger)
-	guarded, err := protect(capped)
+	front.stateful, front.maxBody = capped, h.maxBody
+	front.stateless = sdk.NewStreamableHTTPHandler(getServer, &sdk.StreamableHTTPOptions{
+		Stateless:                    true,
+		MaxRequestBodyBytes:          h.maxBody,
+		PropagateRequestCancellation: true,
+	})
+	guarded, err := protect(front)
 	if err != nil {
 		_ = ln.Close()
 		return nil, fmt.Errorf("-http: %w", err)

@@ -111,7 +111,7 @@ func TestHTTPLongCallOutlivesTimeouts(t *testing.T) {
 		return &sdk.ElicitResult{Action: "accept"}, nil
 	}
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "web-agent", Version: "v1"}, &sdk.ClientOptions{ElicitationHandler: slowHuman}).
-		Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: base}, nil)
+		Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: base}, &sdk.ClientSessionOptions{ProtocolVersion: legacyProtocol}) // sessions are 2025's
 	require.NoError(t, err)
 	defer cs.Close()
 

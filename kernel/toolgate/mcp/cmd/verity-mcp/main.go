@@ -5,7 +5,7 @@
 //	           [-approvals ADDR [-approvals-insecure-no-auth]]
 //	           [-caller KEY] [-approver NAME] [-list auto|all|callable] [-upstream-exit]
 //	           [-sync-while-running] [-pins first-use|off|pins.json [-pins-server NAME]]
-//	           -- <upstream command and args>
+//	           [-trace-spans FILE] -- <upstream command and args>
 //	verity-mcp pin review|approve -inbox URL …
 //	verity-mcp client list|call TOOL ARGS [-yes|-no] [-url URL [-token-file F]] [-- <server command>]
 //
@@ -152,14 +152,14 @@
 // # Callers and budgets
 //
 // Each caller key has its own budget (the policy's "budget") and its own
-// counters: the stdio client is the caller -caller (default "stdio").
-// Over streamable HTTP:
+// counters: the stdio client is the caller -caller (default "stdio"),
+// whichever protocol it speaks. Over streamable HTTP:
 //
 //   - with -jwks (see "Authentication" below), each principal — the
 //     token's issuer and subject — is one caller, keyed by
-//     toolgate.Principal.Key ("ISSUER|SUBJECT"): all its sessions, and
-//     all its tokens, share one budget, and a new session resets
-//     nothing;
+//     toolgate.Principal.Key ("ISSUER|SUBJECT"): all its sessions, its
+//     requests of protocol 2026-07-28 (which have none), and all its
+//     tokens, share one budget, and a new session resets nothing;
 //   - without, every session is the one caller "http" (or the KEY of
 //     -http-caller KEY): they share its budget and counters, and a new
 //     session resets nothing. (Being one caller, they share its
@@ -168,7 +168,26 @@
 //     With -caller-per-session each session is instead the caller named
 //     by its Mcp-Session-Id, with a budget of its own — which a client
 //     resets by initializing a new session, so ask for it only when the
-//     clients are trusted to.
+//     clients are trusted to. A request of protocol 2026-07-28 has no
+//     session: unauthenticated, it is charged to the -http-caller key
+//     ("http") like the sessions, and with -caller-per-session to "http".
+//
+// # Protocol eras
+//
+// Clients of MCP 2026-07-28 (no session; version, client info and
+// capabilities in each request's _meta; server/discover) and of
+// 2025-11-25 and 2025-06-18 (initialize, sessions) are served at once, on
+// stdio and -http; server/discover advertises exactly those versions and
+// the tools capability. Over -http each request's Mcp-Method, Mcp-Name,
+// Mcp-Param-* and Mcp-Protocol-Version headers are compared with its body
+// before anything is decided; a mismatch is answered 400 with JSON-RPC
+// error -32020, a 2026-07-28 request without its _meta version 400 with
+// -32602 (on stdio too), each logged ("refused: header_mismatch",
+// "refused: missing_version") and recorded as a toolgate.protocol entry,
+// with no budget touched. A tools/list filtered for its caller is
+// cacheScope "private". A traceparent in a request's _meta continues into
+// the gate's OpenTelemetry spans (-trace-spans FILE writes them as JSON
+// lines) and its trace id is on the call's log entries.
 //
 // Either way, with -db the policy's shared_budget bounds all callers of
 // all sessions together. A durable log keeps what each caller spent:
@@ -509,9 +528,10 @@ type config struct {
 	pins             pinsConfig    // -pins, -pins-server (pins.go)
 	state            stateConfig   // -state-key, -state-ttl (state.go)
 	relay            relayConfig   // -roots, -sampling-tools, -elicit-url-origin, … (relay.go)
+	spans            spansConfig   // -trace-spans (spans.go)
 }
 
-const usage = `usage: verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH] [-http ADDR [-jwks FILE|URL -issuer ISS -resource URL [-scopes S]] [-http-caller KEY|-caller-per-session] [-insecure-no-auth]] [-approvals ADDR [-approvals-insecure-no-auth]] [-caller KEY] [-approver NAME] [-sign-key FILE [-checkpoint-every N]] [-metrics ADDR [-insecure-metrics]] [-list auto|all|callable] [-upstream-exit] [-sync-while-running] [-pins first-use|off|pins.json [-pins-server NAME]] -- command [args...]
+const usage = `usage: verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH] [-http ADDR [-jwks FILE|URL -issuer ISS -resource URL [-scopes S]] [-http-caller KEY|-caller-per-session] [-insecure-no-auth]] [-approvals ADDR [-approvals-insecure-no-auth]] [-caller KEY] [-approver NAME] [-sign-key FILE [-checkpoint-every N]] [-metrics ADDR [-insecure-metrics]] [-list auto|all|callable] [-upstream-exit] [-sync-while-running] [-pins first-use|off|pins.json [-pins-server NAME]] [-trace-spans FILE] -- command [args...]
        verity-mcp pin review|approve -inbox URL …
        verity-mcp client list|call TOOL ARGS … -- command [args...]   (try a server from the terminal: verity-mcp client -h)`
 
@@ -572,6 +592,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	addPinsFlags(fs, &c.pins)
 	addStateFlags(fs, &c.state)
 	addRelayFlags(fs, &c.relay)
+	addSpansFlags(fs, &c.spans)
 	fs.StringVar(&c.caller, "caller", "stdio", "the caller key the stdio client's calls are charged to")
 	fs.StringVar(&c.approver, "approver", toolgate.DefaultApprover, "the approver name the client's human answers as")
 	fs.BoolVar(&c.upstreamExit, "upstream-exit", false, "when the upstream exits, exit 1 instead of restarting it")
@@ -771,7 +792,16 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, compiled *tool
 			err = merr
 		}
 	}()
-	opts := c.observe.gateOptions(logger)
+	stopSpans, err := c.spans.start()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if serr := stopSpans(ctx); serr != nil && err == nil {
+			err = serr
+		}
+	}()
+	opts := append(c.observe.gateOptions(logger), c.spans.gateOptions()...)
 	if c.inbox.enabled() {
 		opts = append(opts, toolgate.WithDurableApprovals())
 	}
@@ -828,7 +858,8 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, compiled *tool
 		return err
 	}
 	proxy.SetPins(pins)
-	srv := sdk.NewServer(&sdk.Implementation{Name: "verity-mcp", Version: version}, proxy.ServerOptions(serverOptions())) // serverOptions: state.go
+	srv := sdk.NewServer(&sdk.Implementation{Name: "verity-mcp", Version: version},
+		proxy.ServerOptions(serverOptions())) // both eras and the Tasks extension: state.go, eras.go
 	start := func(ctx context.Context) (*sdk.ClientSession, error) {
 		cmd := exec.Command(c.upstream[0], c.upstream[1:]...)
 		cmd.Stderr = stderr
@@ -878,29 +909,16 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, compiled *tool
 		SyncWhileRunning: c.syncWhileRunning,
 		StateKey:         c.state.key, // -state-key (state.go)
 		StateTTL:         c.state.ttl,
-		// A streamable HTTP session is, with -jwks, the caller its
-		// token's principal keys (issuer and subject), whatever its
-		// session; without, the one caller -http-caller names (by
-		// default DefaultHTTPCaller), or with -caller-per-session the one
-		// its id names. The one stdio connection is the caller -caller
-		// names.
-		Caller: func(ctx context.Context, req *sdk.CallToolRequest) string {
-			if id := req.Session.ID(); id != "" {
-				switch {
-				case c.auth.enabled():
-					if key := gatemcp.DefaultPrincipal(ctx, req).Key(); key != "" {
-						return key
-					}
-					return id // unreachable: every verified token has a subject
-				case c.auth.perSession:
-					return id
-				case c.httpCaller != "":
-					return c.httpCaller
-				}
-				return DefaultHTTPCaller
-			}
-			return c.caller
-		},
+		// An HTTP request is, with -jwks, the caller its token's
+		// principal keys (issuer and subject), whatever its session or
+		// era; without, the one caller -http-caller names (by default
+		// DefaultHTTPCaller), or with -caller-per-session the one its
+		// session id names. The one stdio connection is the caller
+		// -caller names. (eras.go)
+		Caller: c.callerOf,
+		// Requests refused for their headers or a missing _meta version
+		// are recorded on the log (gatelog.KindProtocol).
+		Log: log,
 	})
 	if err != nil {
 		return err
@@ -933,7 +951,8 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, compiled *tool
 		}()
 	}
 	if c.http != "" {
-		stopHTTP, err := serveHTTP(c.http, srv, c.httpConfig, c.auth.protect, logger)
+		stopHTTP, err := serveHTTP(c.http, srv, c.httpConfig, c.auth.protect, logger,
+			&eraFront{params: proxy.ParamHeaders, guard: guard, callerKey: c.httpCallerKey})
 		if err != nil {
 			return err
 		}

@@ -596,7 +596,7 @@ func TestProxyServesStreamableHTTP(t *testing.T) {
 
 	connect := func(h *human) *sdk.ClientSession {
 		cs, err := sdk.NewClient(&sdk.Implementation{Name: "web-agent", Version: "v1"}, &sdk.ClientOptions{ElicitationHandler: h.handler}).
-			Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: "http://" + addr}, nil)
+			Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: "http://" + addr}, &sdk.ClientSessionOptions{ProtocolVersion: legacyProtocol})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = cs.Close() })
 		return cs
@@ -658,14 +658,14 @@ func TestHTTPCallerSharesOneBudget(t *testing.T) {
 		require.NoError(t, err)
 		return res
 	}
-	connect := func() *sdk.ClientSession {
+	connect := func(version string) *sdk.ClientSession {
 		cs, err := sdk.NewClient(&sdk.Implementation{Name: "web-agent", Version: "v1"}, nil).
-			Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: "http://" + addr}, nil)
+			Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: "http://" + addr}, &sdk.ClientSessionOptions{ProtocolVersion: version})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = cs.Close() })
 		return cs
 	}
-	a, b := connect(), connect()
+	a, b := connect(legacyProtocol), connect(legacyProtocol)
 	require.NotEqual(t, a.ID(), b.ID(), "two sessions")
 	assert.False(t, search(a).IsError)
 	assert.False(t, search(b).IsError)
@@ -673,8 +673,13 @@ func TestHTTPCallerSharesOneBudget(t *testing.T) {
 	assert.True(t, res.IsError, "the second session draws on the first one's budget")
 	assert.Contains(t, text(res), "remaining 0.5")
 	require.NoError(t, a.Close())
-	res = search(connect())
+	res = search(connect(legacyProtocol))
 	assert.True(t, res.IsError, "a new session does not reset the budget")
+	assert.Contains(t, text(res), "remaining 0.5")
+	stateless := connect("") // 2026-07-28: no session at all
+	require.Empty(t, stateless.ID(), "a 2026-07-28 client has no session")
+	res = search(stateless)
+	assert.True(t, res.IsError, "a request without a session is charged to the same caller")
 	assert.Contains(t, text(res), "remaining 0.5")
 	assert.Equal(t, 2, up.ran(t, "search"))
 

@@ -72,7 +72,7 @@ func TestHTTPSessionCap(t *testing.T) {
 	// A session whose call waits for its approval: a POST in progress
 	// all through the flood.
 	held, err := sdk.NewClient(&sdk.Implementation{Name: "held", Version: "v1"}, nil).
-		Connect(ctx, &sdk.StreamableClientTransport{Endpoint: base}, nil)
+		Connect(ctx, &sdk.StreamableClientTransport{Endpoint: base}, &sdk.ClientSessionOptions{ProtocolVersion: legacyProtocol}) // sessions are 2025's
 	require.NoError(t, err)
 	defer held.Close()
 	done := callAsync(held, "delete_file", map[string]any{"path": "a.txt"})

@@ -60,11 +60,12 @@ func (c *stateConfig) load() error {
 	return nil
 }
 
-// serverOptions are the options of the proxy's server: it advertises the
-// Tasks extension, whose methods it relays and polices (Proxy.ServeTasks;
-// "Server to client, in response to server/discover … capabilities.
-// extensions"), whatever the upstream — an upstream without tasks never
-// makes one, and a tasks/get of an unknown task is -32602.
+// serverOptions are the options of the proxy's server: the protocol
+// versions it serves (gatemcp.ProtocolVersions, both eras: eras.go), and
+// the Tasks extension, whose methods it relays and polices
+// (Proxy.ServeTasks; "Server to client, in response to server/discover …
+// capabilities.extensions"), whatever the upstream — an upstream without
+// tasks never makes one, and a tasks/get of an unknown task is -32602.
 func serverOptions() *sdk.ServerOptions {
-	return &sdk.ServerOptions{Capabilities: &sdk.ServerCapabilities{Extensions: map[string]any{gatemcp.TasksExtension: map[string]any{}}}}
+	return &sdk.ServerOptions{SupportedProtocolVersions: gatemcp.ProtocolVersions(), Capabilities: &sdk.ServerCapabilities{Extensions: map[string]any{gatemcp.TasksExtension: map[string]any{}}}}
 }

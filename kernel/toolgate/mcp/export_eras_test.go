@@ -1,0 +1,4 @@
+package mcp
+
+// PrivateScope exposes privateScope to the tests.
+var PrivateScope = privateScope
