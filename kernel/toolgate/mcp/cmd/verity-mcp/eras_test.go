@@ -37,11 +37,11 @@ import (
 )
 
 // servedVersions and servedCapabilities are what the proxy advertises
-// in server/discover: the versions it relays and polices, and tools —
-// all it serves.
+// in server/discover: the versions it relays and polices, tools and the
+// Tasks extension — all it serves.
 var servedVersions = []any{"2026-07-28", "2025-11-25", "2025-06-18"}
 
-const servedCapabilities = `{"tools":{"listChanged":true}}`
+const servedCapabilities = `{"tools":{"listChanged":true},"extensions":{"io.modelcontextprotocol/tasks":{}}}`
 
 // rawPost posts body to the proxy with headers, and returns the status
 // and the JSON-RPC message of the answer (from an SSE stream's data line
