@@ -280,8 +280,14 @@ func tlsFailure(err error) bool {
 		rerr tls.RecordHeaderError
 		aerr tls.AlertError
 	)
-	return errors.As(err, &verr) || errors.As(err, &uerr) || errors.As(err, &herr) || errors.As(err, &cerr) ||
-		errors.As(err, &rerr) || errors.As(err, &aerr)
+	if errors.As(err, &verr) || errors.As(err, &uerr) || errors.As(err, &herr) || errors.As(err, &cerr) ||
+		errors.As(err, &rerr) || errors.As(err, &aerr) {
+		return true
+	}
+	// crypto/tls reports an alert as a *net.OpError "remote error" or
+	// "local error" around its unexported alert type.
+	var oerr *net.OpError
+	return errors.As(err, &oerr) && (oerr.Op == "remote error" || oerr.Op == "local error") && strings.HasPrefix(oerr.Err.Error(), "tls: ")
 }
 
 // The MCP 2026-07-28 request headers (the SDK's methodHeader and
