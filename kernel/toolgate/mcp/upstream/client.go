@@ -242,8 +242,39 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if resp.StatusCode == http.StatusUnauthorized && use != nil {
 		use() // the upstream refused the token: fetch a new one next time
 	}
+	if r.Method == http.MethodPost && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
+		// The SDK's client fails the whole connection on a POST's 4xx
+		// without a JSON-RPC error in the body (streamableClientConn's
+		// checkResponse), and one caller's refused token must not end
+		// the session the others share. An error from the HTTP client is
+		// a request that did not reach the server (Write wraps it in
+		// jsonrpc2.ErrRejected): the call fails alone, uncharged.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		_ = resp.Body.Close()
+		return nil, &refusedError{server: t.server, method: method, status: resp.StatusCode, challenge: resp.Header.Get("WWW-Authenticate")}
+	}
 	return resp, nil
 }
+
+// refusedError is an upstream's 401 or 403 to a POST.
+type refusedError struct {
+	server, method, challenge string
+	status                    int
+}
+
+func (e *refusedError) Error() string {
+	s := fmt.Sprintf("upstream %q refused the credentials", e.server)
+	if e.method != "" {
+		s += " of " + e.method
+	}
+	s += fmt.Sprintf(": HTTP %d %s", e.status, http.StatusText(e.status))
+	if e.challenge != "" {
+		s += " (" + printable(e.challenge) + ")"
+	}
+	return s
+}
+
+func (e *refusedError) Unwrap() error { return ErrCredential }
 
 // closeBody closes a request's body that will not be sent, as a
 // RoundTripper must.

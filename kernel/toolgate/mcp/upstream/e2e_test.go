@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -80,18 +81,15 @@ type remote struct {
 	url    string
 	caFile string
 	rec    *recorder
-	runs   *int64
+	runs   *atomic.Int64
 }
 
-func newRemote(t *testing.T, is *testissuer.Issuer) *remote {
+func newRemote(t *testing.T, is *testissuer.Issuer, scopes ...string) *remote {
 	t.Helper()
 	srv := sdk.NewServer(&sdk.Implementation{Name: "tickets", Version: "v1"}, nil)
-	var mu sync.Mutex
-	var runs int64
+	runs := &atomic.Int64{}
 	sdk.AddTool(srv, &sdk.Tool{Name: "whoami"}, func(_ context.Context, req *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
-		mu.Lock()
-		runs++
-		mu.Unlock()
+		runs.Add(1)
 		who := "anonymous"
 		if req.Extra != nil && req.Extra.TokenInfo != nil {
 			who = req.Extra.TokenInfo.UserID
@@ -103,14 +101,14 @@ func newRemote(t *testing.T, is *testissuer.Issuer) *remote {
 	v, err := bearer.NewVerifier(bearer.Config{Issuer: is.URL, Audience: upstreamResource, Keys: ks})
 	require.NoError(t, err)
 	h, err := bearer.Protect(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{Stateless: true}), v,
-		bearer.Resource{URL: upstreamResource, AuthorizationServers: []string{is.URL}})
+		bearer.Resource{URL: upstreamResource, AuthorizationServers: []string{is.URL}, Scopes: scopes})
 	require.NoError(t, err)
 	rc := &recorder{}
 	ts := httptest.NewTLSServer(rc.wrap(h))
 	t.Cleanup(ts.Close)
 	ca := filepath.Join(t.TempDir(), "ca.pem")
 	require.NoError(t, os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw}), 0o600))
-	return &remote{url: ts.URL, caFile: ca, rec: rc, runs: &runs}
+	return &remote{url: ts.URL, caFile: ca, rec: rc, runs: runs}
 }
 
 // secretFile writes a client secret into dir.
@@ -322,4 +320,33 @@ func TestRefusedExchangeRefusesTheCallUncharged(t *testing.T) {
 	require.False(t, res.IsError, textOf(res))
 	require.Equal(t, "carol", textOf(res))
 	require.Equal(t, kernel.Unit, gw.charged(t))
+}
+
+// TestOneCallersRefusalLeavesTheSessionToOthers: the upstream refuses
+// one caller's exchanged token (403, a scope the caller lacks): that
+// call is refused with the upstream's challenge, naming it, and is not
+// charged, while the upstream session the gateway shares between
+// callers goes on serving the others (the SDK's client would close it
+// on a POST's 403: the RoundTripper makes the refusal the request's
+// error instead).
+func TestOneCallersRefusalLeavesTheSessionToOthers(t *testing.T) {
+	is := testissuer.New(t, gatewayResource)
+	r := newRemote(t, is, "tickets")
+	s, dir := exchanging(t, is, r)
+	s.Auth.Scopes = []string{"tickets"}
+	gw := newGatewayed(t, is, s, dir)
+	alice := gw.agent(t, is.Token(t, "RS256", "alice", "tickets"))
+	mallory := gw.agent(t, is.Token(t, "RS256", "mallory", "other"))
+
+	require.Equal(t, "alice", textOf(whoami(t, alice)))
+	res := whoami(t, mallory)
+	require.True(t, res.IsError)
+	require.Contains(t, textOf(res), `upstream "tickets" refused the credentials of tools/call: HTTP 403 Forbidden (Bearer error="insufficient_scope"`)
+	for range 2 {
+		res = whoami(t, alice)
+		require.False(t, res.IsError, "the session survives another caller's refusal: %s", textOf(res))
+		require.Equal(t, "alice", textOf(res))
+	}
+	require.EqualValues(t, 3, r.runs.Load())
+	require.Equal(t, 3*kernel.Unit, gw.charged(t), "the refused call is not charged")
 }

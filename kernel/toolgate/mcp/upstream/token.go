@@ -17,11 +17,13 @@ import (
 	"github.com/verity-go/verity/internal/strictjson"
 )
 
-// ErrCredential is what every failure to get an upstream's credentials
+// ErrCredential is what every failure of an upstream's credentials
 // wraps: the token endpoint refused the grant or the exchange, did not
-// answer, or answered something that is not a token; or a call needs
-// the caller's token and has none. The request was never sent.
-var ErrCredential = errors.New("upstream: no credentials for the upstream")
+// answer, or answered something that is not a token; a call needs the
+// caller's token and has none (a *CredentialError: the request was never
+// sent); or the upstream answered a POST 401 or 403 (it refused the
+// credentials and did not act on the request).
+var ErrCredential = errors.New("upstream: the upstream's credentials could not be had or were refused")
 
 // The grant types and token types of the requests this package makes.
 const (

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -200,9 +201,7 @@ func (is *Issuer) grant(r *http.Request) (Grant, time.Duration, *tokenError) {
 			return Grant{}, 0, bad(http.StatusBadRequest, "invalid_grant", "subject token: %v", err)
 		}
 		g.Subject = sub
-		if g.Scope == "" {
-			g.Scope = scope
-		}
+		g.Scope = narrowed(g.Scope, scope)
 	default:
 		return Grant{}, 0, bad(http.StatusBadRequest, "unsupported_grant_type", "grant_type %q", g.Type)
 	}
@@ -298,4 +297,20 @@ func (is *Issuer) subjectOf(token string) (string, string, error) {
 		return "", "", fmt.Errorf("no subject")
 	}
 	return sub, scope, nil
+}
+
+// narrowed is the scope of an exchanged token: the subject token's, or,
+// when scopes are requested, those of them the subject token has.
+func narrowed(requested, subject string) string {
+	if requested == "" {
+		return subject
+	}
+	have := strings.Fields(subject)
+	var out []string
+	for _, s := range strings.Fields(requested) {
+		if slices.Contains(have, s) {
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, " ")
 }
