@@ -65,6 +65,15 @@
 // 401 from the upstream drops the token it refused, so the next request
 // fetches a new one. Errors are not cached.
 //
+// An upstream's 401 or 403 to a POST is the request's error, not a
+// response: `upstream "NAME" refused the credentials of tools/call: HTTP
+// 403 Forbidden (CHALLENGE)`, wrapping ErrCredential. The SDK's client
+// closes its connection on a POST's 4xx that carries no JSON-RPC error
+// (streamableClientConn.checkResponse), which would end the upstream
+// session every caller shares because one caller's token was refused;
+// an error of the HTTP client instead fails that one request
+// (jsonrpc2.ErrRejected), which the upstream did not act on.
+//
 // A grant or an exchange that fails — refused (RFC 6749 §5.2), not
 // answered, or answered with something that is not a usable bearer
 // token — fails the request before it is sent, with a *CredentialError

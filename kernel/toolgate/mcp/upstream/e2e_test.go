@@ -2,6 +2,8 @@ package upstream_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
 	"net/http"
@@ -38,7 +40,7 @@ const (
 
 // seen is one request a test upstream received.
 type seen struct {
-	Method, Authorization, McpMethod, McpName string
+	Method, Authorization, McpMethod, McpName, Version string
 }
 
 // recorder records the requests an upstream receives.
@@ -51,7 +53,7 @@ func (rc *recorder) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc.mu.Lock()
 		rc.reqs = append(rc.reqs, seen{Method: r.Method, Authorization: r.Header.Get("Authorization"),
-			McpMethod: r.Header.Get("Mcp-Method"), McpName: r.Header.Get("Mcp-Name")})
+			McpMethod: r.Header.Get("Mcp-Method"), McpName: r.Header.Get("Mcp-Name"), Version: r.Header.Get("Mcp-Protocol-Version")})
 		rc.mu.Unlock()
 		h.ServeHTTP(w, r)
 	})
@@ -84,7 +86,15 @@ type remote struct {
 	runs   *atomic.Int64
 }
 
-func newRemote(t *testing.T, is *testissuer.Issuer, scopes ...string) *remote {
+// remoteOpts: the scopes the remote requires, and whether it keeps
+// sessions (and so speaks 2025-11-25 only: the SDK's server accepts
+// 2026-07-28 requests when stateless).
+type remoteOpts struct {
+	scopes   []string
+	stateful bool
+}
+
+func newRemote(t *testing.T, is *testissuer.Issuer, o remoteOpts) *remote {
 	t.Helper()
 	srv := sdk.NewServer(&sdk.Implementation{Name: "tickets", Version: "v1"}, nil)
 	runs := &atomic.Int64{}
@@ -100,8 +110,8 @@ func newRemote(t *testing.T, is *testissuer.Issuer, scopes ...string) *remote {
 	require.NoError(t, err)
 	v, err := bearer.NewVerifier(bearer.Config{Issuer: is.URL, Audience: upstreamResource, Keys: ks})
 	require.NoError(t, err)
-	h, err := bearer.Protect(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{Stateless: true}), v,
-		bearer.Resource{URL: upstreamResource, AuthorizationServers: []string{is.URL}, Scopes: scopes})
+	h, err := bearer.Protect(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{Stateless: !o.stateful}), v,
+		bearer.Resource{URL: upstreamResource, AuthorizationServers: []string{is.URL}, Scopes: o.scopes})
 	require.NoError(t, err)
 	rc := &recorder{}
 	ts := httptest.NewTLSServer(rc.wrap(h))
@@ -128,13 +138,31 @@ func exchanging(t *testing.T, is *testissuer.Issuer, r *remote) (gateway.Server,
 	}}, dir
 }
 
-// bearerClient sends token on every request.
-type bearerClient struct{ token string }
+// bearerClient sends token on every request, over base
+// (http.DefaultTransport when nil).
+type bearerClient struct {
+	token string
+	base  http.RoundTripper
+}
 
 func (b bearerClient) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
-	return http.DefaultTransport.RoundTrip(r)
+	if b.base == nil {
+		return http.DefaultTransport.RoundTrip(r)
+	}
+	return b.base.RoundTrip(r)
+}
+
+// caTransport trusts the CA in the PEM file caFile.
+func caTransport(t *testing.T, caFile string) http.RoundTripper {
+	b, err := os.ReadFile(caFile)
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(b))
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return tr
 }
 
 // gatewayed is an agent's session to a gateway: a streamable HTTP MCP
@@ -195,7 +223,7 @@ func newGatewayed(t *testing.T, is *testissuer.Issuer, s gateway.Server, dir str
 func (gw *gatewayed) agent(t *testing.T, token string) *sdk.ClientSession {
 	t.Helper()
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "agent", Version: "v1"}, nil).Connect(ctx,
-		&sdk.StreamableClientTransport{Endpoint: gw.url, HTTPClient: &http.Client{Transport: bearerClient{token}}}, nil)
+		&sdk.StreamableClientTransport{Endpoint: gw.url, HTTPClient: &http.Client{Transport: bearerClient{token: token}}}, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cs.Close() })
 	return cs
@@ -242,7 +270,7 @@ func whoami(t *testing.T, cs *sdk.ClientSession) *sdk.CallToolResult {
 // tools/list) carry its client credentials token.
 func TestUpstreamSeesOnlyTheExchangedToken(t *testing.T) {
 	is := testissuer.New(t, gatewayResource)
-	r := newRemote(t, is)
+	r := newRemote(t, is, remoteOpts{})
 	s, dir := exchanging(t, is, r)
 	gw := newGatewayed(t, is, s, dir)
 
@@ -300,7 +328,7 @@ func TestUpstreamSeesOnlyTheExchangedToken(t *testing.T) {
 // nothing is charged. Once it grants again, calls go through.
 func TestRefusedExchangeRefusesTheCallUncharged(t *testing.T) {
 	is := testissuer.New(t, gatewayResource)
-	r := newRemote(t, is)
+	r := newRemote(t, is, remoteOpts{})
 	s, dir := exchanging(t, is, r)
 	gw := newGatewayed(t, is, s, dir)
 	cs := gw.agent(t, is.Token(t, "RS256", "carol", "tickets"))
@@ -331,7 +359,7 @@ func TestRefusedExchangeRefusesTheCallUncharged(t *testing.T) {
 // error instead).
 func TestOneCallersRefusalLeavesTheSessionToOthers(t *testing.T) {
 	is := testissuer.New(t, gatewayResource)
-	r := newRemote(t, is, "tickets")
+	r := newRemote(t, is, remoteOpts{scopes: []string{"tickets"}})
 	s, dir := exchanging(t, is, r)
 	s.Auth.Scopes = []string{"tickets"}
 	gw := newGatewayed(t, is, s, dir)
@@ -349,4 +377,59 @@ func TestOneCallersRefusalLeavesTheSessionToOthers(t *testing.T) {
 	}
 	require.EqualValues(t, 3, r.runs.Load())
 	require.Equal(t, 3*kernel.Unit, gw.charged(t), "the refused call is not charged")
+}
+
+// TestMCPHeadersOnBothEras: the SDK's client sets Mcp-Method and
+// Mcp-Name itself on 2026-07-28 requests only; after it falls back to
+// 2025-11-25 (a stateful upstream) it sets none, and NewHTTPClient's
+// RoundTripper sets them from the body. A client credentials upstream
+// serves the whole session with the gateway's one token.
+func TestMCPHeadersOnBothEras(t *testing.T) {
+	is := testissuer.New(t, gatewayResource)
+	is.AddClient("gateway", "gw-secret")
+	dir := t.TempDir()
+	secretFile(t, dir, "gw.secret", "gw-secret")
+	for _, c := range []struct {
+		stateful bool
+		version  string
+	}{{false, "2026-07-28"}, {true, "2025-11-25"}} {
+		r := newRemote(t, is, remoteOpts{stateful: c.stateful})
+		s := gateway.Server{Name: "tickets", URL: r.url, CAFile: r.caFile, Auth: &gateway.Auth{
+			Kind: "client_credentials", TokenURL: is.TokenURL, ClientID: "gateway",
+			ClientSecret: &gateway.Secret{File: "gw.secret"}, Audience: upstreamResource}}
+		hc, err := upstream.NewHTTPClient(s, dir, upstream.Options{})
+		require.NoError(t, err)
+
+		// The SDK's own headers: a client with only a bearer token (the
+		// gateway's, fetched above), no RoundTripper of this package.
+		resp, err := hc.Post(r.url, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		own := strings.TrimPrefix(r.rec.all()[0].Authorization, "Bearer ")
+		plain, err := sdk.NewClient(&sdk.Implementation{Name: "plain", Version: "v1"}, nil).Connect(ctx,
+			&sdk.StreamableClientTransport{Endpoint: r.url, HTTPClient: &http.Client{Transport: bearerClient{token: own, base: caTransport(t, r.caFile)}}}, nil)
+		require.NoError(t, err)
+		_, err = plain.CallTool(ctx, &sdk.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
+		require.NoError(t, err)
+		require.NoError(t, plain.Close())
+		sdkSet := r.rec.calls("whoami")
+		if c.stateful {
+			require.Empty(t, sdkSet, "the SDK sets no Mcp-Method on %s", c.version)
+		} else {
+			require.Len(t, sdkSet, 1, "the SDK sets Mcp-Method and Mcp-Name on %s", c.version)
+		}
+
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "gateway", Version: "v1"}, nil).Connect(ctx,
+			&sdk.StreamableClientTransport{Endpoint: r.url, HTTPClient: hc}, nil)
+		require.NoError(t, err)
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
+		require.NoError(t, err)
+		require.Equal(t, "gateway", textOf(res), "the gateway's own client credentials")
+		require.NoError(t, cs.Close())
+		calls := r.rec.calls("whoami")
+		require.Len(t, calls, len(sdkSet)+1, "the RoundTripper sets them on %s", c.version)
+		require.Equal(t, c.version, calls[len(calls)-1].Version)
+		require.Equal(t, "Bearer "+own, calls[len(calls)-1].Authorization, "one token for the session")
+	}
+	require.EqualValues(t, 2, is.Grants.Load(), "one grant per client")
 }
