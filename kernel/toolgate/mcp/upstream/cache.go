@@ -12,6 +12,10 @@ import (
 // keeps (Options.CacheSize): the least recently used goes first.
 const DefaultCacheSize = 1024
 
+// fetchTimeout bounds a fetch, which runs without its requester's
+// cancellation (others may wait for it).
+const fetchTimeout = 30 * time.Second
+
 // maxMargin is how long before its expiry a cached token is refreshed at
 // most; a token that lives less than twice as long is refreshed at half
 // its life.
@@ -73,7 +77,8 @@ func freshUntil(got time.Time, life time.Duration) time.Time {
 // get returns key's token: the cached one while it is fresh, else the
 // one fetch fetches (started by this request or by one before it). The
 // fetch runs without ctx's cancellation — others may be waiting for it —
-// and this request stops waiting when ctx ends.
+// for at most fetchTimeout, and this request stops waiting when ctx
+// ends.
 func (c *tokenCache) get(ctx context.Context, key cacheKey, fetch func(context.Context) (token, error)) (string, error) {
 	c.mu.Lock()
 	e, ok := c.entries[key]
@@ -108,7 +113,9 @@ func (c *tokenCache) get(ctx context.Context, key cacheKey, fetch func(context.C
 	c.mu.Unlock()
 
 	got := c.now()
-	t, err := fetch(context.WithoutCancel(ctx))
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fetchTimeout)
+	t, err := fetch(fctx)
+	cancel()
 	c.mu.Lock()
 	e.value, e.err = t.value, err
 	if err == nil {

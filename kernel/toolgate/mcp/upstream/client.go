@@ -264,7 +264,7 @@ type refusedError struct {
 
 func (e *refusedError) Error() string {
 	s := fmt.Sprintf("upstream %q refused the credentials", e.server)
-	if e.method != "" {
+	if e.method != "" && e.method != notRequest {
 		s += " of " + e.method
 	}
 	s += fmt.Sprintf(": HTTP %d %s", e.status, http.StatusText(e.status))
@@ -328,32 +328,97 @@ const (
 	headerName   = "Mcp-Name"
 )
 
-// methodOf reads a single JSON-RPC message's method and, for the methods
-// whose target the spec puts in Mcp-Name, the target: tools/call's and
-// prompts/get's params.name, resources/read's params.uri. ok is false
-// for a batch, a response, or a body that is not JSON.
+// notRequest is methodOf's method of a POST body that is not one
+// JSON-RPC request or notification the RoundTripper can read (a batch,
+// another shape, not JSON): never one of the gateway's own requests.
+const notRequest = "?"
+
+// methodOf reads a POSTed body: for a single JSON-RPC request or
+// notification, its method and, for the methods whose target the spec
+// puts in Mcp-Name, the target — tools/call's and prompts/get's
+// params.name, resources/read's params.uri — with ok true; for a
+// response (the client's answer to a server's request), "" and ok
+// false; for anything else notRequest and ok false.
 func methodOf(body []byte) (method, name string, ok bool) {
-	var m struct {
-		Method *string `json:"method"`
-		Params struct {
-			Name *string `json:"name"`
-			URI  *string `json:"uri"`
-		} `json:"params"`
+	m, ok := topLevel(body)
+	if !ok {
+		return notRequest, "", false
 	}
-	if len(bytes.TrimSpace(body)) == 0 || bytes.TrimSpace(body)[0] != '{' || json.Unmarshal(body, &m) != nil || m.Method == nil {
-		return "", "", false
+	if m.Method == nil {
+		if m.Result != nil || m.Error != nil {
+			return "", "", false
+		}
+		return notRequest, "", false
 	}
-	var target *string
-	switch *m.Method {
+	if json.Unmarshal(m.Method, &method) != nil || method == "" {
+		return notRequest, "", false
+	}
+	var p struct {
+		Name json.RawMessage `json:"name"`
+		URI  json.RawMessage `json:"uri"`
+	}
+	_ = json.Unmarshal(m.Params, &p) // params that are not an object name nothing
+	var target json.RawMessage
+	switch method {
 	case "tools/call", "prompts/get":
-		target = m.Params.Name
+		target = p.Name
 	case "resources/read":
-		target = m.Params.URI
+		target = p.URI
 	}
-	if target != nil {
-		name = *target
+	if target != nil && json.Unmarshal(target, &name) != nil {
+		name = ""
 	}
-	return *m.Method, name, true
+	return method, name, true
+}
+
+// message is the members of a JSON-RPC message methodOf reads.
+type message struct {
+	Method, Params, Result, Error json.RawMessage
+}
+
+// topLevel reads a JSON object's members method, params, result and
+// error; ok is false for anything but one object, and for an object
+// that has one of them twice (which readers resolve differently).
+func topLevel(body []byte) (message, bool) {
+	var m message
+	d := json.NewDecoder(bytes.NewReader(body))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return m, false
+	}
+	for d.More() {
+		t, err := d.Token()
+		if err != nil {
+			return m, false
+		}
+		var raw json.RawMessage
+		if err := d.Decode(&raw); err != nil {
+			return m, false
+		}
+		var slot *json.RawMessage
+		switch t {
+		case "method":
+			slot = &m.Method
+		case "params":
+			slot = &m.Params
+		case "result":
+			slot = &m.Result
+		case "error":
+			slot = &m.Error
+		default:
+			continue
+		}
+		if *slot != nil {
+			return m, false
+		}
+		*slot = raw
+	}
+	if _, err := d.Token(); err != nil { // the closing brace
+		return m, false
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return m, false // something after the object
+	}
+	return m, true
 }
 
 // setMCPHeaders sets Mcp-Method, and Mcp-Name when name is given, to

@@ -384,9 +384,29 @@ func TestExchangeNeedsTheCallersToken(t *testing.T) {
 	require.Zero(t, e.count())
 	require.Zero(t, is.Grants.Load())
 
-	_, err = post(t, hc, e.url, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
-	require.NoError(t, err)
+	for _, body := range []string{
+		`[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]`, // a batch
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":[],"method":"tools/call"}`,
+		`{"jsonrpc":"2.0","id":1}`,
+		`{"jsonrpc":"2.0","id":1,"method":7}`,
+		`not json`,
+	} {
+		_, err = post(t, hc, e.url, body)
+		require.ErrorIs(t, err, upstream.ErrCredential, "%s: a body it cannot read is not the gateway's own", body)
+	}
+	require.Zero(t, e.count())
+
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":[1]}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`,
+		`{"jsonrpc":"2.0","id":4,"result":{"roots":[]}}`,
+	} {
+		_, err = post(t, hc, e.url, body)
+		require.NoError(t, err, "%s: the gateway's own", body)
+	}
 	require.Equal(t, testissuer.GrantClientCredentials, is.Given()[0].Type)
+	require.EqualValues(t, 1, is.Grants.Load())
 
 	is.SetDelay(100 * time.Millisecond)
 	alice := is.Token(t, "RS256", "alice", "")

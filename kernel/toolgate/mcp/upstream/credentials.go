@@ -26,9 +26,12 @@ var errNoCallerToken = errors.New("the request carries no caller token to exchan
 
 // ownMethods are the requests a token_exchange upstream's client makes
 // on the gateway's own account when no caller's token is in their
-// context — connecting, discovering, listing and listening — and which
-// it authorizes with a client credentials token of its own. Any other
-// request (a tools/call, a resources/read, …) needs a caller's token.
+// context — connecting, discovering, listing and listening; "" is a
+// request without a JSON-RPC request in it (the SSE GET, the session's
+// DELETE, a response to the upstream's request) — and which it
+// authorizes with a client credentials token of its own, as it does
+// notifications. Any other request (a tools/call, a resources/read, a
+// body it cannot read) needs a caller's token.
 var ownMethods = []string{"", "initialize", "server/discover", "ping", "tools/list", "prompts/list",
 	"resources/list", "resources/templates/list", "subscriptions/listen"}
 
