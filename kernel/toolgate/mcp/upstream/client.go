@@ -1,3 +1,5 @@
+//lint:file-ignore SA5008 internal/strictjson reads these structs: its tag option "optional" (a member that may be absent) is one staticcheck does not know, and strictjson refuses an unknown option itself
+
 package upstream
 
 import (
@@ -16,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/verity-go/verity/internal/strictjson"
 	"github.com/verity-go/verity/kernel/toolgate/gateway"
 )
 
@@ -338,7 +341,8 @@ const notRequest = "?"
 // puts in Mcp-Name, the target — tools/call's and prompts/get's
 // params.name, resources/read's params.uri — with ok true; for a
 // response (the client's answer to a server's request), "" and ok
-// false; for anything else notRequest and ok false.
+// false; for anything else — including a body topLevel does not read as
+// strict JSON — notRequest and ok false.
 func methodOf(body []byte) (method, name string, ok bool) {
 	m, ok := topLevel(body)
 	if !ok {
@@ -373,50 +377,22 @@ func methodOf(body []byte) (method, name string, ok bool) {
 
 // message is the members of a JSON-RPC message methodOf reads.
 type message struct {
-	Method, Params, Result, Error json.RawMessage
+	Method json.RawMessage `json:"method,optional"`
+	Params json.RawMessage `json:"params,optional"`
+	Result json.RawMessage `json:"result,optional"`
+	Error  json.RawMessage `json:"error,optional"`
 }
 
 // topLevel reads a JSON object's members method, params, result and
-// error; ok is false for anything but one object, and for an object
-// that has one of them twice (which readers resolve differently).
+// error, with internal/strictjson: ok is false for anything but one
+// strict JSON object — a member twice anywhere (which readers resolve
+// differently), invalid UTF-8, an integer a double would round — and
+// such a body is then neither given MCP headers nor taken for one of
+// the gateway's own requests.
 func topLevel(body []byte) (message, bool) {
 	var m message
-	d := json.NewDecoder(bytes.NewReader(body))
-	if t, err := d.Token(); err != nil || t != json.Delim('{') {
-		return m, false
-	}
-	for d.More() {
-		t, err := d.Token()
-		if err != nil {
-			return m, false
-		}
-		var raw json.RawMessage
-		if err := d.Decode(&raw); err != nil {
-			return m, false
-		}
-		var slot *json.RawMessage
-		switch t {
-		case "method":
-			slot = &m.Method
-		case "params":
-			slot = &m.Params
-		case "result":
-			slot = &m.Result
-		case "error":
-			slot = &m.Error
-		default:
-			continue
-		}
-		if *slot != nil {
-			return m, false
-		}
-		*slot = raw
-	}
-	if _, err := d.Token(); err != nil { // the closing brace
-		return m, false
-	}
-	if _, err := d.Token(); err != io.EOF {
-		return m, false // something after the object
+	if err := (strictjson.Options{AllowUnknown: true}).Unmarshal(body, &m); err != nil {
+		return message{}, false
 	}
 	return m, true
 }
