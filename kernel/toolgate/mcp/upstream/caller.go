@@ -42,20 +42,26 @@ func (verifiedToken) MarshalJSON() ([]byte, error) { return []byte(`"[caller tok
 
 // KeepToken wraps h, the handler behind a bearer-token check
 // (auth.RequireBearerToken or bearer.Protect, which put the verified
-// token's auth.TokenInfo in the request's context and refuse a request
-// with two Authorization headers): for a request whose token was
-// verified, it keeps the bearer token of its Authorization header in
-// the TokenInfo, for CallContext. A request without a verified token is
-// passed on unchanged, and nothing is kept for it.
+// token's auth.TokenInfo in the request's context; bearer.Protect also
+// refuses a request with two Authorization headers): for a request
+// whose token was verified, it keeps the bearer token of its
+// Authorization header in the TokenInfo, for CallContext. A request
+// without a verified token, or with two Authorization headers, is passed
+// on unchanged, and nothing is kept for it. It sets a member of the
+// TokenInfo's Extra, so the verifier must return a TokenInfo of its own
+// for each request (bearer.Verifier does).
 func KeepToken(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ti := auth.TokenInfoFromContext(r.Context())
-		scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-		if ti != nil && ok && strings.EqualFold(scheme, "bearer") && tok != "" && len(r.Header.Values("Authorization")) == 1 {
+		// The token the SDK verified: read as auth.RequireBearerToken
+		// reads it (auth/auth.go verify: strings.Fields of the header,
+		// "bearer" in any case, then the token).
+		fields := strings.Fields(r.Header.Get("Authorization"))
+		if ti != nil && len(fields) == 2 && strings.EqualFold(fields[0], "bearer") && len(r.Header.Values("Authorization")) == 1 {
 			if ti.Extra == nil {
 				ti.Extra = map[string]any{}
 			}
-			ti.Extra[tokenInfoKey] = verifiedToken{s: strings.TrimSpace(tok)}
+			ti.Extra[tokenInfoKey] = verifiedToken{s: fields[1]}
 		}
 		h.ServeHTTP(w, r)
 	})
