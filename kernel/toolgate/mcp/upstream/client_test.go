@@ -443,3 +443,51 @@ func TestExchangeNeedsTheCallersToken(t *testing.T) {
 	require.Equal(t, "invalid_grant", ce.Code)
 	require.Contains(t, ce.Description, "subject token")
 }
+
+// TestHostileTokenEndpoint: a token endpoint that answers too much, not
+// a token, a token that would break a header, a redirect, or nothing in
+// time fails the request before it is sent, naming the server and the
+// endpoint.
+func TestHostileTokenEndpoint(t *testing.T) {
+	e := newEcho(t, nil)
+	dir := t.TempDir()
+	secretFile(t, dir, "secret", "s")
+	hang := make(chan struct{})
+	as := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/huge":
+			_, _ = w.Write([]byte(`{"access_token":"` + strings.Repeat("a", 70<<10) + `","token_type":"Bearer"}`))
+		case "/html":
+			_, _ = w.Write([]byte(`<html>hello</html>`))
+		case "/inject":
+			_, _ = w.Write([]byte(`{"access_token":"t\r\nX-Admin: 1","token_type":"Bearer"}`))
+		case "/redirect":
+			http.Redirect(w, r, "/elsewhere", http.StatusTemporaryRedirect)
+		case "/hang":
+			<-hang
+		}
+	}))
+	defer as.Close()
+	defer close(hang) // before Close, which waits for the hanging handler
+	for path, want := range map[string]string{
+		"/huge":     "an answer over 65536 bytes",
+		"/html":     "not a token response",
+		"/inject":   "access_token has a character other than visible ASCII",
+		"/redirect": "the token endpoint redirected: not followed",
+		"/hang":     "Client.Timeout exceeded",
+	} {
+		tc := &http.Client{Timeout: 200 * time.Millisecond, CheckRedirect: func(*http.Request, []*http.Request) error {
+			return errors.New("the token endpoint redirected: not followed")
+		}}
+		hc, err := upstream.NewHTTPClient(gateway.Server{Name: "cloud", URL: e.url, CAFile: e.caFile, Auth: &gateway.Auth{
+			Kind: "client_credentials", TokenURL: as.URL + path, ClientID: "c", ClientSecret: &gateway.Secret{File: "secret"}}},
+			dir, upstream.Options{TokenClient: tc})
+		require.NoError(t, err)
+		_, err = post(t, hc, e.url, callBody)
+		require.ErrorIs(t, err, upstream.ErrCredential, path)
+		require.Contains(t, err.Error(), `upstream "cloud": the client credentials grant at `+as.URL+path+" failed: ", path)
+		require.Contains(t, err.Error(), want, path)
+		require.NotContains(t, err.Error(), "\n")
+	}
+	require.Zero(t, e.count(), "nothing sent")
+}
