@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/verity-go/verity/kernel/toolgate/mcp/bearer"
+	upcred "github.com/verity-go/verity/kernel/toolgate/mcp/upstream" // main_test.go has a type upstream
 )
 
 // DefaultHTTPCaller is the one caller key every unauthenticated HTTP
@@ -148,11 +149,15 @@ func (a *authConfig) load(ctx context.Context, httpAddr string, logger *slog.Log
 }
 
 // protect wraps the MCP handler: bearer.Protect with -jwks, else as is.
+// Behind the check, upcred.KeepToken keeps each request's verified
+// token in its TokenInfo, so that a remote upstream's token exchange
+// (upcred.CallContext) has the caller's token to exchange; it is
+// never forwarded itself.
 func (a authConfig) protect(h http.Handler) (http.Handler, error) {
 	if !a.enabled() {
 		return h, nil
 	}
-	return bearer.Protect(h, a.verifier, bearer.Resource{
+	return bearer.Protect(upcred.KeepToken(h), a.verifier, bearer.Resource{
 		URL: a.resource, AuthorizationServers: []string{a.issuer}, Scopes: a.scopeList(),
 	})
 }

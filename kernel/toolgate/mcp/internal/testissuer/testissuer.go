@@ -1,6 +1,9 @@
 // Package testissuer is an OAuth authorization server for tests: it
 // holds an RSA, an EC P-256 and an Ed25519 signing key, serves their
 // JWKS over HTTP, and signs tokens with any of them — or forged ones.
+// Its token endpoint (TokenURL, token.go) grants client credentials
+// (RFC 6749 §4.4) and token exchanges (RFC 8693) to the clients it is
+// told of, counts the grants, and refuses them when told to.
 package testissuer
 
 import (
@@ -40,6 +43,8 @@ type Issuer struct {
 	keys     map[string]crypto.Signer
 	extra    atomic.Pointer[[]byte] // a JWKS to serve instead, when set
 	Audience string
+
+	tokenEndpoint // token.go
 }
 
 // New starts an issuer whose tokens name audience.
@@ -62,6 +67,10 @@ func New(t interface {
 	}
 	is := &Issuer{keys: map[string]crypto.Signer{"RS256": rk, "ES256": ek, "EdDSA": dk}, Audience: audience}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == tokenPath {
+			is.serveToken(w, r)
+			return
+		}
 		if r.URL.Path != "/jwks.json" {
 			http.NotFound(w, r)
 			return
@@ -75,7 +84,7 @@ func New(t interface {
 		_, _ = w.Write(is.JWKS())
 	}))
 	t.Cleanup(srv.Close)
-	is.URL, is.JWKSURL = srv.URL, srv.URL+"/jwks.json"
+	is.URL, is.JWKSURL, is.TokenURL = srv.URL, srv.URL+"/jwks.json", srv.URL+tokenPath
 	return is
 }
 

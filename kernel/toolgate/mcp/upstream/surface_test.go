@@ -1,0 +1,19 @@
+package upstream_test
+
+import (
+	"testing"
+
+	"github.com/verity-go/verity/internal/surface"
+)
+
+// maxExported bounds the package's exported surface: its exported
+// top-level names plus the exported methods of its exported types (fields
+// are not counted).
+const maxExported = 10
+
+// TestExportedSurface keeps the package's exported identifiers at most
+// maxExported and lists them in testdata/exported.txt. After an intended
+// change, run go test -run TestExportedSurface -args -update-surface.
+func TestExportedSurface(t *testing.T) {
+	surface.Check(t, ".", "testdata/exported.txt", maxExported)
+}
