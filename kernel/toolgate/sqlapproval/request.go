@@ -55,7 +55,7 @@ var (
 
 // Bounds of what the store holds.
 const (
-	MaxIDLen     = 256     // a request id, a replica name, an approver name or key
+	MaxIDLen     = 512     // a request id, a replica name, an approver name or key
 	MaxNames     = 64      // approvers, awaiting, answered, groups
 	MaxTextLen   = 1 << 20 // arguments, question
 	MaxReasonLen = 1000

@@ -357,14 +357,23 @@ func (s *Store) write(ctx context.Context, from int64, next Request, rec Answer)
 // decidedBy says who decided r, for an answer that came after.
 func (s *Store) decidedBy(ctx context.Context, r Request, err error) error {
 	answers, aerr := s.Answers(ctx, r.ID)
-	if aerr != nil || len(answers) == 0 || r.State == Closed {
+	if aerr != nil || len(answers) == 0 {
 		if r.State == Closed {
 			return fmt.Errorf("%w: request %q no longer waits (replica %s decided, used or expired it)", ErrDecided, r.ID, r.Replica)
 		}
 		return err
 	}
 	last := answers[len(answers)-1]
-	return fmt.Errorf("%w: request %q was %s already, by %s at replica %s", ErrDecided, r.ID, r.State, last.By, last.Replica)
+	how := "denied"
+	if last.Approve {
+		how = "approved"
+	}
+	if r.State == Pending || r.State == Closed && last.Approve && len(r.Awaiting) > 0 {
+		// Closed at its replica with approvals still awaited: answered
+		// there directly, or expired.
+		return fmt.Errorf("%w: request %q no longer waits (replica %s decided, used or expired it)", ErrDecided, r.ID, r.Replica)
+	}
+	return fmt.Errorf("%w: request %q was %s already, by %s at replica %s", ErrDecided, r.ID, how, last.By, last.Replica)
 }
 
 // MarkApplied records what came of applying the answer seq to request

@@ -418,6 +418,7 @@ type config struct {
 	observe          observeConfig // -metrics, -decision-log, … (metrics.go)
 	inbox            inboxConfig   // -approvals (inbox.go)
 	pins             pinsConfig    // -pins, -pins-server (pins.go)
+	shared           sharedConfig  // -replica (inbox_shared.go)
 }
 
 const usage = `usage: verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH] [-http ADDR [-jwks FILE|URL -issuer ISS -resource URL [-scopes S]] [-http-caller KEY|-caller-per-session] [-insecure-no-auth]] [-approvals ADDR [-approvals-insecure-no-auth]] [-caller KEY] [-approver NAME] [-sign-key FILE [-checkpoint-every N]] [-metrics ADDR [-insecure-metrics]] [-list auto|all|callable] [-upstream-exit] [-sync-while-running] [-pins first-use|off|pins.json [-pins-server NAME]] -- command [args...]
@@ -479,6 +480,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	addObserveFlags(fs, &c.observe)
 	addInboxFlags(fs, &c.inbox)
 	addPinsFlags(fs, &c.pins)
+	addSharedApprovalFlags(fs, &c.shared)
 	fs.StringVar(&c.caller, "caller", "stdio", "the caller key the stdio client's calls are charged to")
 	fs.StringVar(&c.approver, "approver", toolgate.DefaultApprover, "the approver name the client's human answers as")
 	fs.BoolVar(&c.upstreamExit, "upstream-exit", false, "when the upstream exits, exit 1 instead of restarting it")
@@ -516,6 +518,9 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 		return c, err
 	}
 	if err := c.pins.check(); err != nil {
+		return c, err
+	}
+	if err := c.shared.check(c); err != nil {
 		return c, err
 	}
 	if err := c.sign.check(fs); err != nil {
@@ -608,8 +613,8 @@ func loadPolicy(path string) (toolgate.Policy, *toolgate.Compiled, error) {
 // shared_budget.
 func checkShared(c config, policy toolgate.Policy) error {
 	switch {
-	case c.db != "" && policy.Shared == nil:
-		return fmt.Errorf("-db names a database but %s has no shared_budget", c.policy)
+	case c.db != "" && policy.Shared == nil && !c.inbox.enabled():
+		return fmt.Errorf("-db names a database but %s has no shared_budget (and -approvals, whose requests it would share, is not given)", c.policy)
 	case c.db == "" && policy.Shared != nil:
 		return fmt.Errorf("%s has a shared_budget (%q): give its database with -db", c.policy, policy.Shared.ID)
 	}
@@ -679,7 +684,7 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, compiled *tool
 	if c.inbox.enabled() {
 		opts = append(opts, toolgate.WithDurableApprovals())
 	}
-	if c.db != "" {
+	if c.db != "" && policy.Shared != nil {
 		shared, closeDB, err := openShared(ctx, c.db, policy.Shared.ID, policy.Shared.Limit)
 		if err != nil {
 			return err
