@@ -97,11 +97,11 @@ func (r *replica) stop(t *testing.T) {
 
 // waitListedAt waits until base's inbox lists the request for tool
 // held at holder, and returns it.
-func waitListedAt(t *testing.T, base, holder string) inboxRequest {
+func waitListedAt(t *testing.T, base, token, holder string) inboxRequest {
 	t.Helper()
 	var found inboxRequest
 	require.Eventually(t, func() bool {
-		for _, q := range inboxGet(t, base, "").Requests {
+		for _, q := range inboxGet(t, base, token).Requests {
 			if q.Replica == holder {
 				found = q
 				return true
@@ -140,12 +140,12 @@ func sharedApprovals(t *testing.T, db string) {
 
 	// Approved at replica 2: the call held on replica 1 runs, once.
 	done := callAsync(r1.cs, "delete_file", map[string]any{"path": "a.txt"})
-	q := waitListedAt(t, r2.inbox, "r1")
+	q := waitListedAt(t, r2.inbox, "", "r1")
 	assert.Equal(t, "delete_file", q.Tool)
 	assert.Equal(t, `{"path":"a.txt"}`, q.Arguments)
 	assert.Equal(t, []string{"human"}, q.Awaiting)
 	assert.True(t, q.CanAnswer)
-	assert.Equal(t, q.ID, waitListedAt(t, r3.inbox, "r1").ID, "every replica lists it")
+	assert.Equal(t, q.ID, waitListedAt(t, r3.inbox, "", "r1").ID, "every replica lists it")
 	answer := `{"id":"` + q.ID + `","decision":"approve","reason":"checked"}`
 	code, res := inboxPost(t, r2.inbox, answer, nil)
 	require.Equal(t, 200, code, res.Error)
@@ -163,7 +163,7 @@ func sharedApprovals(t *testing.T, db string) {
 
 	// Denied at replica 3: the next held call is refused.
 	done = callAsync(r1.cs, "delete_file", map[string]any{"path": "b.txt"})
-	q2 := waitListedAt(t, r3.inbox, "r1")
+	q2 := waitListedAt(t, r3.inbox, "", "r1")
 	code, res = inboxPost(t, r3.inbox, `{"id":"`+q2.ID+`","decision":"deny","reason":"not this one"}`, nil)
 	require.Equal(t, 200, code, res.Error)
 	assert.False(t, res.Granted)
@@ -177,12 +177,12 @@ func sharedApprovals(t *testing.T, db string) {
 	// Killed with -9 while holding: the request stays answerable at
 	// replica 2, and the approval is applied once replica 1 is back.
 	done = callAsync(r1.cs, "delete_file", map[string]any{"path": "c.txt"})
-	q3 := waitListedAt(t, r2.inbox, "r1")
+	q3 := waitListedAt(t, r2.inbox, "", "r1")
 	require.NoError(t, r1.cmd.Process.Kill())
 	_ = r1.cmd.Wait()
 	assert.True(t, strings.HasPrefix(receive(t, done), "error: "), "the held call ends with its process")
 	_ = r1.cs.Close()
-	assert.Equal(t, q3.ID, waitListedAt(t, r2.inbox, "r1").ID, "still listed while its replica is down")
+	assert.Equal(t, q3.ID, waitListedAt(t, r2.inbox, "", "r1").ID, "still listed while its replica is down")
 	code, res = inboxPost(t, r2.inbox, `{"id":"`+q3.ID+`","decision":"approve"}`, nil)
 	require.Equal(t, 200, code, res.Error)
 	assert.True(t, r1.up.exists("c.txt"))
