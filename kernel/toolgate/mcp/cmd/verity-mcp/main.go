@@ -2,7 +2,7 @@
 //
 //	verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH]
 //	           [-http ADDR [-jwks FILE|URL -issuer ISS -resource URL [-scopes S] | -http-caller KEY | -caller-per-session] [-insecure-no-auth]]
-//	           [-approvals ADDR [-approvals-insecure-no-auth]]
+//	           [-approvals ADDR [-approvals-insecure-no-auth] [-replica NAME]]
 //	           [-caller KEY] [-approver NAME] [-list auto|all|callable] [-upstream-exit]
 //	           [-sync-while-running] [-pins first-use|off|pins.json [-pins-server NAME]]
 //	           -- <upstream command and args>
@@ -239,6 +239,28 @@
 // tool and arguments — made again runs once. Made again before the
 // approval, it is held again on the same request.
 //
+// Several replicas behind one address share their waiting requests and
+// the answers given to them through -db (kernel/toolgate/sqlapproval;
+// with -approvals, -db needs no shared_budget): an approval given at any
+// replica's inbox releases the call wherever it is held, exactly once.
+// Each replica, named by -replica (default HOST:LOGPATH, the same after a
+// restart on the same log), publishes the requests its gate waits on;
+// every inbox lists every replica's pending requests, the page naming
+// the replica holding each ("held at"); an answer is written to the
+// database once, by an UPDATE conditional on the request's version, under
+// the gate's rules (an awaited approver, one principal one approver — a
+// k-of-n group counts distinct principals whichever replicas they answer
+// at — no self-approval of PRIVILEGE, approval_ttl), and a second answer
+// to a decided request, at any replica, is answered 409 naming who
+// decided it and where. The holding replica picks answers up every
+// 200 ms (polling, on PostgreSQL as on SQLite: database/sql has no
+// LISTEN), applies each to its gate — on its own log, the reason ending
+// "[answered at replica R]" — and the held call runs once or is refused.
+// A replica killed while holding leaves its request pending, answerable
+// at the others until its approval_ttl; started again on its log, it
+// applies the answers given meanwhile, once, and the call made again
+// runs on the approval.
+//
 // # Bounds on -http
 //
 // No HTTP client can hold the proxy: a streamable HTTP session with no
@@ -421,7 +443,7 @@ type config struct {
 	shared           sharedConfig  // -replica (inbox_shared.go)
 }
 
-const usage = `usage: verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH] [-http ADDR [-jwks FILE|URL -issuer ISS -resource URL [-scopes S]] [-http-caller KEY|-caller-per-session] [-insecure-no-auth]] [-approvals ADDR [-approvals-insecure-no-auth]] [-caller KEY] [-approver NAME] [-sign-key FILE [-checkpoint-every N]] [-metrics ADDR [-insecure-metrics]] [-list auto|all|callable] [-upstream-exit] [-sync-while-running] [-pins first-use|off|pins.json [-pins-server NAME]] -- command [args...]
+const usage = `usage: verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH] [-http ADDR [-jwks FILE|URL -issuer ISS -resource URL [-scopes S]] [-http-caller KEY|-caller-per-session] [-insecure-no-auth]] [-approvals ADDR [-approvals-insecure-no-auth] [-replica NAME]] [-caller KEY] [-approver NAME] [-sign-key FILE [-checkpoint-every N]] [-metrics ADDR [-insecure-metrics]] [-list auto|all|callable] [-upstream-exit] [-sync-while-running] [-pins first-use|off|pins.json [-pins-server NAME]] -- command [args...]
        verity-mcp pin review|approve -inbox URL …
        verity-mcp client list|call TOOL ARGS … -- command [args...]   (try a server from the terminal: verity-mcp client -h)`
 
