@@ -157,10 +157,10 @@ func (r Request) open(now time.Time) bool {
 // denial decides the request, and so does the last awaited approval.
 func give(r Request, a Answer, now time.Time) (Request, Answer, error) {
 	switch {
+	case !r.Expires.IsZero() && !now.Before(r.Expires):
+		return r, a, fmt.Errorf("%w: request %q expired at %s", ErrExpired, r.ID, r.Expires.UTC().Format(time.RFC3339))
 	case r.State != Pending:
 		return r, a, fmt.Errorf("%w: request %q is %s", ErrDecided, r.ID, r.State)
-	case !r.open(now):
-		return r, a, fmt.Errorf("%w: request %q expired at %s", ErrExpired, r.ID, r.Expires.UTC().Format(time.RFC3339))
 	case slices.Contains(r.Answered, a.By):
 		return r, a, fmt.Errorf("%w: %q answered request %q already (one principal is one approver)", ErrAnsweredAlready, a.By, r.ID)
 	}

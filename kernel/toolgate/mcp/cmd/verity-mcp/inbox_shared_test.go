@@ -19,6 +19,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -243,4 +245,63 @@ func sharedSpent(t *testing.T, db string) kernel.Cost {
 	s, err := b.Snapshot(context.Background())
 	require.NoError(t, err)
 	return s.Gross - s.Refunded
+}
+
+// TestSharedUsage: -replica needs -db and -approvals, and a name
+// without control characters; -db without a shared_budget needs
+// -approvals (whose requests it shares). Each exits 2 naming why.
+func TestSharedUsage(t *testing.T) {
+	pol := writeInboxPolicy(t, `"human"`, "1m")
+	db := "sqlite:" + filepath.Join(t.TempDir(), "shared.db")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-replica", "r1"}, "-replica needs -db and -approvals"},
+		{[]string{"-replica", "r1", "-db", db}, "-replica needs -db and -approvals"},
+		{[]string{"-replica", "r\x1b[31m1", "-db", db, "-approvals", "127.0.0.1:0"}, "-replica: at most 512 bytes, without control characters"},
+		{[]string{"-db", db}, "has no shared_budget (and -approvals, whose requests it would share, is not given)"},
+	} {
+		var stderr syncBuffer
+		code := run(context.Background(), append(append([]string{"-policy", pol, "-log", filepath.Join(t.TempDir(), "l")}, c.args...), "--", "true"),
+			strings.NewReader(""), io.Discard, &stderr)
+		assert.Equal(t, 2, code, c.args)
+		assert.Contains(t, stderr.String(), c.want)
+	}
+}
+
+// TestSharedExpiry: the held call ends at approval_timeout on its
+// replica; its request stays answerable at the others until
+// approval_ttl, then leaves every inbox, and an answer after it is
+// refused (404, expired) and changes nothing.
+func TestSharedExpiry(t *testing.T) {
+	pol := writeInboxPolicy(t, `"human"`, "1s")
+	b, err := os.ReadFile(pol)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(pol, []byte(strings.Replace(string(b), `"approval_ttl": "1h"`, `"approval_ttl": "4s"`, 1)), 0o600))
+	db := "sqlite:" + filepath.Join(t.TempDir(), "shared.db")
+	up := newUpstream(t)
+	up.file(t, "a.txt", "a")
+	var ps []*proxy
+	for i := range 2 {
+		ps = append(ps, startProxy(t, append([]string{"-policy", pol, "-log", filepath.Join(t.TempDir(), "trace.log"), "-db", db,
+			"-approvals", "127.0.0.1:0", "-replica", fmt.Sprintf("r%d", i+1), "--"}, up.argv()...), nil))
+	}
+	base2 := inboxURL(t, ps[1])
+	res := ps[0].call(t, "delete_file", map[string]any{"path": "a.txt"})
+	require.True(t, res.IsError)
+	assert.Contains(t, text(res), "no answer within 1")
+	q := waitListedAt(t, base2, "", "r1")
+	require.NotEmpty(t, q.Expires)
+	require.Eventually(t, func() bool { return len(inboxGet(t, base2, "").Requests) == 0 }, time.Minute, 50*time.Millisecond,
+		"the expired request leaves the other replica's inbox")
+	code, ar := inboxPost(t, base2, `{"id":"`+q.ID+`","decision":"approve"}`, nil)
+	assert.Equal(t, http.StatusNotFound, code)
+	assert.Contains(t, ar.Error, "expired")
+	res = ps[0].call(t, "delete_file", map[string]any{"path": "a.txt"})
+	assert.True(t, res.IsError, "nothing was approved: asked again")
+	assert.True(t, up.exists("a.txt"))
+	for _, p := range ps {
+		require.Equal(t, 0, p.stop(t))
+	}
 }
