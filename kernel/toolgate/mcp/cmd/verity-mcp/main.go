@@ -374,7 +374,7 @@
 // database error, the upstream exited under -upstream-exit), 2 on a configuration error: a bad flag or argument, a
 // policy file that cannot be read (or is not a regular file) or does not
 // decode, a -pins lock file refused, an -approver the policy does not expect, -db without the
-// policy's shared_budget or the other way round.
+// policy's shared_budget (and without -approvals) or the other way round, -replica without -db and -approvals.
 package main
 
 import (
