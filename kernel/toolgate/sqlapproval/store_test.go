@@ -13,6 +13,10 @@ package sqlapproval_test
 //     TestQuorumCountsDistinctPrincipals.
 //   - A second answer is refused naming who decided and where:
 //     TestSecondAnswerSaysWhoDecided.
+//   - The store takes exactly the answers the holding gate takes, and a
+//     request is approved (denied) in the store exactly when the gate
+//     grants (refuses) the call: TestStoreAgreesWithTheGate (rapid, a
+//     real toolgate.Gate).
 //   - Columns the store did not write are refused, never a panic:
 //     FuzzDecodeNames (fuzz_test.go).
 
