@@ -1,7 +1,7 @@
 package main
 
-// Shared approvals with tokens, two replicas in-process on one SQLite
-// file:
+// Shared approvals with tokens, two replicas in-process on one database
+// (a SQLite file; PostgreSQL too with VERITY_PG_DSN):
 //
 //   - A k-of-n request held on replica 1 counts distinct principals
 //     across replicas: the first member's approval at replica 2 is one of
@@ -24,6 +24,7 @@ import (
 
 	"github.com/verity-go/verity/claims"
 	"github.com/verity-go/verity/kernel/toolgate/mcp/internal/testissuer"
+	"github.com/verity-go/verity/trace/sqlstore/sqltest"
 )
 
 const sharedQuorumPolicy = `{"version": 2, "budget": "10", "min_cost": "0.01",
@@ -33,10 +34,9 @@ const sharedQuorumPolicy = `{"version": 2, "budget": "10", "min_cost": "0.01",
 
 // startTokenReplicas starts n replicas in-process with tokens of is,
 // sharing one SQLite database, each with its own log and upstream.
-func startTokenReplicas(t *testing.T, is *testissuer.Issuer, n int) ([]*proxy, []string, []upstream) {
+func startTokenReplicas(t *testing.T, is *testissuer.Issuer, n int, db string) ([]*proxy, []string, []upstream) {
 	pol := filepath.Join(t.TempDir(), "policy.json")
 	require.NoError(t, os.WriteFile(pol, []byte(sharedQuorumPolicy), 0o600))
-	db := "sqlite:" + filepath.Join(t.TempDir(), "shared.db")
 	ps, logs, ups := make([]*proxy, n), make([]string, n), make([]upstream, n)
 	for i := range ps {
 		ups[i] = newUpstream(t)
@@ -49,8 +49,21 @@ func startTokenReplicas(t *testing.T, is *testissuer.Issuer, n int) ([]*proxy, [
 }
 
 func TestSharedQuorumAcrossReplicas(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) {
+		sharedQuorum(t, "sqlite:"+filepath.Join(t.TempDir(), "shared.db"))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		dsn := sqltest.PostgresSchema(t) // skips without VERITY_PG_DSN
+		if _, err := parseDB(dsn); err != nil {
+			t.Skipf("%s is not a postgres:// URL: %v", sqltest.PostgresEnv, err)
+		}
+		sharedQuorum(t, dsn)
+	})
+}
+
+func sharedQuorum(t *testing.T, db string) {
 	is := testissuer.New(t, testResource)
-	ps, logs, ups := startTokenReplicas(t, is, 2)
+	ps, logs, ups := startTokenReplicas(t, is, 2, db)
 	ups[0].file(t, "a.txt", "a")
 	base1, base2 := inboxURL(t, ps[0]), inboxURL(t, ps[1])
 	olga, oleg := issuerToken(t, is, "olga", "ops"), issuerToken(t, is, "oleg", "ops")
@@ -108,7 +121,7 @@ func TestSharedQuorumAcrossReplicas(t *testing.T) {
 func TestSharedInboxInChromium(t *testing.T) {
 	b := startBrowser(t)
 	is := testissuer.New(t, testResource)
-	ps, _, ups := startTokenReplicas(t, is, 2)
+	ps, _, ups := startTokenReplicas(t, is, 2, "sqlite:"+filepath.Join(t.TempDir(), "shared.db"))
 	ups[0].file(t, "a.txt", "a")
 	base2 := inboxURL(t, ps[1])
 	olga, oleg := issuerToken(t, is, "olga", "ops"), issuerToken(t, is, "oleg", "ops")
