@@ -104,6 +104,7 @@ type inbox struct {
 	logger    *slog.Logger
 	hosts     map[string]bool // without authentication: the Host values accepted
 	pins      *gatemcp.Pins   // the drifted tools to re-pin (inbox_pins.go); nil without pinning
+	shared    *sharedInbox    // with -db: every replica's requests (inbox_shared.go); nil without
 }
 
 // inboxRequest is a waiting request as the page shows it.
@@ -121,7 +122,8 @@ type inboxRequest struct {
 	Needed    int       `json:"needed"`    // approvals the call needs (a k-of-n group counts k)
 	Asked     time.Time `json:"asked"`
 	Expires   string    `json:"expires,omitempty"`
-	CanAnswer bool      `json:"can_answer"` // the asking principal is one of Awaiting
+	CanAnswer bool      `json:"can_answer"`        // the asking principal is one of Awaiting
+	Replica   string    `json:"replica,omitempty"` // with shared approvals: the replica holding the call
 }
 
 type inboxList struct {
@@ -235,6 +237,10 @@ func (in *inbox) list(w http.ResponseWriter, r *http.Request) {
 	} else {
 		out.You = in.approver
 	}
+	if in.shared != nil {
+		in.listShared(w, r, p, authed, out) // inbox_shared.go
+		return
+	}
 	for _, req := range in.gate.Pending() {
 		ir := inboxRequest{ID: req.ID, Caller: req.Caller, Tool: req.Tool, Tier: string(req.Tier), Arguments: req.Arguments,
 			Question: req.Question, Approvers: slices.Clone(in.approvers[req.Tier]), Awaiting: req.Awaiting, Asked: req.Asked,
@@ -272,6 +278,10 @@ func (in *inbox) answer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, authed := in.principal(r)
+	if in.shared != nil {
+		in.answerShared(w, r, a, p, authed) // inbox_shared.go
+		return
+	}
 	res := answerResult{ID: a.ID, Decision: a.Decision}
 	ctx := context.WithoutCancel(r.Context()) // an answer given is recorded
 	var granted bool
@@ -469,5 +479,19 @@ func startInbox(c config, ln net.Listener, cfg toolgate.Policy, gate *toolgate.G
 	if ttl := cfg.ApprovalTTL; ttl > 0 && ttl/10 < sweep {
 		sweep = max(ttl/10, time.Second)
 	}
-	return serveInbox(ln, c.inbox.addr, in, c.httpConfig.limits, sweep, logger)
+	if c.db == "" {
+		return serveInbox(ln, c.inbox.addr, in, c.httpConfig.limits, sweep, logger)
+	}
+	shared, stopShared, err := startShared(c, cfg, gate, logger) // inbox_shared.go
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	in.shared = shared
+	stop, err := serveInbox(ln, c.inbox.addr, in, c.httpConfig.limits, sweep, logger)
+	if err != nil {
+		stopShared()
+		return nil, err
+	}
+	return func(ctx context.Context) error { defer stopShared(); return stop(ctx) }, nil
 }

@@ -2,7 +2,7 @@
 //
 //	verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH]
 //	           [-http ADDR [-jwks FILE|URL -issuer ISS -resource URL [-scopes S] | -http-caller KEY | -caller-per-session] [-insecure-no-auth]]
-//	           [-approvals ADDR [-approvals-insecure-no-auth]]
+//	           [-approvals ADDR [-approvals-insecure-no-auth] [-replica NAME]]
 //	           [-caller KEY] [-approver NAME] [-list auto|all|callable] [-upstream-exit]
 //	           [-sync-while-running] [-pins first-use|off|pins.json [-pins-server NAME]]
 //	           [-trace-spans FILE] -- <upstream command and args>
@@ -304,6 +304,28 @@
 // tool and arguments — made again runs once. Made again before the
 // approval, it is held again on the same request.
 //
+// Several replicas behind one address share their waiting requests and
+// the answers given to them through -db (kernel/toolgate/sqlapproval;
+// with -approvals, -db needs no shared_budget): an approval given at any
+// replica's inbox releases the call wherever it is held, exactly once.
+// Each replica, named by -replica (default HOST:LOGPATH, the same after a
+// restart on the same log), publishes the requests its gate waits on;
+// every inbox lists every replica's pending requests, the page naming
+// the replica holding each ("held at"); an answer is written to the
+// database once, by an UPDATE conditional on the request's version, under
+// the gate's rules (an awaited approver, one principal one approver — a
+// k-of-n group counts distinct principals whichever replicas they answer
+// at — no self-approval of PRIVILEGE, approval_ttl), and a second answer
+// to a decided request, at any replica, is answered 409 naming who
+// decided it and where. The holding replica picks answers up every
+// 200 ms (polling, on PostgreSQL as on SQLite: database/sql has no
+// LISTEN), applies each to its gate — on its own log, the reason ending
+// "[answered at replica R]" — and the held call runs once or is refused.
+// A replica killed while holding leaves its request pending, answerable
+// at the others until its approval_ttl; started again on its log, it
+// applies the answers given meanwhile, once, and the call made again
+// runs on the approval.
+//
 // # Bounds on -http
 //
 // No HTTP client can hold the proxy: a streamable HTTP session with no
@@ -417,7 +439,7 @@
 // database error, the upstream exited under -upstream-exit), 2 on a configuration error: a bad flag or argument, a
 // policy file that cannot be read (or is not a regular file) or does not
 // decode, a -pins lock file refused, an -approver the policy does not expect, -db without the
-// policy's shared_budget or the other way round.
+// policy's shared_budget (and without -approvals) or the other way round, -replica without -db and -approvals.
 //
 // # Tasks
 //
@@ -529,9 +551,10 @@ type config struct {
 	state            stateConfig   // -state-key, -state-ttl (state.go)
 	relay            relayConfig   // -roots, -sampling-tools, -elicit-url-origin, … (relay.go)
 	spans            spansConfig   // -trace-spans (spans.go)
+	shared           sharedConfig  // -replica (inbox_shared.go)
 }
 
-const usage = `usage: verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH] [-http ADDR [-jwks FILE|URL -issuer ISS -resource URL [-scopes S]] [-http-caller KEY|-caller-per-session] [-insecure-no-auth]] [-approvals ADDR [-approvals-insecure-no-auth]] [-caller KEY] [-approver NAME] [-sign-key FILE [-checkpoint-every N]] [-metrics ADDR [-insecure-metrics]] [-list auto|all|callable] [-upstream-exit] [-sync-while-running] [-pins first-use|off|pins.json [-pins-server NAME]] [-trace-spans FILE] -- command [args...]
+const usage = `usage: verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH] [-http ADDR [-jwks FILE|URL -issuer ISS -resource URL [-scopes S]] [-http-caller KEY|-caller-per-session] [-insecure-no-auth]] [-approvals ADDR [-approvals-insecure-no-auth] [-replica NAME]] [-caller KEY] [-approver NAME] [-sign-key FILE [-checkpoint-every N]] [-metrics ADDR [-insecure-metrics]] [-list auto|all|callable] [-upstream-exit] [-sync-while-running] [-pins first-use|off|pins.json [-pins-server NAME]] [-trace-spans FILE] -- command [args...]
        verity-mcp pin review|approve -inbox URL …
        verity-mcp client list|call TOOL ARGS … -- command [args...]   (try a server from the terminal: verity-mcp client -h)`
 
@@ -593,6 +616,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	addStateFlags(fs, &c.state)
 	addRelayFlags(fs, &c.relay)
 	addSpansFlags(fs, &c.spans)
+	addSharedApprovalFlags(fs, &c.shared)
 	fs.StringVar(&c.caller, "caller", "stdio", "the caller key the stdio client's calls are charged to")
 	fs.StringVar(&c.approver, "approver", toolgate.DefaultApprover, "the approver name the client's human answers as")
 	fs.BoolVar(&c.upstreamExit, "upstream-exit", false, "when the upstream exits, exit 1 instead of restarting it")
@@ -630,6 +654,9 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 		return c, err
 	}
 	if err := c.pins.check(); err != nil {
+		return c, err
+	}
+	if err := c.shared.check(c); err != nil {
 		return c, err
 	}
 	if err := c.sign.check(fs); err != nil {
@@ -725,8 +752,8 @@ func loadPolicy(path string) (toolgate.Policy, *toolgate.Compiled, error) {
 // shared_budget.
 func checkShared(c config, policy toolgate.Policy) error {
 	switch {
-	case c.db != "" && policy.Shared == nil:
-		return fmt.Errorf("-db names a database but %s has no shared_budget", c.policy)
+	case c.db != "" && policy.Shared == nil && !c.inbox.enabled():
+		return fmt.Errorf("-db names a database but %s has no shared_budget (and -approvals, whose requests it would share, is not given)", c.policy)
 	case c.db == "" && policy.Shared != nil:
 		return fmt.Errorf("%s has a shared_budget (%q): give its database with -db", c.policy, policy.Shared.ID)
 	}
@@ -805,7 +832,7 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, compiled *tool
 	if c.inbox.enabled() {
 		opts = append(opts, toolgate.WithDurableApprovals())
 	}
-	if c.db != "" {
+	if c.db != "" && policy.Shared != nil {
 		shared, closeDB, err := openShared(ctx, c.db, policy.Shared.ID, policy.Shared.Limit)
 		if err != nil {
 			return err

@@ -30,6 +30,7 @@
     const dl = el('dl');
     const row = (k, v, cls) => dl.append(el('dt', null, k), el('dd', cls, v));
     row('caller', r.caller, 'caller');
+    if (r.replica) row('held at', r.replica, 'replica'); // shared approvals: the replica whose gate holds the call
     row('asked', new Date(r.asked).toISOString(), 'asked');
     if (r.expires) row('expires', r.expires, 'expires');
     row('approvers', r.approvers.join(', '), 'approvers');
