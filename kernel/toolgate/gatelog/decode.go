@@ -45,6 +45,8 @@ func Decode(e trace.Entry) (any, error) {
 		return decodeRepin(e.Payload)
 	case KindRefuseAnswer:
 		return decodeAs[RefuseAnswer](e.Payload)
+	case KindSpawn, KindConnect, KindReload:
+		return decodeGateway(e.Kind, e.Payload)
 	case KindDeclassify:
 		return decodeAs[Declassify](e.Payload)
 	case KindAsk:

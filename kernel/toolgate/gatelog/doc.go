@@ -26,6 +26,12 @@
 // the pinned definition hash the call was decided against, when the host
 // gave one (toolgate.Call.Definition).
 //
+// A gateway (several upstream servers behind one verity-mcp) writes
+// three more: KindSpawn (Spawn: a stdio server started: command,
+// arguments' hash, pid), KindConnect (Connect: a remote server reached:
+// URL, TLS peer, protocol) and KindReload (Reload: a new gateway file and
+// policy in effect, by their hashes).
+//
 // Decode reads any of them back, strictly (one JSON object, no unknown,
 // duplicate or null member, every required member present), for the
 // commands that read a log (verity inspect, view, summary), for the gate
