@@ -418,6 +418,7 @@ type config struct {
 	observe          observeConfig // -metrics, -decision-log, … (metrics.go)
 	inbox            inboxConfig   // -approvals (inbox.go)
 	pins             pinsConfig    // -pins, -pins-server (pins.go)
+	gateway          gatewayConfig // -config, -require-all (gateway_serve.go)
 }
 
 const usage = `usage: verity-mcp -policy policy.json -log PATH [-db postgres://…|sqlite:PATH] [-http ADDR [-jwks FILE|URL -issuer ISS -resource URL [-scopes S]] [-http-caller KEY|-caller-per-session] [-insecure-no-auth]] [-approvals ADDR [-approvals-insecure-no-auth]] [-caller KEY] [-approver NAME] [-sign-key FILE [-checkpoint-every N]] [-metrics ADDR [-insecure-metrics]] [-list auto|all|callable] [-upstream-exit] [-sync-while-running] [-pins first-use|off|pins.json [-pins-server NAME]] -- command [args...]
@@ -479,6 +480,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	addObserveFlags(fs, &c.observe)
 	addInboxFlags(fs, &c.inbox)
 	addPinsFlags(fs, &c.pins)
+	addGatewayFlags(fs, &c.gateway)
 	fs.StringVar(&c.caller, "caller", "stdio", "the caller key the stdio client's calls are charged to")
 	fs.StringVar(&c.approver, "approver", toolgate.DefaultApprover, "the approver name the client's human answers as")
 	fs.BoolVar(&c.upstreamExit, "upstream-exit", false, "when the upstream exits, exit 1 instead of restarting it")
@@ -491,12 +493,15 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 		return c, err
 	}
 	c.upstream = fs.Args()
+	if err := c.gateway.check(&c); err != nil { // -config: the policy and the upstreams from a gateway file
+		return c, err
+	}
 	switch {
 	case c.policy == "":
 		return c, errors.New("-policy is required")
 	case c.log == "":
 		return c, errors.New("-log is required")
-	case len(c.upstream) == 0:
+	case len(c.upstream) == 0 && !c.gateway.enabled():
 		return c, errors.New("no upstream command after --")
 	case c.approver == "":
 		return c, errors.New("-approver may not be empty")
@@ -722,6 +727,9 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, compiled *tool
 	}
 	if err := c.observe.watch(gate); err != nil {
 		return err
+	}
+	if c.gateway.enabled() {
+		return serveGateway(ctx, c, policy, gate, log, stdin, stdout, stderr, logger) // gateway_serve.go
 	}
 
 	// The upstream: a child process over stdio (mcp.CommandTransport),
