@@ -1,0 +1,289 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/verity-go/verity/kernel"
+	"github.com/verity-go/verity/kernel/toolgate/gatelog"
+	"github.com/verity-go/verity/trace"
+)
+
+// The gateway's guarantees (-config) and the tests that check them:
+//
+//   - Three upstreams at once — two stdio servers (testserver,
+//     rawserver) and a remote streamable HTTP server over TLS verified
+//     with ca_file — behind one server: the merged list is in the file's
+//     order, calls route, the spend is exact, the server that dies
+//     leaves the list and comes back, a call to it meanwhile is refused
+//     uncharged; every spawn and connection is on the log:
+//     TestGatewayThreeUpstreams.
+//   - Bad gateway files and unreachable servers: one line naming the
+//     server each: TestGatewayBadInput.
+//   - SIGHUP reloads the file and the policy: TestGatewayReload.
+
+// remoteServer is a streamable HTTP MCP server with one tool, lookup,
+// that counts its calls.
+type remoteServer struct {
+	*httptest.Server
+	mu    sync.Mutex
+	calls int
+}
+
+func (r *remoteServer) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.calls
+}
+
+type lookupIn struct {
+	Key string `json:"key"`
+}
+
+func startRemote(t testing.TB, tls bool) *remoteServer {
+	r := &remoteServer{}
+	srv := sdk.NewServer(&sdk.Implementation{Name: "remote", Version: "v1"}, nil)
+	sdk.AddTool(srv, &sdk.Tool{Name: "lookup"}, func(_ context.Context, _ *sdk.CallToolRequest, in lookupIn) (*sdk.CallToolResult, any, error) {
+		r.mu.Lock()
+		r.calls++
+		r.mu.Unlock()
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "found " + in.Key}}}, nil, nil
+	})
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+	if tls {
+		r.Server = httptest.NewTLSServer(h)
+	} else {
+		r.Server = httptest.NewServer(h)
+	}
+	t.Cleanup(r.Close)
+	return r
+}
+
+// caFile writes the PEM of a TLS test server's certificate.
+func caFile(t testing.TB, s *httptest.Server) string {
+	p := filepath.Join(t.TempDir(), "ca.pem")
+	b := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw})
+	require.NoError(t, os.WriteFile(p, b, 0o600))
+	return p
+}
+
+// gatewayPolicy prices the three servers' tools.
+const gatewayPolicy = `{
+  "version": 1,
+  "budget": "%s",
+  "min_cost": "0.01",
+  "tools": [
+    {"match": "files__read_file", "cost": "0.1"},
+    {"match": "files__search", "cost": "1"},
+    {"match": "raw__alpha", "cost": "0.5"},
+    {"match": "raw__crash", "cost": "0.2"},
+    {"match": "remote__lookup", "cost": "2"}
+  ]
+}`
+
+// writeGateway writes a policy and a gateway file of servers (JSON
+// objects) beside it.
+func writeGateway(t testing.TB, budget string, servers ...string) (gatewayPath, policyPath string) {
+	dir := t.TempDir()
+	policyPath = filepath.Join(dir, "policy.json")
+	require.NoError(t, os.WriteFile(policyPath, []byte(fmt.Sprintf(gatewayPolicy, budget)), 0o600))
+	gatewayPath = filepath.Join(dir, "gateway.json")
+	text := `{"version": 1, "policy": "policy.json", "servers": [` + strings.Join(servers, ",\n") + `]}`
+	require.NoError(t, os.WriteFile(gatewayPath, []byte(text), 0o600))
+	return gatewayPath, policyPath
+}
+
+func jsonArray(s ...string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func toolNames(t testing.TB, p *proxy) []string {
+	res, err := p.cs.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	return names
+}
+
+// waitFor polls cond every 20 ms for up to 20 s.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("waited 20s for %s", what)
+}
+
+// gatewayEntries reads a (stopped) proxy's log.
+func gatewayEntries(t testing.TB, path string) []trace.Entry {
+	ro, err := trace.OpenFileReadOnly(path)
+	require.NoError(t, err)
+	defer func() { _ = ro.Close() }()
+	l, err := trace.NewLog(ro)
+	require.NoError(t, err)
+	var out []trace.Entry
+	for e, err := range l.Entries(context.Background(), 0) {
+		require.NoError(t, err)
+		out = append(out, e)
+	}
+	return out
+}
+
+func TestGatewayThreeUpstreams(t *testing.T) {
+	up := newUpstream(t)
+	up.file(t, "notes.txt", "buy milk")
+	rawJournal := filepath.Join(t.TempDir(), "raw-journal")
+	remote := startRemote(t, true)
+	gw, pol := writeGateway(t, "100",
+		`{"name": "files", "command": `+jsonArray(up.argv()...)+`}`,
+		`{"name": "raw", "command": `+jsonArray(bins.rawserver, "-journal", rawJournal)+`, "restart": {"min_backoff": "1500ms"}}`,
+		`{"name": "remote", "url": "`+remote.URL+`/mcp", "ca_file": `+jsonArray(caFile(t, remote.Server))[1:len(jsonArray(caFile(t, remote.Server)))-1]+`, "call_timeout": "10s"}`)
+	logPath := filepath.Join(t.TempDir(), "trace.log")
+	p := startProxy(t, []string{"-config", gw, "-log", logPath, "-list", "all"}, nil)
+
+	raw := []string{"raw__zeta", "raw__alpha", "raw__scan", "raw__hang", "raw__crash", "raw__grow", "raw__ask", "raw__roots"}
+	files := []string{"files__delete_file", "files__echo", "files__read_file", "files__search", "files__write_file"}
+	all := slices.Concat(files, raw, []string{"remote__lookup"})
+	assert.Equal(t, all, toolNames(t, p), "the file's order, each server's own")
+
+	var want kernel.Cost
+	res := p.call(t, "files__read_file", map[string]any{"path": "notes.txt"})
+	require.False(t, res.IsError, text(res))
+	assert.Equal(t, "buy milk", text(res))
+	want += kernel.Unit / 10
+	res = p.call(t, "remote__lookup", map[string]any{"key": "k"})
+	require.False(t, res.IsError, text(res))
+	assert.Equal(t, "found k", text(res))
+	want += 2 * kernel.Unit
+	res = p.call(t, "raw__alpha", nil)
+	require.False(t, res.IsError, text(res))
+	want += kernel.Unit / 2
+	assert.Equal(t, 1, up.ran(t, "read_file"))
+	assert.Equal(t, 1, remote.count())
+
+	// raw dies mid-run: its tools leave the list, a call to it is
+	// refused uncharged, the others still answer; then it comes back.
+	res = p.call(t, "raw__crash", nil)
+	require.True(t, res.IsError)
+	want += kernel.Unit / 5 // it reached the server
+	waitFor(t, "raw's tools to leave the list", func() bool { return !slices.Contains(toolNames(t, p), "raw__alpha") })
+	assert.Equal(t, slices.Concat(files, []string{"remote__lookup"}), toolNames(t, p))
+	res = p.call(t, "raw__alpha", nil)
+	require.True(t, res.IsError)
+	assert.Equal(t, `tool "raw__alpha" refused: server "raw" is not running (it is restarted by its restart policy); nothing was charged`, text(res))
+	res = p.call(t, "files__search", map[string]any{"query": "milk"})
+	require.False(t, res.IsError, text(res))
+	want += kernel.Unit
+	res = p.call(t, "remote__lookup", map[string]any{"key": "j"})
+	require.False(t, res.IsError, text(res))
+	want += 2 * kernel.Unit
+	waitFor(t, "raw to come back", func() bool { return slices.Contains(toolNames(t, p), "raw__alpha") })
+	assert.Equal(t, all, toolNames(t, p))
+	res = p.call(t, "raw__alpha", nil)
+	require.False(t, res.IsError, text(res))
+	want += kernel.Unit / 2
+
+	require.Equal(t, 0, p.stop(t), p.stderr.String())
+	checkLogOf(t, p.stderr.String(), logPath, pol, "stdio", want)
+
+	var spawns, connects []string
+	for _, e := range gatewayEntries(t, logPath) {
+		switch e.Kind {
+		case gatelog.KindSpawn:
+			v, err := gatelog.Decode(e)
+			require.NoError(t, err)
+			s := v.(gatelog.Spawn)
+			assert.Positive(t, s.PID)
+			spawns = append(spawns, s.Server)
+		case gatelog.KindConnect:
+			v, err := gatelog.Decode(e)
+			require.NoError(t, err)
+			c := v.(gatelog.Connect)
+			assert.Equal(t, remote.URL+"/mcp", c.URL)
+			assert.NotEmpty(t, c.TLSSubject)
+			assert.Len(t, c.TLSSHA256, 64)
+			assert.NotEmpty(t, c.Protocol)
+			connects = append(connects, c.Server)
+		}
+	}
+	assert.Equal(t, []string{"files", "raw", "raw"}, spawns, "raw started twice")
+	assert.Equal(t, []string{"remote"}, connects)
+}
+
+// checkLogOf is checkLog for a gateway's policy, its tools namespaced.
+func checkLogOf(t testing.TB, stderr, logPath, policyPath, caller string, want kernel.Cost) {
+	t.Helper()
+	checkLog(t, stderr, logPath, policyPath, caller, want)
+}
+
+// TestGatewayBadInput: each bad gateway file, and each server that
+// cannot be reached at start, is one line naming the server; with
+// -require-all the proxy refuses to start, without it serves the others.
+func TestGatewayBadInput(t *testing.T) {
+	up := newUpstream(t)
+	files := `{"name": "files", "command": ` + jsonArray(up.argv()...) + `}`
+	tlsRemote := startRemote(t, true)
+	unauthorized := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("WWW-Authenticate", `Bearer`)
+		http.Error(w, "no", http.StatusUnauthorized)
+	}))
+	defer unauthorized.Close()
+
+	for _, c := range []struct {
+		name   string
+		server string
+		code   int    // with -require-all; 0: the file itself is refused (2)
+		want   string // in stderr
+	}{
+		{"unknown member", `{"name": "x", "command": ["x"], "colour": 1}`, 2, `unknown field "colour"`},
+		{"duplicate server", files, 2, `server "files": named twice`},
+		{"collision", `{"name": "twice", "command": ` + jsonArray(bins.rawserver, "-twice", "alpha") + `}`, 1,
+			`server \"twice\" lists tool \"alpha\" more than once: its name \"twice__alpha\" would name two tools`},
+		{"missing secret file", `{"name": "sec", "command": ["` + bins.testserver + `"], "set_env": {"TOKEN": {"file": "nowhere/token"}}}`, 1,
+			`server \"sec\": set_env TOKEN: secret file: open `},
+		{"unreachable url", `{"name": "gone", "url": "http://127.0.0.1:1/mcp", "start_timeout": "5s"}`, 1, `server \"gone\": connecting to http://127.0.0.1:1/mcp`},
+		{"tls failure", `{"name": "tls", "url": "` + tlsRemote.URL + `/mcp", "start_timeout": "5s"}`, 1, `certificate signed by unknown authority`},
+		{"401", `{"name": "locked", "url": "` + unauthorized.URL + `/mcp", "start_timeout": "5s"}`, 1, `server \"locked\": connecting to ` + unauthorized.URL},
+		{"plain http off loopback", `{"name": "far", "url": "http://example.com/mcp"}`, 2, `server "far": url: "http://example.com/mcp": http only to a loopback address`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			gw, _ := writeGateway(t, "10", files, c.server)
+			logPath := filepath.Join(t.TempDir(), "trace.log")
+			var stderr syncBuffer
+			code := run(context.Background(), []string{"-config", gw, "-log", logPath, "-require-all"}, strings.NewReader(""), &syncBuffer{}, &stderr)
+			assert.Equal(t, c.code, code, stderr.String())
+			assert.Contains(t, stderr.String(), c.want)
+			if c.code != 1 {
+				return
+			}
+			// Without -require-all the others are served, and the one
+			// line names the server.
+			p := startProxy(t, []string{"-config", gw, "-log", filepath.Join(t.TempDir(), "trace.log")}, nil)
+			names := toolNames(t, p)
+			assert.Contains(t, names, "files__read_file")
+			assert.NotContains(t, strings.Join(names, " "), "twice__")
+			assert.Contains(t, p.stderr.String(), "server unreachable at start")
+			require.Equal(t, 0, p.stop(t), p.stderr.String())
+		})
+	}
+}
