@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -12,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -286,4 +289,81 @@ func TestGatewayBadInput(t *testing.T) {
 			require.Equal(t, 0, p.stop(t), p.stderr.String())
 		})
 	}
+}
+
+// TestGatewayReload: SIGHUP reads the gateway file and the policy again:
+// a valid new version takes effect for the next call (a new price, a
+// server added, one removed) and is on the log with its hashes; an
+// invalid one (a server named twice, a new budget) is refused, one line
+// per reason, and the running version stays.
+func TestGatewayReload(t *testing.T) {
+	up := newUpstream(t)
+	up.file(t, "notes.txt", "buy milk")
+	remote := startRemote(t, false)
+	files := `{"name": "files", "command": ` + jsonArray(up.argv()...) + `}`
+	remoteEntry := `{"name": "remote", "url": "` + remote.URL + `/mcp"}`
+	gw, pol := writeGateway(t, "100", files)
+	logPath := filepath.Join(t.TempDir(), "trace.log")
+	p := startProxy(t, []string{"-config", gw, "-log", logPath}, nil)
+	require.Equal(t, []string{"files__read_file", "files__search"}, toolNames(t, p))
+	read := func() {
+		res := p.call(t, "files__read_file", map[string]any{"path": "notes.txt"})
+		require.False(t, res.IsError, text(res))
+	}
+	read()
+	hup := func(wantLine string) {
+		before := strings.Count(p.stderr.String(), wantLine)
+		require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGHUP))
+		waitFor(t, wantLine, func() bool { return strings.Count(p.stderr.String(), wantLine) > before })
+	}
+
+	// A new price and a new server.
+	require.NoError(t, os.WriteFile(pol, []byte(strings.Replace(fmt.Sprintf(gatewayPolicy, "100"), `"files__read_file", "cost": "0.1"`, `"files__read_file", "cost": "1"`, 1)), 0o600))
+	text2 := `{"version": 1, "policy": "policy.json", "servers": [` + files + `,` + remoteEntry + `]}`
+	require.NoError(t, os.WriteFile(gw, []byte(text2), 0o600))
+	hup(`msg=reloaded`)
+	assert.Equal(t, []string{"files__read_file", "files__search", "remote__lookup"}, toolNames(t, p))
+	read()
+	res := p.call(t, "remote__lookup", map[string]any{"key": "k"})
+	require.False(t, res.IsError, text(res))
+
+	// Refused: a server named twice; a new budget.
+	require.NoError(t, os.WriteFile(gw, []byte(`{"version": 1, "policy": "policy.json", "servers": [`+files+`,`+files+`]}`), 0o600))
+	hup(`msg="reload refused: the running gateway stays"`)
+	assert.Contains(t, p.stderr.String(), `server \"files\": named twice`)
+	require.NoError(t, os.WriteFile(gw, []byte(text2), 0o600))
+	policy2, err := os.ReadFile(pol)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(pol, []byte(strings.Replace(string(policy2), `"budget": "100"`, `"budget": "200"`, 1)), 0o600))
+	hup(`it changes budget`)
+	read() // still the running price, 1
+	require.NoError(t, os.WriteFile(pol, policy2, 0o600))
+
+	// The remote server removed.
+	require.NoError(t, os.WriteFile(gw, []byte(`{"version": 1, "policy": "policy.json", "servers": [`+files+`]}`), 0o600))
+	hup(`msg=reloaded`)
+	assert.Equal(t, []string{"files__read_file", "files__search"}, toolNames(t, p))
+
+	require.Equal(t, 0, p.stop(t), p.stderr.String())
+	checkLog(t, p.stderr.String(), logPath, pol, "stdio", kernel.Unit/10+kernel.Unit+2*kernel.Unit+kernel.Unit)
+	var reloads []gatelog.Reload
+	for _, e := range gatewayEntries(t, logPath) {
+		if e.Kind == gatelog.KindReload {
+			v, err := gatelog.Decode(e)
+			require.NoError(t, err)
+			reloads = append(reloads, v.(gatelog.Reload))
+		}
+	}
+	require.Len(t, reloads, 2, "the two valid versions, not the refused ones")
+	assert.Equal(t, []string{"remote"}, reloads[0].Added)
+	assert.Equal(t, []string{"remote"}, reloads[1].Removed)
+	assert.Equal(t, sha256Hex(t, gw), reloads[1].GatewaySHA256)
+	assert.Equal(t, sha256Hex(t, pol), reloads[1].PolicySHA256)
+}
+
+func sha256Hex(t testing.TB, path string) string {
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
