@@ -367,3 +367,37 @@ func sha256Hex(t testing.TB, path string) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
+
+// TestGatewayFlags: -config excludes -policy, a command and the flags a
+// gateway file sets per server, and -require-all needs it: usage errors,
+// exit 2.
+func TestGatewayFlags(t *testing.T) {
+	up := newUpstream(t)
+	gw, pol := writeGateway(t, "10", `{"name": "files", "command": `+jsonArray(up.argv()...)+`}`)
+	for name, c := range map[string]struct {
+		args []string
+		want string
+	}{
+		"-policy":             {[]string{"-config", gw, "-policy", pol, "-log", "x"}, "-config and -policy are exclusive"},
+		"a command":           {[]string{"-config", gw, "-log", "x", "--", "true"}, "-config and a command after -- are exclusive"},
+		"-pins":               {[]string{"-config", gw, "-log", "x", "-pins", "off"}, "-pins and -pins-server are per server"},
+		"-upstream-exit":      {[]string{"-config", gw, "-log", "x", "-upstream-exit"}, "-upstream-exit is per server"},
+		"-require-all alone":  {[]string{"-policy", pol, "-log", "x", "-require-all", "--", "true"}, "-require-all needs -config"},
+		"a missing file":      {[]string{"-config", gw + ".none", "-log", "x"}, "no such file"},
+		"no servers, version": {[]string{"-config", writeRaw(t, `{"version": 2, "policy": "p.json", "servers": []}`), "-log", "x"}, "version 2: want 1"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var stderr syncBuffer
+			code := run(context.Background(), c.args, strings.NewReader(""), &syncBuffer{}, &stderr)
+			assert.Equal(t, 2, code)
+			assert.Contains(t, stderr.String(), c.want)
+			assert.Contains(t, stderr.String(), "usage: verity-mcp")
+		})
+	}
+}
+
+func writeRaw(t testing.TB, text string) string {
+	p := filepath.Join(t.TempDir(), "gateway.json")
+	require.NoError(t, os.WriteFile(p, []byte(text), 0o600))
+	return p
+}
