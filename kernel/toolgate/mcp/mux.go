@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"regexp"
 	"slices"
@@ -471,8 +472,9 @@ const maxPages = 1000
 
 // renameTool returns a tool definition, a JSON object, with its "name"
 // member's value replaced by rename of it; every other byte as written.
-// A definition with no name, a name that is not a string, or two "name"
-// members (which readers take differently) is an error.
+// A definition with no name, a name that is not a string, two "name"
+// members or one spelled in another case (which readers take
+// differently) is an error.
 func renameTool(raw json.RawMessage, rename func(string) string) (json.RawMessage, error) {
 	d := json.NewDecoder(bytes.NewReader(raw))
 	if t, err := d.Token(); err != nil || t != json.Delim('{') {
@@ -489,7 +491,12 @@ func renameTool(raw json.RawMessage, rename func(string) string) (json.RawMessag
 		if err := d.Decode(&v); err != nil {
 			return nil, fmt.Errorf("toolgate/mcp: a tool: %w", err)
 		}
-		if k != "name" {
+		if key, _ := k.(string); key != "name" {
+			if strings.EqualFold(key, "name") {
+				// Decoders that match members without regard to case
+				// (encoding/json's) could read it as the name.
+				return nil, fmt.Errorf("toolgate/mcp: a tool with a member %q", key)
+			}
 			continue
 		}
 		if out != nil {
@@ -508,6 +515,9 @@ func renameTool(raw json.RawMessage, rename func(string) string) (json.RawMessag
 	}
 	if _, err := d.Token(); err != nil {
 		return nil, fmt.Errorf("toolgate/mcp: a tool: %w", err)
+	}
+	if _, err := d.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("toolgate/mcp: data after a tool")
 	}
 	if out == nil {
 		return nil, errors.New("toolgate/mcp: a tool without a name")
