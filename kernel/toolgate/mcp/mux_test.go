@@ -40,6 +40,7 @@ type muxed struct {
 	srv   *sdk.Server
 	tools map[string]*tools
 	up    map[string]*sdk.ClientSession
+	ups   map[string]*sdk.Server // the upstreams' servers
 	cs    *sdk.ClientSession
 }
 
@@ -65,7 +66,7 @@ func newMuxed(t tb, cfg toolgate.Policy) *muxed {
 	require.NoError(t, err)
 	srv := sdk.NewServer(&sdk.Implementation{Name: "gateway", Version: "v1"}, m.ServerOptions(nil))
 	srv.AddReceivingMiddleware(gd.Middleware(), m.Middleware())
-	mx := &muxed{gate: g, log: log, mux: m, srv: srv, tools: map[string]*tools{}, up: map[string]*sdk.ClientSession{}}
+	mx := &muxed{gate: g, log: log, mux: m, srv: srv, tools: map[string]*tools{}, up: map[string]*sdk.ClientSession{}, ups: map[string]*sdk.Server{}}
 	for _, s := range muxServers {
 		_, err := m.Add(gatemcp.MuxServer{Name: s.name})
 		require.NoError(t, err)
@@ -98,7 +99,7 @@ func (mx *muxed) start(t tb, server string) {
 	cs, err := client.Connect(ctx, p.Transport(ct), nil)
 	require.NoError(t, err)
 	require.NoError(t, mx.mux.Attach(ctx, mx.srv, server, cs))
-	mx.up[server] = cs
+	mx.up[server], mx.ups[server] = cs, up
 	t.Cleanup(func() { _ = cs.Close() })
 }
 
@@ -315,4 +316,31 @@ func TestMuxRoutesAndChargesExactly(t *testing.T) {
 		}
 		require.Equal(rt, mx.mux.Tools(), mx.listed(rt))
 	})
+}
+
+// TestMuxListChangedReachesClients: an upstream's
+// notifications/tools/list_changed reaches the gateway's clients, and
+// the merged list has the new tool in its server's place.
+func TestMuxListChangedReachesClients(t *testing.T) {
+	mx := newMuxed(t, muxPolicy(100*kernel.Unit))
+	changed := make(chan struct{}, 16)
+	st, ct := sdk.NewInMemoryTransports()
+	_, err := mx.srv.Connect(ctx, st, nil)
+	require.NoError(t, err)
+	watcher, err := sdk.NewClient(&sdk.Implementation{Name: "watcher", Version: "v1"}, &sdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { changed <- struct{}{} },
+	}).Connect(ctx, ct, nil)
+	require.NoError(t, err)
+	defer func() { _ = watcher.Close() }()
+
+	mx.tools["notes"].add(mx.ups["notes"], "search")
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notifications/tools/list_changed reached the client")
+	}
+	require.Eventually(t, func() bool { return slices.Contains(mx.mux.Tools(), "notes__search") }, 10*time.Second, 10*time.Millisecond)
+	assert.Equal(t, []string{"files__read_file", "files__search", "notes__read_file", "notes__search", "notes__write_file", "mail__write_file"}, mx.mux.Tools())
+	// The Guard lists only what the policy lets the caller call.
+	assert.Equal(t, []string{"files__read_file", "files__search", "notes__read_file", "notes__write_file", "mail__write_file"}, mx.listed(t))
 }
