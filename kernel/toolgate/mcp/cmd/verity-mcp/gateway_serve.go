@@ -88,6 +88,7 @@ type gatewayRun struct {
 	file    gateway.File
 	sum     string
 	servers map[string]*gatewayServer
+	closed  bool // stopAll ran: no reload starts anything
 }
 
 // serveGateway is serve for -config: one server in front of the gateway
@@ -99,9 +100,11 @@ func serveGateway(ctx context.Context, c config, policy toolgate.Policy, gate *t
 	srv := sdk.NewServer(&sdk.Implementation{Name: "verity-mcp", Version: version}, mux.ServerOptions(nil))
 	gw := &gatewayRun{c: c, mux: mux, srv: srv, gate: gate, log: log, logger: logger, stderr: stderr,
 		file: c.gateway.loaded, sum: c.gateway.sum, servers: map[string]*gatewayServer{}}
+	// Deferred in this order, the context ends first (a reload starting
+	// a server gives up), then every server is stopped.
+	defer gw.stopAll()
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
-	defer gw.stopAll()
 	for _, s := range gw.file.Servers {
 		if err := gw.add(runCtx, s, c.gateway.requireAll); err != nil {
 			return err
@@ -247,6 +250,7 @@ func (gw *gatewayRun) pinsOf(ctx context.Context, s gateway.Server, dir string) 
 func (gw *gatewayRun) stopAll() {
 	gw.mu.Lock()
 	defer gw.mu.Unlock()
+	gw.closed = true
 	for _, g := range gw.servers {
 		g.stop()
 	}
@@ -261,6 +265,9 @@ func (gw *gatewayRun) stopAll() {
 func (gw *gatewayRun) reload(ctx context.Context) {
 	gw.mu.Lock()
 	defer gw.mu.Unlock()
+	if gw.closed || ctx.Err() != nil {
+		return
+	}
 	refuse := func(err error) {
 		for _, line := range oneLines(err) {
 			gw.logger.Error("reload refused: the running gateway stays", "reason", line)
