@@ -344,3 +344,55 @@ func TestMuxListChangedReachesClients(t *testing.T) {
 	// The Guard lists only what the policy lets the caller call.
 	assert.Equal(t, []string{"files__read_file", "files__search", "notes__read_file", "notes__write_file", "mail__write_file"}, mx.listed(t))
 }
+
+// TestMuxCallTimeout: a server's CallTimeout bounds its calls: a call
+// that outlasts it is an error result, recorded as failed and settled by
+// its rule (refunded here), while another server's call is unbounded.
+func TestMuxCallTimeout(t *testing.T) {
+	cfg := toolgate.Policy{Budget: 10 * kernel.Unit, MinCost: kernel.Unit / 100, Tools: []toolgate.Rule{
+		{Match: "slow__wait", Cost: kernel.Unit, RefundOnError: true},
+		{Match: "calm__wait", Cost: kernel.Unit, RefundOnError: true},
+	}}
+	log := trace.NewMemoryLog()
+	g, err := toolgate.New(ctx, log, mustCompile(cfg))
+	require.NoError(t, err)
+	m := gatemcp.NewMux(nil)
+	gd, err := gatemcp.New(g, gatemcp.Options{Mux: m})
+	require.NoError(t, err)
+	srv := sdk.NewServer(&sdk.Implementation{Name: "gateway", Version: "v1"}, m.ServerOptions(nil))
+	srv.AddReceivingMiddleware(gd.Middleware(), m.Middleware())
+	for name, timeout := range map[string]time.Duration{"slow": 50 * time.Millisecond, "calm": 0} {
+		p, err := m.Add(gatemcp.MuxServer{Name: name, CallTimeout: timeout})
+		require.NoError(t, err)
+		up := sdk.NewServer(&sdk.Implementation{Name: name, Version: "v1"}, nil)
+		sdk.AddTool(up, &sdk.Tool{Name: "wait"}, func(ctx context.Context, _ *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
+			select {
+			case <-time.After(300 * time.Millisecond):
+			case <-ctx.Done():
+			}
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "done"}}}, nil, nil
+		})
+		st, ct := sdk.NewInMemoryTransports()
+		_, err = up.Connect(ctx, st, nil)
+		require.NoError(t, err)
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "gateway", Version: "v1"}, p.ClientOptions()).Connect(ctx, p.Transport(ct), nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = cs.Close() })
+		require.NoError(t, m.Attach(ctx, srv, name, cs))
+	}
+	st, ct := sdk.NewInMemoryTransports()
+	_, err = srv.Connect(ctx, st, nil)
+	require.NoError(t, err)
+	agent, err := sdk.NewClient(&sdk.Implementation{Name: "agent", Version: "v1"}, nil).Connect(ctx, ct, nil)
+	require.NoError(t, err)
+	defer func() { _ = agent.Close() }()
+
+	res, err := agent.CallTool(ctx, &sdk.CallToolParams{Name: "slow__wait", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	require.True(t, res.IsError)
+	assert.Contains(t, res.Content[0].(*sdk.TextContent).Text, "deadline exceeded")
+	res, err = agent.CallTool(ctx, &sdk.CallToolParams{Name: "calm__wait", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, "%v", res.Content)
+	assert.Equal(t, kernel.Unit, spentBy(t, g, log), "the timed-out call refunded, the other charged")
+}
