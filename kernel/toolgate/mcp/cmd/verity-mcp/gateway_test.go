@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -400,4 +401,71 @@ func writeRaw(t testing.TB, text string) string {
 	p := filepath.Join(t.TempDir(), "gateway.json")
 	require.NoError(t, os.WriteFile(p, []byte(text), 0o600))
 	return p
+}
+
+// serveRemoteAt serves a remoteServer's handler on addr until stopped.
+func serveRemoteAt(t testing.TB, addr string) (*remoteServer, func()) {
+	r := &remoteServer{}
+	srv := sdk.NewServer(&sdk.Implementation{Name: "remote", Version: "v1"}, nil)
+	sdk.AddTool(srv, &sdk.Tool{Name: "lookup"}, func(_ context.Context, _ *sdk.CallToolRequest, in lookupIn) (*sdk.CallToolResult, any, error) {
+		r.mu.Lock()
+		r.calls++
+		r.mu.Unlock()
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "found " + in.Key}}}, nil, nil
+	})
+	var ln net.Listener
+	var err error
+	for range 50 { // the address may take a moment to be free again
+		if ln, err = net.Listen("tcp", addr); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.NoError(t, err)
+	hs := &http.Server{Handler: sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)}
+	go func() { _ = hs.Serve(ln) }()
+	stop := func() { _ = hs.Close() }
+	t.Cleanup(stop)
+	return r, stop
+}
+
+// TestGatewayRemoteReconnects: a remote server that goes away leaves the
+// list once its connection is lost, a call to it meanwhile is charged
+// nothing, and it returns when it answers again at its URL.
+func TestGatewayRemoteReconnects(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	remote, stop := serveRemoteAt(t, addr)
+	up := newUpstream(t)
+	gw, pol := writeGateway(t, "100",
+		`{"name": "files", "command": `+jsonArray(up.argv()...)+`}`,
+		`{"name": "remote", "url": "http://`+addr+`/mcp", "start_timeout": "5s", "restart": {"min_backoff": "200ms", "max_backoff": "500ms"}}`)
+	logPath := filepath.Join(t.TempDir(), "trace.log")
+	p := startProxy(t, []string{"-config", gw, "-log", logPath}, nil)
+	require.Equal(t, []string{"files__read_file", "files__search", "remote__lookup"}, toolNames(t, p))
+	res := p.call(t, "remote__lookup", map[string]any{"key": "a"})
+	require.False(t, res.IsError, text(res))
+
+	stop()
+	res = p.call(t, "remote__lookup", map[string]any{"key": "b"})
+	require.True(t, res.IsError, "the server is gone")
+	waitFor(t, "remote's tools to leave the list", func() bool { return !slices.Contains(toolNames(t, p), "remote__lookup") })
+	remote2, _ := serveRemoteAt(t, addr)
+	waitFor(t, "remote to come back", func() bool { return slices.Contains(toolNames(t, p), "remote__lookup") })
+	res = p.call(t, "remote__lookup", map[string]any{"key": "c"})
+	require.False(t, res.IsError, text(res))
+	assert.Equal(t, 1, remote.count())
+	assert.Equal(t, 1, remote2.count())
+
+	require.Equal(t, 0, p.stop(t), p.stderr.String())
+	checkLog(t, p.stderr.String(), logPath, pol, "stdio", 4*kernel.Unit) // the two calls that reached it
+	connects := 0
+	for _, e := range gatewayEntries(t, logPath) {
+		if e.Kind == gatelog.KindConnect {
+			connects++
+		}
+	}
+	assert.Equal(t, 2, connects)
 }
