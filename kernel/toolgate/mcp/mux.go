@@ -268,11 +268,17 @@ func (m *Mux) sync(server string) {
 	twice := len(p.twice) > 0
 	p.mu.Unlock()
 	if twice {
-		// A listing that names a tool twice is not served (Attach).
+		// A listing that names a tool twice is not served (Attach): the
+		// session is closed, so that its host restarts the server (and
+		// Attach refuses it again until it lists each name once).
 		p.mu.Lock()
+		up := p.up
 		p.up = nil
 		p.mu.Unlock()
-		m.log.Error("a server lists a tool more than once: its tools are left out until it lists each once", "server", server)
+		if up != nil {
+			go func() { _ = up.Close() }()
+		}
+		m.log.Error("a server lists a tool more than once: its session is closed and its tools left out", "server", server)
 	}
 	m.register()
 }
