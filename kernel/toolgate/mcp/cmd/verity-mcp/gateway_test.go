@@ -340,26 +340,39 @@ func TestGatewayReload(t *testing.T) {
 	read() // still the running price, 1
 	require.NoError(t, os.WriteFile(pol, policy2, 0o600))
 
+	// The files server's entry changed: it is started again.
+	filesSlow := `{"name": "files", "command": ` + jsonArray(up.argv()...) + `, "call_timeout": "30s"}`
+	require.NoError(t, os.WriteFile(gw, []byte(`{"version": 1, "policy": "policy.json", "servers": [`+filesSlow+`,`+remoteEntry+`]}`), 0o600))
+	hup(`msg=reloaded`)
+	assert.Equal(t, []string{"files__read_file", "files__search", "remote__lookup"}, toolNames(t, p))
+	read()
+
 	// The remote server removed.
-	require.NoError(t, os.WriteFile(gw, []byte(`{"version": 1, "policy": "policy.json", "servers": [`+files+`]}`), 0o600))
+	require.NoError(t, os.WriteFile(gw, []byte(`{"version": 1, "policy": "policy.json", "servers": [`+filesSlow+`]}`), 0o600))
 	hup(`msg=reloaded`)
 	assert.Equal(t, []string{"files__read_file", "files__search"}, toolNames(t, p))
 
 	require.Equal(t, 0, p.stop(t), p.stderr.String())
-	checkLog(t, p.stderr.String(), logPath, pol, "stdio", kernel.Unit/10+kernel.Unit+2*kernel.Unit+kernel.Unit)
+	checkLog(t, p.stderr.String(), logPath, pol, "stdio", kernel.Unit/10+kernel.Unit+2*kernel.Unit+kernel.Unit+kernel.Unit)
 	var reloads []gatelog.Reload
+	spawns := 0
 	for _, e := range gatewayEntries(t, logPath) {
+		if e.Kind == gatelog.KindSpawn {
+			spawns++
+		}
 		if e.Kind == gatelog.KindReload {
 			v, err := gatelog.Decode(e)
 			require.NoError(t, err)
 			reloads = append(reloads, v.(gatelog.Reload))
 		}
 	}
-	require.Len(t, reloads, 2, "the two valid versions, not the refused ones")
+	require.Len(t, reloads, 3, "the three valid versions, not the refused ones")
 	assert.Equal(t, []string{"remote"}, reloads[0].Added)
-	assert.Equal(t, []string{"remote"}, reloads[1].Removed)
-	assert.Equal(t, sha256Hex(t, gw), reloads[1].GatewaySHA256)
-	assert.Equal(t, sha256Hex(t, pol), reloads[1].PolicySHA256)
+	assert.Equal(t, []string{"files"}, reloads[1].Restarted)
+	assert.Equal(t, []string{"remote"}, reloads[2].Removed)
+	assert.Equal(t, sha256Hex(t, gw), reloads[2].GatewaySHA256)
+	assert.Equal(t, sha256Hex(t, pol), reloads[2].PolicySHA256)
+	assert.Equal(t, 2, spawns, "files started at first and again when its entry changed")
 }
 
 func sha256Hex(t testing.TB, path string) string {
