@@ -482,3 +482,58 @@ func TestGatewayRemoteReconnects(t *testing.T) {
 	}
 	assert.Equal(t, 2, connects)
 }
+
+// TestGatewayPinsPerServer: each server's tools are pinned under its own
+// name: a tool one server adds after its first listing is a drift of
+// that server, hidden and refused under its namespaced name, uncharged,
+// while the server's pinned tools and the other server's still run.
+func TestGatewayPinsPerServer(t *testing.T) {
+	up := newUpstream(t)
+	rawJournal := filepath.Join(t.TempDir(), "raw-journal")
+	dir := t.TempDir()
+	pol := filepath.Join(dir, "policy.json")
+	require.NoError(t, os.WriteFile(pol, []byte(`{"version": 1, "budget": "10", "min_cost": "0.01", "tools": [
+		{"match": "raw__grow", "cost": "1"}, {"match": "raw__omega", "cost": "1"}, {"match": "raw__alpha", "cost": "1"},
+		{"match": "files__read_file", "cost": "1"}]}`), 0o600))
+	gw := filepath.Join(dir, "gateway.json")
+	require.NoError(t, os.WriteFile(gw, []byte(`{"version": 1, "policy": "policy.json", "servers": [
+		{"name": "files", "command": `+jsonArray(up.argv()...)+`},
+		{"name": "raw", "command": `+jsonArray(bins.rawserver, "-journal", rawJournal)+`}]}`), 0o600))
+	logPath := filepath.Join(dir, "trace.log")
+	p := startProxy(t, []string{"-config", gw, "-log", logPath}, nil)
+	res := p.call(t, "raw__grow", nil)
+	require.False(t, res.IsError, text(res))
+	waitFor(t, "the drift to be recorded", func() bool { return strings.Contains(p.stderr.String(), "pins: drift") })
+	assert.NotContains(t, toolNames(t, p), "raw__omega", "a new tool is hidden until it is pinned")
+	res = p.call(t, "raw__omega", nil)
+	require.True(t, res.IsError)
+	assert.Contains(t, text(res), `tool "raw__omega" refused: its definition is not the one pinned (pinned none, listed sha256:`)
+	res = p.call(t, "raw__alpha", nil)
+	require.False(t, res.IsError, text(res))
+	up.file(t, "a.txt", "a")
+	res = p.call(t, "files__read_file", map[string]any{"path": "a.txt"})
+	require.False(t, res.IsError, text(res))
+	require.Equal(t, 0, p.stop(t), p.stderr.String())
+	checkLog(t, p.stderr.String(), logPath, pol, "stdio", 3*kernel.Unit)
+
+	var drifts []gatelog.Drift
+	var refused []gatelog.Refuse
+	for _, e := range gatewayEntries(t, logPath) {
+		switch e.Kind {
+		case gatelog.KindDrift:
+			v, err := gatelog.Decode(e)
+			require.NoError(t, err)
+			drifts = append(drifts, v.(gatelog.Drift))
+		case gatelog.KindRefuse:
+			v, err := gatelog.Decode(e)
+			require.NoError(t, err)
+			refused = append(refused, v.(gatelog.Refuse))
+		}
+	}
+	require.NotEmpty(t, drifts)
+	assert.Equal(t, "raw", drifts[0].Server)
+	assert.Equal(t, "omega", drifts[0].Tool, "pinned under the server's own name")
+	require.Len(t, refused, 1)
+	assert.Equal(t, "raw__omega", refused[0].Tool)
+	assert.Equal(t, "definition_drift", refused[0].Reason)
+}
