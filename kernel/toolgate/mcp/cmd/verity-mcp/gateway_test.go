@@ -39,7 +39,15 @@ import (
 //     TestGatewayThreeUpstreams.
 //   - Bad gateway files and unreachable servers: one line naming the
 //     server each: TestGatewayBadInput.
-//   - SIGHUP reloads the file and the policy: TestGatewayReload.
+//   - SIGHUP reloads the file and the policy, starts, stops and restarts
+//     servers: TestGatewayReload.
+//   - A remote server that goes away leaves the list and returns:
+//     TestGatewayRemoteReconnects.
+//   - Each server's tools are pinned under its own name:
+//     TestGatewayPinsPerServer.
+//   - -config excludes the one-server flags: TestGatewayFlags.
+//   - The same upstream behind a gateway file and behind the flags:
+//     BenchmarkGatewayVsFlags (gateway_bench_test.go).
 
 // remoteServer is a streamable HTTP MCP server with one tool, lookup,
 // that counts its calls.
