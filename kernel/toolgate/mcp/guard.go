@@ -458,6 +458,9 @@ func (gd *Guard) run(ctx context.Context, req *sdk.CallToolRequest, d toolgate.D
 	rctx, cancel := ctx, context.CancelFunc(func() {})
 	rule, _ := gd.gate.Compiled().RuleOf(d.Rule)
 	timeout := rule.Timeout
+	if gd.mux != nil {
+		timeout = gd.mux.timeoutOf(d.Call.Server, gd.gate.Compiled(), d.Rule, timeout) // a server's call_timeout
+	}
 	if timeout > 0 {
 		rctx, cancel = context.WithTimeout(ctx, timeout)
 	}

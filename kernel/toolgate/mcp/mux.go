@@ -33,10 +33,11 @@ type MuxServer struct {
 	// Name names the server in its tools' names (Name, gateway.Separator,
 	// the tool's own name), on the log and in the policy.
 	Name string
-	// CallTimeout, when positive, bounds each call on the server whose
-	// context has no deadline of its own (the Guard sets the rule's
-	// "timeout" as one): a call that times out is an error result, which
-	// the Guard records as failed.
+	// CallTimeout, when positive, bounds each call on the server when its
+	// policy rule has no "timeout" of its own, in place of the policy's
+	// "timeout": a Guard (Options.Mux) times the call out as it does by
+	// a rule's, recording it as failed; without a Guard, the Mux bounds
+	// a call whose context has no deadline by it.
 	CallTimeout time.Duration
 	// Pins, when set, are the server's pinned definitions (NewPins with
 	// PinOptions.Server Name): its tools are checked against them as a
@@ -548,4 +549,28 @@ func pinnedName(call toolgate.Call) string {
 		return call.Tool
 	}
 	return strings.TrimPrefix(call.Tool, call.Server+gateway.Separator)
+}
+
+// timeoutOf is how long a call on server decided under ref waits for
+// its tool: the rule's own "timeout", else the server's CallTimeout,
+// else the policy's "timeout" (folded, as Compiled.RuleOf gives it).
+func (m *Mux) timeoutOf(server string, comp *toolgate.Compiled, ref toolgate.RuleRef, folded time.Duration) time.Duration {
+	m.mu.Lock()
+	s := m.servers[server]
+	m.mu.Unlock()
+	if s == nil || s.CallTimeout <= 0 || !ref.Found {
+		return folded
+	}
+	p := comp.Policy()
+	var own time.Duration
+	switch {
+	case ref.Index < 0 && p.DefaultRule != nil:
+		own = p.DefaultRule.Timeout
+	case ref.Index >= 0 && ref.Index < len(p.Tools):
+		own = p.Tools[ref.Index].Timeout
+	}
+	if own > 0 {
+		return own
+	}
+	return s.CallTimeout
 }

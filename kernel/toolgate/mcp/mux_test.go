@@ -345,13 +345,15 @@ func TestMuxListChangedReachesClients(t *testing.T) {
 	assert.Equal(t, []string{"files__read_file", "files__search", "notes__read_file", "notes__write_file", "mail__write_file"}, mx.listed(t))
 }
 
-// TestMuxCallTimeout: a server's CallTimeout bounds its calls: a call
-// that outlasts it is an error result, recorded as failed and settled by
-// its rule (refunded here), while another server's call is unbounded.
+// TestMuxCallTimeout: a server's CallTimeout bounds its calls whose rule
+// has no timeout of its own: a call that outlasts it times out, recorded
+// as failed and settled by its rule (refunded here), while another
+// server's call is unbounded and a rule's own timeout wins.
 func TestMuxCallTimeout(t *testing.T) {
 	cfg := toolgate.Policy{Budget: 10 * kernel.Unit, MinCost: kernel.Unit / 100, Tools: []toolgate.Rule{
 		{Match: "slow__wait", Cost: kernel.Unit, RefundOnError: true},
 		{Match: "calm__wait", Cost: kernel.Unit, RefundOnError: true},
+		{Match: "slow__patient", Cost: kernel.Unit, RefundOnError: true, Timeout: 5 * time.Second},
 	}}
 	log := trace.NewMemoryLog()
 	g, err := toolgate.New(ctx, log, mustCompile(cfg))
@@ -365,13 +367,15 @@ func TestMuxCallTimeout(t *testing.T) {
 		p, err := m.Add(gatemcp.MuxServer{Name: name, CallTimeout: timeout})
 		require.NoError(t, err)
 		up := sdk.NewServer(&sdk.Implementation{Name: name, Version: "v1"}, nil)
-		sdk.AddTool(up, &sdk.Tool{Name: "wait"}, func(ctx context.Context, _ *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
+		wait := func(ctx context.Context, _ *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
 			select {
 			case <-time.After(300 * time.Millisecond):
 			case <-ctx.Done():
 			}
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "done"}}}, nil, nil
-		})
+		}
+		sdk.AddTool(up, &sdk.Tool{Name: "wait"}, wait)
+		sdk.AddTool(up, &sdk.Tool{Name: "patient"}, wait)
 		st, ct := sdk.NewInMemoryTransports()
 		_, err = up.Connect(ctx, st, nil)
 		require.NoError(t, err)
@@ -390,9 +394,12 @@ func TestMuxCallTimeout(t *testing.T) {
 	res, err := agent.CallTool(ctx, &sdk.CallToolParams{Name: "slow__wait", Arguments: map[string]any{}})
 	require.NoError(t, err)
 	require.True(t, res.IsError)
-	assert.Contains(t, res.Content[0].(*sdk.TextContent).Text, "deadline exceeded")
+	assert.Equal(t, `tool "slow__wait" timed out after 50ms`, res.Content[0].(*sdk.TextContent).Text)
 	res, err = agent.CallTool(ctx, &sdk.CallToolParams{Name: "calm__wait", Arguments: map[string]any{}})
 	require.NoError(t, err)
 	require.False(t, res.IsError, "%v", res.Content)
-	assert.Equal(t, kernel.Unit, spentBy(t, g, log), "the timed-out call refunded, the other charged")
+	res, err = agent.CallTool(ctx, &sdk.CallToolParams{Name: "slow__patient", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, "%v", res.Content)
+	assert.Equal(t, 2*kernel.Unit, spentBy(t, g, log), "the timed-out call refunded, the others charged")
 }

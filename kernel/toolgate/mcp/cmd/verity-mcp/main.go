@@ -133,8 +133,8 @@
 //     this build.
 //   - Each server is started, restarted and timed out on its own:
 //     "start_timeout" (30s) bounds the start or connection and the first
-//     tools/list; "call_timeout" bounds each of its calls when the
-//     policy's rule sets no "timeout"; when it exits or its connection
+//     tools/list; "call_timeout" bounds each of its calls whose rule
+//     sets no "timeout" of its own, in place of the policy's "timeout"; when it exits or its connection
 //     ends, its tools leave the list (clients are sent
 //     notifications/tools/list_changed, as they are for any upstream's
 //     list_changed) and, under "restart": {"policy": "always"} (the
