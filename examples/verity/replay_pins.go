@@ -9,6 +9,7 @@ import (
 
 	"github.com/verity-go/verity/kernel"
 	"github.com/verity-go/verity/kernel/toolgate/gatelog"
+	"github.com/verity-go/verity/kernel/toolgate/gateway"
 	"github.com/verity-go/verity/kernel/toolgate/pin"
 	"github.com/verity-go/verity/trace"
 )
@@ -107,11 +108,17 @@ func (p *pinReplay) pinned(what, tool, def string, listed bool) error {
 	p.decisions++
 	var why []string
 	for _, s := range slices.Sorted(maps.Keys(p.servers)) {
-		h, err := p.state.Check(s, tool)
+		name := tool
+		if local, ok := strings.CutPrefix(tool, s+gateway.Separator); ok {
+			// A gateway's call names its tool server__tool; the server
+			// pins it under its own name.
+			name = local
+		}
+		h, err := p.state.Check(s, name)
 		if err == nil && h == def {
 			return nil
 		}
-		if pins, _ := p.state.Pins(s); !listed && pins[tool].Hash == def {
+		if pins, _ := p.state.Pins(s); !listed && pins[name].Hash == def {
 			return nil
 		}
 		if err != nil {

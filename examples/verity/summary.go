@@ -312,6 +312,16 @@ func toolgateSummary(e trace.Entry) (string, any, error) {
 			s += ", speculative: " + r.Finding
 		}
 		return s + definitionText(r.Definition), r, nil
+	case gatelog.Spawn:
+		return fmt.Sprintf("started server %s: %s (arguments sha256 %s), pid %d, protocol %s", pin.Visible(r.Server), pin.Visible(r.Command), r.ArgumentsSHA256, r.PID, orNone(r.Protocol)), r, nil
+	case gatelog.Connect:
+		s := fmt.Sprintf("connected to server %s at %s, protocol %s", pin.Visible(r.Server), pin.Visible(r.URL), orNone(r.Protocol))
+		if r.TLSSHA256 != "" {
+			s += fmt.Sprintf(", TLS peer %s (sha256 %s)", pin.Visible(r.TLSSubject), r.TLSSHA256)
+		}
+		return s, r, nil
+	case gatelog.Reload:
+		return fmt.Sprintf("reloaded gateway sha256 %s, policy sha256 %s (added %v, removed %v, restarted %v)", r.GatewaySHA256, r.PolicySHA256, r.Added, r.Removed, r.Restarted), r, nil
 	}
 	return "", nil, fmt.Errorf("unexpected toolgate entry %T", v)
 }

@@ -21,7 +21,7 @@ import (
 // kernelSession returns the id of caller key's kernel session: SessionID,
 // and renewingSuffix after it when the budget renews.
 func (g *Gate) kernelSession(key string) string {
-	if g.comp.period != nil {
+	if g.comp().period != nil {
 		return SessionPrefix + key + renewingSuffix
 	}
 	return SessionPrefix + key
@@ -30,7 +30,7 @@ func (g *Gate) kernelSession(key string) string {
 // lifeSession returns the session a kernel session's entries apply to:
 // the caller's SessionID.
 func (g *Gate) lifeSession(s string) string {
-	if g.comp.period != nil {
+	if g.comp().period != nil {
 		return strings.TrimSuffix(s, renewingSuffix)
 	}
 	return s
@@ -39,8 +39,8 @@ func (g *Gate) lifeSession(s string) string {
 // newLife returns an empty life, with a ledger when the budget renews.
 func (g *Gate) newLife() life {
 	l := newLife()
-	if p := g.comp.period; p != nil {
-		l.budget = newLedger(p, g.comp.cfg.Budget, g.comp.cfg.MinCost)
+	if p := g.comp().period; p != nil {
+		l.budget = newLedger(p, g.comp().cfg.Budget, g.comp().cfg.MinCost)
 	}
 	return l
 }
@@ -153,7 +153,7 @@ type BudgetGrant struct {
 // cannot add or when the budget does not renew (no budget_period), and
 // with ErrUnknownCall for a caller the gate has never seen.
 func (g *Gate) Grant(ctx context.Context, gr BudgetGrant) error {
-	if g.comp.period == nil {
+	if g.comp().period == nil {
 		return fmt.Errorf("%w: the policy's budget does not renew; give it a budget_period", ErrInvalidGrant)
 	}
 	who, err := g.grantable(gr)
@@ -172,7 +172,7 @@ func (g *Gate) Grant(ctx context.Context, gr BudgetGrant) error {
 	defer cl.turn.Unlock()
 	at := trace.Normalize(g.clock())
 	e := gatelog.Budget{Session: g.SessionID(gr.Caller), Caller: gr.Caller, Action: "grant", Amount: gr.Amount,
-		Approver: who, Reason: OneLine(gr.Reason), Period: g.comp.period.describe(at)}
+		Approver: who, Reason: OneLine(gr.Reason), Period: g.comp().period.describe(at)}
 	if gr.Reset {
 		e.Action = "reset"
 	}
@@ -203,7 +203,7 @@ func (g *Gate) grantable(gr BudgetGrant) (string, error) {
 		return "", fmt.Errorf("%w: a grant adds a positive amount (got %s)", ErrInvalidGrant, gr.Amount)
 	}
 	var names []string
-	for _, ns := range g.comp.cfg.Approvers {
+	for _, ns := range g.comp().cfg.Approvers {
 		names = append(names, ns...)
 	}
 	slices.Sort(names)

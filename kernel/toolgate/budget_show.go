@@ -44,7 +44,8 @@ func Budgets(ctx context.Context, log *trace.Log, comp *Compiled, now time.Time)
 	if log == nil || comp == nil {
 		return nil, fmt.Errorf("%w: Budgets needs a log and a compiled policy", ErrInvalidConfig)
 	}
-	g := &Gate{comp: comp}
+	g := &Gate{}
+	g.policy.Store(comp)
 	ledgers := map[string]*life{}
 	get := func(s string) *life {
 		s = g.lifeSession(s)

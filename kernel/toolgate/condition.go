@@ -388,10 +388,10 @@ const whenTagPrefix = "when:"
 // firstSnapshot is the Snapshot of a caller with nothing on the log:
 // nothing seen, nothing spent.
 func (g *Gate) firstSnapshot() Snapshot {
-	if !g.comp.conditions {
+	if !g.comp().conditions {
 		return Snapshot{}
 	}
-	return Snapshot{Remaining: g.comp.cfg.Budget}
+	return Snapshot{Remaining: g.comp().cfg.Budget}
 }
 
 // snapshot is what the decision core knows of cl's session (cl.turn
@@ -399,7 +399,7 @@ func (g *Gate) firstSnapshot() Snapshot {
 // alone reads it.
 func (g *Gate) snapshot(cl *caller, c *Call, at time.Time) Snapshot {
 	s := Snapshot{Labels: cl.labelsAt(g.conversation(c), at), Windows: cl.windows}
-	if g.comp.conditions {
+	if g.comp().conditions {
 		cl.mu.Lock()
 		ledger := cl.budget
 		var st periodStatus

@@ -65,7 +65,7 @@ func (g *Gate) Declassify(ctx context.Context, caller, label, approver string, b
 // when the policy's approvers name them for some tier; else
 // ErrNotAnApprover.
 func (g *Gate) declassifier(approver string, by *Principal) (string, error) {
-	for _, names := range g.comp.cfg.Approvers {
+	for _, names := range g.comp().cfg.Approvers {
 		for _, n := range names {
 			switch group, isGroup := strings.CutPrefix(n, GroupPrefix); {
 			case by == nil && n == approver && approver != "":

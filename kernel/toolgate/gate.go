@@ -61,7 +61,8 @@ type Gate struct {
 	newID   func() string
 	shared  kernel.SharedBudget
 	windows RateWindows
-	comp    *Compiled
+	// policy is the compiled policy in force (comp; Reload replaces it).
+	policy atomic.Pointer[Compiled]
 	// sharedPeriods, when the shared budget renews, opens its periods' rows.
 	sharedPeriods *sharedPeriods
 	obs           Observer // nil: nobody observes (observe.go)
@@ -158,10 +159,11 @@ func New(ctx context.Context, log *trace.Log, comp *Compiled, opts ...Option) (*
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	g := &Gate{log: log, k: k, claims: cs, clock: o.clock, newID: o.newID, shared: o.shared, windows: o.windows, comp: comp,
+	g := &Gate{log: log, k: k, claims: cs, clock: o.clock, newID: o.newID, shared: o.shared, windows: o.windows,
 		resumed: map[string]bool{}, callers: map[string]*caller{}, approvals: map[string]*approval{}, awaited: map[string]chan struct{}{},
 		live: callers{limit: o.callerLimit, idle: o.idleCallers}, pending: pending, durable: o.durable,
 		obs: joinObservers(o.observers)}
+	g.policy.Store(comp)
 	if comp.sharedPeriod != nil && o.shared != nil {
 		if g.sharedPeriods, err = newSharedPeriods(o.shared, comp.sharedPeriod); err != nil {
 			return nil, err
@@ -377,8 +379,8 @@ func (g *Gate) replay(ctx context.Context, session string) (map[string]*life, er
 	}
 	owner := map[string]*life{} // by request id: whose it is
 	evals := map[string]evaluation{}
-	per := g.comp.windowLengths()
-	ttl := g.comp.cfg.ApprovalTTL
+	per := g.comp().windowLengths()
+	ttl := g.comp().cfg.ApprovalTTL
 	for e, err := range g.log.Entries(ctx, 0) {
 		if err != nil {
 			return nil, err
@@ -487,7 +489,7 @@ func (g *Gate) beforeWritten(ctx context.Context, c Call, start time.Time, res *
 		// the rules refuse for that caller is refused without starting a
 		// kernel session for it.
 		at := trace.Normalize(g.clock())
-		if ru := g.comp.Decide(g.firstSnapshot(), c, at); ru.Verdict == Refuse {
+		if ru := g.comp().Decide(g.firstSnapshot(), c, at); ru.Verdict == Refuse {
 			d.Rule, d.Condition, d.when = ru.Rule, ru.Condition, ru.When
 			return g.refuse(ctx, d, ru.Reason, ru.Explanation, "", at)
 		}
@@ -502,12 +504,12 @@ func (g *Gate) beforeWritten(ctx context.Context, c Call, start time.Time, res *
 	cl.turn.Lock()
 	defer cl.turn.Unlock()
 	at := trace.Normalize(g.clock())
-	ru := g.comp.Decide(g.snapshot(cl, &c, at), c, at)
+	ru := g.comp().Decide(g.snapshot(cl, &c, at), c, at)
 	d.Rule, d.Condition, d.when = ru.Rule, ru.Condition, ru.When
 	if ru.Verdict == Refuse {
 		return g.refuse(ctx, d, ru.Reason, ru.Explanation, "", at)
 	}
-	if ru.Verdict == AskApproval && g.comp.period != nil {
+	if ru.Verdict == AskApproval && g.comp().period != nil {
 		// No human is asked about a call its budget period cannot pay for.
 		if refused, err := g.overBudget(ctx, cl, &d, ru.Cost, at); refused || err != nil {
 			return d, err
@@ -539,7 +541,7 @@ func (g *Gate) arrive(ctx context.Context, cl *caller, d *Decision, ru *Ruling, 
 		}
 	}
 	for {
-		a := arrival{call: *c, verdict: ru.Verdict, rule: ru.Rule, explanation: ru.Explanation, key: key, res: res, maxWaiting: g.comp.cfg.MaxWaiting}
+		a := arrival{call: *c, verdict: ru.Verdict, rule: ru.Rule, explanation: ru.Explanation, key: key, res: res, maxWaiting: g.comp().cfg.MaxWaiting}
 		if res != nil && res.request != "" {
 			g.mu.Lock()
 			a.asked = g.approvals[res.request]
@@ -629,7 +631,7 @@ func (g *Gate) run(ctx context.Context, cl *caller, d *Decision, ru *Ruling, key
 	if conv != "" {
 		a.Tags = append(a.Tags, conversationTagPrefix+conv)
 	}
-	if g.comp.period != nil {
+	if g.comp().period != nil {
 		if refused, err := g.overBudget(ctx, cl, d, ru.Cost, at); refused || err != nil {
 			unreserve()
 			return err
@@ -766,7 +768,7 @@ func (g *Gate) ask(ctx context.Context, cl *caller, d *Decision, ru *Ruling, key
 	cl.applyEvaluation(ev.Bundle, ev.Seq)
 	e := gatelog.Ask{Approval: ev.Bundle.ID, Session: g.SessionID(c.Caller), Caller: c.Caller, Principal: c.Principal.Key(), CallID: c.ID,
 		Tool: c.Tool, ArgumentsSHA256: key.digest, Tier: key.tier, Arguments: p.shown, Question: p.question, Asked: at}
-	ttl := g.comp.cfg.ApprovalTTL
+	ttl := g.comp().cfg.ApprovalTTL
 	if ttl > 0 {
 		exp := at.Add(ttl)
 		e.Expires = &exp
@@ -1049,7 +1051,7 @@ func (g *Gate) answer(ctx context.Context, cl *caller, ap *approval, ans *answer
 		}
 		return false, seq, err
 	}
-	if err := cl.answerable(ap, ans, g.comp.cfg.SelfApproval); err != nil {
+	if err := cl.answerable(ap, ans, g.comp().cfg.SelfApproval); err != nil {
 		return refused(err)
 	}
 	ev, err := g.claims.Approve(ctx, ap.bundle, g.claimsContext(ap.req.Caller), ap.slotFor(ans.approver), ans.decision, ans.reason)
@@ -1073,7 +1075,7 @@ const maxConversationLen = 128
 // else the host's handle, or "sha256:" and its hex digest when it is
 // over maxConversationLen bytes.
 func (g *Gate) conversation(c *Call) string {
-	if !g.comp.cfg.ConversationLabels || c.Conversation == "" {
+	if !g.comp().cfg.ConversationLabels || c.Conversation == "" {
 		return ""
 	}
 	if len(c.Conversation) > maxConversationLen {

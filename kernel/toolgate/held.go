@@ -78,7 +78,7 @@ func (g *Gate) Unanswered(ctx context.Context, d Decision, waited time.Duration)
 // and returns how many. A host calls it from time to time (before listing
 // Pending, say); Before expires what it meets on its own.
 func (g *Gate) ExpireApprovals(ctx context.Context) (int, error) {
-	if g.comp.cfg.ApprovalTTL <= 0 {
+	if g.comp().cfg.ApprovalTTL <= 0 {
 		return 0, nil
 	}
 	now := trace.Normalize(g.clock())
@@ -119,7 +119,7 @@ func (g *Gate) ExpireApprovals(ctx context.Context) (int, error) {
 // only when key is not nil — and applies it to the caller's life (due,
 // applyExpire). cl.mu is held.
 func (g *Gate) expire(ctx context.Context, cl *caller, key *callKey, now time.Time) (int, error) {
-	due := cl.due(cl.key, now, g.comp.cfg.ApprovalTTL, key)
+	due := cl.due(cl.key, now, g.comp().cfg.ApprovalTTL, key)
 	for i, x := range due {
 		if x.State == "waiting" {
 			_ = g.pending.Remove(context.WithoutCancel(ctx), x.Approval)

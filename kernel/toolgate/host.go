@@ -100,7 +100,7 @@ func (p CostPointer) Measure(result []byte) (kernel.Cost, error) {
 // Policy (the defaults applied: AllowUnknown, ApprovalTimeout, Timeout),
 // RuleOf to find the rule a Decision names, and MayCall to know which
 // tools to list to a principal.
-func (g *Gate) Compiled() *Compiled { return g.comp }
+func (g *Gate) Compiled() *Compiled { return g.comp() }
 
 // RuleOf returns the rule ref names — one of Policy.Tools, or the
 // default rule for Index -1 when unknown tools are allowed — with the

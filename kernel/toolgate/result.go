@@ -98,7 +98,7 @@ func (g *Gate) afterWritten(ctx context.Context, c Call, r Result, ev *OutcomeEv
 	// The call is closed: its execution need not be refundable any more
 	// (the session held it since Before).
 	_ = cl.sess.Release(oc.execID)
-	if oc.rule.CheckResult || g.comp.cfg.CheckResults {
+	if oc.rule.CheckResult || g.comp().cfg.CheckResults {
 		out.Speculative, out.Finding = checkOutput(r.Output)
 	}
 
@@ -113,14 +113,14 @@ func (g *Gate) afterWritten(ctx context.Context, c Call, r Result, ev *OutcomeEv
 		e.Actual = r.Actual
 	}
 	if failed {
-		e.Error, _ = cut(r.Err.Error(), g.comp.cfg.ResultTextLimit)
+		e.Error, _ = cut(r.Err.Error(), g.comp().cfg.ResultTextLimit)
 	}
 	if utf8.Valid(r.Output) {
-		e.OutputText, e.Truncated = cut(string(r.Output), g.comp.cfg.ResultTextLimit)
+		e.OutputText, e.Truncated = cut(string(r.Output), g.comp().cfg.ResultTextLimit)
 	} else {
 		b := r.Output
-		if g.comp.cfg.ResultTextLimit >= 0 && len(b) > g.comp.cfg.ResultTextLimit {
-			b, e.Truncated = b[:g.comp.cfg.ResultTextLimit], true
+		if g.comp().cfg.ResultTextLimit >= 0 && len(b) > g.comp().cfg.ResultTextLimit {
+			b, e.Truncated = b[:g.comp().cfg.ResultTextLimit], true
 		}
 		e.OutputBase64 = base64.StdEncoding.EncodeToString(b)
 	}

@@ -128,7 +128,7 @@ func (g *Gate) OpenTasks(ctx context.Context) ([]gatelog.Task, error) {
 // reopenTask opens t's call again in its caller's life unless it is
 // open already.
 func (g *Gate) reopenTask(ctx context.Context, t gatelog.Task) error {
-	r := g.comp.ruleByID(t.Rule)
+	r := g.comp().ruleByID(t.Rule)
 	if r == nil {
 		return fmt.Errorf("task %q of call %q: the policy has no rule %q any more", t.TaskID, t.CallID, t.Rule)
 	}

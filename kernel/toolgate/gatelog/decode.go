@@ -57,6 +57,8 @@ func Decode(e trace.Entry) (any, error) {
 		return decodeRelay(e.Payload)
 	case KindProtocol:
 		return decodeProtocol(e.Payload)
+	case KindSpawn, KindConnect, KindReload:
+		return decodeGateway(e.Kind, e.Payload)
 	case KindDeclassify:
 		return decodeAs[Declassify](e.Payload)
 	case KindAsk:

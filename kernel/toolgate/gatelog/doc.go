@@ -39,6 +39,12 @@
 // KindRelay (Relay: a URL-mode elicitation or a sampling request with
 // tools, relayed, trimmed or refused).
 //
+// A gateway (several upstream servers behind one verity-mcp) writes
+// three more: KindSpawn (Spawn: a stdio server started: command,
+// arguments' hash, pid), KindConnect (Connect: a remote server reached:
+// URL, TLS peer, protocol) and KindReload (Reload: a new gateway file and
+// policy in effect, by their hashes).
+//
 // Decode reads any of them back, strictly (one JSON object, no unknown,
 // duplicate or null member, every required member present), for the
 // commands that read a log (verity inspect, view, summary), for the gate

@@ -282,6 +282,18 @@
 // a URL-mode elicitation's URL against an https allow-list (ParseOrigin),
 // both recorded as gatelog.KindRelay (Proxy.SetRelay).
 //
+// # Several servers behind one
+//
+// A Mux serves several upstreams' tools behind one server, each through
+// a Proxy of its own: a tool is named its server's name,
+// gateway.Separator ("__") and its own name; tools/list is the servers
+// in the order added, each server's tools in its order; a call goes to
+// the server its name names, under the tool's own name; a server that is
+// down (Detach) leaves the list and its calls fail before any upstream,
+// uncharged. A Guard with Options.Mux sets each call's
+// toolgate.Call.Server and checks it against that server's Pins.
+// verity-mcp -config is built on it.
+//
 // # Pinned definitions
 //
 // A tool's definition — its description, schemas, annotations — is an

@@ -92,6 +92,12 @@ type Options struct {
 	// listed definition is not pinned is refused before the gate — never
 	// asked of a human, never charged, on the log (Pins.Definition).
 	Pins *Pins
+	// Mux, when set, is the gateway the Guard stands in front of (several
+	// servers' tools, namespaced): each call's toolgate.Call.Server is the
+	// server its name names, its definition is checked against that
+	// server's pins (Mux.PinsOf; Pins is not used), and Listed is
+	// Mux.Listed when not set.
+	Mux *Mux
 	// Listing says what tools/list shows a caller: ListingAuto (the zero
 	// value) hides the tools it may never call when the gate refuses
 	// unknown tools, and shows the server's list otherwise.
@@ -141,6 +147,7 @@ type Guard struct {
 	holdFor   time.Duration // the policy's approval timeout: how long a held call waits (hold.go)
 	listed    func(string) bool
 	pins      *Pins
+	mux       *Mux // Options.Mux
 	hide      bool
 	overlap   bool          // SyncWhileRunning
 	stopping  chan struct{} // closed by StopHolding (hold.go)
@@ -161,6 +168,9 @@ func New(g *toolgate.Gate, opts Options) (*Guard, error) {
 	}
 	gd := &Guard{gate: g, approver: opts.Approver, caller: opts.Caller, principal: opts.Principal, logger: opts.Logger,
 		hold: opts.Hold, inbox: opts.Inbox, stopping: make(chan struct{}), listed: opts.Listed, pins: opts.Pins, overlap: opts.SyncWhileRunning, conns: map[*sdk.ServerSession]string{}, plog: opts.Log}
+	if gd.mux = opts.Mux; gd.mux != nil && gd.listed == nil {
+		gd.listed = gd.mux.Listed
+	}
 	policy := g.Compiled().Policy()
 	gd.holdFor = policy.ApprovalTimeout
 	switch opts.Listing {
@@ -348,6 +358,11 @@ func (gd *Guard) callTool(ctx context.Context, req *sdk.CallToolRequest, run run
 	if traceID != "" {
 		log = log.With("trace", traceID)
 	}
+	pins := gd.pins
+	if gd.mux != nil {
+		call.Server, _, _ = gd.mux.Split(p.Name)
+		pins = gd.mux.PinsOf(call.Server)
+	}
 	if gd.listed != nil && !gd.listed(p.Name) {
 		// Recorded on the gate's log, as every call is; the gate's rules
 		// never see it.
@@ -355,14 +370,17 @@ func (gd *Guard) callTool(ctx context.Context, req *sdk.CallToolRequest, run run
 		if _, err := gd.gate.RefuseNoSuchTool(context.WithoutCancel(ctx), call); err != nil {
 			log.Error("recording the refusal", "err", err)
 		}
+		if gd.mux != nil {
+			return refusal(gd.mux.refusalOf(p.Name)), nil
+		}
 		return refusal(fmt.Sprintf("tool %q refused: the server has no such tool", p.Name)), nil
 	}
-	if gd.pins != nil {
-		def, err := gd.pins.Definition(ctx, call)
+	if pins != nil {
+		def, err := pins.Definition(ctx, call)
 		if err != nil {
 			return refusal(err.Error()), nil
 		}
-		call.Definition, call.HintedTier = def, gd.pins.HintedTier(def)
+		call.Definition, call.HintedTier = def, pins.HintedTier(def)
 	}
 
 	// A retry of a call that waited for the human (SEP-2322): the gate's
@@ -453,6 +471,9 @@ func (gd *Guard) run(ctx context.Context, req *sdk.CallToolRequest, d toolgate.D
 	rctx, cancel := ctx, context.CancelFunc(func() {})
 	rule, _ := gd.gate.Compiled().RuleOf(d.Rule)
 	timeout := rule.Timeout
+	if gd.mux != nil {
+		timeout = gd.mux.timeoutOf(d.Call.Server, gd.gate.Compiled(), d.Rule, timeout) // a server's call_timeout
+	}
 	if timeout > 0 {
 		rctx, cancel = context.WithTimeout(ctx, timeout)
 	}

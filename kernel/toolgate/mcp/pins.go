@@ -292,18 +292,19 @@ func (ps *Pins) Visible(tool string) bool {
 // and the error, one line naming the tool and both hashes, is what the
 // model reads.
 func (ps *Pins) Definition(ctx context.Context, call toolgate.Call) (string, error) {
+	tool := pinnedName(call)
 	ps.mu.Lock()
 	broken := ps.broken
 	var h string
 	var err error
 	if broken == nil {
-		h, err = ps.st.Check(ps.server, call.Tool)
+		h, err = ps.st.Check(ps.server, tool)
 	}
 	var refused *pin.RefusedError
 	if errors.As(err, &refused) {
 		key := call.Principal.Key()
-		if !slices.Contains(ps.asked[call.Tool], key) {
-			ps.asked[call.Tool] = append(ps.asked[call.Tool], key)
+		if !slices.Contains(ps.asked[tool], key) {
+			ps.asked[tool] = append(ps.asked[tool], key)
 		}
 	}
 	ps.mu.Unlock()

@@ -83,6 +83,8 @@ type Proxy struct {
 	pins    *Pins                      // the definitions enforced (SetPins); nil: none
 	tasks   bool                       // ServeTasks was called (tasks.go)
 	params  paramIndex                 // the listing's x-mcp-header annotations (proxy_headers.go)
+	twice   []string                   // names the last listing gave more than once (mux.go)
+	changed func()                     // called after each listing read, when set (a Mux's)
 
 	rmu sync.Mutex // one refresh at a time: listings are checked in the order read
 
@@ -191,7 +193,7 @@ func (p *Proxy) refresh(ctx context.Context) error {
 	if up == nil {
 		return ErrUpstreamDown
 	}
-	var names []string
+	var names, twice []string
 	var pages []json.RawMessage
 	seen := map[string]bool{}
 	cursor := ""
@@ -214,6 +216,8 @@ func (p *Proxy) refresh(ctx context.Context) error {
 			if !seen[t.Name] {
 				seen[t.Name] = true
 				names = append(names, t.Name)
+			} else {
+				twice = append(twice, t.Name)
 			}
 		}
 		if page.NextCursor == "" || page.NextCursor == cursor {
@@ -222,9 +226,12 @@ func (p *Proxy) refresh(ctx context.Context) error {
 		cursor = page.NextCursor
 	}
 	p.mu.Lock()
-	old, srv, ps := p.names, p.srv, p.pins
-	p.names, p.listed = names, seen
+	old, srv, ps, changed := p.names, p.srv, p.pins, p.changed
+	p.names, p.listed, p.twice = names, seen, twice
 	p.mu.Unlock()
+	if changed != nil {
+		defer changed()
+	}
 	if ps != nil {
 		// The whole listing, at start, on list_changed and after every
 		// reconnect: drift is recorded before any client hears of it.

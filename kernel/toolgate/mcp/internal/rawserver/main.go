@@ -3,7 +3,7 @@
 // run as the upstream to check what reaches the client unchanged and how
 // the proxy meets failures.
 //
-//	rawserver -journal PATH
+//	rawserver -journal PATH [-twice NAME]
 //
 // It answers initialize with protocol version 2025-11-25 and tools with
 // listChanged. Its tools, listed in this order (not sorted), each with
@@ -16,6 +16,7 @@
 // elicitation/create to its client and returns the answer's action),
 // roots (sends roots/list and returns the first root's uri). Every
 // tools/call it receives appends "NAME\n" to the journal before it acts.
+// With -twice NAME it lists the tool NAME a second time, at the end.
 package main
 
 import (
@@ -46,6 +47,7 @@ type server struct {
 	waits   map[string]chan message
 	next    int
 	journal string
+	twice   string // -twice: a tool listed twice
 }
 
 func (s *server) write(raw string) {
@@ -79,6 +81,9 @@ func (s *server) tools() string {
 		names = append(names, "omega")
 	}
 	s.mu.Unlock()
+	if s.twice != "" {
+		names = append(names, s.twice)
+	}
 	var parts []string
 	for _, n := range names {
 		parts = append(parts, fmt.Sprintf(tool, n, "the "+n+" tool"))
@@ -155,8 +160,9 @@ func (s *server) call(m message) {
 
 func main() {
 	journal := flag.String("journal", os.DevNull, "where every tools/call is recorded")
+	twice := flag.String("twice", "", "list this tool a second time")
 	flag.Parse()
-	s := &server{out: bufio.NewWriter(os.Stdout), waits: map[string]chan message{}, journal: *journal}
+	s := &server{out: bufio.NewWriter(os.Stdout), waits: map[string]chan message{}, journal: *journal, twice: *twice}
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 1<<24)
 	for in.Scan() {
