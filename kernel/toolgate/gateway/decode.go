@@ -168,18 +168,18 @@ type fileWire struct {
 }
 
 type serverWire struct {
-	Name         string                         `json:"name"`
-	Command      opt[[]string]                  `json:"command,omitzero"`
-	Env          opt[[]string]                  `json:"env,omitzero"`
+	Name         string                          `json:"name"`
+	Command      opt[[]string]                   `json:"command,omitzero"`
+	Env          opt[[]string]                   `json:"env,omitzero"`
 	SetEnv       opt[map[string]opt[secretWire]] `json:"set_env,omitzero"`
-	Dir          opt[string]                    `json:"dir,omitzero"`
-	URL          opt[string]                    `json:"url,omitzero"`
-	CAFile       opt[string]                    `json:"ca_file,omitzero"`
-	Auth         opt[authWire]                  `json:"auth,omitzero"`
-	StartTimeout opt[string]                    `json:"start_timeout,omitzero"`
-	CallTimeout  opt[string]                    `json:"call_timeout,omitzero"`
-	Restart      opt[restartWire]               `json:"restart,omitzero"`
-	Pins         opt[string]                    `json:"pins,omitzero"`
+	Dir          opt[string]                     `json:"dir,omitzero"`
+	URL          opt[string]                     `json:"url,omitzero"`
+	CAFile       opt[string]                     `json:"ca_file,omitzero"`
+	Auth         opt[authWire]                   `json:"auth,omitzero"`
+	StartTimeout opt[string]                     `json:"start_timeout,omitzero"`
+	CallTimeout  opt[string]                     `json:"call_timeout,omitzero"`
+	Restart      opt[restartWire]                `json:"restart,omitzero"`
+	Pins         opt[string]                     `json:"pins,omitzero"`
 }
 
 type restartWire struct {

@@ -109,7 +109,7 @@ func TestParseRefuses(t *testing.T) {
 		{"types", srv(`{"name": 1, "command": "x", "start_timeout": 5}`), []pathRule{{"/servers/0/command", "type"}, {"/servers/0/name", "type"}, {"/servers/0/start_timeout", "type"}}},
 		{"null", srv(`{"name": "a", "command": ["x"], "auth": null}`), []pathRule{{"/servers/0/auth", "type"}}},
 		{"name", srv(`{"name": "Git_Hub", "command": ["x"]}`), []pathRule{{"/servers/0/name", "name"}}},
-		{"name too long", srv(`{"name": "`+strings.Repeat("a", 33)+`", "command": ["x"]}`), []pathRule{{"/servers/0/name", "name"}}},
+		{"name too long", srv(`{"name": "` + strings.Repeat("a", 33) + `", "command": ["x"]}`), []pathRule{{"/servers/0/name", "name"}}},
 		{"duplicate_name", srv(`{"name": "a", "command": ["x"]}, {"name": "a", "url": "https://h"}`), []pathRule{{"/servers/1/name", "duplicate_name"}}},
 		{"neither", srv(`{"name": "a"}`), []pathRule{{"/servers/0", "transport"}}},
 		{"both", srv(`{"name": "a", "command": ["x"], "url": "https://h"}`), []pathRule{{"/servers/0/url", "transport"}}},
