@@ -332,6 +332,8 @@ func lintPolicyOn(cfg toolgate.Policy, compiled *toolgate.Compiled, declared, to
 		matched := slices.Concat(cov.Tools, sortedKeys(cov.Shadowed))
 		live := len(open) > 0
 		switch {
+		case len(matched) == 0 && r.Server != "" && serverOf == nil:
+			findings = append(findings, fmt.Sprintf("%s names server %q: it applies only to a gateway's calls (check it with -config)", ruleName(cfg, i), r.Server))
 		case len(matched) == 0:
 			findings = append(findings, fmt.Sprintf("%s matches no tool the upstream lists", ruleName(cfg, i)))
 		case !live:

@@ -180,3 +180,17 @@ func TestHTTPClientRefusesRedirects(t *testing.T) {
 	assert.Contains(t, err.Error(), "not followed")
 	assert.False(t, leaked.Load())
 }
+
+// TestLintServerRuleWithoutGateway: checked against one upstream, a rule
+// naming a server never applies, and the finding says why.
+func TestLintServerRuleWithoutGateway(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "policy.json")
+	require.NoError(t, os.WriteFile(p, []byte(`{"version": 2, "budget": "1", "min_cost": "0.001", "tools": [
+	  {"match": "read_text_file", "server": "files", "cost": "0.001"}, {"match": "*", "cost": "0.001"}]}`), 0o600))
+	tools := filepath.Join(dir, "tools.json")
+	require.NoError(t, os.WriteFile(tools, []byte(`{"tools": [{"name": "read_text_file"}]}`), 0o600))
+	r := verity(t, "policy", "check", p, "-tools", tools)
+	require.Equal(t, exitError, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, `rule #0 (read_text_file) names server "files": it applies only to a gateway's calls (check it with -config)`)
+}
