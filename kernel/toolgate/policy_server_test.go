@@ -106,20 +106,16 @@ func TestServerRuleDecidesAsTheNaiveModel(t *testing.T) {
 		for i := range n {
 			r := toolgate.Rule{Name: fmt.Sprintf("r%d", i), Match: rapid.SampledFrom([]string{"a", "b", "c", "*"}).Draw(t, "match"),
 				Server: rapid.SampledFrom(patterns).Draw(t, "server"), Cost: 1}
+			if seen[r.Match] || seen["*"] {
+				continue // an earlier rule without a server takes every call of the tool: Compile refuses this one
+			}
 			if r.Server == "" {
-				// Keep the policy free of shadowed and duplicate rules.
-				if seen[r.Match] || seen["*"] {
-					r.Server = "files"
-				} else {
-					seen[r.Match] = true
-				}
+				seen[r.Match] = true
 			}
 			p.Tools = append(p.Tools, r)
 		}
 		c, err := p.Compile()
-		if err != nil {
-			t.Skip(err) // a later rule shadowed by an earlier "*"
-		}
+		require.NoError(t, err)
 		call := toolgate.Call{Tool: rapid.SampledFrom(tools).Draw(t, "tool"), Server: rapid.SampledFrom(servers).Draw(t, "call_server")}
 		want := ""
 		for _, r := range p.Tools {
