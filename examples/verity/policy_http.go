@@ -38,7 +38,6 @@ type httpClient struct {
 // system's CAs, or by those of caPEM when given.
 func newHTTPClient(ctx context.Context, url string, caPEM []byte, header http.Header) (*httpClient, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.Proxy = nil
 	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	if caPEM != nil {
 		pool := x509.NewCertPool()
