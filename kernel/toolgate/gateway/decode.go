@@ -231,7 +231,7 @@ func (v *versionWire) UnmarshalStrict(d *strictjson.Decoder) error {
 	if err != nil {
 		return err
 	}
-	if len(lit) <= 100 && !bytes.ContainsAny(lit, "eE") || len(lit) <= 100 && exponentSmall(lit) {
+	if len(lit) <= 100 && (!bytes.ContainsAny(lit, "eE") || exponentSmall(lit)) {
 		if r, ok := new(big.Rat).SetString(string(lit)); ok && r.Cmp(big.NewRat(1, 1)) == 0 {
 			v.ok = true
 			return nil
@@ -243,21 +243,14 @@ func (v *versionWire) UnmarshalStrict(d *strictjson.Decoder) error {
 // exponentSmall reports whether a number literal's exponent is within
 // ±1000, so that reading it exactly is cheap.
 func exponentSmall(lit []byte) bool {
-	i := bytes.IndexAny(lit, "eE")
-	n, sign := 0, 1
-	for _, c := range lit[i+1:] {
-		switch {
-		case c == '-':
-			sign = -1
-		case c == '+':
-		case '0' <= c && c <= '9':
-			n = n*10 + int(c-'0')
-			if n > 1000 {
+	n := 0
+	for _, c := range lit[bytes.IndexAny(lit, "eE")+1:] {
+		if '0' <= c && c <= '9' {
+			if n = n*10 + int(c-'0'); n > 1000 {
 				return false
 			}
 		}
 	}
-	_ = sign
 	return true
 }
 
