@@ -129,6 +129,25 @@ func TestPolicyCheckGateway(t *testing.T) {
 	assert.Contains(t, r.stdout, "  ok\n")
 	assert.Zero(t, remote.bad.Load(), "every request carried the session and its Mcp-Method")
 
+	// Each server's pins lock file: the same tools are clean, another
+	// server's tools (pinned under this one's name) are drift.
+	pinned := filepath.Join(dir, "files.pins.json")
+	r = verity(t, "pin", "-o", pinned, "-server", "files", "--", "sh", filepath.Join(dir, "files.sh"))
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	other := filepath.Join(dir, "other.pins.json")
+	r = verity(t, "pin", "-o", other, "-server", "files", "--", "sh", filepath.Join(dir, "env.sh"))
+	require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	write("pinned.policy.json", clean)
+	pinnedGW := func(pins string) string {
+		return write("pinned.json", `{"version": 1, "policy": "pinned.policy.json", "servers": [
+		  {"name": "files", "command": ["sh", "files.sh"], "dir": "`+dir+`", "env": ["PATH"], "pins": "`+pins+`"}]}`)
+	}
+	r = verity(t, "policy", "check", "-config", pinnedGW("files.pins.json"))
+	assert.NotContains(t, r.stdout, "pins:", r.stdout+r.stderr)
+	r = verity(t, "policy", "check", "-config", pinnedGW("other.pins.json"))
+	require.Equal(t, exitError, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, "server files: pins: tool read_text_file")
+
 	// A rule's server decides which tools it may match.
 	problems := `{"version": 2, "budget": "10", "min_cost": "0.001", "tools": [
 	  {"match": "*__get_issue", "server": "files", "cost": "1"},
