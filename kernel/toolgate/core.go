@@ -616,7 +616,8 @@ func validateArguments(s *jsonschema.Schema, v any) (err error) {
 // Match returns the rule c would decide a call of tool by p with
 // arguments by, looking at the rule's match, principals, when condition
 // (for a caller with no labels and nothing spent), argument schema and
-// paths only (not windows or labels); a RuleRef with Found false when no rule
+// paths only (not windows or labels), for a call on no named server (a
+// rule naming one never applies: see Rule.Server); a RuleRef with Found false when no rule
 // applies (and unknown tools are refused). Condition is non-empty when
 // the call would be refused at that rule for what its arguments are
 // (gatelog.ConditionArguments, "paths/k").
