@@ -41,6 +41,7 @@ const (
 	ruleSecret        = "secret"         // a secret names not exactly one of file and env
 	ruleEnvName       = "env_name"       // not an environment variable's name
 	ruleDuplicateEnv  = "duplicate_env"  // a variable named twice in env and set_env
+	rulePins          = "pins"           // neither first-use, off, nor a lock file's .json path
 )
 
 //go:embed gateway.schema.json
@@ -104,7 +105,9 @@ var sizeViolation = Violation{Rule: ruleSize, Message: fmt.Sprintf("the file is 
 //     less (auth); a header an HTTP header name the transport does not
 //     set itself (header); each secret exactly one of file and env
 //     (secret); environment variable names `^[A-Za-z_][A-Za-z0-9_]*$`
-//     (env_name), each once across env and set_env (duplicate_env).
+//     (env_name), each once across env and set_env (duplicate_env);
+//     pins "first-use", "off" or the path of a lock file ending in
+//     ".json", so that a misspelt mode is not taken for a path (pins).
 //
 // A problem inside a member already wrong is not reported again.
 func Parse(data []byte, dir string) (File, error) {

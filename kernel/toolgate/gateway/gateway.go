@@ -77,7 +77,8 @@ type Server struct {
 	// connection is lost.
 	Restart Restart
 	// Pins ("pins") is how its tool definitions are pinned: PinsFirstUse
-	// (the default), PinsOff, or a lock file (`verity pin`).
+	// (the default), PinsOff, or a lock file (`verity pin`), whose path
+	// ends in ".json".
 	Pins string
 }
 

@@ -144,6 +144,7 @@ func TestParseRefuses(t *testing.T) {
 			[]pathRule{{"/servers/0/env/0", "env_name"}, {"/servers/0/set_env/1X", "env_name"}, {"/servers/0/set_env/1X/env", "env_name"}}},
 		{"duplicate_env", srv(`{"name": "a", "command": ["x"], "env": ["A", "A", "B"], "set_env": {"B": {"env": "Y"}}}`),
 			[]pathRule{{"/servers/0/env/1", "duplicate_env"}, {"/servers/0/set_env/B", "duplicate_env"}}},
+		{"pins", srv(`{"name": "a", "command": ["x"], "pins": "first_use"}`), []pathRule{{"/servers/0/pins", "pins"}}},
 		{"empty set_env", srv(`{"name": "a", "command": ["x"], "set_env": {}}`), []pathRule{{"/servers/0/set_env", "required"}}},
 		{"empty strings", srv(`{"name": "a", "command": ["x"], "dir": "", "pins": ""}`), []pathRule{{"/servers/0/dir", "required"}, {"/servers/0/pins", "required"}}},
 		{"all at once", `{"version": 3, "policy": 1, "servers": [{"name": "A", "url": "http://x"}, {"name": "b", "command": ["x"], "extra": true}]}`,

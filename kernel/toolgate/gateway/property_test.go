@@ -18,7 +18,7 @@ import (
 // that refuse a text the schema is never run on.
 var (
 	semantic = map[string]bool{"duplicate_name": true, "transport": true, "url": true, "duration": true, "auth": true,
-		"header": true, "secret": true, "env_name": true, "duplicate_env": true}
+		"header": true, "secret": true, "env_name": true, "duplicate_env": true, "pins": true}
 	beforeSchema = map[string]bool{"size": true, "syntax": true, "duplicate_key": true}
 )
 
@@ -168,7 +168,7 @@ func damage(t *rapid.T, v any, depth int) any {
 func plantDefect(t *rapid.T, root map[string]any) {
 	servers := root["servers"].([]any)
 	s := servers[rapid.IntRange(0, len(servers)-1).Draw(t, "server")].(map[string]any)
-	switch rapid.IntRange(0, 9).Draw(t, "defect") {
+	switch rapid.IntRange(0, 10).Draw(t, "defect") {
 	case 0:
 		s["name"] = servers[0].(map[string]any)["name"]
 		root["servers"] = append(servers, s)
@@ -190,6 +190,8 @@ func plantDefect(t *rapid.T, root map[string]any) {
 		s["auth"] = map[string]any{"kind": "token_exchange", "token_url": "https://i", "client_id": "c", "client_secret": map[string]any{"env": "S"}}
 	case 8:
 		s["env"] = []any{"A", "A=B"}
+	case 9:
+		s["pins"] = rapid.SampledFrom([]string{"first_use", "on", "pins.lock"}).Draw(t, "pins")
 	default:
 		s["set_env"] = map[string]any{"1X": map[string]any{}}
 	}

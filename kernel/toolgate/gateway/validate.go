@@ -124,6 +124,9 @@ func (w *serverWire) server(c *checker, at string) Server {
 	if !nameRE.MatchString(w.Name) {
 		c.add(at+"/name", ruleName, "%s is not a server name: lower-case letters, digits and \"-\", at most 32, starting with a letter or digit (no \"_\": tool names join server and tool with %q)", show(w.Name), Separator)
 	}
+	if p := s.Pins; p != "" && p != PinsFirstUse && p != PinsOff && !strings.HasSuffix(p, ".json") {
+		c.add(at+"/pins", rulePins, "%s is not %q, %q or a lock file's path (ending in .json, as verity pin writes it)", show(p), PinsFirstUse, PinsOff)
+	}
 	s.Command = c.list(at+"/command", w.Command)
 	s.Env = c.list(at+"/env", w.Env)
 	switch {
