@@ -68,6 +68,8 @@ type inspectLine struct {
 	Hash    trace.Hash      `json:"hash"`
 	Summary string          `json:"summary"`
 	Payload json.RawMessage `json:"payload"`
+	// Log names the log of the entry when inspect reads several.
+	Log string `json:"log,omitempty"`
 }
 
 func cmdInspect(ctx context.Context, e *env, args []string) error {
@@ -80,15 +82,12 @@ func cmdInspect(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	src, err := oneSource("inspect", pos)
-	if err != nil {
-		return err
-	}
 	w := bufio.NewWriter(e.stdout)
 	defer w.Flush()
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	err = walk(ctx, e, src, func(entry trace.Entry) error {
+	several := len(pos) > 1
+	show := func(src Source, entry trace.Entry) error {
 		if entry.Seq > *to {
 			return errStop
 		}
@@ -96,11 +95,53 @@ func cmdInspect(ctx context.Context, e *env, args []string) error {
 			return nil
 		}
 		if *asJSON {
-			return enc.Encode(inspectLine{entry.Seq, trace.FormatTime(entry.Time), entry.Kind, entry.Hash, summarize(entry), entry.Payload})
+			line := inspectLine{Seq: entry.Seq, Time: trace.FormatTime(entry.Time), Kind: entry.Kind, Hash: entry.Hash, Summary: summarize(entry), Payload: entry.Payload}
+			if several {
+				line.Log = src.String()
+			}
+			return enc.Encode(line)
+		}
+		if several {
+			_, err := fmt.Fprintf(w, "%s  %6d  %s  %-22s %s\n", src, entry.Seq, trace.FormatTime(entry.Time), entry.Kind, summarize(entry))
+			return err
 		}
 		_, err := fmt.Fprintf(w, "%6d  %s  %-22s %s\n", entry.Seq, trace.FormatTime(entry.Time), entry.Kind, summarize(entry))
 		return err
-	})
+	}
+	if several {
+		sources, err := parseSources("inspect", pos)
+		if err != nil {
+			return err
+		}
+		// Entries past -to stop a log's listing, not its verification.
+		seen := map[string]bool{}
+		r := relate(ctx, e, sources, func(src Source, entry trace.Entry) error {
+			if seen[src.String()] {
+				return nil
+			}
+			if err := show(src, entry); err == errStop {
+				seen[src.String()] = true
+			} else if err != nil {
+				return err
+			}
+			return nil
+		})
+		if *asJSON {
+			if err := enc.Encode(struct {
+				Relation *relation `json:"relation"`
+			}{r}); err != nil {
+				return err
+			}
+		} else {
+			r.print(w)
+		}
+		return r.err()
+	}
+	src, err := oneSource("inspect", pos)
+	if err != nil {
+		return err
+	}
+	err = walk(ctx, e, src, func(entry trace.Entry) error { return show(src, entry) })
 	return ignoreListed(err)
 }
 

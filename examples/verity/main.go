@@ -14,6 +14,7 @@
 //	                                            sign the head (C2SP signed-note / tlog-checkpoint text)
 //	verity head    SRC [--json]                 the head to keep: SEQ:HASH of the last entry
 //	verity inspect SRC [--kind K] [--from N] [--to N] [--json]
+//	verity verify  SRC SRC…   (and inspect SRC SRC…) several logs, each verified, then how they relate
 //	                                            one line per entry with a summary of its payload (or NDJSON)
 //	verity replay  SRC                          rebuild the kernel, belief and claims sessions; print their final state
 //	verity export  SRC [--format json|ndjson]   the entries in trace/FORMAT.md's JSON form
@@ -127,13 +128,18 @@ commands:
   verify  SRC [--head SEQ:HASH]       check the whole chain (and that it extends a kept head)
   head    SRC [--json]                the head to keep (SEQ:HASH of the last entry)
   inspect SRC [--kind K] [--from N] [--to N] [--json]
+  verify  SRC SRC... | inspect SRC SRC... [flags]   several logs (replicas each write their own):
+                                      each verified on its own, then how they relate: each one's
+                                      entries, head and time span; the time they overlap, the
+                                      budgets and callers in several; a call or execution decided
+                                      in two logs is a conflict (exit 1)
   replay  SRC                         rebuild the recorded sessions and print their final state
   export  SRC [--format json|ndjson]  entries in trace/FORMAT.md's JSON form
   repair  FILE                        cut a torn final record off a log file
   view    SRC [--addr 127.0.0.1:8080 [--public]] [--head SEQ:HASH]   (a non-loopback --addr needs --public)
           [--max-conns 256] [--conn-wait 1s] [--read-header-timeout 10s] [--read-timeout 30s]
           [--write-timeout 60s] [--idle-timeout 60s] [--max-header-bytes 65536]
-  policy  check POLICY [-tools FILE | -- UPSTREAM...] | test POLICY CASES   (verity policy -h)
+  policy  check POLICY [-tools FILE | -- UPSTREAM...] | check -config GATEWAY | test POLICY CASES   (verity policy -h)
   pin     [-o pins.json] -- UPSTREAM... | check|approve -pins FILE ... -- UPSTREAM... | diff OLD NEW   (verity pin -h)
   budget  show SRC -policy POLICY | show -db DB | grant | reset   a tool gate's budgets (verity budget -h)
   verify  SRC -checkpoint FILE -pubkey KEY [-origin ORIGIN]   the log must extend a signed checkpoint

@@ -20,6 +20,7 @@ import (
 )
 
 const policyUsage = `usage: verity policy check POLICY [-pins pins.json [-server NAME]] [-tools FILE | [-timeout 30s] -- UPSTREAM COMMAND...]
+       verity policy check -config gateway.json [-timeout 30s]
        verity policy test  POLICY CASES
 
 check   loads the tool gate's policy file (every problem at once, with its path) and
@@ -31,6 +32,14 @@ check   loads the tool gate's policy file (every problem at once, with its path)
         UPSTREAM COMMAND, spoken to over stdio (initialize, then tools/list, every page).
         With -pins, each tool's definition is compared with the lock file (verity pin):
         a tool changed, new, or pinned and not listed is a problem.
+        With -config, the gateway file (verity-mcp -config) is read and its policy
+        linted against every server's tools/list, the tools named as the gateway's
+        clients see them (server__tool), a rule's "server" matching the server: a
+        command started with the environment the gateway gives it, a streamable
+        HTTP server reached with the file's ca_file and a "header" auth secret. A
+        server that cannot be listed (down, a secret missing, an auth kind that
+        needs a token the check has none of) is named, and the check exits 2.
+        Each server's pins lock file, when it names one, is compared as with -pins.
 test    runs each case of CASES (a JSON file: {"cases": [...]}) against the policy: a
         case without steps is one call, decided by the policy's decision core, its
         verdict, rule, condition, reason and explanation compared with the case's; a
@@ -101,6 +110,9 @@ func loadPolicy(p string) (toolgate.Policy, *toolgate.Compiled, []string, error)
 }
 
 func policyCheck(ctx context.Context, e *env, args []string) error {
+	if isGatewayCheck(args) {
+		return policyCheckGateway(ctx, e, args)
+	}
 	var upstream []string
 	if i := slices.Index(args, "--"); i >= 0 {
 		args, upstream = args[:i], args[i+1:]
@@ -299,6 +311,13 @@ func matchesName(r toolgate.Rule, tool string) bool {
 // earlier unconditional rule takes from it, is compiled.Coverage's
 // answer.
 func lintPolicy(cfg toolgate.Policy, compiled *toolgate.Compiled, declared, tools []string) (findings, notes []string) {
+	return lintPolicyOn(cfg, compiled, declared, tools, nil)
+}
+
+// lintPolicyOn is lintPolicy for a gateway's tools, each on the server
+// serverOf names (nil: one upstream, no named server): a rule with a
+// server pattern decides only for the tools of the servers it matches.
+func lintPolicyOn(cfg toolgate.Policy, compiled *toolgate.Compiled, declared, tools []string, serverOf map[string]string) (findings, notes []string) {
 	coverage := compiled.Coverage(tools)
 	attached, read := map[string][]int{}, map[string][]int{}
 	tiers := map[claims.RiskTier]bool{}
@@ -308,11 +327,13 @@ func lintPolicy(cfg toolgate.Policy, compiled *toolgate.Compiled, declared, tool
 		}
 	}
 	for i, r := range cfg.Tools {
-		cov := coverage[i]
+		cov := onServers(r, coverage[i], serverOf)
 		open := cov.Tools
 		matched := slices.Concat(cov.Tools, sortedKeys(cov.Shadowed))
 		live := len(open) > 0
 		switch {
+		case len(matched) == 0 && r.Server != "" && serverOf == nil:
+			findings = append(findings, fmt.Sprintf("%s names server %q: it applies only to a gateway's calls (check it with -config)", ruleName(cfg, i), r.Server))
 		case len(matched) == 0:
 			findings = append(findings, fmt.Sprintf("%s matches no tool the upstream lists", ruleName(cfg, i)))
 		case !live:
@@ -383,7 +404,7 @@ func lintPolicy(cfg toolgate.Policy, compiled *toolgate.Compiled, declared, tool
 	}
 	var unmatched []string
 	for _, t := range tools {
-		if !slices.ContainsFunc(cfg.Tools, func(r toolgate.Rule) bool { return matchesName(r, t) }) {
+		if !slices.ContainsFunc(cfg.Tools, func(r toolgate.Rule) bool { return matchesName(r, t) && serverMatches(r, serverOf[t]) }) {
 			unmatched = append(unmatched, t)
 		}
 	}

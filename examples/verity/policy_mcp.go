@@ -67,7 +67,14 @@ type upstreamListing struct {
 // said of itself and its tools. The server's standard error goes to
 // stderr; ctx bounds the whole exchange.
 func listUpstream(ctx context.Context, argv []string, stderr io.Writer) (upstreamListing, error) {
+	return listStdio(ctx, argv, nil, "", stderr)
+}
+
+// listStdio is listUpstream with the command's environment (nil: this
+// process's) and working directory ("": this process's).
+func listStdio(ctx context.Context, argv, env []string, dir string, stderr io.Writer) (upstreamListing, error) {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env, cmd.Dir = env, dir
 	cmd.Stderr = stderr
 	cmd.WaitDelay = 2 * time.Second
 	in, err := cmd.StdinPipe()
@@ -84,7 +91,7 @@ func listUpstream(ctx context.Context, argv []string, stderr io.Writer) (upstrea
 	c := &stdioClient{in: in, out: bufio.NewReaderSize(out, 64<<10), lines: make(chan []byte), quit: make(chan struct{})}
 	go c.read()
 	defer close(c.quit)
-	tools, err := c.tools(ctx)
+	tools, err := listTools(ctx, c)
 	_ = in.Close()
 	if err != nil {
 		_ = cmd.Process.Kill()
@@ -200,7 +207,16 @@ func (c *stdioClient) call(ctx context.Context, method string, params any) (json
 	}
 }
 
-func (c *stdioClient) tools(ctx context.Context) (upstreamListing, error) {
+// rpcConn is a JSON-RPC session with an MCP server: over stdio
+// (stdioClient) or streamable HTTP (httpClient).
+type rpcConn interface {
+	call(ctx context.Context, method string, params any) (json.RawMessage, error)
+	send(m rpcMessage) error
+}
+
+// listTools initializes the session and lists every page of the
+// server's tools.
+func listTools(ctx context.Context, c rpcConn) (upstreamListing, error) {
 	var u upstreamListing
 	res, err := c.call(ctx, "initialize", map[string]any{
 		"protocolVersion": mcpProtocolVersion,

@@ -144,6 +144,16 @@ func cmdVerify(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if len(pos) > 1 {
+		if kept.set || cpf.file != "" {
+			return usagef("verify: --head and -checkpoint are for one log, not %d", len(pos))
+		}
+		sources, err := parseSources("verify", pos)
+		if err != nil {
+			return err
+		}
+		return verifyMany(ctx, e, sources)
+	}
 	src, err := oneSource("verify", pos)
 	if err != nil {
 		return err

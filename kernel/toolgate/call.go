@@ -315,6 +315,12 @@ type Rule struct {
 	// language (Cedar) that must permit a call for the rule to apply,
 	// and may refuse it at the rule (see WhenCondition).
 	When *WhenCondition
+	// Server ("server"), when set, is a path.Match pattern ("github",
+	// "team-*") on the name of the upstream server the call is on
+	// (Call.Server, a gateway's: kernel/toolgate/gateway): the rule applies
+	// only to calls on a server it matches. A call whose Server is "" (a
+	// host with one upstream) never matches a rule that names a server.
+	Server string
 
 	// schema is Arguments as ParsePolicy compiled it, so that Compile
 	// compiles each schema of a file once; it is used only while

@@ -108,6 +108,9 @@ type ConditionInput struct {
 	// Definition is the pinned hash of the tool's definition the call is
 	// decided against (Call.Definition), "" when the host pins none.
 	Definition string
+	// Server is the upstream server the call is on (Call.Server), "" when
+	// the host names none: Cedar takes it as the request's resource.
+	Server string
 
 	raw []byte // the arguments as sent, when the gate made the input
 }
@@ -216,7 +219,7 @@ func (r *compiledRule) evaluate(c *Call, a *args) (gatelog.WhenEvaluation, error
 		if err != nil {
 			return gatelog.WhenEvaluation{}, err
 		}
-		in := &ConditionInput{Principal: c.Principal, Tool: c.Tool, Arguments: v, Definition: c.Definition, raw: a.raw}
+		in := &ConditionInput{Principal: c.Principal, Tool: c.Tool, Arguments: v, Definition: c.Definition, Server: c.Server, raw: a.raw}
 		for l, seen := range ws.labels {
 			if seen {
 				in.Labels = append(in.Labels, l)
@@ -285,6 +288,7 @@ type conditionInputJSON struct {
 	Spent      kernel.Cost     `json:"spent"`
 	Remaining  kernel.Cost     `json:"remaining"`
 	Definition string          `json:"definition"`
+	Server     string          `json:"server"`
 }
 
 type principalJSON struct {
@@ -297,7 +301,7 @@ type principalJSON struct {
 
 // MarshalJSON writes in as canonical JSON (RFC 8785): {"arguments",
 // "definition" (left out when empty), "labels", "principal": {"attributes", "groups", "issuer", "scopes",
-// "subject"}, "remaining", "spent", "tool"}, lists never null, costs as
+// "subject"}, "remaining", "server" (left out when empty), "spent", "tool"}, lists never null, costs as
 // exact decimal strings.
 func (in *ConditionInput) MarshalJSON() ([]byte, error) {
 	var args []byte
@@ -334,6 +338,9 @@ func (in *ConditionInput) MarshalJSON() ([]byte, error) {
 	b = canon.AppendString(append(b, `,"subject":`...), p.Subject)
 	b = append(b, `},"remaining":`...)
 	b = canon.AppendString(b, in.Remaining.String())
+	if in.Server != "" {
+		b = canon.AppendString(append(b, `,"server":`...), in.Server)
+	}
 	b = canon.AppendString(append(b, `,"spent":`...), in.Spent.String())
 	b = canon.AppendString(append(b, `,"tool":`...), in.Tool)
 	return append(b, '}'), nil
@@ -364,7 +371,7 @@ func (in *ConditionInput) UnmarshalJSON(data []byte) error {
 	}
 	*in = ConditionInput{Principal: Principal{Issuer: w.Principal.Issuer, Subject: w.Principal.Subject, Groups: w.Principal.Groups,
 		Scopes: w.Principal.Scopes, Attributes: maps.Clone(w.Principal.Attributes)}, Tool: w.Tool, Arguments: args,
-		Labels: w.Labels, Spent: w.Spent, Remaining: w.Remaining, Definition: w.Definition}
+		Labels: w.Labels, Spent: w.Spent, Remaining: w.Remaining, Definition: w.Definition, Server: w.Server}
 	return nil
 }
 

@@ -50,10 +50,12 @@ type compiledRule struct {
 	index   int    // in Policy.Tools; -1 for the default rule
 	id      string // Name, or "#index"
 	literal bool   // Match has no pattern characters
-	schema  *jsonschema.Schema
-	paths   []compiledPath
-	when    *compiledWhen // the rule's when condition (condition.go)
-	tags    []string      // "rule:<id>" and the labels' "label:<name>", on every execution
+	// serverLiteral: Server has no pattern characters.
+	serverLiteral bool
+	schema        *jsonschema.Schema
+	paths         []compiledPath
+	when          *compiledWhen // the rule's when condition (condition.go)
+	tags          []string      // "rule:<id>" and the labels' "label:<name>", on every execution
 	// window and windowTag are the rate window's id and tag when they do
 	// not depend on the tool (scope rule, or a literal match).
 	window, windowTag string
@@ -201,7 +203,8 @@ func (p Policy) compile() (*Compiled, []Violation) {
 // schema's.
 func compileRule(r Rule, i int) (compiledRule, error) {
 	ref := RuleRef{Found: true, Index: i, Name: r.Name}
-	cr := compiledRule{Rule: r, index: i, id: ref.id(), literal: !strings.ContainsAny(r.Match, `*?[\`)}
+	cr := compiledRule{Rule: r, index: i, id: ref.id(), literal: !strings.ContainsAny(r.Match, `*?[\`),
+		serverLiteral: !strings.ContainsAny(r.Server, `*?[\`)}
 	cr.Tier = tierOrDefault(r.Tier)
 	var schemaErr error
 	switch {
@@ -329,7 +332,20 @@ func (r *compiledRule) matchesTool(tool string) bool {
 // conditional reports whether the rule looks at more than the tool's
 // name.
 func (r *compiledRule) conditional() bool {
-	return r.Principals != nil || r.schema != nil || len(r.paths) > 0 || r.when != nil
+	return r.Principals != nil || r.schema != nil || len(r.paths) > 0 || r.when != nil || r.Server != ""
+}
+
+// matchesServer reports whether the rule's server pattern covers server,
+// the server a call is on; a call on no named server matches none.
+func (r *compiledRule) matchesServer(server string) bool {
+	if server == "" {
+		return false
+	}
+	if r.serverLiteral {
+		return r.Server == server
+	}
+	ok, err := path.Match(r.Server, server)
+	return err == nil && ok
 }
 
 func (r *compiledRule) ref() RuleRef { return RuleRef{Found: true, Index: r.index, Name: r.Name} }
@@ -414,6 +430,15 @@ const (
 func (r *compiledRule) fit(c *Call, a *args, explain bool) (f fit, condition, why string) {
 	if !r.matchesTool(c.Tool) {
 		return fitOther, "", ""
+	}
+	if r.Server != "" && !r.matchesServer(c.Server) {
+		if explain {
+			if c.Server == "" {
+				return fitMiss, "server", "the call is on no named server"
+			}
+			return fitMiss, "server", fmt.Sprintf("server %q is not %q", c.Server, r.Server)
+		}
+		return fitMiss, "", ""
 	}
 	if r.Principals != nil && !r.Principals.admits(c.Principal) {
 		if explain {
@@ -591,7 +616,8 @@ func validateArguments(s *jsonschema.Schema, v any) (err error) {
 // Match returns the rule c would decide a call of tool by p with
 // arguments by, looking at the rule's match, principals, when condition
 // (for a caller with no labels and nothing spent), argument schema and
-// paths only (not windows or labels); a RuleRef with Found false when no rule
+// paths only (not windows or labels), for a call on no named server (a
+// rule naming one never applies: see Rule.Server); a RuleRef with Found false when no rule
 // applies (and unknown tools are refused). Condition is non-empty when
 // the call would be refused at that rule for what its arguments are
 // (gatelog.ConditionArguments, "paths/k").

@@ -490,5 +490,5 @@ func policyScalarJSON(v value.Value) ([]byte, error) {
 // unconditional reports whether the rule applies to every call of the
 // tools it matches: only then can it shadow a later rule.
 func (r Rule) unconditional() bool {
-	return r.Principals == nil && len(r.Arguments) == 0 && len(r.Paths) == 0 && r.When == nil
+	return r.Principals == nil && len(r.Arguments) == 0 && len(r.Paths) == 0 && r.When == nil && r.Server == ""
 }

@@ -75,7 +75,8 @@ import (
 //     (path); rate windows a Go duration in [1ms, 366 days] long
 //     (duration); labels ^[A-Za-z][A-Za-z0-9_.:-]{0,63}$ (label), declared
 //     when labels is present, and, when it is not, every flow label
-//     attached by some rule (unknown_label); a tier only on a flow that
+//     attached by some rule (unknown_label); a rule's server a path.Match
+//     pattern (glob); a tier only on a flow that
 //     asks (flow_tier); approvers for the tier a flow asks at (approvers).
 //     In a version 1 file these members are unknown (unknown_field).
 //
@@ -364,6 +365,7 @@ type ruleWire struct {
 	LabelTTL   policyDuration              `json:"label_ttl,omitzero"`
 	Flow       present[nonEmpty[flowWire]] `json:"flow,omitzero"`
 	When       present[whenWire]           `json:"when,omitzero"`
+	Server     present[string]             `json:"server,omitzero"`
 }
 
 // whenWire is a rule's when condition (WhenCondition).
@@ -494,6 +496,10 @@ func (f *policyFile) policy(decoded []Violation) (p Policy, more []Violation, un
 			if v2 {
 				w.v2(&r)
 				more = append(more, w.When.V.empty(violation.Index("/tools", i)+"/when")...)
+				if at := violation.Index("/tools", i) + "/server"; w.Server.Set && w.Server.V == "" &&
+					!slices.ContainsFunc(decoded, func(v Violation) bool { return v.Path == at }) {
+					more = append(more, Violation{Path: at, Rule: policyRuleRequired, Message: "not empty"})
+				}
 			} else if members := w.v2Members(); len(members) > 0 {
 				at := violation.Index("/tools", i)
 				for _, m := range members {
@@ -532,7 +538,7 @@ func (w *ruleWire) v2Members() []string {
 		name string
 		set  bool
 	}{{"name", w.Name.Set}, {"principals", w.Principals.set}, {"arguments", w.Arguments.set}, {"paths", w.Paths.Set},
-		{"effect", w.Effect.set}, {"reason", w.Reason.Set}, {"rate", w.Rate.Set}, {"labels", w.Labels.Set}, {"label_ttl", w.LabelTTL.d != 0}, {"flow", w.Flow.Set}, {"when", w.When.Set}} {
+		{"effect", w.Effect.set}, {"reason", w.Reason.Set}, {"rate", w.Rate.Set}, {"labels", w.Labels.Set}, {"label_ttl", w.LabelTTL.d != 0}, {"flow", w.Flow.Set}, {"when", w.When.Set}, {"server", w.Server.Set}} {
 		if m.set {
 			out = append(out, m.name)
 		}
@@ -570,6 +576,7 @@ func (w *ruleWire) v2(r *Rule) {
 	if w.When.Set {
 		r.When = &WhenCondition{Language: w.When.V.Language, Text: w.When.V.Text.V, File: w.When.V.File.V}
 	}
+	r.Server = w.Server.V
 }
 
 func (w *invariantWire) spec() InvariantSpec {
@@ -659,7 +666,7 @@ func ruleWireOf(r *Rule) ruleWire {
 	w := ruleWire{Match: r.Match, ruleCommon: ruleCommonOf(r), Name: present[string]{V: r.Name, Set: r.Name != ""},
 		Arguments: policyArguments{raw: r.Arguments, set: len(r.Arguments) > 0},
 		Reason:    present[string]{V: r.Reason, Set: r.Reason != ""}, Labels: present[names]{V: r.Labels, Set: len(r.Labels) > 0},
-		LabelTTL: policyDuration{r.LabelTTL}}
+		LabelTTL: policyDuration{r.LabelTTL}, Server: present[string]{V: r.Server, Set: r.Server != ""}}
 	if pc := r.Principals; pc != nil {
 		w.Principals = policyPrincipals{w: principalsWire{Issuers: pc.Issuers, Subjects: pc.Subjects, Groups: pc.Groups, Scopes: pc.Scopes}, set: true}
 	}

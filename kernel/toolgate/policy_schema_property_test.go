@@ -149,6 +149,7 @@ func plantTricky(t *rapid.T, root map[string]any) {
 		{"tier_from_hints", []any{true, false, "yes", num("1")}},
 		{"match", []any{"", num("1"), "x*"}},
 		{"effect", []any{"refuse", "deny", nil}},
+		{"server", []any{"github", "team-*", "", num("1"), nil, []any{"a"}}},
 		{"rate", []any{map[string]any{"calls": num("1.0"), "per": "1s"}, map[string]any{"calls": num("0"), "per": "1s"},
 			map[string]any{"calls": num("2147483648"), "per": "1s"}, map[string]any{"calls": num("2147483647"), "per": "1s", "scope": "rule"},
 			map[string]any{"calls": num("1e0"), "per": num("1")}}},

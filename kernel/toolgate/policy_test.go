@@ -441,6 +441,9 @@ func drawVersion2(t *rapid.T, p *toolgate.Policy, text *rapid.Generator[string])
 		if rapid.Bool().Draw(t, l+"named") {
 			r.Name = fmt.Sprintf("rule-%d.%s", i, rapid.StringMatching(`[a-z0-9_]{0,4}`).Draw(t, l+"name"))
 		}
+		if rapid.IntRange(0, 4).Draw(t, l+"server") == 0 {
+			r.Server = rapid.SampledFrom([]string{"github", "team-*", "files", "s?"}).Draw(t, l+"server_pattern")
+		}
 		if rapid.IntRange(0, 3).Draw(t, l+"principals") == 0 {
 			r.Principals = &toolgate.PrincipalCondition{Groups: []string{"admin"}}
 			if rapid.Bool().Draw(t, l+"scopes") {
@@ -689,7 +692,9 @@ func TestValidPolicyStartsAGate(t *testing.T) {
 				continue // a call with no arguments and no principal meets another rule
 			}
 			caller := fmt.Sprint(i)
-			d, err := g.Before(ctx, toolgate.Call{Tool: r.Match, Caller: caller})
+			// A server the rule's pattern ("github", "team-*", "s?", …) matches.
+			server := strings.NewReplacer("*", "x", "?", "1").Replace(r.Server)
+			d, err := g.Before(ctx, toolgate.Call{Tool: r.Match, Caller: caller, Server: server})
 			require.NoError(t, err)
 			if r.Cost > p.Budget {
 				require.Equal(t, toolgate.Refuse, d.Verdict)

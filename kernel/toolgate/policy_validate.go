@@ -313,6 +313,11 @@ func (c *policyCheck) rule(at string, r *Rule, i int, names map[string]int, ls l
 			names[r.Name] = i
 		}
 	}
+	if r.Server != "" {
+		if _, err := path.Match(r.Server, ""); err != nil {
+			c.add(at+"/server", policyRuleGlob, "%q is not a path.Match pattern: %v", r.Server, err)
+		}
+	}
 	// The argument schema is compiled once, by compileRule, which reports
 	// it (argument_schema).
 	c.paths(at, r.Paths)
@@ -620,7 +625,7 @@ func r2Members(r *Rule) []string {
 		set  bool
 	}{{"name", r.Name != ""}, {"principals", r.Principals != nil}, {"arguments", len(r.Arguments) > 0},
 		{"paths", r.Paths != nil}, {"effect", r.Effect != EffectAllow}, {"reason", r.Reason != ""}, {"rate", r.Rate != nil},
-		{"labels", r.Labels != nil}, {"label_ttl", r.LabelTTL != 0}, {"flow", r.Flow != nil}, {"when", r.When != nil}} {
+		{"labels", r.Labels != nil}, {"label_ttl", r.LabelTTL != 0}, {"flow", r.Flow != nil}, {"when", r.When != nil}, {"server", r.Server != ""}} {
 		if m.set {
 			out = append(out, m.name)
 		}

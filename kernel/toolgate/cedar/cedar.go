@@ -38,9 +38,10 @@ var ErrBoundary = errors.New("cedar: the input does not fit Cedar's types")
 // Language is Cedar as a toolgate condition language: put it on
 // toolgate.Policy.Conditions before Compile.
 type Language struct {
-	// Server is the id of the resource every call is on
-	// (Server::"<Server>"): the MCP server the gate fronts. Empty:
-	// DefaultServer.
+	// Server is the id of the resource of a call whose input names no
+	// server (Server::"<Server>"): the MCP server the gate fronts. Empty:
+	// DefaultServer. A gateway's call names its upstream
+	// (toolgate.Call.Server), which is then the resource.
 	Server string
 }
 
@@ -127,7 +128,8 @@ func (c *condition) Evaluate(in *toolgate.ConditionInput) (toolgate.ConditionAns
 }
 
 // Request builds the Cedar request and entities of a call (see the
-// package doc for the model); server is the resource. An input that does
+// package doc for the model); the resource is Server::"<in.Server>" when
+// the input names the server the call is on (a gateway's), else server. An input that does
 // not fit Cedar's types is an error wrapping ErrBoundary, naming where.
 // The entities are the principal's alone: groups, the action and the
 // server have neither attributes nor parents, which Cedar reads the same
@@ -173,6 +175,9 @@ func Request(in *toolgate.ConditionInput, server types.EntityUID) (types.Request
 		cm["definition_hash"] = types.String(in.Definition)
 	}
 	ctx := types.NewRecord(cm)
+	if in.Server != "" {
+		server = types.NewEntityUID(TypeServer, types.String(in.Server))
+	}
 	req := types.Request{Principal: puid, Action: types.NewEntityUID(TypeAction, types.String(in.Tool)), Resource: server, Context: ctx}
 	return req, Entities{principal}, nil
 }

@@ -57,7 +57,9 @@
 //	           and its Principal.Attributes as tags (principal.getTag("team"))
 //	action     Action::"<the tool's name>"  (namespaced as the upstream
 //	           names its tools: "github.create_pull_request")
-//	resource   Server::"<Language.Server>"   ("default" when empty)
+//	resource   Server::"<Call.Server>", the upstream a gateway's call is on
+//	           (verity-mcp -config); for a call on no named server,
+//	           Server::"<Language.Server>" ("default" when empty)
 //	context    arguments: the call's arguments, a Record
 //	           labels:    Set<String>, the labels the caller's session has seen
 //	           spent:     Long, the caller's budget spent (net of refunds),

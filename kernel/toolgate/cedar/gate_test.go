@@ -272,3 +272,34 @@ func TestCedarSeesThePeriodsBudget(t *testing.T) {
 	}
 	assert.Equal(t, []toolgate.Verdict{toolgate.Allow, toolgate.Allow, toolgate.Refuse}, verdicts)
 }
+
+// TestCedarResourceIsTheCallsServer: a gateway's call names its upstream
+// (Call.Server), which is the request's resource; a call on no named
+// server is on the language's. The input recorded with the decision
+// carries the server, so that a replay decides the same.
+func TestCedarResourceIsTheCallsServer(t *testing.T) {
+	p := toolgate.Policy{Version: 2, Budget: 5000, MinCost: 1000, Conditions: []toolgate.ConditionLanguage{cedar.Language{Server: "github"}}, Tools: []toolgate.Rule{
+		{Name: "gh", Match: "*", Cost: 1000, When: &toolgate.WhenCondition{Language: "cedar",
+			Text: `permit (principal, action, resource == Server::"github");`}},
+	}}
+	g, log := newGate(t, p)
+	for _, tc := range []struct {
+		server string
+		want   toolgate.Verdict
+	}{{"", toolgate.Allow}, {"github", toolgate.Allow}, {"gitlab", toolgate.Refuse}} {
+		d, err := g.Before(ctx, toolgate.Call{Tool: "t", Arguments: []byte(`{}`), Caller: "a", Server: tc.server})
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, d.Verdict, "server %q", tc.server)
+	}
+	var sawServer bool
+	for _, e := range entries(t, log) {
+		if strings.Contains(string(e.Payload), `\"server\":\"gitlab\"`) || strings.Contains(string(e.Payload), `"server":"gitlab"`) {
+			sawServer = true
+		}
+	}
+	assert.True(t, sawServer, "the recorded input names the server")
+	mismatches, n, err := cedar.Replay(ctx, log, p, cedar.Language{Server: "github"})
+	require.NoError(t, err)
+	assert.Positive(t, n)
+	assert.Empty(t, mismatches)
+}
