@@ -61,6 +61,7 @@ type Gate struct {
 	newID   func() string
 	shared  kernel.SharedBudget
 	windows RateWindows
+	labels  SharedLabels // WithSharedLabels (labels_shared.go)
 	comp    *Compiled
 	// sharedPeriods, when the shared budget renews, opens its periods' rows.
 	sharedPeriods *sharedPeriods
@@ -105,6 +106,7 @@ type options struct {
 	newID       func() string
 	shared      kernel.SharedBudget
 	windows     RateWindows
+	labels      SharedLabels
 	callerLimit int
 	idleCallers time.Duration
 	durable     bool
@@ -158,7 +160,7 @@ func New(ctx context.Context, log *trace.Log, comp *Compiled, opts ...Option) (*
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	g := &Gate{log: log, k: k, claims: cs, clock: o.clock, newID: o.newID, shared: o.shared, windows: o.windows, comp: comp,
+	g := &Gate{log: log, k: k, claims: cs, clock: o.clock, newID: o.newID, shared: o.shared, windows: o.windows, labels: o.labels, comp: comp,
 		resumed: map[string]bool{}, callers: map[string]*caller{}, approvals: map[string]*approval{}, awaited: map[string]chan struct{}{},
 		live: callers{limit: o.callerLimit, idle: o.idleCallers}, pending: pending, durable: o.durable,
 		obs: joinObservers(o.observers)}
@@ -482,7 +484,7 @@ func (g *Gate) beforeWritten(ctx context.Context, c Call, start time.Time, res *
 		c.Caller = c.Principal.Key()
 	}
 	d := Decision{Call: c}
-	if !g.known(c.Caller) {
+	if g.labels == nil && !g.known(c.Caller) {
 		// A caller with nothing on the log has an empty snapshot: a call
 		// the rules refuse for that caller is refused without starting a
 		// kernel session for it.
@@ -502,6 +504,11 @@ func (g *Gate) beforeWritten(ctx context.Context, c Call, start time.Time, res *
 	cl.turn.Lock()
 	defer cl.turn.Unlock()
 	at := trace.Normalize(g.clock())
+	if g.labels != nil {
+		if err := g.importLabels(ctx, cl, &c, at); err != nil {
+			return Decision{}, err
+		}
+	}
 	ru := g.comp.Decide(g.snapshot(cl, &c, at), c, at)
 	d.Rule, d.Condition, d.when = ru.Rule, ru.Condition, ru.When
 	if ru.Verdict == Refuse {
@@ -665,6 +672,9 @@ func (g *Gate) run(ctx context.Context, cl *caller, d *Decision, ru *Ruling, key
 	cl.mu.Lock()
 	cl.applyExecuted(x)
 	cl.mu.Unlock()
+	if g.labels != nil && len(x.labels) > 0 {
+		return g.shareLabels(ctx, cl, c.Caller, &x)
+	}
 	return nil
 }
 

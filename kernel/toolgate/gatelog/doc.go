@@ -16,6 +16,9 @@
 //     the policy's approval_ttl;
 //   - KindRefuseAnswer (RefuseAnswer): a human's answer the gate refused,
 //     with one of the Answer* reasons.
+//   - KindSharedLabels (SharedLabels): flow labels read from a store
+//     shared with other gates, recorded before the decision that relied
+//     on them (toolgate.WithSharedLabels).
 //
 // A host that pins tool definitions (kernel/toolgate/pin) writes three
 // more beside them: KindPin (Pin: a server's tools pinned, from a lock
