@@ -357,7 +357,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
@@ -376,8 +375,6 @@ import (
 	_ "modernc.org/sqlite" // registers "sqlite"
 
 	"github.com/verity-go/verity/claims"
-	"github.com/verity-go/verity/kernel"
-	"github.com/verity-go/verity/kernel/sqlbudget"
 	"github.com/verity-go/verity/kernel/toolgate"
 	"github.com/verity-go/verity/kernel/toolgate/cedar"
 	gatemcp "github.com/verity-go/verity/kernel/toolgate/mcp"
@@ -680,13 +677,12 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, compiled *tool
 		opts = append(opts, toolgate.WithDurableApprovals())
 	}
 	if c.db != "" {
-		shared, closeDB, err := openShared(ctx, c.db, policy.Shared.ID, policy.Shared.Limit)
+		dbOpts, closeDB, err := c.openDB(ctx, policy, logger)
 		if err != nil {
 			return err
 		}
 		defer closeDB()
-		opts = append(opts, toolgate.WithSharedBudget(shared))
-		logger.Info("shared budget", "id", policy.Shared.ID, "limit", policy.Shared.Limit)
+		opts = append(opts, dbOpts...)
 	}
 
 	// Group commit: concurrent calls share fsyncs; every decision and
@@ -844,30 +840,6 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, compiled *tool
 		<-runCtx.Done() // the HTTP clients are served until an interrupt
 	}
 	return nil
-}
-
-// openShared opens the shared budget id in the database the -db flag
-// names, creating it with limit when missing.
-func openShared(ctx context.Context, flagValue, id string, limit kernel.Cost) (*sqlbudget.SharedBudget, func(), error) {
-	spec, err := parseDB(flagValue)
-	if err != nil {
-		return nil, nil, err
-	}
-	db, err := sql.Open(spec.Driver, spec.DSN)
-	if err != nil {
-		return nil, nil, fmt.Errorf("-db: %w", err)
-	}
-	store, err := sqlbudget.Open(ctx, db, spec.Dialect)
-	if err != nil {
-		_ = db.Close()
-		return nil, nil, fmt.Errorf("-db: %w", err)
-	}
-	shared, err := store.OpenOrCreate(ctx, id, limit)
-	if err != nil {
-		_ = db.Close()
-		return nil, nil, fmt.Errorf("-db: shared budget %q: %w", id, err)
-	}
-	return shared, func() { _ = db.Close() }, nil
 }
 
 // logHead writes the log's head: its last entry's sequence number and
