@@ -350,4 +350,3 @@ func logKinds(t *testing.T, path string) []string {
 	}
 	return kinds
 }
-
