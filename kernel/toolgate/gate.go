@@ -164,6 +164,9 @@ func New(ctx context.Context, log *trace.Log, comp *Compiled, opts ...Option) (*
 		resumed: map[string]bool{}, callers: map[string]*caller{}, approvals: map[string]*approval{}, awaited: map[string]chan struct{}{},
 		live: callers{limit: o.callerLimit, idle: o.idleCallers}, pending: pending, durable: o.durable,
 		obs: joinObservers(o.observers)}
+	if g.labels != nil && !comp.usesLabels() {
+		g.labels = nil // nothing to share: no store round trip per call
+	}
 	if comp.sharedPeriod != nil && o.shared != nil {
 		if g.sharedPeriods, err = newSharedPeriods(o.shared, comp.sharedPeriod); err != nil {
 			return nil, err

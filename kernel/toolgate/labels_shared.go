@@ -52,9 +52,26 @@ type SharedLabels interface {
 
 // WithSharedLabels makes the gate share its callers' flow labels through
 // s with every other gate using it: each decision sees the labels any of
-// them attached to the caller (see SharedLabels).
+// them attached to the caller (see SharedLabels). A policy no rule of
+// which attaches, follows (flow) or reads (when) a label never asks s.
 func WithSharedLabels(s SharedLabels) Option {
 	return func(o *options) { o.labels = s }
+}
+
+// usesLabels reports whether some rule of the policy attaches labels,
+// has a flow, or has a when condition (which may read labels): only then
+// does a gate share them.
+func (c *Compiled) usesLabels() bool {
+	if c.conditions {
+		return true
+	}
+	uses := func(r *compiledRule) bool { return len(r.Labels) > 0 || len(r.Flow) > 0 }
+	for i := range c.rules {
+		if uses(&c.rules[i]) {
+			return true
+		}
+	}
+	return c.def != nil && uses(c.def)
 }
 
 // importLabels reads the caller's shared labels before a decision at

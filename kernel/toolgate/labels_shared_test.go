@@ -227,3 +227,16 @@ type writeFails struct{ *memLabels }
 func (w *writeFails) Attach(context.Context, string, string, []string, time.Time, time.Duration) error {
 	return errors.New("read-only replica")
 }
+
+// TestSharedLabelsUnusedCostNothing: a policy that attaches, follows and
+// reads no label never asks the store (it would fail every call here).
+func TestSharedLabelsUnusedCostNothing(t *testing.T) {
+	cfg := toolgate.Policy{Budget: 10 * kernel.Unit, MinCost: kernel.Unit / 100, Tools: []toolgate.Rule{{Match: "read", Cost: kernel.Unit / 100}}}
+	comp, err := cfg.Compile()
+	require.NoError(t, err)
+	g, err := toolgate.New(ctx, trace.NewMemoryLog(), comp, toolgate.WithSharedLabels(&memLabels{fail: errors.New("never asked")}))
+	require.NoError(t, err)
+	d, err := g.Before(ctx, toolgate.Call{Tool: "read", Caller: "alice"})
+	require.NoError(t, err)
+	assert.Equal(t, toolgate.Allow, d.Verdict)
+}
