@@ -10,13 +10,19 @@ import (
 	"time"
 
 	"github.com/verity-go/verity/internal/sqlmigrate"
+	"github.com/verity-go/verity/kernel/toolgate"
 	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 )
 
 // LabelsTable holds the flow labels the tool gates of a deployment share
 // (toolgate.WithSharedLabels): one row per caller, conversation ("" for
-// labels attached caller-wide) and label, with the label's end.
-const LabelsTable = "verity_flow_labels"
+// labels attached caller-wide) and label, with the label's end and the
+// time it was last attached. LabelClearsTable holds the last
+// declassification of each caller's label.
+const (
+	LabelsTable      = "verity_flow_labels"
+	LabelClearsTable = "verity_flow_label_clears"
+)
 
 // ErrInvalidLabel is returned for a label, caller or conversation the
 // store cannot hold (empty label or caller, longer than MaxIDLen bytes,
@@ -40,26 +46,42 @@ var labelsMigration = sqlmigrate.Migration{
 					"conversation " + d.Key() + " NOT NULL, " +
 					"label " + d.Key() + " NOT NULL, " +
 					"until_ns BIGINT NOT NULL, " +
+					"since_ns BIGINT NOT NULL, " +
 					"PRIMARY KEY (caller, conversation, label))",
 				"CREATE INDEX " + LabelsTable + "_until ON " + LabelsTable + " (until_ns)",
+				"CREATE TABLE " + LabelClearsTable + " (" +
+					"caller " + d.Key() + " NOT NULL, " +
+					"label " + d.Key() + " NOT NULL, " +
+					"cleared_ns BIGINT NOT NULL, " +
+					"approver TEXT NOT NULL, " +
+					"reason TEXT NOT NULL, " +
+					"PRIMARY KEY (caller, label))",
 			}
 		}),
 	},
 }
 
 type labelQueries struct {
-	read, attach, clear, prune string
+	read, attach, clear, tombstone, prune string
 }
 
 func newLabelQueries(d sqlmigrate.Dialect) labelQueries {
 	return labelQueries{
-		read: d.Rebind("SELECT label, until_ns FROM " + LabelsTable +
-			" WHERE caller = ? AND conversation IN ('', ?) AND until_ns > ?"),
-		// The later end wins; forGood is the latest.
-		attach: d.Rebind("INSERT INTO " + LabelsTable + " AS t (caller, conversation, label, until_ns) VALUES (?, ?, ?, ?) " +
-			"ON CONFLICT (caller, conversation, label) DO UPDATE SET until_ns = " +
-			"CASE WHEN excluded.until_ns > t.until_ns THEN excluded.until_ns ELSE t.until_ns END"),
-		clear: d.Rebind("DELETE FROM " + LabelsTable + " WHERE caller = ? AND label = ?"),
+		// One round trip: the labels carried (kind 0) and the caller's
+		// declassifications (kind 1).
+		read: d.Rebind("SELECT 0, label, until_ns, '', '' FROM " + LabelsTable +
+			" WHERE caller = ? AND conversation IN ('', ?) AND until_ns > ? " +
+			"UNION ALL SELECT 1, label, cleared_ns, approver, reason FROM " + LabelClearsTable + " WHERE caller = ?"),
+		// The later end wins (forGood is the latest), and the later start.
+		attach: d.Rebind("INSERT INTO " + LabelsTable + " AS t (caller, conversation, label, until_ns, since_ns) VALUES (?, ?, ?, ?, ?) " +
+			"ON CONFLICT (caller, conversation, label) DO UPDATE SET " +
+			"until_ns = CASE WHEN excluded.until_ns > t.until_ns THEN excluded.until_ns ELSE t.until_ns END, " +
+			"since_ns = CASE WHEN excluded.since_ns > t.since_ns THEN excluded.since_ns ELSE t.since_ns END"),
+		// A declassification clears what was attached at or before it.
+		clear: d.Rebind("DELETE FROM " + LabelsTable + " WHERE caller = ? AND label = ? AND since_ns <= ?"),
+		tombstone: d.Rebind("INSERT INTO " + LabelClearsTable + " AS t (caller, label, cleared_ns, approver, reason) VALUES (?, ?, ?, ?, ?) " +
+			"ON CONFLICT (caller, label) DO UPDATE SET cleared_ns = excluded.cleared_ns, approver = excluded.approver, reason = excluded.reason " +
+			"WHERE excluded.cleared_ns > t.cleared_ns"),
 		prune: d.Rebind("DELETE FROM " + LabelsTable + " WHERE until_ns <= ?"),
 	}
 }
@@ -86,30 +108,37 @@ func labelTime(at time.Time) (int64, error) {
 // Labels returns the flow labels caller carries at time at: those
 // attached caller-wide and, when conv is not "", those of conversation
 // conv, each once with the later of its ends (a zero Until: for good),
-// by label. A label is carried while at is before its end. Store
+// by label; and the last declassification of each of the caller's
+// labels, by label. A label is carried while at is before its end. Store
 // implements the tool gate's SharedLabels.
-func (bs *Store) Labels(ctx context.Context, caller, conv string, at time.Time) ([]gatelog.SharedLabel, error) {
+func (bs *Store) Labels(ctx context.Context, caller, conv string, at time.Time) ([]gatelog.SharedLabel, []toolgate.LabelClear, error) {
 	if err := validLabelKey("caller", caller, false); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := validLabelKey("conversation", conv, true); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	now, err := labelTime(at)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	rows, err := bs.db.QueryContext(ctx, bs.ql.read, caller, conv, now)
+	rows, err := bs.db.QueryContext(ctx, bs.ql.read, caller, conv, now, caller)
 	if err != nil {
-		return nil, fmt.Errorf("sqlbudget: reading the flow labels of %q: %w", caller, err)
+		return nil, nil, fmt.Errorf("sqlbudget: reading the flow labels of %q: %w", caller, err)
 	}
 	defer func() { _ = rows.Close() }()
 	var out []gatelog.SharedLabel
+	var clears []toolgate.LabelClear
 	for rows.Next() {
-		var label string
+		var kind int
+		var label, approver, reason string
 		var until int64
-		if err := rows.Scan(&label, &until); err != nil {
-			return nil, fmt.Errorf("sqlbudget: reading the flow labels of %q: %w", caller, err)
+		if err := rows.Scan(&kind, &label, &until, &approver, &reason); err != nil {
+			return nil, nil, fmt.Errorf("sqlbudget: reading the flow labels of %q: %w", caller, err)
+		}
+		if kind == 1 {
+			clears = append(clears, toolgate.LabelClear{Label: label, At: time.Unix(0, until).UTC(), Approver: approver, Reason: reason})
+			continue
 		}
 		l := gatelog.SharedLabel{Label: label}
 		if until != forGood {
@@ -124,10 +153,11 @@ func (bs *Store) Labels(ctx context.Context, caller, conv string, at time.Time) 
 		out = append(out, l)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlbudget: reading the flow labels of %q: %w", caller, err)
+		return nil, nil, fmt.Errorf("sqlbudget: reading the flow labels of %q: %w", caller, err)
 	}
 	slices.SortFunc(out, func(a, b gatelog.SharedLabel) int { return strings.Compare(a.Label, b.Label) })
-	return out, nil
+	slices.SortFunc(clears, func(a, b toolgate.LabelClear) int { return strings.Compare(a.Label, b.Label) })
+	return out, clears, nil
 }
 
 // Attach records that caller carries labels, in conversation conv ("":
@@ -173,7 +203,7 @@ func (bs *Store) Attach(ctx context.Context, caller, conv string, labels []strin
 	// In label order, so that two transactions attaching the same labels
 	// take their rows' locks in one order.
 	for _, l := range slices.Sorted(slices.Values(labels)) {
-		if _, err := tx.ExecContext(ctx, bs.ql.attach, caller, conv, l, until); err != nil {
+		if _, err := tx.ExecContext(ctx, bs.ql.attach, caller, conv, l, until, now); err != nil {
 			return fmt.Errorf("sqlbudget: attaching flow label %q to %q: %w", l, caller, err)
 		}
 	}
@@ -183,19 +213,43 @@ func (bs *Store) Attach(ctx context.Context, caller, conv string, labels []strin
 	return nil
 }
 
-// Clear removes label from caller, caller-wide and in every
-// conversation (toolgate.Gate.Declassify).
-func (bs *Store) Clear(ctx context.Context, caller, label string) error {
+// Clear records c, a declassification of c.Label for caller at c.At
+// (toolgate.Gate.Declassify): the label, as attached at or before c.At,
+// is removed caller-wide and from every conversation, and c is kept as
+// the label's last declassification (a later one replaces it), which
+// Labels returns to every gate. Both in one transaction.
+func (bs *Store) Clear(ctx context.Context, caller string, c toolgate.LabelClear) error {
 	if err := validLabelKey("caller", caller, false); err != nil {
 		return err
 	}
-	if err := validLabelKey("label", label, false); err != nil {
+	if err := validLabelKey("label", c.Label, false); err != nil {
+		return err
+	}
+	if err := validLabelKey("approver", c.Approver, false); err != nil {
+		return err
+	}
+	at, err := labelTime(c.At)
+	if err != nil {
 		return err
 	}
 	unlock := bs.lockWriters()
 	defer unlock()
-	if _, err := bs.db.ExecContext(ctx, bs.ql.clear, caller, label); err != nil {
-		return fmt.Errorf("sqlbudget: clearing flow label %q of %q: %w", label, caller, err)
+	err = func() error {
+		tx, err := bs.db.BeginTx(ctx, bs.d.TxOptions())
+		if err != nil {
+			return err
+		}
+		defer func() { _ = tx.Rollback() }()
+		if _, err := tx.ExecContext(ctx, bs.ql.clear, caller, c.Label, at); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, bs.ql.tombstone, caller, c.Label, at, c.Approver, strings.ToValidUTF8(c.Reason, "\uFFFD")); err != nil {
+			return err
+		}
+		return tx.Commit()
+	}()
+	if err != nil {
+		return fmt.Errorf("sqlbudget: clearing flow label %q of %q: %w", c.Label, caller, err)
 	}
 	return nil
 }

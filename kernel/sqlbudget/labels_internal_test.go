@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verity-go/verity/kernel/toolgate"
 	"github.com/verity-go/verity/trace/sqlstore/sqltest"
 )
 
@@ -53,7 +54,7 @@ func FuzzAttachLabels(f *testing.F) {
 			}
 			return
 		}
-		got, err := bs.Labels(ctx, caller, conv, at)
+		got, _, err := bs.Labels(ctx, caller, conv, at)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,11 +66,11 @@ func FuzzAttachLabels(f *testing.F) {
 			t.Fatalf("label %q attached at %d not carried then: %v", label, atNs, got)
 		}
 		if ttl > 0 {
-			if _, err := bs.Labels(ctx, caller, conv, at.Add(ttl)); err != nil {
+			if _, _, err := bs.Labels(ctx, caller, conv, at.Add(ttl)); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := bs.Clear(ctx, caller, label); err != nil {
+		if err := bs.Clear(ctx, caller, toolgate.LabelClear{Label: label, At: at, Approver: "fuzz"}); err != nil {
 			t.Fatal(err)
 		}
 	})

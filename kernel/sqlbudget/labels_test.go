@@ -2,9 +2,10 @@
 // VERITY_PG_DSN is set) and on a SQLite file:
 //
 //   - Labels, Attach and Clear behave as the naive reference (refLabels
-//     below) under random callers, conversations, labels, ttls and times
-//     (also out of order), through two connection pools on one database:
-//     TestSharedLabelsMatchReference (rapid state machine).
+//     below) under random callers, conversations, labels, ttls,
+//     declassifications and times (also out of order), through two
+//     connection pools on one database: TestSharedLabelsMatchReference
+//     (rapid state machine).
 //   - Ends are exclusive, the later end wins, for good wins over any end,
 //     conversations are apart, invalid input is refused and records
 //     nothing: TestSharedLabelRules; pruning: TestPruneLabels.
@@ -12,8 +13,9 @@
 //     comes to another gate, each with its own log and pool, is refused;
 //     the second gate records the labels it relied on, so that a gate
 //     restarted over its log alone decides as it did; a label's ttl and
-//     a conversation's labels hold across gates; a declassification
-//     clears the shared label: TestGatesShareSQLLabels.
+//     a conversation's labels hold across gates; a declassification on
+//     one gate clears the label on every gate, one that carried it too,
+//     and a label attached after it stays: TestGatesShareSQLLabels.
 
 package sqlbudget_test
 
@@ -40,21 +42,27 @@ import (
 
 var _ toolgate.SharedLabels = (*sqlbudget.Store)(nil)
 
-// refLabels is the naive reference: every attached label's end by
-// caller, conversation and label (the zero time: for good).
+// refLabels is the naive reference: every attached label's end and
+// last start by caller, conversation and label (the zero end: for good),
+// and each caller's label's last declassification.
 type refLabels struct {
-	mu   sync.Mutex
-	ends map[[3]string]time.Time
+	mu     sync.Mutex
+	ends   map[[3]string]time.Time
+	starts map[[3]string]time.Time
+	clears map[[2]string]toolgate.LabelClear
 }
 
 func (r *refLabels) attach(caller, conv string, labels []string, at time.Time, ttl time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.ends == nil {
-		r.ends = map[[3]string]time.Time{}
+		r.ends, r.starts = map[[3]string]time.Time{}, map[[3]string]time.Time{}
 	}
 	for _, l := range labels {
 		k := [3]string{caller, conv, l}
+		if s, ok := r.starts[k]; !ok || at.After(s) {
+			r.starts[k] = at
+		}
 		end, ok := r.ends[k]
 		switch {
 		case ttl == 0:
@@ -66,6 +74,19 @@ func (r *refLabels) attach(caller, conv string, labels []string, at time.Time, t
 			r.ends[k] = at.Add(ttl)
 		}
 	}
+}
+
+func (r *refLabels) cleared(caller string) []toolgate.LabelClear {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []toolgate.LabelClear
+	for k, c := range r.clears {
+		if k[0] == caller {
+			out = append(out, c)
+		}
+	}
+	slices.SortFunc(out, func(a, b toolgate.LabelClear) int { return strings.Compare(a.Label, b.Label) })
+	return out
 }
 
 func (r *refLabels) labels(caller, conv string, at time.Time) []gatelog.SharedLabel {
@@ -87,14 +108,29 @@ func (r *refLabels) labels(caller, conv string, at time.Time) []gatelog.SharedLa
 	return out
 }
 
-func (r *refLabels) clear(caller, label string) {
+func (r *refLabels) clear(caller string, c toolgate.LabelClear) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for k := range r.ends {
-		if k[0] == caller && k[2] == label {
+		if k[0] == caller && k[2] == c.Label && !r.starts[k].After(c.At) {
 			delete(r.ends, k)
+			delete(r.starts, k)
 		}
 	}
+	if r.clears == nil {
+		r.clears = map[[2]string]toolgate.LabelClear{}
+	}
+	if old, ok := r.clears[[2]string{caller, c.Label}]; !ok || c.At.After(old.At) {
+		r.clears[[2]string{caller, c.Label}] = c
+	}
+}
+
+// sameClears compares two declassification lists, times to the
+// nanosecond.
+func sameClears(a, b []toolgate.LabelClear) bool {
+	return slices.EqualFunc(a, b, func(x, y toolgate.LabelClear) bool {
+		return x.Label == y.Label && x.At.Equal(y.At) && x.Approver == y.Approver && x.Reason == y.Reason
+	})
 }
 
 func mapsKeys[V any](m map[string]V) func(func(string) bool) {
@@ -150,21 +186,26 @@ func TestSharedLabelsMatchReference(t *testing.T) {
 					step(rt)
 					caller := rapid.SampledFrom(callers).Draw(rt, "caller")
 					conv := rapid.SampledFrom(convs).Draw(rt, "conv")
-					got, err := pool(rt).Labels(ctx, caller, conv, now)
+					got, clears, err := pool(rt).Labels(ctx, caller, conv, now)
 					if err != nil {
 						rt.Fatal(err)
 					}
 					if want := ref.labels(caller, conv, now); !sameLabels(got, want) {
 						rt.Fatalf("%s in %q at %s: %v, reference %v", caller, conv, now.Sub(epoch), got, want)
 					}
+					if want := ref.cleared(caller); !sameClears(clears, want) {
+						rt.Fatalf("%s: declassifications %v, reference %v", caller, clears, want)
+					}
 				},
 				"clear": func(rt *rapid.T) {
+					step(rt)
 					caller := rapid.SampledFrom(callers).Draw(rt, "caller")
-					label := rapid.SampledFrom(names).Draw(rt, "label")
-					if err := pool(rt).Clear(ctx, caller, label); err != nil {
+					c := toolgate.LabelClear{Label: rapid.SampledFrom(names).Draw(rt, "label"), At: now,
+						Approver: rapid.SampledFrom([]string{"sec", "ops"}).Draw(rt, "approver"), Reason: "reviewed"}
+					if err := pool(rt).Clear(ctx, caller, c); err != nil {
 						rt.Fatal(err)
 					}
-					ref.clear(caller, label)
+					ref.clear(caller, c)
 				},
 			})
 		})
@@ -176,7 +217,7 @@ func TestSharedLabelRules(t *testing.T) {
 		_, bs := budgets(t, b, b.NewDSN(t))
 		read := func(caller, conv string, at time.Time) string {
 			t.Helper()
-			got, err := bs.Labels(ctx, caller, conv, at)
+			got, _, err := bs.Labels(ctx, caller, conv, at)
 			require.NoError(t, err)
 			var parts []string
 			for _, l := range got {
@@ -203,8 +244,16 @@ func TestSharedLabelRules(t *testing.T) {
 		assert.Equal(t, "x", read("a", "", epoch))
 		assert.Equal(t, "", read("b", "c1", epoch), "callers are apart")
 
-		require.NoError(t, bs.Clear(ctx, "a", "x"))
+		require.NoError(t, bs.Clear(ctx, "a", toolgate.LabelClear{Label: "x", At: epoch, Approver: "sec", Reason: "ok"}))
 		assert.Equal(t, "y<1m0s", read("a", "c1", epoch), "cleared caller-wide and in every conversation")
+		require.NoError(t, bs.Attach(ctx, "a", "", []string{"y"}, epoch.Add(time.Second), time.Minute))
+		require.NoError(t, bs.Clear(ctx, "a", toolgate.LabelClear{Label: "y", At: epoch, Approver: "sec", Reason: "ok"}))
+		assert.Equal(t, "y<1m1s", read("a", "c1", epoch), "a label attached after its declassification stays")
+		_, clears, err := bs.Labels(ctx, "a", "", epoch)
+		require.NoError(t, err)
+		assert.Equal(t, []toolgate.LabelClear{{Label: "x", At: epoch, Approver: "sec", Reason: "ok"}, {Label: "y", At: epoch, Approver: "sec", Reason: "ok"}}, clears)
+		require.NoError(t, bs.Clear(ctx, "a", toolgate.LabelClear{Label: "y", At: epoch.Add(2 * time.Second), Approver: "ops", Reason: "again"}))
+		assert.Equal(t, "", read("a", "c1", epoch))
 
 		for _, tc := range []struct {
 			name              string
@@ -225,10 +274,12 @@ func TestSharedLabelRules(t *testing.T) {
 				require.ErrorIs(t, bs.Attach(ctx, tc.caller, tc.conv, []string{tc.lab}, tc.at, tc.ttl), sqlbudget.ErrInvalidLabel)
 			})
 		}
-		_, err := bs.Labels(ctx, "", "", epoch)
+		require.NoError(t, bs.Attach(ctx, "a", "c1", []string{"z"}, epoch, 0))
+		_, _, err = bs.Labels(ctx, "", "", epoch)
 		require.ErrorIs(t, err, sqlbudget.ErrInvalidLabel)
-		require.ErrorIs(t, bs.Clear(ctx, "a", ""), sqlbudget.ErrInvalidLabel)
-		assert.Equal(t, "y<1m0s", read("a", "c1", epoch), "nothing invalid was recorded")
+		require.ErrorIs(t, bs.Clear(ctx, "a", toolgate.LabelClear{At: epoch, Approver: "sec"}), sqlbudget.ErrInvalidLabel)
+		require.ErrorIs(t, bs.Clear(ctx, "a", toolgate.LabelClear{Label: "z", At: epoch.Add(time.Hour)}), sqlbudget.ErrInvalidLabel, "no approver")
+		assert.Equal(t, "z", read("a", "c1", epoch), "nothing invalid was recorded")
 	})
 }
 
@@ -244,7 +295,7 @@ func TestPruneLabels(t *testing.T) {
 		n, err = bs.PruneLabels(ctx, time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC))
 		require.NoError(t, err)
 		assert.EqualValues(t, 1, n, "labels for good stay")
-		got, err := bs.Labels(ctx, "a", "", epoch.Add(48*time.Hour))
+		got, _, err := bs.Labels(ctx, "a", "", epoch.Add(48*time.Hour))
 		require.NoError(t, err)
 		assert.Equal(t, []gatelog.SharedLabel{{Label: "good"}}, got)
 	})
@@ -355,13 +406,28 @@ func TestGatesShareSQLLabels(t *testing.T) {
 			caller := "tenant-" + uuid.NewString()
 			assert.Equal(t, toolgate.Allow, call(t, r1, caller, "read_inbox", "").Verdict)
 			assert.Equal(t, toolgate.Allow, call(t, r2, caller, "search", "").Verdict, "r2 knows the caller")
-			// r2 never saw the label in its own session until it reads the store.
-			require.NoError(t, r2.g.Declassify(ctx, caller, "untrusted", toolgate.DefaultApprover, nil, "reviewed"))
-			got, err := r2.st.Labels(ctx, caller, "", now)
+			assert.Equal(t, toolgate.Refuse, call(t, r2, caller, "send_mail", "").Verdict, "r2 carries the label now")
+			require.NoError(t, r1.g.Declassify(ctx, caller, "untrusted", toolgate.DefaultApprover, nil, "reviewed"))
+			got, _, err := r2.st.Labels(ctx, caller, "", now)
 			require.NoError(t, err)
 			assert.Empty(t, got, "the shared label is cleared")
+			d := call(t, r2, caller, "send_mail", "")
+			assert.Equal(t, toolgate.Allow, d.Verdict, "a gate that carried it sees it cleared: %s", d.Explanation)
 			r3 := start(t, comp, nil, nil)
 			assert.Equal(t, toolgate.Allow, call(t, r3, caller, "send_mail", "").Verdict, "a gate that never carried it sees it cleared")
+			// r2 recorded the declassification it applied.
+			var reasons []string
+			for e, err := range r2.log.Entries(ctx, 0) {
+				require.NoError(t, err)
+				if e.Kind == gatelog.KindDeclassify {
+					reasons = append(reasons, string(e.Payload))
+				}
+			}
+			require.Len(t, reasons, 1)
+			assert.Contains(t, reasons[0], "cleared by another gate: reviewed")
+			// A later read attaches it again, everywhere.
+			assert.Equal(t, toolgate.Allow, call(t, r3, caller, "read_inbox", "").Verdict)
+			assert.Equal(t, toolgate.Refuse, call(t, r2, caller, "send_mail", "").Verdict)
 		})
 	})
 }

@@ -62,9 +62,10 @@ func (g *Gate) Declassify(ctx context.Context, caller, label, approver string, b
 	}
 	cl.declassify(label)
 	if g.labels != nil {
-		if err := g.labels.Clear(ctx, caller, label); err != nil {
+		if err := g.labels.Clear(ctx, caller, LabelClear{Label: label, At: at, Approver: who, Reason: e.Reason}); err != nil {
 			return fmt.Errorf("toolgate: clearing the shared flow label %q of caller %q: %w", label, caller, err)
 		}
+		cl.clearSeen(label, at)
 	}
 	return nil
 }

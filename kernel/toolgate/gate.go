@@ -88,6 +88,9 @@ type caller struct {
 	// turn orders the caller's decisions; labels and windows (the core's
 	// Snapshot) are changed under turn and mu, and read under turn.
 	turn sync.Mutex
+	// clears are the shared declassifications applied, by label
+	// (WithSharedLabels; under turn).
+	clears map[string]time.Time
 	// at, when set, is the time the session records an execution at: the
 	// time its decision was made.
 	// (Unix nanoseconds, 0 when unset: an atomic, for a session's clock

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/verity-go/verity/internal/canon"
 	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	"github.com/verity-go/verity/trace"
 )
@@ -29,6 +30,14 @@ import (
 // its labels are written to the store, with their end (Rule.LabelTTL) and
 // in the conversation the caller's life holds them under.
 //
+// A declassification (Declassify) is shared too: the store removes the
+// label as attached until then and keeps the declassification, which
+// every gate reads with the labels. A gate whose caller's life carries a
+// label declassified since it last looked records the declassification
+// (gatelog.KindDeclassify, its reason saying another gate cleared it)
+// and applies it, then reads back from the store what was attached after
+// it — both entries before the decision, so that replay agrees.
+//
 // Fail closed: a store that cannot be read or written makes the call an
 // error (nothing runs), as a shared rate window that cannot decide does.
 
@@ -39,16 +48,32 @@ type SharedLabels interface {
 	// Labels returns the labels caller carries at time at: those
 	// attached with no conversation, and those of conversation conv when
 	// it is not "". A label is named once, with the later of its ends
-	// (zero Until: for good).
-	Labels(ctx context.Context, caller, conv string, at time.Time) ([]gatelog.SharedLabel, error)
+	// (zero Until: for good). cleared is the last declassification of
+	// each of the caller's labels.
+	Labels(ctx context.Context, caller, conv string, at time.Time) (carried []gatelog.SharedLabel, cleared []LabelClear, err error)
 	// Attach records that caller carries labels — in conversation conv,
 	// or caller-wide when conv is "" — from at, until at+ttl (for good
 	// when ttl is 0). A label carried already keeps the later end.
 	Attach(ctx context.Context, caller, conv string, labels []string, at time.Time, ttl time.Duration) error
-	// Clear removes label from caller and from every conversation of
-	// it (Gate.Declassify).
-	Clear(ctx context.Context, caller, label string) error
+	// Clear records the declassification c of caller's label
+	// (Gate.Declassify): the label as attached at or before c.At is
+	// removed, caller-wide and from every conversation, and c is the
+	// label's last declassification unless a later one is.
+	Clear(ctx context.Context, caller string, c LabelClear) error
 }
+
+// LabelClear is a declassification a SharedLabels store holds: Label was
+// cleared from a caller at At by Approver, for Reason.
+type LabelClear struct {
+	Label            string
+	At               time.Time
+	Approver, Reason string
+}
+
+// clearedElsewherePrefix starts the reason of a declassification a gate
+// records because another gate cleared the label.
+const clearedElsewherePrefix = "cleared by another gate: "
+
 
 // WithSharedLabels makes the gate share its callers' flow labels through
 // s with every other gate using it: each decision sees the labels any of
@@ -79,9 +104,14 @@ func (c *Compiled) usesLabels() bool {
 // carry.
 func (g *Gate) importLabels(ctx context.Context, cl *caller, c *Call, at time.Time) error {
 	conv := g.conversation(c)
-	got, err := g.labels.Labels(ctx, c.Caller, conv, at)
+	got, clears, err := g.labels.Labels(ctx, c.Caller, conv, at)
 	if err != nil {
 		return fmt.Errorf("toolgate: reading the shared flow labels of caller %q: %w", c.Caller, err)
+	}
+	for _, x := range clears {
+		if err := g.clearedElsewhere(ctx, cl, c.Caller, x, at); err != nil {
+			return err
+		}
 	}
 	if len(got) == 0 {
 		return nil
@@ -104,6 +134,47 @@ func (g *Gate) importLabels(ctx context.Context, cl *caller, c *Call, at time.Ti
 	cl.applySharedLabels(e)
 	cl.mu.Unlock()
 	return nil
+}
+
+// clearedElsewhere applies x, a declassification the store holds, when
+// the gate has not applied it yet (cl.turn held): recorded and applied
+// when the caller's life carries the label.
+func (g *Gate) clearedElsewhere(ctx context.Context, cl *caller, caller string, x LabelClear, at time.Time) error {
+	if !x.At.After(cl.clears[x.Label]) {
+		return nil
+	}
+	cl.mu.Lock()
+	carried := cl.carries(x.Label, at)
+	cl.mu.Unlock()
+	if carried {
+		e := gatelog.Declassify{Session: g.SessionID(caller), Caller: caller, Label: x.Label, Approver: x.Approver,
+			Reason: OneLine(clearedElsewherePrefix + x.Reason)}
+		b, err := canon.Marshal(e)
+		if err == nil {
+			_, err = g.log.Append(ctx, gatelog.KindDeclassify, b, trace.At(at))
+		}
+		if err != nil {
+			return fmt.Errorf("toolgate: recording the declassification of %q by another gate: %w", x.Label, err)
+		}
+		cl.mu.Lock()
+		cl.declassify(x.Label)
+		cl.mu.Unlock()
+	}
+	cl.clearSeen(x.Label, x.At)
+	return nil
+}
+
+// clearSeen notes that the gate applied the store's declassification
+// of label at at (cl.turn held); the note is the shell's, bounded, and
+// lost with the caller: a gate that forgot it applies it again, and
+// reads back what was attached after it.
+func (cl *caller) clearSeen(label string, at time.Time) {
+	if cl.clears == nil || len(cl.clears) >= maxConversations {
+		cl.clears = map[string]time.Time{}
+	}
+	if at.After(cl.clears[label]) {
+		cl.clears[label] = at
+	}
 }
 
 // shareLabels writes the labels of the execution x, recorded and applied
@@ -130,7 +201,7 @@ func (g *Gate) sharedCarries(ctx context.Context, caller, label string, at time.
 	if g.labels == nil {
 		return false, nil
 	}
-	got, err := g.labels.Labels(ctx, caller, "", at)
+	got, _, err := g.labels.Labels(ctx, caller, "", at)
 	if err != nil {
 		return false, fmt.Errorf("toolgate: reading the shared flow labels of caller %q: %w", caller, err)
 	}

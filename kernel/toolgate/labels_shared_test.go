@@ -20,18 +20,21 @@ import (
 )
 
 // memLabels is a SharedLabels in memory (kernel/sqlbudget's Store is the
-// real one): every label's end by caller, conversation and label.
+// real one): every label's end and last start by caller, conversation and
+// label, and the last declassification of each caller's label.
 type memLabels struct {
-	mu   sync.Mutex
-	ends map[[3]string]time.Time // zero: for good
-	fail error                   // when set, every call fails with it
+	mu     sync.Mutex
+	ends   map[[3]string]time.Time // zero: for good
+	starts map[[3]string]time.Time
+	clears map[[2]string]toolgate.LabelClear
+	fail   error // when set, every call fails with it
 }
 
-func (m *memLabels) Labels(_ context.Context, caller, conv string, at time.Time) ([]gatelog.SharedLabel, error) {
+func (m *memLabels) Labels(_ context.Context, caller, conv string, at time.Time) ([]gatelog.SharedLabel, []toolgate.LabelClear, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.fail != nil {
-		return nil, m.fail
+		return nil, nil, m.fail
 	}
 	best := map[string]time.Time{}
 	for k, end := range m.ends {
@@ -47,7 +50,13 @@ func (m *memLabels) Labels(_ context.Context, caller, conv string, at time.Time)
 		out = append(out, gatelog.SharedLabel{Label: l, Until: end})
 	}
 	slices.SortFunc(out, func(a, b gatelog.SharedLabel) int { return strings.Compare(a.Label, b.Label) })
-	return out, nil
+	var clears []toolgate.LabelClear
+	for k, c := range m.clears {
+		if k[0] == caller {
+			clears = append(clears, c)
+		}
+	}
+	return out, clears, nil
 }
 
 func (m *memLabels) Attach(_ context.Context, caller, conv string, labels []string, at time.Time, ttl time.Duration) error {
@@ -57,10 +66,13 @@ func (m *memLabels) Attach(_ context.Context, caller, conv string, labels []stri
 		return m.fail
 	}
 	if m.ends == nil {
-		m.ends = map[[3]string]time.Time{}
+		m.ends, m.starts = map[[3]string]time.Time{}, map[[3]string]time.Time{}
 	}
 	for _, l := range labels {
 		k := [3]string{caller, conv, l}
+		if s, ok := m.starts[k]; !ok || at.After(s) {
+			m.starts[k] = at
+		}
 		end, ok := m.ends[k]
 		switch {
 		case ttl == 0:
@@ -72,16 +84,23 @@ func (m *memLabels) Attach(_ context.Context, caller, conv string, labels []stri
 	return nil
 }
 
-func (m *memLabels) Clear(_ context.Context, caller, label string) error {
+func (m *memLabels) Clear(_ context.Context, caller string, c toolgate.LabelClear) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.fail != nil {
 		return m.fail
 	}
 	for k := range m.ends {
-		if k[0] == caller && k[2] == label {
+		if k[0] == caller && k[2] == c.Label && !m.starts[k].After(c.At) {
 			delete(m.ends, k)
+			delete(m.starts, k)
 		}
+	}
+	if m.clears == nil {
+		m.clears = map[[2]string]toolgate.LabelClear{}
+	}
+	if old, ok := m.clears[[2]string{caller, c.Label}]; !ok || c.At.After(old.At) {
+		m.clears[[2]string{caller, c.Label}] = c
 	}
 	return nil
 }
@@ -99,12 +118,13 @@ func sharedFlowPolicy(t require.TestingT, ttl time.Duration) *toolgate.Compiled 
 }
 
 // TestSharedLabelsSeenByEveryGate is a rapid state machine: three gates,
-// each with its own log, share one label store; random fetches and sends
-// of two callers, in and out of two conversations, land on random gates
-// at times that move forward. A send is refused exactly when the naive
-// model — every fetch allowed on any gate, its label carried for the
-// rule's ttl from its recorded time, caller-wide or in its conversation —
-// says the caller carries "untrusted" there and then; and each gate,
+// each with its own log, share one label store; random fetches, sends and
+// declassifications of two callers, in and out of two conversations, land
+// on random gates at times that move forward. A send is refused exactly
+// when the naive model — every fetch allowed on any gate and not
+// declassified since, its label carried for the rule's ttl from its
+// recorded time, caller-wide or in its conversation — says the caller
+// carries "untrusted" there and then; and each gate,
 // restarted over its own log with an empty store, decides every probe as
 // the live gates decide it (replay is faithful).
 func TestSharedLabelsSeenByEveryGate(t *testing.T) {
@@ -148,6 +168,23 @@ func TestSharedLabelsSeenByEveryGate(t *testing.T) {
 				require.NoError(rt, err)
 				fetches = append(fetches, fetch{c.Caller, c.Conversation, now})
 			},
+			"declassify": func(rt *rapid.T) {
+				now = now.Add(time.Duration(rapid.IntRange(0, 4000).Draw(rt, "ms")) * time.Millisecond)
+				g := rapid.IntRange(0, 2).Draw(rt, "gate")
+				caller := rapid.SampledFrom(callers).Draw(rt, "caller")
+				err := gates[g].Declassify(ctx, caller, "untrusted", toolgate.DefaultApprover, nil, "reviewed")
+				if errors.Is(err, toolgate.ErrNotCarried) {
+					return // the gate and the store's caller-wide labels do not carry it: nothing changes
+				}
+				require.NoError(rt, err)
+				kept := fetches[:0]
+				for _, f := range fetches {
+					if f.caller != caller || f.at.After(now) {
+						kept = append(kept, f)
+					}
+				}
+				fetches = kept
+			},
 			"send": func(rt *rapid.T) {
 				now = now.Add(time.Duration(rapid.IntRange(0, 4000).Draw(rt, "ms")) * time.Millisecond)
 				g := rapid.IntRange(0, 2).Draw(rt, "gate")
@@ -168,7 +205,7 @@ func TestSharedLabelsSeenByEveryGate(t *testing.T) {
 		// from its caller's life alone, and a gate started over a copy of
 		// its log (with an empty store too) decides every probe as it does.
 		store.mu.Lock()
-		store.ends = nil
+		store.ends, store.starts, store.clears = nil, nil, nil
 		store.mu.Unlock()
 		for i, log := range logs {
 			clone := trace.NewMemoryLog()
