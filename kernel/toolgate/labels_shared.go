@@ -74,7 +74,6 @@ type LabelClear struct {
 // records because another gate cleared the label.
 const clearedElsewherePrefix = "cleared by another gate: "
 
-
 // WithSharedLabels makes the gate share its callers' flow labels through
 // s with every other gate using it: each decision sees the labels any of
 // them attached to the caller (see SharedLabels). A policy no rule of
