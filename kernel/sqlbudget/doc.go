@@ -109,16 +109,22 @@
 // conversation, with their end (the rule's label_ttl after the call's
 // recorded time, or for good); Store.Labels returns those a caller
 // carries at a time, caller-wide and in a conversation, each once with
-// its later end; Store.Clear removes a label everywhere (a
-// declassification). One table, its own component "flow_labels" (version
-// 1), created by Open:
+// its later end, and the last declassification of each of the caller's
+// labels; Store.Clear records a declassification (toolgate.LabelClear):
+// the label as attached at or before it is removed everywhere, and the
+// declassification is kept, so that a gate whose own session carries the
+// label clears it too before its next decision. Two tables, their own
+// component "flow_labels" (version 1), created by Open:
 //
-//	verity_flow_labels (caller, conversation, label, until_ns)
+//	verity_flow_labels       (caller, conversation, label, until_ns, since_ns)
+//	verity_flow_label_clears (caller, label, cleared_ns, approver, reason)
 //
 // keyed by caller, conversation ("" for caller-wide) and label. An
 // attach is an upsert that keeps the later end (for good is
-// math.MaxInt64), in one transaction per call, its rows taken in label
-// order; ends are exclusive, as the gate's own. The gate reads before it
+// math.MaxInt64) and the later start, in one transaction per call, its
+// rows taken in label order; ends are exclusive, as the gate's own. A
+// read is one round trip (the labels and the declassifications, UNION
+// ALL). The gate reads before it
 // decides and writes after the labelling call's execution is recorded;
 // how it records what it read is in toolgate's labels_shared.go.
 // PruneLabels deletes the labels that ended.
@@ -154,10 +160,6 @@
 //
 // # What it does not cover
 //
-// A declassification clears a label from the store and from the
-// session of the gate that records it; another gate whose own session
-// carries the label (it ran or read the labelling call before) keeps it
-// until it ends or is cleared there too: the safe direction.
 // A rate window is a sliding log of calls, not a token bucket: a window
 // holding limit calls costs limit rows. The windows of one key should
 // keep one duration (the gate's keys name the rule and the window).

@@ -199,7 +199,9 @@
 //     replica 3 is refused. A replica records the labels it read and did
 //     not carry (a toolgate.shared_labels entry) before the decision that
 //     relied on them, so that its own log replays alone
-//     (toolgate.WithSharedLabels);
+//     (toolgate.WithSharedLabels). A label an approver clears at one
+//     replica's inbox is cleared on all: a replica whose session carried
+//     it records the declassification before its next decision;
 //   - with -pins first-use, the pins: the first complete listing any
 //     replica claims is the pin of all (a replica whose upstream lists
 //     something else has that drift refused), and a re-pin approved at one
