@@ -309,11 +309,18 @@ func (ps *Pins) Visible(tool string) bool {
 // and the error, one line naming the tool and both hashes, is what the
 // model reads.
 func (ps *Pins) Definition(ctx context.Context, call toolgate.Call) (string, error) {
+	var version int64
+	var verr error
+	if ps.shared != nil {
+		version, verr = ps.sharedVersion(ctx)
+	}
 	ps.mu.Lock()
 	broken := ps.broken
 	if broken == nil && ps.shares() {
 		// The tool's next call runs against what any replica pinned.
-		broken = ps.syncLocked(ctx)
+		if broken = verr; broken == nil {
+			broken = ps.syncToLocked(ctx, version)
+		}
 	}
 	var h string
 	var err error

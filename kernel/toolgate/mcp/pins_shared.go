@@ -92,10 +92,27 @@ func (ps *Pins) claimLocked(ctx context.Context, tools []pin.Tool, instr string)
 // syncLocked adopts the shared pins when their version moved (ps.mu
 // held).
 func (ps *Pins) syncLocked(ctx context.Context) error {
+	v, err := ps.sharedVersion(ctx)
+	if err != nil {
+		return err
+	}
+	return ps.syncToLocked(ctx, v)
+}
+
+// sharedVersion reads the version of the server's shared pins; Definition
+// reads it before taking ps.mu, so that calls do not queue on the
+// database's round trip.
+func (ps *Pins) sharedVersion(ctx context.Context) (int64, error) {
 	v, err := ps.shared.PinVersion(ctx, ps.server)
 	if err != nil {
-		return fmt.Errorf("toolgate/mcp: reading the shared pins of %q: %w", ps.server, err)
+		return 0, fmt.Errorf("toolgate/mcp: reading the shared pins of %q: %w", ps.server, err)
 	}
+	return v, nil
+}
+
+// syncToLocked adopts the shared pins when their version, read as v,
+// moved (ps.mu held).
+func (ps *Pins) syncToLocked(ctx context.Context, v int64) error {
 	if v == ps.version || v == 0 {
 		return nil
 	}
