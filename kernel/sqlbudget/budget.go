@@ -75,6 +75,8 @@ type Store struct {
 
 	qCreate, qGet, qCharge, qRecord, qRefundTotal, qRefundAction, qCharged string
 	qw                                                                     windowQueries
+	ql                                                                     labelQueries
+	qp                                                                     pinQueries
 }
 
 // Open prepares db, opened by the host with a driver for dialect d,
@@ -89,12 +91,14 @@ func Open(ctx context.Context, db *sql.DB, d sqlstore.Dialect) (*Store, error) {
 		return nil, errors.New("sqlbudget: Open needs a *sql.DB")
 	}
 	md := sqlmigrate.Dialect(d)
-	if err := sqlmigrate.Migrate(ctx, db, md, budgetMigration); err != nil {
-		return nil, err
+	for _, m := range []sqlmigrate.Migration{budgetMigration, labelsMigration, pinsMigration} {
+		if err := sqlmigrate.Migrate(ctx, db, md, m); err != nil {
+			return nil, err
+		}
 	}
 	rebind := md.Rebind
 	return &Store{
-		db: db, d: md, qw: newWindowQueries(md),
+		db: db, d: md, qw: newWindowQueries(md), ql: newLabelQueries(md), qp: newPinQueries(md),
 		qCreate: rebind("INSERT INTO " + BudgetsTable + " (budget_id, limit_amount, gross, refunded) VALUES (?, ?, 0, 0) " +
 			"ON CONFLICT (budget_id) DO NOTHING"),
 		qGet: rebind("SELECT limit_amount, gross, refunded FROM " + BudgetsTable + " WHERE budget_id = ?"),

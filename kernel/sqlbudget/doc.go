@@ -1,4 +1,6 @@
-// Package sqlbudget is a budget shared by any number of processes: its
+// Package sqlbudget is a budget shared by any number of processes — and
+// the rate windows, flow labels and pinned tool definitions the replicas
+// of one tool gate deployment share beside it: its
 // balance lives in a SQL database (PostgreSQL for several machines, SQLite
 // for several processes on one machine), and a kernel.Session consults it
 // through kernel.WithSharedBudget. It removes the safety kernel's "single
@@ -96,6 +98,53 @@
 // count, so clock skew between gates refuses rather than admits.
 // PruneWindows deletes the expired calls of keys no call visits any more.
 //
+// # Flow labels
+//
+// The same Store holds the flow labels several tool gates share (it
+// implements toolgate.SharedLabels; give it to a gate with
+// toolgate.WithSharedLabels): replicas of one deployment, each with its
+// own log, see the labels any of them attached to a caller, so that a
+// toxic flow whose first call lands on one replica and last on another is
+// refused. Store.Attach records a caller's labels, caller-wide or in one
+// conversation, with their end (the rule's label_ttl after the call's
+// recorded time, or for good); Store.Labels returns those a caller
+// carries at a time, caller-wide and in a conversation, each once with
+// its later end, and the last declassification of each of the caller's
+// labels; Store.Clear records a declassification (toolgate.LabelClear):
+// the label as attached at or before it is removed everywhere, and the
+// declassification is kept, so that a gate whose own session carries the
+// label clears it too before its next decision. Two tables, their own
+// component "flow_labels" (version 1), created by Open:
+//
+//	verity_flow_labels       (caller, conversation, label, until_ns, since_ns)
+//	verity_flow_label_clears (caller, label, cleared_ns, approver, reason)
+//
+// keyed by caller, conversation ("" for caller-wide) and label. An
+// attach is an upsert that keeps the later end (for good is
+// math.MaxInt64) and the later start, in one transaction per call, its
+// rows taken in label order; ends are exclusive, as the gate's own. A
+// read is one round trip (the labels and the declassifications, UNION
+// ALL). The gate reads before it
+// decides and writes after the labelling call's execution is recorded;
+// how it records what it read is in toolgate's labels_shared.go.
+// PruneLabels deletes the labels that ended.
+//
+// # Pinned tool definitions
+//
+// The same Store holds the pins verity-mcp's replicas share (it
+// implements kernel/toolgate/mcp's SharedPins): one server's first-use
+// pins, claimed by the first replica to list it (ClaimPins: an INSERT of
+// the server's row that a second claim finds taken, in one transaction
+// with its tools', so that every replica gets the same pins), and the
+// re-pins approved on any replica (RecordRepin: a compare and set on the
+// hash the approver saw pinned; a stale one is ErrPinConflict), each
+// raising the server's version, which a replica reads before each call
+// (PinVersion) and, when it moved, loads the pins (LoadPins) and records
+// what differs on its own log. Two tables, component "pins" (version 1):
+//
+//	verity_pin_servers (server, instructions, version)
+//	verity_pins        (server, tool, hash, old, approver, requested_by, reason)
+//
 // # Guarantees
 //
 // T1 (net spend ≤ limit) and T4 (gross never decreases) hold for any
@@ -103,7 +152,11 @@
 // never exceeds its charge; the header of budget_test.go lists the tests
 // that check each, on PostgreSQL and on SQLite. A rate window never admits
 // more than its limit, across pools and processes, and decides as a naive
-// reference does: the header of windows_test.go lists its tests.
+// reference does: the header of windows_test.go lists its tests. The flow
+// labels decide as a naive reference does, through several pools, and
+// gates sharing them refuse a toxic flow across gates and replay from
+// their own logs: the header of labels_test.go. One pin claim wins and a
+// re-pin is a compare and set: the header of pins_test.go.
 //
 // # What it does not cover
 //

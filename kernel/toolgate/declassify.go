@@ -1,6 +1,7 @@
 package toolgate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -47,7 +48,9 @@ func (g *Gate) Declassify(ctx context.Context, caller, label, approver string, b
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	if !cl.carries(label, at) {
-		return fmt.Errorf("toolgate: declassifying %q: %w", label, ErrNotCarried)
+		if shared, err := g.sharedCarries(ctx, caller, label, at); err != nil || !shared {
+			return cmp.Or(err, fmt.Errorf("toolgate: declassifying %q: %w", label, ErrNotCarried))
+		}
 	}
 	e := gatelog.Declassify{Session: g.SessionID(caller), Caller: caller, Label: label, Approver: who, Reason: OneLine(reason)}
 	b, err := canon.Marshal(e)
@@ -58,6 +61,12 @@ func (g *Gate) Declassify(ctx context.Context, caller, label, approver string, b
 		return fmt.Errorf("toolgate: recording the declassification of %q: %w", label, err)
 	}
 	cl.declassify(label)
+	if g.labels != nil {
+		if err := g.labels.Clear(ctx, caller, LabelClear{Label: label, At: at, Approver: who, Reason: e.Reason}); err != nil {
+			return fmt.Errorf("toolgate: clearing the shared flow label %q of caller %q: %w", label, caller, err)
+		}
+		cl.clearSeen(label, at)
+	}
 	return nil
 }
 

@@ -221,7 +221,9 @@
 // create_pull_request once untrusted_input and private_data were both
 // seen" is a flow on the pull-request rule. Windows shared by several
 // gates live outside the process (RateWindows, kernel/sqlbudget), under
-// SharedWindowKey.
+// SharedWindowKey; so do labels (WithSharedLabels: a replica records the
+// labels it read and did not carry, gatelog.KindSharedLabels, before the
+// decision that relied on them, so that its own log replays alone).
 //
 // # Budgets that renew
 //

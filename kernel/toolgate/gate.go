@@ -63,6 +63,10 @@ type Gate struct {
 	windows RateWindows
 	// policy is the compiled policy in force (comp; Reload replaces it).
 	policy atomic.Pointer[Compiled]
+	labels SharedLabels // WithSharedLabels (labels_shared.go)
+	// labelsOn: labels is set and the policy in force has labels, flows
+	// or conditions to share them for (set by New and Reload).
+	labelsOn atomic.Bool
 	// sharedPeriods, when the shared budget renews, opens its periods' rows.
 	sharedPeriods *sharedPeriods
 	obs           Observer // nil: nobody observes (observe.go)
@@ -88,6 +92,9 @@ type caller struct {
 	// turn orders the caller's decisions; labels and windows (the core's
 	// Snapshot) are changed under turn and mu, and read under turn.
 	turn sync.Mutex
+	// clears are the shared declassifications applied, by label
+	// (WithSharedLabels; under turn).
+	clears map[string]time.Time
 	// at, when set, is the time the session records an execution at: the
 	// time its decision was made.
 	// (Unix nanoseconds, 0 when unset: an atomic, for a session's clock
@@ -106,6 +113,7 @@ type options struct {
 	newID       func() string
 	shared      kernel.SharedBudget
 	windows     RateWindows
+	labels      SharedLabels
 	callerLimit int
 	idleCallers time.Duration
 	durable     bool
@@ -159,11 +167,12 @@ func New(ctx context.Context, log *trace.Log, comp *Compiled, opts ...Option) (*
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	g := &Gate{log: log, k: k, claims: cs, clock: o.clock, newID: o.newID, shared: o.shared, windows: o.windows,
+	g := &Gate{log: log, k: k, claims: cs, clock: o.clock, newID: o.newID, shared: o.shared, windows: o.windows, labels: o.labels,
 		resumed: map[string]bool{}, callers: map[string]*caller{}, approvals: map[string]*approval{}, awaited: map[string]chan struct{}{},
 		live: callers{limit: o.callerLimit, idle: o.idleCallers}, pending: pending, durable: o.durable,
 		obs: joinObservers(o.observers)}
 	g.policy.Store(comp)
+	g.labelsOn.Store(g.labels != nil && comp.usesLabels()) // nothing to share: no store round trip per call
 	if comp.sharedPeriod != nil && o.shared != nil {
 		if g.sharedPeriods, err = newSharedPeriods(o.shared, comp.sharedPeriod); err != nil {
 			return nil, err
@@ -484,7 +493,7 @@ func (g *Gate) beforeWritten(ctx context.Context, c Call, start time.Time, res *
 		c.Caller = c.Principal.Key()
 	}
 	d := Decision{Call: c}
-	if !g.known(c.Caller) {
+	if g.labels == nil && !g.known(c.Caller) {
 		// A caller with nothing on the log has an empty snapshot: a call
 		// the rules refuse for that caller is refused without starting a
 		// kernel session for it.
@@ -504,6 +513,11 @@ func (g *Gate) beforeWritten(ctx context.Context, c Call, start time.Time, res *
 	cl.turn.Lock()
 	defer cl.turn.Unlock()
 	at := trace.Normalize(g.clock())
+	if g.labelsOn.Load() {
+		if err := g.importLabels(ctx, cl, &c, at); err != nil {
+			return Decision{}, err
+		}
+	}
 	ru := g.comp().Decide(g.snapshot(cl, &c, at), c, at)
 	d.Rule, d.Condition, d.when = ru.Rule, ru.Condition, ru.When
 	if ru.Verdict == Refuse {
@@ -667,6 +681,9 @@ func (g *Gate) run(ctx context.Context, cl *caller, d *Decision, ru *Ruling, key
 	cl.mu.Lock()
 	cl.applyExecuted(x)
 	cl.mu.Unlock()
+	if g.labels != nil && len(x.labels) > 0 {
+		return g.shareLabels(ctx, cl, c.Caller, &x)
+	}
 	return nil
 }
 

@@ -861,6 +861,15 @@ func replayEntry(e trace.Entry, get func(string) *life, owner map[string]*life, 
 		if l := get(x.Session); l != nil {
 			l.declassify(x.Label)
 		}
+	case gatelog.KindSharedLabels:
+		d, err := gatelog.Decode(e)
+		if err != nil {
+			return err
+		}
+		x := d.(gatelog.SharedLabels)
+		if l := get(x.Session); l != nil {
+			l.applySharedLabels(x)
+		}
 	case gatelog.KindExpire:
 		if !durable {
 			return nil

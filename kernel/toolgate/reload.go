@@ -59,6 +59,7 @@ func (g *Gate) Reload(next *Compiled) error {
 		return fmt.Errorf("%w: it changes %s", ErrReload, strings.Join(why, ", "))
 	}
 	g.policy.Store(next)
+	g.labelsOn.Store(g.labels != nil && next.usesLabels())
 	return nil
 }
 

@@ -10,7 +10,7 @@ import (
 // top-level names plus the exported methods of its exported types (fields
 // are not counted). The gate's log vocabulary (entry kinds and payloads,
 // refusal conditions and answer reasons) lives in gatelog, counted there.
-const maxExported = 131 // 127, Gate.RecordTask and OpenTasks (task.go), Gate.Reload and ErrReload (reload.go)
+const maxExported = 134 // 127, Gate.RecordTask and OpenTasks (task.go), Gate.Reload and ErrReload (reload.go), SharedLabels, WithSharedLabels and LabelClear (labels_shared.go)
 
 // TestExportedSurface keeps the package's exported identifiers at most
 // maxExported and lists them in testdata/exported.txt, so that every

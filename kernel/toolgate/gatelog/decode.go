@@ -61,6 +61,8 @@ func Decode(e trace.Entry) (any, error) {
 		return decodeGateway(e.Kind, e.Payload)
 	case KindDeclassify:
 		return decodeAs[Declassify](e.Payload)
+	case KindSharedLabels:
+		return decodeSharedLabels(e.Payload)
 	case KindAsk:
 		v, err := decodeAs[Ask](e.Payload)
 		if err == nil && !v.(Ask).Tier.Valid() {

@@ -17,7 +17,10 @@
 //   - KindRefuseAnswer (RefuseAnswer): a human's answer the gate refused,
 //     with one of the Answer* reasons;
 //   - KindTask (Task): an allowed call that continues as a task of its
-//     server (the MCP Tasks extension), open until its result entry.
+//     server (the MCP Tasks extension), open until its result entry;
+//   - KindSharedLabels (SharedLabels): flow labels read from a store
+//     shared with other gates, recorded before the decision that relied
+//     on them (toolgate.WithSharedLabels).
 //
 // A host that pins tool definitions (kernel/toolgate/pin) writes three
 // more beside them: KindPin (Pin: a server's tools pinned, from a lock

@@ -9,7 +9,7 @@ import (
 // maxExported bounds the package's exported surface: its exported
 // top-level names plus the exported methods of its exported types (fields
 // are not counted).
-const maxExported = 59
+const maxExported = 62
 
 // TestExportedSurface keeps the package's exported identifiers at most
 // maxExported and lists them in testdata/exported.txt, so that every

@@ -40,6 +40,9 @@ type PinOptions struct {
 	// Logger receives a line for each drift, refusal and re-pin; none
 	// when nil.
 	Logger *slog.Logger
+	// Shared, when set (and no Lock is given), shares the pins with the
+	// other replicas of a deployment (pins_shared.go).
+	Shared SharedPins
 }
 
 // Pins holds the tool definitions a Proxy trusts, as the pure
@@ -73,6 +76,12 @@ type Pins struct {
 	asked map[string][]string
 	// hints caches HintedTier by hash.
 	hints map[string]claims.RiskTier
+	// shared, when set, is the store of pins shared with other replicas;
+	// version the version of its pins this replica adopted last, and
+	// pinned whether the log pins the server already (pins_shared.go).
+	shared  SharedPins
+	version int64
+	pinned  bool
 }
 
 // NewPins returns the Pins of opts.Server over log: the state the log's
@@ -87,7 +96,7 @@ func NewPins(ctx context.Context, log *trace.Log, opts PinOptions) (*Pins, error
 	if opts.Server == "" {
 		return nil, errors.New("toolgate/mcp: pins need a server name")
 	}
-	ps := &Pins{log: log, server: opts.Server, logger: opts.Logger, defs: map[string]json.RawMessage{}, asked: map[string][]string{}}
+	ps := &Pins{log: log, server: opts.Server, logger: opts.Logger, defs: map[string]json.RawMessage{}, asked: map[string][]string{}, shared: opts.Shared}
 	if ps.logger == nil {
 		ps.logger = slog.New(slog.DiscardHandler)
 	}
@@ -97,7 +106,7 @@ func NewPins(ctx context.Context, log *trace.Log, opts PinOptions) (*Pins, error
 			if err == nil && e.Kind == gatelog.KindPin {
 				if v, derr := gatelog.Decode(e); derr == nil {
 					if p := v.(gatelog.Pin); p.Server == opts.Server {
-						lastLock = p.Lock
+						lastLock, ps.pinned = p.Lock, true
 					}
 				}
 			}
@@ -196,6 +205,13 @@ func (ps *Pins) Observe(ctx context.Context, pages []json.RawMessage, instructio
 		tools = mergeTools(ps.tools, tools)
 	}
 	instr := pin.HashInstructions(instructions, given)
+	if ps.shares() {
+		if err := ps.claimLocked(ctx, tools, instr); err != nil {
+			ps.broken = err
+			ps.logger.Error("pins: every tool hidden and refused", "server", ps.server, "err", err)
+			return err
+		}
+	}
 	next, out := ps.st.Listed(pin.Listing{Server: ps.server, Instructions: instr, Tools: tools})
 	if err := ps.append(ctx, out); err != nil {
 		// Fail closed: the drift is not on the log, so nothing is trusted.
@@ -219,6 +235,7 @@ func (ps *Pins) Observe(ctx context.Context, pages []json.RawMessage, instructio
 		}
 	}
 	ps.st, ps.tools, ps.instr, ps.broken, ps.drift = next, tools, instr, nil, out.Drift
+	ps.pinned = ps.pinned || len(out.Entries) > 0
 	for _, t := range tools {
 		ps.defs[t.Hash] = t.Definition
 	}
@@ -293,8 +310,19 @@ func (ps *Pins) Visible(tool string) bool {
 // model reads.
 func (ps *Pins) Definition(ctx context.Context, call toolgate.Call) (string, error) {
 	tool := pinnedName(call)
+	var version int64
+	var verr error
+	if ps.shared != nil {
+		version, verr = ps.sharedVersion(ctx)
+	}
 	ps.mu.Lock()
 	broken := ps.broken
+	if broken == nil && ps.shares() {
+		// The tool's next call runs against what any replica pinned.
+		if broken = verr; broken == nil {
+			broken = ps.syncToLocked(ctx, version)
+		}
+	}
 	var h string
 	var err error
 	if broken == nil {
@@ -461,8 +489,20 @@ func (ps *Pins) Repin(ctx context.Context, tool, old, new, approver, reason stri
 	if err != nil {
 		return err
 	}
+	version := ps.version
+	if ps.shares() {
+		// The store decides first: a re-pin another replica recorded since
+		// is a conflict, and this one is refused.
+		if version, err = ps.shared.RecordRepin(ctx, gatelog.Repin{Server: ps.server, Tool: tool, Old: old, New: new,
+			Approver: approver, RequestedBy: requested, Reason: reason}); err != nil {
+			return fmt.Errorf("toolgate/mcp: recording the re-pin of %q for every replica: %w", tool, err)
+		}
+	}
 	if err := ps.append(ctx, out); err != nil {
 		return err
+	}
+	if version == ps.version+1 { // no other change in between: adopted
+		ps.version = version
 	}
 	ps.st, ps.drift = next, out.Drift
 	ps.prune()

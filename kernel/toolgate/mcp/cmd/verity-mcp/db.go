@@ -1,11 +1,16 @@
 package main
 
 import (
+	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 
+	"github.com/verity-go/verity/kernel/sqlbudget"
+	"github.com/verity-go/verity/kernel/toolgate"
 	"github.com/verity-go/verity/trace/sqlstore"
 )
 
@@ -62,4 +67,41 @@ func redact(err error) error {
 		return ue.Err
 	}
 	return err
+}
+
+// openDB opens the database -db names and returns what the replicas of
+// a deployment share through it (see "Replicas" in the package doc): the
+// policy's shared budget (toolgate.WithSharedBudget), the calls of its
+// rate windows (toolgate.WithSharedWindows) and its callers' flow labels
+// (toolgate.WithSharedLabels), all kept by one kernel/sqlbudget Store;
+// with -pins first-use, the pins too (c.pins.shared). The returned
+// function closes the database.
+func (c *config) openDB(ctx context.Context, policy toolgate.Policy, logger *slog.Logger) ([]toolgate.Option, func(), error) {
+	spec, err := parseDB(c.db)
+	if err != nil {
+		return nil, nil, err
+	}
+	db, err := sql.Open(spec.Driver, spec.DSN)
+	if err != nil {
+		return nil, nil, fmt.Errorf("-db: %w", err)
+	}
+	store, err := sqlbudget.Open(ctx, db, spec.Dialect)
+	if err != nil {
+		_ = db.Close()
+		return nil, nil, fmt.Errorf("-db: %w", err)
+	}
+	opts := []toolgate.Option{toolgate.WithSharedWindows(store), toolgate.WithSharedLabels(store)}
+	if policy.Shared != nil {
+		shared, err := store.OpenOrCreate(ctx, policy.Shared.ID, policy.Shared.Limit)
+		if err != nil {
+			_ = db.Close()
+			return nil, nil, fmt.Errorf("-db: shared budget %q: %w", policy.Shared.ID, err)
+		}
+		opts = append(opts, toolgate.WithSharedBudget(shared))
+		logger.Info("shared budget", "id", policy.Shared.ID, "limit", policy.Shared.Limit)
+	}
+	c.pins.shared = store
+	logger.Info("shared with the replicas on -db", "budget", policy.Shared != nil, "rate_windows", true, "flow_labels", true,
+		"pins", c.pins.file == pinsFirstUse)
+	return opts, func() { _ = db.Close() }, nil
 }

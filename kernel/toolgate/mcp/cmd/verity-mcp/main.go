@@ -318,6 +318,45 @@
 // row ID@KEY (kernel/sqlbudget's ForPeriod; KEY the period's first day,
 // "2026-11-30", or month, "2026-11"), the same row for every proxy.
 //
+// # Replicas
+//
+// N proxies behind one address (a load balancer spreading sessions or
+// requests over them), each with its own upstream and its own -log, are
+// one gate when they share -db: through its kernel/sqlbudget tables they
+// share
+//
+//   - the shared_budget: no interleaving of replicas spends more than its
+//     limit (a conditional UPDATE per charge);
+//   - the rules' rate windows: "at most N calls per duration" counts the
+//     calls of a caller on every replica (toolgate.WithSharedWindows,
+//     keyed by caller and window);
+//   - the callers' flow labels: a label a call attaches on one replica is
+//     seen by the next decision for that caller on any replica, within its
+//     label_ttl and, with conversation_labels, in its conversation, so
+//     that a toxic flow whose first call lands on replica 1 and last on
+//     replica 3 is refused. A replica records the labels it read and did
+//     not carry (a toolgate.shared_labels entry) before the decision that
+//     relied on them, so that its own log replays alone
+//     (toolgate.WithSharedLabels). A label an approver clears at one
+//     replica's inbox is cleared on all: a replica whose session carried
+//     it records the declassification before its next decision;
+//   - with -pins first-use, the pins: the first complete listing any
+//     replica claims is the pin of all (a replica whose upstream lists
+//     something else has that drift refused), and a re-pin approved at one
+//     replica's inbox applies on all, each recording it on its own log
+//     (a toolgate.repin entry naming the approver) before the tool's next
+//     call; drift from it is still refused where an upstream lists
+//     otherwise. With a lock file every replica loads the same file.
+//
+// A caller is the same caller on every replica when its key is: the
+// principal of a token (-jwks), or -http-caller; -caller-per-session
+// keys each session, which a load balancer must then keep on one
+// replica. Each replica writes its own log, and an acknowledged call is
+// on the log of the replica that answered it: kill -9 of one replica
+// loses nothing acknowledged (replicas_test.go checks it on PostgreSQL).
+// A database that cannot be reached refuses the calls that need it, as
+// an unwritable log does. Without -db each replica is a gate of its own.
+//
 // # Approval inbox
 //
 // Many MCP clients cannot elicit: without more, their DELETE and
@@ -563,7 +602,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
@@ -582,8 +620,6 @@ import (
 	_ "modernc.org/sqlite" // registers "sqlite"
 
 	"github.com/verity-go/verity/claims"
-	"github.com/verity-go/verity/kernel"
-	"github.com/verity-go/verity/kernel/sqlbudget"
 	"github.com/verity-go/verity/kernel/toolgate"
 	"github.com/verity-go/verity/kernel/toolgate/cedar"
 	gatemcp "github.com/verity-go/verity/kernel/toolgate/mcp"
@@ -682,7 +718,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	}
 	fs.StringVar(&c.policy, "policy", "", "the policy file (toolgate.LoadPolicy; see policy.schema.json)")
 	fs.StringVar(&c.log, "log", "", "the trace log file, created when missing, resumed when present")
-	fs.StringVar(&c.db, "db", "", "the database of the policy's shared budget: postgres://… or sqlite:PATH")
+	fs.StringVar(&c.db, "db", "", "the database the replicas share (the policy's shared budget, rate windows, flow labels, first-use pins): postgres://… or sqlite:PATH")
 	fs.StringVar(&c.http, "http", "", "also serve streamable HTTP at this address (host:port)")
 	fs.StringVar(&c.httpCaller, "http-caller", "", "without -jwks, charge every streamable HTTP session to this one caller key (default \""+DefaultHTTPCaller+"\")")
 	addHTTPFlags(fs, &c.httpConfig)
@@ -914,14 +950,13 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, compiled *tool
 	if c.inbox.enabled() {
 		opts = append(opts, toolgate.WithDurableApprovals())
 	}
-	if c.db != "" && policy.Shared != nil {
-		shared, closeDB, err := openShared(ctx, c.db, policy.Shared.ID, policy.Shared.Limit)
+	if c.db != "" {
+		dbOpts, closeDB, err := c.openDB(ctx, policy, logger)
 		if err != nil {
 			return err
 		}
 		defer closeDB()
-		opts = append(opts, toolgate.WithSharedBudget(shared))
-		logger.Info("shared budget", "id", policy.Shared.ID, "limit", policy.Shared.Limit)
+		opts = append(opts, dbOpts...)
 	}
 
 	// Group commit: concurrent calls share fsyncs; every decision and
@@ -1083,30 +1118,6 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, compiled *tool
 		<-runCtx.Done() // the HTTP clients are served until an interrupt
 	}
 	return nil
-}
-
-// openShared opens the shared budget id in the database the -db flag
-// names, creating it with limit when missing.
-func openShared(ctx context.Context, flagValue, id string, limit kernel.Cost) (*sqlbudget.SharedBudget, func(), error) {
-	spec, err := parseDB(flagValue)
-	if err != nil {
-		return nil, nil, err
-	}
-	db, err := sql.Open(spec.Driver, spec.DSN)
-	if err != nil {
-		return nil, nil, fmt.Errorf("-db: %w", err)
-	}
-	store, err := sqlbudget.Open(ctx, db, spec.Dialect)
-	if err != nil {
-		_ = db.Close()
-		return nil, nil, fmt.Errorf("-db: %w", err)
-	}
-	shared, err := store.OpenOrCreate(ctx, id, limit)
-	if err != nil {
-		_ = db.Close()
-		return nil, nil, fmt.Errorf("-db: shared budget %q: %w", id, err)
-	}
-	return shared, func() { _ = db.Close() }, nil
 }
 
 // logHead writes the log's head: its last entry's sequence number and

@@ -45,6 +45,9 @@ type pinsConfig struct {
 	file   string
 	server string
 	lock   *pin.Lock // loaded by load, for a lock file
+	// shared, with -db, is the store the replicas share first-use pins
+	// and re-pins through (db.go).
+	shared gatemcp.SharedPins
 }
 
 func addPinsFlags(fs *flag.FlagSet, c *pinsConfig) {
@@ -117,7 +120,7 @@ func (c *pinsConfig) open(ctx context.Context, log *trace.Log, logger *slog.Logg
 	if !c.enabled() {
 		return nil, nil
 	}
-	ps, err := gatemcp.NewPins(ctx, log, gatemcp.PinOptions{Server: c.server, Lock: c.lock, Logger: logger})
+	ps, err := gatemcp.NewPins(ctx, log, gatemcp.PinOptions{Server: c.server, Lock: c.lock, Logger: logger, Shared: c.shared})
 	if err != nil {
 		return nil, err
 	}
