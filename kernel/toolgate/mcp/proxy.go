@@ -12,6 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/verity-go/verity/kernel/toolgate/mcp/upstream"
 )
 
 // ErrUpstreamDown: no upstream session is attached to the Proxy (it
@@ -346,7 +348,10 @@ func (p *Proxy) call(ctx context.Context, req *sdk.CallToolRequest) (sdk.Result,
 		params.Arguments = req.Params.Arguments
 	}
 	sink := &rawSink{delivery: dl}
-	res, err := up.CallTool(withSink(ctx, sink), params)
+	// The caller's own token travels only as far as this call's context,
+	// for an upstream whose credential is an exchange of it
+	// (upstream.CallContext); it is never sent on as it is.
+	res, err := up.CallTool(upstream.CallContext(withSink(ctx, sink), req), params)
 	p.forget(sink)
 	if raw := sink.result(); raw != nil {
 		return &RawResult{JSON: raw}, nil

@@ -2,9 +2,13 @@ package main
 
 import (
 	"os"
+	"regexp"
 	"path/filepath"
 	"testing"
 )
+
+// serverName is the rule of a server's name (gateway.Server.Name).
+var serverName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
 
 // FuzzReadGatewayFile: any bytes are a gateway file that passes its
 // rules, or an error; never a panic. What is read keeps the rules: named
@@ -34,12 +38,9 @@ func FuzzReadGatewayFile(f *testing.F) {
 		if len(sum) != 64 {
 			t.Fatalf("sum %q", sum)
 		}
-		if err := checkGateway(g); err != nil {
-			t.Fatalf("read, then refused: %v", err)
-		}
 		seen := map[string]bool{}
 		for _, s := range g.Servers {
-			if seen[s.Name] || !gatewayServerName.MatchString(s.Name) || (len(s.Command) > 0) == (s.URL != "") {
+			if seen[s.Name] || !serverName.MatchString(s.Name) || (len(s.Command) > 0) == (s.URL != "") {
 				t.Fatalf("a server against the rules: %+v", s)
 			}
 			seen[s.Name] = true

@@ -267,16 +267,16 @@ func TestGatewayBadInput(t *testing.T) {
 		code   int    // with -require-all; 0: the file itself is refused (2)
 		want   string // in stderr
 	}{
-		{"unknown member", `{"name": "x", "command": ["x"], "colour": 1}`, 2, `unknown field "colour"`},
-		{"duplicate server", files, 2, `server "files": named twice`},
+		{"unknown member", `{"name": "x", "command": ["x"], "colour": 1}`, 2, `/servers/1/colour: unknown_field: unknown member`},
+		{"duplicate server", files, 2, `/servers/1/name: duplicate_name: server "files" is named by /servers/0 too`},
 		{"collision", `{"name": "twice", "command": ` + jsonArray(bins.rawserver, "-twice", "alpha") + `}`, 1,
 			`server \"twice\" lists tool \"alpha\" more than once: its name \"twice__alpha\" would name two tools`},
 		{"missing secret file", `{"name": "sec", "command": ["` + bins.testserver + `"], "set_env": {"TOKEN": {"file": "nowhere/token"}}}`, 1,
-			`server \"sec\": set_env TOKEN: secret file: open `},
+			`server \"sec\": set_env.TOKEN: file `},
 		{"unreachable url", `{"name": "gone", "url": "http://127.0.0.1:1/mcp", "start_timeout": "5s"}`, 1, `server \"gone\": connecting to http://127.0.0.1:1/mcp`},
 		{"tls failure", `{"name": "tls", "url": "` + tlsRemote.URL + `/mcp", "start_timeout": "5s"}`, 1, `certificate signed by unknown authority`},
 		{"401", `{"name": "locked", "url": "` + unauthorized.URL + `/mcp", "start_timeout": "5s"}`, 1, `server \"locked\": connecting to ` + unauthorized.URL},
-		{"plain http off loopback", `{"name": "far", "url": "http://example.com/mcp"}`, 2, `server "far": url: "http://example.com/mcp": http only to a loopback address`},
+		{"plain http off loopback", `{"name": "far", "url": "http://example.com/mcp"}`, 2, `/servers/1/url: url: "http://example.com/mcp" is http to a host that is not loopback`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			gw, _ := writeGateway(t, "10", files, c.server)
@@ -339,7 +339,7 @@ func TestGatewayReload(t *testing.T) {
 	// Refused: a server named twice; a new budget.
 	require.NoError(t, os.WriteFile(gw, []byte(`{"version": 1, "policy": "policy.json", "servers": [`+files+`,`+files+`]}`), 0o600))
 	hup(`msg="reload refused: the running gateway stays"`)
-	assert.Contains(t, p.stderr.String(), `server \"files\": named twice`)
+	assert.Contains(t, p.stderr.String(), `duplicate_name: server \"files\" is named by /servers/0 too`)
 	require.NoError(t, os.WriteFile(gw, []byte(text2), 0o600))
 	policy2, err := os.ReadFile(pol)
 	require.NoError(t, err)
@@ -406,7 +406,7 @@ func TestGatewayFlags(t *testing.T) {
 		"-upstream-exit":      {[]string{"-config", gw, "-log", "x", "-upstream-exit"}, "-upstream-exit is per server"},
 		"-require-all alone":  {[]string{"-policy", pol, "-log", "x", "-require-all", "--", "true"}, "-require-all needs -config"},
 		"a missing file":      {[]string{"-config", gw + ".none", "-log", "x"}, "no such file"},
-		"no servers, version": {[]string{"-config", writeRaw(t, `{"version": 2, "policy": "p.json", "servers": []}`), "-log", "x"}, "version 2: want 1"},
+		"no servers, version": {[]string{"-config", writeRaw(t, `{"version": 2, "policy": "p.json", "servers": []}`), "-log", "x"}, "/version: version: this package reads version 1"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var stderr syncBuffer

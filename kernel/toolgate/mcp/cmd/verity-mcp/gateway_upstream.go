@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
@@ -11,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -26,6 +24,7 @@ import (
 	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	"github.com/verity-go/verity/kernel/toolgate/gateway"
 	gatemcp "github.com/verity-go/verity/kernel/toolgate/mcp"
+	upcred "github.com/verity-go/verity/kernel/toolgate/mcp/upstream" // main_test.go has a type upstream
 	"github.com/verity-go/verity/trace"
 )
 
@@ -33,7 +32,6 @@ import (
 // (gateway.Server).
 const (
 	defaultStartTimeout = 30 * time.Second
-	maxSecret           = 64 << 10
 )
 
 // gatewayServer runs one upstream of a gateway: it starts the command or
@@ -120,7 +118,7 @@ func (g *gatewayServer) connect(ctx context.Context) (*sdk.ClientSession, error)
 // spawn starts the command over stdio: in Dir, with an environment of
 // only Env's variables (from verity-mcp's own) and SetEnv's secrets.
 func (g *gatewayServer) spawn(ctx context.Context, client *sdk.Client) (*sdk.ClientSession, string, []byte, error) {
-	env, err := serverEnv(g.spec, g.dir)
+	env, err := serverEnv(g.spec)
 	if err != nil {
 		return nil, "", nil, err
 	}
@@ -188,31 +186,16 @@ func protocolOf(up *sdk.ClientSession) string {
 	return ""
 }
 
-// upstreamHTTPClient is the HTTP client of a remote server: TLS 1.2 or
-// later verified against the system's CAs, or only ca_file's when the
-// file names one; no redirect followed (a credential is never sent to
-// another address); no overall timeout (a call's own bounds it). It is
-// the one place an upstream's HTTP requests are made from.
+// upstreamHTTPClient is the HTTP client of a remote server
+// (upcred.NewHTTPClient): TLS 1.2 or later verified against the system's
+// CAs, or only ca_file's when the file names one; no redirect followed
+// (a credential is never sent to another address); the server's own
+// credential ("auth": a header from a secret, OAuth client credentials,
+// or an RFC 8693 exchange of the caller's token), never the client's
+// token; no overall timeout (a call's own bounds it). It is the one place
+// an upstream's HTTP requests are made from.
 func upstreamHTTPClient(s gateway.Server, dir string) (*http.Client, error) {
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	if s.CAFile != "" {
-		path := resolve(dir, s.CAFile)
-		pem, err := readRegular(path, 1<<20)
-		if err != nil {
-			return nil, fmt.Errorf("ca_file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("ca_file %s: no PEM certificate in it", path)
-		}
-		cfg.RootCAs = pool
-	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = cfg
-	return &http.Client{
-		Transport:     tr,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}, nil
+	return upcred.NewHTTPClient(s, dir, upcred.Options{})
 }
 
 // peerRecorder keeps the TLS peer certificate of the first response.
@@ -241,44 +224,15 @@ func (p *peerRecorder) peer() *x509.Certificate {
 }
 
 // serverEnv is a command's environment: Env's variables that verity-mcp's
-// own environment sets, and SetEnv's secrets, nothing else.
-func serverEnv(s gateway.Server, dir string) ([]string, error) {
-	env := []string{}
-	for _, k := range s.Env {
-		if v, ok := os.LookupEnv(k); ok {
-			env = append(env, k+"="+v)
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(s.SetEnv)) {
-		v, err := readSecret(s.SetEnv[k], dir)
-		if err != nil {
-			return nil, fmt.Errorf("set_env %s: %w", k, err)
-		}
-		env = append(env, k+"="+v)
+// own environment sets, and SetEnv's secrets, nothing else
+// (gateway.Server.Environ; never nil, which exec.Cmd would read as "all
+// of verity-mcp's").
+func serverEnv(s gateway.Server) ([]string, error) {
+	env, err := s.Environ(os.LookupEnv)
+	if err != nil { // named by the caller: "server NAME: set_env.X: …"
+		return nil, errors.New(strings.TrimPrefix(err.Error(), "server "+s.Name+": "))
 	}
 	return env, nil
-}
-
-// readSecret reads a secret: a regular file of at most 64 KiB (one
-// trailing newline dropped), or a variable of verity-mcp's environment
-// that is set and not empty.
-func readSecret(sec gateway.Secret, dir string) (string, error) {
-	if sec.File != "" {
-		b, err := readRegular(resolve(dir, sec.File), maxSecret)
-		if err != nil {
-			return "", fmt.Errorf("secret file: %w", err)
-		}
-		v := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
-		if strings.ContainsAny(v, "\x00\n") {
-			return "", fmt.Errorf("secret file %s: more than one line", resolve(dir, sec.File))
-		}
-		return v, nil
-	}
-	v, ok := os.LookupEnv(sec.Env)
-	if !ok || v == "" {
-		return "", fmt.Errorf("secret variable %s is not set", sec.Env)
-	}
-	return v, nil
 }
 
 // start connects the server and then watches it until stop. With
