@@ -320,6 +320,56 @@ func toolgateSummary(e trace.Entry) (string, any, error) {
 			s += fmt.Sprintf(", TLS peer %s (sha256 %s)", pin.Visible(r.TLSSubject), r.TLSSHA256)
 		}
 		return s, r, nil
+	case gatelog.Task:
+		s := fmt.Sprintf("%s call %s for %q became task %s (exec %s, rule %s", r.Tool, r.CallID, r.Caller, pin.Visible(r.TaskID), r.ExecID, r.Rule)
+		if r.Reserved {
+			s += ", reserved " + r.Cost.String()
+		} else {
+			s += ", charged " + r.Cost.String()
+		}
+		if r.Owner != "" {
+			s += fmt.Sprintf(", owner %q", r.Owner)
+		}
+		if r.Expires != nil {
+			s += ", expires " + trace.FormatTime(*r.Expires)
+		}
+		return s + ")", r, nil
+	case gatelog.Relay:
+		s := fmt.Sprintf("%s the upstream's %s for %q", r.Action, r.Method, r.Caller)
+		if r.Origin != "" {
+			s += " to " + pin.Visible(r.Origin)
+		}
+		if len(r.Tools) > 0 {
+			s += fmt.Sprintf(", tools %v", r.Tools)
+		}
+		if r.Reason != "" {
+			s += ": " + shorten(pin.Visible(r.Reason), 160)
+		}
+		return s, r, nil
+	case gatelog.SharedLabels:
+		ls := make([]string, len(r.Labels))
+		for i, l := range r.Labels {
+			ls[i] = pin.Visible(l.Label)
+			if !l.Until.IsZero() {
+				ls[i] += " until " + trace.FormatTime(l.Until)
+			}
+		}
+		s := fmt.Sprintf("labels shared by another gate for %q: %s", r.Caller, strings.Join(ls, ", "))
+		if r.Conversation != "" {
+			s += fmt.Sprintf(" (conversation %q)", r.Conversation)
+		}
+		return s, r, nil
+	case gatelog.Declassify:
+		return fmt.Sprintf("declassified label %s of %q, by %q: %s", pin.Visible(r.Label), r.Caller, r.Approver, shorten(pin.Visible(r.Reason), 160)), r, nil
+	case gatelog.Budget:
+		s := fmt.Sprintf("budget %s for %q", r.Action, r.Caller)
+		if r.Amount != 0 {
+			s += " by " + r.Amount.String()
+		}
+		if r.Period != "" {
+			s += ", period " + r.Period
+		}
+		return s + fmt.Sprintf(", by %q: %s", r.Approver, shorten(pin.Visible(r.Reason), 160)), r, nil
 	case gatelog.Reload:
 		return fmt.Sprintf("reloaded gateway sha256 %s, policy sha256 %s (added %v, removed %v, restarted %v)", r.GatewaySHA256, r.PolicySHA256, r.Added, r.Removed, r.Restarted), r, nil
 	}

@@ -2,7 +2,7 @@
 // the entries kernel/toolgate appends beside its kernel's and claims',
 // their payloads, and the codes they carry.
 //
-// A gate writes five kinds of entry of its own:
+// A gate writes seven kinds of entry of its own:
 //
 //   - KindRefuse (Refuse): a call refused before the kernel saw it — a
 //     tool no rule matches, a rule that refuses, a rate window that is
