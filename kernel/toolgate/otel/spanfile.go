@@ -93,9 +93,9 @@ func attrValue(v attribute.Value) any {
 		if f := v.AsFloat64(); !math.IsNaN(f) && !math.IsInf(f, 0) {
 			return f
 		}
-		return v.Emit() // JSON has no NaN or infinity
+		return v.String() // JSON has no NaN or infinity
 	case attribute.STRING:
 		return v.AsString()
 	}
-	return v.Emit()
+	return v.String()
 }

@@ -141,11 +141,6 @@ func FromGate(req toolgate.ApprovalRequest, replica string, approvers []string, 
 		Asked: req.Asked.UTC(), Expires: req.Expires.UTC(), State: Pending}
 }
 
-// open reports whether r takes answers at now.
-func (r Request) open(now time.Time) bool {
-	return r.State == Pending && (r.Expires.IsZero() || now.Before(r.Expires))
-}
-
 // give is the store's one decision, pure: the request r becomes after
 // the answer a at now, and a as recorded (its Name, Seq and At), or why
 // a is refused (r unchanged). It keeps the gate's rules

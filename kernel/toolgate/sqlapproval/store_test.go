@@ -186,15 +186,15 @@ var answerers = []sqlapproval.Answer{
 var shapes = [][]string{{"human"}, {"group:ops"}, {"group:ops", "group:ops"}, {"group:ops", "group:security"}, {"iss|carol"}}
 
 // expect is the model's answer: the error it expects (nil when taken).
-func (m *modelRequest) expect(a sqlapproval.Answer, now time.Time) (sentinel error, name string) {
+func (m *modelRequest) expect(a sqlapproval.Answer, now time.Time) (name string, sentinel error) {
 	if !m.r.Expires.IsZero() && !now.Before(m.r.Expires) {
-		return sqlapproval.ErrExpired, ""
+		return "", sqlapproval.ErrExpired
 	}
 	if m.state != sqlapproval.Pending {
-		return sqlapproval.ErrDecided, ""
+		return "", sqlapproval.ErrDecided
 	}
 	if m.answered[a.By] {
-		return sqlapproval.ErrAnsweredAlready, ""
+		return "", sqlapproval.ErrAnsweredAlready
 	}
 	for _, n := range m.awaiting {
 		if n == a.By || (a.Subject != "" && strings.HasPrefix(n, "group:") && slices.Contains(a.Groups, n[len("group:"):])) {
@@ -203,12 +203,12 @@ func (m *modelRequest) expect(a sqlapproval.Answer, now time.Time) (sentinel err
 		}
 	}
 	if name == "" {
-		return sqlapproval.ErrNotAnApprover, ""
+		return "", sqlapproval.ErrNotAnApprover
 	}
 	if a.Approve && m.r.Tier == claims.TierPrivilege && !m.r.SelfApproval && (a.By == m.r.Principal || a.By == m.r.Caller) {
-		return sqlapproval.ErrSelfApproval, ""
+		return "", sqlapproval.ErrSelfApproval
 	}
-	return nil, name
+	return name, nil
 }
 
 func TestStoreAgainstModel(t *testing.T) {
@@ -256,7 +256,7 @@ func TestStoreAgainstModel(t *testing.T) {
 						assert.ErrorIs(rt, err, sqlapproval.ErrUnknown)
 						return
 					}
-					want, name := m.expect(a, now)
+					name, want := m.expect(a, now)
 					if want != nil {
 						require.ErrorIs(rt, err, want)
 						return
