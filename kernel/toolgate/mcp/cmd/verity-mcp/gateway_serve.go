@@ -157,39 +157,10 @@ func serveGateway(ctx context.Context, c config, policy toolgate.Policy, gate *t
 	logger.Info("serving", "gateway", c.gateway.file, "servers", mux.Servers(), "tools", len(mux.Tools()), "names", mux.Tools(), "log", c.log,
 		"sync_while_running", guard.SyncWhileRunning())
 
-	if c.inbox.enabled() {
-		// The inbox's /pins page reviews one server's pins: a gateway's
-		// are re-pinned with lock files (verity pin).
-		stopInbox, err := startInbox(c, inboxLn, policy, gate, nil, logger)
-		if err != nil {
-			return err
-		}
-		defer func() {
-			if ierr := stopInbox(ctx); ierr != nil && err == nil {
-				err = ierr
-			}
-		}()
-	}
-	if c.http != "" {
-		stopHTTP, err := serveHTTP(c.http, srv, c.httpConfig, c.auth.protect, logger,
-			&eraFront{params: mux.ParamHeaders, guard: guard, callerKey: c.httpCallerKey})
-		if err != nil {
-			return err
-		}
-		defer func() {
-			if herr := stopHTTP(ctx); herr != nil && err == nil {
-				err = herr
-			}
-		}()
-	}
-	t := &sdk.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}
-	if rerr := srv.Run(runCtx, t); rerr != nil && !errors.Is(rerr, context.Canceled) && !errors.Is(rerr, io.EOF) {
-		logger.Warn("stdio session ended", "err", rerr)
-	}
-	if c.http != "" {
-		<-runCtx.Done()
-	}
-	return nil
+	// The inbox's /pins page reviews one server's pins: a gateway's are
+	// re-pinned with lock files (verity pin).
+	return serveClients(ctx, runCtx, c, srv, &eraFront{params: mux.ParamHeaders, guard: guard, callerKey: c.httpCallerKey},
+		inboxLn, policy, gate, nil, stdin, stdout, logger)
 }
 
 // add starts serving s.

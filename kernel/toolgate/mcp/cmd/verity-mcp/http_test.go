@@ -219,7 +219,9 @@ func TestHTTPSessionsExpireAndMemoryReturns(t *testing.T) {
 		sessions, mib(peak2), mib(after2), per(after2, after1))
 	require.Greater(t, per(peak1, before), 1024.0, "each open session held more than 1 KiB")
 	assert.Less(t, per(after1, before), 1024.0, "an expired session leaves under 1 KiB behind")
-	assert.Less(t, per(after2, after1), 128.0, "a second wave leaves nothing more behind")
+	// A leaked session holds about 730 B; 256 B each leaves room for the
+	// runtime's own noise on a loaded machine (159 B was seen once).
+	assert.Less(t, per(after2, after1), 256.0, "a second wave leaves nothing more behind")
 	assert.NotContains(t, p.stderr.String(), "level=ERROR")
 }
 

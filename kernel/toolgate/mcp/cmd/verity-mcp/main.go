@@ -607,6 +607,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -1086,6 +1087,17 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, compiled *tool
 	logger.Info("serving", "upstream", c.upstream[0], "tools", len(names), "names", names, "log", c.log,
 		"sync_while_running", guard.SyncWhileRunning())
 
+	return serveClients(ctx, runCtx, c, srv, &eraFront{params: proxy.ParamHeaders, guard: guard, callerKey: c.httpCallerKey},
+		inboxLn, policy, gate, pins, stdin, stdout, logger)
+}
+
+// serveClients serves srv to its clients until runCtx ends: the inbox
+// with -approvals (pins: the server whose re-pins its /pins page takes,
+// nil for none), streamable HTTP with -http behind front (its header
+// checks), and the stdio client; the inbox and the HTTP server are
+// stopped when it returns.
+func serveClients(ctx, runCtx context.Context, c config, srv *sdk.Server, front *eraFront, inboxLn net.Listener,
+	policy toolgate.Policy, gate *toolgate.Gate, pins *gatemcp.Pins, stdin io.Reader, stdout io.Writer, logger *slog.Logger) (err error) {
 	if c.inbox.enabled() {
 		stopInbox, err := startInbox(c, inboxLn, policy, gate, pins, logger)
 		if err != nil {
@@ -1098,8 +1110,7 @@ func serve(ctx context.Context, c config, policy toolgate.Policy, compiled *tool
 		}()
 	}
 	if c.http != "" {
-		stopHTTP, err := serveHTTP(c.http, srv, c.httpConfig, c.auth.protect, logger,
-			&eraFront{params: proxy.ParamHeaders, guard: guard, callerKey: c.httpCallerKey})
+		stopHTTP, err := serveHTTP(c.http, srv, c.httpConfig, c.auth.protect, logger, front)
 		if err != nil {
 			return err
 		}
