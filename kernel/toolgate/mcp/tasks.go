@@ -130,11 +130,20 @@ func (r *TaskResult) UnmarshalJSON(data []byte) error {
 // ServeTasks makes srv answer the Tasks extension's methods by relaying
 // them to the upstream (through client, whose sessions the Proxy is
 // attached to), and lets Proxy.call declare the extension upstream for a
-// client that declared it. Call it before connecting either.
+// client that declared it. Call it before connecting either, and again
+// with each new client of a restarted upstream: srv's side is added on
+// the first call only, since srv is serving by the next (the SDK's
+// method table is not safe to change while requests are read).
 func (p *Proxy) ServeTasks(srv *sdk.Server, client *sdk.Client) error {
+	p.mu.Lock()
+	served := p.tasks
+	p.mu.Unlock()
 	for _, m := range []string{MethodGetTask, MethodUpdateTask, MethodCancelTask} {
 		if err := sdk.AddSendingCustomMethod[*TaskParams, *TaskResult](client, m); err != nil {
 			return err
+		}
+		if served {
+			continue
 		}
 		if err := sdk.AddReceivingCustomMethod(srv, m, func(ctx context.Context, _ *sdk.ServerSession, params *TaskParams) (*TaskResult, error) {
 			up := p.session()
