@@ -102,7 +102,11 @@ func TestBothErasOnHTTP(t *testing.T) {
 	up := newUpstream(t)
 	pol := writePolicy(t, "3.5", "")
 	logPath := filepath.Join(t.TempDir(), "trace.log")
-	p := startProxy(t, append([]string{"-policy", pol, "-log", logPath, "-http", "127.0.0.1:0",
+	// -roots off: the 2025-11-25 client offers roots, and the upstream
+	// started again to be offered them (relay.go) is not what this test
+	// is about; under load a call landed in that restart and failed,
+	// uncharged.
+	p := startProxy(t, append([]string{"-policy", pol, "-log", logPath, "-http", "127.0.0.1:0", "-roots", "off",
 		"-jwks", is.JWKSURL, "-issuer", is.URL, "-resource", testResource, "--"}, up.argv()...), nil)
 	base := "http://" + httpAddr(t, p)
 	alice, bob := is.Token(t, "ES256", "alice", "tools:call"), is.Token(t, "RS256", "bob", "tools:call")
@@ -129,7 +133,8 @@ func TestBothErasOnHTTP(t *testing.T) {
 	require.NotEmpty(t, legacy.ID(), "2025-11-25: a session")
 	assert.False(t, search(modern).IsError)
 	assert.False(t, search(legacy).IsError)
-	assert.False(t, search(connect(alice, "")).IsError, "another 2026 client of alice's")
+	res0 := search(connect(alice, ""))
+	assert.False(t, res0.IsError, "another 2026 client of alice's: %s", text(res0))
 	res := search(connect(alice, legacyProtocol))
 	assert.True(t, res.IsError, "alice's budget is spent, whatever the era or session")
 	assert.Contains(t, text(res), "remaining 0.5")
