@@ -1,22 +1,16 @@
 package gatelog_test
 
 import (
-	"errors"
 	"testing"
 
-	"github.com/verity-go/verity/internal/canon"
 	"github.com/verity-go/verity/kernel/toolgate/gatelog"
-	"github.com/verity-go/verity/trace"
 )
 
 const tid = "4bf92f3577b34da6a3ce929d0e0e4736"
 
 // protocolEntries are protocol entries, and refusals and results with a
 // trace, each good or not.
-var protocolEntries = []struct {
-	kind, payload string
-	ok            bool
-}{
+var protocolEntries = []entryCase{
 	{gatelog.KindProtocol, `{"caller":"c","method":"tools/call","name":"t","reason":"header_mismatch","header":"Mcp-Name","code":-32020,"explanation":"e","trace":"` + tid + `"}`, true},
 	{gatelog.KindProtocol, `{"caller":"","method":"tools/call","reason":"missing_version","code":-32602,"explanation":"e"}`, true},
 	{gatelog.KindProtocol, `{"caller":"c","method":"tools/call","reason":"header_mismatch","code":-32020,"explanation":"e"}`, false},                     // no header
@@ -37,29 +31,7 @@ var protocolEntries = []struct {
 // TestDecodeReadsProtocolEntries: Decode reads protocol entries whose
 // reason, header and code agree, and a refusal's or result's trace only
 // when it is a W3C trace id; what it reads writes back canonical.
-func TestDecodeReadsProtocolEntries(t *testing.T) {
-	for i, c := range protocolEntries {
-		v, err := gatelog.Decode(trace.Entry{Kind: c.kind, Payload: []byte(c.payload)})
-		if (err == nil) != c.ok {
-			t.Errorf("%d %s: error %v, want ok=%v", i, c.payload, err, c.ok)
-			continue
-		}
-		if err != nil {
-			if !errors.Is(err, gatelog.ErrDecode) {
-				t.Errorf("%d: %v does not wrap ErrDecode", i, err)
-			}
-			continue
-		}
-		b, err := canon.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, _ := canon.Transform([]byte(c.payload))
-		if string(b) != string(want) {
-			t.Errorf("%d: decoded and written again: %s, want %s", i, b, want)
-		}
-	}
-}
+func TestDecodeReadsProtocolEntries(t *testing.T) { checkDecodes(t, protocolEntries) }
 
 // FuzzDecodeProtocol: FuzzDecode's property, seeded with protocol
 // entries.
@@ -67,20 +39,5 @@ func FuzzDecodeProtocol(f *testing.F) {
 	for _, c := range protocolEntries {
 		f.Add(c.kind, []byte(c.payload))
 	}
-	f.Fuzz(func(t *testing.T, kind string, payload []byte) {
-		v, err := gatelog.Decode(trace.Entry{Kind: kind, Payload: payload})
-		if err != nil {
-			if !errors.Is(err, gatelog.ErrDecode) {
-				t.Fatalf("%v does not wrap ErrDecode", err)
-			}
-			return
-		}
-		b, err := canon.Marshal(v)
-		if err != nil {
-			t.Fatalf("decoded %T, cannot write it: %v", v, err)
-		}
-		if _, err := gatelog.Decode(trace.Entry{Kind: kind, Payload: b}); err != nil {
-			t.Fatalf("written back %s, refused: %v", b, err)
-		}
-	})
+	f.Fuzz(func(t *testing.T, kind string, payload []byte) { decodeRoundTrips(t, kind, payload) })
 }

@@ -6,7 +6,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/verity-go/verity/internal/canon"
 	"github.com/verity-go/verity/kernel/toolgate/gatelog"
 	"github.com/verity-go/verity/trace"
 )
@@ -40,17 +39,5 @@ func FuzzDecodeTask(f *testing.F) {
 	f.Add([]byte(validTask))
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`{"session":"s","caller":"a","call_id":"c","exec_id":"e","tool":"t","rule":"default","reserved":false,"cost":0,"task_id":"x"}`))
-	f.Fuzz(func(t *testing.T, payload []byte) {
-		v, err := gatelog.Decode(trace.Entry{Kind: gatelog.KindTask, Payload: payload})
-		if err != nil {
-			require.ErrorIs(t, err, gatelog.ErrDecode)
-			return
-		}
-		b, err := canon.Marshal(v)
-		require.NoError(t, err)
-		again, err := gatelog.Decode(trace.Entry{Kind: gatelog.KindTask, Payload: b})
-		require.NoError(t, err, "written back %s", b)
-		b2, _ := canon.Marshal(again)
-		require.Equal(t, string(b), string(b2))
-	})
+	f.Fuzz(func(t *testing.T, payload []byte) { decodeRoundTrips(t, gatelog.KindTask, payload) })
 }
